@@ -1,0 +1,24 @@
+//! turbo-play's wire protocol, defined once and linked by both the controller and the agent.
+//!
+//! A frame is a 4-byte big-endian length, then that many bytes of zlib-compressed bincode
+//! of one message. The agent speaks first ([`AgentMsg::Hello`]); after that the controller
+//! sends [`ControllerMsg::Request`]s, pipelined, and the agent answers each with exactly one
+//! [`AgentMsg::Reply`]. bincode stays behind [`frame`]: nothing else names it.
+
+pub mod frame;
+pub mod messages;
+
+pub use frame::{FrameDecoder, FrameError, encode_frame, read_frame, write_frame};
+pub use messages::*;
+
+/// Bumped on every change to [`messages`]. An agent that says another number is replaced.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Largest compressed frame accepted. Bulk content travels in `WriteChunk`s well below it.
+pub const MAX_FRAME_BYTES: usize = 64 << 20;
+
+/// Largest message once decompressed: a zlib bomb stops here, not at out-of-memory.
+pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
+/// Size of the `WriteChunk`s the controller cuts bulk content into.
+pub const CHUNK_BYTES: usize = 1 << 20;

@@ -1,0 +1,2 @@
+//! turbo-agent: placeholder until the agent lands.
+fn main() {}

@@ -1,0 +1,3 @@
+//! turbo-play: the controller. See ARCHITECTURE.md for the parts and the data flow.
+
+pub mod agent_binary;

@@ -30,10 +30,16 @@ pub fn agent_binary() -> Result<&'static AgentBinary, String> {
         .get_or_init(|| match std::env::var_os("TURBO_PLAY_AGENT") {
             Some(path) => {
                 let bytes = std::fs::read(&path).map_err(|e| {
-                    format!("TURBO_PLAY_AGENT={}: {e}", std::path::Path::new(&path).display())
+                    format!(
+                        "TURBO_PLAY_AGENT={}: {e}",
+                        std::path::Path::new(&path).display()
+                    )
                 })?;
                 let sha256 = sha256_hex(&bytes);
-                Ok(AgentBinary { bytes: bytes.into(), sha256 })
+                Ok(AgentBinary {
+                    bytes: bytes.into(),
+                    sha256,
+                })
             }
             None => Ok(AgentBinary {
                 bytes: EMBEDDED.into(),
@@ -46,5 +52,8 @@ pub fn agent_binary() -> Result<&'static AgentBinary, String> {
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

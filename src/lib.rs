@@ -1,3 +1,4 @@
 //! turbo-play: the controller. See ARCHITECTURE.md for the parts and the data flow.
 
 pub mod agent_binary;
+pub mod yaml;

@@ -17,9 +17,14 @@ use crate::{MAX_FRAME_BYTES, MAX_MESSAGE_BYTES};
 pub enum FrameError {
     Io(io::Error),
     /// The peer closed the stream in the middle of a frame.
-    Truncated { expected: usize, got: usize },
+    Truncated {
+        expected: usize,
+        got: usize,
+    },
     /// The length prefix announces more than [`MAX_FRAME_BYTES`].
-    TooLarge { len: usize },
+    TooLarge {
+        len: usize,
+    },
     /// The payload inflates past [`MAX_MESSAGE_BYTES`].
     TooLargeDecompressed,
     /// Not zlib, or not a message of the expected type.

@@ -87,10 +87,16 @@ pub struct EnsureFile {
 pub enum FileContent {
     Inline(Vec<u8>),
     /// Bytes sent before by `WriteChunk`s with this id; `sha256` is what they must hash to.
-    Staged { upload_id: u64, sha256: [u8; 32] },
+    Staged {
+        upload_id: u64,
+        sha256: [u8; 32],
+    },
     /// Only a digest: if the file already hashes to it, nothing to do; otherwise the
     /// reply is [`OpResult::NeedContent`] and the controller sends the bytes.
-    Digest { sha256: [u8; 32], size: u64 },
+    Digest {
+        sha256: [u8; 32],
+        size: u64,
+    },
 }
 
 /// A file mode as Ansible accepts it: octal bits, or symbolic (`u=rw,g=r,o=r`, `u+x`).
@@ -117,7 +123,10 @@ pub enum PathState {
     Absent,
     /// Create empty if missing, else update its times (always reports changed, as Ansible).
     Touch,
-    Link { target: String, force: bool },
+    Link {
+        target: String,
+        force: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,7 +146,10 @@ pub enum Command {
     /// argv[0] looked up on PATH, no shell (Ansible's `command`).
     Argv(Vec<String>),
     /// A command line for `/bin/sh -c` (Ansible's `shell`); `executable` replaces /bin/sh.
-    Shell { script: String, executable: Option<String> },
+    Shell {
+        script: String,
+        executable: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,7 +158,9 @@ pub enum OpResult {
     File(FileOutcome),
     Exec(ExecOutcome),
     /// The chunk was stored; `size` is the staged total so far.
-    Chunk { size: u64 },
+    Chunk {
+        size: u64,
+    },
     /// The file's digest did not match: send the bytes (see [`FileContent::Digest`]).
     NeedContent,
     Batch(Vec<OpResult>),

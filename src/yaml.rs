@@ -1,0 +1,467 @@
+//! YAML as Ansible reads it (YAML 1.1: `yes`/`no`/`on`/`off` booleans, `0644` octal),
+//! parsed into a tree where every node knows its line and column. Loaders turn this tree
+//! into validated types; nothing past the loaders sees raw YAML.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::Spanned;
+
+/// A position in a source file, 1-based as editors show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    pub line: usize,
+    pub column: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub value: Value,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    /// Keys in document order; duplicate keys are rejected by the parser.
+    Map(Vec<(Node, Node)>),
+}
+
+/// The text of a file, kept so that errors can quote the offending line.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub path: PathBuf,
+    pub text: Arc<str>,
+}
+
+impl Source {
+    pub fn read(path: &Path) -> Result<Source, LoadError> {
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+            file: path.to_path_buf(),
+            span: None,
+            message: format!("could not read the file: {e}"),
+            line_text: None,
+            help: None,
+        })?;
+        Ok(Source {
+            path: path.to_path_buf(),
+            text: text.into(),
+        })
+    }
+
+    pub fn from_text(path: impl Into<PathBuf>, text: impl Into<Arc<str>>) -> Source {
+        Source {
+            path: path.into(),
+            text: text.into(),
+        }
+    }
+
+    /// Parses the whole file as one YAML document (an empty file is `Null`).
+    pub fn parse(&self) -> Result<Node, LoadError> {
+        if self.text.trim().is_empty() {
+            return Ok(Node {
+                value: Value::Null,
+                span: Span { line: 1, column: 1 },
+            });
+        }
+        let options = serde_saphyr::options! {
+            legacy_octal_numbers: true,
+            strict_booleans: false,
+        };
+        match serde_saphyr::from_str_with_options::<Spanned<Node>>(&self.text, options) {
+            Ok(node) => {
+                let mut node = unspan(node);
+                self.restore_pyyaml_booleans(&mut node);
+                Ok(node)
+            }
+            Err(e) => {
+                let span = e.location().map(|l| Span {
+                    line: l.line() as usize,
+                    column: l.column() as usize,
+                });
+                // The library's message leads with its own "line N column M"; we print ours.
+                let message = first_line_without_location(&e.to_string());
+                Err(self.error(span, format!("YAML syntax error: {message}"), None))
+            }
+        }
+    }
+
+    /// The parser reads YAML 1.1 booleans case-blind and with `y`/`n`; Ansible's PyYAML
+    /// knows only yes/no/on/off/true/false in three spellings. Anything else it reads is
+    /// put back to the string that was written, so `n: 5` is a variable named "n".
+    fn restore_pyyaml_booleans(&self, node: &mut Node) {
+        match &mut node.value {
+            Value::Bool(_) => {
+                if let Some(token) = self.plain_token_at(node.span)
+                    && !is_pyyaml_bool(token)
+                {
+                    node.value = Value::Str(token.to_string());
+                }
+            }
+            Value::Seq(items) => items
+                .iter_mut()
+                .for_each(|n| self.restore_pyyaml_booleans(n)),
+            Value::Map(entries) => entries.iter_mut().for_each(|(k, v)| {
+                self.restore_pyyaml_booleans(k);
+                self.restore_pyyaml_booleans(v);
+            }),
+            _ => {}
+        }
+    }
+
+    fn plain_token_at(&self, span: Span) -> Option<&str> {
+        let line = self.text.lines().nth(span.line.checked_sub(1)?)?;
+        let start = line.char_indices().nth(span.column.checked_sub(1)?)?.0;
+        let rest = &line[start..];
+        let end = rest
+            .find(|c: char| c.is_whitespace() || matches!(c, ',' | ']' | '}' | ':' | '#'))
+            .unwrap_or(rest.len());
+        Some(&rest[..end])
+    }
+
+    /// An error pointing into this file, quoting the line.
+    pub fn error(
+        &self,
+        span: Option<Span>,
+        message: impl Into<String>,
+        help: Option<String>,
+    ) -> LoadError {
+        let line_text = span
+            .and_then(|s| self.text.lines().nth(s.line.saturating_sub(1)))
+            .map(str::to_string);
+        LoadError {
+            file: self.path.clone(),
+            span,
+            message: message.into(),
+            line_text,
+            help,
+        }
+    }
+}
+
+fn is_pyyaml_bool(token: &str) -> bool {
+    matches!(
+        token,
+        "yes"
+            | "Yes"
+            | "YES"
+            | "no"
+            | "No"
+            | "NO"
+            | "true"
+            | "True"
+            | "TRUE"
+            | "false"
+            | "False"
+            | "FALSE"
+            | "on"
+            | "On"
+            | "ON"
+            | "off"
+            | "Off"
+            | "OFF"
+    )
+}
+
+fn first_line_without_location(msg: &str) -> String {
+    let first = msg.lines().next().unwrap_or(msg);
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    // "line 4 column 5: while parsing ..." -> "while parsing ..."
+    if first.starts_with("line ") {
+        if let Some((_, rest)) = first.split_once(": ") {
+            return rest.to_string();
+        }
+    }
+    first.to_string()
+}
+
+/// A load-time error: what, where (file:line:column, with the line quoted) and how to fix it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadError {
+    pub file: PathBuf,
+    pub span: Option<Span>,
+    pub message: String,
+    pub line_text: Option<String>,
+    pub help: Option<String>,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.span {
+            Some(s) => write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file.display(),
+                s.line,
+                s.column,
+                self.message
+            )?,
+            None => write!(f, "{}: {}", self.file.display(), self.message)?,
+        }
+        if let (Some(s), Some(text)) = (self.span, &self.line_text) {
+            let gutter = s.line.to_string().len();
+            write!(
+                f,
+                "\n{:gutter$} |\n{} | {}\n{:gutter$} | {:>col$}",
+                "",
+                s.line,
+                text,
+                "",
+                "^",
+                col = s.column.max(1)
+            )?;
+        }
+        if let Some(help) = &self.help {
+            write!(f, "\nhelp: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+impl Node {
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&[(Node, Node)]> {
+        match &self.value {
+            Value::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_seq(&self) -> Option<&[Node]> {
+        match &self.value {
+            Value::Seq(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self.value, Value::Null)
+    }
+
+    /// A scalar as Ansible would stringify it (keys, free-form args, names).
+    pub fn scalar_to_string(&self) -> Option<String> {
+        match &self.value {
+            Value::Null => Some(String::new()),
+            Value::Bool(b) => Some(if *b { "True" } else { "False" }.to_string()),
+            Value::Int(i) => Some(i.to_string()),
+            Value::Float(x) => Some(x.to_string()),
+            Value::Str(s) => Some(s.clone()),
+            Value::Seq(_) | Value::Map(_) => None,
+        }
+    }
+
+    /// Looks up a key in a mapping node.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.as_map()?
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v)
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        match self.value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+
+    /// The node as plain data, for variables and module arguments.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match &self.value {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(i) => J::from(*i),
+            Value::Float(x) => serde_json::Number::from_f64(*x)
+                .map(J::Number)
+                .unwrap_or(J::Null),
+            Value::Str(s) => J::String(s.clone()),
+            Value::Seq(items) => J::Array(items.iter().map(Node::to_json).collect()),
+            Value::Map(entries) => J::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.scalar_to_string().unwrap_or_default(), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Node, D::Error> {
+        // Only ever deserialized inside `Spanned`, which supplies the span.
+        d.deserialize_any(NodeVisitor).map(|value| Node {
+            value,
+            span: Span::default(),
+        })
+    }
+}
+
+fn unspan(s: Spanned<Node>) -> Node {
+    let loc = s.referenced;
+    Node {
+        value: s.value.value,
+        span: Span {
+            line: loc.line() as usize,
+            column: loc.column() as usize,
+        },
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, i: i64) -> Result<Value, E> {
+        Ok(Value::Int(i))
+    }
+    fn visit_u64<E: serde::de::Error>(self, u: u64) -> Result<Value, E> {
+        Ok(i64::try_from(u)
+            .map(Value::Int)
+            .unwrap_or(Value::Float(u as f64)))
+    }
+    fn visit_f64<E>(self, x: f64) -> Result<Value, E> {
+        Ok(Value::Float(x))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::Str(s.to_string()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::Str(s))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<Node>>()? {
+            items.push(unspan(item));
+        }
+        Ok(Value::Seq(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some((k, v)) = map.next_entry::<Spanned<Node>, Spanned<Node>>()? {
+            entries.push((unspan(k), unspan(v)));
+        }
+        Ok(Value::Map(entries))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Node {
+        Source::from_text("t.yml", text).parse().expect("parses")
+    }
+
+    #[test]
+    fn reads_yaml_1_1_booleans_and_octal() {
+        let n = parse("a: yes\nb: no\nc: on\nd: Off\nmode: 0644\ns: '0644'\nn: 10\n");
+        assert_eq!(n.get("a").unwrap().value, Value::Bool(true));
+        assert_eq!(n.get("b").unwrap().value, Value::Bool(false));
+        assert_eq!(n.get("c").unwrap().value, Value::Bool(true));
+        assert_eq!(n.get("d").unwrap().value, Value::Bool(false));
+        assert_eq!(n.get("mode").unwrap().value, Value::Int(0o644));
+        assert_eq!(n.get("s").unwrap().value, Value::Str("0644".into()));
+        assert_eq!(n.get("n").unwrap().value, Value::Int(10));
+        let n = parse("y: n\nlist: [Y, tRue, True]\n");
+        assert_eq!(n.get("y").unwrap().value, Value::Str("n".into()));
+        let list: Vec<_> = n
+            .get("list")
+            .unwrap()
+            .as_seq()
+            .unwrap()
+            .iter()
+            .map(|n| n.value.clone())
+            .collect();
+        assert_eq!(
+            list,
+            vec![
+                Value::Str("Y".into()),
+                Value::Str("tRue".into()),
+                Value::Bool(true)
+            ]
+        );
+    }
+
+    #[test]
+    fn nodes_carry_line_and_column() {
+        let n = parse("- hosts: all\n  tasks:\n    - copy:\n        dest: /x\n");
+        let play = &n.as_seq().unwrap()[0];
+        assert_eq!(play.span, Span { line: 1, column: 3 });
+        let task = &play.get("tasks").unwrap().as_seq().unwrap()[0];
+        let dest = task.get("copy").unwrap().get("dest").unwrap();
+        assert_eq!(
+            dest.span,
+            Span {
+                line: 4,
+                column: 15
+            }
+        );
+        let (key, _) = &task.as_map().unwrap()[0];
+        assert_eq!(key.span, Span { line: 3, column: 7 });
+    }
+
+    #[test]
+    fn syntax_error_names_file_line_and_quotes_it() {
+        let err = Source::from_text(
+            "site.yml",
+            "- hosts: all\n  tasks:\n    - copy: {a: 1\n   b: [\n",
+        )
+        .parse()
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("site.yml:4:"), "{text}");
+        assert!(text.contains("YAML syntax error"), "{text}");
+        assert!(text.contains("4 |    b: ["), "{text}");
+    }
+
+    #[test]
+    fn empty_file_is_null() {
+        assert!(parse("\n# nothing\n").is_null() || parse("\n").is_null());
+    }
+
+    #[test]
+    fn converts_to_json() {
+        let n = parse("a: [1, x, true]\nb: {c: 1.5}\n");
+        assert_eq!(
+            n.to_json(),
+            serde_json::json!({"a": [1, "x", true], "b": {"c": 1.5}})
+        );
+    }
+}

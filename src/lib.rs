@@ -1,4 +1,13 @@
 //! turbo-play: the controller. See ARCHITECTURE.md for the parts and the data flow.
 
 pub mod agent_binary;
+pub mod agent_session;
+pub mod cli;
+pub mod connection;
+pub mod executor;
+pub mod inventory;
+pub mod modules;
+pub mod playbook;
+pub mod report;
+pub mod template;
 pub mod yaml;

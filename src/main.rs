@@ -1,4 +1,84 @@
-fn main() {
-    let agent = turbo_play::agent_binary::agent_binary().expect("agent");
-    println!("agent {} bytes, {}", agent.bytes.len(), agent.sha256);
+//! The CLI edge: parse flags, load everything (no connection is opened before all input
+//! is known to be good), run, and map the outcome to ansible-playbook's exit codes.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use turbo_play::cli::{Cli, parse_extra_vars};
+use turbo_play::connection::ConnectionDefaults;
+use turbo_play::executor::{RunOptions, run_playbooks};
+use turbo_play::inventory::Inventory;
+use turbo_play::playbook::load_playbook;
+use turbo_play::report::console::ConsoleReporter;
+
+/// ansible-playbook's exit codes.
+const EXIT_ERROR: u8 = 1;
+const EXIT_PARSE_ERROR: u8 = 4;
+const EXIT_BAD_OPTIONS: u8 = 5;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_BAD_OPTIONS } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err((code, message)) => {
+            eprintln!("ERROR! {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<u8, (u8, String)> {
+    let extra_vars = parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
+    let inventory = Inventory::load(&cli.inventory).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+    let mut playbooks = Vec::new();
+    for path in &cli.playbooks {
+        if !path.is_file() {
+            return Err((
+                EXIT_BAD_OPTIONS,
+                format!("the playbook: {} could not be found", path.display()),
+            ));
+        }
+        playbooks.push(load_playbook(path).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?);
+    }
+    let opts = RunOptions {
+        forks: cli.forks.max(1),
+        check: cli.check,
+        diff: cli.diff,
+        limit: cli.limit.clone(),
+        extra_vars,
+        connection_defaults: ConnectionDefaults {
+            remote_user: cli.user.clone(),
+            private_key: cli.private_key.clone(),
+            host_key_checking: None,
+            timeout: cli.timeout.map(Duration::from_secs),
+        },
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| (EXIT_ERROR, format!("starting the async runtime: {e}")))?;
+    let summary = runtime.block_on(async move {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let verbosity = cli.verbose;
+        // One reporter owns the terminal; it drains the channel until every sender is gone.
+        let reporter = tokio::task::spawn_blocking(move || {
+            let mut console = ConsoleReporter::stdout(verbosity);
+            while let Some(event) = rx.blocking_recv() {
+                console.handle(&event);
+            }
+        });
+        let summary = run_playbooks(playbooks, inventory, opts, tx).await;
+        let _ = reporter.await;
+        summary
+    });
+    Ok(summary.exit_code() as u8)
 }

@@ -1,0 +1,249 @@
+//! Runs plays: Ansible's linear strategy (every host finishes a task before the next task
+//! starts), hosts concurrent up to `--forks`, one agent session per host for the whole run.
+//!
+//! Round trips are the cost, so a task's loop items are planned on the controller and sent
+//! to the agent as one batch (cut into pipelined chunks for very long loops).
+
+mod host_task;
+mod vars;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+use tokio::sync::{OnceCell, Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use crate::agent_session::AgentSession;
+use crate::connection::{ConnectionDefaults, ConnectionSpec, open_agent};
+use crate::inventory::Inventory;
+use crate::playbook::{Play, Playbook};
+use crate::report::events::{Event, HostResult, HostStats, Status};
+use crate::template::Templar;
+
+pub type EventSender = mpsc::UnboundedSender<Event>;
+
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub forks: usize,
+    pub check: bool,
+    pub diff: bool,
+    pub limit: Option<String>,
+    pub extra_vars: Map<String, Value>,
+    pub connection_defaults: ConnectionDefaults,
+}
+
+/// What ansible-playbook's exit code is made of.
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    pub stats: Vec<HostStats>,
+}
+
+impl RunSummary {
+    /// ansible-playbook's codes: 4 when a host was unreachable, 2 when one failed, else 0.
+    pub fn exit_code(&self) -> i32 {
+        if self.stats.iter().any(|s| s.unreachable > 0) {
+            4
+        } else if self.stats.iter().any(|s| s.failed > 0) {
+            2
+        } else {
+            0
+        }
+    }
+}
+
+/// One host's state for the whole run: its connection, registered variables, counters.
+pub(crate) struct HostState {
+    pub name: String,
+    session: OnceCell<Result<AgentSession, String>>,
+    pub registered: Mutex<Map<String, Value>>,
+    pub stats: Mutex<HostStats>,
+    /// Failed or unreachable hosts sit out the rest of the run, as in Ansible.
+    pub out: AtomicBool,
+}
+
+impl HostState {
+    fn new(name: &str) -> Self {
+        HostState {
+            name: name.to_string(),
+            session: OnceCell::new(),
+            registered: Mutex::new(Map::new()),
+            stats: Mutex::new(HostStats { host: name.to_string(), ..Default::default() }),
+            out: AtomicBool::new(false),
+        }
+    }
+
+    pub fn stat(&self, f: impl FnOnce(&mut HostStats)) {
+        f(&mut self.stats.lock().expect("stats lock"));
+    }
+}
+
+/// Shared by every host job of a run.
+pub(crate) struct RunContext {
+    pub inventory: Inventory,
+    pub opts: RunOptions,
+    pub templar: Templar,
+    pub events: EventSender,
+    pub hosts: Mutex<HashMap<String, Arc<HostState>>>,
+}
+
+impl RunContext {
+    pub fn emit(&self, event: Event) {
+        // The reporter outlives the run; a closed channel only means output is gone.
+        let _ = self.events.send(event);
+    }
+
+    fn host(&self, name: &str) -> Arc<HostState> {
+        let mut hosts = self.hosts.lock().expect("hosts lock");
+        hosts.entry(name.to_string()).or_insert_with(|| Arc::new(HostState::new(name))).clone()
+    }
+
+    /// The host's agent session, connecting on first use. Connecting happens inside the
+    /// host's own job, so hosts connect concurrently.
+    pub async fn session(&self, host: &HostState) -> Result<AgentSession, String> {
+        host.session
+            .get_or_init(|| async {
+                let vars = self.inventory.host_vars(&host.name);
+                let spec = ConnectionSpec::from_host_vars(&host.name, &vars, &self.opts.connection_defaults)
+                    .map_err(|e| e.to_string())?;
+                let session = open_agent(&spec).await.map_err(|e| e.to_string())?;
+                let b = session.bootstrap();
+                self.emit(Event::AgentReady {
+                    host: host.name.clone(),
+                    uploaded: b.uploaded,
+                    upload_bytes: b.upload_bytes,
+                    replaced_stale: b.replaced_stale,
+                });
+                Ok(session)
+            })
+            .await
+            .clone()
+    }
+
+    /// Marks a host unreachable and reports it the way Ansible does.
+    pub fn unreachable(&self, host: &HostState, message: &str) {
+        host.out.store(true, Ordering::SeqCst);
+        host.stat(|s| s.unreachable += 1);
+        let mut data = Map::new();
+        data.insert("changed".into(), false.into());
+        data.insert("msg".into(), format!("Failed to connect to the host via ssh: {message}").into());
+        data.insert("unreachable".into(), true.into());
+        self.emit(Event::HostResult(HostResult {
+            host: host.name.clone(),
+            status: Status::Unreachable,
+            item: None,
+            data,
+            ignored: false,
+            verbose_always: false,
+        }));
+    }
+}
+
+/// Runs every play of every playbook in order, then the recap.
+pub async fn run_playbooks(
+    playbooks: Vec<Playbook>,
+    inventory: Inventory,
+    opts: RunOptions,
+    events: EventSender,
+) -> RunSummary {
+    let ctx = Arc::new(RunContext {
+        inventory,
+        opts,
+        templar: Templar::new(),
+        events,
+        hosts: Mutex::new(HashMap::new()),
+    });
+    // Recap order is the order hosts first appear, as Ansible's.
+    let mut seen: Vec<String> = Vec::new();
+    for playbook in playbooks {
+        let playbook = Arc::new(playbook);
+        for play_index in 0..playbook.plays.len() {
+            let hosts = match select_hosts(&ctx, &playbook.plays[play_index]) {
+                Ok(h) => h,
+                Err(message) => {
+                    ctx.emit(Event::Warning(message));
+                    continue;
+                }
+            };
+            for h in &hosts {
+                if !seen.contains(h) {
+                    seen.push(h.clone());
+                }
+            }
+            run_play(&ctx, &playbook, play_index, hosts).await;
+        }
+    }
+    let mut sessions = Vec::new();
+    let mut stats = Vec::new();
+    for name in &seen {
+        let host = ctx.host(name);
+        let mut s = host.stats.lock().expect("stats").clone();
+        if let Some(Ok(session)) = host.session.get() {
+            (s.bytes_sent, s.bytes_received) = session.traffic();
+            sessions.push(session.clone());
+        }
+        stats.push(s);
+    }
+    for session in sessions {
+        session.close().await;
+    }
+    ctx.emit(Event::Recap(stats.clone()));
+    RunSummary { stats }
+}
+
+fn select_hosts(ctx: &RunContext, play: &Play) -> Result<Vec<String>, String> {
+    let mut hosts = ctx.inventory.select(&play.hosts).map_err(|e| e.to_string())?;
+    if let Some(limit) = &ctx.opts.limit {
+        hosts = ctx.inventory.limit(hosts, limit).map_err(|e| e.to_string())?;
+    }
+    Ok(hosts)
+}
+
+async fn run_play(ctx: &Arc<RunContext>, playbook: &Arc<Playbook>, play_index: usize, hosts: Vec<String>) {
+    let play = &playbook.plays[play_index];
+    ctx.emit(Event::PlayStart { name: play.name.clone() });
+    let hosts: Vec<Arc<HostState>> = hosts
+        .iter()
+        .map(|h| ctx.host(h))
+        .filter(|h| !h.out.load(Ordering::SeqCst))
+        .collect();
+    if hosts.is_empty() {
+        ctx.emit(Event::NoHostsMatched);
+        return;
+    }
+    let play_hosts: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+    let forks = Arc::new(Semaphore::new(ctx.opts.forks.max(1)));
+    for task_index in 0..play.tasks.len() {
+        let active: Vec<Arc<HostState>> = hosts.iter().filter(|h| !h.out.load(Ordering::SeqCst)).cloned().collect();
+        if active.is_empty() {
+            ctx.emit(Event::NoMoreHosts);
+            return;
+        }
+        let task = &play.tasks[task_index];
+        ctx.emit(Event::TaskStart { name: task.display_name(), hosts: active.len() });
+        for unsupported in &task.unsupported {
+            ctx.emit(Event::Warning(format!(
+                "{}: '{unsupported}' is not supported yet and was ignored",
+                task.location
+            )));
+        }
+        let mut jobs = JoinSet::new();
+        for host in active {
+            let ctx = ctx.clone();
+            let playbook = playbook.clone();
+            let forks = forks.clone();
+            let play_hosts = play_hosts.clone();
+            jobs.spawn(async move {
+                let _permit = forks.acquire_owned().await.expect("semaphore open");
+                let play = &playbook.plays[play_index];
+                host_task::run(&ctx, &playbook, play, &play.tasks[task_index], &host, &play_hosts).await;
+            });
+        }
+        while let Some(joined) = jobs.join_next().await {
+            if let Err(e) = joined {
+                ctx.emit(Event::Warning(format!("internal error in a host job: {e}")));
+            }
+        }
+    }
+}

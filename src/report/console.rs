@@ -1,0 +1,310 @@
+//! Ansible-shaped terminal output, so that users' eyes and scripts find what they know:
+//! `PLAY [..] ***`, `changed: [host] => (item=1)`, `fatal: [host]: FAILED! => {...}`,
+//! `PLAY RECAP`. A progress bar (terminal only) keeps long loops and many hosts readable.
+
+use std::io::{self, Write};
+
+use console::Style;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Map, Value};
+
+use super::events::{Event, HostResult, HostStats, Status};
+
+/// Below this many expected results a bar is more noise than help.
+const PROGRESS_MIN_RESULTS: u64 = 50;
+
+pub struct ConsoleReporter<W: Write> {
+    out: W,
+    verbosity: u8,
+    colors: bool,
+    /// Only when attached to a terminal.
+    progress_enabled: bool,
+    progress: Option<ProgressBar>,
+}
+
+impl ConsoleReporter<io::Stdout> {
+    /// Colours on a terminal; none with NO_COLOR / ANSIBLE_NOCOLOR, always with
+    /// ANSIBLE_FORCE_COLOR.
+    pub fn stdout(verbosity: u8) -> Self {
+        let tty = console::Term::stdout().is_term();
+        let env_on = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty() && v != "0" && v != "false" && v != "False");
+        let colors = if env_on("ANSIBLE_FORCE_COLOR") {
+            true
+        } else {
+            tty && std::env::var_os("NO_COLOR").is_none() && !env_on("ANSIBLE_NOCOLOR")
+        };
+        console::set_colors_enabled(colors);
+        ConsoleReporter::new(io::stdout(), verbosity, colors, tty)
+    }
+}
+
+impl<W: Write> ConsoleReporter<W> {
+    pub fn new(out: W, verbosity: u8, colors: bool, progress_enabled: bool) -> Self {
+        ConsoleReporter { out, verbosity, colors, progress_enabled, progress: None }
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    fn style(&self, s: Style) -> Style {
+        if self.colors { s.force_styling(true) } else { Style::new() }
+    }
+
+    /// Prints above the progress bar when there is one.
+    fn line(&mut self, text: &str) {
+        match &self.progress {
+            Some(bar) => bar.println(text),
+            None => {
+                let _ = writeln!(self.out, "{text}");
+            }
+        }
+    }
+
+    pub fn handle(&mut self, event: &Event) {
+        match event {
+            Event::PlayStart { name } => {
+                self.finish_progress();
+                self.line("");
+                let header = banner(&format!("PLAY [{name}]"));
+                self.line(&header);
+            }
+            Event::NoHostsMatched => {
+                let text = self.style(Style::new().cyan()).apply_to("skipping: no hosts matched").to_string();
+                self.line(&text);
+            }
+            Event::TaskStart { name, hosts } => {
+                self.finish_progress();
+                self.line("");
+                self.line(&banner(&format!("TASK [{name}]")));
+                if self.progress_enabled {
+                    let bar = ProgressBar::with_draw_target(Some(*hosts as u64), ProgressDrawTarget::stderr());
+                    bar.set_style(
+                        ProgressStyle::with_template("  {spinner} {pos}/{len} results {wide_bar} {elapsed}")
+                            .expect("valid template"),
+                    );
+                    // Hidden until the work turns out to be long enough to need it.
+                    bar.set_draw_target(ProgressDrawTarget::hidden());
+                    self.progress = Some(bar);
+                }
+            }
+            Event::ItemsPlanned { count } => {
+                if let Some(bar) = &self.progress {
+                    bar.inc_length(*count as u64);
+                    if bar.length().unwrap_or(0) >= PROGRESS_MIN_RESULTS {
+                        bar.set_draw_target(ProgressDrawTarget::stderr());
+                    }
+                }
+            }
+            Event::HostResult(result) => {
+                let text = self.format_result(result);
+                self.line(&text);
+                if let Some(bar) = &self.progress {
+                    bar.inc(1);
+                }
+            }
+            Event::AgentReady { host, uploaded, upload_bytes, replaced_stale } => {
+                if self.verbosity >= 2 {
+                    let what = match (uploaded, replaced_stale) {
+                        (true, true) => format!("replaced a stale agent ({upload_bytes} bytes uploaded)"),
+                        (true, false) => format!("agent uploaded ({upload_bytes} bytes)"),
+                        _ => "agent cached".to_string(),
+                    };
+                    self.line(&format!("<{host}> {what}"));
+                }
+            }
+            Event::Warning(text) => {
+                let text = self.style(Style::new().magenta()).apply_to(format!("[WARNING]: {text}")).to_string();
+                self.line(&text);
+            }
+            Event::NoMoreHosts => {
+                self.finish_progress();
+                self.line("");
+                self.line(&banner("NO MORE HOSTS LEFT"));
+            }
+            Event::Recap(stats) => {
+                self.finish_progress();
+                self.line("");
+                self.line(&banner("PLAY RECAP"));
+                for s in stats {
+                    let text = self.format_recap(s);
+                    self.line(&text);
+                }
+                self.line("");
+                if self.verbosity >= 1 {
+                    for s in stats {
+                        self.line(&format!(
+                            "<{}> agent protocol: {} bytes sent, {} bytes received",
+                            s.host, s.bytes_sent, s.bytes_received
+                        ));
+                    }
+                }
+            }
+        }
+        let _ = self.out.flush();
+    }
+
+    fn finish_progress(&mut self) {
+        if let Some(bar) = self.progress.take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn format_result(&self, r: &HostResult) -> String {
+        let item = r.item.as_deref().map(|i| format!(" => (item={i})")).unwrap_or_default();
+        let show_data = r.verbose_always || self.verbosity >= 1;
+        let (word, style) = match r.status {
+            Status::Ok => ("ok", Style::new().green()),
+            Status::Changed => ("changed", Style::new().yellow()),
+            Status::Skipped => ("skipping", Style::new().cyan()),
+            Status::Failed | Status::Unreachable => ("", Style::new().red()),
+        };
+        let style = self.style(style);
+        let text = match r.status {
+            Status::Failed => {
+                let head = match &r.item {
+                    Some(i) => format!("failed: [{}] (item={i}) => ", r.host),
+                    None => format!("fatal: [{}]: FAILED! => ", r.host),
+                };
+                let mut text = format!("{head}{}", dump(&r.data, self.verbosity));
+                if r.ignored {
+                    text.push_str("\n...ignoring");
+                }
+                text
+            }
+            Status::Unreachable => {
+                format!("fatal: [{}]: UNREACHABLE! => {}", r.host, dump(&r.data, self.verbosity))
+            }
+            _ if show_data && !r.data.is_empty() => {
+                let sep = if item.is_empty() { " =>" } else { "" };
+                format!("{word}: [{}]{item}{sep} {}", r.host, dump(&r.data, self.verbosity.max(u8::from(r.verbose_always) * 4)))
+            }
+            _ => format!("{word}: [{}]{item}", r.host),
+        };
+        style.apply_to(text).to_string()
+    }
+
+    fn format_recap(&self, s: &HostStats) -> String {
+        let host_style = if s.failed > 0 || s.unreachable > 0 {
+            Style::new().red()
+        } else if s.changed > 0 {
+            Style::new().yellow()
+        } else {
+            Style::new().green()
+        };
+        let host = self.style(host_style).apply_to(format!("{:<26}", s.host));
+        let field = |name: &str, n: u32, style: Style| {
+            let text = format!("{name}={n:<4}");
+            if n > 0 { self.style(style).apply_to(text).to_string() } else { text }
+        };
+        format!(
+            "{host} : {} {} {} {} {} {} {}",
+            field("ok", s.ok, Style::new().green()),
+            field("changed", s.changed, Style::new().yellow()),
+            field("unreachable", s.unreachable, Style::new().red()),
+            field("failed", s.failed, Style::new().red()),
+            field("skipped", s.skipped, Style::new().cyan()),
+            field("rescued", s.rescued, Style::new().magenta()),
+            field("ignored", s.ignored, Style::new().magenta()),
+        )
+    }
+}
+
+/// `PLAY [x] ****...` padded with stars to 80 columns, as Ansible does.
+fn banner(title: &str) -> String {
+    let stars = 79usize.saturating_sub(title.chars().count()).max(3);
+    format!("{title} {}", "*".repeat(stars))
+}
+
+/// Ansible dumps results as JSON with sorted keys: on one line by default, indented by 4
+/// when verbose output was asked for (debug always is).
+fn dump(data: &Map<String, Value>, verbosity: u8) -> String {
+    let sorted: std::collections::BTreeMap<&String, &Value> = data.iter().collect();
+    if verbosity >= 4 {
+        let mut buf = Vec::new();
+        let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+        let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+        serde::Serialize::serialize(&sorted, &mut ser).expect("json");
+        String::from_utf8(buf).expect("utf8")
+    } else {
+        let mut buf = Vec::new();
+        let mut ser = serde_json::Serializer::with_formatter(&mut buf, PythonCompact);
+        serde::Serialize::serialize(&sorted, &mut ser).expect("json");
+        String::from_utf8(buf).expect("utf8")
+    }
+}
+
+/// Python's `json.dumps` separators (`", "` and `": "`), which Ansible's one-line
+/// results use and users' scripts match on.
+struct PythonCompact;
+
+impl serde_json::ser::Formatter for PythonCompact {
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        if first { Ok(()) } else { w.write_all(b", ") }
+    }
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        if first { Ok(()) } else { w.write_all(b", ") }
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(events: &[Event], verbosity: u8) -> String {
+        let mut r = ConsoleReporter::new(Vec::new(), verbosity, false, false);
+        for e in events {
+            r.handle(e);
+        }
+        String::from_utf8(r.into_inner()).unwrap()
+    }
+
+    fn result(status: Status, item: Option<&str>, data: Value) -> Event {
+        Event::HostResult(HostResult {
+            host: "web1".into(),
+            status,
+            item: item.map(str::to_string),
+            data: data.as_object().cloned().unwrap_or_default(),
+            ignored: false,
+            verbose_always: false,
+        })
+    }
+
+    #[test]
+    fn prints_ansible_shapes() {
+        let out = render(
+            &[
+                Event::PlayStart { name: "all".into() },
+                Event::TaskStart { name: "Create files".into(), hosts: 1 },
+                result(Status::Changed, Some("1"), serde_json::json!({"changed": true})),
+                result(Status::Ok, None, serde_json::json!({})),
+                result(Status::Failed, None, serde_json::json!({"rc": 1, "msg": "non-zero return code"})),
+                Event::Recap(vec![HostStats { host: "web1".into(), ok: 2, changed: 1, failed: 1, ..Default::default() }]),
+            ],
+            0,
+        );
+        let expected_play = format!("PLAY [all] {}", "*".repeat(69));
+        assert!(out.contains(&expected_play), "{out}");
+        assert!(out.contains("TASK [Create files] ****"), "{out}");
+        assert!(out.contains("changed: [web1] => (item=1)\n"), "{out}");
+        assert!(out.contains("ok: [web1]\n"), "{out}");
+        assert!(out.contains(r#"fatal: [web1]: FAILED! => {"msg": "non-zero return code", "rc": 1}"#), "{out}");
+        assert!(
+            out.contains("web1                       : ok=2    changed=1    unreachable=0    failed=1    skipped=0    rescued=0    ignored=0"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn debug_results_are_indented_json() {
+        let mut e = result(Status::Ok, None, serde_json::json!({"msg": "hi"}));
+        if let Event::HostResult(r) = &mut e {
+            r.verbose_always = true;
+        }
+        let out = render(&[e], 0);
+        assert!(out.contains("ok: [web1] => {\n    \"msg\": \"hi\"\n}"), "{out}");
+    }
+}

@@ -1,0 +1,73 @@
+//! Everything the user sees comes through here: hosts and tasks never print; they send
+//! events down one channel to one reporter.
+
+use serde_json::{Map, Value};
+
+/// How one host (or one loop item on a host) came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Changed,
+    Failed,
+    Skipped,
+    Unreachable,
+}
+
+#[derive(Debug, Clone)]
+pub enum Event {
+    PlayStart {
+        name: String,
+    },
+    /// The play's pattern matched nothing.
+    NoHostsMatched,
+    TaskStart {
+        name: String,
+        hosts: usize,
+    },
+    /// A host's loop was expanded: this many more results to wait for (progress display).
+    ItemsPlanned {
+        count: usize,
+    },
+    /// One result: a whole task on a host, or one loop item when `item` is set.
+    HostResult(HostResult),
+    /// The agent on a host is up (shown with -vv).
+    AgentReady {
+        host: String,
+        uploaded: bool,
+        upload_bytes: u64,
+        replaced_stale: bool,
+    },
+    Warning(String),
+    /// All hosts failed: the play stops (Ansible's "NO MORE HOSTS LEFT").
+    NoMoreHosts,
+    Recap(Vec<HostStats>),
+}
+
+#[derive(Debug, Clone)]
+pub struct HostResult {
+    pub host: String,
+    pub status: Status,
+    /// The loop item's label; `None` for a task without a loop (or a loop's summary).
+    pub item: Option<String>,
+    /// The result as Ansible would dump it (msg, rc, stdout, ...).
+    pub data: Map<String, Value>,
+    /// A failure that `ignore_errors` turns into "...ignoring".
+    pub ignored: bool,
+    /// Show `data` even without -v (debug does this).
+    pub verbose_always: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostStats {
+    pub host: String,
+    pub ok: u32,
+    pub changed: u32,
+    pub unreachable: u32,
+    pub failed: u32,
+    pub skipped: u32,
+    pub rescued: u32,
+    pub ignored: u32,
+    /// Protocol bytes sent to and received from the agent (compressed), for -v.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}

@@ -1,0 +1,4 @@
+//! Output: executor events in, Ansible-shaped text out.
+
+pub mod console;
+pub mod events;

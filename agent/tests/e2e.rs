@@ -37,7 +37,11 @@ struct Session {
 
 impl Session {
     fn start(home: &Path) -> Self {
-        let mut child = Process::new(env!("CARGO_BIN_EXE_turbo-agent"))
+        // TURBO_AGENT_E2E_BIN runs these tests against another build, e.g. the static
+        // release binary that is actually uploaded.
+        let binary = std::env::var_os("TURBO_AGENT_E2E_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_turbo-agent").into());
+        let mut child = Process::new(binary)
             .env("HOME", home)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

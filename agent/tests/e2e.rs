@@ -249,3 +249,51 @@ fn truncated_frame_at_eof_is_an_error_exit() {
         .unwrap();
     assert_eq!(s.finish(), 2);
 }
+
+#[test]
+fn digest_then_chunked_upload_over_the_wire() {
+    let home = TempDir::new("upload");
+    let mut s = Session::start(&home.0);
+    let content: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let sha256 = {
+        use sha2::Digest as _;
+        <[u8; 32]>::from(sha2::Sha256::digest(&content))
+    };
+    let ensure = |content| {
+        Op::EnsureFile(EnsureFile {
+            path: "~/big.bin".into(),
+            content,
+            mode: Some(turbo_proto::FileMode::Symbolic("u=rw,go=".into())),
+            force: true,
+        })
+    };
+    let digest = FileContent::Digest {
+        sha256,
+        size: content.len() as u64,
+    };
+    assert_eq!(s.call(1, ensure(digest.clone())), OpResult::NeedContent);
+    let mut id = 2;
+    for (i, chunk) in content.chunks(turbo_proto::CHUNK_BYTES).enumerate() {
+        let result = s.call(
+            id,
+            Op::WriteChunk {
+                upload_id: 77,
+                data: chunk.to_vec(),
+            },
+        );
+        let staged = ((i + 1) * turbo_proto::CHUNK_BYTES).min(content.len()) as u64;
+        assert_eq!(result, OpResult::Chunk { size: staged });
+        id += 1;
+    }
+    let result = s.call(
+        id,
+        ensure(FileContent::Staged {
+            upload_id: 77,
+            sha256,
+        }),
+    );
+    assert!(matches!(result, OpResult::File(ref o) if o.changed && o.mode == 0o600));
+    assert_eq!(std::fs::read(home.0.join("big.bin")).unwrap(), content);
+    assert!(matches!(s.call(id + 1, ensure(digest)), OpResult::File(o) if !o.changed));
+    assert_eq!(s.finish(), 0);
+}

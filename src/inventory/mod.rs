@@ -69,6 +69,8 @@ pub struct Inventory {
     /// The controller under the names `localhost`, `127.0.0.1` and `::1`, used when a
     /// pattern names one of them and the inventory does not define it.
     implicit: Vec<Host>,
+    /// Ansible's `groups` variable, computed once.
+    groups: BTreeMap<String, Vec<String>>,
     source_dirs: Vec<PathBuf>,
     warnings: Vec<String>,
 }
@@ -94,11 +96,17 @@ impl Inventory {
                 continue;
             }
             let path = absolute(raw);
+            let dir = if path.is_dir() {
+                path.clone()
+            } else {
+                path.parent().map(Path::to_path_buf).unwrap_or_default()
+            };
+            if path.exists() && !source_dirs.contains(&dir) {
+                source_dirs.push(dir);
+            }
             if path.is_dir() {
-                source_dirs.push(path.clone());
                 parsed_any |= load_dir(&path, &mut data)?;
             } else if path.exists() {
-                source_dirs.push(path.parent().map(Path::to_path_buf).unwrap_or_default());
                 load_file(&path, &mut data)?;
                 parsed_any = true;
             } else {
@@ -138,10 +146,20 @@ impl Inventory {
                 }
             })
             .collect();
+        let groups = (0..data.groups.len())
+            .map(|g| {
+                let hosts = data.group_hosts(g).into_iter();
+                (
+                    data.groups[g].name.clone(),
+                    hosts.map(|h| data.hosts[h].name.clone()).collect(),
+                )
+            })
+            .collect();
         Inventory {
             data,
             hosts,
             implicit,
+            groups,
             source_dirs,
             warnings,
         }
@@ -167,14 +185,22 @@ impl Inventory {
     /// A host by name; `localhost`, `127.0.0.1` and `::1` always resolve, to the inventory's
     /// localhost entry when it has one, else to the implicit local host.
     pub fn host(&self, name: &str) -> Option<&Host> {
+        match self.resolve(name)? {
+            HostRef::Defined(id) => Some(&self.hosts[id]),
+            HostRef::Implicit(alias) => Some(&self.implicit[alias]),
+        }
+    }
+
+    fn resolve(&self, name: &str) -> Option<HostRef> {
         if let Some(id) = self.data.host_id(name) {
-            return Some(&self.hosts[id]);
+            return Some(HostRef::Defined(id));
         }
         let alias = LOCALHOST_NAMES.iter().position(|n| *n == name)?;
-        Some(match self.data.localhost {
-            Some(id) => &self.hosts[id],
-            None => &self.implicit[alias],
-        })
+        Some(
+            self.data
+                .localhost
+                .map_or(HostRef::Implicit(alias), HostRef::Defined),
+        )
     }
 
     /// Variables for a host, merged as Ansible does: `all` group vars, then parent groups
@@ -188,7 +214,7 @@ impl Inventory {
     /// Groups the host is in, directly or through nesting, sorted, without `all` (Ansible's
     /// `group_names`; it does include `ungrouped`).
     pub fn group_names(&self, name: &str) -> Vec<String> {
-        let Some(id) = self.data.host_id(name) else {
+        let Some(HostRef::Defined(id)) = self.resolve(name) else {
             return Vec::new();
         };
         let mut names: Vec<String> = self
@@ -205,15 +231,7 @@ impl Inventory {
     /// Group name -> its hosts (including those of child groups), for every group including
     /// `all` and `ungrouped`: Ansible's `groups` variable.
     pub fn groups(&self) -> BTreeMap<String, Vec<String>> {
-        (0..self.data.groups.len())
-            .map(|g| {
-                let hosts = self.data.group_hosts(g).into_iter();
-                (
-                    self.data.groups[g].name.clone(),
-                    hosts.map(|h| self.data.hosts[h].name.clone()).collect(),
-                )
-            })
-            .collect()
+        self.groups.clone()
     }
 
     /// Host names matching an Ansible pattern, in Ansible's order, without duplicates.
@@ -445,11 +463,38 @@ fn load_file(path: &Path, data: &mut Data) -> Result<(), InventoryError> {
         Some("ini") => ini::parse(&source, data)?,
         _ => match source.parse() {
             Ok(root) if root.as_map().is_some() => yaml_inv::parse(&source, &root, data)?,
-            _ => ini::parse(&source, data)?,
+            Ok(_) => ini::parse(&source, data)?,
+            Err(yaml_error) => {
+                if let Err(ini_error) = ini::parse(&source, data) {
+                    // A broken YAML inventory fails as INI too; report what the author meant.
+                    return Err(if looks_like_yaml(&source.text) {
+                        yaml_error
+                    } else {
+                        ini_error
+                    }
+                    .into());
+                }
+            }
         },
     }
     data.current_source = SourceInfo::default();
     Ok(())
+}
+
+/// Whether a file that is neither valid YAML nor valid INI was meant as YAML: its first
+/// line is `---` or a bare `name:` key.
+fn looks_like_yaml(text: &str) -> bool {
+    let Some(first) = text
+        .lines()
+        .map(str::trim_end)
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+    else {
+        return false;
+    };
+    first == "---"
+        || first
+            .strip_suffix(':')
+            .is_some_and(|key| !key.is_empty() && !key.contains([' ', '[', ']', ':', '=']))
 }
 
 /// Ansible's `unfrackpath` without following links: `~` expanded, made absolute, `.` and

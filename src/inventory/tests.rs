@@ -317,6 +317,7 @@ fn localhost_defined_in_the_inventory_is_used_for_its_aliases() {
     assert_eq!(sel(&inv, "localhost"), ["127.0.0.1"]);
     assert_eq!(inv.host("localhost").unwrap().name, "127.0.0.1");
     assert_eq!(inv.host_vars("localhost")["x"], json!(1));
+    assert_eq!(inv.group_names("localhost"), ["local"]);
 }
 
 #[test]
@@ -432,6 +433,17 @@ fn file_errors_carry_position_and_quote_the_line() {
     );
     let text = load_err("inv.yml", "all: {hosts: [\n");
     assert!(text.contains("YAML syntax error"), "{text}");
+}
+
+#[test]
+fn broken_yaml_without_extension_reports_the_yaml_error() {
+    let text = load_err("inventory", "all:\n  hosts:\n    h1: {a: 1\n");
+    assert!(text.contains("YAML syntax error"), "{text}");
+    let text = load_err("inventory", "[web]\nh1 a=1 oops\n");
+    assert!(
+        text.contains("Expected key=value host variable assignment"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -26,6 +26,8 @@ pub struct HostEntry {
 pub struct GroupEntry {
     pub name: String,
     pub hosts: Vec<usize>,
+    /// `hosts` as a set, so that adding thousands of hosts stays linear.
+    members: HashSet<usize>,
     pub children: Vec<usize>,
     pub parents: Vec<usize>,
     pub vars: Vars,
@@ -89,6 +91,7 @@ impl Data {
         self.groups.push(GroupEntry {
             name: name.to_string(),
             hosts: Vec::new(),
+            members: HashSet::new(),
             children: Vec::new(),
             parents: Vec::new(),
             vars: Vars::new(),
@@ -136,7 +139,7 @@ impl Data {
     }
 
     fn put_host_in_group(&mut self, host: usize, group: usize) {
-        if !self.groups[group].hosts.contains(&host) {
+        if self.groups[group].members.insert(host) {
             self.groups[group].hosts.push(host);
             self.hosts[host].groups.push(group);
         }
@@ -208,17 +211,21 @@ impl Data {
                 self.add_child(ALL, g)?;
             }
         }
+        let mut leave_ungrouped = HashSet::new();
         for h in 0..self.hosts.len() {
             let groups = self.host_groups(h);
             if groups.contains(&UNGROUPED) {
                 if groups.iter().any(|g| *g != ALL && *g != UNGROUPED) {
-                    self.groups[UNGROUPED].hosts.retain(|x| *x != h);
+                    leave_ungrouped.insert(h);
                     self.hosts[h].groups.retain(|g| *g != UNGROUPED);
                 }
             } else if groups.is_empty() || (groups.len() == 1 && groups.contains(&ALL)) {
                 self.put_host_in_group(h, UNGROUPED);
             }
         }
+        let ungrouped = &mut self.groups[UNGROUPED];
+        ungrouped.hosts.retain(|h| !leave_ungrouped.contains(h));
+        ungrouped.members.retain(|h| !leave_ungrouped.contains(h));
         for group in &self.groups {
             if self.host_index.contains_key(&group.name) {
                 self.warnings.push(format!(

@@ -174,10 +174,10 @@ fn first_line_without_location(msg: &str) -> String {
     let first = msg.lines().next().unwrap_or(msg);
     let first = first.strip_prefix("error: ").unwrap_or(first);
     // "line 4 column 5: while parsing ..." -> "while parsing ..."
-    if first.starts_with("line ") {
-        if let Some((_, rest)) = first.split_once(": ") {
-            return rest.to_string();
-        }
+    if first.starts_with("line ")
+        && let Some((_, rest)) = first.split_once(": ")
+    {
+        return rest.to_string();
     }
     first.to_string()
 }

@@ -1,4 +1,5 @@
 //! turbo-play: the controller. See ARCHITECTURE.md for the parts and the data flow.
 
 pub mod agent_binary;
+pub mod template;
 pub mod yaml;

@@ -2,5 +2,6 @@
 
 pub mod agent_binary;
 pub mod modules;
+pub mod playbook;
 pub mod template;
 pub mod yaml;

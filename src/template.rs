@@ -14,10 +14,20 @@ use serde_json::Value;
 pub enum TemplateError {
     #[error("'{name}' is undefined")]
     Undefined { name: String, expr: String },
-    #[error("template error in `{expr}`: {message}")]
+    #[error("template error in `{}`: {message}", short(.expr))]
     Syntax { expr: String, message: String },
-    #[error("template error while rendering `{expr}`: {message}")]
+    #[error("template error while rendering `{}`: {message}", short(.expr))]
     Render { expr: String, message: String },
+}
+
+/// A template quoted in a one-line message: a whole template file would drown it.
+fn short(expr: &str) -> String {
+    let first = expr.lines().next().unwrap_or("");
+    if first.len() == expr.len() && first.chars().count() <= 80 {
+        return first.to_string();
+    }
+    let cut: String = first.chars().take(60).collect();
+    format!("{cut}...")
 }
 
 impl TemplateError {
@@ -158,7 +168,7 @@ impl Templar {
             .compile_expression_owned(bare.to_string())
             .map_err(|e| TemplateError::Syntax {
                 expr: shown.to_string(),
-                message: error_message(&e),
+                message: error_message(&e, bare),
             })?;
         let value = compiled
             .eval(vars)
@@ -344,7 +354,7 @@ fn is_undefined_operand(e: &MjError) -> bool {
 }
 
 fn classify(e: MjError, expr: &str) -> TemplateError {
-    let message = error_message(&e);
+    let message = error_message(&e, expr);
     if e.kind() == ErrorKind::SyntaxError {
         TemplateError::Syntax {
             expr: expr.to_string(),
@@ -358,12 +368,16 @@ fn classify(e: MjError, expr: &str) -> TemplateError {
     }
 }
 
-/// minijinja's text without its "(in <string>:1)" suffix, which names nothing useful.
-fn error_message(e: &MjError) -> String {
+/// minijinja's text with its "(in <string>:N)" suffix replaced by "(line N)", kept only
+/// when the template has more than one line.
+fn error_message(e: &MjError, source: &str) -> String {
     let text = e.to_string();
-    match text.rfind(" (in <") {
-        Some(i) => text[..i].to_string(),
-        None => text,
+    let Some(i) = text.rfind(" (in <") else {
+        return text;
+    };
+    match e.line() {
+        Some(line) if source.contains('\n') => format!("{} (line {line})", &text[..i]),
+        _ => text[..i].to_string(),
     }
 }
 
@@ -702,6 +716,23 @@ mod tests {
         let err = t().render_str("{{ a + }}", &v).unwrap_err();
         assert!(matches!(err, TemplateError::Syntax { .. }), "{err:?}");
         assert!(err.to_string().contains("`{{ a + }}`"), "{err}");
+    }
+
+    #[test]
+    fn errors_in_long_templates_give_the_line_not_the_text() {
+        let v = vars(json!({"x": 1}));
+        let source = format!(
+            "line one is long enough {}\nok\n{{{{ x + }}}}\n",
+            "y".repeat(80)
+        );
+        let err = t().render_str(&source, &v).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("template error in `line one is long enough yyy"),
+            "{text}"
+        );
+        assert!(text.contains("...`: syntax error: "), "{text}");
+        assert!(text.ends_with("(line 3)"), "{text}");
     }
 
     #[test]

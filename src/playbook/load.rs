@@ -368,6 +368,7 @@ impl Loader<'_> {
         // (action as written, module, its argument node, the key's span)
         let mut action: Option<(String, &'static dyn Module, ActionArgs, Span)> = None;
         let mut extra_args = serde_json::Map::new();
+        let mut extra_args_node: Option<&Node> = None;
         let mut loop_spec: Option<(LoopSpec, &str)> = None;
         let mut loop_var = "item".to_string();
         let mut when = Vec::new();
@@ -423,7 +424,10 @@ impl Loader<'_> {
                         loop_var = var;
                     }
                 }
-                "args" => extra_args = self.mapping(v, "args")?,
+                "args" => {
+                    extra_args = self.mapping(v, "args")?;
+                    extra_args_node = Some(v);
+                }
                 "action" | "local_action" => {
                     if key == "local_action" {
                         unsupported.push("delegate_to".to_string());
@@ -461,11 +465,23 @@ impl Loader<'_> {
                 )),
             ));
         };
+        // Where each argument key was written, for pointing at a bad one.
+        let mut arg_keys: Vec<&Node> = Vec::new();
+        match &args_node {
+            ActionArgs::Node(n) => {
+                arg_keys.extend(n.as_map().unwrap_or_default().iter().map(|(k, _)| k))
+            }
+            ActionArgs::Pairs(pairs) => arg_keys.extend(pairs.iter().map(|(k, _)| k)),
+            ActionArgs::Text(..) => {}
+        }
+        if let Some(n) = extra_args_node {
+            arg_keys.extend(n.as_map().unwrap_or_default().iter().map(|(k, _)| k));
+        }
         let module_args = self.module_args(module, args_node)?;
         // `args:` gives defaults; what is written on the module wins (as Ansible merges).
         let mut args = extra_args;
         args.extend(module_args);
-        self.check_arg_names(module, &args, entries, key_span)?;
+        self.check_arg_names(module, &args, &arg_keys, key_span)?;
         Ok(Task {
             name,
             action: written,
@@ -655,7 +671,7 @@ impl Loader<'_> {
         &self,
         module: &dyn Module,
         args: &serde_json::Map<String, Json>,
-        task_entries: &[(Node, Node)],
+        arg_keys: &[&Node],
         key_span: Span,
     ) -> Result<(), LoadError> {
         let accepted = module.arg_names();
@@ -669,11 +685,10 @@ impl Loader<'_> {
         }
         unknown.sort_unstable();
         // Point at the first unknown argument when it was written as a YAML key.
-        let span = task_entries
+        let span = arg_keys
             .iter()
-            .flat_map(|(_, v)| v.as_map().unwrap_or_default())
-            .find(|(k, _)| k.as_str().is_some_and(|k| unknown.contains(&k)))
-            .map(|(k, _)| k.span)
+            .find(|k| k.as_str().is_some_and(|k| unknown.contains(&k)))
+            .map(|k| k.span)
             .unwrap_or(key_span);
         let mut supported: Vec<&str> = accepted
             .iter()
@@ -1106,6 +1121,10 @@ changed_when: false
             "Unsupported parameters for (copy) module: owner. Supported parameters include: backup, content, dest, force, mode, src."
         );
         assert_eq!(e.span, Some(Span { line: 6, column: 9 }));
+        let e = err(&play(
+            "    - vars:\n        owner: me\n      copy: content=x dest=/x\n      args:\n        owner: root\n",
+        ));
+        assert_eq!(e.span, Some(Span { line: 7, column: 9 }));
         let e = err(&play("    - copy: content=x dets=/x\n"));
         assert!(
             e.message

@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::template::{Templar, TemplateError};
+
 mod kv;
 mod load;
 
@@ -82,6 +84,53 @@ pub enum LoopSpec {
     Items { value: Value, flatten: bool },
     /// `with_sequence`, raw (e.g. `start=1 end={{ n }}`): template it, then [`sequence_items`].
     Sequence(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    #[error("Invalid data passed to 'loop', it requires a list, got this instead: {0}")]
+    NotAList(String),
+    #[error("with_sequence: {0}")]
+    Sequence(String),
+}
+
+impl LoopSpec {
+    /// The loop's items for one host: templated with its variables, then shaped as Ansible
+    /// does (`with_items` flattens one level and turns a lone value into a list of one).
+    pub fn items(
+        &self,
+        templar: &Templar,
+        vars: &minijinja::Value,
+    ) -> Result<Vec<Value>, LoopError> {
+        match self {
+            LoopSpec::Sequence(raw) => {
+                let spec = templar.render_str(raw, vars)?;
+                Ok(sequence_items(&spec)
+                    .map_err(LoopError::Sequence)?
+                    .into_iter()
+                    .map(Value::String)
+                    .collect())
+            }
+            LoopSpec::Items { value, flatten } => {
+                let value = templar.render_value(value, vars)?;
+                match (value, flatten) {
+                    (Value::Array(items), false) => Ok(items),
+                    (Value::Array(items), true) => Ok(items
+                        .into_iter()
+                        .flat_map(|item| match item {
+                            Value::Array(inner) => inner,
+                            other => vec![other],
+                        })
+                        .collect()),
+                    (Value::Null, true) => Ok(Vec::new()),
+                    (other, true) => Ok(vec![other]),
+                    (other, false) => Err(LoopError::NotAList(other.to_string())),
+                }
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -408,6 +457,94 @@ mod tests {
         assert_eq!(parse_python_int("00"), Some(0));
         assert_eq!(parse_python_int("07"), None);
         assert_eq!(parse_python_int(""), None);
+    }
+
+    #[test]
+    fn loop_items_are_templated_and_shaped() {
+        let templar = Templar::new();
+        let vars = minijinja::Value::from_serialize(
+            serde_json::json!({"n": 3, "l": [[1, 2], 3], "s": "one"}),
+        );
+        let items = |spec: LoopSpec| spec.items(&templar, &vars);
+        assert_eq!(
+            items(LoopSpec::Sequence("start=1 end={{ n }}".into())).unwrap(),
+            [Value::from("1"), Value::from("2"), Value::from("3")]
+        );
+        let flat = LoopSpec::Items {
+            value: Value::from("{{ l }}"),
+            flatten: true,
+        };
+        assert_eq!(
+            items(flat).unwrap(),
+            [Value::from(1), Value::from(2), Value::from(3)]
+        );
+        let nested = LoopSpec::Items {
+            value: serde_json::json!(["{{ s }}", "{{ n }}"]),
+            flatten: false,
+        };
+        assert_eq!(items(nested).unwrap(), [Value::from("one"), Value::from(3)]);
+        let lone = LoopSpec::Items {
+            value: Value::from("{{ s }}"),
+            flatten: true,
+        };
+        assert_eq!(items(lone).unwrap(), [Value::from("one")]);
+        let not_list = LoopSpec::Items {
+            value: Value::from("{{ s }}"),
+            flatten: false,
+        };
+        assert_eq!(
+            items(not_list).unwrap_err().to_string(),
+            "Invalid data passed to 'loop', it requires a list, got this instead: \"one\""
+        );
+        let undefined = LoopSpec::Sequence("end={{ nope }}".into());
+        assert_eq!(
+            items(undefined).unwrap_err().to_string(),
+            "'nope' is undefined"
+        );
+    }
+
+    /// The benchmark playbook's task, as the executor will run it: loop items, then the
+    /// copy args templated per item, then planned.
+    #[test]
+    fn file_creation_task_plans_one_op_per_item() {
+        use crate::modules::{Plan, PlanContext};
+        use turbo_proto::{EnsureFile, FileContent, Op};
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("playbooks/file_creation.yml");
+        let pb = load_playbook(&path).unwrap();
+        let task = &pb.plays[0].tasks[0];
+        let templar = Templar::new();
+        let mut vars = serde_json::Map::new();
+        vars.insert("n".into(), Value::from(3));
+        let host_vars = minijinja::Value::from_serialize(&vars);
+        let items = task
+            .loop_spec
+            .as_ref()
+            .unwrap()
+            .items(&templar, &host_vars)
+            .unwrap();
+        assert_eq!(items.len(), 3);
+        let mut ops = Vec::new();
+        for item in items {
+            vars.insert(task.loop_var.clone(), item);
+            let item_vars = minijinja::Value::from_serialize(&vars);
+            let args = templar
+                .render_value(&Value::Object(task.args.clone()), &item_vars)
+                .unwrap();
+            let ctx = PlanContext::new(&pb.dir);
+            match task.module.plan(args.as_object().unwrap(), &ctx).unwrap() {
+                Plan::Remote(op) => ops.push(op),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            ops[1],
+            Op::EnsureFile(EnsureFile {
+                path: "~/file_2".into(),
+                content: FileContent::Inline(b"test file 2\n".to_vec()),
+                mode: None,
+                force: true,
+            })
+        );
     }
 
     #[test]

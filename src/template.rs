@@ -539,7 +539,7 @@ fn python_json_string(s: &str) -> String {
             '\t' => out.push_str("\\t"),
             '\u{08}' => out.push_str("\\b"),
             '\u{0c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+            c if (c as u32) < 0x20 || (c as u32) > 0x7f => {
                 let mut buf = [0u16; 2];
                 for unit in c.encode_utf16(&mut buf) {
                     out.push_str(&format!("\\u{unit:04x}"));
@@ -563,6 +563,12 @@ mod tests {
 
     fn t() -> Templar {
         Templar::new()
+    }
+
+    #[test]
+    fn templar_can_be_shared_across_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Templar>();
     }
 
     #[test]

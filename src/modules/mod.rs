@@ -62,6 +62,11 @@ pub trait Module: Send + Sync {
     fn free_form(&self) -> bool {
         false
     }
+    /// True when the op this module plans can go into a `Batch` with other items' ops
+    /// (all of ours: each item's op stands alone).
+    fn batchable(&self) -> bool {
+        true
+    }
     fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError>;
     fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome;
     /// The bytes behind a planned `FileContent::Digest`, for when the agent answers
@@ -100,6 +105,21 @@ impl TaskOutcome {
             msg: Some(msg.into()),
             ..TaskOutcome::default()
         }
+    }
+
+    /// The result as `register:` stores it in Ansible: `data` plus `changed` and `failed`
+    /// always, `skipped` when true, and `msg` when there is one.
+    pub fn registered(&self) -> serde_json::Map<String, Value> {
+        let mut out = self.data.clone();
+        out.insert("changed".into(), Value::Bool(self.changed));
+        out.insert("failed".into(), Value::Bool(self.failed));
+        if self.skipped {
+            out.insert("skipped".into(), Value::Bool(true));
+        }
+        if let Some(msg) = &self.msg {
+            out.insert("msg".into(), Value::String(msg.clone()));
+        }
+        out
     }
 }
 
@@ -453,6 +473,29 @@ mod tests {
             arg_bool(&args, "e", true).unwrap_err().to_string(),
             "e must be a boolean (yes/no, true/false), got 'maybe'"
         );
+    }
+
+    #[test]
+    fn registered_results_have_ansible_keys() {
+        let mut out = TaskOutcome {
+            changed: true,
+            msg: Some(String::new()),
+            ..TaskOutcome::default()
+        };
+        out.data.insert("rc".into(), json!(0));
+        assert_eq!(
+            Value::Object(out.registered()),
+            json!({"rc": 0, "changed": true, "failed": false, "msg": ""})
+        );
+        let skipped = TaskOutcome {
+            skipped: true,
+            ..TaskOutcome::default()
+        };
+        assert_eq!(
+            Value::Object(skipped.registered()),
+            json!({"changed": false, "failed": false, "skipped": true})
+        );
+        assert!(all().iter().all(|m| m.batchable()));
     }
 
     #[test]

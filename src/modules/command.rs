@@ -1,0 +1,597 @@
+//! `command` (argv, no shell) and `shell` (`/bin/sh -c`).
+
+use serde_json::{Value, json};
+use turbo_proto::{Command, Exec, ExecOutcome, Op, OpResult};
+
+use super::{
+    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str, unexpected,
+};
+
+pub struct CommandModule;
+pub struct Shell;
+
+const CHECK_MODE_MSG: &str = "Command would have run if not in check mode";
+
+impl Module for CommandModule {
+    fn name(&self) -> &'static str {
+        "command"
+    }
+
+    fn arg_names(&self) -> &'static [&'static str] {
+        &[
+            "_raw_params",
+            "cmd",
+            "argv",
+            "chdir",
+            "creates",
+            "removes",
+            "stdin",
+            "stdin_add_newline",
+            "strip_empty_ends",
+        ]
+    }
+
+    fn free_form(&self) -> bool {
+        true
+    }
+
+    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let line = command_line(args)?;
+        let argv = match (line, args.get("argv")) {
+            (Some(_), Some(argv)) if !argv.is_null() => {
+                return Err(ModuleError::Invalid(
+                    "only command or argv can be given, not both".into(),
+                ));
+            }
+            (Some(line), _) => split_command_line(&line).map_err(ModuleError::Invalid)?,
+            (None, Some(Value::Array(items))) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect(),
+            (None, Some(Value::Null) | None) => Vec::new(),
+            (None, Some(other)) => {
+                return Err(ModuleError::WrongType {
+                    what: "argv",
+                    expected: "a list",
+                    got: other.to_string(),
+                });
+            }
+        };
+        if argv.is_empty() {
+            return Err(ModuleError::Invalid("no command given".into()));
+        }
+        plan_exec(args, ctx, Command::Argv(argv))
+    }
+
+    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        exec_result(self.name(), cmd_value(args, false), args, result)
+    }
+}
+
+impl Module for Shell {
+    fn name(&self) -> &'static str {
+        "shell"
+    }
+
+    fn arg_names(&self) -> &'static [&'static str] {
+        &[
+            "_raw_params",
+            "cmd",
+            "chdir",
+            "creates",
+            "removes",
+            "executable",
+            "stdin",
+            "stdin_add_newline",
+            "strip_empty_ends",
+        ]
+    }
+
+    fn free_form(&self) -> bool {
+        true
+    }
+
+    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let script = command_line(args)?
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| ModuleError::Invalid("no command given".into()))?;
+        let executable = arg_str(args, "executable")?;
+        plan_exec(args, ctx, Command::Shell { script, executable })
+    }
+
+    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        exec_result(self.name(), cmd_value(args, true), args, result)
+    }
+}
+
+/// The free-form command line, or `cmd:`.
+fn command_line(args: &ModuleArgs) -> Result<Option<String>, ModuleError> {
+    Ok(match arg_str(args, "_raw_params")? {
+        Some(raw) if !raw.is_empty() => Some(raw),
+        _ => arg_str(args, "cmd")?,
+    })
+}
+
+fn plan_exec(args: &ModuleArgs, ctx: &PlanContext, command: Command) -> Result<Plan, ModuleError> {
+    let creates = arg_str(args, "creates")?;
+    let removes = arg_str(args, "removes")?;
+    // Check mode can only tell something when creates/removes may skip the command; the
+    // agent checks those without running anything.
+    if ctx.check_mode && creates.is_none() && removes.is_none() {
+        let mut data = serde_json::Map::new();
+        data.insert("cmd".into(), cmd_from(&command, args));
+        data.insert("rc".into(), json!(0));
+        data.insert("stdout".into(), json!(""));
+        data.insert("stderr".into(), json!(""));
+        data.insert("stdout_lines".into(), json!([]));
+        data.insert("stderr_lines".into(), json!([]));
+        return Ok(Plan::Done(TaskOutcome {
+            skipped: true,
+            msg: Some(CHECK_MODE_MSG.into()),
+            data,
+            ..TaskOutcome::default()
+        }));
+    }
+    let stdin = match arg_str(args, "stdin")? {
+        Some(mut text) => {
+            if arg_bool(args, "stdin_add_newline", true)? {
+                text.push('\n');
+            }
+            Some(text.into_bytes())
+        }
+        None => None,
+    };
+    arg_bool(args, "strip_empty_ends", true)?;
+    Ok(Plan::Remote(Op::Exec(Exec {
+        command,
+        chdir: arg_str(args, "chdir")?,
+        creates,
+        removes,
+        env: Vec::new(),
+        stdin,
+    })))
+}
+
+/// The result's `cmd`: the argv list for command, the script text for shell.
+fn cmd_value(args: &ModuleArgs, shell: bool) -> Value {
+    let line = command_line(args).ok().flatten();
+    match (shell, line) {
+        (true, Some(line)) => json!(line),
+        (false, Some(line)) => split_command_line(&line)
+            .map(|argv| json!(argv))
+            .unwrap_or(json!(line)),
+        (_, None) => args.get("argv").cloned().unwrap_or(Value::Null),
+    }
+}
+
+fn cmd_from(command: &Command, args: &ModuleArgs) -> Value {
+    match command {
+        Command::Argv(argv) => json!(argv),
+        Command::Shell { script, .. } => {
+            let _ = args;
+            json!(script)
+        }
+    }
+}
+
+fn exec_result(module: &str, cmd: Value, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+    let OpResult::Exec(x) = result else {
+        return unexpected(module, result);
+    };
+    let strip = arg_bool(args, "strip_empty_ends", true).unwrap_or(true);
+    let text = |bytes: &[u8]| {
+        let s = String::from_utf8_lossy(bytes).into_owned();
+        if strip {
+            s.trim_end_matches(['\r', '\n']).to_string()
+        } else {
+            s
+        }
+    };
+    let stdout = text(&x.stdout);
+    let stderr = text(&x.stderr);
+    let mut data = serde_json::Map::new();
+    data.insert("cmd".into(), cmd);
+    let (changed, failed, msg) = if x.ran {
+        let end = x.start_unix_micros + x.duration_micros as i64;
+        data.insert("start".into(), json!(format_utc_time(x.start_unix_micros)));
+        data.insert("end".into(), json!(format_utc_time(end)));
+        data.insert("delta".into(), json!(format_delta(x.duration_micros)));
+        if x.rc != 0 {
+            let msg = if x.msg.is_empty() {
+                "non-zero return code".to_string()
+            } else {
+                x.msg.clone()
+            };
+            (true, true, msg)
+        } else {
+            (true, false, String::new())
+        }
+    } else {
+        for key in ["start", "end", "delta"] {
+            data.insert(key.into(), Value::Null);
+        }
+        if is_check_mode_skip(&x) {
+            // creates/removes did not skip it: it would have run.
+            (true, false, CHECK_MODE_MSG.to_string())
+        } else {
+            (false, false, x.msg.clone())
+        }
+    };
+    data.insert("rc".into(), json!(x.rc));
+    data.insert("stdout".into(), json!(stdout));
+    data.insert("stderr".into(), json!(stderr));
+    data.insert("stdout_lines".into(), json!(python_splitlines(&stdout)));
+    data.insert("stderr_lines".into(), json!(python_splitlines(&stderr)));
+    TaskOutcome {
+        changed,
+        failed,
+        skipped: false,
+        msg: Some(msg),
+        data,
+    }
+}
+
+/// The agent skips without running in check mode only after creates/removes let it through.
+fn is_check_mode_skip(x: &ExecOutcome) -> bool {
+    x.msg.contains("check mode")
+}
+
+/// Python's `str.splitlines()` for the line breaks commands print.
+fn python_splitlines(s: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => {
+                lines.push(&s[start..i]);
+                start = i + 1;
+            }
+            b'\r' => {
+                lines.push(&s[start..i]);
+                if bytes.get(i + 1) == Some(&b'\n') {
+                    i += 1;
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if start < bytes.len() {
+        lines.push(&s[start..]);
+    }
+    lines
+}
+
+/// Python's `str(timedelta)`: "0:00:00.003210", no fraction when it is zero.
+fn format_delta(micros: u64) -> String {
+    let secs = micros / 1_000_000;
+    let frac = micros % 1_000_000;
+    let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
+    if frac == 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{h}:{m:02}:{s:02}.{frac:06}")
+    }
+}
+
+/// Python's `str(datetime)`: "2026-11-30 10:44:43.123456". In UTC: the controller does not
+/// carry a time zone database.
+fn format_utc_time(unix_micros: i64) -> String {
+    let secs = unix_micros.div_euclid(1_000_000);
+    let frac = unix_micros.rem_euclid(1_000_000);
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400);
+    let (y, mo, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}.{frac:06}",
+        tod / 3600,
+        (tod / 60) % 60,
+        tod % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's method).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Splits a command line into words as POSIX `shlex.split` does (what Ansible's command
+/// module uses): whitespace separates, single quotes are literal, double quotes allow
+/// `\"`, `\\`, `\$` and `` \` `` escapes, a backslash outside quotes escapes any character.
+pub fn split_command_line(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err(format!("No closing quotation in: {line}")),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                            Some('\n') => {}
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err(format!("No closing quotation in: {line}")),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err(format!("No closing quotation in: {line}")),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some('\n') => {}
+                    Some(c) => word.push(c),
+                    None => return Err(format!("No escaped character in: {line}")),
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use turbo_proto::{ErrorKind, OpError};
+
+    fn args(v: Value) -> ModuleArgs {
+        v.as_object().unwrap().clone()
+    }
+
+    fn exec(command: Command) -> Exec {
+        Exec {
+            command,
+            chdir: None,
+            creates: None,
+            removes: None,
+            env: Vec::new(),
+            stdin: None,
+        }
+    }
+
+    fn plan(m: &dyn Module, v: Value) -> Result<Plan, ModuleError> {
+        m.plan(&args(v), &PlanContext::new(Path::new("/")))
+    }
+
+    fn argv(words: &[&str]) -> Command {
+        Command::Argv(words.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn splits_like_shlex() {
+        let s = |l: &str| split_command_line(l).unwrap();
+        assert_eq!(s("echo hello  world"), ["echo", "hello", "world"]);
+        assert_eq!(s("echo 'a b' \"c d\""), ["echo", "a b", "c d"]);
+        assert_eq!(s(r#"echo "a \"q\" \$x \n""#), ["echo", r#"a "q" $x \n"#]);
+        assert_eq!(s(r"echo a\ b \'x"), ["echo", "a b", "'x"]);
+        assert_eq!(s("echo ''"), ["echo", ""]);
+        assert_eq!(s("a'b'\"c\"d"), ["abcd"]);
+        assert_eq!(s("  "), Vec::<String>::new());
+        assert_eq!(s("echo $HOME > /tmp/x"), ["echo", "$HOME", ">", "/tmp/x"]);
+        assert!(split_command_line("echo 'open").is_err());
+        assert!(split_command_line("echo \"open").is_err());
+    }
+
+    #[test]
+    fn command_plans_argv() {
+        assert_eq!(
+            plan(&CommandModule, json!({"_raw_params": "touch '/tmp/a b'"})).unwrap(),
+            Plan::Remote(Op::Exec(exec(argv(&["touch", "/tmp/a b"]))))
+        );
+        assert_eq!(
+            plan(&CommandModule, json!({"argv": ["ls", "-l", 5]})).unwrap(),
+            Plan::Remote(Op::Exec(exec(argv(&["ls", "-l", "5"]))))
+        );
+        let full = plan(
+            &CommandModule,
+            json!({"cmd": "cat", "chdir": "/tmp", "creates": "/x", "removes": "/y", "stdin": "hi"}),
+        )
+        .unwrap();
+        assert_eq!(
+            full,
+            Plan::Remote(Op::Exec(Exec {
+                chdir: Some("/tmp".into()),
+                creates: Some("/x".into()),
+                removes: Some("/y".into()),
+                stdin: Some(b"hi\n".to_vec()),
+                ..exec(argv(&["cat"]))
+            }))
+        );
+        let Plan::Remote(Op::Exec(e)) = plan(
+            &CommandModule,
+            json!({"cmd": "cat", "stdin": "hi", "stdin_add_newline": false}),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(e.stdin, Some(b"hi".to_vec()));
+    }
+
+    #[test]
+    fn command_argument_errors() {
+        let msg = |v: Value| plan(&CommandModule, v).unwrap_err().to_string();
+        assert_eq!(msg(json!({"chdir": "/"})), "no command given");
+        assert_eq!(
+            msg(json!({"cmd": "ls", "argv": ["ls"]})),
+            "only command or argv can be given, not both"
+        );
+        assert!(msg(json!({"cmd": "echo 'x"})).starts_with("No closing quotation"));
+        assert_eq!(msg(json!({"_raw_params": ""})), "no command given");
+    }
+
+    #[test]
+    fn shell_plans_a_script() {
+        assert_eq!(
+            plan(
+                &Shell,
+                json!({"_raw_params": "echo $HOME | wc -c", "executable": "/bin/bash"})
+            )
+            .unwrap(),
+            Plan::Remote(Op::Exec(exec(Command::Shell {
+                script: "echo $HOME | wc -c".into(),
+                executable: Some("/bin/bash".into())
+            })))
+        );
+        assert_eq!(
+            plan(&Shell, json!({})).unwrap_err().to_string(),
+            "no command given"
+        );
+    }
+
+    #[test]
+    fn check_mode_skips_unless_creates_or_removes() {
+        let dir = Path::new("/");
+        let ctx = PlanContext {
+            check_mode: true,
+            ..PlanContext::new(dir)
+        };
+        let Plan::Done(out) = CommandModule
+            .plan(&args(json!({"_raw_params": "rm -rf /x"})), &ctx)
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(out.skipped && !out.changed);
+        assert_eq!(out.msg.as_deref(), Some(CHECK_MODE_MSG));
+        assert_eq!(out.data["cmd"], json!(["rm", "-rf", "/x"]));
+        assert!(matches!(
+            Shell
+                .plan(&args(json!({"_raw_params": "x", "creates": "/x"})), &ctx)
+                .unwrap(),
+            Plan::Remote(_)
+        ));
+    }
+
+    fn outcome(ran: bool, rc: i32, stdout: &str, msg: &str) -> OpResult {
+        OpResult::Exec(ExecOutcome {
+            ran,
+            rc,
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: b"warn\r\n".to_vec(),
+            start_unix_micros: 1_796_035_483_123_456,
+            duration_micros: 3_210,
+            msg: msg.into(),
+        })
+    }
+
+    #[test]
+    fn finish_reports_ansible_shape() {
+        let a = args(json!({"_raw_params": "echo 'a b'"}));
+        let out = CommandModule.finish(&a, outcome(true, 0, "l1\nl2\n\n", ""));
+        assert!(out.changed && !out.failed && !out.skipped);
+        assert_eq!(out.msg.as_deref(), Some(""));
+        assert_eq!(
+            Value::Object(out.data),
+            json!({
+                "cmd": ["echo", "a b"],
+                "start": "2026-11-30 10:44:43.123456",
+                "end": "2026-11-30 10:44:43.126666",
+                "delta": "0:00:00.003210",
+                "rc": 0,
+                "stdout": "l1\nl2",
+                "stderr": "warn",
+                "stdout_lines": ["l1", "l2"],
+                "stderr_lines": ["warn"],
+            })
+        );
+        let out = Shell.finish(&a, outcome(true, 3, "", ""));
+        assert!(out.failed && out.changed);
+        assert_eq!(out.msg.as_deref(), Some("non-zero return code"));
+        assert_eq!(out.data["cmd"], json!("echo 'a b'"));
+        assert_eq!(out.data["rc"], json!(3));
+    }
+
+    #[test]
+    fn finish_for_skipped_commands() {
+        let a = args(json!({"_raw_params": "make", "creates": "/out"}));
+        let out = CommandModule.finish(
+            &a,
+            outcome(
+                false,
+                0,
+                "skipped, since /out exists",
+                "Did not run command since '/out' exists",
+            ),
+        );
+        assert!(!out.changed && !out.failed);
+        assert_eq!(
+            out.msg.as_deref(),
+            Some("Did not run command since '/out' exists")
+        );
+        assert_eq!(out.data["stdout"], json!("skipped, since /out exists"));
+        assert_eq!(out.data["delta"], Value::Null);
+        let out = CommandModule.finish(&a, outcome(false, 0, "", "skipped in check mode"));
+        assert!(out.changed && !out.failed);
+        assert_eq!(out.msg.as_deref(), Some(CHECK_MODE_MSG));
+        let out = CommandModule.finish(
+            &a,
+            OpResult::Error(OpError {
+                kind: ErrorKind::NotFound,
+                message: "Unable to change directory before execution".into(),
+            }),
+        );
+        assert!(out.failed);
+    }
+
+    #[test]
+    fn time_formats_match_python() {
+        assert_eq!(format_delta(3_210), "0:00:00.003210");
+        assert_eq!(format_delta(3_600_000_000), "1:00:00");
+        assert_eq!(format_delta(61_500_000), "0:01:01.500000");
+        assert_eq!(format_utc_time(0), "1970-01-01 00:00:00.000000");
+        assert_eq!(
+            format_utc_time(951_782_400_000_001),
+            "2000-02-29 00:00:00.000001"
+        );
+        assert_eq!(python_splitlines("a\r\nb\rc\n"), ["a", "b", "c"]);
+        assert_eq!(python_splitlines(""), Vec::<&str>::new());
+        assert_eq!(python_splitlines("\n"), [""]);
+    }
+}

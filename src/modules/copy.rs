@@ -1,0 +1,378 @@
+//! `copy`: make a file on the target hold `content`, or the bytes of a controller file.
+
+use serde_json::{Value, json};
+use sha1::Sha1;
+use sha2::{Digest, Sha256};
+use turbo_proto::{EnsureFile, FileContent, FileKind, FileMode, Op, OpResult};
+
+use super::{
+    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
+    find_local_source, mode_string, parse_mode, read_local, unexpected,
+};
+use crate::template::python_json;
+
+/// Larger content goes as a digest first: unchanged files then cost no upload.
+pub(super) const INLINE_LIMIT: usize = 1 << 20;
+
+pub struct Copy;
+
+impl Module for Copy {
+    fn name(&self) -> &'static str {
+        "copy"
+    }
+
+    fn arg_names(&self) -> &'static [&'static str] {
+        &["src", "content", "dest", "mode", "force", "backup"]
+    }
+
+    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let mode = parse_mode(args.get("mode").unwrap_or(&Value::Null))?;
+        let force = arg_bool(args, "force", true)?;
+        // Backups are accepted so playbooks load; the agent's atomic rename keeps no copy.
+        arg_bool(args, "backup", false)?;
+        let (dest, bytes) = self.resolve(args, ctx)?;
+        Ok(Plan::Remote(ensure_file_op(dest, bytes, mode, force)))
+    }
+
+    fn content(
+        &self,
+        args: &ModuleArgs,
+        ctx: &PlanContext,
+    ) -> Result<Option<Vec<u8>>, ModuleError> {
+        self.resolve(args, ctx).map(|(_, bytes)| Some(bytes))
+    }
+
+    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        let checksum = inline_content(args).ok().flatten().map(|b| sha1_hex(&b));
+        file_result(self.name(), args, result, checksum)
+    }
+}
+
+impl Copy {
+    /// The destination path and the bytes it must hold.
+    fn resolve(
+        &self,
+        args: &ModuleArgs,
+        ctx: &PlanContext,
+    ) -> Result<(String, Vec<u8>), ModuleError> {
+        let dest = arg_str(args, "dest")?.ok_or(ModuleError::Missing("dest"))?;
+        let src = arg_str(args, "src")?;
+        match (inline_content(args)?, src) {
+            (Some(_), Some(_)) => Err(ModuleError::Invalid(
+                "src and content are mutually exclusive".into(),
+            )),
+            (None, None) => Err(ModuleError::Invalid(
+                "one of content or src is required".into(),
+            )),
+            (Some(bytes), None) => {
+                if dest.ends_with('/') {
+                    return Err(ModuleError::Invalid(
+                        "can not use content with a dir as dest".into(),
+                    ));
+                }
+                Ok((dest, bytes))
+            }
+            (None, Some(src)) => {
+                if src.ends_with('/') {
+                    return Err(ModuleError::NotSupported("copying directories"));
+                }
+                let path = find_local_source(&src, ctx.playbook_dir, "files")?;
+                if path.is_dir() {
+                    return Err(ModuleError::NotSupported("copying directories"));
+                }
+                let bytes = read_local(&path)?;
+                Ok((dest_for_src(&dest, &src), bytes))
+            }
+        }
+    }
+}
+
+/// `content` as Ansible writes it: strings exactly, lists and mappings as Python's
+/// `json.dumps`, other scalars as Python prints them.
+fn inline_content(args: &ModuleArgs) -> Result<Option<Vec<u8>>, ModuleError> {
+    Ok(match args.get("content") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_bytes().to_vec()),
+        Some(v @ (Value::Array(_) | Value::Object(_))) => {
+            Some(python_json(v, None, false).into_bytes())
+        }
+        Some(Value::Bool(b)) => Some(if *b { "True" } else { "False" }.as_bytes().to_vec()),
+        Some(Value::Number(n)) => Some(n.to_string().into_bytes()),
+    })
+}
+
+/// A `dest` ending in `/` is a directory: the file keeps the source's name.
+pub(super) fn dest_for_src(dest: &str, src: &str) -> String {
+    if dest.ends_with('/') {
+        let name = src.rsplit('/').next().unwrap_or(src);
+        format!("{dest}{name}")
+    } else {
+        dest.to_string()
+    }
+}
+
+pub(super) fn ensure_file_op(
+    path: String,
+    bytes: Vec<u8>,
+    mode: Option<FileMode>,
+    force: bool,
+) -> Op {
+    let content = if bytes.len() <= INLINE_LIMIT {
+        FileContent::Inline(bytes)
+    } else {
+        FileContent::Digest {
+            sha256: Sha256::digest(&bytes).into(),
+            size: bytes.len() as u64,
+        }
+    };
+    Op::EnsureFile(EnsureFile {
+        path,
+        content,
+        mode,
+        force,
+    })
+}
+
+pub(super) fn sha1_hex(bytes: &[u8]) -> String {
+    Sha1::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The registered result of copy and template, in Ansible's shape.
+pub(super) fn file_result(
+    module: &str,
+    args: &ModuleArgs,
+    result: OpResult,
+    checksum: Option<String>,
+) -> TaskOutcome {
+    let OpResult::File(f) = result else {
+        return unexpected(module, result);
+    };
+    let mut data = serde_json::Map::new();
+    data.insert("dest".into(), json!(f.path));
+    if let Some(src) = args.get("src") {
+        data.insert("src".into(), src.clone());
+    }
+    if let Some(sum) = checksum {
+        data.insert("checksum".into(), json!(sum));
+    }
+    data.insert("mode".into(), json!(mode_string(f.mode)));
+    data.insert("owner".into(), json!(f.owner));
+    data.insert("group".into(), json!(f.group));
+    data.insert("size".into(), json!(f.size));
+    let state = if f.kind == FileKind::Directory {
+        "directory"
+    } else {
+        "file"
+    };
+    data.insert("state".into(), json!(state));
+    data.insert("uid".into(), json!(f.uid));
+    data.insert("gid".into(), json!(f.gid));
+    if let Some((before, after)) = f.diff {
+        data.insert(
+            "diff".into(),
+            json!({"before": before, "after": after, "before_header": f.path, "after_header": f.path}),
+        );
+    }
+    TaskOutcome {
+        changed: f.changed,
+        data,
+        ..TaskOutcome::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::find;
+    use serde_json::json;
+    use std::path::Path;
+    use turbo_proto::{ErrorKind, FileOutcome, OpError};
+
+    fn args(v: Value) -> ModuleArgs {
+        v.as_object().unwrap().clone()
+    }
+
+    fn plan(a: Value, dir: &Path) -> Result<Plan, ModuleError> {
+        Copy.plan(&args(a), &PlanContext::new(dir))
+    }
+
+    fn file_op(path: &str, bytes: &[u8], mode: Option<FileMode>, force: bool) -> Plan {
+        Plan::Remote(Op::EnsureFile(EnsureFile {
+            path: path.into(),
+            content: FileContent::Inline(bytes.to_vec()),
+            mode,
+            force,
+        }))
+    }
+
+    #[test]
+    fn content_becomes_an_inline_file() {
+        let dir = Path::new("/nonexistent");
+        assert_eq!(
+            plan(json!({"content": "test file 1\n", "dest": "~/file_1"}), dir).unwrap(),
+            file_op("~/file_1", b"test file 1\n", None, true)
+        );
+        assert_eq!(
+            plan(
+                json!({"content": "x", "dest": "/t", "mode": 420, "force": "no", "backup": true}),
+                dir
+            )
+            .unwrap(),
+            file_op("/t", b"x", Some(FileMode::Bits(0o644)), false)
+        );
+        assert_eq!(
+            plan(json!({"content": {"a": [1, 2]}, "dest": "/j"}), dir).unwrap(),
+            file_op("/j", br#"{"a": [1, 2]}"#, None, true)
+        );
+        assert_eq!(
+            plan(json!({"content": 5, "dest": "/n"}), dir).unwrap(),
+            file_op("/n", b"5", None, true)
+        );
+    }
+
+    #[test]
+    fn large_content_goes_as_a_digest() {
+        let big = "a".repeat(INLINE_LIMIT + 1);
+        let a = json!({"content": big, "dest": "/big"});
+        let Plan::Remote(Op::EnsureFile(f)) = plan(a.clone(), Path::new("/")).unwrap() else {
+            panic!()
+        };
+        let expected: [u8; 32] = Sha256::digest(big.as_bytes()).into();
+        assert_eq!(
+            f.content,
+            FileContent::Digest {
+                sha256: expected,
+                size: big.len() as u64
+            }
+        );
+        assert_eq!(
+            Copy.content(&args(a), &PlanContext::new(Path::new("/")))
+                .unwrap()
+                .unwrap()
+                .len(),
+            big.len()
+        );
+    }
+
+    #[test]
+    fn src_is_found_under_files_then_the_playbook_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("files")).unwrap();
+        std::fs::write(dir.path().join("files/a.txt"), "from files").unwrap();
+        std::fs::write(dir.path().join("b.txt"), "from dir").unwrap();
+        assert_eq!(
+            plan(json!({"src": "a.txt", "dest": "/etc/"}), dir.path()).unwrap(),
+            file_op("/etc/a.txt", b"from files", None, true)
+        );
+        assert_eq!(
+            plan(json!({"src": "b.txt", "dest": "/x"}), dir.path()).unwrap(),
+            file_op("/x", b"from dir", None, true)
+        );
+        let abs = dir.path().join("b.txt");
+        assert_eq!(
+            plan(
+                json!({"src": abs.to_str().unwrap(), "dest": "/y"}),
+                Path::new("/")
+            )
+            .unwrap(),
+            file_op("/y", b"from dir", None, true)
+        );
+        let err = plan(json!({"src": "nope.txt", "dest": "/x"}), dir.path()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "src file not found: nope.txt (looked in {}/files, {})",
+                dir.path().display(),
+                dir.path().display()
+            )
+        );
+        let err = plan(json!({"src": "files", "dest": "/x"}), dir.path()).unwrap_err();
+        assert_eq!(err.to_string(), "copying directories is not supported yet");
+    }
+
+    #[test]
+    fn bad_arguments_are_explained() {
+        let dir = Path::new("/");
+        let msg = |a: Value| plan(a, dir).unwrap_err().to_string();
+        assert_eq!(
+            msg(json!({"dest": "/x"})),
+            "one of content or src is required"
+        );
+        assert_eq!(
+            msg(json!({"content": "x"})),
+            "missing required arguments: dest"
+        );
+        assert_eq!(
+            msg(json!({"content": "x", "src": "y", "dest": "/x"})),
+            "src and content are mutually exclusive"
+        );
+        assert_eq!(
+            msg(json!({"content": "x", "dest": "/x", "mode": "abc"})),
+            "mode must be octal or symbolic, got 'abc'"
+        );
+        assert_eq!(
+            msg(json!({"content": "x", "dest": "/d/"})),
+            "can not use content with a dir as dest"
+        );
+    }
+
+    fn outcome(changed: bool) -> FileOutcome {
+        FileOutcome {
+            changed,
+            path: "/home/u/file_1".into(),
+            kind: FileKind::File,
+            mode: 0o100644,
+            size: 12,
+            uid: 1000,
+            gid: 1000,
+            owner: "u".into(),
+            group: "u".into(),
+            diff: None,
+        }
+    }
+
+    #[test]
+    fn finish_reports_ansible_shape() {
+        let a = args(json!({"content": "test file 1\n", "dest": "~/file_1"}));
+        let out = Copy.finish(&a, OpResult::File(outcome(true)));
+        assert!(out.changed && !out.failed);
+        assert_eq!(
+            Value::Object(out.data),
+            json!({
+                "dest": "/home/u/file_1",
+                "checksum": sha1_hex(b"test file 1\n"),
+                "mode": "0644", "owner": "u", "group": "u", "size": 12,
+                "state": "file", "uid": 1000, "gid": 1000
+            })
+        );
+        assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+        let out = Copy.finish(&a, OpResult::File(outcome(false)));
+        assert!(!out.changed);
+    }
+
+    #[test]
+    fn finish_reports_agent_errors() {
+        let a = args(json!({"content": "x", "dest": "/root/x"}));
+        let out = Copy.finish(
+            &a,
+            OpResult::Error(OpError {
+                kind: ErrorKind::PermissionDenied,
+                message: "Permission denied (os error 13): /root/x".into(),
+            }),
+        );
+        assert!(out.failed);
+        assert_eq!(
+            out.msg.as_deref(),
+            Some("Permission denied (os error 13): /root/x")
+        );
+    }
+
+    #[test]
+    fn registered_under_its_names() {
+        assert_eq!(find("ansible.builtin.copy").unwrap().name(), "copy");
+        assert!(!Copy.free_form());
+    }
+}

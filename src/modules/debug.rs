@@ -1,0 +1,151 @@
+//! `debug`: print a message or a variable. Runs on the controller only.
+
+use serde_json::{Value, json};
+use turbo_proto::OpResult;
+
+use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
+use crate::template::TemplateError;
+
+pub struct Debug;
+
+impl Module for Debug {
+    fn name(&self) -> &'static str {
+        "debug"
+    }
+
+    fn arg_names(&self) -> &'static [&'static str] {
+        &["msg", "var", "verbosity"]
+    }
+
+    /// The outcome's `data` holds `msg` (the message, any type) or `<var>: value`.
+    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let verbosity = match args.get("verbosity") {
+            None | Some(Value::Null) => 0,
+            Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().unwrap_or(0),
+            Some(Value::String(s)) if s.trim().parse::<u64>().is_ok() => {
+                s.trim().parse().unwrap_or(0)
+            }
+            Some(other) => {
+                return Err(ModuleError::WrongType {
+                    what: "verbosity",
+                    expected: "an integer",
+                    got: other.to_string(),
+                });
+            }
+        };
+        let mut data = serde_json::Map::new();
+        // Runs are at verbosity 0: anything asking for more is skipped, as Ansible does.
+        if verbosity > 0 {
+            data.insert(
+                "skipped_reason".into(),
+                json!("Verbosity threshold not met."),
+            );
+            return Ok(Plan::Done(TaskOutcome {
+                skipped: true,
+                data,
+                ..TaskOutcome::default()
+            }));
+        }
+        match (args.get("msg"), args.get("var")) {
+            (Some(_), Some(_)) => {
+                return Err(ModuleError::Invalid(
+                    "'msg' and 'var' are incompatible options".into(),
+                ));
+            }
+            (_, Some(var)) => {
+                let name = match var {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let value = match (ctx.templar, ctx.vars) {
+                    (Some(templar), Some(vars)) => match templar.eval_expr(&name, vars) {
+                        Ok(v) => v,
+                        Err(TemplateError::Undefined { .. }) => json!("VARIABLE IS NOT DEFINED!"),
+                        // Not an expression (e.g. already templated to a value): show it as is.
+                        Err(_) => var.clone(),
+                    },
+                    _ => {
+                        return Err(ModuleError::Invalid(
+                            "internal error: debug var= was planned without the task's variables"
+                                .into(),
+                        ));
+                    }
+                };
+                data.insert(name, value);
+            }
+            (msg, None) => {
+                data.insert(
+                    "msg".into(),
+                    msg.cloned().unwrap_or_else(|| json!("Hello world!")),
+                );
+            }
+        }
+        Ok(Plan::Done(TaskOutcome {
+            data,
+            ..TaskOutcome::default()
+        }))
+    }
+
+    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        unexpected(self.name(), result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::Templar;
+    use std::path::Path;
+
+    fn run(v: Value) -> Result<TaskOutcome, ModuleError> {
+        let templar = Templar::new();
+        let vars = minijinja::Value::from_serialize(json!({"x": {"a": [1]}, "n": 2}));
+        let ctx = PlanContext {
+            vars: Some(&vars),
+            templar: Some(&templar),
+            ..PlanContext::new(Path::new("/"))
+        };
+        match Debug.plan(v.as_object().unwrap(), &ctx)? {
+            Plan::Done(out) => Ok(out),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn msg_and_default() {
+        let out = run(json!({"msg": "hi 2"})).unwrap();
+        assert!(!out.changed && !out.failed);
+        assert_eq!(Value::Object(out.data), json!({"msg": "hi 2"}));
+        let out = run(json!({})).unwrap();
+        assert_eq!(Value::Object(out.data), json!({"msg": "Hello world!"}));
+        let out = run(json!({"msg": [1, 2]})).unwrap();
+        assert_eq!(Value::Object(out.data), json!({"msg": [1, 2]}));
+    }
+
+    #[test]
+    fn var_is_looked_up() {
+        let out = run(json!({"var": "x"})).unwrap();
+        assert_eq!(Value::Object(out.data), json!({"x": {"a": [1]}}));
+        let out = run(json!({"var": "x.a[0] + n"})).unwrap();
+        assert_eq!(Value::Object(out.data), json!({"x.a[0] + n": 3}));
+        let out = run(json!({"var": "nope"})).unwrap();
+        assert_eq!(
+            Value::Object(out.data),
+            json!({"nope": "VARIABLE IS NOT DEFINED!"})
+        );
+    }
+
+    #[test]
+    fn verbosity_and_conflicts() {
+        let out = run(json!({"msg": "x", "verbosity": 1})).unwrap();
+        assert!(out.skipped);
+        let out = run(json!({"msg": "x", "verbosity": 0})).unwrap();
+        assert!(!out.skipped);
+        assert_eq!(
+            run(json!({"msg": "x", "var": "n"}))
+                .unwrap_err()
+                .to_string(),
+            "'msg' and 'var' are incompatible options"
+        );
+    }
+}

@@ -1,0 +1,90 @@
+//! `ping`: prove the target answers. A cheap `Stat` of the home directory makes the
+//! round trip real.
+
+use serde_json::{Value, json};
+use turbo_proto::{Op, OpResult};
+
+use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
+
+pub struct Ping;
+
+impl Module for Ping {
+    fn name(&self) -> &'static str {
+        "ping"
+    }
+
+    fn arg_names(&self) -> &'static [&'static str] {
+        &["data"]
+    }
+
+    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        // Ansible's documented way to make ping fail on purpose.
+        if args.get("data") == Some(&json!("crash")) {
+            return Ok(Plan::Done(TaskOutcome::failed("boom")));
+        }
+        Ok(Plan::Remote(Op::Stat {
+            path: "~".into(),
+            checksum: false,
+        }))
+    }
+
+    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        match result {
+            OpResult::Stat(_) => {
+                let mut data = serde_json::Map::new();
+                let pong = match args.get("data") {
+                    None | Some(Value::Null) => json!("pong"),
+                    Some(v) => v.clone(),
+                };
+                data.insert("ping".into(), pong);
+                TaskOutcome {
+                    data,
+                    ..TaskOutcome::default()
+                }
+            }
+            other => unexpected(self.name(), other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use turbo_proto::{FileKind, StatInfo};
+
+    #[test]
+    fn stats_home_and_answers_pong() {
+        let none = serde_json::Map::new();
+        assert_eq!(
+            Ping.plan(&none, &PlanContext::new(Path::new("/"))).unwrap(),
+            Plan::Remote(Op::Stat {
+                path: "~".into(),
+                checksum: false
+            })
+        );
+        let stat = StatInfo {
+            path: "/home/u".into(),
+            exists: true,
+            kind: FileKind::Directory,
+            mode: 0o40755,
+            size: 0,
+            uid: 1,
+            gid: 1,
+            mtime: 0,
+            sha256: None,
+            link_target: None,
+        };
+        let out = Ping.finish(&none, OpResult::Stat(stat));
+        assert!(!out.changed && !out.failed);
+        assert_eq!(Value::Object(out.data), json!({"ping": "pong"}));
+        let crash = json!({"data": "crash"}).as_object().unwrap().clone();
+        let Plan::Done(out) = Ping
+            .plan(&crash, &PlanContext::new(Path::new("/")))
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(out.failed);
+    }
+}

@@ -1,0 +1,166 @@
+//! `template`: render a controller-side Jinja file with the task's variables and make the
+//! target file hold the result.
+
+use serde_json::Value;
+use turbo_proto::OpResult;
+
+use super::copy::{dest_for_src, ensure_file_op, file_result};
+use super::{
+    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
+    find_local_source, parse_mode, read_local,
+};
+
+pub struct Template;
+
+impl Module for Template {
+    fn name(&self) -> &'static str {
+        "template"
+    }
+
+    fn arg_names(&self) -> &'static [&'static str] {
+        &["src", "dest", "mode", "force", "backup"]
+    }
+
+    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let mode = parse_mode(args.get("mode").unwrap_or(&Value::Null))?;
+        let force = arg_bool(args, "force", true)?;
+        arg_bool(args, "backup", false)?;
+        let (dest, rendered) = self.render(args, ctx)?;
+        Ok(Plan::Remote(ensure_file_op(dest, rendered, mode, force)))
+    }
+
+    fn content(
+        &self,
+        args: &ModuleArgs,
+        ctx: &PlanContext,
+    ) -> Result<Option<Vec<u8>>, ModuleError> {
+        self.render(args, ctx).map(|(_, bytes)| Some(bytes))
+    }
+
+    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        // The rendered text is gone by now, so no checksum (Ansible's is of the rendered file).
+        file_result(self.name(), args, result, None)
+    }
+}
+
+impl Template {
+    fn render(
+        &self,
+        args: &ModuleArgs,
+        ctx: &PlanContext,
+    ) -> Result<(String, Vec<u8>), ModuleError> {
+        let src = arg_str(args, "src")?.ok_or(ModuleError::Missing("src"))?;
+        let dest = arg_str(args, "dest")?.ok_or(ModuleError::Missing("dest"))?;
+        let path = find_local_source(&src, ctx.playbook_dir, "templates")?;
+        if path.is_dir() {
+            return Err(ModuleError::Invalid(format!(
+                "template src must be a file, {} is a directory",
+                path.display()
+            )));
+        }
+        let bytes = read_local(&path)?;
+        let text = String::from_utf8(bytes).map_err(|_| ModuleError::Read {
+            path: path.display().to_string(),
+            message: "not UTF-8 text".into(),
+        })?;
+        let (Some(templar), Some(vars)) = (ctx.templar, ctx.vars) else {
+            return Err(ModuleError::Invalid(
+                "internal error: template was planned without the task's variables".into(),
+            ));
+        };
+        let rendered = templar
+            .render_str(&text, vars)
+            .map_err(|error| ModuleError::Template {
+                src: path.display().to_string(),
+                error,
+            })?;
+        Ok((dest_for_src(&dest, &src), rendered.into_bytes()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::Templar;
+    use serde_json::json;
+    use turbo_proto::{EnsureFile, FileContent, FileMode, Op};
+
+    fn args(v: Value) -> ModuleArgs {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn renders_from_templates_dir_with_task_vars() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("templates")).unwrap();
+        std::fs::write(
+            dir.path().join("templates/app.conf.j2"),
+            "port={{ port }}\n{% for h in hosts %}\nhost={{ h }}\n{% endfor %}\n",
+        )
+        .unwrap();
+        let templar = Templar::new();
+        let vars = minijinja::Value::from_serialize(json!({"port": 80, "hosts": ["a", "b"]}));
+        let ctx = PlanContext {
+            vars: Some(&vars),
+            templar: Some(&templar),
+            ..PlanContext::new(dir.path())
+        };
+        let a = args(json!({"src": "app.conf.j2", "dest": "/etc/app.conf", "mode": "0600"}));
+        assert_eq!(
+            Template.plan(&a, &ctx).unwrap(),
+            Plan::Remote(Op::EnsureFile(EnsureFile {
+                path: "/etc/app.conf".into(),
+                content: FileContent::Inline(b"port=80\nhost=a\nhost=b\n".to_vec()),
+                mode: Some(FileMode::Bits(0o600)),
+                force: true,
+            }))
+        );
+        let a = args(json!({"src": "app.conf.j2", "dest": "/etc/"}));
+        let Plan::Remote(Op::EnsureFile(f)) = Template.plan(&a, &ctx).unwrap() else {
+            panic!()
+        };
+        assert_eq!(f.path, "/etc/app.conf.j2");
+    }
+
+    #[test]
+    fn undefined_variable_names_the_template() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.j2"), "x={{ nope }}\n").unwrap();
+        let templar = Templar::new();
+        let vars = minijinja::Value::from_serialize(json!({}));
+        let ctx = PlanContext {
+            vars: Some(&vars),
+            templar: Some(&templar),
+            ..PlanContext::new(dir.path())
+        };
+        let err = Template
+            .plan(&args(json!({"src": "t.j2", "dest": "/x"})), &ctx)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "template {}/t.j2: 'nope' is undefined",
+                dir.path().display()
+            )
+        );
+    }
+
+    #[test]
+    fn missing_args_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = PlanContext::new(dir.path());
+        let msg = |v: Value| Template.plan(&args(v), &ctx).unwrap_err().to_string();
+        assert_eq!(
+            msg(json!({"dest": "/x"})),
+            "missing required arguments: src"
+        );
+        assert_eq!(
+            msg(json!({"src": "a.j2"})),
+            "missing required arguments: dest"
+        );
+        assert!(
+            msg(json!({"src": "a.j2", "dest": "/x"}))
+                .starts_with("src file not found: a.j2 (looked in ")
+        );
+    }
+}

@@ -1,0 +1,1164 @@
+//! YAML tree -> [`Playbook`], with Ansible's rules and file:line:col errors.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+
+use super::kv::{FREE_FORM_OPTIONS, parse_kv};
+use super::{Location, LoopSpec, Play, Playbook, Task};
+use crate::modules::{self, Module, closest};
+use crate::yaml::{LoadError, Node, Source, Span, Value};
+
+/// Play keys Ansible accepts that turbo-play loads and ignores for now.
+const IGNORED_PLAY_KEYS: &[&str] = &[
+    "become",
+    "become_user",
+    "become_method",
+    "remote_user",
+    "connection",
+    "environment",
+    "tags",
+    "serial",
+    "strategy",
+    "any_errors_fatal",
+    "max_fail_percentage",
+    "handlers",
+    "roles",
+    "vars_files",
+    "order",
+    "run_once",
+    "collections",
+    "module_defaults",
+    "check_mode",
+    "diff",
+    "no_log",
+    "ignore_errors",
+    "ignore_unreachable",
+    "force_handlers",
+    "throttle",
+    "timeout",
+    "port",
+    "debugger",
+    "vars_prompt",
+    "gather_subset",
+    "gather_timeout",
+    "fact_path",
+];
+
+const PLAY_KEYS: &[&str] = &[
+    "name",
+    "hosts",
+    "vars",
+    "gather_facts",
+    "tasks",
+    "pre_tasks",
+    "post_tasks",
+];
+
+/// Task keywords loaded and ignored for now (they do not change what a task does here).
+const IGNORED_TASK_KEYS: &[&str] = &[
+    "tags",
+    "become",
+    "become_user",
+    "become_method",
+    "remote_user",
+    "connection",
+    "run_once",
+    "environment",
+    "no_log",
+    "check_mode",
+    "diff",
+    "retries",
+    "delay",
+    "any_errors_fatal",
+    "ignore_unreachable",
+    "throttle",
+    "timeout",
+    "debugger",
+    "collections",
+    "module_defaults",
+];
+
+/// Task keywords that change behaviour but are not implemented yet: loaded, and listed in
+/// [`Task::unsupported`] so the executor can warn.
+const UNSUPPORTED_TASK_KEYS: &[&str] = &[
+    "changed_when",
+    "failed_when",
+    "until",
+    "notify",
+    "delegate_to",
+    "async",
+    "poll",
+];
+
+const TASK_KEYS: &[&str] = &[
+    "name",
+    "loop",
+    "with_items",
+    "with_list",
+    "with_sequence",
+    "when",
+    "register",
+    "ignore_errors",
+    "vars",
+    "loop_control",
+    "args",
+    "action",
+    "local_action",
+];
+
+const LOOP_CONTROL_KEYS: &[&str] = &[
+    "loop_var",
+    "index_var",
+    "label",
+    "pause",
+    "extended",
+    "extended_allitems",
+    "break_when",
+];
+
+/// Task-level keys that are whole features of their own, not yet supported.
+const NOT_YET: &[&str] = &[
+    "block",
+    "rescue",
+    "always",
+    "include_tasks",
+    "import_tasks",
+    "include_role",
+    "import_role",
+    "ansible.builtin.include_tasks",
+    "ansible.builtin.import_tasks",
+    "ansible.builtin.include_role",
+    "ansible.builtin.import_role",
+];
+
+pub fn load_playbook(path: &Path) -> Result<Playbook, LoadError> {
+    let source = Source::read(path)?;
+    load_source(&source)
+}
+
+/// Loads playbook text as if read from `path` (tests, and playbooks from stdin).
+pub fn load_playbook_text(path: &Path, text: &str) -> Result<Playbook, LoadError> {
+    load_source(&Source::from_text(path, text))
+}
+
+fn load_source(source: &Source) -> Result<Playbook, LoadError> {
+    let root = source.parse()?;
+    let loader = Loader {
+        source,
+        file: Arc::from(source.path.as_path()),
+    };
+    let dir = match source.path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let plays = match &root.value {
+        Value::Null => Vec::new(),
+        Value::Seq(items) => items
+            .iter()
+            .map(|item| loader.play(item))
+            .collect::<Result<_, _>>()?,
+        _ => {
+            return Err(loader.err(
+                root.span,
+                format!(
+                    "a playbook must be a list of plays, got {}",
+                    root.kind_name()
+                ),
+                Some("start each play with `- hosts: ...`".into()),
+            ));
+        }
+    };
+    Ok(Playbook {
+        path: source.path.clone(),
+        dir,
+        plays,
+    })
+}
+
+struct Loader<'s> {
+    source: &'s Source,
+    file: Arc<Path>,
+}
+
+impl Loader<'_> {
+    fn err(&self, span: Span, message: impl Into<String>, help: Option<String>) -> LoadError {
+        self.source.error(Some(span), message, help)
+    }
+
+    fn location(&self, span: Span) -> Location {
+        Location {
+            file: self.file.clone(),
+            line: span.line,
+            column: span.column,
+        }
+    }
+
+    fn key<'n>(&self, key: &'n Node) -> Result<&'n str, LoadError> {
+        key.as_str().ok_or_else(|| {
+            self.err(
+                key.span,
+                format!("keys here must be strings, got {}", key.kind_name()),
+                None,
+            )
+        })
+    }
+
+    fn play(&self, node: &Node) -> Result<Play, LoadError> {
+        let Some(entries) = node.as_map() else {
+            return Err(self.err(
+                node.span,
+                format!("a play must be a mapping, got {}", node.kind_name()),
+                Some("a play looks like `- hosts: all` followed by `tasks:`".into()),
+            ));
+        };
+        let mut name = None;
+        let mut hosts = None;
+        let mut vars = serde_json::Map::new();
+        let mut gather_facts = true;
+        let mut sections: [Vec<Task>; 3] = Default::default();
+        for (k, v) in entries {
+            let key = self.key(k)?;
+            match key {
+                "import_playbook" | "ansible.builtin.import_playbook" | "include" => {
+                    return Err(self.err(
+                        k.span,
+                        "import_playbook is not supported yet",
+                        Some("list the plays of the imported playbook in this file instead".into()),
+                    ));
+                }
+                "name" => name = Some(self.scalar(v, "name")?),
+                "hosts" => hosts = Some(self.hosts(v)?),
+                "vars" => vars = self.mapping(v, "vars")?,
+                "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
+                "pre_tasks" => sections[0] = self.tasks(v, key)?,
+                "tasks" => sections[1] = self.tasks(v, key)?,
+                "post_tasks" => sections[2] = self.tasks(v, key)?,
+                _ if IGNORED_PLAY_KEYS.contains(&key) => {}
+                _ => {
+                    let all = PLAY_KEYS.iter().chain(IGNORED_PLAY_KEYS).copied();
+                    let help = closest(key, all)
+                        .map(|s| format!("did you mean '{s}'?"))
+                        .or_else(|| {
+                            (modules::find(key).is_some()).then(|| {
+                                format!("'{key}' is a module: put it in a task under `tasks:`")
+                            })
+                        });
+                    return Err(self.err(
+                        k.span,
+                        format!("'{key}' is not a valid attribute for a Play"),
+                        help,
+                    ));
+                }
+            }
+        }
+        let hosts = hosts.ok_or_else(|| {
+            self.err(
+                node.span,
+                "the field 'hosts' is required but was not set",
+                Some("add `hosts: all` (or a group or host pattern) to the play".into()),
+            )
+        })?;
+        let [pre, main, post] = sections;
+        Ok(Play {
+            name: name.unwrap_or_else(|| hosts.clone()),
+            hosts,
+            vars,
+            gather_facts,
+            tasks: pre.into_iter().chain(main).chain(post).collect(),
+            location: self.location(node.span),
+        })
+    }
+
+    fn hosts(&self, node: &Node) -> Result<String, LoadError> {
+        match &node.value {
+            Value::Seq(items) => Ok(items
+                .iter()
+                .map(|i| self.scalar(i, "hosts"))
+                .collect::<Result<Vec<_>, _>>()?
+                .join(",")),
+            Value::Null => Err(self.err(
+                node.span,
+                "hosts must not be empty",
+                Some("use `hosts: all`, a group name, or a host pattern".into()),
+            )),
+            _ => self.scalar(node, "hosts"),
+        }
+    }
+
+    fn scalar(&self, node: &Node, what: &str) -> Result<String, LoadError> {
+        match &node.value {
+            Value::Seq(_) | Value::Map(_) | Value::Null => Err(self.err(
+                node.span,
+                format!("{what} must be a string, got {}", node.kind_name()),
+                None,
+            )),
+            _ => Ok(node.scalar_to_string().unwrap_or_default()),
+        }
+    }
+
+    fn mapping(&self, node: &Node, what: &str) -> Result<serde_json::Map<String, Json>, LoadError> {
+        match &node.value {
+            Value::Null => Ok(serde_json::Map::new()),
+            Value::Map(_) => match node.to_json() {
+                Json::Object(map) => Ok(map),
+                _ => unreachable!("a mapping node converts to an object"),
+            },
+            _ => Err(self.err(
+                node.span,
+                format!("{what} must be a mapping, got {}", node.kind_name()),
+                Some(format!(
+                    "write `{what}:` followed by indented `key: value` lines"
+                )),
+            )),
+        }
+    }
+
+    fn boolean(&self, node: &Node, what: &str) -> Result<bool, LoadError> {
+        match &node.value {
+            Value::Bool(b) => Ok(*b),
+            Value::Str(s) => match s.to_ascii_lowercase().as_str() {
+                "yes" | "true" | "on" | "y" | "1" => Ok(true),
+                "no" | "false" | "off" | "n" | "0" => Ok(false),
+                _ => Err(self.bool_error(node, what)),
+            },
+            Value::Int(1) => Ok(true),
+            Value::Int(0) => Ok(false),
+            _ => Err(self.bool_error(node, what)),
+        }
+    }
+
+    fn bool_error(&self, node: &Node, what: &str) -> LoadError {
+        let shown = node
+            .scalar_to_string()
+            .map(|s| format!("'{s}'"))
+            .unwrap_or_else(|| node.kind_name().to_string());
+        self.err(
+            node.span,
+            format!("{what} must be a boolean, got {shown}"),
+            Some("use yes/no or true/false".into()),
+        )
+    }
+
+    fn tasks(&self, node: &Node, section: &str) -> Result<Vec<Task>, LoadError> {
+        match &node.value {
+            Value::Null => Ok(Vec::new()),
+            Value::Seq(items) => items.iter().map(|t| self.task(t)).collect(),
+            _ => Err(self.err(
+                node.span,
+                format!(
+                    "{section} must be a list of tasks, got {}",
+                    node.kind_name()
+                ),
+                Some("start each task with `- name: ...`".into()),
+            )),
+        }
+    }
+
+    fn task(&self, node: &Node) -> Result<Task, LoadError> {
+        let Some(entries) = node.as_map() else {
+            return Err(self.err(
+                node.span,
+                format!("a task must be a mapping, got {}", node.kind_name()),
+                Some("a task looks like `- name: ...` followed by a module, e.g. `copy:`".into()),
+            ));
+        };
+        let mut name = None;
+        // (action as written, module, its argument node, the key's span)
+        let mut action: Option<(String, &'static dyn Module, ActionArgs, Span)> = None;
+        let mut extra_args = serde_json::Map::new();
+        let mut extra_args_node: Option<&Node> = None;
+        let mut loop_spec: Option<(LoopSpec, &str)> = None;
+        let mut loop_var = "item".to_string();
+        let mut when = Vec::new();
+        let mut register = None;
+        let mut ignore_errors = false;
+        let mut vars = serde_json::Map::new();
+        let mut unsupported = Vec::new();
+
+        for (k, v) in entries {
+            let key = self.key(k)?;
+            let mut set_loop = |spec: LoopSpec| -> Result<(), LoadError> {
+                if let Some((_, earlier)) = &loop_spec {
+                    return Err(self.err(
+                        k.span,
+                        format!(
+                            "only one loop keyword per task: '{earlier}' and '{key}' both given"
+                        ),
+                        Some("keep one of them".into()),
+                    ));
+                }
+                loop_spec = Some((spec, key));
+                Ok(())
+            };
+            match key {
+                "name" => name = Some(self.scalar(v, "name")?),
+                "loop" | "with_list" | "with_items" => set_loop(LoopSpec::Items {
+                    value: v.to_json(),
+                    flatten: key == "with_items",
+                })?,
+                "with_sequence" => {
+                    let spec = match &v.value {
+                        Value::Map(pairs) => pairs
+                            .iter()
+                            .map(|(pk, pv)| {
+                                format!(
+                                    "{}={}",
+                                    pk.scalar_to_string().unwrap_or_default(),
+                                    pv.scalar_to_string().unwrap_or_default()
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        _ => self.scalar(v, "with_sequence")?,
+                    };
+                    set_loop(LoopSpec::Sequence(spec))?
+                }
+                "when" => when = self.conditions(v)?,
+                "register" => register = Some(self.scalar(v, "register")?),
+                "ignore_errors" => ignore_errors = self.boolean(v, "ignore_errors")?,
+                "vars" => vars = self.mapping(v, "vars")?,
+                "loop_control" => {
+                    if let Some(var) = self.loop_control(v)? {
+                        loop_var = var;
+                    }
+                }
+                "args" => {
+                    extra_args = self.mapping(v, "args")?;
+                    extra_args_node = Some(v);
+                }
+                "action" | "local_action" => {
+                    if key == "local_action" {
+                        unsupported.push("delegate_to".to_string());
+                    }
+                    let (written, module, args) = self.action_keyword(v)?;
+                    self.set_action(&mut action, written, module, args, k.span)?;
+                }
+                _ if IGNORED_TASK_KEYS.contains(&key) => {}
+                _ if UNSUPPORTED_TASK_KEYS.contains(&key) => {
+                    if !unsupported.iter().any(|u| u == key) {
+                        unsupported.push(key.to_string());
+                    }
+                }
+                _ if NOT_YET.contains(&key) => {
+                    let feature = key.rsplit('.').next().unwrap_or(key);
+                    return Err(self.err(k.span, format!("{feature} is not supported yet"), None));
+                }
+                _ => match modules::find(key) {
+                    Some(module) => {
+                        let args = ActionArgs::Node(v);
+                        self.set_action(&mut action, key.to_string(), module, args, k.span)?
+                    }
+                    None => return Err(self.unknown_action(key, k.span)),
+                },
+            }
+        }
+
+        let Some((written, module, args_node, key_span)) = action else {
+            return Err(self.err(
+                node.span,
+                "no module/action detected in task.",
+                Some(format!(
+                    "add a module to the task, one of: {}",
+                    module_list()
+                )),
+            ));
+        };
+        // Where each argument key was written, for pointing at a bad one.
+        let mut arg_keys: Vec<&Node> = Vec::new();
+        match &args_node {
+            ActionArgs::Node(n) => {
+                arg_keys.extend(n.as_map().unwrap_or_default().iter().map(|(k, _)| k))
+            }
+            ActionArgs::Pairs(pairs) => arg_keys.extend(pairs.iter().map(|(k, _)| k)),
+            ActionArgs::Text(..) => {}
+        }
+        if let Some(n) = extra_args_node {
+            arg_keys.extend(n.as_map().unwrap_or_default().iter().map(|(k, _)| k));
+        }
+        let module_args = self.module_args(module, args_node)?;
+        // `args:` gives defaults; what is written on the module wins (as Ansible merges).
+        let mut args = extra_args;
+        args.extend(module_args);
+        self.check_arg_names(module, &args, &arg_keys, key_span)?;
+        Ok(Task {
+            name,
+            action: written,
+            module,
+            args,
+            loop_spec: loop_spec.map(|(spec, _)| spec),
+            loop_var,
+            when,
+            register,
+            ignore_errors,
+            vars,
+            unsupported,
+            location: self.location(node.span),
+        })
+    }
+
+    fn set_action<'n>(
+        &self,
+        slot: &mut Option<(String, &'static dyn Module, ActionArgs<'n>, Span)>,
+        written: String,
+        module: &'static dyn Module,
+        args: ActionArgs<'n>,
+        span: Span,
+    ) -> Result<(), LoadError> {
+        if let Some((earlier, ..)) = slot {
+            return Err(self.err(
+                span,
+                format!("conflicting action statements: {earlier}, {written}"),
+                Some("a task runs exactly one module: split it into two tasks".into()),
+            ));
+        }
+        *slot = Some((written, module, args, span));
+        Ok(())
+    }
+
+    fn unknown_action(&self, key: &str, span: Span) -> LoadError {
+        let suggestion = modules::suggest(key).or_else(|| {
+            let keywords = TASK_KEYS
+                .iter()
+                .chain(IGNORED_TASK_KEYS)
+                .chain(UNSUPPORTED_TASK_KEYS)
+                .copied();
+            closest(key, keywords)
+        });
+        match suggestion {
+            Some(s) => self.err(
+                span,
+                format!("couldn't resolve module/action '{key}'. Did you mean '{s}'?"),
+                None,
+            ),
+            None => self.err(
+                span,
+                format!("couldn't resolve module/action '{key}'"),
+                Some(format!("modules turbo-play runs: {}", module_list())),
+            ),
+        }
+    }
+
+    /// `action: copy src=a dest=b`, or `action: {module: copy, src: a}`.
+    fn action_keyword<'n>(
+        &self,
+        node: &'n Node,
+    ) -> Result<(String, &'static dyn Module, ActionArgs<'n>), LoadError> {
+        let (written, args) = match &node.value {
+            Value::Str(s) => {
+                let s = s.trim_start();
+                let (name, rest) = s.split_once(char::is_whitespace).unwrap_or((s, ""));
+                (
+                    name.to_string(),
+                    ActionArgs::Text(rest.to_string(), node.span),
+                )
+            }
+            Value::Map(entries) => {
+                let module = node.get("module").and_then(Node::as_str).ok_or_else(|| {
+                    self.err(
+                        node.span,
+                        "an action mapping needs a `module:` key",
+                        Some("write `action: {module: copy, dest: ...}`".into()),
+                    )
+                })?;
+                let rest: Vec<&(Node, Node)> = entries
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != Some("module"))
+                    .collect();
+                (module.to_string(), ActionArgs::Pairs(rest))
+            }
+            _ => {
+                return Err(self.err(
+                    node.span,
+                    format!(
+                        "action must be a string or a mapping, got {}",
+                        node.kind_name()
+                    ),
+                    None,
+                ));
+            }
+        };
+        let module =
+            modules::find(&written).ok_or_else(|| self.unknown_action(&written, node.span))?;
+        Ok((written, module, args))
+    }
+
+    fn module_args(
+        &self,
+        module: &dyn Module,
+        args: ActionArgs,
+    ) -> Result<serde_json::Map<String, Json>, LoadError> {
+        match args {
+            ActionArgs::Node(node) => match &node.value {
+                Value::Null => Ok(serde_json::Map::new()),
+                Value::Map(entries) => self.pairs(entries.iter()),
+                Value::Str(s) => self.free_text(module, s, node.span),
+                // `command: 42` is a (strange) free-form command line.
+                Value::Int(_) | Value::Float(_) | Value::Bool(_) if module.free_form() => self
+                    .free_text(
+                        module,
+                        &node.scalar_to_string().unwrap_or_default(),
+                        node.span,
+                    ),
+                _ => Err(self.err(
+                    node.span,
+                    format!(
+                        "arguments of {} must be a mapping or a `key=value` string, got {}",
+                        module.name(),
+                        node.kind_name()
+                    ),
+                    None,
+                )),
+            },
+            ActionArgs::Text(text, span) => self.free_text(module, &text, span),
+            ActionArgs::Pairs(entries) => self.pairs(entries.into_iter()),
+        }
+    }
+
+    fn pairs<'n>(
+        &self,
+        entries: impl Iterator<Item = &'n (Node, Node)>,
+    ) -> Result<serde_json::Map<String, Json>, LoadError> {
+        let mut out = serde_json::Map::new();
+        for (k, v) in entries {
+            let key = k.scalar_to_string().unwrap_or_default();
+            out.insert(key, v.to_json());
+        }
+        Ok(out)
+    }
+
+    fn free_text(
+        &self,
+        module: &dyn Module,
+        text: &str,
+        span: Span,
+    ) -> Result<serde_json::Map<String, Json>, LoadError> {
+        let mut out = serde_json::Map::new();
+        if module.free_form() {
+            let parsed = parse_kv(text, Some(FREE_FORM_OPTIONS));
+            if !parsed.raw.is_empty() {
+                out.insert("_raw_params".into(), Json::String(parsed.raw));
+            }
+            for (k, v) in parsed.pairs {
+                out.insert(k, Json::String(v));
+            }
+            return Ok(out);
+        }
+        let parsed = parse_kv(text, None);
+        if !parsed.raw.is_empty() {
+            return Err(self.err(
+                span,
+                format!(
+                    "{} takes key=value arguments, but '{}' is not one",
+                    module.name(),
+                    parsed.raw
+                ),
+                Some(format!(
+                    "write `name=value` pairs separated by spaces, e.g. `{}: {}=...`",
+                    module.name(),
+                    module.arg_names().first().copied().unwrap_or("arg")
+                )),
+            ));
+        }
+        for (k, v) in parsed.pairs {
+            out.insert(k, Json::String(v));
+        }
+        Ok(out)
+    }
+
+    fn check_arg_names(
+        &self,
+        module: &dyn Module,
+        args: &serde_json::Map<String, Json>,
+        arg_keys: &[&Node],
+        key_span: Span,
+    ) -> Result<(), LoadError> {
+        let accepted = module.arg_names();
+        let mut unknown: Vec<&str> = args
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !accepted.contains(k))
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        unknown.sort_unstable();
+        // Point at the first unknown argument when it was written as a YAML key.
+        let span = arg_keys
+            .iter()
+            .find(|k| k.as_str().is_some_and(|k| unknown.contains(&k)))
+            .map(|k| k.span)
+            .unwrap_or(key_span);
+        let mut supported: Vec<&str> = accepted
+            .iter()
+            .copied()
+            .filter(|a| !a.starts_with('_'))
+            .collect();
+        supported.sort_unstable();
+        let help = unknown
+            .iter()
+            .find_map(|u| closest(u, supported.iter().copied()).map(|s| (u, s)))
+            .map(|(u, s)| format!("'{u}': did you mean '{s}'?"));
+        Err(self.err(
+            span,
+            format!(
+                "Unsupported parameters for ({}) module: {}. Supported parameters include: {}.",
+                module.name(),
+                unknown.join(", "),
+                supported.join(", ")
+            ),
+            help,
+        ))
+    }
+
+    fn conditions(&self, node: &Node) -> Result<Vec<String>, LoadError> {
+        match &node.value {
+            Value::Seq(items) => items.iter().map(|i| self.condition(i)).collect(),
+            Value::Null => Ok(Vec::new()),
+            _ => Ok(vec![self.condition(node)?]),
+        }
+    }
+
+    fn condition(&self, node: &Node) -> Result<String, LoadError> {
+        match &node.value {
+            Value::Str(s) => Ok(s.clone()),
+            Value::Bool(_) | Value::Int(_) | Value::Float(_) => {
+                Ok(node.scalar_to_string().unwrap_or_default())
+            }
+            _ => Err(self.err(
+                node.span,
+                format!(
+                    "when must be a condition or a list of conditions, got {}",
+                    node.kind_name()
+                ),
+                Some("write a Jinja expression without braces, e.g. `when: x == 1`".into()),
+            )),
+        }
+    }
+
+    fn loop_control(&self, node: &Node) -> Result<Option<String>, LoadError> {
+        let Some(entries) = node.as_map() else {
+            if node.is_null() {
+                return Ok(None);
+            }
+            return Err(self.err(
+                node.span,
+                format!("loop_control must be a mapping, got {}", node.kind_name()),
+                None,
+            ));
+        };
+        let mut loop_var = None;
+        for (k, v) in entries {
+            let key = self.key(k)?;
+            match key {
+                "loop_var" => loop_var = Some(self.scalar(v, "loop_var")?),
+                _ if LOOP_CONTROL_KEYS.contains(&key) => {}
+                _ => {
+                    return Err(self.err(
+                        k.span,
+                        format!("'{key}' is not a valid attribute for a LoopControl"),
+                        closest(key, LOOP_CONTROL_KEYS.iter().copied())
+                            .map(|s| format!("did you mean '{s}'?")),
+                    ));
+                }
+            }
+        }
+        Ok(loop_var)
+    }
+}
+
+/// A task's module arguments as written: the value under the module key, the text after
+/// the module name in `action: copy src=a`, or the rest of an `action:` mapping.
+enum ActionArgs<'n> {
+    Node(&'n Node),
+    Text(String, Span),
+    Pairs(Vec<&'n (Node, Node)>),
+}
+
+fn module_list() -> String {
+    modules::all()
+        .iter()
+        .map(|m| m.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn load(text: &str) -> Result<Playbook, LoadError> {
+        load_playbook_text(Path::new("site.yml"), text)
+    }
+
+    fn ok(text: &str) -> Playbook {
+        load(text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn err(text: &str) -> LoadError {
+        load(text).expect_err("should fail")
+    }
+
+    /// One task, written without indentation, loaded inside a play.
+    fn task(text: &str) -> Task {
+        let mut body = String::new();
+        for (i, line) in text.trim_start_matches('\n').lines().enumerate() {
+            body.push_str(if i == 0 { "    - " } else { "      " });
+            body.push_str(line);
+            body.push('\n');
+        }
+        ok(&format!("- hosts: all\n  tasks:\n{body}")).plays[0].tasks[0].clone()
+    }
+
+    #[test]
+    fn loads_the_file_creation_playbook() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("playbooks/file_creation.yml");
+        let pb = load_playbook(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(pb.dir, path.parent().unwrap());
+        assert_eq!(pb.plays.len(), 1);
+        let play = &pb.plays[0];
+        assert_eq!(play.name, "all");
+        assert_eq!(play.hosts, "all");
+        assert!(!play.gather_facts);
+        assert_eq!(play.location.line, 1);
+        let t = &play.tasks[0];
+        assert_eq!(t.display_name(), "Create files with copy content module");
+        assert_eq!(t.action, "copy");
+        assert_eq!(t.module.name(), "copy");
+        assert_eq!(
+            Json::Object(t.args.clone()),
+            json!({"content": "test file {{ item }}\n", "dest": "~/file_{{ item }}"})
+        );
+        assert_eq!(
+            t.loop_spec,
+            Some(LoopSpec::Sequence("start=1 end={{ n }}".into()))
+        );
+        assert_eq!(t.loop_var, "item");
+        assert!(t.when.is_empty() && t.unsupported.is_empty());
+        assert_eq!((t.location.line, t.location.column), (4, 7));
+        assert!(t.location.to_string().ends_with("file_creation.yml:4:7"));
+    }
+
+    #[test]
+    fn play_fields() {
+        let pb = ok("
+- name: Web
+  hosts: [web, db]
+  gather_facts: no
+  become: yes
+  vars:
+    port: 80
+    list: [1, 2]
+  pre_tasks:
+    - ping:
+  tasks:
+    - debug: msg=main
+  post_tasks:
+    - debug:
+        msg: post
+  handlers:
+    - name: h
+      debug:
+- hosts: all
+");
+        let play = &pb.plays[0];
+        assert_eq!(play.name, "Web");
+        assert_eq!(play.hosts, "web,db");
+        assert!(!play.gather_facts);
+        assert_eq!(
+            Json::Object(play.vars.clone()),
+            json!({"port": 80, "list": [1, 2]})
+        );
+        let actions: Vec<_> = play.tasks.iter().map(|t| t.display_name()).collect();
+        assert_eq!(actions, ["ping", "debug", "debug"]);
+        assert_eq!(
+            Json::Object(play.tasks[1].args.clone()),
+            json!({"msg": "main"})
+        );
+        assert!(pb.plays[1].gather_facts);
+        assert!(pb.plays[1].tasks.is_empty());
+        assert!(ok("").plays.is_empty());
+    }
+
+    #[test]
+    fn task_keywords() {
+        let t = task(
+            "
+name: Many
+ansible.builtin.copy:
+  content: x
+  dest: /tmp/{{ item }}
+  mode: 0644
+with_items:
+  - [1, 2]
+  - 3
+when:
+  - a == 1
+  - true
+register: out
+ignore_errors: yes
+vars:
+  v: 1
+loop_control:
+  loop_var: f
+  label: '{{ f }}'
+tags: [x]
+notify: restart
+changed_when: false
+",
+        );
+        assert_eq!(t.action, "ansible.builtin.copy");
+        assert_eq!(t.display_name(), "Many");
+        assert_eq!(t.args["mode"], json!(420));
+        assert_eq!(
+            t.loop_spec,
+            Some(LoopSpec::Items {
+                value: json!([[1, 2], 3]),
+                flatten: true
+            })
+        );
+        assert_eq!(t.loop_var, "f");
+        assert_eq!(t.when, ["a == 1", "True"]);
+        assert_eq!(t.register.as_deref(), Some("out"));
+        assert!(t.ignore_errors);
+        assert_eq!(Json::Object(t.vars), json!({"v": 1}));
+        assert_eq!(t.unsupported, ["notify", "changed_when"]);
+
+        let t = task("file: path=/x state=absent\nloop: \"{{ things }}\"\nwhen: x");
+        assert_eq!(
+            t.loop_spec,
+            Some(LoopSpec::Items {
+                value: json!("{{ things }}"),
+                flatten: false
+            })
+        );
+        assert_eq!(t.when, ["x"]);
+        assert_eq!(t.display_name(), "file");
+    }
+
+    #[test]
+    fn free_form_commands() {
+        let t = task("shell: echo hi > /tmp/x chdir=/tmp creates=/tmp/x");
+        assert_eq!(
+            Json::Object(t.args),
+            json!({"_raw_params": "echo hi > /tmp/x", "chdir": "/tmp", "creates": "/tmp/x"})
+        );
+        let t = task("command: echo {{ a }}\nargs:\n  chdir: /srv\n  creates: /x");
+        assert_eq!(
+            Json::Object(t.args),
+            json!({"chdir": "/srv", "creates": "/x", "_raw_params": "echo {{ a }}"})
+        );
+        let t = task("shell: |\n  set -e\n  echo a\n  echo b\n");
+        assert_eq!(t.args["_raw_params"], json!("set -e\necho a\necho b"));
+        let t = task("command:\n  cmd: ls -l\n  chdir: /");
+        assert_eq!(Json::Object(t.args), json!({"cmd": "ls -l", "chdir": "/"}));
+    }
+
+    #[test]
+    fn action_keyword_forms() {
+        let t = task("action: copy src=a.txt dest=/b");
+        assert_eq!(t.action, "copy");
+        assert_eq!(Json::Object(t.args), json!({"src": "a.txt", "dest": "/b"}));
+        let t = task("action:\n  module: file\n  path: /x\n  state: directory");
+        assert_eq!(t.action, "file");
+        assert_eq!(
+            Json::Object(t.args),
+            json!({"path": "/x", "state": "directory"})
+        );
+        let t = task("local_action: command touch /x");
+        assert_eq!(t.args["_raw_params"], json!("touch /x"));
+        assert_eq!(t.unsupported, ["delegate_to"]);
+    }
+
+    #[test]
+    fn with_sequence_forms() {
+        let t = task("debug: msg={{ item }}\nwith_sequence: start=1 end=5 format=%02d");
+        assert_eq!(
+            t.loop_spec,
+            Some(LoopSpec::Sequence("start=1 end=5 format=%02d".into()))
+        );
+        let t = task("debug: msg={{ item }}\nwith_sequence:\n  start: 1\n  end: 3");
+        assert_eq!(
+            t.loop_spec,
+            Some(LoopSpec::Sequence("start=1 end=3".into()))
+        );
+    }
+
+    fn message_at(text: &str) -> (String, usize, usize) {
+        let e = err(text);
+        let span = e.span.expect("has a span");
+        (e.message.clone(), span.line, span.column)
+    }
+
+    #[test]
+    fn play_errors() {
+        assert_eq!(
+            message_at("- hosts: all\n  taks: []\n"),
+            ("'taks' is not a valid attribute for a Play".into(), 2, 3)
+        );
+        let e = err("- hosts: all\n  taks: []\n");
+        assert_eq!(e.help.as_deref(), Some("did you mean 'tasks'?"));
+        let text = e.to_string();
+        assert!(
+            text.starts_with("site.yml:2:3: 'taks' is not a valid attribute for a Play"),
+            "{text}"
+        );
+        assert!(text.contains("2 |   taks: []"), "{text}");
+        assert_eq!(
+            message_at("- import_playbook: other.yml\n"),
+            ("import_playbook is not supported yet".into(), 1, 3)
+        );
+        assert_eq!(
+            message_at("- name: x\n  tasks: []\n"),
+            ("the field 'hosts' is required but was not set".into(), 1, 3)
+        );
+        assert_eq!(
+            message_at("hosts: all\n"),
+            (
+                "a playbook must be a list of plays, got a mapping".into(),
+                1,
+                1
+            )
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  gather_facts: maybe\n"),
+            ("gather_facts must be a boolean, got 'maybe'".into(), 2, 17)
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  vars: [1]\n"),
+            ("vars must be a mapping, got a list".into(), 2, 9)
+        );
+    }
+
+    #[test]
+    fn task_errors() {
+        let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
+        assert_eq!(
+            message_at(&play("    - cpy:\n        dest: /x\n")),
+            (
+                "couldn't resolve module/action 'cpy'. Did you mean 'copy'?".into(),
+                3,
+                7
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - debug: msg=x\n      whn: x\n")),
+            (
+                "couldn't resolve module/action 'whn'. Did you mean 'when'?".into(),
+                4,
+                7
+            )
+        );
+        let e = err(&play("    - frobnicate: x\n"));
+        assert_eq!(e.message, "couldn't resolve module/action 'frobnicate'");
+        assert!(e.help.unwrap().contains("copy, template, file"));
+        assert_eq!(
+            message_at(&play(
+                "    - copy: content=x dest=/x\n      file: path=/x\n"
+            )),
+            ("conflicting action statements: copy, file".into(), 4, 7)
+        );
+        assert_eq!(
+            message_at(&play("    - name: nothing\n")),
+            ("no module/action detected in task.".into(), 3, 7)
+        );
+        assert_eq!(
+            message_at(&play("    - block:\n        - ping:\n")),
+            ("block is not supported yet".into(), 3, 7)
+        );
+        assert_eq!(
+            message_at(&play("    - include_tasks: x.yml\n")),
+            ("include_tasks is not supported yet".into(), 3, 7)
+        );
+        assert_eq!(
+            message_at(&play(
+                "    - ping:\n      loop: [1]\n      with_items: [2]\n"
+            )),
+            (
+                "only one loop keyword per task: 'loop' and 'with_items' both given".into(),
+                5,
+                7
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      ignore_errors: sometimes\n")),
+            (
+                "ignore_errors must be a boolean, got 'sometimes'".into(),
+                4,
+                22
+            )
+        );
+        assert_eq!(
+            message_at(&play(
+                "    - ping:\n      loop_control:\n        loop_vr: x\n"
+            )),
+            (
+                "'loop_vr' is not a valid attribute for a LoopControl".into(),
+                5,
+                9
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      when: {a: 1}\n")),
+            (
+                "when must be a condition or a list of conditions, got a mapping".into(),
+                4,
+                13
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_module_arguments() {
+        let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
+        let e = err(&play(
+            "    - copy:\n        content: x\n        dest: /x\n        owner: root\n",
+        ));
+        assert_eq!(
+            e.message,
+            "Unsupported parameters for (copy) module: owner. Supported parameters include: backup, content, dest, force, mode, src."
+        );
+        assert_eq!(e.span, Some(Span { line: 6, column: 9 }));
+        let e = err(&play(
+            "    - vars:\n        owner: me\n      copy: content=x dest=/x\n      args:\n        owner: root\n",
+        ));
+        assert_eq!(e.span, Some(Span { line: 7, column: 9 }));
+        let e = err(&play("    - copy: content=x dets=/x\n"));
+        assert!(
+            e.message
+                .starts_with("Unsupported parameters for (copy) module: dets."),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.help.as_deref(), Some("'dets': did you mean 'dest'?"));
+        assert_eq!(e.span, Some(Span { line: 3, column: 7 }));
+        let e = err(&play("    - file: /tmp/x\n"));
+        assert_eq!(
+            e.message,
+            "file takes key=value arguments, but '/tmp/x' is not one"
+        );
+        assert_eq!(
+            e.span,
+            Some(Span {
+                line: 3,
+                column: 13
+            })
+        );
+        let e = err(&play("    - copy: [1]\n"));
+        assert_eq!(
+            e.message,
+            "arguments of copy must be a mapping or a `key=value` string, got a list"
+        );
+        let e = err(&play(
+            "    - command: ls\n      args:\n        executable: /bin/bash\n",
+        ));
+        assert!(
+            e.message
+                .starts_with("Unsupported parameters for (command) module: executable."),
+            "{}",
+            e.message
+        );
+    }
+}

@@ -1,0 +1,559 @@
+//! Playbooks as validated types. The loader ([`load_playbook`]) checks everything that can
+//! be checked before connecting (play keys, task keywords, module names, argument names)
+//! and reports mistakes at `file:line:col`; the executor only sees these types.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::template::{Templar, TemplateError};
+
+mod kv;
+mod load;
+
+pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
+pub use load::{load_playbook, load_playbook_text};
+
+/// Where something was written, 1-based.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub file: Arc<Path>,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Playbook {
+    pub path: PathBuf,
+    /// Where `files/`, `templates/` and relative `src:` paths are looked up.
+    pub dir: PathBuf,
+    pub plays: Vec<Play>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Play {
+    /// The play's `name`, else its hosts pattern (what Ansible prints).
+    pub name: String,
+    /// The hosts pattern; a YAML list is joined with ','.
+    pub hosts: String,
+    pub vars: serde_json::Map<String, Value>,
+    pub gather_facts: bool,
+    /// `pre_tasks`, then `tasks`, then `post_tasks`.
+    pub tasks: Vec<Task>,
+    pub location: Location,
+}
+
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub name: Option<String>,
+    /// The action as the user wrote it (e.g. "ansible.builtin.copy").
+    pub action: String,
+    pub module: &'static dyn crate::modules::Module,
+    /// Raw, not yet templated; a free-form string is already split into arguments.
+    pub args: serde_json::Map<String, Value>,
+    pub loop_spec: Option<LoopSpec>,
+    pub loop_var: String,
+    /// Raw Jinja expressions, all of which must hold.
+    pub when: Vec<String>,
+    pub register: Option<String>,
+    pub ignore_errors: bool,
+    pub vars: serde_json::Map<String, Value>,
+    /// Keywords that were accepted but are not implemented yet (the executor warns).
+    pub unsupported: Vec<String>,
+    pub location: Location,
+}
+
+impl Task {
+    /// What Ansible prints in the task banner: the name, else the action.
+    pub fn display_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| self.action.clone())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoopSpec {
+    /// `loop`, `with_list`, `with_items` (which flattens one level of nested lists).
+    Items { value: Value, flatten: bool },
+    /// `with_sequence`, raw (e.g. `start=1 end={{ n }}`): template it, then [`sequence_items`].
+    Sequence(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    #[error("Invalid data passed to 'loop', it requires a list, got this instead: {0}")]
+    NotAList(String),
+    #[error("with_sequence: {0}")]
+    Sequence(String),
+}
+
+impl LoopSpec {
+    /// The loop's items for one host: templated with its variables, then shaped as Ansible
+    /// does (`with_items` flattens one level and turns a lone value into a list of one).
+    pub fn items(
+        &self,
+        templar: &Templar,
+        vars: &minijinja::Value,
+    ) -> Result<Vec<Value>, LoopError> {
+        match self {
+            LoopSpec::Sequence(raw) => {
+                let spec = templar.render_str(raw, vars)?;
+                Ok(sequence_items(&spec)
+                    .map_err(LoopError::Sequence)?
+                    .into_iter()
+                    .map(Value::String)
+                    .collect())
+            }
+            LoopSpec::Items { value, flatten } => {
+                let value = templar.render_value(value, vars)?;
+                match (value, flatten) {
+                    (Value::Array(items), false) => Ok(items),
+                    (Value::Array(items), true) => Ok(items
+                        .into_iter()
+                        .flat_map(|item| match item {
+                            Value::Array(inner) => inner,
+                            other => vec![other],
+                        })
+                        .collect()),
+                    (Value::Null, true) => Ok(Vec::new()),
+                    (other, true) => Ok(vec![other]),
+                    (other, false) => Err(LoopError::NotAList(other.to_string())),
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Sequence {
+    start: i64,
+    end: Option<i64>,
+    count: Option<i64>,
+    stride: i64,
+    format: String,
+}
+
+/// `with_sequence` after templating, as Ansible's sequence lookup: `start= end= stride=
+/// format= count=` or the short `[start-]end[/stride][:format]`, to the formatted items.
+pub fn sequence_items(spec: &str) -> Result<Vec<String>, String> {
+    let spec = spec.trim();
+    let mut seq = Sequence {
+        start: 1,
+        stride: 1,
+        format: "%d".into(),
+        ..Sequence::default()
+    };
+    if spec.contains('=') {
+        let parsed = parse_kv(spec, None);
+        if !parsed.raw.is_empty() {
+            return Err(format!(
+                "unrecognized arguments to with_sequence: {}",
+                parsed.raw
+            ));
+        }
+        for (k, v) in parsed.pairs {
+            let int = |v: &str| {
+                parse_python_int(v).ok_or_else(|| format!("can't parse {k}={v} as integer"))
+            };
+            match k.as_str() {
+                "start" => seq.start = int(&v)?,
+                "end" => seq.end = Some(int(&v)?),
+                "count" => seq.count = Some(int(&v)?),
+                "stride" => seq.stride = int(&v)?,
+                "format" => seq.format = v,
+                _ => return Err(format!("unrecognized arguments to with_sequence: {k}")),
+            }
+        }
+    } else {
+        parse_short_sequence(spec, &mut seq)
+            .ok_or_else(|| format!("unknown sequence format: {spec}"))?;
+    }
+    match (seq.count, seq.end) {
+        (None, None) => return Err("must specify count or end in with_sequence".into()),
+        (Some(_), Some(_)) => {
+            return Err("can't specify both count and end in with_sequence".into());
+        }
+        (Some(0), None) => return Ok(Vec::new()),
+        (Some(count), None) => seq.end = Some(seq.start + count * seq.stride - 1),
+        (None, Some(_)) => {}
+    }
+    let end = seq.end.unwrap_or(seq.start);
+    if seq.stride > 0 && end < seq.start {
+        return Err("to count backwards make stride negative".into());
+    }
+    if seq.stride < 0 && end > seq.start {
+        return Err("to count forward don't make stride negative".into());
+    }
+    if seq.format.matches('%').count() != 1 {
+        return Err(format!("bad formatting string: {}", seq.format));
+    }
+    if seq.stride == 0 {
+        return Ok(Vec::new());
+    }
+    let mut items = Vec::new();
+    let mut i = seq.start;
+    while (seq.stride > 0 && i <= end) || (seq.stride < 0 && i >= end) {
+        items.push(
+            printf_int(&seq.format, i)
+                .ok_or_else(|| format!("problem formatting {i} with {}", seq.format))?,
+        );
+        i += seq.stride;
+    }
+    Ok(items)
+}
+
+/// `[start-]end[/stride][:format]`, numbers in decimal, `0x` hex or `0` octal.
+fn parse_short_sequence(spec: &str, seq: &mut Sequence) -> Option<()> {
+    let (numbers, format) = match spec.split_once(':') {
+        Some((n, f)) if !f.is_empty() => (n, Some(f)),
+        Some(_) => return None,
+        None => (spec, None),
+    };
+    let (range, stride) = match numbers.split_once('/') {
+        Some((r, s)) => (r, Some(s)),
+        None => (numbers, None),
+    };
+    let (start, end) = match range.split_once('-') {
+        Some((s, e)) => (Some(s), e),
+        None => (None, range),
+    };
+    let number = |s: &str| -> Option<i64> {
+        let lower = s.to_ascii_lowercase();
+        if let Some(hex) = lower.strip_prefix("0x") {
+            i64::from_str_radix(hex, 16).ok()
+        } else if lower.len() > 1 && lower.starts_with('0') {
+            i64::from_str_radix(&lower[1..], 8).ok()
+        } else if !lower.is_empty() && lower.bytes().all(|b| b.is_ascii_digit()) {
+            lower.parse().ok()
+        } else {
+            None
+        }
+    };
+    if let Some(s) = start {
+        seq.start = number(s)?;
+    }
+    seq.end = Some(number(end)?);
+    if let Some(s) = stride {
+        seq.stride = number(s)?;
+    }
+    if let Some(f) = format {
+        seq.format = f.to_string();
+    }
+    Some(())
+}
+
+/// Python's `int(text, 0)`: optional sign, `0x`/`0o`/`0b` prefixes, no leading zeros.
+fn parse_python_int(text: &str) -> Option<i64> {
+    let t = text.trim().replace('_', "");
+    let (negative, digits) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(&t)),
+    };
+    let lower = digits.to_ascii_lowercase();
+    let value = if let Some(h) = lower.strip_prefix("0x") {
+        i64::from_str_radix(h, 16).ok()?
+    } else if let Some(o) = lower.strip_prefix("0o") {
+        i64::from_str_radix(o, 8).ok()?
+    } else if let Some(b) = lower.strip_prefix("0b") {
+        i64::from_str_radix(b, 2).ok()?
+    } else if lower.is_empty()
+        || !lower.bytes().all(|b| b.is_ascii_digit())
+        || (lower.len() > 1 && lower.starts_with('0') && lower.bytes().any(|b| b != b'0'))
+    {
+        return None;
+    } else {
+        lower.parse().ok()?
+    };
+    Some(if negative { -value } else { value })
+}
+
+/// Python's `format % n` for one integer conversion: flags `-0+ #`, width, precision and
+/// `d i u s r x X o` (plus `f F e E g G` as floats), with literal text around it.
+fn printf_int(format: &str, n: i64) -> Option<String> {
+    let pos = format.find('%')?;
+    let (prefix, spec) = (&format[..pos], &format[pos + 1..]);
+    let mut chars = spec.char_indices().peekable();
+    let (mut left, mut zero, mut plus, mut space, mut alt) = (false, false, false, false, false);
+    while let Some(&(_, c)) = chars.peek() {
+        match c {
+            '-' => left = true,
+            '0' => zero = true,
+            '+' => plus = true,
+            ' ' => space = true,
+            '#' => alt = true,
+            _ => break,
+        }
+        chars.next();
+    }
+    let mut width = 0usize;
+    while let Some(&(_, c)) = chars.peek().filter(|(_, c)| c.is_ascii_digit()) {
+        width = width * 10 + c.to_digit(10)? as usize;
+        chars.next();
+    }
+    let mut precision: Option<usize> = None;
+    if chars.peek().map(|&(_, c)| c) == Some('.') {
+        chars.next();
+        let mut p = 0usize;
+        while let Some(&(_, c)) = chars.peek().filter(|(_, c)| c.is_ascii_digit()) {
+            p = p * 10 + c.to_digit(10)? as usize;
+            chars.next();
+        }
+        precision = Some(p);
+    }
+    let (i, conv) = chars.next()?;
+    let suffix = &spec[i + conv.len_utf8()..];
+    let sign = if n < 0 {
+        "-"
+    } else if plus {
+        "+"
+    } else if space {
+        " "
+    } else {
+        ""
+    };
+    let magnitude = n.unsigned_abs();
+    let (digits, radix_prefix) = match conv {
+        'd' | 'i' | 'u' => (magnitude.to_string(), ""),
+        's' | 'r' => {
+            let text = n.to_string();
+            let text = match precision {
+                Some(p) => text.chars().take(p).collect(),
+                None => text,
+            };
+            return Some(format!("{prefix}{}{suffix}", pad(&text, width, left, ' ')));
+        }
+        'x' => (format!("{magnitude:x}"), if alt { "0x" } else { "" }),
+        'X' => (format!("{magnitude:X}"), if alt { "0X" } else { "" }),
+        'o' => (format!("{magnitude:o}"), if alt { "0o" } else { "" }),
+        'f' | 'F' => (
+            format!("{:.*}", precision.unwrap_or(6), magnitude as f64),
+            "",
+        ),
+        'e' | 'E' | 'g' | 'G' => return None,
+        _ => return None,
+    };
+    let digits = match (precision, conv) {
+        (Some(p), 'd' | 'i' | 'u' | 'x' | 'X' | 'o') if digits.len() < p => {
+            format!("{}{digits}", "0".repeat(p - digits.len()))
+        }
+        _ => digits,
+    };
+    let body = if zero && !left {
+        let lead = sign.len() + radix_prefix.len();
+        let fill = width.saturating_sub(lead + digits.len());
+        format!("{sign}{radix_prefix}{}{digits}", "0".repeat(fill))
+    } else {
+        pad(&format!("{sign}{radix_prefix}{digits}"), width, left, ' ')
+    };
+    Some(format!("{prefix}{body}{suffix}"))
+}
+
+fn pad(text: &str, width: usize, left: bool, fill: char) -> String {
+    let len = text.chars().count();
+    if len >= width {
+        return text.to_string();
+    }
+    let padding: String = std::iter::repeat_n(fill, width - len).collect();
+    if left {
+        format!("{text}{padding}")
+    } else {
+        format!("{padding}{text}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seq(spec: &str) -> Vec<String> {
+        sequence_items(spec).unwrap_or_else(|e| panic!("{spec}: {e}"))
+    }
+
+    #[test]
+    fn key_value_sequences() {
+        assert_eq!(seq("start=1 end=3"), ["1", "2", "3"]);
+        assert_eq!(seq("end=3"), ["1", "2", "3"]);
+        assert_eq!(seq("start=0 end=10 stride=5"), ["0", "5", "10"]);
+        assert_eq!(seq("start=5 end=1 stride=-2"), ["5", "3", "1"]);
+        assert_eq!(seq("start=1 count=3 stride=2"), ["1", "3", "5"]);
+        assert_eq!(seq("count=0"), Vec::<String>::new());
+        assert_eq!(
+            seq("start=1 end=3 format=testuser%02x"),
+            ["testuser01", "testuser02", "testuser03"]
+        );
+        assert_eq!(seq("start=0x0a end=0x0c format=%x"), ["a", "b", "c"]);
+        assert_eq!(seq("start=8 end=10 format=%o"), ["10", "11", "12"]);
+        assert_eq!(seq("start=1 end=2 format='/srv/%s'"), ["/srv/1", "/srv/2"]);
+        assert_eq!(seq("start=1 end=1000").len(), 1000);
+    }
+
+    #[test]
+    fn short_form_sequences() {
+        assert_eq!(seq("4"), ["1", "2", "3", "4"]);
+        assert_eq!(seq("2-4"), ["2", "3", "4"]);
+        assert_eq!(seq("0-8/4"), ["0", "4", "8"]);
+        assert_eq!(seq("1-2:host%02d"), ["host01", "host02"]);
+        assert_eq!(seq("0x0f-0x10:%x"), ["f", "10"]);
+        assert_eq!(seq("010-011"), ["8", "9"]);
+    }
+
+    #[test]
+    fn sequence_errors_read_as_ansible() {
+        let err = |s: &str| sequence_items(s).unwrap_err();
+        assert_eq!(err("start=1"), "must specify count or end in with_sequence");
+        assert_eq!(
+            err("end=3 count=3"),
+            "can't specify both count and end in with_sequence"
+        );
+        assert_eq!(
+            err("start=5 end=1"),
+            "to count backwards make stride negative"
+        );
+        assert_eq!(
+            err("start=1 end=5 stride=-1"),
+            "to count forward don't make stride negative"
+        );
+        assert_eq!(err("end=abc"), "can't parse end=abc as integer");
+        assert_eq!(err("end=3 format=x"), "bad formatting string: x");
+        assert_eq!(
+            err("end=3 foo=1"),
+            "unrecognized arguments to with_sequence: foo"
+        );
+        assert_eq!(err("end=010"), "can't parse end=010 as integer");
+        assert_eq!(err("a-b"), "unknown sequence format: a-b");
+    }
+
+    #[test]
+    fn printf_forms() {
+        assert_eq!(printf_int("%d", -5).unwrap(), "-5");
+        assert_eq!(printf_int("%05d", -5).unwrap(), "-0005");
+        assert_eq!(printf_int("%-4d|", 7).unwrap(), "7   |");
+        assert_eq!(printf_int("%4d", 7).unwrap(), "   7");
+        assert_eq!(printf_int("%+d", 7).unwrap(), "+7");
+        assert_eq!(printf_int("%#x", 255).unwrap(), "0xff");
+        assert_eq!(printf_int("%#06x", 255).unwrap(), "0x00ff");
+        assert_eq!(printf_int("%X", 255).unwrap(), "FF");
+        assert_eq!(printf_int("%.3d", 7).unwrap(), "007");
+        assert_eq!(printf_int("%.2f", 7).unwrap(), "7.00");
+        assert_eq!(printf_int("%3s", 7).unwrap(), "  7");
+        assert!(printf_int("%q", 7).is_none());
+    }
+
+    #[test]
+    fn python_ints() {
+        assert_eq!(parse_python_int("10"), Some(10));
+        assert_eq!(parse_python_int("-3"), Some(-3));
+        assert_eq!(parse_python_int("0x1F"), Some(31));
+        assert_eq!(parse_python_int("0o17"), Some(15));
+        assert_eq!(parse_python_int("00"), Some(0));
+        assert_eq!(parse_python_int("07"), None);
+        assert_eq!(parse_python_int(""), None);
+    }
+
+    #[test]
+    fn loop_items_are_templated_and_shaped() {
+        let templar = Templar::new();
+        let vars = minijinja::Value::from_serialize(
+            serde_json::json!({"n": 3, "l": [[1, 2], 3], "s": "one"}),
+        );
+        let items = |spec: LoopSpec| spec.items(&templar, &vars);
+        assert_eq!(
+            items(LoopSpec::Sequence("start=1 end={{ n }}".into())).unwrap(),
+            [Value::from("1"), Value::from("2"), Value::from("3")]
+        );
+        let flat = LoopSpec::Items {
+            value: Value::from("{{ l }}"),
+            flatten: true,
+        };
+        assert_eq!(
+            items(flat).unwrap(),
+            [Value::from(1), Value::from(2), Value::from(3)]
+        );
+        let nested = LoopSpec::Items {
+            value: serde_json::json!(["{{ s }}", "{{ n }}"]),
+            flatten: false,
+        };
+        assert_eq!(items(nested).unwrap(), [Value::from("one"), Value::from(3)]);
+        let lone = LoopSpec::Items {
+            value: Value::from("{{ s }}"),
+            flatten: true,
+        };
+        assert_eq!(items(lone).unwrap(), [Value::from("one")]);
+        let not_list = LoopSpec::Items {
+            value: Value::from("{{ s }}"),
+            flatten: false,
+        };
+        assert_eq!(
+            items(not_list).unwrap_err().to_string(),
+            "Invalid data passed to 'loop', it requires a list, got this instead: \"one\""
+        );
+        let undefined = LoopSpec::Sequence("end={{ nope }}".into());
+        assert_eq!(
+            items(undefined).unwrap_err().to_string(),
+            "'nope' is undefined"
+        );
+    }
+
+    /// The benchmark playbook's task, as the executor will run it: loop items, then the
+    /// copy args templated per item, then planned.
+    #[test]
+    fn file_creation_task_plans_one_op_per_item() {
+        use crate::modules::{Plan, PlanContext};
+        use turbo_proto::{EnsureFile, FileContent, Op};
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("playbooks/file_creation.yml");
+        let pb = load_playbook(&path).unwrap();
+        let task = &pb.plays[0].tasks[0];
+        let templar = Templar::new();
+        let mut vars = serde_json::Map::new();
+        vars.insert("n".into(), Value::from(3));
+        let host_vars = minijinja::Value::from_serialize(&vars);
+        let items = task
+            .loop_spec
+            .as_ref()
+            .unwrap()
+            .items(&templar, &host_vars)
+            .unwrap();
+        assert_eq!(items.len(), 3);
+        let mut ops = Vec::new();
+        for item in items {
+            vars.insert(task.loop_var.clone(), item);
+            let item_vars = minijinja::Value::from_serialize(&vars);
+            let args = templar
+                .render_value(&Value::Object(task.args.clone()), &item_vars)
+                .unwrap();
+            let ctx = PlanContext::new(&pb.dir);
+            match task.module.plan(args.as_object().unwrap(), &ctx).unwrap() {
+                Plan::Remote(op) => ops.push(op),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            ops[1],
+            Op::EnsureFile(EnsureFile {
+                path: "~/file_2".into(),
+                content: FileContent::Inline(b"test file 2\n".to_vec()),
+                mode: None,
+                force: true,
+            })
+        );
+    }
+
+    #[test]
+    fn location_displays_as_file_line_col() {
+        let loc = Location {
+            file: Arc::from(Path::new("site.yml")),
+            line: 3,
+            column: 7,
+        };
+        assert_eq!(loc.to_string(), "site.yml:3:7");
+    }
+}

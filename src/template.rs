@@ -1,0 +1,807 @@
+//! Jinja templating in Ansible's dialect, on minijinja.
+//!
+//! Ansible's rules kept here: undefined variables are errors, a string that is exactly one
+//! `{{ expr }}` keeps the expression's type, `when:` is a bare expression judged by Jinja
+//! truthiness, and the trailing newline of a `|` block survives rendering.
+
+use std::collections::HashSet;
+
+use minijinja::value::{Kwargs, Value as MjValue};
+use minijinja::{Environment, Error as MjError, ErrorKind, UndefinedBehavior};
+use serde_json::Value;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("'{name}' is undefined")]
+    Undefined { name: String, expr: String },
+    #[error("template error in `{}`: {message}", short(.expr))]
+    Syntax { expr: String, message: String },
+    #[error("template error while rendering `{}`: {message}", short(.expr))]
+    Render { expr: String, message: String },
+}
+
+/// A template quoted in a one-line message: a whole template file would drown it.
+fn short(expr: &str) -> String {
+    let first = expr.lines().next().unwrap_or("");
+    if first.len() == expr.len() && first.chars().count() <= 80 {
+        return first.to_string();
+    }
+    let cut: String = first.chars().take(60).collect();
+    format!("{cut}...")
+}
+
+impl TemplateError {
+    /// The template text that failed.
+    pub fn expr(&self) -> &str {
+        match self {
+            TemplateError::Undefined { expr, .. }
+            | TemplateError::Syntax { expr, .. }
+            | TemplateError::Render { expr, .. } => expr,
+        }
+    }
+}
+
+pub struct Templar {
+    env: Environment<'static>,
+    /// Names the environment itself defines (`range`, `lookup`...): never "undefined".
+    globals: HashSet<String>,
+}
+
+impl Default for Templar {
+    fn default() -> Self {
+        Templar::new()
+    }
+}
+
+impl std::fmt::Debug for Templar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Templar")
+    }
+}
+
+impl Templar {
+    pub fn new() -> Templar {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_keep_trailing_newline(true);
+        env.set_trim_blocks(true);
+        // Ansible renders plain text: no HTML escaping whatever the template is called.
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        env.add_filter("bool", filter_bool);
+        env.add_filter("to_json", filter_to_json);
+        env.add_filter("to_nice_json", filter_to_nice_json);
+        env.add_filter("from_json", filter_from_json);
+        env.add_filter("basename", filter_basename);
+        env.add_filter("dirname", filter_dirname);
+        env.add_filter("mandatory", filter_mandatory);
+        env.add_filter("ternary", filter_ternary);
+        let globals = env.globals().map(|(name, _)| name.to_string()).collect();
+        Templar { env, globals }
+    }
+
+    /// Renders every string inside `value` (recursively through lists/maps, keys too).
+    /// A string with no `{{`/`{%` is returned unchanged (fast path: no parsing).
+    /// A string that is exactly one `{{ expr }}` keeps the expression's native type.
+    pub fn render_value(&self, value: &Value, vars: &MjValue) -> Result<Value, TemplateError> {
+        match value {
+            Value::String(s) => self.render_string_value(s, vars),
+            Value::Array(items) => items
+                .iter()
+                .map(|v| self.render_value(v, vars))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array),
+            Value::Object(map) => {
+                let mut out = serde_json::Map::with_capacity(map.len());
+                for (k, v) in map {
+                    let key = if is_template(k) {
+                        self.render_str(k, vars)?
+                    } else {
+                        k.clone()
+                    };
+                    out.insert(key, self.render_value(v, vars)?);
+                }
+                Ok(Value::Object(out))
+            }
+            other => Ok(other.clone()),
+        }
+    }
+
+    fn render_string_value(&self, s: &str, vars: &MjValue) -> Result<Value, TemplateError> {
+        if !is_template(s) {
+            return Ok(Value::String(s.to_string()));
+        }
+        if let Some(inner) = single_expression(s)
+            && let Ok(expr) = self.env.compile_expression_owned(inner.to_string())
+        {
+            let value = expr
+                .eval(vars)
+                .map_err(|e| self.expr_error(e, inner, s, vars))?;
+            if value.is_undefined() {
+                return Err(TemplateError::Undefined {
+                    name: self
+                        .undefined_name_in_expr(inner, vars)
+                        .unwrap_or_else(|| inner.trim().to_string()),
+                    expr: s.to_string(),
+                });
+            }
+            return to_json(&value).map_err(|message| TemplateError::Render {
+                expr: s.to_string(),
+                message,
+            });
+        }
+        self.render_str(s, vars).map(Value::String)
+    }
+
+    pub fn render_str(&self, s: &str, vars: &MjValue) -> Result<String, TemplateError> {
+        if !is_template(s) {
+            return Ok(s.to_string());
+        }
+        self.env
+            .render_str(s, vars)
+            .map_err(|e| self.template_error(e, s, vars))
+    }
+
+    /// `when`-style bare expression -> Ansible truthiness.
+    pub fn eval_condition(&self, expr: &str, vars: &MjValue) -> Result<bool, TemplateError> {
+        // `when: "{{ x }}"` is deprecated in Ansible but still means `when: x`.
+        let bare = single_expression(expr).unwrap_or(expr);
+        let value = self.eval_expr_value(bare, expr, vars)?;
+        Ok(value.is_true())
+    }
+
+    pub fn eval_expr(&self, expr: &str, vars: &MjValue) -> Result<Value, TemplateError> {
+        let value = self.eval_expr_value(expr, expr, vars)?;
+        to_json(&value).map_err(|message| TemplateError::Render {
+            expr: expr.to_string(),
+            message,
+        })
+    }
+
+    fn eval_expr_value(
+        &self,
+        bare: &str,
+        shown: &str,
+        vars: &MjValue,
+    ) -> Result<MjValue, TemplateError> {
+        let compiled = self
+            .env
+            .compile_expression_owned(bare.to_string())
+            .map_err(|e| TemplateError::Syntax {
+                expr: shown.to_string(),
+                message: error_message(&e, bare),
+            })?;
+        let value = compiled
+            .eval(vars)
+            .map_err(|e| self.expr_error(e, bare, shown, vars))?;
+        if value.is_undefined() {
+            return Err(TemplateError::Undefined {
+                name: self
+                    .undefined_name_in_expr(bare, vars)
+                    .unwrap_or_else(|| bare.trim().to_string()),
+                expr: shown.to_string(),
+            });
+        }
+        Ok(value)
+    }
+
+    fn expr_error(&self, e: MjError, bare: &str, shown: &str, vars: &MjValue) -> TemplateError {
+        if e.kind() == ErrorKind::UndefinedError
+            && let Some(name) = self.undefined_name_in_expr(bare, vars)
+        {
+            return TemplateError::Undefined {
+                name,
+                expr: shown.to_string(),
+            };
+        }
+        classify(e, shown)
+    }
+
+    fn template_error(&self, e: MjError, source: &str, vars: &MjValue) -> TemplateError {
+        if e.kind() == ErrorKind::UndefinedError || is_undefined_operand(&e) {
+            let name = e
+                .range()
+                .and_then(|range| tag_containing(source, range.start))
+                .and_then(|inner| self.undefined_name_in_expr(inner, vars))
+                .or_else(|| self.undefined_name_anywhere(source, vars));
+            if let Some(name) = name {
+                return TemplateError::Undefined {
+                    name,
+                    expr: source.to_string(),
+                };
+            }
+        }
+        classify(e, source)
+    }
+
+    /// The first variable path in `expr` that does not resolve in `vars`, cut at the
+    /// first missing segment (`a.b.c` with no `b` -> `a.b`).
+    fn undefined_name_in_expr(&self, expr: &str, vars: &MjValue) -> Option<String> {
+        let expr = strip_statement_keyword(expr);
+        let compiled = self.env.compile_expression_owned(expr.to_string()).ok()?;
+        let mut paths: Vec<String> = compiled.undeclared_variables(true).into_iter().collect();
+        // Sets have no order; the reported name must not change from run to run.
+        paths.sort_by_key(|p| (expr.find(p.as_str()).unwrap_or(usize::MAX), p.clone()));
+        paths
+            .iter()
+            .find_map(|path| self.missing_prefix(path, vars))
+    }
+
+    /// Fallback when the error has no usable position: every `{{ }}`/`{% %}` in order.
+    fn undefined_name_anywhere(&self, source: &str, vars: &MjValue) -> Option<String> {
+        tags(source)
+            .into_iter()
+            .find_map(|inner| self.undefined_name_in_expr(inner, vars))
+    }
+
+    fn missing_prefix(&self, path: &str, vars: &MjValue) -> Option<String> {
+        let mut segments = path.split('.');
+        let first = segments.next()?;
+        if self.globals.contains(first) {
+            return None;
+        }
+        let mut current = vars.get_attr(first).ok()?;
+        let mut shown = first.to_string();
+        if current.is_undefined() {
+            return Some(shown);
+        }
+        for segment in segments {
+            shown.push('.');
+            shown.push_str(segment);
+            current = current.get_attr(segment).ok()?;
+            if current.is_undefined() {
+                return Some(shown);
+            }
+        }
+        None
+    }
+}
+
+/// Ansible's test for "does this string need templating".
+pub fn is_template(s: &str) -> bool {
+    s.contains("{{") || s.contains("{%") || s.contains("{#")
+}
+
+/// The inner expression when `s` is exactly one `{{ expr }}` and nothing else.
+fn single_expression(s: &str) -> Option<&str> {
+    let inner = s.strip_prefix("{{")?.strip_suffix("}}")?;
+    let inner = inner.strip_prefix('-').unwrap_or(inner);
+    let inner = inner.strip_suffix('-').unwrap_or(inner);
+    if inner.contains("}}") || inner.contains("{{") || inner.contains("{%") {
+        return None;
+    }
+    Some(inner)
+}
+
+/// The inner text of every `{{ }}` and `{% %}` tag, in order.
+fn tags(source: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = source;
+    let mut offset = 0;
+    while let Some(start) = rest.find(['{']) {
+        let after = &rest[start..];
+        let close = if after.starts_with("{{") {
+            "}}"
+        } else if after.starts_with("{%") {
+            "%}"
+        } else {
+            offset += start + 1;
+            rest = &source[offset..];
+            continue;
+        };
+        match after[2..].find(close) {
+            Some(end) => {
+                let inner = &after[2..2 + end];
+                let inner = inner.strip_prefix(['-', '+']).unwrap_or(inner);
+                let inner = inner.strip_suffix('-').unwrap_or(inner);
+                out.push(inner);
+                offset += start + 2 + end + 2;
+                rest = &source[offset..];
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// The inner text of the tag around byte `pos` of `source`.
+fn tag_containing(source: &str, pos: usize) -> Option<&str> {
+    let before = source.get(..=pos.min(source.len().saturating_sub(1)))?;
+    let open = before
+        .rfind("{{")
+        .into_iter()
+        .chain(before.rfind("{%"))
+        .max()?;
+    let close = if source[open..].starts_with("{{") {
+        "}}"
+    } else {
+        "%}"
+    };
+    let end = open + 2 + source[open + 2..].find(close)?;
+    let inner = &source[open + 2..end];
+    let inner = inner.strip_prefix(['-', '+']).unwrap_or(inner);
+    Some(inner.strip_suffix('-').unwrap_or(inner))
+}
+
+/// `if x == 1` -> `x == 1`; `for i in items` -> `items`; `set a = b` -> `b`.
+fn strip_statement_keyword(inner: &str) -> &str {
+    let t = inner.trim();
+    for kw in ["if ", "elif "] {
+        if let Some(rest) = t.strip_prefix(kw) {
+            return rest;
+        }
+    }
+    if let Some(rest) = t.strip_prefix("for ")
+        && let Some((_, iterable)) = rest.split_once(" in ")
+    {
+        // `for x in items if cond` / `recursive` trail the iterable.
+        return iterable
+            .split(" if ")
+            .next()
+            .unwrap_or(iterable)
+            .trim_end_matches(" recursive");
+    }
+    if let Some(rest) = t.strip_prefix("set ")
+        && let Some((_, value)) = rest.split_once('=')
+    {
+        return value;
+    }
+    t
+}
+
+/// minijinja reports `1 + undefined` as an invalid operation; Ansible calls it undefined.
+fn is_undefined_operand(e: &MjError) -> bool {
+    e.kind() == ErrorKind::InvalidOperation && e.detail().is_some_and(|d| d.contains("undefined"))
+}
+
+fn classify(e: MjError, expr: &str) -> TemplateError {
+    let message = error_message(&e, expr);
+    if e.kind() == ErrorKind::SyntaxError {
+        TemplateError::Syntax {
+            expr: expr.to_string(),
+            message,
+        }
+    } else {
+        TemplateError::Render {
+            expr: expr.to_string(),
+            message,
+        }
+    }
+}
+
+/// minijinja's text with its "(in <string>:N)" suffix replaced by "(line N)", kept only
+/// when the template has more than one line.
+fn error_message(e: &MjError, source: &str) -> String {
+    let text = e.to_string();
+    let Some(i) = text.rfind(" (in <") else {
+        return text;
+    };
+    match e.line() {
+        Some(line) if source.contains('\n') => format!("{} (line {line})", &text[..i]),
+        _ => text[..i].to_string(),
+    }
+}
+
+fn to_json(value: &MjValue) -> Result<Value, String> {
+    serde_json::to_value(value).map_err(|e| e.to_string())
+}
+
+fn filter_bool(value: MjValue) -> bool {
+    if let Some(s) = value.as_str() {
+        return matches!(
+            s.trim().to_ascii_lowercase().as_str(),
+            "yes" | "on" | "1" | "true"
+        );
+    }
+    match value.kind() {
+        minijinja::value::ValueKind::Bool => value.is_true(),
+        minijinja::value::ValueKind::Number => {
+            i64::try_from(value.clone()).ok() == Some(1) || f64::try_from(value).ok() == Some(1.0)
+        }
+        _ => false,
+    }
+}
+
+fn filter_to_json(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
+    kwargs.assert_all_used()?;
+    let json = to_json(&value).map_err(|m| MjError::new(ErrorKind::InvalidOperation, m))?;
+    Ok(python_json(&json, indent, sort_keys.unwrap_or(false)))
+}
+
+fn filter_to_nice_json(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    kwargs.assert_all_used()?;
+    let json = to_json(&value).map_err(|m| MjError::new(ErrorKind::InvalidOperation, m))?;
+    Ok(python_json(&json, Some(indent.unwrap_or(4)), true))
+}
+
+fn filter_from_json(text: &str) -> Result<MjValue, MjError> {
+    serde_json::from_str::<Value>(text)
+        .map(MjValue::from_serialize)
+        .map_err(|e| MjError::new(ErrorKind::InvalidOperation, format!("from_json: {e}")))
+}
+
+/// Python's `os.path.basename`: the text after the last `/` ("" for "a/").
+fn filter_basename(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or("").to_string()
+}
+
+/// Python's `os.path.dirname`: the text before the last `/`, trailing slashes trimmed
+/// unless it is all slashes.
+fn filter_dirname(path: &str) -> String {
+    match path.rfind('/') {
+        None => String::new(),
+        Some(i) => {
+            let head = &path[..=i];
+            let trimmed = head.trim_end_matches('/');
+            if trimmed.is_empty() {
+                head.to_string()
+            } else {
+                trimmed.to_string()
+            }
+        }
+    }
+}
+
+fn filter_mandatory(value: MjValue, msg: Option<String>) -> Result<MjValue, MjError> {
+    if value.is_undefined() {
+        return Err(MjError::new(
+            ErrorKind::UndefinedError,
+            msg.unwrap_or_else(|| "Mandatory variable not defined.".to_string()),
+        ));
+    }
+    Ok(value)
+}
+
+fn filter_ternary(
+    value: MjValue,
+    true_val: MjValue,
+    false_val: MjValue,
+    none_val: Option<MjValue>,
+) -> MjValue {
+    if let Some(none_val) = none_val
+        && value.is_none()
+    {
+        return none_val;
+    }
+    if value.is_true() { true_val } else { false_val }
+}
+
+/// JSON as Python's `json.dumps` writes it (", " and ": " separators; with an indent,
+/// "," at line ends), since Ansible's to_json output ends up in users' files.
+pub fn python_json(value: &Value, indent: Option<usize>, sort_keys: bool) -> String {
+    let mut out = String::new();
+    write_python_json(&mut out, value, indent, sort_keys, 0);
+    out
+}
+
+fn write_python_json(
+    out: &mut String,
+    value: &Value,
+    indent: Option<usize>,
+    sort_keys: bool,
+    depth: usize,
+) {
+    let newline = |out: &mut String, depth: usize| {
+        if let Some(n) = indent {
+            out.push('\n');
+            out.extend(std::iter::repeat_n(' ', n * depth));
+        }
+    };
+    let item_sep = if indent.is_some() { "," } else { ", " };
+    match value {
+        Value::Array(items) if !items.is_empty() => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(item_sep);
+                }
+                newline(out, depth + 1);
+                write_python_json(out, item, indent, sort_keys, depth + 1);
+            }
+            newline(out, depth);
+            out.push(']');
+        }
+        Value::Object(map) if !map.is_empty() => {
+            let mut entries: Vec<_> = map.iter().collect();
+            if sort_keys {
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+            }
+            out.push('{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(item_sep);
+                }
+                newline(out, depth + 1);
+                out.push_str(&python_json_string(k));
+                out.push_str(": ");
+                write_python_json(out, v, indent, sort_keys, depth + 1);
+            }
+            newline(out, depth);
+            out.push('}');
+        }
+        Value::String(s) => out.push_str(&python_json_string(s)),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Python escapes every non-ASCII character (`ensure_ascii=True`).
+fn python_json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (c as u32) > 0x7f => {
+                let mut buf = [0u16; 2];
+                for unit in c.encode_utf16(&mut buf) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vars(v: Value) -> MjValue {
+        MjValue::from_serialize(&v)
+    }
+
+    fn t() -> Templar {
+        Templar::new()
+    }
+
+    #[test]
+    fn templar_can_be_shared_across_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Templar>();
+    }
+
+    #[test]
+    fn plain_strings_pass_through() {
+        let v = vars(json!({}));
+        assert_eq!(
+            t().render_value(&json!("no templates here }}"), &v)
+                .unwrap(),
+            json!("no templates here }}")
+        );
+        assert_eq!(t().render_value(&json!(5), &v).unwrap(), json!(5));
+    }
+
+    #[test]
+    fn keeps_trailing_newline_of_block_scalars() {
+        let v = vars(json!({"item": "1"}));
+        assert_eq!(
+            t().render_str("test file {{ item }}\n", &v).unwrap(),
+            "test file 1\n"
+        );
+    }
+
+    #[test]
+    fn single_expression_keeps_native_type() {
+        let v = vars(json!({"n": 3, "l": [1, 2], "d": {"a": true}, "s": "x"}));
+        let tp = t();
+        assert_eq!(tp.render_value(&json!("{{ n }}"), &v).unwrap(), json!(3));
+        assert_eq!(
+            tp.render_value(&json!("{{ l }}"), &v).unwrap(),
+            json!([1, 2])
+        );
+        assert_eq!(
+            tp.render_value(&json!("{{d}}"), &v).unwrap(),
+            json!({"a": true})
+        );
+        assert_eq!(
+            tp.render_value(&json!("{{ n + 1 }}"), &v).unwrap(),
+            json!(4)
+        );
+        assert_eq!(
+            tp.render_value(&json!("{{ n }} "), &v).unwrap(),
+            json!("3 ")
+        );
+        assert_eq!(
+            tp.render_value(&json!("{{ n }}{{ s }}"), &v).unwrap(),
+            json!("3x")
+        );
+        assert_eq!(
+            tp.render_value(&json!("{{- s -}}"), &v).unwrap(),
+            json!("x")
+        );
+    }
+
+    #[test]
+    fn renders_recursively_including_keys() {
+        let v = vars(json!({"k": "key", "n": 2}));
+        assert_eq!(
+            t().render_value(&json!({"{{ k }}": ["a{{ n }}", {"x": "{{ n }}"}]}), &v)
+                .unwrap(),
+            json!({"key": ["a2", {"x": 2}]})
+        );
+    }
+
+    #[test]
+    fn undefined_variable_is_named() {
+        let v = vars(json!({"a": {"b": 1}, "l": [1]}));
+        let tp = t();
+        let name = |s: &str| match tp.render_value(&json!(s), &v) {
+            Err(TemplateError::Undefined { name, expr }) => {
+                assert_eq!(expr, s);
+                name
+            }
+            other => panic!("{s}: {other:?}"),
+        };
+        assert_eq!(name("{{ missing }}"), "missing");
+        assert_eq!(name("hello {{ missing }} x"), "missing");
+        assert_eq!(name("{{ a.c }}"), "a.c");
+        assert_eq!(name("x {{ a.c }}"), "a.c");
+        assert_eq!(name("x {{ a.b.c }}"), "a.b.c");
+        assert_eq!(name("x {{ missing.x }}"), "missing");
+        assert_eq!(name("{{ a.b }} and {{ zz | upper }}"), "zz");
+        assert_eq!(name("{% for i in l %}{{ i }}{{ zz }}{% endfor %}"), "zz");
+        assert_eq!(name("{% for i in nope %}{{ i }}{% endfor %}"), "nope");
+        assert_eq!(name("{% if nope == 1 %}x{% endif %}"), "nope");
+        assert_eq!(name("n={{ a.b + missing }}"), "missing");
+        let err = tp.render_str("{{ missing }}", &v).unwrap_err();
+        assert_eq!(err.to_string(), "'missing' is undefined");
+    }
+
+    #[test]
+    fn defined_tests_and_default_work_in_strict_mode() {
+        let v = vars(json!({"e": "", "x": 1}));
+        let tp = t();
+        assert_eq!(
+            tp.render_str("{{ 'y' if missing is defined else 'n' }}", &v)
+                .unwrap(),
+            "n"
+        );
+        assert_eq!(
+            tp.render_str("{{ 'y' if missing is undefined else 'n' }}", &v)
+                .unwrap(),
+            "y"
+        );
+        assert_eq!(
+            tp.render_str("{{ missing | default('d') }}", &v).unwrap(),
+            "d"
+        );
+        assert_eq!(tp.render_str("{{ missing | d('d') }}", &v).unwrap(), "d");
+        assert_eq!(tp.render_str("{{ e | default('d') }}", &v).unwrap(), "");
+        assert_eq!(
+            tp.render_str("{{ e | default('d', true) }}", &v).unwrap(),
+            "d"
+        );
+        assert!(tp.eval_condition("missing is not defined", &v).unwrap());
+    }
+
+    #[test]
+    fn conditions_follow_jinja_truthiness() {
+        let v = vars(json!({"n": 3, "flag": false, "s": "", "l": [1]}));
+        let tp = t();
+        assert!(tp.eval_condition("n > 2", &v).unwrap());
+        assert!(!tp.eval_condition("flag", &v).unwrap());
+        assert!(!tp.eval_condition("s", &v).unwrap());
+        assert!(tp.eval_condition("l", &v).unwrap());
+        assert!(tp.eval_condition("True", &v).unwrap());
+        assert!(tp.eval_condition("{{ n == 3 }}", &v).unwrap());
+        assert!(tp.eval_condition("'yes' | bool", &v).unwrap());
+        match tp.eval_condition("missing == 1", &v) {
+            Err(TemplateError::Undefined { name, .. }) => assert_eq!(name, "missing"),
+            other => panic!("{other:?}"),
+        }
+        match tp.eval_condition("missing", &v) {
+            Err(TemplateError::Undefined { name, .. }) => assert_eq!(name, "missing"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            tp.eval_condition("n >", &v),
+            Err(TemplateError::Syntax { .. })
+        ));
+    }
+
+    #[test]
+    fn eval_expr_returns_data() {
+        let v = vars(json!({"n": 3}));
+        assert_eq!(t().eval_expr("[n, n * 2]", &v).unwrap(), json!([3, 6]));
+    }
+
+    #[test]
+    fn syntax_errors_are_reported() {
+        let v = vars(json!({}));
+        let err = t().render_str("{{ a + }}", &v).unwrap_err();
+        assert!(matches!(err, TemplateError::Syntax { .. }), "{err:?}");
+        assert!(err.to_string().contains("`{{ a + }}`"), "{err}");
+    }
+
+    #[test]
+    fn errors_in_long_templates_give_the_line_not_the_text() {
+        let v = vars(json!({"x": 1}));
+        let source = format!(
+            "line one is long enough {}\nok\n{{{{ x + }}}}\n",
+            "y".repeat(80)
+        );
+        let err = t().render_str(&source, &v).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("template error in `line one is long enough yyy"),
+            "{text}"
+        );
+        assert!(text.contains("...`: syntax error: "), "{text}");
+        assert!(text.ends_with("(line 3)"), "{text}");
+    }
+
+    #[test]
+    fn trim_blocks_drops_newline_after_tag() {
+        let v = vars(json!({"l": [1, 2]}));
+        assert_eq!(
+            t().render_str("{% for i in l %}\nx{{ i }}\n{% endfor %}\n", &v)
+                .unwrap(),
+            "x1\nx2\n"
+        );
+    }
+
+    #[test]
+    fn ansible_filters() {
+        let v = vars(
+            json!({"d": {"b": [1, "é"], "a": null}, "p": "/etc/app/conf.d/x.conf", "t": "{\"k\": [1]}"}),
+        );
+        let tp = t();
+        let r = |s: &str| tp.render_str(s, &v).unwrap();
+        assert_eq!(r("{{ 'yes' | bool }}"), "True");
+        assert_eq!(r("{{ 'off' | bool }}"), "False");
+        assert_eq!(r("{{ 1 | bool }}"), "True");
+        assert_eq!(r("{{ d | to_json }}"), r#"{"b": [1, "\u00e9"], "a": null}"#);
+        assert_eq!(
+            r("{{ d | to_nice_json }}"),
+            "{\n    \"a\": null,\n    \"b\": [\n        1,\n        \"\\u00e9\"\n    ]\n}"
+        );
+        assert_eq!(r("{{ (t | from_json).k[0] }}"), "1");
+        assert_eq!(r("{{ p | basename }}"), "x.conf");
+        assert_eq!(r("{{ p | dirname }}"), "/etc/app/conf.d");
+        assert_eq!(r("{{ '/x' | dirname }}"), "/");
+        assert_eq!(r("{{ 'x' | dirname }}"), "");
+        assert_eq!(r("{{ (1 == 1) | ternary('a', 'b') }}"), "a");
+        assert_eq!(r("{{ none | ternary('a', 'b', 'n') }}"), "n");
+        assert_eq!(r("{{ p | mandatory }}"), "/etc/app/conf.d/x.conf");
+        assert_eq!(r("{{ 5 | string }}"), "5");
+        assert_eq!(r("{{ 'A' | lower }}"), "a");
+        assert!(tp.render_str("{{ nope | mandatory }}", &v).is_err());
+    }
+
+    #[test]
+    fn small_strings_render_fast() {
+        let tp = t();
+        let v = vars(json!({"item": "7", "n": 1000, "other": {"a": 1}}));
+        let strings = [
+            json!("test file {{ item }}\n"),
+            json!("~/file_{{ item }}"),
+            json!("{{ item }}"),
+        ];
+        let rounds = 1000;
+        let start = std::time::Instant::now();
+        for _ in 0..rounds {
+            for s in &strings {
+                tp.render_value(s, &v).unwrap();
+            }
+        }
+        let per_string = start.elapsed() / (rounds * strings.len() as u32);
+        // Debug builds are several times slower than release; the budget is for release.
+        let budget = if cfg!(debug_assertions) { 200 } else { 20 };
+        assert!(
+            per_string.as_micros() < budget,
+            "{per_string:?} per small string"
+        );
+        eprintln!("render_value: {per_string:?} per small string");
+    }
+}

@@ -1,2 +1,177 @@
-//! turbo-agent: placeholder until the agent lands.
-fn main() {}
+//! turbo-agent: runs on a managed host, reads [`Request`]s as frames on stdin and answers
+//! each with one [`Reply`] on stdout, in order. It speaks first with an [`AgentHello`].
+//! Exit status: 0 when the controller closes stdin, 2 when the stream breaks.
+
+mod ops;
+mod sha256;
+mod sys;
+mod users;
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::os::fd::{AsFd, AsRawFd};
+
+use turbo_proto::{AgentHello, AgentMsg, ControllerMsg, PROTOCOL_VERSION, Reply, read_frame};
+
+use ops::Agent;
+
+fn main() {
+    std::process::exit(run());
+}
+
+fn run() -> i32 {
+    let (input, output) = match take_protocol_fds() {
+        Ok(fds) => fds,
+        Err(e) => {
+            eprintln!("turbo-agent: cannot set up the protocol stream: {e}");
+            return 2;
+        }
+    };
+    let mut input = BufReader::with_capacity(256 << 10, input);
+    let mut output = BufWriter::with_capacity(256 << 10, output);
+
+    let hello = hello();
+    let mut agent = Agent::new(
+        hello.home.clone(),
+        sys::current_umask(),
+        hello.uid,
+        hello.gid,
+    );
+    let code = serve(&mut agent, hello, &mut input, &mut output);
+    agent.clean_staging();
+    code
+}
+
+/// Moves the protocol off fds 0 and 1 onto private close-on-exec fds, and points 0 and 1
+/// at /dev/null: whatever a child (or a stray print) writes to stdout can then never land
+/// inside a frame. stderr stays, for diagnostics the controller may show.
+fn take_protocol_fds() -> std::io::Result<(File, File)> {
+    // try_clone_to_owned is F_DUPFD_CLOEXEC: children do not inherit the stream.
+    let input = File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let output = File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    let null = File::options().read(true).write(true).open("/dev/null")?;
+    sys::redirect_fd(null.as_raw_fd(), 0)?;
+    sys::redirect_fd(null.as_raw_fd(), 1)?;
+    Ok((input, output))
+}
+
+fn hello() -> AgentHello {
+    let uid = sys::effective_uid();
+    let gid = sys::effective_gid();
+    let entry = users::user_by_uid(uid);
+    let home = std::env::var("HOME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| entry.as_ref().map(|e| e.home.clone()))
+        .unwrap_or_else(|| "/".into());
+    AgentHello {
+        protocol_version: PROTOCOL_VERSION,
+        agent_version: env!("CARGO_PKG_VERSION").into(),
+        user: entry.map_or_else(|| uid.to_string(), |e| e.name),
+        uid,
+        gid,
+        home,
+        pid: std::process::id(),
+    }
+}
+
+fn serve(
+    agent: &mut Agent,
+    hello: AgentHello,
+    input: &mut impl std::io::Read,
+    output: &mut impl Write,
+) -> i32 {
+    if let Err(e) = send(output, &AgentMsg::Hello(hello)) {
+        eprintln!("turbo-agent: cannot write the hello: {e}");
+        return 2;
+    }
+    loop {
+        let request = match read_frame::<_, ControllerMsg>(input) {
+            Ok(Some(ControllerMsg::Request(request))) => request,
+            Ok(None) => return 0,
+            Err(e) => {
+                // Nothing more is written: after a broken frame the stream cannot be
+                // trusted to be in step, and the controller reports the exit.
+                eprintln!("turbo-agent: {e}; exiting");
+                return 2;
+            }
+        };
+        let id = request.id;
+        let result = agent.handle(request);
+        if let Err(e) = send(output, &AgentMsg::Reply(Reply { id, result })) {
+            eprintln!("turbo-agent: cannot write reply {id}: {e}");
+            return 2;
+        }
+    }
+}
+
+fn send(output: &mut impl Write, msg: &AgentMsg) -> Result<(), turbo_proto::FrameError> {
+    // write_frame flushes the BufWriter: each reply leaves as soon as it is ready.
+    turbo_proto::write_frame(output, msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use turbo_proto::{Op, OpResult, Request, encode_frame};
+
+    #[test]
+    fn hello_names_the_running_user() {
+        let h = hello();
+        assert_eq!(h.protocol_version, PROTOCOL_VERSION);
+        assert_eq!(h.uid, sys::effective_uid());
+        assert!(!h.user.is_empty());
+        assert!(!h.home.is_empty());
+        assert_eq!(h.pid, std::process::id());
+    }
+
+    #[test]
+    fn serve_answers_in_order_then_stops_at_eof_or_corruption() {
+        let mut agent = ops::testutil::agent(std::path::Path::new("/"));
+        let mut input = Vec::new();
+        for id in [3, 1, 2] {
+            input.extend(
+                encode_frame(&ControllerMsg::Request(Request {
+                    id,
+                    check: false,
+                    diff: false,
+                    op: Op::Stat {
+                        path: "/".into(),
+                        checksum: false,
+                    },
+                }))
+                .unwrap(),
+            );
+        }
+        let mut output = Vec::new();
+        assert_eq!(serve(&mut agent, hello(), &mut &input[..], &mut output), 0);
+        let mut r = &output[..];
+        assert!(matches!(
+            read_frame(&mut r).unwrap(),
+            Some(AgentMsg::Hello(_))
+        ));
+        for want in [3, 1, 2] {
+            match read_frame(&mut r).unwrap() {
+                Some(AgentMsg::Reply(Reply {
+                    id,
+                    result: OpResult::Stat(_),
+                })) => assert_eq!(id, want),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(r.is_empty());
+
+        input.extend_from_slice(&[0, 0, 0, 3, 1, 2, 3]);
+        let mut output = Vec::new();
+        assert_eq!(serve(&mut agent, hello(), &mut &input[..], &mut output), 2);
+        let mut r = &output[..];
+        let mut frames = 0;
+        while read_frame::<_, AgentMsg>(&mut r).unwrap().is_some() {
+            frames += 1;
+        }
+        assert_eq!(
+            frames, 4,
+            "hello and three replies, nothing for the corrupt frame"
+        );
+    }
+}

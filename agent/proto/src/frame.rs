@@ -121,10 +121,15 @@ pub fn read_frame<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<Option<T>, 
     if len > MAX_FRAME_BYTES {
         return Err(FrameError::TooLarge { len });
     }
-    let mut payload = vec![0u8; len];
-    let got = read_full(r, &mut payload)?;
-    if got < len {
-        return Err(FrameError::Truncated { expected: len, got });
+    // Grown as bytes arrive rather than allocated up front: a peer that announces 64 MiB
+    // and then hangs up costs what it sent, not what it announced.
+    let mut payload = Vec::with_capacity(len.min(64 << 10));
+    r.take(len as u64).read_to_end(&mut payload)?;
+    if payload.len() < len {
+        return Err(FrameError::Truncated {
+            expected: len,
+            got: payload.len(),
+        });
     }
     decode_payload(&payload).map(Some)
 }
@@ -159,6 +164,9 @@ impl FrameDecoder {
     }
 
     /// The next whole message, `Ok(None)` when more bytes are needed.
+    // Not an Iterator: the message type is chosen per call and "need more bytes" is not
+    // the end of the stream.
+    #[allow(clippy::should_implement_trait)]
     pub fn next<T: DeserializeOwned>(&mut self) -> Result<Option<T>, FrameError> {
         if self.buf.len() < 4 {
             return Ok(None);
@@ -178,5 +186,511 @@ impl FrameDecoder {
     /// Bytes held that do not yet make a frame; non-zero at end of stream means truncation.
     pub fn pending_bytes(&self) -> usize {
         self.buf.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::*;
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn inflate(frame: &[u8]) -> Vec<u8> {
+        let mut raw = Vec::new();
+        ZlibDecoder::new(&frame[4..]).read_to_end(&mut raw).unwrap();
+        raw
+    }
+
+    /// A frame with a correct length prefix around arbitrary payload bytes.
+    fn framed(payload: &[u8]) -> Vec<u8> {
+        let mut out = (payload.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn zlib(raw: &[u8]) -> Vec<u8> {
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::fast());
+        z.write_all(raw).unwrap();
+        z.finish().unwrap()
+    }
+
+    fn golden_hello() -> AgentMsg {
+        AgentMsg::Hello(AgentHello {
+            protocol_version: 1,
+            agent_version: "0.1.0".into(),
+            user: "deploy".into(),
+            uid: 1000,
+            gid: 1000,
+            home: "/home/deploy".into(),
+            pid: 4242,
+        })
+    }
+
+    fn golden_request() -> ControllerMsg {
+        ControllerMsg::Request(Request {
+            id: 7,
+            check: false,
+            diff: true,
+            op: Op::Batch(vec![
+                Op::EnsureFile(EnsureFile {
+                    path: "/etc/motd".into(),
+                    content: FileContent::Inline(b"hello\n".to_vec()),
+                    mode: Some(FileMode::Bits(0o644)),
+                    force: true,
+                }),
+                Op::Exec(Exec {
+                    command: Command::Argv(vec!["echo".into(), "hi".into()]),
+                    chdir: None,
+                    creates: Some("/tmp/x".into()),
+                    removes: None,
+                    env: vec![("LANG".into(), "C".into())],
+                    stdin: None,
+                }),
+            ]),
+        })
+    }
+
+    // The wire format, committed. If one of these fails, the messages (or bincode's
+    // options) changed: bump PROTOCOL_VERSION and update the constants on purpose.
+    const GOLDEN_HELLO_BINCODE: &str = "00000000010000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
+    const GOLDEN_HELLO_FRAME: &str = "0000003e78012589cd0d001018432bc2c9c1247e762271205cad614a63e817cd7b49d38251d45021851c9295464b5d7deeab01d17111629ba3c6ff1d0f3cf3500a9f";
+    const GOLDEN_REQUEST_BINCODE: &str = "00000000070000000000000000010500000002000000000000000100000009000000000000002f6574632f6d6f746400000000060000000000000068656c6c6f0a0100000000a4010000010400000000000000020000000000000004000000000000006563686f02000000000000006869000106000000000000002f746d702f7800010000000000000004000000000000004c414e4701000000000000004300";
+    const GOLDEN_REQUEST_FRAME: &str = "000000637801354c5b0a80300c6bc5077a999e41fcf047bc840e266ccc8f7d78200f6a22b424290d490533803fb4c36a404221234858a887e5524f1e3d058c21a53231262f545b78843ff03b1cb1b8172f51ef5bcdb73d822a5be2f16dde57f716f900881c0c48";
+
+    #[test]
+    fn golden_hello_bytes() {
+        let frame = encode_frame(&golden_hello()).unwrap();
+        // The bincode check comes first: it is the wire contract. The frame check also
+        // pins the compressor, so a flate2 upgrade that changes its output shows up here.
+        assert_eq!(
+            hex(&inflate(&frame)),
+            GOLDEN_HELLO_BINCODE,
+            "bincode changed"
+        );
+        assert_eq!(hex(&frame), GOLDEN_HELLO_FRAME, "zlib output changed");
+    }
+
+    #[test]
+    fn golden_request_bytes() {
+        let frame = encode_frame(&golden_request()).unwrap();
+        assert_eq!(
+            hex(&inflate(&frame)),
+            GOLDEN_REQUEST_BINCODE,
+            "bincode changed"
+        );
+        assert_eq!(hex(&frame), GOLDEN_REQUEST_FRAME, "zlib output changed");
+    }
+
+    #[test]
+    fn golden_frames_decode_to_the_messages() {
+        let unhex = |s: &str| -> Vec<u8> {
+            (0..s.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+                .collect()
+        };
+        let hello: AgentMsg = read_frame(&mut &unhex(GOLDEN_HELLO_FRAME)[..])
+            .unwrap()
+            .unwrap();
+        assert_eq!(hello, golden_hello());
+        let req: ControllerMsg = read_frame(&mut &unhex(GOLDEN_REQUEST_FRAME)[..])
+            .unwrap()
+            .unwrap();
+        assert_eq!(req, golden_request());
+    }
+
+    fn every_op() -> Vec<Op> {
+        let mut ops = vec![
+            Op::Stat {
+                path: "~/x".into(),
+                checksum: true,
+            },
+            Op::WriteChunk {
+                upload_id: 3,
+                data: vec![0, 1, 2, 255],
+            },
+        ];
+        for content in [
+            FileContent::Inline(b"abc".to_vec()),
+            FileContent::Staged {
+                upload_id: 9,
+                sha256: [7; 32],
+            },
+            FileContent::Digest {
+                sha256: [1; 32],
+                size: 12,
+            },
+        ] {
+            ops.push(Op::EnsureFile(EnsureFile {
+                path: "/a".into(),
+                content,
+                mode: Some(FileMode::Symbolic("u=rw,g=r".into())),
+                force: false,
+            }));
+        }
+        for state in [
+            PathState::File,
+            PathState::Directory,
+            PathState::Absent,
+            PathState::Touch,
+            PathState::Link {
+                target: "/t".into(),
+                force: true,
+            },
+        ] {
+            ops.push(Op::EnsurePath(EnsurePath {
+                path: "/p".into(),
+                state,
+                mode: None,
+                recurse_parents: true,
+            }));
+        }
+        ops.push(Op::Exec(Exec {
+            command: Command::Shell {
+                script: "echo hi >&2".into(),
+                executable: Some("/bin/bash".into()),
+            },
+            chdir: Some("/tmp".into()),
+            creates: None,
+            removes: Some("/r".into()),
+            env: vec![],
+            stdin: Some(b"in".to_vec()),
+        }));
+        let nested = Op::Batch(ops.clone());
+        ops.push(nested);
+        ops
+    }
+
+    fn every_result() -> Vec<OpResult> {
+        let mut results = vec![
+            OpResult::Stat(StatInfo {
+                path: "/s".into(),
+                exists: true,
+                kind: FileKind::Symlink,
+                mode: 0o777,
+                size: 4,
+                uid: 0,
+                gid: 0,
+                mtime: -5,
+                sha256: Some([2; 32]),
+                link_target: Some("/t".into()),
+            }),
+            OpResult::Exec(ExecOutcome {
+                ran: true,
+                rc: -9,
+                stdout: b"out".to_vec(),
+                stderr: b"err".to_vec(),
+                start_unix_micros: 1_700_000_000_000_000,
+                duration_micros: 12,
+                msg: String::new(),
+            }),
+            OpResult::Chunk { size: 1 << 20 },
+            OpResult::NeedContent,
+        ];
+        for kind in [
+            FileKind::Missing,
+            FileKind::File,
+            FileKind::Directory,
+            FileKind::Other,
+        ] {
+            results.push(OpResult::File(FileOutcome {
+                changed: true,
+                path: "/f".into(),
+                kind,
+                mode: 0o644,
+                size: 3,
+                uid: 1,
+                gid: 2,
+                owner: "o".into(),
+                group: "g".into(),
+                diff: Some(("a".into(), "b".into())),
+            }));
+        }
+        for kind in [
+            ErrorKind::NotFound,
+            ErrorKind::PermissionDenied,
+            ErrorKind::InvalidArgument,
+            ErrorKind::Io,
+            ErrorKind::Protocol,
+        ] {
+            results.push(OpResult::Error(OpError {
+                kind,
+                message: "m".into(),
+            }));
+        }
+        let nested = OpResult::Batch(results.clone());
+        results.push(nested);
+        results
+    }
+
+    #[test]
+    fn every_message_round_trips_through_both_decoders() {
+        let mut controller: Vec<ControllerMsg> = every_op()
+            .into_iter()
+            .enumerate()
+            .map(|(i, op)| {
+                ControllerMsg::Request(Request {
+                    id: i as u64,
+                    check: i % 2 == 0,
+                    diff: i % 3 == 0,
+                    op,
+                })
+            })
+            .collect();
+        controller.push(golden_request());
+        let mut agent: Vec<AgentMsg> = every_result()
+            .into_iter()
+            .enumerate()
+            .map(|(i, result)| {
+                AgentMsg::Reply(Reply {
+                    id: i as u64,
+                    result,
+                })
+            })
+            .collect();
+        agent.push(golden_hello());
+
+        let mut stream = Vec::new();
+        for msg in &controller {
+            write_frame(&mut stream, msg).unwrap();
+        }
+        let mut r = &stream[..];
+        for msg in &controller {
+            assert_eq!(
+                &read_frame::<_, ControllerMsg>(&mut r).unwrap().unwrap(),
+                msg
+            );
+        }
+        assert!(read_frame::<_, ControllerMsg>(&mut r).unwrap().is_none());
+
+        // The push decoder gets the bytes in awkward pieces, as a socket delivers them.
+        let mut stream = Vec::new();
+        for msg in &agent {
+            stream.extend(encode_frame(msg).unwrap());
+        }
+        let mut dec = FrameDecoder::new();
+        let mut got = Vec::new();
+        for piece in stream.chunks(7) {
+            dec.push(piece);
+            while let Some(msg) = dec.next::<AgentMsg>().unwrap() {
+                got.push(msg);
+            }
+        }
+        assert_eq!(got, agent);
+        assert_eq!(dec.pending_bytes(), 0);
+    }
+
+    #[test]
+    fn truncated_frames_are_reported() {
+        let frame = encode_frame(&golden_request()).unwrap();
+        for cut in [1, 3] {
+            match read_frame::<_, ControllerMsg>(&mut &frame[..cut]) {
+                Err(FrameError::Truncated { expected: 4, got }) => assert_eq!(got, cut),
+                other => panic!("cut {cut}: {other:?}"),
+            }
+        }
+        for cut in [4, 5, frame.len() - 1] {
+            match read_frame::<_, ControllerMsg>(&mut &frame[..cut]) {
+                Err(FrameError::Truncated { expected, got }) => {
+                    assert_eq!(expected, frame.len() - 4);
+                    assert_eq!(got, cut - 4);
+                }
+                other => panic!("cut {cut}: {other:?}"),
+            }
+        }
+        let mut dec = FrameDecoder::new();
+        dec.push(&frame[..frame.len() - 1]);
+        assert!(dec.next::<ControllerMsg>().unwrap().is_none());
+        assert_eq!(dec.pending_bytes(), frame.len() - 1);
+        dec.push(&frame[frame.len() - 1..]);
+        assert_eq!(
+            dec.next::<ControllerMsg>().unwrap().unwrap(),
+            golden_request()
+        );
+        assert_eq!(dec.pending_bytes(), 0);
+    }
+
+    #[test]
+    fn oversized_length_prefix_is_rejected_before_reading_the_body() {
+        let len = MAX_FRAME_BYTES as u32 + 1;
+        let mut bytes = len.to_be_bytes().to_vec();
+        bytes.extend_from_slice(b"short");
+        match read_frame::<_, ControllerMsg>(&mut &bytes[..]) {
+            Err(FrameError::TooLarge { len: l }) => assert_eq!(l, len as usize),
+            other => panic!("{other:?}"),
+        }
+        let mut dec = FrameDecoder::new();
+        dec.push(&u32::MAX.to_be_bytes());
+        assert!(matches!(
+            dec.next::<ControllerMsg>(),
+            Err(FrameError::TooLarge { len }) if len == u32::MAX as usize
+        ));
+    }
+
+    #[test]
+    fn announced_but_missing_body_is_truncation_not_a_big_allocation() {
+        let bytes = (MAX_FRAME_BYTES as u32).to_be_bytes();
+        assert!(matches!(
+            read_frame::<_, ControllerMsg>(&mut &bytes[..]),
+            Err(FrameError::Truncated { got: 0, .. })
+        ));
+    }
+
+    /// A valid zlib stream of MAX_MESSAGE_BYTES + 1 zeros, about 1.7 MB. Written by hand
+    /// (one fixed-Huffman block: a literal 0, then back-references of 258 bytes at
+    /// distance 1) because running a compressor over 256 MiB is slow in debug builds.
+    fn zlib_bomb() -> Vec<u8> {
+        struct Bits {
+            out: Vec<u8>,
+            acc: u64,
+            n: u32,
+        }
+        impl Bits {
+            // Deflate packs fields LSB first...
+            fn put(&mut self, value: u64, count: u32) {
+                self.acc |= value << self.n;
+                self.n += count;
+                while self.n >= 8 {
+                    self.out.push(self.acc as u8);
+                    self.acc >>= 8;
+                    self.n -= 8;
+                }
+            }
+            // ...but Huffman codes MSB first.
+            fn code(&mut self, code: u64, len: u32) {
+                let reversed = (0..len).fold(0, |r, i| (r << 1) | ((code >> i) & 1));
+                self.put(reversed, len);
+            }
+        }
+        let total = MAX_MESSAGE_BYTES as u64 + 1;
+        let mut bits = Bits {
+            out: vec![0x78, 0x01],
+            acc: 0,
+            n: 0,
+        };
+        bits.put(1, 1); // BFINAL
+        bits.put(1, 2); // BTYPE = fixed Huffman
+        bits.code(0b0011_0000, 8); // literal 0
+        let mut written = 1u64;
+        while written + 258 <= total {
+            bits.code(0b1100_0101, 8); // length code 285 = 258 bytes
+            bits.code(0, 5); // distance code 0 = 1 byte back
+            written += 258;
+        }
+        while written < total {
+            bits.code(0b0011_0000, 8);
+            written += 1;
+        }
+        bits.code(0, 7); // end of block
+        bits.put(0, 7); // pad to a byte
+        // Adler-32 of zeros: a stays 1, b grows by 1 per byte.
+        let adler = ((total % 65521) << 16) | 1;
+        bits.out.extend_from_slice(&(adler as u32).to_be_bytes());
+        bits.out
+    }
+
+    #[test]
+    fn hand_made_bomb_is_valid_zlib() {
+        // Checked on a small scale so the real bomb can be trusted to be a bomb, not junk.
+        let mut raw = Vec::new();
+        ZlibDecoder::new(&zlib_bomb()[..])
+            .take(1 << 20)
+            .read_to_end(&mut raw)
+            .unwrap();
+        assert_eq!(raw.len(), 1 << 20);
+        assert!(raw.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn zlib_bomb_stops_at_the_message_limit() {
+        let bomb = framed(&zlib_bomb());
+        assert!(bomb.len() < MAX_FRAME_BYTES);
+        assert!(matches!(
+            read_frame::<_, ControllerMsg>(&mut &bomb[..]),
+            Err(FrameError::TooLargeDecompressed)
+        ));
+        let mut dec = FrameDecoder::new();
+        dec.push(&bomb);
+        assert!(matches!(
+            dec.next::<ControllerMsg>(),
+            Err(FrameError::TooLargeDecompressed)
+        ));
+    }
+
+    #[test]
+    fn garbage_is_corrupt_never_a_panic() {
+        // Not zlib at all.
+        let bytes = framed(b"this is not a zlib stream");
+        assert!(matches!(
+            read_frame::<_, ControllerMsg>(&mut &bytes[..]),
+            Err(FrameError::Corrupt(_))
+        ));
+        // Valid zlib, but an enum variant that does not exist.
+        let bytes = framed(&zlib(&[9, 0, 0, 0]));
+        assert!(matches!(
+            read_frame::<_, ControllerMsg>(&mut &bytes[..]),
+            Err(FrameError::Corrupt(_))
+        ));
+        // A message of the other direction: decodes to nothing sensible.
+        let hello = encode_frame(&golden_hello()).unwrap();
+        assert!(matches!(
+            read_frame::<_, ControllerMsg>(&mut &hello[..]),
+            Err(FrameError::Corrupt(_))
+        ));
+        // Trailing bytes after a whole message.
+        let mut raw = inflate(&encode_frame(&golden_request()).unwrap());
+        raw.push(0);
+        let bytes = framed(&zlib(&raw));
+        assert!(matches!(
+            read_frame::<_, ControllerMsg>(&mut &bytes[..]),
+            Err(FrameError::Corrupt(_))
+        ));
+        // A WriteChunk whose byte vector claims 2^60 bytes: bincode's limit refuses it
+        // instead of allocating.
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&0u32.to_le_bytes()); // ControllerMsg::Request
+        raw.extend_from_slice(&1u64.to_le_bytes()); // id
+        raw.extend_from_slice(&[0, 0]); // check, diff
+        raw.extend_from_slice(&3u32.to_le_bytes()); // Op::WriteChunk
+        raw.extend_from_slice(&5u64.to_le_bytes()); // upload_id
+        raw.extend_from_slice(&(1u64 << 60).to_le_bytes()); // data length
+        let bytes = framed(&zlib(&raw));
+        assert!(matches!(
+            read_frame::<_, ControllerMsg>(&mut &bytes[..]),
+            Err(FrameError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn random_payloads_never_panic() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let valid = inflate(&encode_frame(&golden_request()).unwrap());
+        for round in 0..2000 {
+            let payload: Vec<u8> = if round % 2 == 0 {
+                let n = (next() % 300) as usize;
+                (0..n).map(|_| next() as u8).collect()
+            } else {
+                // Valid zlib around a mutated valid message reaches deep into bincode.
+                let mut raw = valid.clone();
+                for _ in 0..1 + next() % 4 {
+                    let at = (next() as usize) % raw.len();
+                    raw[at] = next() as u8;
+                }
+                zlib(&raw)
+            };
+            let _ = read_frame::<_, ControllerMsg>(&mut &framed(&payload)[..]);
+            let mut dec = FrameDecoder::new();
+            dec.push(&framed(&payload));
+            let _ = dec.next::<AgentMsg>();
+        }
     }
 }

@@ -1,0 +1,1 @@
+//! `Op::Exec`: Ansible's `command` and `shell`.

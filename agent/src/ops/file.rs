@@ -1,0 +1,595 @@
+//! `Op::EnsureFile` (copy/template's primitive) and `Op::WriteChunk` (its bulk upload).
+
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use turbo_proto::{EnsureFile, ErrorKind, FileContent, FileKind, OpError, OpResult};
+
+use super::{Agent, Flags, chmod, io_error, mode, op_error, stat_follow, text_diff};
+use crate::sha256;
+
+pub fn write_chunk(agent: &mut Agent, upload_id: u64, data: &[u8]) -> Result<OpResult, OpError> {
+    let path = agent.staged_path(upload_id)?;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| io_error(e, &path))?;
+    file.write_all(data).map_err(|e| io_error(e, &path))?;
+    let size = file.metadata().map_err(|e| io_error(e, &path))?.len();
+    Ok(OpResult::Chunk { size })
+}
+
+/// Where the wanted bytes are.
+enum Source {
+    Bytes(Vec<u8>),
+    /// A verified staging file.
+    Staged(PathBuf),
+    /// The file already holds them (a matching digest).
+    Existing,
+}
+
+pub fn ensure_file(agent: &mut Agent, spec: EnsureFile, flags: Flags) -> Result<OpResult, OpError> {
+    let path = agent.expand(&spec.path);
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        return Err(op_error(
+            ErrorKind::NotFound,
+            format!("Destination directory {} does not exist", parent.display()),
+        ));
+    }
+    let existing = stat_follow(&path)?;
+    if let Some(meta) = &existing {
+        if meta.is_dir() {
+            return Err(op_error(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{} is a directory; a file op needs the full destination file path",
+                    path.display()
+                ),
+            ));
+        }
+        if !meta.is_file() {
+            return Err(op_error(
+                ErrorKind::InvalidArgument,
+                format!("{} exists and is not a regular file", path.display()),
+            ));
+        }
+        if !spec.force {
+            return Ok(OpResult::File(agent.outcome(&path, meta, false)));
+        }
+    }
+
+    let (source, new_size, content_changed) = match spec.content {
+        FileContent::Inline(bytes) => {
+            let same = match &existing {
+                Some(meta) if meta.size() == bytes.len() as u64 => {
+                    fs::read(&path).map_err(|e| io_error(e, &path))? == bytes
+                }
+                _ => false,
+            };
+            let size = bytes.len() as u64;
+            (Source::Bytes(bytes), size, !same)
+        }
+        FileContent::Digest { sha256, size } => {
+            let same = match &existing {
+                Some(meta) if meta.size() == size => {
+                    sha256::digest_file(&path).map_err(|e| io_error(e, &path))? == sha256
+                }
+                _ => false,
+            };
+            if !same {
+                return Ok(OpResult::NeedContent);
+            }
+            (Source::Existing, size, false)
+        }
+        FileContent::Staged { upload_id, sha256 } => {
+            let staged = verified_staging_file(agent, upload_id, &sha256)?;
+            let size = fs::metadata(&staged)
+                .map_err(|e| io_error(e, &staged))?
+                .len();
+            let same = match &existing {
+                Some(meta) if meta.size() == size => {
+                    sha256::digest_file(&path).map_err(|e| io_error(e, &path))? == sha256
+                }
+                _ => false,
+            };
+            (Source::Staged(staged), size, !same)
+        }
+    };
+
+    let result = apply(
+        agent,
+        &path,
+        existing.as_ref(),
+        &source,
+        new_size,
+        content_changed,
+        spec.mode.as_ref(),
+        flags,
+    );
+    if let Source::Staged(staged) = &source {
+        // One use per upload: a later request stages again.
+        let _ = fs::remove_file(staged);
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply(
+    agent: &mut Agent,
+    path: &Path,
+    existing: Option<&Metadata>,
+    source: &Source,
+    new_size: u64,
+    content_changed: bool,
+    wanted_mode: Option<&turbo_proto::FileMode>,
+    flags: Flags,
+) -> Result<OpResult, OpError> {
+    let current_mode = existing.map(|m| m.mode() & 0o7777);
+    // A replaced file keeps its mode unless one is given, as Ansible's atomic move does.
+    let base_mode = current_mode.unwrap_or_else(|| agent.default_mode(false));
+    let target_mode = match wanted_mode {
+        Some(m) => mode::resolve(m, base_mode, false, agent.umask)
+            .map_err(|msg| op_error(ErrorKind::InvalidArgument, msg))?,
+        None => base_mode,
+    };
+    let mode_changed = current_mode.is_some_and(|m| m != target_mode);
+    let changed = content_changed || mode_changed;
+
+    let diff = if flags.diff && content_changed {
+        content_diff(path, existing, source)
+    } else {
+        None
+    };
+
+    let mut outcome = if flags.check {
+        let mut o = match existing {
+            Some(meta) => agent.outcome(path, meta, changed),
+            None => agent.predicted_outcome(path, FileKind::File, target_mode, new_size, changed),
+        };
+        o.mode = target_mode;
+        o.size = new_size;
+        o
+    } else {
+        if content_changed {
+            write_atomically(agent, path, existing, source, target_mode)?;
+        } else if mode_changed {
+            chmod(path, target_mode)?;
+        }
+        let meta = fs::metadata(path).map_err(|e| io_error(e, path))?;
+        agent.outcome(path, &meta, changed)
+    };
+    outcome.diff = diff;
+    Ok(OpResult::File(outcome))
+}
+
+fn verified_staging_file(
+    agent: &mut Agent,
+    upload_id: u64,
+    want: &[u8; 32],
+) -> Result<PathBuf, OpError> {
+    let staged = agent.staged_path(upload_id)?;
+    let got = match sha256::digest_file(&staged) {
+        Ok(got) => got,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(op_error(
+                ErrorKind::Protocol,
+                format!("upload {upload_id} was never staged: send its WriteChunks first"),
+            ));
+        }
+        Err(e) => return Err(io_error(e, &staged)),
+    };
+    if &got != want {
+        let _ = fs::remove_file(&staged);
+        return Err(op_error(
+            ErrorKind::InvalidArgument,
+            format!(
+                "upload {upload_id} hashes to {} but {} was expected; it was discarded, send it again",
+                sha256::hex(&got),
+                sha256::hex(want)
+            ),
+        ));
+    }
+    Ok(staged)
+}
+
+/// Temp file in the same directory, fsync, rename: readers see the old file or the new
+/// one, never a half-written one.
+fn write_atomically(
+    agent: &mut Agent,
+    path: &Path,
+    existing: Option<&Metadata>,
+    source: &Source,
+    mode: u32,
+) -> Result<(), OpError> {
+    let temp = agent.temp_path(path);
+    let (uid, gid) = (agent.uid, agent.gid);
+    let result = (|| -> io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
+        match source {
+            Source::Bytes(bytes) => file.write_all(bytes)?,
+            Source::Staged(staged) => {
+                io::copy(&mut File::open(staged)?, &mut file)?;
+            }
+            Source::Existing => {}
+        }
+        // The replacement keeps the old owner when we may give it away (root); anyone
+        // else gets EPERM and owns the new file, as with Ansible.
+        if let Some(meta) = existing
+            && (meta.uid(), meta.gid()) != (uid, gid)
+        {
+            match std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid())) {
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {}
+                other => other?,
+            }
+        }
+        // After chown, which clears set-id bits.
+        file.set_permissions(fs::Permissions::from_mode(mode))?;
+        file.sync_all()?;
+        fs::rename(&temp, path)
+    })();
+    result.map_err(|e| {
+        let _ = fs::remove_file(&temp);
+        io_error(e, path)
+    })
+}
+
+fn content_diff(
+    path: &Path,
+    existing: Option<&Metadata>,
+    source: &Source,
+) -> Option<(String, String)> {
+    const LIMIT: u64 = 1 << 20;
+    let read_small = |p: &Path| -> Option<Vec<u8>> {
+        let mut bytes = Vec::new();
+        File::open(p)
+            .ok()?
+            .take(LIMIT)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        Some(bytes)
+    };
+    let before = match existing {
+        Some(meta) if meta.size() >= LIMIT => return None,
+        Some(_) => read_small(path)?,
+        None => Vec::new(),
+    };
+    match source {
+        Source::Bytes(after) => text_diff(&before, after),
+        Source::Staged(staged) => text_diff(&before, &read_small(staged)?),
+        Source::Existing => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use turbo_proto::{FileMode, FileOutcome};
+
+    fn ensure(
+        a: &mut Agent,
+        path: &str,
+        content: FileContent,
+        mode: Option<FileMode>,
+        flags: Flags,
+    ) -> Result<OpResult, OpError> {
+        ensure_file(
+            a,
+            EnsureFile {
+                path: path.into(),
+                content,
+                mode,
+                force: true,
+            },
+            flags,
+        )
+    }
+
+    fn inline(a: &mut Agent, path: &str, bytes: &[u8]) -> FileOutcome {
+        match ensure(
+            a,
+            path,
+            FileContent::Inline(bytes.to_vec()),
+            None,
+            Flags::default(),
+        ) {
+            Ok(OpResult::File(o)) => o,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn mode_of(p: &Path) -> u32 {
+        fs::metadata(p).unwrap().mode() & 0o7777
+    }
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("turbo-tmp"))
+            .collect()
+    }
+
+    #[test]
+    fn creates_then_leaves_alone_then_replaces() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        let o = inline(&mut a, "~/f", b"one\n");
+        assert!(o.changed);
+        assert_eq!(o.path, dir.str("f"));
+        assert_eq!((o.kind, o.mode, o.size), (FileKind::File, 0o644, 4));
+        assert_eq!(o.uid, a.uid);
+        assert!(!o.owner.is_empty());
+        assert_eq!(fs::read(dir.join("f")).unwrap(), b"one\n");
+
+        assert!(!inline(&mut a, "~/f", b"one\n").changed);
+        // Same size, other bytes: must still be seen.
+        assert!(inline(&mut a, "~/f", b"two\n").changed);
+        assert_eq!(fs::read(dir.join("f")).unwrap(), b"two\n");
+        assert!(leftovers(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn replacing_keeps_the_old_mode_unless_one_is_given() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        let p = dir.join("f");
+        fs::write(&p, b"old").unwrap();
+        chmod(&p, 0o600).unwrap();
+        inline(&mut a, &dir.str("f"), b"new");
+        assert_eq!(mode_of(&p), 0o600);
+        let o = ensure(
+            &mut a,
+            &dir.str("f"),
+            FileContent::Inline(b"new".to_vec()),
+            Some(FileMode::Bits(0o640)),
+            Flags::default(),
+        )
+        .unwrap();
+        assert!(matches!(o, OpResult::File(ref o) if o.changed && o.mode == 0o640));
+        assert_eq!(mode_of(&p), 0o640);
+        let o = ensure(
+            &mut a,
+            &dir.str("f"),
+            FileContent::Inline(b"new".to_vec()),
+            Some(FileMode::Symbolic("u=rw,g=r".into())),
+            Flags::default(),
+        )
+        .unwrap();
+        assert!(matches!(o, OpResult::File(ref o) if !o.changed && o.mode == 0o640));
+    }
+
+    #[test]
+    fn new_file_with_symbolic_mode_starts_from_the_default() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        ensure(
+            &mut a,
+            &dir.str("x"),
+            FileContent::Inline(vec![]),
+            Some(FileMode::Symbolic("u+x".into())),
+            Flags::default(),
+        )
+        .unwrap();
+        assert_eq!(mode_of(&dir.join("x")), 0o744);
+        let err = ensure(
+            &mut a,
+            &dir.str("x"),
+            FileContent::Inline(vec![]),
+            Some(FileMode::Symbolic("q+x".into())),
+            Flags::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn force_false_leaves_an_existing_file() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        fs::write(dir.join("f"), b"keep").unwrap();
+        let spec = |force| EnsureFile {
+            path: dir.str("f"),
+            content: FileContent::Inline(b"other".to_vec()),
+            mode: None,
+            force,
+        };
+        let r = ensure_file(&mut a, spec(false), Flags::default()).unwrap();
+        assert!(matches!(r, OpResult::File(ref o) if !o.changed));
+        assert_eq!(fs::read(dir.join("f")).unwrap(), b"keep");
+        fs::remove_file(dir.join("f")).unwrap();
+        let r = ensure_file(&mut a, spec(false), Flags::default()).unwrap();
+        assert!(matches!(r, OpResult::File(ref o) if o.changed));
+    }
+
+    #[test]
+    fn missing_directory_and_directory_destination_are_errors() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        let err = ensure(
+            &mut a,
+            &dir.str("no/f"),
+            FileContent::Inline(vec![1]),
+            None,
+            Flags::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::NotFound);
+        assert_eq!(
+            err.message,
+            format!("Destination directory {} does not exist", dir.str("no"))
+        );
+        fs::create_dir(dir.join("d")).unwrap();
+        let err = ensure(
+            &mut a,
+            &dir.str("d"),
+            FileContent::Inline(vec![1]),
+            None,
+            Flags::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgument);
+        assert!(err.message.contains("is a directory"), "{}", err.message);
+    }
+
+    #[test]
+    fn check_mode_reports_without_writing_and_diff_mode_shows_both_sides() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        let check = Flags {
+            check: true,
+            diff: true,
+        };
+        let r = ensure(
+            &mut a,
+            &dir.str("f"),
+            FileContent::Inline(b"new\n".to_vec()),
+            None,
+            check,
+        )
+        .unwrap();
+        let OpResult::File(o) = r else { panic!() };
+        assert!(o.changed);
+        assert_eq!(o.diff, Some((String::new(), "new\n".into())));
+        assert!(!dir.join("f").exists());
+
+        fs::write(dir.join("f"), b"old\n").unwrap();
+        let r = ensure(
+            &mut a,
+            &dir.str("f"),
+            FileContent::Inline(b"new\n".to_vec()),
+            None,
+            check,
+        )
+        .unwrap();
+        let OpResult::File(o) = r else { panic!() };
+        assert!(o.changed);
+        assert_eq!(o.diff, Some(("old\n".into(), "new\n".into())));
+        assert_eq!(fs::read(dir.join("f")).unwrap(), b"old\n");
+
+        // Binary content: changed, but no diff text.
+        let diff_only = Flags {
+            check: false,
+            diff: true,
+        };
+        let r = ensure(
+            &mut a,
+            &dir.str("f"),
+            FileContent::Inline(vec![0xff, 0]),
+            None,
+            diff_only,
+        )
+        .unwrap();
+        assert!(matches!(r, OpResult::File(ref o) if o.changed && o.diff.is_none()));
+    }
+
+    #[test]
+    fn digest_only_asks_for_content_when_it_differs() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        fs::write(dir.join("f"), b"abc").unwrap();
+        let digest = |sha256, size| FileContent::Digest { sha256, size };
+        let r = ensure(
+            &mut a,
+            &dir.str("f"),
+            digest(sha256::digest(b"abc"), 3),
+            None,
+            Flags::default(),
+        )
+        .unwrap();
+        assert!(matches!(r, OpResult::File(ref o) if !o.changed));
+        let r = ensure(
+            &mut a,
+            &dir.str("f"),
+            digest(sha256::digest(b"abd"), 3),
+            None,
+            Flags::default(),
+        )
+        .unwrap();
+        assert_eq!(r, OpResult::NeedContent);
+        let r = ensure(
+            &mut a,
+            &dir.str("g"),
+            digest(sha256::digest(b"abc"), 3),
+            None,
+            Flags::default(),
+        )
+        .unwrap();
+        assert_eq!(r, OpResult::NeedContent);
+        // Matching content with another mode only needs a chmod.
+        let r = ensure(
+            &mut a,
+            &dir.str("f"),
+            digest(sha256::digest(b"abc"), 3),
+            Some(FileMode::Bits(0o600)),
+            Flags::default(),
+        )
+        .unwrap();
+        assert!(matches!(r, OpResult::File(ref o) if o.changed && o.mode == 0o600));
+    }
+
+    #[test]
+    fn staged_uploads_are_verified_used_once_and_cleaned() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        assert_eq!(
+            write_chunk(&mut a, 5, b"hello ").unwrap(),
+            OpResult::Chunk { size: 6 }
+        );
+        assert_eq!(
+            write_chunk(&mut a, 5, b"world").unwrap(),
+            OpResult::Chunk { size: 11 }
+        );
+        let staging = dir.join(".cache/turbo-play/staging");
+        assert_eq!(mode_of(&staging), 0o700);
+        let staged = |upload_id, sha256| FileContent::Staged { upload_id, sha256 };
+        let r = ensure(
+            &mut a,
+            &dir.str("f"),
+            staged(5, sha256::digest(b"hello world")),
+            None,
+            Flags::default(),
+        )
+        .unwrap();
+        assert!(matches!(r, OpResult::File(ref o) if o.changed && o.size == 11));
+        assert_eq!(fs::read(dir.join("f")).unwrap(), b"hello world");
+        assert_eq!(fs::read_dir(&staging).unwrap().count(), 0);
+
+        let err = ensure(
+            &mut a,
+            &dir.str("f"),
+            staged(5, sha256::digest(b"x")),
+            None,
+            Flags::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Protocol);
+
+        write_chunk(&mut a, 6, b"corrupted").unwrap();
+        let err = ensure(
+            &mut a,
+            &dir.str("f"),
+            staged(6, sha256::digest(b"expected")),
+            None,
+            Flags::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgument);
+        assert!(err.message.contains("send it again"), "{}", err.message);
+        assert_eq!(fs::read(dir.join("f")).unwrap(), b"hello world");
+
+        write_chunk(&mut a, 7, b"left over").unwrap();
+        a.clean_staging();
+        assert_eq!(fs::read_dir(&staging).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,375 @@
+//! The agent's operations. Each takes an [`Agent`] (what the session knows: home, umask,
+//! id counters, name cache) and returns one [`OpResult`]; failures become
+//! [`OpResult::Error`] so that one bad op never ends the session.
+
+pub mod file;
+pub mod mode;
+pub mod path;
+pub mod stat;
+
+use std::fs::Metadata;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use turbo_proto::{ErrorKind, FileKind, FileOutcome, Op, OpError, OpResult, Request};
+
+use crate::users::Names;
+
+/// Flags of the request an op belongs to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Flags {
+    pub check: bool,
+    pub diff: bool,
+}
+
+pub struct Agent {
+    /// What `~` expands to.
+    pub home: String,
+    pub umask: u32,
+    pub pid: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// Suffix for temp file names, so that two writes in one batch never share one.
+    temp_seq: u64,
+    staging_dir: Option<PathBuf>,
+    names: Names,
+}
+
+impl Agent {
+    pub fn new(home: String, umask: u32, uid: u32, gid: u32) -> Self {
+        Agent {
+            home,
+            umask,
+            pid: std::process::id(),
+            uid,
+            gid,
+            temp_seq: 0,
+            staging_dir: None,
+            names: Names::default(),
+        }
+    }
+
+    pub fn handle(&mut self, request: Request) -> OpResult {
+        let flags = Flags {
+            check: request.check,
+            diff: request.diff,
+        };
+        self.run(request.op, flags)
+    }
+
+    fn run(&mut self, op: Op, flags: Flags) -> OpResult {
+        let result = match op {
+            Op::Stat { path, checksum } => stat::stat(self, &path, checksum),
+            Op::EnsureFile(spec) => file::ensure_file(self, spec, flags),
+            Op::EnsurePath(spec) => path::ensure_path(self, spec, flags),
+            Op::WriteChunk { upload_id, data } => file::write_chunk(self, upload_id, &data),
+            Op::Exec(_spec) => Err(op_error(ErrorKind::Protocol, "exec: not yet")),
+            Op::Batch(ops) => Ok(OpResult::Batch(
+                ops.into_iter().map(|op| self.run(op, flags)).collect(),
+            )),
+        };
+        result.unwrap_or_else(OpResult::Error)
+    }
+
+    /// `~` and `~/x` mean the agent user's home; everything else is taken as given.
+    pub fn expand(&self, path: &str) -> PathBuf {
+        if path == "~" {
+            PathBuf::from(&self.home)
+        } else if let Some(rest) = path.strip_prefix("~/") {
+            Path::new(&self.home).join(rest)
+        } else {
+            PathBuf::from(path)
+        }
+    }
+
+    /// Mode of a file or directory created without an explicit mode.
+    pub fn default_mode(&self, is_dir: bool) -> u32 {
+        let base = if is_dir { 0o777 } else { 0o666 };
+        base & !self.umask
+    }
+
+    /// A name for a temp file next to `path`, unique within this process.
+    pub fn temp_path(&mut self, path: &Path) -> PathBuf {
+        self.temp_seq += 1;
+        let base = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = format!(".{base}.turbo-tmp-{}-{}", self.pid, self.temp_seq);
+        path.with_file_name(name)
+    }
+
+    /// Where uploads are staged: private to the user, created on first use.
+    pub fn staging_dir(&mut self) -> Result<PathBuf, OpError> {
+        if let Some(dir) = &self.staging_dir {
+            return Ok(dir.clone());
+        }
+        let dir = self.expand("~/.cache/turbo-play/staging");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| io_error(e, &dir))?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| io_error(e, &dir))?;
+        self.staging_dir = Some(dir.clone());
+        Ok(dir)
+    }
+
+    pub fn staged_path(&mut self, upload_id: u64) -> Result<PathBuf, OpError> {
+        Ok(self
+            .staging_dir()?
+            .join(format!("upload-{}-{upload_id}", self.pid)))
+    }
+
+    /// Removes what this process staged and never used (end of session).
+    pub fn clean_staging(&self) {
+        let Some(dir) = &self.staging_dir else { return };
+        let prefix = format!("upload-{}-", self.pid);
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+    }
+
+    /// The result shape of every file op, from the path's current metadata.
+    pub fn outcome(&mut self, path: &Path, meta: &Metadata, changed: bool) -> FileOutcome {
+        FileOutcome {
+            changed,
+            path: path.to_string_lossy().into_owned(),
+            kind: kind_of(meta),
+            mode: meta.mode() & 0o7777,
+            size: meta.size(),
+            uid: meta.uid(),
+            gid: meta.gid(),
+            owner: self.names.user(meta.uid()),
+            group: self.names.group(meta.gid()),
+            diff: None,
+        }
+    }
+
+    /// The result of an op that did not (or in check mode, would) produce `kind`.
+    pub fn predicted_outcome(
+        &mut self,
+        path: &Path,
+        kind: FileKind,
+        mode: u32,
+        size: u64,
+        changed: bool,
+    ) -> FileOutcome {
+        let (uid, gid) = (self.uid, self.gid);
+        FileOutcome {
+            changed,
+            path: path.to_string_lossy().into_owned(),
+            kind,
+            mode,
+            size,
+            uid,
+            gid,
+            owner: self.names.user(uid),
+            group: self.names.group(gid),
+            diff: None,
+        }
+    }
+}
+
+pub fn kind_of(meta: &Metadata) -> FileKind {
+    let t = meta.file_type();
+    if t.is_symlink() {
+        FileKind::Symlink
+    } else if t.is_dir() {
+        FileKind::Directory
+    } else if t.is_file() {
+        FileKind::File
+    } else {
+        FileKind::Other
+    }
+}
+
+/// An io::Error about `path`, in the reply's terms: "<error>: <path>".
+pub fn io_error(e: io::Error, path: &Path) -> OpError {
+    let kind = match e.kind() {
+        io::ErrorKind::NotFound => ErrorKind::NotFound,
+        io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied,
+        io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData => ErrorKind::InvalidArgument,
+        _ => ErrorKind::Io,
+    };
+    OpError {
+        kind,
+        message: format!("{e}: {}", path.display()),
+    }
+}
+
+pub fn op_error(kind: ErrorKind, message: impl Into<String>) -> OpError {
+    OpError {
+        kind,
+        message: message.into(),
+    }
+}
+
+/// lstat that maps "missing" to None instead of an error.
+pub fn lstat(path: &Path) -> Result<Option<Metadata>, OpError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => Ok(Some(meta)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(e, path)),
+    }
+}
+
+/// stat (following symlinks) that maps "missing", dangling links included, to None.
+pub fn stat_follow(path: &Path) -> Result<Option<Metadata>, OpError> {
+    match std::fs::metadata(path) {
+        Ok(meta) => Ok(Some(meta)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(e, path)),
+    }
+}
+
+pub fn chmod(path: &Path, mode: u32) -> Result<(), OpError> {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| io_error(e, path))
+}
+
+/// Diff text for a content change: both sides must be UTF-8 and under 1 MiB.
+pub fn text_diff(before: &[u8], after: &[u8]) -> Option<(String, String)> {
+    const LIMIT: usize = 1 << 20;
+    if before.len() >= LIMIT || after.len() >= LIMIT {
+        return None;
+    }
+    Some((
+        String::from_utf8(before.to_vec()).ok()?,
+        String::from_utf8(after.to_vec()).ok()?,
+    ))
+}
+
+#[cfg(test)]
+pub mod testutil {
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::Agent;
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    pub struct TempDir(PathBuf);
+
+    impl TempDir {
+        pub fn new() -> Self {
+            static SEQ: AtomicU32 = AtomicU32::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "turbo-agent-test-{}-{}",
+                std::process::id(),
+                SEQ.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+
+        pub fn join(&self, name: &str) -> PathBuf {
+            self.0.join(name)
+        }
+
+        pub fn str(&self, name: &str) -> String {
+            self.join(name).to_string_lossy().into_owned()
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// An agent whose home is `home`, with umask 022 whatever the test runner's is.
+    pub fn agent(home: &Path) -> Agent {
+        Agent::new(
+            home.to_string_lossy().into_owned(),
+            0o022,
+            crate::sys::effective_uid(),
+            crate::sys::effective_gid(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn tilde_means_home() {
+        let a = agent(Path::new("/home/u"));
+        assert_eq!(a.expand("~"), PathBuf::from("/home/u"));
+        assert_eq!(a.expand("~/x/y"), PathBuf::from("/home/u/x/y"));
+        assert_eq!(a.expand("~other/x"), PathBuf::from("~other/x"));
+        assert_eq!(a.expand("/etc/x"), PathBuf::from("/etc/x"));
+    }
+
+    #[test]
+    fn temp_names_sit_next_to_the_file_and_differ() {
+        let mut a = agent(Path::new("/h"));
+        let one = a.temp_path(Path::new("/d/f.txt"));
+        let two = a.temp_path(Path::new("/d/f.txt"));
+        assert_ne!(one, two);
+        assert_eq!(one.parent(), Some(Path::new("/d")));
+        let name = one.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(&format!(".f.txt.turbo-tmp-{}-", a.pid)),
+            "{name}"
+        );
+    }
+
+    #[test]
+    fn io_errors_keep_kind_and_path() {
+        let e = io_error(
+            io::Error::from(io::ErrorKind::PermissionDenied),
+            Path::new("/etc/shadow"),
+        );
+        assert_eq!(e.kind, ErrorKind::PermissionDenied);
+        assert!(e.message.ends_with(": /etc/shadow"), "{}", e.message);
+    }
+
+    #[test]
+    fn batch_keeps_going_after_a_failure() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        let result = a.handle(Request {
+            id: 1,
+            check: false,
+            diff: false,
+            op: Op::Batch(vec![
+                Op::Stat {
+                    path: dir.str("missing/deeper"),
+                    checksum: false,
+                },
+                Op::EnsureFile(turbo_proto::EnsureFile {
+                    path: dir.str("nodir/file"),
+                    content: turbo_proto::FileContent::Inline(b"x".to_vec()),
+                    mode: None,
+                    force: true,
+                }),
+                Op::Batch(vec![Op::Stat {
+                    path: "~".into(),
+                    checksum: false,
+                }]),
+            ]),
+        });
+        let OpResult::Batch(results) = result else {
+            panic!("{result:?}")
+        };
+        assert_eq!(results.len(), 3);
+        assert!(matches!(&results[0], OpResult::Stat(s) if !s.exists));
+        assert!(matches!(&results[1], OpResult::Error(e) if e.kind == ErrorKind::NotFound));
+        let OpResult::Batch(inner) = &results[2] else {
+            panic!()
+        };
+        assert!(matches!(&inner[0], OpResult::Stat(s) if s.kind == FileKind::Directory));
+    }
+}

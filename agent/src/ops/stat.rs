@@ -1,0 +1,102 @@
+//! `Op::Stat`: describe a path without following a final symlink.
+
+use std::os::unix::fs::MetadataExt;
+
+use turbo_proto::{FileKind, OpError, OpResult, StatInfo};
+
+use super::{Agent, io_error, kind_of, lstat};
+use crate::sha256;
+
+pub fn stat(agent: &mut Agent, path: &str, checksum: bool) -> Result<OpResult, OpError> {
+    let path = agent.expand(path);
+    let shown = path.to_string_lossy().into_owned();
+    let Some(meta) = lstat(&path)? else {
+        return Ok(OpResult::Stat(StatInfo {
+            path: shown,
+            exists: false,
+            kind: FileKind::Missing,
+            mode: 0,
+            size: 0,
+            uid: 0,
+            gid: 0,
+            mtime: 0,
+            sha256: None,
+            link_target: None,
+        }));
+    };
+    let kind = kind_of(&meta);
+    let sha256 = if checksum && kind == FileKind::File {
+        Some(sha256::digest_file(&path).map_err(|e| io_error(e, &path))?)
+    } else {
+        None
+    };
+    let link_target = if kind == FileKind::Symlink {
+        let target = std::fs::read_link(&path).map_err(|e| io_error(e, &path))?;
+        Some(target.to_string_lossy().into_owned())
+    } else {
+        None
+    };
+    Ok(OpResult::Stat(StatInfo {
+        path: shown,
+        exists: true,
+        kind,
+        mode: meta.mode() & 0o7777,
+        size: meta.size(),
+        uid: meta.uid(),
+        gid: meta.gid(),
+        mtime: meta.mtime(),
+        sha256,
+        link_target,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn info(agent: &mut Agent, path: &str, checksum: bool) -> StatInfo {
+        match stat(agent, path, checksum).unwrap() {
+            OpResult::Stat(s) => s,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn regular_file_with_and_without_checksum() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        std::fs::write(dir.join("f"), b"abc").unwrap();
+        std::fs::set_permissions(dir.join("f"), std::fs::Permissions::from_mode(0o640)).unwrap();
+        let s = info(&mut a, "~/f", true);
+        assert!(s.exists);
+        assert_eq!(s.kind, FileKind::File);
+        assert_eq!(s.mode, 0o640);
+        assert_eq!(s.size, 3);
+        assert_eq!(s.path, dir.str("f"));
+        assert_eq!(s.sha256, Some(sha256::digest(b"abc")));
+        assert!(s.mtime > 0);
+        assert_eq!(info(&mut a, &dir.str("f"), false).sha256, None);
+    }
+
+    #[test]
+    fn missing_path_is_not_an_error() {
+        let dir = TempDir::new();
+        let s = info(&mut agent(dir.path()), &dir.str("nope"), true);
+        assert!(!s.exists);
+        assert_eq!(s.kind, FileKind::Missing);
+    }
+
+    #[test]
+    fn symlinks_are_described_not_followed() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        std::os::unix::fs::symlink("somewhere/else", dir.join("l")).unwrap();
+        let s = info(&mut a, &dir.str("l"), true);
+        assert_eq!(s.kind, FileKind::Symlink);
+        assert_eq!(s.link_target.as_deref(), Some("somewhere/else"));
+        assert_eq!(s.sha256, None);
+        assert_eq!(info(&mut a, "~", false).kind, FileKind::Directory);
+    }
+}

@@ -471,7 +471,7 @@ mod tests {
         assert_eq!(mode(&file), 0o600);
         assert_eq!(mode(file.parent().unwrap()), 0o700);
         assert_eq!(
-            check(&[file.clone()], "127.0.0.1", 2222, &f.key).unwrap(),
+            check(std::slice::from_ref(&file), "127.0.0.1", 2222, &f.key).unwrap(),
             HostKeyStatus::Known
         );
         assert_eq!(

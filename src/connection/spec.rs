@@ -200,8 +200,8 @@ fn ansible_bool(value: &Value) -> Option<bool> {
     match value {
         Value::Bool(b) => Some(*b),
         Value::Number(n) => match n.as_f64() {
-            Some(x) if x == 1.0 => Some(true),
-            Some(x) if x == 0.0 => Some(false),
+            Some(1.0) => Some(true),
+            Some(0.0) => Some(false),
             _ => None,
         },
         Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
@@ -279,11 +279,9 @@ fn apply_option(option: &str, options: &mut SshOptions) -> Result<(), String> {
         "identityfile" => options.identity_files.push(value),
         "stricthostkeychecking" => set_once(&mut options.strict, value),
         "connecttimeout" => set_once(&mut options.connect_timeout, value),
-        "userknownhostsfile" => {
-            if options.known_hosts_files.is_none() {
-                options.known_hosts_files =
-                    Some(value.split_whitespace().map(str::to_string).collect());
-            }
+        "userknownhostsfile" if options.known_hosts_files.is_none() => {
+            options.known_hosts_files =
+                Some(value.split_whitespace().map(str::to_string).collect());
         }
         _ => {}
     }

@@ -678,8 +678,7 @@ fn uname_before(output: &str, marker: &str) -> String {
     output
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && *l != marker)
-        .last()
+        .rfind(|l| !l.is_empty() && *l != marker)
         .unwrap_or("an unknown system")
         .to_string()
 }
@@ -704,10 +703,8 @@ fn start_pump(
         let mut sink_open = sink.write_all(&leftover).await.is_ok();
         while let Some(msg) = read.wait().await {
             match msg {
-                ChannelMsg::Data { data } => {
-                    if sink_open && sink.write_all(&data).await.is_err() {
-                        sink_open = false;
-                    }
+                ChannelMsg::Data { data } if sink_open => {
+                    sink_open = sink.write_all(&data).await.is_ok();
                 }
                 ChannelMsg::ExtendedData { data, .. } => {
                     append_bounded(&mut shared.lock().expect("diagnostics").stderr, &data)

@@ -92,6 +92,28 @@ pub fn check(
     })
 }
 
+/// Key types (`ssh-ed25519`, `ssh-rsa`, ...) recorded for `host:port`, so that the client
+/// can ask the server for a key it can check, as ssh orders its host key algorithms.
+pub fn known_key_types(files: &[PathBuf], host: &str, port: u16) -> Vec<String> {
+    let name = lookup_name(host, port).to_ascii_lowercase();
+    let mut types: Vec<String> = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        for line in text.lines() {
+            if let Some(entry) = Entry::parse(line)
+                && entry.marker == Marker::None
+                && entry.matches_host(&name)
+                && !types.iter().any(|t| t == entry.key_type)
+            {
+                types.push(entry.key_type.to_string());
+            }
+        }
+    }
+    types
+}
+
 /// The line [`append`] writes: `name keytype base64`.
 pub fn entry_line(host: &str, port: u16, key: &PublicKey) -> String {
     let bare = PublicKey::new(key.key_data().clone(), "");
@@ -287,6 +309,24 @@ mod tests {
             let file = self.write("known_hosts", text);
             check(&[file], host, port, &self.key).unwrap()
         }
+    }
+
+    #[test]
+    fn known_key_types_for_a_host() {
+        let f = fixture();
+        let (_, ecdsa) = generate_key_of_type(f.dir.path(), "c", "ecdsa");
+        let file = f.write(
+            "kh",
+            &format!(
+                "web1 {ecdsa}\nweb2 {}\n@revoked web1 {}\nweb1 {ecdsa}\n",
+                f.key_text, f.other_text
+            ),
+        );
+        assert_eq!(
+            known_key_types(std::slice::from_ref(&file), "web1", 22),
+            vec!["ecdsa-sha2-nistp256".to_string()]
+        );
+        assert!(known_key_types(&[file], "web3", 22).is_empty());
     }
 
     #[test]

@@ -10,7 +10,7 @@ mod ssh;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::agent_session::{AgentSession, SessionError};
+use crate::agent_session::AgentSession;
 
 pub use spec::shell_split;
 
@@ -110,12 +110,6 @@ pub enum ConnectError {
     Unsupported { uname: String },
     #[error("agent bootstrap on {host}: {message}")]
     Bootstrap { host: String, message: String },
-    #[error("agent on {host}: {source}")]
-    Session {
-        host: String,
-        #[source]
-        source: SessionError,
-    },
 }
 
 fn tried_list(tried: &[String]) -> String {

@@ -73,8 +73,14 @@ impl Drop for Connection {
 
 async fn connect(spec: &ConnectionSpec) -> Result<Handle<HostKeyGuard>, ConnectError> {
     let socket = tcp_connect(spec).await?;
+    let known_types =
+        known_hosts::known_key_types(&spec.known_hosts_files, &spec.address, spec.port);
     let config = Arc::new(client::Config {
         nodelay: true,
+        preferred: russh::Preferred {
+            key: host_key_preference(&known_types).into(),
+            ..Default::default()
+        },
         // Notice a dead peer in a long run instead of waiting on TCP forever.
         keepalive_interval: Some(Duration::from_secs(30)),
         keepalive_max: 4,
@@ -115,6 +121,24 @@ async fn connect(spec: &ConnectionSpec) -> Result<Handle<HostKeyGuard>, ConnectE
     };
     authenticate(&mut handle, spec).await?;
     Ok(handle)
+}
+
+/// russh's host key algorithms with those already in known_hosts first: a host known by
+/// its RSA key must not be asked for an ed25519 key we could not check.
+fn host_key_preference(known_types: &[String]) -> Vec<russh::keys::Algorithm> {
+    let family = |algorithm: &russh::keys::Algorithm| {
+        if matches!(algorithm, russh::keys::Algorithm::Rsa { .. }) {
+            "ssh-rsa".to_string()
+        } else {
+            algorithm.as_str().to_string()
+        }
+    };
+    let defaults = russh::Preferred::DEFAULT.key.to_vec();
+    let (mut known, other): (Vec<_>, Vec<_>) = defaults
+        .into_iter()
+        .partition(|a| known_types.contains(&family(a)));
+    known.extend(other);
+    known
 }
 
 async fn tcp_connect(spec: &ConnectionSpec) -> Result<TcpStream, ConnectError> {
@@ -802,6 +826,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn known_host_key_types_are_asked_for_first() {
+        use russh::keys::Algorithm;
+        let defaults = host_key_preference(&[]);
+        assert_eq!(defaults[0], Algorithm::Ed25519);
+        let rsa_first = host_key_preference(&["ssh-rsa".to_string()]);
+        assert!(
+            matches!(rsa_first[0], Algorithm::Rsa { .. }),
+            "{rsa_first:?}"
+        );
+        assert_eq!(rsa_first.len(), defaults.len());
+        let ecdsa_first = host_key_preference(&["ecdsa-sha2-nistp384".to_string()]);
+        assert_eq!(ecdsa_first[0].as_str(), "ecdsa-sha2-nistp384");
+    }
+
+    #[test]
     fn markers_are_whole_lines() {
         assert_eq!(
             find_marker(b"Linux x86_64\nTP-RUN\n\x00\x00"),
@@ -899,6 +938,38 @@ mod tests {
         }
         assert!(child.wait().unwrap().success());
         assert_eq!(std::fs::read(&path).unwrap(), agent.bytes.as_ref());
+    }
+
+    #[test]
+    fn probe_gives_up_on_other_platforms() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let uname = dir.path().join("uname");
+        std::fs::write(&uname, "#!/bin/sh\necho FreeBSD amd64\n").unwrap();
+        std::fs::set_permissions(&uname, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(probe_script(&fake_agent()))
+            .env("HOME", dir.path())
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    dir.path().display(),
+                    std::env::var("PATH").unwrap()
+                ),
+            )
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out, "FreeBSD amd64\nTP-UNSUPPORTED\n");
+        let (marker, at) = find_marker(out.as_bytes()).unwrap();
+        assert_eq!(marker, MARK_UNSUPPORTED);
+        let uname = uname_before(&out[..at], MARK_UNSUPPORTED);
+        assert_eq!(
+            ConnectError::Unsupported { uname }.to_string(),
+            "agent not available for FreeBSD amd64: turbo-play ships an agent for Linux x86_64 only"
+        );
     }
 
     #[test]

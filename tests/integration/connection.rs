@@ -333,3 +333,33 @@ async fn the_local_connection_runs_the_agent_as_a_child() {
     assert!(!again.bootstrap().uploaded);
     again.close().await;
 }
+
+#[tokio::test]
+async fn calls_fail_instead_of_hanging_when_the_agent_dies() {
+    let sshd = Sshd::start();
+    let user = sshd.add_user();
+    let session = open_agent(&sshd.trusted_spec(&user))
+        .await
+        .expect("connect");
+    session.call(stat("~"), false, false).await.expect("alive");
+    // The agent is this test's own process (started through the session): end it by pid.
+    let pid = session.hello().pid;
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let result = tokio::time::timeout(Duration::from_secs(10), async {
+        // The first call may race the EOF; within a few tries every call must fail.
+        loop {
+            match session.call(stat("~"), false, false).await {
+                Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                Err(e) => return e,
+            }
+        }
+    })
+    .await
+    .expect("calls to a dead agent must not hang");
+    assert_eq!(result.to_string(), "host disconnected");
+    assert!(session.is_closed());
+}

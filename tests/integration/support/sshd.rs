@@ -5,6 +5,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use turbo_play::connection::{ConnectionKind, ConnectionSpec, StrictHostKeyChecking};
@@ -13,6 +14,16 @@ const SSHD: &str = "/usr/sbin/sshd";
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 static NEXT_USER: AtomicU32 = AtomicU32::new(0);
+
+/// useradd/usermod/userdel lock /etc/passwd and give up when another holds it: tests in
+/// this process take turns.
+static PASSWD_LOCK: Mutex<()> = Mutex::new(());
+
+fn passwd_lock() -> MutexGuard<'static, ()> {
+    PASSWD_LOCK
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 pub struct Sshd {
     pub dir: tempfile::TempDir,
@@ -120,6 +131,7 @@ impl Sshd {
             .subsec_nanos();
         let name = format!("tpt{}x{n}x{}", std::process::id(), nanos % 100_000);
         let home = self.dir.path().join(format!("home-{n}"));
+        let _passwd = passwd_lock();
         run(Command::new("useradd")
             .args(["-M", "-s", "/bin/sh", "-d"])
             .arg(&home)
@@ -193,6 +205,7 @@ impl Drop for TestUser {
         // An agent may still be exiting after its session closed: give it a moment, then
         // force (its process ends by itself on EOF).
         for attempt in 0..20 {
+            let passwd = passwd_lock();
             let mut cmd = Command::new("userdel");
             if attempt == 19 {
                 cmd.arg("-f");
@@ -201,6 +214,7 @@ impl Drop for TestUser {
             if matches!(status, Ok(s) if s.success()) {
                 break;
             }
+            drop(passwd);
             std::thread::sleep(Duration::from_millis(100));
         }
     }

@@ -11,7 +11,10 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::os::fd::{AsFd, AsRawFd};
 
-use turbo_proto::{AgentHello, AgentMsg, ControllerMsg, PROTOCOL_VERSION, Reply, read_frame};
+use turbo_proto::{
+    AgentHello, AgentMsg, ControllerMsg, ErrorKind, FrameError, OpError, OpResult,
+    PROTOCOL_VERSION, Reply, encode_frame, read_frame,
+};
 
 use ops::Agent;
 
@@ -98,22 +101,67 @@ fn serve(
         };
         let id = request.id;
         let result = agent.handle(request);
-        if let Err(e) = send(output, &AgentMsg::Reply(Reply { id, result })) {
+        let frame = reply_frame(id, result, encode_frame);
+        let sent = frame.and_then(|bytes| {
+            // Flushed per reply: each one leaves as soon as it is ready.
+            output.write_all(&bytes)?;
+            output.flush()?;
+            Ok(())
+        });
+        if let Err(e) = sent {
             eprintln!("turbo-agent: cannot write reply {id}: {e}");
             return 2;
         }
     }
 }
 
-fn send(output: &mut impl Write, msg: &AgentMsg) -> Result<(), turbo_proto::FrameError> {
-    // write_frame flushes the BufWriter: each reply leaves as soon as it is ready.
+fn send(output: &mut impl Write, msg: &AgentMsg) -> Result<(), FrameError> {
     turbo_proto::write_frame(output, msg)
+}
+
+/// The frame for a reply. A result too big for one frame (say, a command that printed
+/// gigabytes) becomes an error reply rather than the end of the session.
+fn reply_frame(
+    id: u64,
+    result: OpResult,
+    encode: impl Fn(&AgentMsg) -> Result<Vec<u8>, FrameError>,
+) -> Result<Vec<u8>, FrameError> {
+    match encode(&AgentMsg::Reply(Reply { id, result })) {
+        Err(e @ (FrameError::TooLarge { .. } | FrameError::Corrupt(_))) => {
+            let result = OpResult::Error(OpError {
+                kind: ErrorKind::Io,
+                message: format!("the result of request {id} does not fit in a reply: {e}"),
+            });
+            encode(&AgentMsg::Reply(Reply { id, result }))
+        }
+        other => other,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use turbo_proto::{Op, OpResult, Request, encode_frame};
+    use turbo_proto::{Op, Request};
+
+    #[test]
+    fn an_unsendable_result_becomes_an_error_reply() {
+        // Stands in for a result past the frame limit without building 64 MiB.
+        let picky = |msg: &AgentMsg| match msg {
+            AgentMsg::Reply(Reply {
+                result: OpResult::Chunk { .. },
+                ..
+            }) => Err(FrameError::TooLarge { len: 1 << 30 }),
+            other => encode_frame(other),
+        };
+        let bytes = reply_frame(9, OpResult::Chunk { size: 1 }, picky).unwrap();
+        match read_frame(&mut &bytes[..]).unwrap() {
+            Some(AgentMsg::Reply(Reply {
+                id: 9,
+                result: OpResult::Error(e),
+            })) => assert!(e.message.contains("does not fit"), "{}", e.message),
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn hello_names_the_running_user() {

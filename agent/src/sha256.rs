@@ -133,6 +133,7 @@ impl Sha256 {
     }
 }
 
+#[cfg(test)]
 pub fn digest(data: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(data);

@@ -340,6 +340,24 @@ mod tests {
     }
 
     #[test]
+    fn replacing_keeps_the_old_owner_when_running_as_root() {
+        if crate::sys::effective_uid() != 0 {
+            return;
+        }
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        let p = dir.join("owned");
+        fs::write(&p, b"old").unwrap();
+        std::os::unix::fs::chown(&p, Some(1), Some(1)).unwrap();
+        chmod(&p, 0o4755).unwrap();
+        let o = inline(&mut a, &dir.str("owned"), b"new");
+        assert!(o.changed);
+        assert_eq!((o.uid, o.gid), (1, 1));
+        assert_eq!(o.mode, 0o4755, "set-id bits survive the chown");
+        assert_eq!(fs::read(&p).unwrap(), b"new");
+    }
+
+    #[test]
     fn replacing_keeps_the_old_mode_unless_one_is_given() {
         let dir = TempDir::new();
         let mut a = agent(dir.path());

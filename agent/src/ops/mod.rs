@@ -2,6 +2,7 @@
 //! id counters, name cache) and returns one [`OpResult`]; failures become
 //! [`OpResult::Error`] so that one bad op never ends the session.
 
+pub mod exec;
 pub mod file;
 pub mod mode;
 pub mod path;
@@ -64,7 +65,7 @@ impl Agent {
             Op::EnsureFile(spec) => file::ensure_file(self, spec, flags),
             Op::EnsurePath(spec) => path::ensure_path(self, spec, flags),
             Op::WriteChunk { upload_id, data } => file::write_chunk(self, upload_id, &data),
-            Op::Exec(_spec) => Err(op_error(ErrorKind::Protocol, "exec: not yet")),
+            Op::Exec(spec) => exec::exec(self, spec, flags),
             Op::Batch(ops) => Ok(OpResult::Batch(
                 ops.into_iter().map(|op| self.run(op, flags)).collect(),
             )),

@@ -1,0 +1,632 @@
+//! One host's agent, seen as a request/reply service: any number of calls may be in flight
+//! at once over the single byte stream (an SSH channel or a local child's pipes).
+//!
+//! A writer task owns the outgoing half and a reader task routes each reply to its caller
+//! by id. When the stream ends or breaks, every pending and every later call fails with
+//! [`SessionError::Disconnected`]: nothing waits forever on a dead host.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use turbo_proto::{
+    AgentHello, AgentMsg, ControllerMsg, FrameDecoder, Op, OpResult, PROTOCOL_VERSION, Request,
+    encode_frame,
+};
+
+/// How long a freshly started agent may take to say hello. A stale file at the cache path
+/// may be a program that never speaks; this bounds how long we wait before replacing it.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long `close` waits for the agent to end its stream after stdin is closed.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Frames queued for the writer before callers wait: enough to keep the pipe full.
+const WRITE_QUEUE_FRAMES: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("host disconnected")]
+    Disconnected,
+    #[error(
+        "the agent speaks protocol version {agent}, this turbo-play speaks {controller}: the agent file is replaced on the next connect"
+    )]
+    VersionMismatch { agent: u32, controller: u32 },
+    #[error("agent ended its output before saying hello{}", detail_suffix(.0))]
+    EndedBeforeHello(String),
+    #[error("agent said nothing within {} s of starting", .0.as_secs())]
+    HelloTimeout(Duration),
+    #[error("agent protocol error: {0}")]
+    Protocol(String),
+    #[error("agent stream: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn detail_suffix(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    }
+}
+
+impl SessionError {
+    /// True for the errors that mean "whatever runs at the cache path is not our agent":
+    /// the bootstrap replaces the file once when it sees one of these.
+    pub fn is_not_an_agent(&self) -> bool {
+        matches!(
+            self,
+            SessionError::VersionMismatch { .. }
+                | SessionError::EndedBeforeHello(_)
+                | SessionError::HelloTimeout(_)
+                | SessionError::Protocol(_)
+        )
+    }
+}
+
+/// What the bootstrap had to do to get the agent running.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BootstrapReport {
+    /// The agent was sent to the host in this run.
+    pub uploaded: bool,
+    /// A file at the cache path was not a working agent of our protocol and was overwritten.
+    pub replaced_stale: bool,
+    /// Bytes sent for the upload (compressed when gzip was available on the host).
+    pub upload_bytes: u64,
+}
+
+type ReplySlot = oneshot::Sender<Result<OpResult, SessionError>>;
+
+/// Calls waiting for their reply. Once `closed`, no call is admitted: the reader is gone
+/// and nobody would ever answer it.
+#[derive(Default)]
+struct Pending {
+    waiting: HashMap<u64, ReplySlot>,
+    closed: bool,
+}
+
+impl Pending {
+    fn fail_all(&mut self) {
+        self.closed = true;
+        for (_, slot) in self.waiting.drain() {
+            let _ = slot.send(Err(SessionError::Disconnected));
+        }
+    }
+}
+
+enum WriterCmd {
+    Frame(Vec<u8>),
+    /// Close our sending side: the agent reads EOF on stdin and exits.
+    Shutdown,
+}
+
+struct Inner {
+    hello: AgentHello,
+    bootstrap: BootstrapReport,
+    next_id: AtomicU64,
+    frames: mpsc::Sender<WriterCmd>,
+    pending: Arc<Mutex<Pending>>,
+    sent: Arc<AtomicU64>,
+    received: Arc<AtomicU64>,
+    reader: Mutex<Option<JoinHandle<()>>>,
+    /// Whatever must live as long as the session: the SSH connection, the local child.
+    keep_alive: Mutex<Vec<Box<dyn Any + Send>>>,
+}
+
+#[derive(Clone)]
+pub struct AgentSession {
+    inner: Arc<Inner>,
+}
+
+impl AgentSession {
+    /// Reads the agent's hello from `reader`, then starts the writer and reader tasks.
+    /// Generic over the byte stream so SSH channels and local pipes share one code path.
+    pub async fn start<R, W>(
+        reader: R,
+        writer: W,
+        bootstrap: BootstrapReport,
+    ) -> Result<AgentSession, SessionError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        Self::start_with_timeout(reader, writer, bootstrap, HELLO_TIMEOUT).await
+    }
+
+    pub(crate) async fn start_with_timeout<R, W>(
+        mut reader: R,
+        writer: W,
+        bootstrap: BootstrapReport,
+        hello_timeout: Duration,
+    ) -> Result<AgentSession, SessionError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let received = Arc::new(AtomicU64::new(0));
+        let mut decoder = FrameDecoder::new();
+        let hello = tokio::time::timeout(
+            hello_timeout,
+            read_hello(&mut reader, &mut decoder, &received),
+        )
+        .await
+        .map_err(|_| SessionError::HelloTimeout(hello_timeout))??;
+        if hello.protocol_version != PROTOCOL_VERSION {
+            return Err(SessionError::VersionMismatch {
+                agent: hello.protocol_version,
+                controller: PROTOCOL_VERSION,
+            });
+        }
+
+        let pending = Arc::new(Mutex::new(Pending::default()));
+        let sent = Arc::new(AtomicU64::new(0));
+        let (frames, queue) = mpsc::channel(WRITE_QUEUE_FRAMES);
+        tokio::spawn(write_frames(writer, queue, pending.clone(), sent.clone()));
+        let reader_task = tokio::spawn(read_replies(
+            reader,
+            decoder,
+            pending.clone(),
+            received.clone(),
+        ));
+        Ok(AgentSession {
+            inner: Arc::new(Inner {
+                hello,
+                bootstrap,
+                next_id: AtomicU64::new(1),
+                frames,
+                pending,
+                sent,
+                received,
+                reader: Mutex::new(Some(reader_task)),
+                keep_alive: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// Sends one request and waits for its reply. Safe to call concurrently: replies are
+    /// matched by id, in whatever order the agent sends them.
+    pub async fn call(&self, op: Op, check: bool, diff: bool) -> Result<OpResult, SessionError> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let frame = encode_frame(&ControllerMsg::Request(Request {
+            id,
+            check,
+            diff,
+            op,
+        }))
+        .map_err(|e| SessionError::Protocol(e.to_string()))?;
+
+        let (slot, answer) = oneshot::channel();
+        {
+            let mut pending = self.inner.pending.lock().expect("pending lock");
+            if pending.closed {
+                return Err(SessionError::Disconnected);
+            }
+            pending.waiting.insert(id, slot);
+        }
+        if self
+            .inner
+            .frames
+            .send(WriterCmd::Frame(frame))
+            .await
+            .is_err()
+        {
+            self.forget(id);
+            return Err(SessionError::Disconnected);
+        }
+        // A dropped slot means the session was torn down without an answer.
+        answer.await.unwrap_or(Err(SessionError::Disconnected))
+    }
+
+    fn forget(&self, id: u64) {
+        self.inner
+            .pending
+            .lock()
+            .expect("pending lock")
+            .waiting
+            .remove(&id);
+    }
+
+    pub fn hello(&self) -> &AgentHello {
+        &self.inner.hello
+    }
+
+    pub fn bootstrap(&self) -> &BootstrapReport {
+        &self.inner.bootstrap
+    }
+
+    /// Protocol bytes (sent, received), as framed and compressed on the wire.
+    pub fn traffic(&self) -> (u64, u64) {
+        (
+            self.inner.sent.load(Ordering::Relaxed),
+            self.inner.received.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Closes the agent's stdin so that it exits, waits (bounded) for its output to end,
+    /// then releases the connection. Calls still pending fail with `Disconnected`.
+    pub async fn close(&self) {
+        let _ = self.inner.frames.send(WriterCmd::Shutdown).await;
+        let reader = self.inner.reader.lock().expect("reader lock").take();
+        if let Some(reader) = reader {
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, reader).await;
+        }
+        self.inner.pending.lock().expect("pending lock").fail_all();
+        let kept = std::mem::take(&mut *self.inner.keep_alive.lock().expect("keep lock"));
+        drop(kept);
+    }
+
+    /// Ties `thing` (a connection handle, a child process) to the session's lifetime.
+    pub(crate) fn keep_alive(&self, thing: Box<dyn Any + Send>) {
+        self.inner.keep_alive.lock().expect("keep lock").push(thing);
+    }
+
+    /// True once the stream has ended: every call from now on fails.
+    pub fn is_closed(&self) -> bool {
+        self.inner.pending.lock().expect("pending lock").closed
+    }
+}
+
+async fn read_hello<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    decoder: &mut FrameDecoder,
+    received: &AtomicU64,
+) -> Result<AgentHello, SessionError> {
+    let mut buf = vec![0u8; READ_BUFFER_BYTES];
+    loop {
+        match decoder.next::<AgentMsg>() {
+            Ok(Some(AgentMsg::Hello(hello))) => return Ok(hello),
+            Ok(Some(AgentMsg::Reply(reply))) => {
+                return Err(SessionError::Protocol(format!(
+                    "agent sent a reply (id {}) before its hello",
+                    reply.id
+                )));
+            }
+            Ok(None) => {}
+            Err(e) => return Err(SessionError::Protocol(e.to_string())),
+        }
+        let n = reader.read(&mut buf).await?;
+        if n == 0 {
+            return Err(SessionError::EndedBeforeHello(String::new()));
+        }
+        received.fetch_add(n as u64, Ordering::Relaxed);
+        decoder.push(&buf[..n]);
+    }
+}
+
+async fn write_frames<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut queue: mpsc::Receiver<WriterCmd>,
+    pending: Arc<Mutex<Pending>>,
+    sent: Arc<AtomicU64>,
+) {
+    while let Some(cmd) = queue.recv().await {
+        match cmd {
+            WriterCmd::Frame(frame) => {
+                if writer.write_all(&frame).await.is_err() {
+                    break;
+                }
+                sent.fetch_add(frame.len() as u64, Ordering::Relaxed);
+                // Flush only when nothing else is queued, so bursts share a flush.
+                if queue.is_empty() && writer.flush().await.is_err() {
+                    break;
+                }
+            }
+            WriterCmd::Shutdown => break,
+        }
+    }
+    let _ = writer.shutdown().await;
+    // The agent cannot receive anything more; waiting callers would never be answered.
+    pending.lock().expect("pending lock").fail_all();
+}
+
+async fn read_replies<R: AsyncRead + Unpin>(
+    mut reader: R,
+    mut decoder: FrameDecoder,
+    pending: Arc<Mutex<Pending>>,
+    received: Arc<AtomicU64>,
+) {
+    let mut buf = vec![0u8; READ_BUFFER_BYTES];
+    'stream: loop {
+        loop {
+            match decoder.next::<AgentMsg>() {
+                Ok(Some(AgentMsg::Reply(reply))) => {
+                    let slot = pending
+                        .lock()
+                        .expect("pending lock")
+                        .waiting
+                        .remove(&reply.id);
+                    if let Some(slot) = slot {
+                        let _ = slot.send(Ok(reply.result));
+                    }
+                }
+                // A second hello carries nothing a caller waits for.
+                Ok(Some(AgentMsg::Hello(_))) => {}
+                Ok(None) => break,
+                Err(_) => break 'stream,
+            }
+        }
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                received.fetch_add(n as u64, Ordering::Relaxed);
+                decoder.push(&buf[..n]);
+            }
+        }
+    }
+    pending.lock().expect("pending lock").fail_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{DuplexStream, duplex};
+    use turbo_proto::{ExecOutcome, Reply};
+
+    fn hello(version: u32) -> AgentHello {
+        AgentHello {
+            protocol_version: version,
+            agent_version: "test".into(),
+            user: "alice".into(),
+            uid: 1000,
+            gid: 1000,
+            home: "/home/alice".into(),
+            pid: 42,
+        }
+    }
+
+    fn stat_op(path: &str) -> Op {
+        Op::Stat {
+            path: path.into(),
+            checksum: false,
+        }
+    }
+
+    fn exec_result(rc: i32, stdout: &str) -> OpResult {
+        OpResult::Exec(ExecOutcome {
+            ran: true,
+            rc,
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: Vec::new(),
+            start_unix_micros: 0,
+            duration_micros: 0,
+            msg: String::new(),
+        })
+    }
+
+    async fn read_requests(
+        stream: &mut DuplexStream,
+        decoder: &mut FrameDecoder,
+        n: usize,
+    ) -> Vec<Request> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        while out.len() < n {
+            while let Some(ControllerMsg::Request(r)) = decoder.next::<ControllerMsg>().unwrap() {
+                out.push(r);
+            }
+            if out.len() >= n {
+                break;
+            }
+            let got = stream.read(&mut buf).await.unwrap();
+            assert!(got > 0, "controller closed early");
+            decoder.push(&buf[..got]);
+        }
+        out
+    }
+
+    /// A controller-side session wired to an in-test agent's end of a duplex pipe.
+    async fn session_pair() -> (AgentSession, DuplexStream) {
+        let (ours, mut theirs) = duplex(1 << 16);
+        theirs
+            .write_all(&encode_frame(&AgentMsg::Hello(hello(PROTOCOL_VERSION))).unwrap())
+            .await
+            .unwrap();
+        let (r, w) = tokio::io::split(ours);
+        let session = AgentSession::start(r, w, BootstrapReport::default())
+            .await
+            .unwrap();
+        (session, theirs)
+    }
+
+    #[tokio::test]
+    async fn replies_out_of_order_reach_their_callers_then_disconnect_fails_the_rest() {
+        let (session, mut agent) = session_pair().await;
+        assert_eq!(session.hello().user, "alice");
+        assert_eq!(session.hello().home, "/home/alice");
+
+        let calls: Vec<_> = (0..3)
+            .map(|i| {
+                let s = session.clone();
+                tokio::spawn(async move { s.call(stat_op(&format!("/f{i}")), i == 1, false).await })
+            })
+            .collect();
+
+        let mut decoder = FrameDecoder::new();
+        let requests = read_requests(&mut agent, &mut decoder, 3).await;
+        let mut ids: Vec<u64> = requests.iter().map(|r| r.id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 3, "ids must be unique");
+        let check_flags: Vec<bool> = requests
+            .iter()
+            .filter(|r| r.check)
+            .map(|r| r.check)
+            .collect();
+        assert_eq!(check_flags.len(), 1);
+
+        // Answer two of the three, last first; the third stays pending.
+        let by_path = |p: &str| {
+            requests
+                .iter()
+                .find(|r| r.op == stat_op(p))
+                .map(|r| r.id)
+                .unwrap()
+        };
+        for (path, rc) in [("/f2", 2), ("/f0", 0)] {
+            let reply = AgentMsg::Reply(Reply {
+                id: by_path(path),
+                result: exec_result(rc, path),
+            });
+            agent
+                .write_all(&encode_frame(&reply).unwrap())
+                .await
+                .unwrap();
+        }
+        let mut calls = calls.into_iter();
+        let first = calls.next().unwrap().await.unwrap().unwrap();
+        assert_eq!(first, exec_result(0, "/f0"));
+        let second = calls.next().unwrap();
+        let third = calls.next().unwrap().await.unwrap().unwrap();
+        assert_eq!(third, exec_result(2, "/f2"));
+
+        // The agent dies with /f1 unanswered.
+        drop(agent);
+        let err = second.await.unwrap().unwrap_err();
+        assert!(matches!(err, SessionError::Disconnected));
+        assert_eq!(err.to_string(), "host disconnected");
+
+        // And nothing later waits either.
+        let later = tokio::time::timeout(
+            Duration::from_secs(5),
+            session.call(stat_op("/x"), false, false),
+        )
+        .await
+        .expect("a call after disconnect must not hang");
+        assert!(matches!(later, Err(SessionError::Disconnected)));
+        assert!(session.is_closed());
+
+        let (sent, received) = session.traffic();
+        assert!(sent > 0 && received > 0);
+    }
+
+    #[tokio::test]
+    async fn version_mismatch_is_reported() {
+        let (ours, mut theirs) = duplex(4096);
+        theirs
+            .write_all(&encode_frame(&AgentMsg::Hello(hello(PROTOCOL_VERSION + 7))).unwrap())
+            .await
+            .unwrap();
+        let (r, w) = tokio::io::split(ours);
+        let err = AgentSession::start(r, w, BootstrapReport::default())
+            .await
+            .err()
+            .unwrap();
+        match err {
+            SessionError::VersionMismatch { agent, controller } => {
+                assert_eq!(agent, PROTOCOL_VERSION + 7);
+                assert_eq!(controller, PROTOCOL_VERSION);
+            }
+            other => panic!("expected a version mismatch, got {other}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_is_not_an_agent_is_recognised() {
+        // A shell script's output: not a frame.
+        let (ours, mut theirs) = duplex(4096);
+        theirs.write_all(b"hello from a script\n").await.unwrap();
+        drop(theirs);
+        let (r, w) = tokio::io::split(ours);
+        let err = AgentSession::start(r, w, BootstrapReport::default())
+            .await
+            .err()
+            .unwrap();
+        assert!(err.is_not_an_agent(), "{err}");
+
+        // Silence, then EOF.
+        let (ours, theirs) = duplex(4096);
+        drop(theirs);
+        let (r, w) = tokio::io::split(ours);
+        let err = AgentSession::start(r, w, BootstrapReport::default())
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, SessionError::EndedBeforeHello(_)), "{err}");
+
+        // Silence, forever.
+        let (ours, _theirs) = duplex(4096);
+        let (r, w) = tokio::io::split(ours);
+        let err = AgentSession::start_with_timeout(
+            r,
+            w,
+            BootstrapReport::default(),
+            Duration::from_millis(50),
+        )
+        .await
+        .err()
+        .unwrap();
+        assert!(matches!(err, SessionError::HelloTimeout(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn close_sends_eof_to_the_agent_and_fails_later_calls() {
+        let (session, mut agent) = session_pair().await;
+        let closer = session.clone();
+        let agent_task = tokio::spawn(async move {
+            let mut rest = Vec::new();
+            agent.read_to_end(&mut rest).await.unwrap();
+            // EOF seen: the agent exits, closing its output.
+            drop(agent);
+            rest.len()
+        });
+        closer.close().await;
+        assert_eq!(agent_task.await.unwrap(), 0);
+        assert!(matches!(
+            session.call(stat_op("/"), false, false).await,
+            Err(SessionError::Disconnected)
+        ));
+    }
+
+    #[tokio::test]
+    async fn many_concurrent_calls_are_pipelined() {
+        let (session, agent) = session_pair().await;
+        let (mut agent_r, mut agent_w) = tokio::io::split(agent);
+        // An echo agent: answers each request as soon as it is decoded.
+        let agent_task = tokio::spawn(async move {
+            let mut decoder = FrameDecoder::new();
+            let mut buf = vec![0u8; 8192];
+            loop {
+                while let Some(ControllerMsg::Request(r)) = decoder.next::<ControllerMsg>().unwrap()
+                {
+                    let Op::Stat { path, .. } = r.op else {
+                        panic!()
+                    };
+                    let reply = AgentMsg::Reply(Reply {
+                        id: r.id,
+                        result: exec_result(0, &path),
+                    });
+                    agent_w
+                        .write_all(&encode_frame(&reply).unwrap())
+                        .await
+                        .unwrap();
+                }
+                let n = agent_r.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                decoder.push(&buf[..n]);
+            }
+        });
+        let calls: Vec<_> = (0..200)
+            .map(|i| {
+                let s = session.clone();
+                tokio::spawn(
+                    async move { (i, s.call(stat_op(&format!("/p{i}")), false, false).await) },
+                )
+            })
+            .collect();
+        for call in calls {
+            let (i, result) = call.await.unwrap();
+            assert_eq!(result.unwrap(), exec_result(0, &format!("/p{i}")));
+        }
+        session.close().await;
+        agent_task.await.unwrap();
+    }
+}

@@ -1,0 +1,535 @@
+//! OpenSSH's known_hosts, read the way ssh reads it: host patterns with `*`/`?` wildcards,
+//! `!` negation and comma lists, `[host]:port` for ports other than 22, hashed names
+//! (`|1|salt|hmac`), and the `@revoked` / `@cert-authority` markers.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use hmac::{Hmac, KeyInit, Mac};
+use russh::keys::PublicKey;
+use sha1::Sha1;
+
+/// What the known_hosts files say about a host's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostKeyStatus {
+    /// A line for this host holds exactly this key.
+    Known,
+    /// No line for this host holds a key of this type.
+    Unknown,
+    /// A line for this host holds a different key of the same type: possibly an attack.
+    Changed { file: PathBuf, line: usize },
+    /// The key is marked `@revoked` for this host.
+    Revoked { file: PathBuf, line: usize },
+}
+
+/// The name ssh looks up: the bare host on port 22, `[host]:port` otherwise.
+pub fn lookup_name(host: &str, port: u16) -> String {
+    if port == 22 {
+        host.to_string()
+    } else {
+        format!("[{host}]:{port}")
+    }
+}
+
+/// Checks `key` for `host:port` against every file in order (missing files are empty).
+pub fn check(
+    files: &[PathBuf],
+    host: &str,
+    port: u16,
+    key: &PublicKey,
+) -> io::Result<HostKeyStatus> {
+    let name = lookup_name(host, port).to_ascii_lowercase();
+    let mut known = false;
+    let mut changed = None;
+    for file in files {
+        let text = match std::fs::read_to_string(file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("reading {}: {e}", file.display()),
+                ));
+            }
+        };
+        for (index, line) in text.lines().enumerate() {
+            let Some(entry) = Entry::parse(line) else {
+                continue;
+            };
+            if entry.marker == Marker::CertAuthority || !entry.matches_host(&name) {
+                continue;
+            }
+            let Some(entry_key) = entry.key() else {
+                continue;
+            };
+            let same_key = entry_key.key_data() == key.key_data();
+            if entry.marker == Marker::Revoked {
+                if same_key {
+                    return Ok(HostKeyStatus::Revoked {
+                        file: file.clone(),
+                        line: index + 1,
+                    });
+                }
+                continue;
+            }
+            if same_key {
+                known = true;
+            } else if changed.is_none()
+                && entry_key.key_data().algorithm() == key.key_data().algorithm()
+            {
+                changed = Some((file.clone(), index + 1));
+            }
+        }
+    }
+    Ok(if known {
+        HostKeyStatus::Known
+    } else if let Some((file, line)) = changed {
+        HostKeyStatus::Changed { file, line }
+    } else {
+        HostKeyStatus::Unknown
+    })
+}
+
+/// Key types (`ssh-ed25519`, `ssh-rsa`, ...) recorded for `host:port`, so that the client
+/// can ask the server for a key it can check, as ssh orders its host key algorithms.
+pub fn known_key_types(files: &[PathBuf], host: &str, port: u16) -> Vec<String> {
+    let name = lookup_name(host, port).to_ascii_lowercase();
+    let mut types: Vec<String> = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        for line in text.lines() {
+            if let Some(entry) = Entry::parse(line)
+                && entry.marker == Marker::None
+                && entry.matches_host(&name)
+                && !types.iter().any(|t| t == entry.key_type)
+            {
+                types.push(entry.key_type.to_string());
+            }
+        }
+    }
+    types
+}
+
+/// The line [`append`] writes: `name keytype base64`.
+pub fn entry_line(host: &str, port: u16, key: &PublicKey) -> String {
+    let bare = PublicKey::new(key.key_data().clone(), "");
+    let openssh = bare
+        .to_openssh()
+        .unwrap_or_else(|_| format!("{} <unencodable>", key.algorithm().as_str()));
+    format!("{} {}", lookup_name(host, port), openssh.trim_end())
+}
+
+/// Appends a line for `host:port` (accept-new), creating the directory (0700) and the
+/// file (0600) the way ssh does when they are missing.
+pub fn append(file: &Path, host: &str, port: u16, key: &PublicKey) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let needs_newline = match std::fs::read(file) {
+        Ok(bytes) => !bytes.is_empty() && !bytes.ends_with(b"\n"),
+        Err(_) => false,
+    };
+    let mut out = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(file)?;
+    let mut line = String::new();
+    if needs_newline {
+        line.push('\n');
+    }
+    line.push_str(&entry_line(host, port, key));
+    line.push('\n');
+    out.write_all(line.as_bytes())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Marker {
+    None,
+    Revoked,
+    CertAuthority,
+}
+
+struct Entry<'a> {
+    marker: Marker,
+    hosts: &'a str,
+    key_type: &'a str,
+    key_base64: &'a str,
+}
+
+impl<'a> Entry<'a> {
+    fn parse(line: &'a str) -> Option<Entry<'a>> {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            return None;
+        }
+        let mut fields = line.split_ascii_whitespace();
+        let mut first = fields.next()?;
+        let marker = match first {
+            "@revoked" => Marker::Revoked,
+            "@cert-authority" => Marker::CertAuthority,
+            m if m.starts_with('@') => return None,
+            _ => Marker::None,
+        };
+        if marker != Marker::None {
+            first = fields.next()?;
+        }
+        Some(Entry {
+            marker,
+            hosts: first,
+            key_type: fields.next()?,
+            key_base64: fields.next()?,
+        })
+    }
+
+    /// None for key types we cannot parse: such lines say nothing about our key.
+    fn key(&self) -> Option<PublicKey> {
+        PublicKey::from_openssh(&format!("{} {}", self.key_type, self.key_base64)).ok()
+    }
+
+    /// `name` is already lowercased.
+    fn matches_host(&self, name: &str) -> bool {
+        if let Some(hashed) = self.hosts.strip_prefix("|1|") {
+            return hashed_matches(hashed, name);
+        }
+        let mut matched = false;
+        for pattern in self.hosts.split(',') {
+            let pattern = pattern.to_ascii_lowercase();
+            if let Some(negated) = pattern.strip_prefix('!') {
+                if wildcard_match(negated, name) {
+                    // A negated match rules the line out whatever else matches.
+                    return false;
+                }
+            } else if wildcard_match(&pattern, name) {
+                matched = true;
+            }
+        }
+        matched
+    }
+}
+
+/// `salt|hash`, both base64: the line is for `name` when HMAC-SHA1(salt, name) == hash.
+fn hashed_matches(salt_and_hash: &str, name: &str) -> bool {
+    let Some((salt, hash)) = salt_and_hash.split_once('|') else {
+        return false;
+    };
+    let (Ok(salt), Ok(hash)) = (BASE64.decode(salt), BASE64.decode(hash)) else {
+        return false;
+    };
+    let Ok(mut mac) = <Hmac<Sha1> as KeyInit>::new_from_slice(&salt) else {
+        return false;
+    };
+    mac.update(name.as_bytes());
+    mac.verify_slice(&hash).is_ok()
+}
+
+/// Glob match with `*` (any run) and `?` (one character), as ssh's match_pattern.
+fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((star_p, star_t)) = star {
+            pi = star_p + 1;
+            ti = star_t + 1;
+            star = Some((star_p, star_t + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// A fresh ed25519 public key from ssh-keygen, as (PublicKey, "ssh-ed25519 AAAA...").
+    fn generate_key(dir: &Path, name: &str) -> (PublicKey, String) {
+        generate_key_of_type(dir, name, "ed25519")
+    }
+
+    fn generate_key_of_type(dir: &Path, name: &str, key_type: &str) -> (PublicKey, String) {
+        let path = dir.join(name);
+        let status = Command::new("ssh-keygen")
+            .args(["-q", "-t", key_type, "-N", "", "-C", "", "-f"])
+            .arg(&path)
+            .status()
+            .expect("ssh-keygen (openssh-client) must be installed");
+        assert!(status.success());
+        let text = std::fs::read_to_string(path.with_extension("pub")).unwrap();
+        let text = text.trim().to_string();
+        (PublicKey::from_openssh(&text).unwrap(), text)
+    }
+
+    struct Fixture {
+        dir: tempfile::TempDir,
+        key: PublicKey,
+        key_text: String,
+        other: PublicKey,
+        other_text: String,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let (key, key_text) = generate_key(dir.path(), "a");
+        let (other, other_text) = generate_key(dir.path(), "b");
+        Fixture {
+            dir,
+            key,
+            key_text,
+            other,
+            other_text,
+        }
+    }
+
+    impl Fixture {
+        fn write(&self, name: &str, text: &str) -> PathBuf {
+            let path = self.dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        }
+        fn status(&self, text: &str, host: &str, port: u16) -> HostKeyStatus {
+            let file = self.write("known_hosts", text);
+            check(&[file], host, port, &self.key).unwrap()
+        }
+    }
+
+    #[test]
+    fn known_key_types_for_a_host() {
+        let f = fixture();
+        let (_, ecdsa) = generate_key_of_type(f.dir.path(), "c", "ecdsa");
+        let file = f.write(
+            "kh",
+            &format!(
+                "web1 {ecdsa}\nweb2 {}\n@revoked web1 {}\nweb1 {ecdsa}\n",
+                f.key_text, f.other_text
+            ),
+        );
+        assert_eq!(
+            known_key_types(std::slice::from_ref(&file), "web1", 22),
+            vec!["ecdsa-sha2-nistp256".to_string()]
+        );
+        assert!(known_key_types(&[file], "web3", 22).is_empty());
+    }
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard_match("*.example.com", "web.example.com"));
+        assert!(!wildcard_match("*.example.com", "example.com"));
+        assert!(wildcard_match("web?", "web1"));
+        assert!(!wildcard_match("web?", "web12"));
+        assert!(wildcard_match("*", "[127.0.0.1]:2222"));
+        assert!(wildcard_match("[127.0.0.*]:2222", "[127.0.0.1]:2222"));
+        assert!(wildcard_match("a*b*c", "aXXbYYc"));
+        assert!(!wildcard_match("a*b*c", "aXXbYY"));
+    }
+
+    #[test]
+    fn plain_host_on_port_22() {
+        let f = fixture();
+        let line = format!("web1.example.com {}\n", f.key_text);
+        assert_eq!(
+            f.status(&line, "web1.example.com", 22),
+            HostKeyStatus::Known
+        );
+        assert_eq!(
+            f.status(&line, "WEB1.example.com", 22),
+            HostKeyStatus::Known
+        );
+        assert_eq!(
+            f.status(&line, "web2.example.com", 22),
+            HostKeyStatus::Unknown
+        );
+        // On another port the bare name does not apply.
+        assert_eq!(
+            f.status(&line, "web1.example.com", 2222),
+            HostKeyStatus::Unknown
+        );
+    }
+
+    #[test]
+    fn bracketed_host_and_port() {
+        let f = fixture();
+        let line = format!("[127.0.0.1]:2222 {}\n", f.key_text);
+        assert_eq!(f.status(&line, "127.0.0.1", 2222), HostKeyStatus::Known);
+        assert_eq!(f.status(&line, "127.0.0.1", 2223), HostKeyStatus::Unknown);
+        assert_eq!(f.status(&line, "127.0.0.1", 22), HostKeyStatus::Unknown);
+    }
+
+    #[test]
+    fn comma_lists_wildcards_and_negation() {
+        let f = fixture();
+        let line = format!(
+            "db1,*.web.example.com,!bad.web.example.com {}\n",
+            f.key_text
+        );
+        assert_eq!(f.status(&line, "db1", 22), HostKeyStatus::Known);
+        assert_eq!(
+            f.status(&line, "a.web.example.com", 22),
+            HostKeyStatus::Known
+        );
+        assert_eq!(
+            f.status(&line, "bad.web.example.com", 22),
+            HostKeyStatus::Unknown
+        );
+        assert_eq!(f.status(&line, "db2", 22), HostKeyStatus::Unknown);
+    }
+
+    #[test]
+    fn changed_key_names_the_line() {
+        let f = fixture();
+        let text = format!("# comment\n\nother {}\nweb1 {}\n", f.key_text, f.other_text);
+        match f.status(&text, "web1", 22) {
+            HostKeyStatus::Changed { file, line } => {
+                assert_eq!(line, 4);
+                assert!(file.ends_with("known_hosts"));
+            }
+            other => panic!("expected Changed, got {other:?}"),
+        }
+        // A matching line anywhere wins over a stale one, as in ssh.
+        let text = format!("web1 {}\nweb1 {}\n", f.other_text, f.key_text);
+        assert_eq!(f.status(&text, "web1", 22), HostKeyStatus::Known);
+    }
+
+    #[test]
+    fn a_key_of_another_type_is_not_a_change() {
+        let f = fixture();
+        let (_, ecdsa) = generate_key_of_type(f.dir.path(), "c", "ecdsa");
+        let text = format!("web1 {ecdsa}\n");
+        assert_eq!(f.status(&text, "web1", 22), HostKeyStatus::Unknown);
+    }
+
+    #[test]
+    fn revoked_and_cert_authority_markers() {
+        let f = fixture();
+        let text = format!("web1 {k}\n@revoked * {k}\n", k = f.key_text);
+        assert!(matches!(
+            f.status(&text, "web1", 22),
+            HostKeyStatus::Revoked { line: 2, .. }
+        ));
+        // A CA line is not a host key: it neither vouches for nor contradicts ours.
+        let text = format!("@cert-authority web1 {}\n", f.other_text);
+        assert_eq!(f.status(&text, "web1", 22), HostKeyStatus::Unknown);
+        let text = format!("@cert-authority web1 {}\n", f.key_text);
+        assert_eq!(f.status(&text, "web1", 22), HostKeyStatus::Unknown);
+    }
+
+    #[test]
+    fn hashed_entries_from_ssh_keygen() {
+        let f = fixture();
+        let path = f.write(
+            "hashed_hosts",
+            &format!(
+                "[127.0.0.1]:2222 {}\nweb1.example.com {}\n",
+                f.key_text, f.other_text
+            ),
+        );
+        let status = Command::new("ssh-keygen")
+            .arg("-q")
+            .arg("-H")
+            .arg("-f")
+            .arg(&path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let hashed = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            hashed.lines().all(|l| l.starts_with("|1|")),
+            "ssh-keygen -H left plain names: {hashed}"
+        );
+        let files = [path];
+        assert_eq!(
+            check(&files, "127.0.0.1", 2222, &f.key).unwrap(),
+            HostKeyStatus::Known
+        );
+        assert_eq!(
+            check(&files, "127.0.0.1", 22, &f.key).unwrap(),
+            HostKeyStatus::Unknown
+        );
+        assert!(matches!(
+            check(&files, "web1.example.com", 22, &f.key).unwrap(),
+            HostKeyStatus::Changed { line: 2, .. }
+        ));
+        assert_eq!(
+            check(&files, "web1.example.com", 22, &f.other).unwrap(),
+            HostKeyStatus::Known
+        );
+    }
+
+    #[test]
+    fn missing_files_and_dev_null_are_empty() {
+        let f = fixture();
+        let files = [f.dir.path().join("nope"), PathBuf::from("/dev/null")];
+        assert_eq!(
+            check(&files, "web1", 22, &f.key).unwrap(),
+            HostKeyStatus::Unknown
+        );
+    }
+
+    #[test]
+    fn append_creates_private_dir_and_file_and_is_then_known() {
+        use std::os::unix::fs::PermissionsExt;
+        let f = fixture();
+        let file = f.dir.path().join("new/.ssh/known_hosts");
+        append(&file, "127.0.0.1", 2222, &f.key).unwrap();
+        append(&file, "web1", 22, &f.other).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let (key_type, key_b64) = {
+            let mut parts = f.key_text.split_whitespace();
+            (parts.next().unwrap(), parts.next().unwrap())
+        };
+        assert_eq!(
+            text.lines().next().unwrap(),
+            format!("[127.0.0.1]:2222 {key_type} {key_b64}")
+        );
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("web1 ssh-ed25519 ")
+        );
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(file.parent().unwrap()), 0o700);
+        assert_eq!(
+            check(std::slice::from_ref(&file), "127.0.0.1", 2222, &f.key).unwrap(),
+            HostKeyStatus::Known
+        );
+        assert_eq!(
+            check(&[file], "web1", 22, &f.other).unwrap(),
+            HostKeyStatus::Known
+        );
+    }
+
+    #[test]
+    fn append_after_a_last_line_without_newline() {
+        let f = fixture();
+        let file = f.write("kh", &format!("web9 {}", f.other_text));
+        append(&file, "web1", 22, &f.key).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        assert_eq!(
+            check(&[file], "web1", 22, &f.key).unwrap(),
+            HostKeyStatus::Known
+        );
+    }
+}

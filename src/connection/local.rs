@@ -1,0 +1,148 @@
+//! `ansible_connection: local`: the agent runs as a child of the controller, installed in
+//! the same cache path as on remote hosts so the same checks apply.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command};
+
+use super::{ConnectError, ConnectionSpec, agent_for, local_home};
+use crate::agent_binary::AgentBinary;
+use crate::agent_session::{AgentSession, BootstrapReport};
+
+const STDERR_LIMIT: usize = 16 * 1024;
+
+pub(super) async fn open_agent(spec: &ConnectionSpec) -> Result<AgentSession, ConnectError> {
+    let agent = agent_for(&spec.host)?;
+    let error = |message: String| ConnectError::Bootstrap {
+        host: spec.host.clone(),
+        message,
+    };
+    let home = local_home()
+        .ok_or_else(|| error("neither $HOME nor a passwd entry gives a home directory".into()))?;
+    let path = home.join(".cache/turbo-play").join(agent.remote_name());
+
+    let mut report = BootstrapReport::default();
+    if !is_installed(&path, agent) {
+        report.upload_bytes = install(&path, agent)
+            .map_err(|e| error(format!("installing the agent at {}: {e}", path.display())))?;
+        report.uploaded = true;
+    }
+    loop {
+        let (mut child, stderr) = spawn(&path)
+            .await
+            .map_err(|e| error(format!("starting the agent {}: {e}", path.display())))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stdin = child.stdin.take().expect("piped stdin");
+        match AgentSession::start(stdout, stdin, report.clone()).await {
+            Ok(session) => {
+                session.keep_alive(Box::new(child));
+                return Ok(session);
+            }
+            Err(e) => {
+                let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+                let _ = child.start_kill();
+                if e.is_not_an_agent() && !report.replaced_stale {
+                    report.upload_bytes += install(&path, agent).map_err(|e| {
+                        error(format!("installing the agent at {}: {e}", path.display()))
+                    })?;
+                    report.uploaded = true;
+                    report.replaced_stale = true;
+                    continue;
+                }
+                let stderr = String::from_utf8_lossy(&stderr.lock().expect("stderr"))
+                    .trim()
+                    .to_string();
+                let stderr = if stderr.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (stderr: {stderr})")
+                };
+                return Err(error(format!(
+                    "{} did not start as an agent: {e}{stderr}",
+                    path.display()
+                )));
+            }
+        }
+    }
+}
+
+fn is_installed(path: &Path, agent: &AgentBinary) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| {
+            m.is_file()
+                && m.len() == agent.bytes.len() as u64
+                && m.permissions().mode() & 0o100 != 0
+        })
+        .unwrap_or(false)
+}
+
+/// Writes a temp file beside `path` and renames it into place: a concurrent run never
+/// executes a half-written agent.
+fn install(path: &Path, agent: &AgentBinary) -> std::io::Result<u64> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = path.parent().expect("cache path has a parent");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let temp: PathBuf = dir.join(format!(".{}.{}", agent.remote_name(), std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o700)
+            .open(&temp)?;
+        file.write_all(&agent.bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result.map(|()| agent.bytes.len() as u64)
+}
+
+/// Spawns the agent with piped stdio. Retries "text file busy": another thread's fork may
+/// briefly hold a copy of the descriptor we just wrote the file through.
+async fn spawn(path: &Path) -> std::io::Result<(Child, Arc<Mutex<Vec<u8>>>)> {
+    let mut attempts = 0;
+    let mut child = loop {
+        let spawned = Command::new(path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn();
+        match spawned {
+            Err(e) if e.raw_os_error() == Some(26) && attempts < 20 => {
+                attempts += 1;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            other => break other?,
+        }
+    };
+    let stderr = Arc::new(Mutex::new(Vec::new()));
+    if let Some(mut pipe) = child.stderr.take() {
+        let sink = stderr.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                let mut kept = sink.lock().expect("stderr");
+                let room = STDERR_LIMIT.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        });
+    }
+    Ok((child, stderr))
+}

@@ -1,0 +1,160 @@
+//! Getting an agent running on a host: what to connect to (from inventory vars, the way
+//! Ansible's ssh plugin reads them), the SSH connection itself, the agent bootstrap, and
+//! the local "connection" that runs the agent as a child process.
+
+pub mod known_hosts;
+mod local;
+mod spec;
+mod ssh;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::agent_session::AgentSession;
+
+pub use spec::shell_split;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionKind {
+    Ssh,
+    Local,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrictHostKeyChecking {
+    /// Unknown and changed keys are refused.
+    Yes,
+    /// Unknown keys are accepted without recording them; changed keys are still refused.
+    No,
+    /// Unknown keys are accepted and appended to the first known_hosts file.
+    AcceptNew,
+}
+
+/// Everything needed to reach one host, resolved from its inventory vars.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionSpec {
+    /// The inventory name, for messages.
+    pub host: String,
+    pub kind: ConnectionKind,
+    /// `ansible_host`, else the inventory name.
+    pub address: String,
+    pub port: u16,
+    pub user: String,
+    /// Tried in order before the ssh-agent and the default keys.
+    pub identity_files: Vec<PathBuf>,
+    pub strict: StrictHostKeyChecking,
+    /// Read in order; accept-new appends to the first.
+    pub known_hosts_files: Vec<PathBuf>,
+    pub connect_timeout: Duration,
+}
+
+/// Settings from the command line / ansible.cfg that host vars override.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConnectionDefaults {
+    pub remote_user: Option<String>,
+    pub private_key: Option<PathBuf>,
+    pub host_key_checking: Option<bool>,
+    pub timeout: Option<Duration>,
+}
+
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The host's vars do not describe a usable connection.
+    #[error("host {host}: {message}")]
+    Config { host: String, message: String },
+    #[error("ssh: Could not resolve hostname {address}: {reason}")]
+    Resolve { address: String, reason: String },
+    #[error("ssh: connect to host {address} port {port}: {reason}")]
+    Tcp {
+        address: String,
+        port: u16,
+        reason: String,
+    },
+    #[error(
+        "host key for {name} is not known ({key_type} {fingerprint}): add it with `{keyscan}`, or set ANSIBLE_HOST_KEY_CHECKING=False"
+    )]
+    UnknownHostKey {
+        name: String,
+        key_type: String,
+        fingerprint: String,
+        keyscan: String,
+    },
+    #[error(
+        "REMOTE HOST IDENTIFICATION HAS CHANGED for {name} ({} line {line}): refusing to connect; if the host was reinstalled, remove the old key with `ssh-keygen -R '{name}'`",
+        .file.display()
+    )]
+    HostKeyChanged {
+        name: String,
+        file: PathBuf,
+        line: usize,
+    },
+    #[error("host key for {name} is marked @revoked ({} line {line}): refusing to connect", .file.display())]
+    HostKeyRevoked {
+        name: String,
+        file: PathBuf,
+        line: usize,
+    },
+    #[error("known_hosts: {0}")]
+    KnownHosts(String),
+    #[error("Permission denied (publickey) for user {user}: {}", tried_list(.tried))]
+    AuthFailed { user: String, tried: Vec<String> },
+    #[error("ssh to {address} port {port}: {message}")]
+    Ssh {
+        address: String,
+        port: u16,
+        message: String,
+    },
+    #[error("agent not available for {uname}: turbo-play ships an agent for Linux x86_64 only")]
+    Unsupported { uname: String },
+    #[error("agent bootstrap on {host}: {message}")]
+    Bootstrap { host: String, message: String },
+}
+
+fn tried_list(tried: &[String]) -> String {
+    if tried.is_empty() {
+        "no private key to try (set ansible_ssh_private_key_file, load a key into ssh-agent, or create ~/.ssh/id_ed25519)".to_string()
+    } else {
+        format!("tried {}", tried.join(", "))
+    }
+}
+
+/// Connects (one SSH connection for the whole run), bootstraps the agent, returns the
+/// session. For `ConnectionKind::Local` the agent runs as a child of this process.
+pub async fn open_agent(spec: &ConnectionSpec) -> Result<AgentSession, ConnectError> {
+    match spec.kind {
+        ConnectionKind::Ssh => ssh::open_agent(spec).await,
+        ConnectionKind::Local => local::open_agent(spec).await,
+    }
+}
+
+/// The agent bytes for this run, or a bootstrap error naming the host.
+fn agent_for(host: &str) -> Result<&'static crate::agent_binary::AgentBinary, ConnectError> {
+    crate::agent_binary::agent_binary().map_err(|message| ConnectError::Bootstrap {
+        host: host.to_string(),
+        message,
+    })
+}
+
+/// The controller user's home, for `~` in paths and the default keys.
+pub(crate) fn local_home() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(home));
+    }
+    spec::passwd_entry_of_current_user().map(|(_, home)| PathBuf::from(home))
+}
+
+/// `~` and `~/...` against the controller user's home; anything else unchanged.
+pub fn expand_tilde(path: &str) -> PathBuf {
+    if path == "~" {
+        if let Some(home) = local_home() {
+            return home;
+        }
+    } else if let Some(rest) = path.strip_prefix("~/")
+        && let Some(home) = local_home()
+    {
+        return home.join(rest);
+    }
+    PathBuf::from(path)
+}

@@ -1,0 +1,594 @@
+//! Inventory vars -> [`ConnectionSpec`], with the precedence Ansible's ssh plugin gives
+//! them: it puts its own `-o User=`/`-o Port=`/`-o StrictHostKeyChecking=no` before the
+//! user's `ssh_common_args`/`ssh_extra_args`, and ssh keeps the first value of an option.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::{
+    ConnectError, ConnectionDefaults, ConnectionKind, ConnectionSpec, DEFAULT_CONNECT_TIMEOUT,
+    StrictHostKeyChecking, expand_tilde,
+};
+
+impl ConnectionSpec {
+    /// From a host's merged inventory vars (see the module docs for the precedence).
+    pub fn from_host_vars(
+        host: &str,
+        vars: &Map<String, Value>,
+        defaults: &ConnectionDefaults,
+    ) -> Result<ConnectionSpec, ConnectError> {
+        from_vars_with_env(host, vars, defaults, &|name| std::env::var(name).ok())
+    }
+}
+
+/// What `-o` options (and `-p`/`-l`/`-i`) in the ssh args say; first value wins.
+#[derive(Debug, Default, PartialEq)]
+struct SshOptions {
+    user: Option<String>,
+    port: Option<String>,
+    identity_files: Vec<String>,
+    known_hosts_files: Option<Vec<String>>,
+    strict: Option<String>,
+    connect_timeout: Option<String>,
+}
+
+pub(super) fn from_vars_with_env(
+    host: &str,
+    vars: &Map<String, Value>,
+    defaults: &ConnectionDefaults,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ConnectionSpec, ConnectError> {
+    let config_error = |message: String| ConnectError::Config {
+        host: host.to_string(),
+        message,
+    };
+
+    let kind = match var_string(vars, &["ansible_connection"]).as_deref() {
+        None | Some("ssh") | Some("smart") | Some("paramiko") | Some("paramiko_ssh") => {
+            ConnectionKind::Ssh
+        }
+        Some("local") => ConnectionKind::Local,
+        Some(other) => {
+            return Err(config_error(format!(
+                "ansible_connection={other} is not supported: turbo-play connects with `ssh` or `local`"
+            )));
+        }
+    };
+
+    let mut options = SshOptions::default();
+    for name in ["ansible_ssh_common_args", "ansible_ssh_extra_args"] {
+        if let Some(args) = var_string(vars, &[name]) {
+            let words = shell_split(&args).map_err(|e| config_error(format!("{name}: {e}")))?;
+            parse_ssh_args(&words, &mut options)
+                .map_err(|e| config_error(format!("{name}: {e}")))?;
+        }
+    }
+
+    let address = var_string(vars, &["ansible_host", "ansible_ssh_host"])
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| host.to_string());
+
+    let port =
+        match var_string(vars, &["ansible_port", "ansible_ssh_port"]).or(options.port.clone()) {
+            None => 22,
+            Some(text) => parse_port(&text).ok_or_else(|| {
+                config_error(format!(
+                    "ansible_port={text} is not a port number (1-65535)"
+                ))
+            })?,
+        };
+
+    let user = var_string(vars, &["ansible_user", "ansible_ssh_user"])
+        .or_else(|| defaults.remote_user.clone())
+        .or(options.user.clone())
+        .or_else(current_user_name)
+        .ok_or_else(|| {
+            config_error("no remote user: set ansible_user or remote_user".to_string())
+        })?;
+
+    let mut identity_files = Vec::new();
+    if let Some(key) = var_string(
+        vars,
+        &["ansible_ssh_private_key_file", "ansible_private_key_file"],
+    ) {
+        identity_files.push(expand_tilde(&key));
+    }
+    if let Some(key) = &defaults.private_key {
+        identity_files.push(expand_tilde(&key.to_string_lossy()));
+    }
+    for key in &options.identity_files {
+        identity_files.push(expand_tilde(key));
+    }
+    dedup_in_order(&mut identity_files);
+
+    let checking_var = match vars
+        .get("ansible_host_key_checking")
+        .or_else(|| vars.get("ansible_ssh_host_key_checking"))
+        .or_else(|| vars.get("host_key_checking"))
+    {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(ansible_bool(value).ok_or_else(|| {
+            config_error(format!(
+                "host_key_checking={value} is not a boolean (use true or false)"
+            ))
+        })?),
+    };
+    let checking_env = match env("ANSIBLE_HOST_KEY_CHECKING") {
+        None => None,
+        Some(text) => Some(ansible_bool(&Value::String(text.clone())).ok_or_else(|| {
+            config_error(format!(
+                "ANSIBLE_HOST_KEY_CHECKING={text} is not a boolean (use True or False)"
+            ))
+        })?),
+    };
+    let host_key_checking = checking_var
+        .or(checking_env)
+        .or(defaults.host_key_checking)
+        .unwrap_or(true);
+    let strict = if !host_key_checking {
+        StrictHostKeyChecking::No
+    } else {
+        match options
+            .strict
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None | Some("yes") | Some("ask") | Some("true") => StrictHostKeyChecking::Yes,
+            Some("no") | Some("off") | Some("false") => StrictHostKeyChecking::No,
+            Some("accept-new") => StrictHostKeyChecking::AcceptNew,
+            Some(other) => {
+                return Err(config_error(format!(
+                    "StrictHostKeyChecking={other} is not one of yes, no, accept-new, off"
+                )));
+            }
+        }
+    };
+
+    let mut known_hosts_files: Vec<PathBuf> = match &options.known_hosts_files {
+        Some(files) => files.iter().map(|f| expand_tilde(f)).collect(),
+        None => vec![expand_tilde("~/.ssh/known_hosts")],
+    };
+    // ssh reads the system-wide file too, whatever UserKnownHostsFile says.
+    known_hosts_files.push(PathBuf::from("/etc/ssh/ssh_known_hosts"));
+
+    let timeout_var = match var_string(vars, &["ansible_timeout", "ansible_ssh_timeout"]) {
+        None => None,
+        Some(text) => Some(parse_seconds(&text).ok_or_else(|| {
+            config_error(format!("ansible_timeout={text} is not a number of seconds"))
+        })?),
+    };
+    let timeout_option = match &options.connect_timeout {
+        None => None,
+        Some(text) => Some(parse_seconds(text).ok_or_else(|| {
+            config_error(format!("ConnectTimeout={text} is not a number of seconds"))
+        })?),
+    };
+    let connect_timeout = timeout_var
+        .or(defaults.timeout)
+        .or(timeout_option)
+        .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+
+    Ok(ConnectionSpec {
+        host: host.to_string(),
+        kind,
+        address,
+        port,
+        user,
+        identity_files,
+        strict,
+        known_hosts_files,
+        connect_timeout,
+    })
+}
+
+/// The first of `names` that is set, as text (numbers and booleans included).
+fn var_string(vars: &Map<String, Value>, names: &[&str]) -> Option<String> {
+    names.iter().find_map(|name| match vars.get(*name)? {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        other => Some(other.to_string()),
+    })
+}
+
+/// Ansible's boolean(): yes/no, on/off, true/false, 1/0, y/n, t/f, any case.
+fn ansible_bool(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(*b),
+        Value::Number(n) => match n.as_f64() {
+            Some(1.0) => Some(true),
+            Some(0.0) => Some(false),
+            _ => None,
+        },
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "yes" | "on" | "1" | "true" | "y" | "t" | "1.0" => Some(true),
+            "no" | "off" | "0" | "false" | "n" | "f" | "0.0" | "" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn parse_port(text: &str) -> Option<u16> {
+    text.trim().parse::<u16>().ok().filter(|p| *p != 0)
+}
+
+fn parse_seconds(text: &str) -> Option<Duration> {
+    let secs: f64 = text.trim().parse().ok()?;
+    (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+fn dedup_in_order(paths: &mut Vec<PathBuf>) {
+    let mut seen = std::collections::HashSet::new();
+    paths.retain(|p| seen.insert(p.clone()));
+}
+
+fn parse_ssh_args(words: &[String], options: &mut SshOptions) -> Result<(), String> {
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        let Some(flag) = word.strip_prefix('-').and_then(|w| w.chars().next()) else {
+            continue;
+        };
+        if !matches!(flag, 'o' | 'p' | 'l' | 'i') {
+            continue;
+        }
+        let attached = &word[2..];
+        let value = if attached.is_empty() {
+            words
+                .next()
+                .ok_or_else(|| format!("`-{flag}` needs a value"))?
+                .clone()
+        } else {
+            attached.to_string()
+        };
+        match flag {
+            'p' => set_once(&mut options.port, value),
+            'l' => set_once(&mut options.user, value),
+            'i' => options.identity_files.push(value),
+            _ => apply_option(&value, options)?,
+        }
+    }
+    Ok(())
+}
+
+fn set_once(slot: &mut Option<String>, value: String) {
+    if slot.is_none() {
+        *slot = Some(value);
+    }
+}
+
+/// One `Key=Value` or `Key Value` as ssh's -o takes it; options we do not use are ignored.
+fn apply_option(option: &str, options: &mut SshOptions) -> Result<(), String> {
+    let option = option.trim();
+    let split_at = option
+        .find(|c: char| c == '=' || c.is_whitespace())
+        .ok_or_else(|| format!("`-o {option}` has no value (use -o Key=Value)"))?;
+    let key = option[..split_at].to_ascii_lowercase();
+    let value = option[split_at..]
+        .trim_start_matches(|c: char| c.is_whitespace())
+        .trim_start_matches('=')
+        .trim()
+        .to_string();
+    match key.as_str() {
+        "user" => set_once(&mut options.user, value),
+        "port" => set_once(&mut options.port, value),
+        "identityfile" => options.identity_files.push(value),
+        "stricthostkeychecking" => set_once(&mut options.strict, value),
+        "connecttimeout" => set_once(&mut options.connect_timeout, value),
+        "userknownhostsfile" if options.known_hosts_files.is_none() => {
+            options.known_hosts_files =
+                Some(value.split_whitespace().map(str::to_string).collect());
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Splits a command line the way a POSIX shell would split words: whitespace separates,
+/// single quotes are literal, double quotes allow `\"`, `\\`, `\$`, `` \` ``, and a
+/// backslash outside quotes escapes the next character.
+pub fn shell_split(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err(format!("unterminated single quote in `{line}`")),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                            Some('\n') => {}
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err(format!("unterminated double quote in `{line}`")),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err(format!("unterminated double quote in `{line}`")),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some('\n') => {}
+                    Some(c) => word.push(c),
+                    None => return Err(format!("trailing backslash in `{line}`")),
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+/// The name of the user running turbo-play: $USER, $LOGNAME, else the passwd entry.
+fn current_user_name() -> Option<String> {
+    ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        .or_else(|| passwd_entry_of_current_user().map(|(name, _)| name))
+}
+
+/// (name, home) from /etc/passwd for our uid, found without libc via /proc/self's owner.
+pub(crate) fn passwd_entry_of_current_user() -> Option<(String, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").ok()?.uid();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() >= 6 && fields[2].parse::<u32>().ok() == Some(uid))
+            .then(|| (fields[0].to_string(), fields[5].to_string()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vars(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => panic!("vars must be an object"),
+        }
+    }
+
+    fn spec_with(
+        v: Value,
+        defaults: &ConnectionDefaults,
+        env: &[(&str, &str)],
+    ) -> Result<ConnectionSpec, ConnectError> {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        from_vars_with_env("web1", &vars(v), defaults, &|name| {
+            env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        })
+    }
+
+    fn spec(v: Value) -> ConnectionSpec {
+        spec_with(v, &ConnectionDefaults::default(), &[]).unwrap()
+    }
+
+    fn home() -> PathBuf {
+        super::super::local_home().unwrap()
+    }
+
+    #[test]
+    fn defaults_for_a_bare_host() {
+        let s = spec(json!({}));
+        assert_eq!(s.host, "web1");
+        assert_eq!(s.kind, ConnectionKind::Ssh);
+        assert_eq!(s.address, "web1");
+        assert_eq!(s.port, 22);
+        assert_eq!(s.user, current_user_name().unwrap());
+        assert!(s.identity_files.is_empty());
+        assert_eq!(s.strict, StrictHostKeyChecking::Yes);
+        assert_eq!(s.known_hosts_files[0], home().join(".ssh/known_hosts"));
+        assert_eq!(s.connect_timeout, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn host_vars() {
+        let s = spec(json!({
+            "ansible_connection": "ssh",
+            "ansible_host": "127.0.0.1",
+            "ansible_port": "2222",
+            "ansible_user": "deploy",
+            "ansible_ssh_private_key_file": "~/keys/id_deploy",
+        }));
+        assert_eq!(s.address, "127.0.0.1");
+        assert_eq!(s.port, 2222);
+        assert_eq!(s.user, "deploy");
+        assert_eq!(s.identity_files, vec![home().join("keys/id_deploy")]);
+        assert_eq!(spec(json!({"ansible_port": 2200})).port, 2200);
+        assert_eq!(
+            spec(json!({"ansible_connection": "local"})).kind,
+            ConnectionKind::Local
+        );
+        assert_eq!(
+            spec(json!({"ansible_connection": "smart"})).kind,
+            ConnectionKind::Ssh
+        );
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let err = spec_with(
+            json!({"ansible_connection": "winrm"}),
+            &Default::default(),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("ansible_connection=winrm"), "{err}");
+        assert!(err.starts_with("host web1:"), "{err}");
+        let err = spec_with(json!({"ansible_port": "http"}), &Default::default(), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ansible_port=http"), "{err}");
+        let err = spec_with(
+            json!({"ansible_ssh_common_args": "-o 'StrictHostKeyChecking=maybe'"}),
+            &Default::default(),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("StrictHostKeyChecking=maybe"), "{err}");
+    }
+
+    #[test]
+    fn defaults_apply_under_host_vars() {
+        let defaults = ConnectionDefaults {
+            remote_user: Some("ops".into()),
+            private_key: Some(PathBuf::from("/keys/ops")),
+            host_key_checking: Some(false),
+            timeout: Some(Duration::from_secs(3)),
+        };
+        let s = spec_with(json!({}), &defaults, &[]).unwrap();
+        assert_eq!(s.user, "ops");
+        assert_eq!(s.identity_files, vec![PathBuf::from("/keys/ops")]);
+        assert_eq!(s.strict, StrictHostKeyChecking::No);
+        assert_eq!(s.connect_timeout, Duration::from_secs(3));
+
+        let s = spec_with(
+            json!({"ansible_user": "deploy", "ansible_ssh_private_key_file": "/keys/d"}),
+            &defaults,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.user, "deploy");
+        assert_eq!(
+            s.identity_files,
+            vec![PathBuf::from("/keys/d"), PathBuf::from("/keys/ops")]
+        );
+    }
+
+    #[test]
+    fn host_key_checking_precedence() {
+        let on = ConnectionDefaults {
+            host_key_checking: Some(true),
+            ..Default::default()
+        };
+        let off = ConnectionDefaults {
+            host_key_checking: Some(false),
+            ..Default::default()
+        };
+        let strict = |v: Value, d: &ConnectionDefaults, env: &[(&str, &str)]| {
+            spec_with(v, d, env).unwrap().strict
+        };
+        use StrictHostKeyChecking::*;
+        // env beats defaults
+        assert_eq!(
+            strict(json!({}), &on, &[("ANSIBLE_HOST_KEY_CHECKING", "False")]),
+            No
+        );
+        assert_eq!(
+            strict(json!({}), &off, &[("ANSIBLE_HOST_KEY_CHECKING", "True")]),
+            Yes
+        );
+        // host var beats env, as a bool or as a string
+        assert_eq!(
+            strict(
+                json!({"ansible_host_key_checking": false}),
+                &on,
+                &[("ANSIBLE_HOST_KEY_CHECKING", "True")]
+            ),
+            No
+        );
+        assert_eq!(strict(json!({"host_key_checking": "False"}), &on, &[]), No);
+        assert_eq!(
+            strict(
+                json!({"ansible_host_key_checking": "yes"}),
+                &off,
+                &[("ANSIBLE_HOST_KEY_CHECKING", "False")]
+            ),
+            Yes
+        );
+        assert_eq!(strict(json!({}), &Default::default(), &[]), Yes);
+        assert_eq!(strict(json!({}), &off, &[]), No);
+    }
+
+    #[test]
+    fn ssh_args_options() {
+        let s = spec(json!({
+            "ansible_ssh_common_args": "-o UserKnownHostsFile='/tmp/kh1 ~/kh2' -oStrictHostKeyChecking=accept-new -o \"ConnectTimeout 4\"",
+            "ansible_ssh_extra_args": "-o Port=2022 -o User=bob -o IdentityFile=~/.ssh/extra -o StrictHostKeyChecking=no",
+        }));
+        assert_eq!(
+            s.known_hosts_files,
+            vec![
+                PathBuf::from("/tmp/kh1"),
+                home().join("kh2"),
+                PathBuf::from("/etc/ssh/ssh_known_hosts")
+            ]
+        );
+        // The first StrictHostKeyChecking wins, as in ssh.
+        assert_eq!(s.strict, StrictHostKeyChecking::AcceptNew);
+        assert_eq!(s.connect_timeout, Duration::from_secs(4));
+        assert_eq!(s.port, 2022);
+        assert_eq!(s.user, "bob");
+        assert_eq!(s.identity_files, vec![home().join(".ssh/extra")]);
+
+        // ansible_* vars come first on Ansible's ssh command line, so they win.
+        let s = spec(json!({
+            "ansible_port": 2200,
+            "ansible_user": "alice",
+            "ansible_ssh_extra_args": "-o Port=2022 -o User=bob -o UserKnownHostsFile=/dev/null",
+        }));
+        assert_eq!((s.port, s.user.as_str()), (2200, "alice"));
+        assert_eq!(s.known_hosts_files[0], PathBuf::from("/dev/null"));
+
+        // host_key_checking=false beats StrictHostKeyChecking=yes in the args.
+        let s = spec(json!({
+            "host_key_checking": false,
+            "ansible_ssh_common_args": "-o StrictHostKeyChecking=yes",
+        }));
+        assert_eq!(s.strict, StrictHostKeyChecking::No);
+        let s = spec(json!({"ansible_ssh_common_args": "-o StrictHostKeyChecking=off"}));
+        assert_eq!(s.strict, StrictHostKeyChecking::No);
+    }
+
+    #[test]
+    fn shell_splitting() {
+        assert_eq!(
+            shell_split(r#"-o 'A=b c' -o"D=e f" g\ h "x\"y" '' end"#).unwrap(),
+            vec!["-o", "A=b c", "-oD=e f", "g h", "x\"y", "", "end"]
+        );
+        assert!(shell_split("-o 'open").is_err());
+        assert!(shell_split("").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,4 @@
+//! Integration tests against real services (a throw-away sshd per test; see support/).
+
+mod connection;
+mod support;

@@ -1,0 +1,5 @@
+//! Fixtures shared by the integration tests.
+
+#![allow(dead_code)]
+
+pub mod sshd;

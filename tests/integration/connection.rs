@@ -9,7 +9,7 @@ use turbo_play::agent_binary::agent_binary;
 use turbo_play::connection::{
     ConnectError, ConnectionKind, ConnectionSpec, StrictHostKeyChecking, open_agent,
 };
-use turbo_proto::{FileKind, Op, OpResult};
+use turbo_proto::{Command, Exec, FileKind, Op, OpResult};
 
 use crate::support::sshd::{Sshd, TestUser, free_port, keygen};
 
@@ -71,6 +71,30 @@ async fn first_connect_uploads_then_the_cached_agent_is_reused() {
             }
             other => panic!("unexpected reply {other:?}"),
         }
+    }
+    // A command runs as the login user, and its output travels inside the reply.
+    let exec = Op::Exec(Exec {
+        command: Command::Shell {
+            script: "id -un; echo oops >&2; exit 3".into(),
+            executable: None,
+        },
+        chdir: None,
+        creates: None,
+        removes: None,
+        env: vec![],
+        stdin: None,
+    });
+    match session
+        .call(exec, false, false)
+        .await
+        .expect("exec over ssh")
+    {
+        OpResult::Exec(out) => {
+            assert_eq!(out.rc, 3);
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), user.name);
+            assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), "oops");
+        }
+        other => panic!("unexpected reply {other:?}"),
     }
     let (sent, received) = session.traffic();
     assert!(sent > 0 && received > 0);

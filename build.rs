@@ -49,6 +49,9 @@ fn build_agent(manifest_dir: &Path, out_dir: &Path) -> PathBuf {
         // scripts and proc macros, which could not be linked statically.
         .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=+crt-static")
         .env_remove("RUSTFLAGS")
+        // Under `cargo clippy` the wrapper would lint the agent with the controller's flags.
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CLIPPY_ARGS")
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO_BUILD_TARGET")
         .env_remove("CARGO_MAKEFLAGS")

@@ -30,15 +30,30 @@ pub struct Cli {
     pub limit: Option<String>,
 
     /// How many hosts run at once.
-    #[arg(short = 'f', long = "forks", value_name = "FORKS", env = "ANSIBLE_FORKS", default_value_t = 5)]
+    #[arg(
+        short = 'f',
+        long = "forks",
+        value_name = "FORKS",
+        env = "ANSIBLE_FORKS",
+        default_value_t = 5
+    )]
     pub forks: usize,
 
     /// Connect as this user (inventory `ansible_user` wins).
-    #[arg(short = 'u', long = "user", value_name = "REMOTE_USER", env = "ANSIBLE_REMOTE_USER")]
+    #[arg(
+        short = 'u',
+        long = "user",
+        value_name = "REMOTE_USER",
+        env = "ANSIBLE_REMOTE_USER"
+    )]
     pub user: Option<String>,
 
     /// Private key for SSH authentication.
-    #[arg(long = "private-key", visible_alias = "key-file", value_name = "PRIVATE_KEY_FILE")]
+    #[arg(
+        long = "private-key",
+        visible_alias = "key-file",
+        value_name = "PRIVATE_KEY_FILE"
+    )]
     pub private_key: Option<PathBuf>,
 
     /// SSH connection timeout in seconds.
@@ -68,9 +83,13 @@ pub enum ExtraVarsError {
 pub fn parse_extra_vars(args: &[String]) -> Result<Map<String, Value>, ExtraVarsError> {
     let mut vars = Map::new();
     for arg in args {
-        let invalid = |message: String| ExtraVarsError::Invalid { arg: arg.clone(), message };
+        let invalid = |message: String| ExtraVarsError::Invalid {
+            arg: arg.clone(),
+            message,
+        };
         let parsed = if let Some(path) = arg.strip_prefix('@') {
-            let source = crate::yaml::Source::read(std::path::Path::new(path)).map_err(|e| invalid(e.to_string()))?;
+            let source = crate::yaml::Source::read(std::path::Path::new(path))
+                .map_err(|e| invalid(e.to_string()))?;
             let node = source.parse().map_err(|e| invalid(e.to_string()))?;
             match node.to_json() {
                 Value::Object(m) => m,
@@ -79,7 +98,11 @@ pub fn parse_extra_vars(args: &[String]) -> Result<Map<String, Value>, ExtraVars
             }
         } else if arg.trim_start().starts_with('{') || arg.trim_start().starts_with('[') {
             let source = crate::yaml::Source::from_text("<extra vars>", arg.as_str());
-            match source.parse().map_err(|e| invalid(e.to_string()))?.to_json() {
+            match source
+                .parse()
+                .map_err(|e| invalid(e.to_string()))?
+                .to_json()
+            {
                 Value::Object(m) => m,
                 _ => return Err(invalid("must be a mapping of variables".into())),
             }
@@ -96,7 +119,9 @@ fn parse_key_values(text: &str) -> Result<Map<String, Value>, String> {
     let mut vars = Map::new();
     for word in split_words(text)? {
         let Some((k, v)) = word.split_once('=') else {
-            return Err(format!("'{word}' is not k=v: write -e '{word}=value' or pass JSON"));
+            return Err(format!(
+                "'{word}' is not k=v: write -e '{word}=value' or pass JSON"
+            ));
         };
         if k.is_empty() {
             return Err(format!("'{word}' has an empty variable name"));

@@ -36,8 +36,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<u8, (u8, String)> {
-    let extra_vars = parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
-    let inventory = Inventory::load(&cli.inventory).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+    let extra_vars =
+        parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
+    let inventory =
+        Inventory::load(&cli.inventory).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
     let mut playbooks = Vec::new();
     for path in &cli.playbooks {
         if !path.is_file() {

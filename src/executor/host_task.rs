@@ -49,7 +49,9 @@ pub(crate) async fn run(
         }
     };
     if let Some(items) = &items {
-        ctx.emit(Event::ItemsPlanned { count: items.len().saturating_sub(1) });
+        ctx.emit(Event::ItemsPlanned {
+            count: items.len().saturating_sub(1),
+        });
     }
 
     // Plan every item on the controller first; only then talk to the agent, once.
@@ -75,7 +77,12 @@ pub(crate) async fn run(
             Ok((args, state)) => (args, state),
             Err(outcome) => (Map::new(), ItemState::Done(outcome)),
         };
-        runs.push(ItemRun { item, label, args, state });
+        runs.push(ItemRun {
+            item,
+            label,
+            args,
+            state,
+        });
     }
 
     let remote: Vec<usize> = runs
@@ -116,7 +123,9 @@ pub(crate) async fn run(
     let is_loop = task.loop_spec.is_some();
     let mut outcomes = Vec::with_capacity(runs.len());
     for run in runs {
-        let ItemState::Done(outcome) = run.state else { unreachable!("all items done") };
+        let ItemState::Done(outcome) = run.state else {
+            unreachable!("all items done")
+        };
         outcomes.push((run.item, run.label, outcome));
     }
     if is_loop {
@@ -136,7 +145,11 @@ async fn send_batched(
     let (check, diff) = (ctx.opts.check, ctx.opts.diff);
     if ops.len() == 1 {
         let op = ops.into_iter().next().expect("one op");
-        return session.call(op, check, diff).await.map(|r| vec![r]).map_err(|e| e.to_string());
+        return session
+            .call(op, check, diff)
+            .await
+            .map(|r| vec![r])
+            .map_err(|e| e.to_string());
     }
     let mut pending = Vec::new();
     let mut ops = ops.into_iter().peekable();
@@ -144,7 +157,10 @@ async fn send_batched(
         let chunk: Vec<Op> = ops.by_ref().take(BATCH_CHUNK).collect();
         let expected = chunk.len();
         let session = session.clone();
-        pending.push((expected, tokio::spawn(async move { session.call(Op::Batch(chunk), check, diff).await })));
+        pending.push((
+            expected,
+            tokio::spawn(async move { session.call(Op::Batch(chunk), check, diff).await }),
+        ));
     }
     let mut results = Vec::new();
     for (expected, handle) in pending {
@@ -167,9 +183,16 @@ fn plan_item(
         match ctx.templar.eval_condition(condition, vars) {
             Ok(true) => {}
             Ok(false) => {
-                let mut outcome = TaskOutcome { skipped: true, ..Default::default() };
-                outcome.data.insert("false_condition".into(), condition.clone().into());
-                outcome.data.insert("skip_reason".into(), "Conditional result was False".into());
+                let mut outcome = TaskOutcome {
+                    skipped: true,
+                    ..Default::default()
+                };
+                outcome
+                    .data
+                    .insert("false_condition".into(), condition.clone().into());
+                outcome
+                    .data
+                    .insert("skip_reason".into(), "Conditional result was False".into());
                 return Ok((Map::new(), ItemState::Done(outcome)));
             }
             Err(e) => {
@@ -180,12 +203,19 @@ fn plan_item(
             }
         }
     }
-    let args = match ctx.templar.render_value(&Value::Object(task.args.clone()), vars) {
+    let args = match ctx
+        .templar
+        .render_value(&Value::Object(task.args.clone()), vars)
+    {
         Ok(Value::Object(mut args)) => {
             strip_omitted(&mut args);
             args
         }
-        Ok(_) => return Err(failed("module arguments did not template to a mapping".into())),
+        Ok(_) => {
+            return Err(failed(
+                "module arguments did not template to a mapping".into(),
+            ));
+        }
         Err(e) => return Err(failed(template_failure(task, &e))),
     };
     let plan_ctx = PlanContext {
@@ -213,11 +243,21 @@ fn template_failure(task: &Task, e: &TemplateError) -> String {
 }
 
 fn failed(msg: String) -> TaskOutcome {
-    TaskOutcome { failed: true, msg: Some(msg), ..Default::default() }
+    TaskOutcome {
+        failed: true,
+        msg: Some(msg),
+        ..Default::default()
+    }
 }
 
-fn expand_loop(ctx: &RunContext, task: &Task, vars: &minijinja::Value) -> Result<Option<Vec<Value>>, String> {
-    let Some(spec) = &task.loop_spec else { return Ok(None) };
+fn expand_loop(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Option<Vec<Value>>, String> {
+    let Some(spec) = &task.loop_spec else {
+        return Ok(None);
+    };
     let where_ = &task.location;
     match spec {
         LoopSpec::Sequence(raw) => {
@@ -225,11 +265,15 @@ fn expand_loop(ctx: &RunContext, task: &Task, vars: &minijinja::Value) -> Result
                 .templar
                 .render_str(raw, vars)
                 .map_err(|e| format!("{e}\n\nThe error appears to be in '{where_}'"))?;
-            let items = sequence_items(&spec).map_err(|e| format!("with_sequence: {e} ({where_})"))?;
+            let items =
+                sequence_items(&spec).map_err(|e| format!("with_sequence: {e} ({where_})"))?;
             Ok(Some(items.into_iter().map(Value::from).collect()))
         }
         LoopSpec::Items { value, flatten } => {
-            let rendered = ctx.templar.render_value(value, vars).map_err(|e| template_failure(task, &e))?;
+            let rendered = ctx
+                .templar
+                .render_value(value, vars)
+                .map_err(|e| template_failure(task, &e))?;
             let list = match rendered {
                 Value::Array(items) => items,
                 Value::Null if *flatten => vec![],
@@ -292,7 +336,12 @@ fn result_data(outcome: &TaskOutcome) -> Map<String, Value> {
     data
 }
 
-fn finish_loop(ctx: &RunContext, task: &Task, host: &HostState, outcomes: Vec<(Option<Value>, Option<String>, TaskOutcome)>) {
+fn finish_loop(
+    ctx: &RunContext,
+    task: &Task,
+    host: &HostState,
+    outcomes: Vec<(Option<Value>, Option<String>, TaskOutcome)>,
+) {
     let mut results = Vec::with_capacity(outcomes.len());
     let (mut any_changed, mut any_failed, mut all_skipped) = (false, false, true);
     let last_failed = outcomes.iter().rposition(|(_, _, o)| o.failed);
@@ -318,7 +367,14 @@ fn finish_loop(ctx: &RunContext, task: &Task, host: &HostState, outcomes: Vec<(O
         changed: any_changed,
         failed: any_failed,
         skipped: skipped_all || results.is_empty(),
-        msg: Some(if any_failed { "One or more items failed" } else { "All items completed" }.to_string()),
+        msg: Some(
+            if any_failed {
+                "One or more items failed"
+            } else {
+                "All items completed"
+            }
+            .to_string(),
+        ),
         data: Map::new(),
     };
     let mut data = result_data(&summary);
@@ -340,9 +396,18 @@ fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, outcome: TaskOut
 }
 
 /// debug shows only what it was asked to show, like Ansible's.
-fn display_data(task: &Task, outcome: &TaskOutcome, data: &Map<String, Value>) -> Map<String, Value> {
+fn display_data(
+    task: &Task,
+    outcome: &TaskOutcome,
+    data: &Map<String, Value>,
+) -> Map<String, Value> {
     if task.module.name() == "debug" && !outcome.failed {
-        outcome.data.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect()
+        outcome
+            .data
+            .iter()
+            .filter(|(k, _)| !k.starts_with('_'))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     } else {
         data.clone()
     }
@@ -351,7 +416,10 @@ fn display_data(task: &Task, outcome: &TaskOutcome, data: &Map<String, Value>) -
 /// Counts the task in the recap, registers its result, and benches a failed host.
 fn record(task: &Task, host: &HostState, outcome: &TaskOutcome, data: Map<String, Value>) {
     if let Some(name) = &task.register {
-        host.registered.lock().expect("registered lock").insert(name.clone(), Value::Object(data));
+        host.registered
+            .lock()
+            .expect("registered lock")
+            .insert(name.clone(), Value::Object(data));
     }
     host.stat(|s| {
         if outcome.failed {

@@ -69,7 +69,10 @@ impl HostState {
             name: name.to_string(),
             session: OnceCell::new(),
             registered: Mutex::new(Map::new()),
-            stats: Mutex::new(HostStats { host: name.to_string(), ..Default::default() }),
+            stats: Mutex::new(HostStats {
+                host: name.to_string(),
+                ..Default::default()
+            }),
             out: AtomicBool::new(false),
         }
     }
@@ -96,7 +99,10 @@ impl RunContext {
 
     fn host(&self, name: &str) -> Arc<HostState> {
         let mut hosts = self.hosts.lock().expect("hosts lock");
-        hosts.entry(name.to_string()).or_insert_with(|| Arc::new(HostState::new(name))).clone()
+        hosts
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(HostState::new(name)))
+            .clone()
     }
 
     /// The host's agent session, connecting on first use. Connecting happens inside the
@@ -105,8 +111,12 @@ impl RunContext {
         host.session
             .get_or_init(|| async {
                 let vars = self.inventory.host_vars(&host.name);
-                let spec = ConnectionSpec::from_host_vars(&host.name, &vars, &self.opts.connection_defaults)
-                    .map_err(|e| e.to_string())?;
+                let spec = ConnectionSpec::from_host_vars(
+                    &host.name,
+                    &vars,
+                    &self.opts.connection_defaults,
+                )
+                .map_err(|e| e.to_string())?;
                 let session = open_agent(&spec).await.map_err(|e| e.to_string())?;
                 let b = session.bootstrap();
                 self.emit(Event::AgentReady {
@@ -127,7 +137,10 @@ impl RunContext {
         host.stat(|s| s.unreachable += 1);
         let mut data = Map::new();
         data.insert("changed".into(), false.into());
-        data.insert("msg".into(), format!("Failed to connect to the host via ssh: {message}").into());
+        data.insert(
+            "msg".into(),
+            format!("Failed to connect to the host via ssh: {message}").into(),
+        );
         data.insert("unreachable".into(), true.into());
         self.emit(Event::HostResult(HostResult {
             host: host.name.clone(),
@@ -193,16 +206,29 @@ pub async fn run_playbooks(
 }
 
 fn select_hosts(ctx: &RunContext, play: &Play) -> Result<Vec<String>, String> {
-    let mut hosts = ctx.inventory.select(&play.hosts).map_err(|e| e.to_string())?;
+    let mut hosts = ctx
+        .inventory
+        .select(&play.hosts)
+        .map_err(|e| e.to_string())?;
     if let Some(limit) = &ctx.opts.limit {
-        hosts = ctx.inventory.limit(hosts, limit).map_err(|e| e.to_string())?;
+        hosts = ctx
+            .inventory
+            .limit(hosts, limit)
+            .map_err(|e| e.to_string())?;
     }
     Ok(hosts)
 }
 
-async fn run_play(ctx: &Arc<RunContext>, playbook: &Arc<Playbook>, play_index: usize, hosts: Vec<String>) {
+async fn run_play(
+    ctx: &Arc<RunContext>,
+    playbook: &Arc<Playbook>,
+    play_index: usize,
+    hosts: Vec<String>,
+) {
     let play = &playbook.plays[play_index];
-    ctx.emit(Event::PlayStart { name: play.name.clone() });
+    ctx.emit(Event::PlayStart {
+        name: play.name.clone(),
+    });
     let hosts: Vec<Arc<HostState>> = hosts
         .iter()
         .map(|h| ctx.host(h))
@@ -215,13 +241,20 @@ async fn run_play(ctx: &Arc<RunContext>, playbook: &Arc<Playbook>, play_index: u
     let play_hosts: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let forks = Arc::new(Semaphore::new(ctx.opts.forks.max(1)));
     for task_index in 0..play.tasks.len() {
-        let active: Vec<Arc<HostState>> = hosts.iter().filter(|h| !h.out.load(Ordering::SeqCst)).cloned().collect();
+        let active: Vec<Arc<HostState>> = hosts
+            .iter()
+            .filter(|h| !h.out.load(Ordering::SeqCst))
+            .cloned()
+            .collect();
         if active.is_empty() {
             ctx.emit(Event::NoMoreHosts);
             return;
         }
         let task = &play.tasks[task_index];
-        ctx.emit(Event::TaskStart { name: task.display_name(), hosts: active.len() });
+        ctx.emit(Event::TaskStart {
+            name: task.display_name(),
+            hosts: active.len(),
+        });
         for unsupported in &task.unsupported {
             ctx.emit(Event::Warning(format!(
                 "{}: '{unsupported}' is not supported yet and was ignored",
@@ -237,7 +270,15 @@ async fn run_play(ctx: &Arc<RunContext>, playbook: &Arc<Playbook>, play_index: u
             jobs.spawn(async move {
                 let _permit = forks.acquire_owned().await.expect("semaphore open");
                 let play = &playbook.plays[play_index];
-                host_task::run(&ctx, &playbook, play, &play.tasks[task_index], &host, &play_hosts).await;
+                host_task::run(
+                    &ctx,
+                    &playbook,
+                    play,
+                    &play.tasks[task_index],
+                    &host,
+                    &play_hosts,
+                )
+                .await;
             });
         }
         while let Some(joined) = jobs.join_next().await {

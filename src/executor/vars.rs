@@ -26,7 +26,12 @@ pub fn task_vars(
 
     let groups = ctx.inventory.groups();
     let group_names = ctx.inventory.group_names(&host.name);
-    let short = host.name.split('.').next().unwrap_or(&host.name).to_string();
+    let short = host
+        .name
+        .split('.')
+        .next()
+        .unwrap_or(&host.name)
+        .to_string();
     let magic = [
         ("inventory_hostname", Value::from(host.name.clone())),
         ("inventory_hostname_short", Value::from(short)),
@@ -35,7 +40,10 @@ pub fn task_vars(
         ("play_hosts", Value::from(play_hosts.to_vec())),
         ("ansible_play_hosts", Value::from(play_hosts.to_vec())),
         ("ansible_play_batch", Value::from(play_hosts.to_vec())),
-        ("playbook_dir", Value::from(playbook.dir.display().to_string())),
+        (
+            "playbook_dir",
+            Value::from(playbook.dir.display().to_string()),
+        ),
         ("ansible_check_mode", Value::from(ctx.opts.check)),
         ("ansible_diff_mode", Value::from(ctx.opts.diff)),
         ("omit", Value::from(OMIT)),

@@ -27,7 +27,10 @@ impl ConsoleReporter<io::Stdout> {
     /// ANSIBLE_FORCE_COLOR.
     pub fn stdout(verbosity: u8) -> Self {
         let tty = console::Term::stdout().is_term();
-        let env_on = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty() && v != "0" && v != "false" && v != "False");
+        let env_on = |k: &str| {
+            std::env::var_os(k)
+                .is_some_and(|v| !v.is_empty() && v != "0" && v != "false" && v != "False")
+        };
         let colors = if env_on("ANSIBLE_FORCE_COLOR") {
             true
         } else {
@@ -40,7 +43,13 @@ impl ConsoleReporter<io::Stdout> {
 
 impl<W: Write> ConsoleReporter<W> {
     pub fn new(out: W, verbosity: u8, colors: bool, progress_enabled: bool) -> Self {
-        ConsoleReporter { out, verbosity, colors, progress_enabled, progress: None }
+        ConsoleReporter {
+            out,
+            verbosity,
+            colors,
+            progress_enabled,
+            progress: None,
+        }
     }
 
     pub fn into_inner(self) -> W {
@@ -48,7 +57,11 @@ impl<W: Write> ConsoleReporter<W> {
     }
 
     fn style(&self, s: Style) -> Style {
-        if self.colors { s.force_styling(true) } else { Style::new() }
+        if self.colors {
+            s.force_styling(true)
+        } else {
+            Style::new()
+        }
     }
 
     /// Prints above the progress bar when there is one.
@@ -70,7 +83,10 @@ impl<W: Write> ConsoleReporter<W> {
                 self.line(&header);
             }
             Event::NoHostsMatched => {
-                let text = self.style(Style::new().cyan()).apply_to("skipping: no hosts matched").to_string();
+                let text = self
+                    .style(Style::new().cyan())
+                    .apply_to("skipping: no hosts matched")
+                    .to_string();
                 self.line(&text);
             }
             Event::TaskStart { name, hosts } => {
@@ -78,10 +94,15 @@ impl<W: Write> ConsoleReporter<W> {
                 self.line("");
                 self.line(&banner(&format!("TASK [{name}]")));
                 if self.progress_enabled {
-                    let bar = ProgressBar::with_draw_target(Some(*hosts as u64), ProgressDrawTarget::stderr());
+                    let bar = ProgressBar::with_draw_target(
+                        Some(*hosts as u64),
+                        ProgressDrawTarget::stderr(),
+                    );
                     bar.set_style(
-                        ProgressStyle::with_template("  {spinner} {pos}/{len} results {wide_bar} {elapsed}")
-                            .expect("valid template"),
+                        ProgressStyle::with_template(
+                            "  {spinner} {pos}/{len} results {wide_bar} {elapsed}",
+                        )
+                        .expect("valid template"),
                     );
                     // Hidden until the work turns out to be long enough to need it.
                     bar.set_draw_target(ProgressDrawTarget::hidden());
@@ -103,10 +124,17 @@ impl<W: Write> ConsoleReporter<W> {
                     bar.inc(1);
                 }
             }
-            Event::AgentReady { host, uploaded, upload_bytes, replaced_stale } => {
+            Event::AgentReady {
+                host,
+                uploaded,
+                upload_bytes,
+                replaced_stale,
+            } => {
                 if self.verbosity >= 2 {
                     let what = match (uploaded, replaced_stale) {
-                        (true, true) => format!("replaced a stale agent ({upload_bytes} bytes uploaded)"),
+                        (true, true) => {
+                            format!("replaced a stale agent ({upload_bytes} bytes uploaded)")
+                        }
                         (true, false) => format!("agent uploaded ({upload_bytes} bytes)"),
                         _ => "agent cached".to_string(),
                     };
@@ -114,7 +142,10 @@ impl<W: Write> ConsoleReporter<W> {
                 }
             }
             Event::Warning(text) => {
-                let text = self.style(Style::new().magenta()).apply_to(format!("[WARNING]: {text}")).to_string();
+                let text = self
+                    .style(Style::new().magenta())
+                    .apply_to(format!("[WARNING]: {text}"))
+                    .to_string();
                 self.line(&text);
             }
             Event::NoMoreHosts => {
@@ -151,7 +182,11 @@ impl<W: Write> ConsoleReporter<W> {
     }
 
     fn format_result(&self, r: &HostResult) -> String {
-        let item = r.item.as_deref().map(|i| format!(" => (item={i})")).unwrap_or_default();
+        let item = r
+            .item
+            .as_deref()
+            .map(|i| format!(" => (item={i})"))
+            .unwrap_or_default();
         let show_data = r.verbose_always || self.verbosity >= 1;
         let (word, style) = match r.status {
             Status::Ok => ("ok", Style::new().green()),
@@ -173,11 +208,18 @@ impl<W: Write> ConsoleReporter<W> {
                 text
             }
             Status::Unreachable => {
-                format!("fatal: [{}]: UNREACHABLE! => {}", r.host, dump(&r.data, self.verbosity))
+                format!(
+                    "fatal: [{}]: UNREACHABLE! => {}",
+                    r.host,
+                    dump(&r.data, self.verbosity)
+                )
             }
             _ if show_data && !r.data.is_empty() => {
-                let sep = if item.is_empty() { " =>" } else { "" };
-                format!("{word}: [{}]{item}{sep} {}", r.host, dump(&r.data, self.verbosity.max(u8::from(r.verbose_always) * 4)))
+                format!(
+                    "{word}: [{}]{item} => {}",
+                    r.host,
+                    dump(&r.data, self.verbosity.max(u8::from(r.verbose_always) * 4))
+                )
             }
             _ => format!("{word}: [{}]{item}", r.host),
         };
@@ -195,7 +237,11 @@ impl<W: Write> ConsoleReporter<W> {
         let host = self.style(host_style).apply_to(format!("{:<26}", s.host));
         let field = |name: &str, n: u32, style: Style| {
             let text = format!("{name}={n:<4}");
-            if n > 0 { self.style(style).apply_to(text).to_string() } else { text }
+            if n > 0 {
+                self.style(style).apply_to(text).to_string()
+            } else {
+                text
+            }
         };
         format!(
             "{host} : {} {} {} {} {} {} {}",
@@ -278,11 +324,28 @@ mod tests {
         let out = render(
             &[
                 Event::PlayStart { name: "all".into() },
-                Event::TaskStart { name: "Create files".into(), hosts: 1 },
-                result(Status::Changed, Some("1"), serde_json::json!({"changed": true})),
+                Event::TaskStart {
+                    name: "Create files".into(),
+                    hosts: 1,
+                },
+                result(
+                    Status::Changed,
+                    Some("1"),
+                    serde_json::json!({"changed": true}),
+                ),
                 result(Status::Ok, None, serde_json::json!({})),
-                result(Status::Failed, None, serde_json::json!({"rc": 1, "msg": "non-zero return code"})),
-                Event::Recap(vec![HostStats { host: "web1".into(), ok: 2, changed: 1, failed: 1, ..Default::default() }]),
+                result(
+                    Status::Failed,
+                    None,
+                    serde_json::json!({"rc": 1, "msg": "non-zero return code"}),
+                ),
+                Event::Recap(vec![HostStats {
+                    host: "web1".into(),
+                    ok: 2,
+                    changed: 1,
+                    failed: 1,
+                    ..Default::default()
+                }]),
             ],
             0,
         );
@@ -291,7 +354,10 @@ mod tests {
         assert!(out.contains("TASK [Create files] ****"), "{out}");
         assert!(out.contains("changed: [web1] => (item=1)\n"), "{out}");
         assert!(out.contains("ok: [web1]\n"), "{out}");
-        assert!(out.contains(r#"fatal: [web1]: FAILED! => {"msg": "non-zero return code", "rc": 1}"#), "{out}");
+        assert!(
+            out.contains(r#"fatal: [web1]: FAILED! => {"msg": "non-zero return code", "rc": 1}"#),
+            "{out}"
+        );
         assert!(
             out.contains("web1                       : ok=2    changed=1    unreachable=0    failed=1    skipped=0    rescued=0    ignored=0"),
             "{out}"
@@ -305,6 +371,9 @@ mod tests {
             r.verbose_always = true;
         }
         let out = render(&[e], 0);
-        assert!(out.contains("ok: [web1] => {\n    \"msg\": \"hi\"\n}"), "{out}");
+        assert!(
+            out.contains("ok: [web1] => {\n    \"msg\": \"hi\"\n}"),
+            "{out}"
+        );
     }
 }

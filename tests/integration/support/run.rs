@@ -1,0 +1,160 @@
+//! A small builder for whole runs of the real binary: playbook + inventory + args in,
+//! exit code, output and recap out (in the style of just's and ripgrep's test suites).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct TestRun {
+    dir: tempfile::TempDir,
+    playbook: Option<String>,
+    inventory: Option<String>,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl TestRun {
+    pub fn new() -> TestRun {
+        TestRun {
+            dir: tempfile::tempdir().expect("tempdir"),
+            playbook: None,
+            inventory: None,
+            args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// The playbook's YAML, written to `site.yml` in the run's directory.
+    pub fn playbook(mut self, yaml: &str) -> Self {
+        self.playbook = Some(yaml.to_string());
+        self
+    }
+
+    /// The inventory's text, written to `hosts` and passed with `-i`.
+    pub fn inventory(mut self, text: &str) -> Self {
+        self.inventory = Some(text.to_string());
+        self
+    }
+
+    pub fn arg(mut self, arg: &str) -> Self {
+        self.args.push(arg.to_string());
+        self
+    }
+
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// A file beside the playbook (e.g. `files/x`, `templates/t.j2`).
+    pub fn file(self, relative: &str, contents: &str) -> Self {
+        let path = self.dir.path().join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, contents).expect("write file");
+        self
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn run(&self) -> Outcome {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_turbo-play"));
+        cmd.current_dir(self.dir.path()).env("NO_COLOR", "1").env_remove("ANSIBLE_HOST_KEY_CHECKING");
+        if let Some(yaml) = &self.playbook {
+            let path = self.dir.path().join("site.yml");
+            std::fs::write(&path, yaml).expect("write playbook");
+            cmd.arg(path);
+        }
+        if let Some(text) = &self.inventory {
+            let path = self.dir.path().join("hosts");
+            std::fs::write(&path, text).expect("write inventory");
+            cmd.arg("-i").arg(path);
+        }
+        cmd.args(&self.args);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run turbo-play");
+        Outcome {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// One host's line of the PLAY RECAP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Recap {
+    pub ok: u32,
+    pub changed: u32,
+    pub unreachable: u32,
+    pub failed: u32,
+    pub skipped: u32,
+    pub rescued: u32,
+    pub ignored: u32,
+}
+
+impl Outcome {
+    #[track_caller]
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, code, "exit code\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        self
+    }
+
+    /// Every host's recap line, parsed.
+    pub fn recaps(&self) -> HashMap<String, Recap> {
+        let mut recaps = HashMap::new();
+        let Some((_, tail)) = self.stdout.split_once("PLAY RECAP") else { return recaps };
+        for line in tail.lines().skip(1) {
+            let Some((host, fields)) = line.split_once(" : ") else { continue };
+            let mut r = Recap::default();
+            for field in fields.split_whitespace() {
+                let Some((k, v)) = field.split_once('=') else { continue };
+                let v: u32 = v.parse().expect("recap number");
+                match k {
+                    "ok" => r.ok = v,
+                    "changed" => r.changed = v,
+                    "unreachable" => r.unreachable = v,
+                    "failed" => r.failed = v,
+                    "skipped" => r.skipped = v,
+                    "rescued" => r.rescued = v,
+                    "ignored" => r.ignored = v,
+                    other => panic!("unknown recap field {other}"),
+                }
+            }
+            recaps.insert(host.trim().to_string(), r);
+        }
+        recaps
+    }
+
+    #[track_caller]
+    pub fn recap(&self, host: &str) -> Recap {
+        *self.recaps().get(host).unwrap_or_else(|| panic!("no recap for {host}\n{}", self.stdout))
+    }
+}
+
+/// A file's bytes and permission bits, for assertions on the target.
+pub fn file_bytes_and_mode(path: &Path) -> (Vec<u8>, u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mode = std::fs::metadata(path).expect("metadata").permissions().mode() & 0o7777;
+    (bytes, mode)
+}
+
+pub fn path_in(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}

@@ -1,15 +1,16 @@
 //! One task on one host: expand the loop, evaluate `when`, template the arguments, let
 //! the module plan agent ops, send them as one batch, and turn the replies into results.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Map, Value};
-use turbo_proto::{Op, OpResult};
+use turbo_proto::{CHUNK_BYTES, EnsureFile, FileContent, Op, OpResult};
 
 use super::vars::{strip_omitted, task_vars};
 use super::{HostState, RunContext};
+use crate::agent_session::AgentSession;
 use crate::modules::{Plan, PlanContext, TaskOutcome};
-use crate::playbook::{LoopSpec, Play, Playbook, Task, sequence_items};
+use crate::playbook::{LoopError, Play, Playbook, Task};
 use crate::report::events::{Event, HostResult, Status};
 use crate::template::TemplateError;
 
@@ -17,10 +18,13 @@ use crate::template::TemplateError;
 /// still on the wire, and no single frame grows without bound.
 const BATCH_CHUNK: usize = 256;
 
+/// Upload chunks per request: one round trip moves this many bytes.
+const CHUNKS_PER_REQUEST: usize = 16;
+
 /// One loop item (or the task itself when it has no loop) on its way through.
 struct ItemRun {
     item: Option<Value>,
-    label: Option<String>,
+    vars: minijinja::Value,
     args: Map<String, Value>,
     state: ItemState,
 }
@@ -40,13 +44,15 @@ pub(crate) async fn run(
     play_hosts: &[String],
 ) {
     let base = task_vars(ctx, playbook, play, task, host, play_hosts);
-    let items = match expand_loop(ctx, task, &base) {
-        Ok(items) => items,
-        Err(msg) => {
-            let outcome = failed(msg);
-            finish_task(ctx, task, host, outcome);
-            return;
-        }
+    let items = match &task.loop_spec {
+        None => None,
+        Some(spec) => match spec.items(&ctx.templar, &base) {
+            Ok(items) => Some(items),
+            Err(e) => {
+                finish_task(ctx, task, host, TaskOutcome::failed(loop_failure(task, &e)));
+                return;
+            }
+        },
     };
     if let Some(items) = &items {
         ctx.emit(Event::ItemsPlanned {
@@ -55,41 +61,31 @@ pub(crate) async fn run(
     }
 
     // Plan every item on the controller first; only then talk to the agent, once.
-    let plan_ctx_dir = playbook.dir.clone();
-    let mut runs: Vec<ItemRun> = Vec::new();
     let item_list: Vec<Option<Value>> = match items {
         Some(items) => items.into_iter().map(Some).collect(),
         None => vec![None],
     };
+    let mut runs: Vec<ItemRun> = Vec::with_capacity(item_list.len());
     for item in item_list {
         let vars = match &item {
             Some(v) => {
-                let item_value = minijinja::Value::from_serialize(v);
                 let mut overlay = std::collections::BTreeMap::new();
-                overlay.insert(task.loop_var.clone(), item_value);
+                overlay.insert(task.loop_var.clone(), minijinja::Value::from_serialize(v));
                 minijinja::context! { ..minijinja::Value::from(overlay), ..base.clone() }
             }
             None => base.clone(),
         };
-        let label = item.as_ref().map(item_label);
-        let state = plan_item(ctx, task, &vars, &plan_ctx_dir);
-        let (args, state) = match state {
-            Ok((args, state)) => (args, state),
-            Err(outcome) => (Map::new(), ItemState::Done(outcome)),
-        };
+        let (args, state) = plan_item(ctx, playbook, task, &vars);
         runs.push(ItemRun {
             item,
-            label,
+            vars,
             args,
             state,
         });
     }
 
-    let remote: Vec<usize> = runs
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| matches!(r.state, ItemState::Remote(_)))
-        .map(|(i, _)| i)
+    let remote: Vec<usize> = (0..runs.len())
+        .filter(|&i| matches!(runs[i].state, ItemState::Remote(_)))
         .collect();
     if !remote.is_empty() {
         let session = match ctx.session(host).await {
@@ -106,8 +102,12 @@ pub(crate) async fn run(
                 ItemState::Done(_) => unreachable!("filtered to remote items"),
             })
             .collect();
-        let results = send_batched(ctx, &session, ops).await;
-        let results = match results {
+        let sent = if task.module.batchable() {
+            send_batched(ctx, &session, ops).await
+        } else {
+            send_one_by_one(ctx, &session, ops).await
+        };
+        let results = match sent {
             Ok(r) => r,
             Err(message) => {
                 ctx.unreachable(host, &message);
@@ -115,23 +115,34 @@ pub(crate) async fn run(
             }
         };
         for (&i, result) in remote.iter().zip(results) {
+            let result = match result {
+                OpResult::NeedContent => {
+                    match upload_content(ctx, playbook, task, &session, &runs[i]).await {
+                        Ok(r) => r,
+                        Err(outcome) => {
+                            runs[i].state = ItemState::Done(outcome);
+                            continue;
+                        }
+                    }
+                }
+                other => other,
+            };
             let outcome = task.module.finish(&runs[i].args, result);
             runs[i].state = ItemState::Done(outcome);
         }
     }
 
-    let is_loop = task.loop_spec.is_some();
-    let mut outcomes = Vec::with_capacity(runs.len());
-    for run in runs {
-        let ItemState::Done(outcome) = run.state else {
-            unreachable!("all items done")
-        };
-        outcomes.push((run.item, run.label, outcome));
-    }
-    if is_loop {
+    let outcomes: Vec<(Option<Value>, TaskOutcome)> = runs
+        .into_iter()
+        .map(|run| match run.state {
+            ItemState::Done(outcome) => (run.item, outcome),
+            ItemState::Remote(_) => unreachable!("every remote item got its reply"),
+        })
+        .collect();
+    if task.loop_spec.is_some() {
         finish_loop(ctx, task, host, outcomes);
     } else {
-        let (_, _, outcome) = outcomes.pop().expect("one run without a loop");
+        let (_, outcome) = outcomes.into_iter().next().expect("one run without a loop");
         finish_task(ctx, task, host, outcome);
     }
 }
@@ -139,17 +150,12 @@ pub(crate) async fn run(
 /// Sends the ops, one request per chunk, all chunks in flight at once.
 async fn send_batched(
     ctx: &RunContext,
-    session: &crate::agent_session::AgentSession,
+    session: &AgentSession,
     ops: Vec<Op>,
 ) -> Result<Vec<OpResult>, String> {
     let (check, diff) = (ctx.opts.check, ctx.opts.diff);
     if ops.len() == 1 {
-        let op = ops.into_iter().next().expect("one op");
-        return session
-            .call(op, check, diff)
-            .await
-            .map(|r| vec![r])
-            .map_err(|e| e.to_string());
+        return send_one_by_one(ctx, session, ops).await;
     }
     let mut pending = Vec::new();
     let mut ops = ops.into_iter().peekable();
@@ -173,12 +179,125 @@ async fn send_batched(
     Ok(results)
 }
 
+async fn send_one_by_one(
+    ctx: &RunContext,
+    session: &AgentSession,
+    ops: Vec<Op>,
+) -> Result<Vec<OpResult>, String> {
+    let mut results = Vec::with_capacity(ops.len());
+    for op in ops {
+        results.push(
+            session
+                .call(op, ctx.opts.check, ctx.opts.diff)
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    Ok(results)
+}
+
+/// The agent holds a different file than a digest-only `EnsureFile` describes: send the
+/// bytes in chunks, then ask again with the staged upload. Only now are the bytes read.
+async fn upload_content(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    task: &Task,
+    session: &AgentSession,
+    run: &ItemRun,
+) -> Result<OpResult, TaskOutcome> {
+    static NEXT_UPLOAD: AtomicU64 = AtomicU64::new(1);
+    let ItemState::Remote(Op::EnsureFile(ensure)) = &run.state else {
+        return Err(TaskOutcome::failed(
+            "the agent asked for content of an op that has none",
+        ));
+    };
+    let FileContent::Digest { sha256, .. } = ensure.content else {
+        return Err(TaskOutcome::failed(
+            "the agent asked for content that was sent inline",
+        ));
+    };
+    let plan_ctx = plan_context(ctx, playbook, &run.vars);
+    let bytes = match task.module.content(&run.args, &plan_ctx) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return Err(TaskOutcome::failed(format!(
+                "{} cannot provide file content",
+                task.module.name()
+            )));
+        }
+        Err(e) => return Err(TaskOutcome::failed(e.to_string())),
+    };
+    let upload_id = NEXT_UPLOAD.fetch_add(1, Ordering::Relaxed);
+    let (check, diff) = (ctx.opts.check, ctx.opts.diff);
+    let failed = |e: String| TaskOutcome::failed(format!("uploading {}: {e}", ensure.path));
+    if bytes.is_empty() {
+        let inline = Op::EnsureFile(EnsureFile {
+            content: FileContent::Inline(bytes),
+            ..ensure.clone()
+        });
+        return session
+            .call(inline, check, diff)
+            .await
+            .map_err(|e| failed(e.to_string()));
+    }
+    let chunks: Vec<&[u8]> = bytes.chunks(CHUNK_BYTES).collect();
+    let groups: Vec<&[&[u8]]> = chunks.chunks(CHUNKS_PER_REQUEST).collect();
+    let last = groups.len().saturating_sub(1);
+    let staged = Op::EnsureFile(EnsureFile {
+        content: FileContent::Staged { upload_id, sha256 },
+        ..ensure.clone()
+    });
+    // In-order batches: the agent appends chunks in the order it reads them.
+    for (index, group) in groups.iter().enumerate() {
+        let mut ops: Vec<Op> = group
+            .iter()
+            .map(|data| Op::WriteChunk {
+                upload_id,
+                data: data.to_vec(),
+            })
+            .collect();
+        if index == last {
+            ops.push(staged.clone());
+        }
+        match session.call(Op::Batch(ops), check, diff).await {
+            Ok(OpResult::Batch(mut results)) => {
+                if let Some(err @ OpResult::Error(_)) =
+                    results.iter().find(|r| matches!(r, OpResult::Error(_)))
+                {
+                    return Ok(err.clone());
+                }
+                if index == last {
+                    return results.pop().ok_or_else(|| failed("empty reply".into()));
+                }
+            }
+            Ok(other) => return Err(failed(format!("unexpected reply {other:?}"))),
+            Err(e) => return Err(failed(e.to_string())),
+        }
+    }
+    unreachable!("the last group returns")
+}
+
+fn plan_context<'a>(
+    ctx: &'a RunContext,
+    playbook: &'a Playbook,
+    vars: &'a minijinja::Value,
+) -> PlanContext<'a> {
+    PlanContext {
+        playbook_dir: &playbook.dir,
+        check_mode: ctx.opts.check,
+        diff: ctx.opts.diff,
+        vars: Some(vars),
+        templar: Some(&ctx.templar),
+    }
+}
+
 fn plan_item(
     ctx: &RunContext,
+    playbook: &Playbook,
     task: &Task,
     vars: &minijinja::Value,
-    playbook_dir: &std::path::Path,
-) -> Result<(Map<String, Value>, ItemState), TaskOutcome> {
+) -> (Map<String, Value>, ItemState) {
+    let done = |outcome| (Map::new(), ItemState::Done(outcome));
     for condition in &task.when {
         match ctx.templar.eval_condition(condition, vars) {
             Ok(true) => {}
@@ -193,10 +312,10 @@ fn plan_item(
                 outcome
                     .data
                     .insert("skip_reason".into(), "Conditional result was False".into());
-                return Ok((Map::new(), ItemState::Done(outcome)));
+                return done(outcome);
             }
             Err(e) => {
-                return Err(failed(format!(
+                return done(TaskOutcome::failed(format!(
                     "The conditional check '{condition}' failed. The error was: {e}\n\nThe error appears to be in '{}'",
                     task.location
                 )));
@@ -212,23 +331,16 @@ fn plan_item(
             args
         }
         Ok(_) => {
-            return Err(failed(
-                "module arguments did not template to a mapping".into(),
+            return done(TaskOutcome::failed(
+                "module arguments did not template to a mapping",
             ));
         }
-        Err(e) => return Err(failed(template_failure(task, &e))),
+        Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
     };
-    let plan_ctx = PlanContext {
-        playbook_dir,
-        check_mode: ctx.opts.check,
-        diff: ctx.opts.diff,
-        vars: Some(vars),
-        templar: Some(&ctx.templar),
-    };
-    match task.module.plan(&args, &plan_ctx) {
-        Ok(Plan::Done(outcome)) => Ok((args, ItemState::Done(outcome))),
-        Ok(Plan::Remote(op)) => Ok((args, ItemState::Remote(op))),
-        Err(e) => Err(failed(e.to_string())),
+    match task.module.plan(&args, &plan_context(ctx, playbook, vars)) {
+        Ok(Plan::Done(outcome)) => (args, ItemState::Done(outcome)),
+        Ok(Plan::Remote(op)) => (args, ItemState::Remote(op)),
+        Err(e) => (args, ItemState::Done(TaskOutcome::failed(e.to_string()))),
     }
 }
 
@@ -242,61 +354,10 @@ fn template_failure(task: &Task, e: &TemplateError) -> String {
     }
 }
 
-fn failed(msg: String) -> TaskOutcome {
-    TaskOutcome {
-        failed: true,
-        msg: Some(msg),
-        ..Default::default()
-    }
-}
-
-fn expand_loop(
-    ctx: &RunContext,
-    task: &Task,
-    vars: &minijinja::Value,
-) -> Result<Option<Vec<Value>>, String> {
-    let Some(spec) = &task.loop_spec else {
-        return Ok(None);
-    };
-    let where_ = &task.location;
-    match spec {
-        LoopSpec::Sequence(raw) => {
-            let spec = ctx
-                .templar
-                .render_str(raw, vars)
-                .map_err(|e| format!("{e}\n\nThe error appears to be in '{where_}'"))?;
-            let items =
-                sequence_items(&spec).map_err(|e| format!("with_sequence: {e} ({where_})"))?;
-            Ok(Some(items.into_iter().map(Value::from).collect()))
-        }
-        LoopSpec::Items { value, flatten } => {
-            let rendered = ctx
-                .templar
-                .render_value(value, vars)
-                .map_err(|e| template_failure(task, &e))?;
-            let list = match rendered {
-                Value::Array(items) => items,
-                Value::Null if *flatten => vec![],
-                other if *flatten => vec![other],
-                other => {
-                    return Err(format!(
-                        "Invalid data passed to 'loop', it requires a list, got this instead: {other}. Hint: If you passed a list/dict of just one element, try adding wantlist=True to your lookup invocation or use q/query instead of lookup. ({where_})"
-                    ));
-                }
-            };
-            if *flatten {
-                Ok(Some(
-                    list.into_iter()
-                        .flat_map(|v| match v {
-                            Value::Array(inner) => inner,
-                            other => vec![other],
-                        })
-                        .collect(),
-                ))
-            } else {
-                Ok(Some(list))
-            }
-        }
+fn loop_failure(task: &Task, e: &LoopError) -> String {
+    match e {
+        LoopError::Template(t) => template_failure(task, t),
+        other => format!("{other}\n\nThe error appears to be in '{}'", task.location),
     }
 }
 
@@ -320,36 +381,21 @@ fn status_of(outcome: &TaskOutcome) -> Status {
     }
 }
 
-/// The result as `register` stores it and `-v` shows it.
-fn result_data(outcome: &TaskOutcome) -> Map<String, Value> {
-    let mut data = outcome.data.clone();
-    data.insert("changed".into(), outcome.changed.into());
-    if outcome.failed {
-        data.insert("failed".into(), true.into());
-    }
-    if outcome.skipped {
-        data.insert("skipped".into(), true.into());
-    }
-    if let Some(msg) = &outcome.msg {
-        data.insert("msg".into(), msg.clone().into());
-    }
-    data
-}
-
 fn finish_loop(
     ctx: &RunContext,
     task: &Task,
     host: &HostState,
-    outcomes: Vec<(Option<Value>, Option<String>, TaskOutcome)>,
+    outcomes: Vec<(Option<Value>, TaskOutcome)>,
 ) {
     let mut results = Vec::with_capacity(outcomes.len());
     let (mut any_changed, mut any_failed, mut all_skipped) = (false, false, true);
-    let last_failed = outcomes.iter().rposition(|(_, _, o)| o.failed);
-    for (index, (item, label, outcome)) in outcomes.into_iter().enumerate() {
+    let last_failed = outcomes.iter().rposition(|(_, o)| o.failed);
+    for (index, (item, outcome)) in outcomes.into_iter().enumerate() {
         any_changed |= outcome.changed;
         any_failed |= outcome.failed;
         all_skipped &= outcome.skipped;
-        let mut data = result_data(&outcome);
+        let mut data = outcome.registered();
+        let label = item.as_ref().map(item_label);
         data.insert("item".into(), item.unwrap_or(Value::Null));
         data.insert("ansible_loop_var".into(), task.loop_var.clone().into());
         ctx.emit(Event::HostResult(HostResult {
@@ -362,11 +408,11 @@ fn finish_loop(
         }));
         results.push(Value::Object(data));
     }
-    let skipped_all = all_skipped && !results.is_empty();
     let summary = TaskOutcome {
         changed: any_changed,
         failed: any_failed,
-        skipped: skipped_all || results.is_empty(),
+        // An empty loop is a skip, as in Ansible.
+        skipped: all_skipped,
         msg: Some(
             if any_failed {
                 "One or more items failed"
@@ -377,40 +423,39 @@ fn finish_loop(
         ),
         data: Map::new(),
     };
-    let mut data = result_data(&summary);
+    if results.is_empty() {
+        ctx.emit(Event::HostResult(HostResult {
+            host: host.name.clone(),
+            status: Status::Skipped,
+            item: None,
+            data: Map::new(),
+            ignored: false,
+            verbose_always: false,
+        }));
+    }
+    let mut data = summary.registered();
     data.insert("results".into(), Value::Array(results));
     record(task, host, &summary, data);
 }
 
 fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, outcome: TaskOutcome) {
-    let data = result_data(&outcome);
+    let data = outcome.registered();
+    let is_debug = task.module.name() == "debug";
+    // debug shows only what it was asked to show, like Ansible's.
+    let shown = if is_debug && !outcome.failed {
+        outcome.data.clone()
+    } else {
+        data.clone()
+    };
     ctx.emit(Event::HostResult(HostResult {
         host: host.name.clone(),
         status: status_of(&outcome),
         item: None,
-        data: display_data(task, &outcome, &data),
+        data: shown,
         ignored: outcome.failed && task.ignore_errors,
-        verbose_always: task.module.name() == "debug",
+        verbose_always: is_debug,
     }));
     record(task, host, &outcome, data);
-}
-
-/// debug shows only what it was asked to show, like Ansible's.
-fn display_data(
-    task: &Task,
-    outcome: &TaskOutcome,
-    data: &Map<String, Value>,
-) -> Map<String, Value> {
-    if task.module.name() == "debug" && !outcome.failed {
-        outcome
-            .data
-            .iter()
-            .filter(|(k, _)| !k.starts_with('_'))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    } else {
-        data.clone()
-    }
 }
 
 /// Counts the task in the recap, registers its result, and benches a failed host.
@@ -426,9 +471,7 @@ fn record(task: &Task, host: &HostState, outcome: &TaskOutcome, data: Map<String
             if task.ignore_errors {
                 s.ok += 1;
                 s.ignored += 1;
-                if outcome.changed {
-                    s.changed += 1;
-                }
+                s.changed += u32::from(outcome.changed);
             } else {
                 s.failed += 1;
             }
@@ -436,9 +479,7 @@ fn record(task: &Task, host: &HostState, outcome: &TaskOutcome, data: Map<String
             s.skipped += 1;
         } else {
             s.ok += 1;
-            if outcome.changed {
-                s.changed += 1;
-            }
+            s.changed += u32::from(outcome.changed);
         }
     });
     if outcome.failed && !task.ignore_errors {

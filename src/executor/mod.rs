@@ -167,6 +167,9 @@ pub async fn run_playbooks(
         events,
         hosts: Mutex::new(HashMap::new()),
     });
+    for warning in ctx.inventory.warnings() {
+        ctx.emit(Event::Warning(warning.clone()));
+    }
     // Recap order is the order hosts first appear, as Ansible's.
     let mut seen: Vec<String> = Vec::new();
     for playbook in playbooks {
@@ -206,15 +209,24 @@ pub async fn run_playbooks(
 }
 
 fn select_hosts(ctx: &RunContext, play: &Play) -> Result<Vec<String>, String> {
-    let mut hosts = ctx
+    let selection = ctx
         .inventory
-        .select(&play.hosts)
+        .select_reporting(&play.hosts)
         .map_err(|e| e.to_string())?;
+    let mut unmatched = selection.unmatched;
+    let mut hosts = selection.hosts;
     if let Some(limit) = &ctx.opts.limit {
-        hosts = ctx
+        let limited = ctx
             .inventory
-            .limit(hosts, limit)
+            .limit_reporting(hosts, limit)
             .map_err(|e| e.to_string())?;
+        hosts = limited.hosts;
+        unmatched.extend(limited.unmatched);
+    }
+    for pattern in unmatched {
+        ctx.emit(Event::Warning(format!(
+            "Could not match supplied host pattern, ignoring: {pattern}"
+        )));
     }
     Ok(hosts)
 }

@@ -2,5 +2,5 @@
 
 #![allow(dead_code)]
 
-pub mod sshd;
 pub mod run;
+pub mod sshd;

@@ -65,7 +65,9 @@ impl TestRun {
 
     pub fn run(&self) -> Outcome {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_turbo-play"));
-        cmd.current_dir(self.dir.path()).env("NO_COLOR", "1").env_remove("ANSIBLE_HOST_KEY_CHECKING");
+        cmd.current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .env_remove("ANSIBLE_HOST_KEY_CHECKING");
         if let Some(yaml) = &self.playbook {
             let path = self.dir.path().join("site.yml");
             std::fs::write(&path, yaml).expect("write playbook");
@@ -111,19 +113,29 @@ pub struct Recap {
 impl Outcome {
     #[track_caller]
     pub fn assert_code(&self, code: i32) -> &Self {
-        assert_eq!(self.code, code, "exit code\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code, code,
+            "exit code\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout, self.stderr
+        );
         self
     }
 
     /// Every host's recap line, parsed.
     pub fn recaps(&self) -> HashMap<String, Recap> {
         let mut recaps = HashMap::new();
-        let Some((_, tail)) = self.stdout.split_once("PLAY RECAP") else { return recaps };
+        let Some((_, tail)) = self.stdout.split_once("PLAY RECAP") else {
+            return recaps;
+        };
         for line in tail.lines().skip(1) {
-            let Some((host, fields)) = line.split_once(" : ") else { continue };
+            let Some((host, fields)) = line.split_once(" : ") else {
+                continue;
+            };
             let mut r = Recap::default();
             for field in fields.split_whitespace() {
-                let Some((k, v)) = field.split_once('=') else { continue };
+                let Some((k, v)) = field.split_once('=') else {
+                    continue;
+                };
                 let v: u32 = v.parse().expect("recap number");
                 match k {
                     "ok" => r.ok = v,
@@ -143,7 +155,10 @@ impl Outcome {
 
     #[track_caller]
     pub fn recap(&self, host: &str) -> Recap {
-        *self.recaps().get(host).unwrap_or_else(|| panic!("no recap for {host}\n{}", self.stdout))
+        *self
+            .recaps()
+            .get(host)
+            .unwrap_or_else(|| panic!("no recap for {host}\n{}", self.stdout))
     }
 }
 
@@ -151,7 +166,11 @@ impl Outcome {
 pub fn file_bytes_and_mode(path: &Path) -> (Vec<u8>, u32) {
     use std::os::unix::fs::PermissionsExt;
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mode = std::fs::metadata(path).expect("metadata").permissions().mode() & 0o7777;
+    let mode = std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o7777;
     (bytes, mode)
 }
 

@@ -114,61 +114,19 @@ pub fn parse_extra_vars(args: &[String]) -> Result<Map<String, Value>, ExtraVars
     Ok(vars)
 }
 
-/// `k=v k2="two words"`: values stay strings, as Ansible's -e k=v.
+/// `k=v k2="two words"`: Ansible's key=value parsing; values stay strings, as with -e k=v.
 fn parse_key_values(text: &str) -> Result<Map<String, Value>, String> {
-    let mut vars = Map::new();
-    for word in split_words(text)? {
-        let Some((k, v)) = word.split_once('=') else {
-            return Err(format!(
-                "'{word}' is not k=v: write -e '{word}=value' or pass JSON"
-            ));
-        };
-        if k.is_empty() {
-            return Err(format!("'{word}' has an empty variable name"));
-        }
-        vars.insert(k.to_string(), Value::String(v.to_string()));
+    let parsed = crate::playbook::parse_kv(text, None);
+    if let Some(word) = parsed.raw.split_whitespace().next() {
+        return Err(format!(
+            "'{word}' is not k=v: write -e '{word}=value' or pass JSON"
+        ));
     }
-    Ok(vars)
-}
-
-fn split_words(text: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut in_word = false;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), '\\') => cur.extend(chars.next()),
-            (Some(_), c) => cur.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, '\\') => {
-                cur.extend(chars.next());
-                in_word = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return Err("unterminated quote".into());
-    }
-    if in_word {
-        words.push(cur);
-    }
-    Ok(words)
+    Ok(parsed
+        .pairs
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect())
 }
 
 #[cfg(test)]

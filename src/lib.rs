@@ -9,5 +9,6 @@ pub mod inventory;
 pub mod modules;
 pub mod playbook;
 pub mod report;
+pub mod shell_words;
 pub mod template;
 pub mod yaml;

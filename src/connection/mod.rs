@@ -12,8 +12,6 @@ use std::time::Duration;
 
 use crate::agent_session::AgentSession;
 
-pub use spec::shell_split;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectionKind {
     Ssh,

@@ -60,7 +60,8 @@ pub(super) fn from_vars_with_env(
     let mut options = SshOptions::default();
     for name in ["ansible_ssh_common_args", "ansible_ssh_extra_args"] {
         if let Some(args) = var_string(vars, &[name]) {
-            let words = shell_split(&args).map_err(|e| config_error(format!("{name}: {e}")))?;
+            let words = crate::shell_words::split(&args)
+                .map_err(|e| config_error(format!("{name}: {e}")))?;
             parse_ssh_args(&words, &mut options)
                 .map_err(|e| config_error(format!("{name}: {e}")))?;
         }
@@ -286,71 +287,6 @@ fn apply_option(option: &str, options: &mut SshOptions) -> Result<(), String> {
         _ => {}
     }
     Ok(())
-}
-
-/// Splits a command line the way a POSIX shell would split words: whitespace separates,
-/// single quotes are literal, double quotes allow `\"`, `\\`, `\$`, `` \` ``, and a
-/// backslash outside quotes escapes the next character.
-pub fn shell_split(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err(format!("unterminated single quote in `{line}`")),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
-                            Some('\n') => {}
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err(format!("unterminated double quote in `{line}`")),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err(format!("unterminated double quote in `{line}`")),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some('\n') => {}
-                    Some(c) => word.push(c),
-                    None => return Err(format!("trailing backslash in `{line}`")),
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
 }
 
 /// The name of the user running turbo-play: $USER, $LOGNAME, else the passwd entry.
@@ -580,15 +516,5 @@ mod tests {
         assert_eq!(s.strict, StrictHostKeyChecking::No);
         let s = spec(json!({"ansible_ssh_common_args": "-o StrictHostKeyChecking=off"}));
         assert_eq!(s.strict, StrictHostKeyChecking::No);
-    }
-
-    #[test]
-    fn shell_splitting() {
-        assert_eq!(
-            shell_split(r#"-o 'A=b c' -o"D=e f" g\ h "x\"y" '' end"#).unwrap(),
-            vec!["-o", "A=b c", "-oD=e f", "g h", "x\"y", "", "end"]
-        );
-        assert!(shell_split("-o 'open").is_err());
-        assert!(shell_split("").unwrap().is_empty());
     }
 }

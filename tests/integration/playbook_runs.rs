@@ -952,3 +952,21 @@ fn several_playbooks_and_extra_vars_from_a_file() {
     assert_file(&home.join("first"), b"from-file", 0o644);
     assert_file(&home.join("second"), b"from-file", 0o644);
 }
+
+#[test]
+fn a_limit_that_matches_nothing_is_an_error_before_anything_runs() {
+    let out = TestRun::new()
+        .playbook(TOUCH_PLAYBOOK)
+        .inventory(&refusing_host_line("h"))
+        .args(&["--limit", "nosuchhost"])
+        .run();
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("ERROR! Specified inventory, host pattern and/or --limit leaves us with no hosts to target"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--limit nosuchhost"), "{}", out.stderr);
+    assert_not_contains(&out, "PLAY [");
+}

@@ -1019,3 +1019,40 @@ fn diff_shows_the_change_of_a_file() {
     assert_contains(&out, "\n-old\n");
     assert_contains(&out, "\n+new\n");
 }
+
+#[test]
+fn two_runs_at_once_share_the_first_upload_safely() {
+    let hosts = SshHosts::start(&["h"]);
+    let inventory = hosts.inventory();
+    let runs: Vec<TestRun> = (0..3)
+        .map(|i| {
+            TestRun::new()
+                .playbook(&format!(
+                    "{PLAY_HEAD}  tasks:\n    - copy: content=run{i} dest=~/run{i}\n"
+                ))
+                .inventory(&inventory)
+        })
+        .collect();
+    let outcomes: Vec<Outcome> = std::thread::scope(|s| {
+        let handles: Vec<_> = runs.iter().map(|r| s.spawn(|| r.run())).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, out) in outcomes.iter().enumerate() {
+        out.assert_code(0);
+        assert_file(
+            &hosts.user("h").home.join(format!("run{i}")),
+            format!("run{i}").as_bytes(),
+            0o644,
+        );
+    }
+    let cache = hosts.user("h").home.join(".cache/turbo-play");
+    let leftovers: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("agent-") || n.contains('.'))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "temp files left in the cache: {leftovers:?}"
+    );
+}

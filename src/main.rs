@@ -40,6 +40,9 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
     let inventory =
         Inventory::load(&cli.inventory).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+    if let Some(limit) = &cli.limit {
+        check_limit(&inventory, limit).map_err(|e| (EXIT_ERROR, e))?;
+    }
     let mut playbooks = Vec::new();
     for path in &cli.playbooks {
         if !path.is_file() {
@@ -83,4 +86,21 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         summary
     });
     Ok(summary.exit_code() as u8)
+}
+
+/// ansible-playbook refuses, before running anything, a `--limit` that leaves none of a
+/// non-empty inventory's hosts (an inventory with no hosts only has the implicit localhost,
+/// which `all` never matches, so it is let through).
+fn check_limit(inventory: &Inventory, limit: &str) -> Result<(), String> {
+    let all = inventory.select("all").map_err(|e| e.to_string())?;
+    if all.is_empty() {
+        return Ok(());
+    }
+    let limited = inventory.limit(all, limit).map_err(|e| e.to_string())?;
+    if limited.is_empty() {
+        return Err(format!(
+            "Specified inventory, host pattern and/or --limit leaves us with no hosts to target (--limit {limit} matches none of the inventory's hosts)."
+        ));
+    }
+    Ok(())
 }

@@ -136,9 +136,11 @@ impl Templar {
         if !is_template(s) {
             return Ok(s.to_string());
         }
-        self.env
+        let rendered = self
+            .env
             .render_str(s, vars)
-            .map_err(|e| self.template_error(e, s, vars))
+            .map_err(|e| self.template_error(e, s, vars))?;
+        Ok(preserve_trailing_newlines(s, rendered))
     }
 
     /// `when`-style bare expression -> Ansible truthiness.
@@ -257,6 +259,16 @@ impl Templar {
 }
 
 /// Ansible's test for "does this string need templating".
+/// Ansible pads a rendering with the newlines its source ended with, so trim_blocks never
+/// eats a template's final newline (`{% endfor %}\n` at the end of a file still ends it
+/// with `\n`).
+fn preserve_trailing_newlines(source: &str, mut rendered: String) -> String {
+    let trailing = |t: &str| t.bytes().rev().take_while(|&b| b == b'\n').count();
+    let missing = trailing(source).saturating_sub(trailing(&rendered));
+    rendered.extend(std::iter::repeat_n('\n', missing));
+    rendered
+}
+
 pub fn is_template(s: &str) -> bool {
     s.contains("{{") || s.contains("{%") || s.contains("{#")
 }
@@ -739,6 +751,22 @@ mod tests {
         );
         assert!(text.contains("...`: syntax error: "), "{text}");
         assert!(text.ends_with("(line 3)"), "{text}");
+    }
+
+    #[test]
+    fn a_final_block_tag_keeps_the_sources_trailing_newlines() {
+        let v = vars(json!({"l": [1, 2]}));
+        let tp = t();
+        assert_eq!(
+            tp.render_str("{% for i in l %}{{ i }} {% endfor %}\n", &v)
+                .unwrap(),
+            "1 2 \n"
+        );
+        assert_eq!(
+            tp.render_str("{% if true %}x{% endif %}\n\n", &v).unwrap(),
+            "x\n\n"
+        );
+        assert_eq!(tp.render_str("{{ l | length }}", &v).unwrap(), "2");
     }
 
     #[test]

@@ -18,7 +18,12 @@ pub fn ensure_path(agent: &mut Agent, spec: EnsurePath, flags: Flags) -> Result<
         PathState::Absent => absent(agent, &path, flags)?,
         PathState::Touch => touch(agent, &path, mode, flags)?,
         PathState::File => existing_file(agent, &path, mode, flags)?,
-        PathState::Link { target, force } => link(agent, &path, &target, force, flags)?,
+        PathState::Link { target, force } => {
+            // Ansible's `src` is a path argument like `path`: `~/x` is the target user's home
+            // (relative targets stay relative to the link's directory).
+            let target = agent.expand(&target).to_string_lossy().into_owned();
+            link(agent, &path, &target, force, flags)?
+        }
     };
     Ok(OpResult::File(outcome))
 }
@@ -547,6 +552,16 @@ mod tests {
                 .changed
         );
         assert_eq!(fs::read(dir.join("l")).unwrap(), b"2");
+
+        assert!(
+            run(&mut a, "~/home_link", link("~/one", false), None)
+                .unwrap()
+                .changed
+        );
+        assert_eq!(
+            fs::read_link(dir.join("home_link")).unwrap(),
+            dir.join("one")
+        );
 
         let err = run(&mut a, "~/l", link("missing", false), None).unwrap_err();
         assert!(

@@ -2,5 +2,6 @@
 
 #![allow(dead_code)]
 
+pub mod hosts;
 pub mod run;
 pub mod sshd;

@@ -53,6 +53,11 @@ impl TestRun {
 
     /// A file beside the playbook (e.g. `files/x`, `templates/t.j2`).
     pub fn file(self, relative: &str, contents: &str) -> Self {
+        self.file_bytes(relative, contents.as_bytes())
+    }
+
+    /// A file beside the playbook with arbitrary (e.g. binary) contents.
+    pub fn file_bytes(self, relative: &str, contents: &[u8]) -> Self {
         let path = self.dir.path().join(relative);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         std::fs::write(path, contents).expect("write file");
@@ -65,9 +70,23 @@ impl TestRun {
 
     pub fn run(&self) -> Outcome {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_turbo-play"));
+        // The controller reads ~ (ssh config, known_hosts, the local connection's home):
+        // keep it away from the real one unless a test sets HOME itself.
+        let home = self.dir.path().join("controller-home");
+        std::fs::create_dir_all(&home).expect("controller home");
         cmd.current_dir(self.dir.path())
             .env("NO_COLOR", "1")
-            .env_remove("ANSIBLE_HOST_KEY_CHECKING");
+            .env("HOME", &home)
+            .env_remove("SSH_AUTH_SOCK");
+        for var in [
+            "ANSIBLE_HOST_KEY_CHECKING",
+            "ANSIBLE_INVENTORY",
+            "ANSIBLE_FORKS",
+            "ANSIBLE_REMOTE_USER",
+            "ANSIBLE_FORCE_COLOR",
+        ] {
+            cmd.env_remove(var);
+        }
         if let Some(yaml) = &self.playbook {
             let path = self.dir.path().join("site.yml");
             std::fs::write(&path, yaml).expect("write playbook");

@@ -404,7 +404,7 @@ fn finish_loop(
             item: label,
             data: data.clone(),
             ignored: task.ignore_errors && Some(index) == last_failed,
-            verbose_always: task.module.name() == "debug",
+            verbose_always: task.module.name() == "debug" && !outcome.skipped,
         }));
         results.push(Value::Object(data));
     }
@@ -440,7 +440,7 @@ fn finish_loop(
 
 fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, outcome: TaskOutcome) {
     let data = outcome.registered();
-    let is_debug = task.module.name() == "debug";
+    let is_debug = task.module.name() == "debug" && !outcome.skipped;
     // debug shows only what it was asked to show, like Ansible's.
     let shown = if is_debug && !outcome.failed {
         outcome.data.clone()

@@ -170,8 +170,8 @@ pub async fn run_playbooks(
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));
     }
-    // Recap order is the order hosts first appear, as Ansible's.
-    let mut seen: Vec<String> = Vec::new();
+    // Ansible's recap lists every host that took part, by name.
+    let mut seen = std::collections::BTreeSet::new();
     for playbook in playbooks {
         let playbook = Arc::new(playbook);
         for play_index in 0..playbook.plays.len() {
@@ -182,11 +182,7 @@ pub async fn run_playbooks(
                     continue;
                 }
             };
-            for h in &hosts {
-                if !seen.contains(h) {
-                    seen.push(h.clone());
-                }
-            }
+            seen.extend(hosts.iter().cloned());
             run_play(&ctx, &playbook, play_index, hosts).await;
         }
     }

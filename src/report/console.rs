@@ -118,6 +118,11 @@ impl<W: Write> ConsoleReporter<W> {
                 }
             }
             Event::HostResult(result) => {
+                if let Some(diff) = result.data.get("diff") {
+                    for text in render_diffs(diff) {
+                        self.line(&text);
+                    }
+                }
                 let text = self.format_result(result);
                 self.line(&text);
                 if let Some(bar) = &self.progress {
@@ -182,6 +187,16 @@ impl<W: Write> ConsoleReporter<W> {
     }
 
     fn format_result(&self, r: &HostResult) -> String {
+        // The diff was shown above the line; the dump repeats it only at -vvv, as Ansible.
+        let stripped;
+        let r = if self.verbosity < 3 && r.data.contains_key("diff") {
+            let mut copy = r.clone();
+            copy.data.remove("diff");
+            stripped = copy;
+            &stripped
+        } else {
+            r
+        };
         let item = r
             .item
             .as_deref()
@@ -256,6 +271,34 @@ impl<W: Write> ConsoleReporter<W> {
     }
 }
 
+/// A module's `diff` result (one `{before, after, before_header, after_header}` or a list
+/// of them) as the unified diffs Ansible prints for --diff.
+fn render_diffs(diff: &Value) -> Vec<String> {
+    let parts = match diff {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    parts
+        .into_iter()
+        .filter_map(|d| {
+            let text = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
+            let (before, after) = (text("before"), text("after"));
+            if before == after {
+                return None;
+            }
+            let body = similar::TextDiff::from_lines(before, after)
+                .unified_diff()
+                .context_radius(3)
+                .header(
+                    &format!("before: {}", text("before_header")),
+                    &format!("after: {}", text("after_header")),
+                )
+                .to_string();
+            Some(body)
+        })
+        .collect()
+}
+
 /// `PLAY [x] ****...` padded with stars to 80 columns, as Ansible does.
 fn banner(title: &str) -> String {
     let stars = 79usize.saturating_sub(title.chars().count()).max(3);
@@ -265,7 +308,7 @@ fn banner(title: &str) -> String {
 /// Ansible dumps results as JSON with sorted keys: on one line by default, indented by 4
 /// when verbose output was asked for (debug always is).
 fn dump(data: &Map<String, Value>, verbosity: u8) -> String {
-    let sorted: std::collections::BTreeMap<&String, &Value> = data.iter().collect();
+    let sorted = sort_keys(&Value::Object(data.clone()));
     if verbosity >= 4 {
         let mut buf = Vec::new();
         let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
@@ -277,6 +320,24 @@ fn dump(data: &Map<String, Value>, verbosity: u8) -> String {
         let mut ser = serde_json::Serializer::with_formatter(&mut buf, PythonCompact);
         serde::Serialize::serialize(&sorted, &mut ser).expect("json");
         String::from_utf8(buf).expect("utf8")
+    }
+}
+
+/// Ansible dumps with `sort_keys`, at every depth.
+fn sort_keys(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), sort_keys(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sort_keys).collect()),
+        other => other.clone(),
     }
 }
 
@@ -360,6 +421,20 @@ mod tests {
         );
         assert!(
             out.contains("web1                       : ok=2    changed=1    unreachable=0    failed=1    skipped=0    rescued=0    ignored=0"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn diffs_print_before_the_result_and_leave_the_dump() {
+        let data = serde_json::json!({"changed": true, "diff": {"before": "old\n", "after": "new\n", "before_header": "/x", "after_header": "/x"}});
+        let out = render(&[result(Status::Changed, None, data)], 1);
+        assert!(
+            out.starts_with("--- before: /x\n+++ after: /x\n@@ -1 +1 @@\n-old\n+new\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("changed: [web1] => {\"changed\": true}"),
             "{out}"
         );
     }

@@ -88,7 +88,7 @@ pub(crate) async fn run(
         .filter(|&i| matches!(runs[i].state, ItemState::Remote(_)))
         .collect();
     if !remote.is_empty() {
-        let session = match ctx.session(host).await {
+        let session = match ctx.session(host, play).await {
             Ok(s) => s,
             Err(message) => {
                 ctx.unreachable(host, &message);

@@ -53,10 +53,14 @@ impl RunSummary {
     }
 }
 
+type SessionCell = Arc<OnceCell<Result<AgentSession, String>>>;
+
 /// One host's state for the whole run: its connection, registered variables, counters.
 pub(crate) struct HostState {
     pub name: String,
-    session: OnceCell<Result<AgentSession, String>>,
+    /// One session per distinct connection (plays may connect as another user or
+    /// locally); in the usual case exactly one for the whole run.
+    sessions: Mutex<HashMap<String, SessionCell>>,
     pub registered: Mutex<Map<String, Value>>,
     pub stats: Mutex<HostStats>,
     /// Failed or unreachable hosts sit out the rest of the run, as in Ansible.
@@ -67,7 +71,7 @@ impl HostState {
     fn new(name: &str) -> Self {
         HostState {
             name: name.to_string(),
-            session: OnceCell::new(),
+            sessions: Mutex::new(HashMap::new()),
             registered: Mutex::new(Map::new()),
             stats: Mutex::new(HostStats {
                 host: name.to_string(),
@@ -105,30 +109,64 @@ impl RunContext {
             .clone()
     }
 
-    /// The host's agent session, connecting on first use. Connecting happens inside the
-    /// host's own job, so hosts connect concurrently.
-    pub async fn session(&self, host: &HostState) -> Result<AgentSession, String> {
-        host.session
-            .get_or_init(|| async {
-                let vars = self.inventory.host_vars(&host.name);
-                let spec = ConnectionSpec::from_host_vars(
-                    &host.name,
-                    &vars,
-                    &self.opts.connection_defaults,
-                )
+    /// The host's agent session for this play, connecting on first use. Connecting
+    /// happens inside the host's own job, so hosts connect concurrently.
+    pub async fn session(&self, host: &HostState, play: &Play) -> Result<AgentSession, String> {
+        let mut vars = self.inventory.host_vars(&host.name);
+        // Keywords give way to the host's own variables, as in Ansible.
+        let keywords = [
+            ("ansible_connection", &play.connection),
+            ("ansible_user", &play.remote_user),
+            ("ansible_port", &play.port),
+        ];
+        for (var, keyword) in keywords {
+            if let Some(value) = keyword
+                && !vars.contains_key(var)
+            {
+                vars.insert(var.to_string(), value.clone().into());
+            }
+        }
+        let spec =
+            ConnectionSpec::from_host_vars(&host.name, &vars, &self.opts.connection_defaults)
                 .map_err(|e| e.to_string())?;
-                let session = open_agent(&spec).await.map_err(|e| e.to_string())?;
-                let b = session.bootstrap();
-                self.emit(Event::AgentReady {
-                    host: host.name.clone(),
-                    uploaded: b.uploaded,
-                    upload_bytes: b.upload_bytes,
-                    replaced_stale: b.replaced_stale,
-                });
-                Ok(session)
-            })
-            .await
-            .clone()
+        let key = format!(
+            "{:?}|{}|{}|{}",
+            spec.kind, spec.user, spec.address, spec.port
+        );
+        let cell = host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .entry(key)
+            .or_default()
+            .clone();
+        cell.get_or_init(|| async {
+            let session = open_agent(&spec).await.map_err(|e| e.to_string())?;
+            let b = session.bootstrap();
+            self.emit(Event::AgentReady {
+                host: host.name.clone(),
+                uploaded: b.uploaded,
+                upload_bytes: b.upload_bytes,
+                replaced_stale: b.replaced_stale,
+            });
+            Ok(session)
+        })
+        .await
+        .clone()
+    }
+
+    fn open_sessions(&self, host: &HostState) -> Vec<AgentSession> {
+        let cells: Vec<SessionCell> = host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .values()
+            .cloned()
+            .collect();
+        cells
+            .iter()
+            .filter_map(|c| c.get().and_then(|r| r.as_ref().ok()).cloned())
+            .collect()
     }
 
     /// Marks a host unreachable and reports it the way Ansible does.
@@ -191,9 +229,11 @@ pub async fn run_playbooks(
     for name in &seen {
         let host = ctx.host(name);
         let mut s = host.stats.lock().expect("stats").clone();
-        if let Some(Ok(session)) = host.session.get() {
-            (s.bytes_sent, s.bytes_received) = session.traffic();
-            sessions.push(session.clone());
+        for session in ctx.open_sessions(&host) {
+            let (sent, received) = session.traffic();
+            s.bytes_sent += sent;
+            s.bytes_received += received;
+            sessions.push(session);
         }
         stats.push(s);
     }
@@ -245,6 +285,12 @@ async fn run_play(
     if hosts.is_empty() {
         ctx.emit(Event::NoHostsMatched);
         return;
+    }
+    for keyword in &play.unsupported {
+        ctx.emit(Event::Warning(format!(
+            "{}: the play keyword '{keyword}' is not supported yet and was ignored",
+            play.location
+        )));
     }
     let play_hosts: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let forks = Arc::new(Semaphore::new(ctx.opts.forks.max(1)));

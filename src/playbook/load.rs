@@ -11,14 +11,13 @@ use crate::modules::{self, Module, closest};
 use crate::yaml::{LoadError, Node, Source, Span, Value};
 
 /// Play keys Ansible accepts that turbo-play loads and ignores for now.
-const IGNORED_PLAY_KEYS: &[&str] = &[
+/// Play keywords accepted but not acted on yet; the executor warns about each one used,
+/// because ignoring them silently would change what the play does.
+const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "become",
     "become_user",
     "become_method",
-    "remote_user",
-    "connection",
     "environment",
-    "tags",
     "serial",
     "strategy",
     "any_errors_fatal",
@@ -28,19 +27,23 @@ const IGNORED_PLAY_KEYS: &[&str] = &[
     "vars_files",
     "order",
     "run_once",
-    "collections",
     "module_defaults",
     "check_mode",
     "diff",
-    "no_log",
     "ignore_errors",
     "ignore_unreachable",
     "force_handlers",
     "throttle",
-    "timeout",
-    "port",
-    "debugger",
     "vars_prompt",
+];
+
+/// Play keywords with no effect on the outcome here: accepted silently.
+const IGNORED_PLAY_KEYS: &[&str] = &[
+    "tags",
+    "collections",
+    "no_log",
+    "timeout",
+    "debugger",
     "gather_subset",
     "gather_timeout",
     "fact_path",
@@ -54,6 +57,9 @@ const PLAY_KEYS: &[&str] = &[
     "tasks",
     "pre_tasks",
     "post_tasks",
+    "connection",
+    "remote_user",
+    "port",
 ];
 
 /// Task keywords loaded and ignored for now (they do not change what a task does here).
@@ -217,6 +223,8 @@ impl Loader<'_> {
         let mut hosts = None;
         let mut vars = serde_json::Map::new();
         let mut gather_facts = true;
+        let (mut connection, mut remote_user, mut port) = (None, None, None);
+        let mut unsupported = Vec::new();
         let mut sections: [Vec<Task>; 3] = Default::default();
         for (k, v) in entries {
             let key = self.key(k)?;
@@ -235,9 +243,17 @@ impl Loader<'_> {
                 "pre_tasks" => sections[0] = self.tasks(v, key)?,
                 "tasks" => sections[1] = self.tasks(v, key)?,
                 "post_tasks" => sections[2] = self.tasks(v, key)?,
+                "connection" => connection = Some(self.scalar(v, "connection")?),
+                "remote_user" => remote_user = Some(self.scalar(v, "remote_user")?),
+                "port" => port = Some(self.scalar(v, "port")?),
+                _ if UNSUPPORTED_PLAY_KEYS.contains(&key) => unsupported.push(key.to_string()),
                 _ if IGNORED_PLAY_KEYS.contains(&key) => {}
                 _ => {
-                    let all = PLAY_KEYS.iter().chain(IGNORED_PLAY_KEYS).copied();
+                    let all = PLAY_KEYS
+                        .iter()
+                        .chain(UNSUPPORTED_PLAY_KEYS)
+                        .chain(IGNORED_PLAY_KEYS)
+                        .copied();
                     let help = closest(key, all)
                         .map(|s| format!("did you mean '{s}'?"))
                         .or_else(|| {
@@ -267,6 +283,10 @@ impl Loader<'_> {
             vars,
             gather_facts,
             tasks: pre.into_iter().chain(main).chain(post).collect(),
+            connection,
+            remote_user,
+            port,
+            unsupported,
             location: self.location(node.span),
         })
     }

@@ -48,6 +48,13 @@ pub struct Play {
     pub gather_facts: bool,
     /// `pre_tasks`, then `tasks`, then `post_tasks`.
     pub tasks: Vec<Task>,
+    /// The play's `connection`, `remote_user` and `port` keywords. As in Ansible, a host's
+    /// `ansible_connection`/`ansible_user`/`ansible_port` variables win over them.
+    pub connection: Option<String>,
+    pub remote_user: Option<String>,
+    pub port: Option<String>,
+    /// Keywords used but not supported yet (the executor warns).
+    pub unsupported: Vec<String>,
     pub location: Location,
 }
 

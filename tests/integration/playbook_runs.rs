@@ -421,6 +421,29 @@ fn hosts_localhost_uses_the_implicit_localhost() {
     assert_file(&home.path().join("implicit"), b"local", 0o644);
 }
 
+#[test]
+fn play_keyword_connection_local_runs_locally_and_warns_about_unsupported_keys() {
+    let home = tempfile::tempdir().unwrap();
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: web
+  connection: local
+  gather_facts: false
+  vars_files: [nothing.yml]
+  tasks:
+    - copy: content=by-play-keyword dest=~/from_play
+",
+        )
+        .inventory("web\n")
+        .env("HOME", home.path().to_str().unwrap())
+        .run();
+    out.assert_code(0);
+    assert_eq!(out.recap("web"), recap(1, 1));
+    assert_contains(&out, "[WARNING]: ");
+    assert_contains(&out, "'vars_files' is not supported yet");
+    assert_file(&home.path().join("from_play"), b"by-play-keyword", 0o644);
+}
+
 // 7. Failing commands, ignore_errors, creates.
 
 #[test]

@@ -1,5 +1,6 @@
 //! Words of a command line as a POSIX shell (and Python's `shlex.split`, which Ansible
-//! uses for `command` and ssh arguments) splits them.
+//! uses for `command` and ssh arguments) splits them. Errors keep Python's wording,
+//! which Ansible users know.
 
 /// Splits a command line the way a POSIX shell would split words: whitespace separates,
 /// single quotes are literal, double quotes allow `\"`, `\\`, `\$`, `` \` ``, and a
@@ -23,7 +24,7 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(c) => word.push(c),
-                        None => return Err(format!("unterminated single quote in `{line}`")),
+                        None => return Err(format!("No closing quotation in `{line}`")),
                     }
                 }
             }
@@ -39,10 +40,10 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
                                 word.push('\\');
                                 word.push(c);
                             }
-                            None => return Err(format!("unterminated double quote in `{line}`")),
+                            None => return Err(format!("No closing quotation in `{line}`")),
                         },
                         Some(c) => word.push(c),
-                        None => return Err(format!("unterminated double quote in `{line}`")),
+                        None => return Err(format!("No closing quotation in `{line}`")),
                     }
                 }
             }
@@ -51,7 +52,7 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
                 match chars.next() {
                     Some('\n') => {}
                     Some(c) => word.push(c),
-                    None => return Err(format!("trailing backslash in `{line}`")),
+                    None => return Err(format!("No escaped character in `{line}`")),
                 }
             }
             c => {

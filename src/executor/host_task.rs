@@ -391,6 +391,7 @@ fn finish_loop(
     let (mut any_changed, mut any_failed, mut all_skipped) = (false, false, true);
     let last_failed = outcomes.iter().rposition(|(_, o)| o.failed);
     for (index, (item, outcome)) in outcomes.into_iter().enumerate() {
+        absorb_facts(task, host, &outcome);
         any_changed |= outcome.changed;
         any_failed |= outcome.failed;
         all_skipped &= outcome.skipped;
@@ -439,6 +440,7 @@ fn finish_loop(
 }
 
 fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, outcome: TaskOutcome) {
+    absorb_facts(task, host, &outcome);
     let data = outcome.registered();
     let is_debug = task.module.name() == "debug" && !outcome.skipped;
     // debug shows only what it was asked to show, like Ansible's.
@@ -456,6 +458,33 @@ fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, outcome: TaskOut
         verbose_always: is_debug,
     }));
     record(task, host, &outcome, data);
+}
+
+/// A module hands variables back the way Ansible's do, under `ansible_facts` in its
+/// result: `setup` fills the facts layer, anything else (set_fact, include_vars) the
+/// set-facts layer above task vars.
+fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome) {
+    if outcome.failed || outcome.skipped {
+        return;
+    }
+    let Some(Value::Object(new)) = outcome.data.get("ansible_facts") else {
+        return;
+    };
+    if task.module.name() == "setup" {
+        // Kept without the prefix, as `ansible_facts.X`; vars.rs adds the `ansible_X` names.
+        let mut facts = host.facts.lock().expect("facts lock");
+        for (k, v) in new {
+            facts.insert(
+                k.strip_prefix("ansible_").unwrap_or(k).to_string(),
+                v.clone(),
+            );
+        }
+    } else {
+        let mut set = host.set_facts.lock().expect("set_facts lock");
+        for (k, v) in new {
+            set.insert(k.clone(), v.clone());
+        }
+    }
 }
 
 /// Counts the task in the recap, registers its result, and benches a failed host.

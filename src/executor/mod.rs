@@ -62,6 +62,10 @@ pub(crate) struct HostState {
     /// locally); in the usual case exactly one for the whole run.
     sessions: Mutex<HashMap<String, SessionCell>>,
     pub registered: Mutex<Map<String, Value>>,
+    /// Gathered facts (`setup`): below play vars in precedence, as in Ansible.
+    pub facts: Mutex<Map<String, Value>>,
+    /// Facts a task set (`set_fact`, `include_vars`): above task vars, as in Ansible.
+    pub set_facts: Mutex<Map<String, Value>>,
     pub stats: Mutex<HostStats>,
     /// Failed or unreachable hosts sit out the rest of the run, as in Ansible.
     pub out: AtomicBool,
@@ -73,6 +77,8 @@ impl HostState {
             name: name.to_string(),
             sessions: Mutex::new(HashMap::new()),
             registered: Mutex::new(Map::new()),
+            facts: Mutex::new(Map::new()),
+            set_facts: Mutex::new(Map::new()),
             stats: Mutex::new(HostStats {
                 host: name.to_string(),
                 ..Default::default()

@@ -1,6 +1,6 @@
 //! The variables a task sees on a host, layered in Ansible's precedence order (low to
-//! high): inventory (all, groups, host), play vars, task vars, registered results,
-//! extra vars; plus the magic variables.
+//! high): inventory (all, groups, host), gathered facts, play vars, task vars, set facts
+//! and registered results, extra vars; plus the magic variables.
 
 use serde_json::{Map, Value};
 
@@ -19,8 +19,17 @@ pub fn task_vars(
     play_hosts: &[String],
 ) -> minijinja::Value {
     let mut vars = ctx.inventory.host_vars(&host.name);
+    {
+        let facts = host.facts.lock().expect("facts lock");
+        // Facts are reachable both as `ansible_facts.X` and as the older `ansible_X` names.
+        for (k, v) in facts.iter() {
+            vars.insert(format!("ansible_{k}"), v.clone());
+        }
+        vars.insert("ansible_facts".into(), Value::Object(facts.clone()));
+    }
     extend(&mut vars, &play.vars);
     extend(&mut vars, &task.vars);
+    extend(&mut vars, &host.set_facts.lock().expect("set_facts lock"));
     extend(&mut vars, &host.registered.lock().expect("registered lock"));
     extend(&mut vars, &ctx.opts.extra_vars);
 

@@ -11,8 +11,10 @@ use super::{
 };
 use crate::template::python_json;
 
-/// Larger content goes as a digest first: unchanged files then cost no upload.
-pub(super) const INLINE_LIMIT: usize = 1 << 20;
+/// Larger content goes as a digest first: an unchanged file then costs 32 bytes on the
+/// wire, a changed one one more round trip. Below this size the round trip costs more
+/// than sending the (compressed) bytes.
+pub(super) const INLINE_LIMIT: usize = 64 << 10;
 
 pub struct Copy;
 

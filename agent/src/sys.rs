@@ -170,7 +170,10 @@ impl BrokenDownTime {
         Self::convert(epoch, gmtime_r)
     }
 
-    fn convert(epoch: i64, f: unsafe extern "C" fn(*const i64, *mut Tm) -> *mut Tm) -> Option<Self> {
+    fn convert(
+        epoch: i64,
+        f: unsafe extern "C" fn(*const i64, *mut Tm) -> *mut Tm,
+    ) -> Option<Self> {
         let mut tm = Tm {
             tm_sec: 0,
             tm_min: 0,

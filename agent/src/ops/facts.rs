@@ -842,10 +842,11 @@ fn mount_fact(m: Mount) -> FactValue {
             ("block_size", int(st.f_bsize)),
             ("block_total", int(st.f_blocks)),
             ("block_available", int(st.f_bavail)),
-            ("block_used", int(st.f_blocks - st.f_bfree)),
+            // Ansible counts reserved blocks as used: total minus what users may take.
+            ("block_used", int(st.f_blocks.saturating_sub(st.f_bavail))),
             ("inode_total", int(st.f_files)),
             ("inode_available", int(st.f_favail)),
-            ("inode_used", int(st.f_files - st.f_ffree)),
+            ("inode_used", int(st.f_files.saturating_sub(st.f_favail))),
         ]);
     }
     entries.push(("uuid", s("N/A")));
@@ -914,6 +915,7 @@ fn sys_net(device: &str, file: &str) -> Option<String> {
 }
 
 fn network(out: &mut Facts) {
+    // Ansible lists them in directory order, which is arbitrary; sorted is stable.
     let mut names: Vec<String> = std::fs::read_dir("/sys/class/net")
         .map(|dir| {
             dir.flatten()
@@ -988,6 +990,17 @@ fn network(out: &mut Facts) {
         }
         if let Some(speed) = speed {
             entries.push(("speed", FactValue::Int(speed)));
+        }
+        let link_name = |rel: &str| {
+            std::fs::read_link(format!("{base}/{rel}"))
+                .ok()
+                .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
+        };
+        if let Some(pciid) = link_name("device") {
+            entries.push(("pciid", s(pciid)));
+        }
+        if let Some(module) = link_name("device/driver/module") {
+            entries.push(("module", s(module)));
         }
         if let Some(mtu) = mtu {
             entries.push(("mtu", FactValue::Int(mtu)));

@@ -15,6 +15,75 @@ unsafe extern "C" {
     fn geteuid() -> u32;
     fn getegid() -> u32;
     fn utimensat(dirfd: i32, path: *const c_char, times: *const c_void, flags: i32) -> i32;
+    fn getuid() -> u32;
+    fn getgid() -> u32;
+    fn uname(buf: *mut Utsname) -> i32;
+    fn tzset();
+    fn localtime_r(time: *const i64, tm: *mut Tm) -> *mut Tm;
+    fn gmtime_r(time: *const i64, tm: *mut Tm) -> *mut Tm;
+    fn strftime(s: *mut c_char, max: usize, format: *const c_char, tm: *const Tm) -> usize;
+    fn getifaddrs(ifap: *mut *mut IfAddrs) -> i32;
+    fn freeifaddrs(ifa: *mut IfAddrs);
+    fn statvfs(path: *const c_char, buf: *mut StatVfs) -> i32;
+    static tzname: [*const c_char; 2];
+}
+
+/// glibc's `struct utsname`: six fields of _UTSNAME_LENGTH (65) bytes.
+#[repr(C)]
+pub struct Utsname {
+    fields: [[u8; 65]; 6],
+}
+
+/// glibc's `struct tm` on 64-bit Linux.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Tm {
+    tm_sec: i32,
+    tm_min: i32,
+    tm_hour: i32,
+    tm_mday: i32,
+    tm_mon: i32,
+    tm_year: i32,
+    tm_wday: i32,
+    tm_yday: i32,
+    tm_isdst: i32,
+    tm_gmtoff: i64,
+    tm_zone: *const c_char,
+}
+
+#[repr(C)]
+pub struct IfAddrs {
+    ifa_next: *mut IfAddrs,
+    ifa_name: *const c_char,
+    ifa_flags: u32,
+    ifa_addr: *const SockAddr,
+    ifa_netmask: *const SockAddr,
+    ifa_broadaddr: *const SockAddr,
+    ifa_data: *mut c_void,
+}
+
+/// The common head of every sockaddr.
+#[repr(C)]
+struct SockAddr {
+    family: u16,
+}
+
+/// glibc's `struct statvfs` on 64-bit Linux.
+#[repr(C)]
+#[derive(Default)]
+pub struct StatVfs {
+    pub f_bsize: u64,
+    pub f_frsize: u64,
+    pub f_blocks: u64,
+    pub f_bfree: u64,
+    pub f_bavail: u64,
+    pub f_files: u64,
+    pub f_ffree: u64,
+    pub f_favail: u64,
+    f_fsid: u64,
+    f_flag: u64,
+    f_namemax: u64,
+    spare: [i32; 6],
 }
 
 /// utimensat's "relative to the working directory" dirfd.
@@ -48,6 +117,203 @@ pub fn effective_uid() -> u32 {
 pub fn effective_gid() -> u32 {
     // SAFETY: getegid cannot fail and touches no memory.
     unsafe { getegid() }
+}
+
+pub fn real_uid() -> u32 {
+    // SAFETY: getuid cannot fail and touches no memory.
+    unsafe { getuid() }
+}
+
+pub fn real_gid() -> u32 {
+    // SAFETY: getgid cannot fail and touches no memory.
+    unsafe { getgid() }
+}
+
+fn c_text(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// uname(2) as (sysname, nodename, release, version, machine).
+pub fn uname_fields() -> Option<[String; 5]> {
+    let mut buf = Utsname {
+        fields: [[0; 65]; 6],
+    };
+    // SAFETY: buf is a properly sized, writable utsname.
+    if unsafe { uname(&mut buf) } < 0 {
+        return None;
+    }
+    let f = &buf.fields;
+    Some([
+        c_text(&f[0]),
+        c_text(&f[1]),
+        c_text(&f[2]),
+        c_text(&f[3]),
+        c_text(&f[4]),
+    ])
+}
+
+/// A moment formatted by strftime(3), in local time or UTC.
+pub struct BrokenDownTime {
+    tm: Tm,
+}
+
+impl BrokenDownTime {
+    pub fn local(epoch: i64) -> Option<Self> {
+        // SAFETY: tzset reads TZ and /etc/localtime into libc's own globals; the agent is
+        // single-threaded.
+        unsafe { tzset() };
+        Self::convert(epoch, localtime_r)
+    }
+
+    pub fn utc(epoch: i64) -> Option<Self> {
+        Self::convert(epoch, gmtime_r)
+    }
+
+    fn convert(
+        epoch: i64,
+        f: unsafe extern "C" fn(*const i64, *mut Tm) -> *mut Tm,
+    ) -> Option<Self> {
+        let mut tm = Tm {
+            tm_sec: 0,
+            tm_min: 0,
+            tm_hour: 0,
+            tm_mday: 0,
+            tm_mon: 0,
+            tm_year: 0,
+            tm_wday: 0,
+            tm_yday: 0,
+            tm_isdst: 0,
+            tm_gmtoff: 0,
+            tm_zone: std::ptr::null(),
+        };
+        // SAFETY: both pointers are valid for the call; the result points into `tm`.
+        let ok = !unsafe { f(&epoch, &mut tm) }.is_null();
+        ok.then_some(BrokenDownTime { tm })
+    }
+
+    pub fn format(&self, format: &str) -> String {
+        let Ok(c_format) = CString::new(format) else {
+            return String::new();
+        };
+        let mut buf = [0u8; 256];
+        // SAFETY: buf's size is passed; strftime writes at most that many bytes and
+        // reads the tm this struct owns.
+        let n = unsafe {
+            strftime(
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                c_format.as_ptr(),
+                &self.tm,
+            )
+        };
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+}
+
+/// libc's name for the time zone's daylight-saving variant (Python's `time.tzname[1]`).
+pub fn dst_zone_name() -> String {
+    // SAFETY: tzset fills tzname with pointers to static strings; read once, copied.
+    unsafe {
+        tzset();
+        let p = std::ptr::addr_of!(tzname).read()[1];
+        if p.is_null() {
+            return String::new();
+        }
+        std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+/// One address of one interface, as getifaddrs(3) lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InterfaceAddress {
+    pub interface: String,
+    pub flags: u32,
+    pub address: std::net::IpAddr,
+    pub netmask: Option<std::net::IpAddr>,
+    pub broadcast: Option<std::net::IpAddr>,
+}
+
+const AF_INET: u16 = 2;
+const AF_INET6: u16 = 10;
+/// IFF_BROADCAST: ifa_broadaddr holds a broadcast address, not a peer's.
+const IFF_BROADCAST: u32 = 0x2;
+
+/// SAFETY: `sa` is null or points to a sockaddr of the family it names.
+unsafe fn ip_of(sa: *const SockAddr) -> Option<std::net::IpAddr> {
+    if sa.is_null() {
+        return None;
+    }
+    let bytes = sa.cast::<u8>();
+    // Only the bytes the named family has are read: sockaddr_in is family, port, then 4
+    // bytes of address; sockaddr_in6 is family, port, flowinfo (4), then 16 bytes.
+    let read = |offset: usize, out: &mut [u8]| {
+        // SAFETY: offset + out.len() stays within the sockaddr of this family.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.add(offset), out.as_mut_ptr(), out.len()) }
+    };
+    // SAFETY: every sockaddr starts with its family.
+    let family = unsafe { (*sa).family };
+    match family {
+        AF_INET => {
+            let mut octets = [0u8; 4];
+            read(4, &mut octets);
+            Some(std::net::IpAddr::from(octets))
+        }
+        AF_INET6 => {
+            let mut octets = [0u8; 16];
+            read(8, &mut octets);
+            Some(std::net::IpAddr::from(octets))
+        }
+        _ => None,
+    }
+}
+
+/// Every IPv4 and IPv6 address of every interface.
+pub fn interface_addresses() -> io::Result<Vec<InterfaceAddress>> {
+    let mut head: *mut IfAddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates a list that is freed below, after it is copied out.
+    if unsafe { getifaddrs(&mut head) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut cursor = head;
+    while !cursor.is_null() {
+        // SAFETY: cursor walks the list getifaddrs returned, which stays valid until freed.
+        let entry = unsafe { &*cursor };
+        if let Some(address) = unsafe { ip_of(entry.ifa_addr) } {
+            let broadcast = if entry.ifa_flags & IFF_BROADCAST != 0 {
+                unsafe { ip_of(entry.ifa_broadaddr) }
+            } else {
+                None
+            };
+            out.push(InterfaceAddress {
+                // SAFETY: ifa_name is a NUL-terminated string in the list.
+                interface: unsafe { std::ffi::CStr::from_ptr(entry.ifa_name) }
+                    .to_string_lossy()
+                    .into_owned(),
+                flags: entry.ifa_flags,
+                address,
+                netmask: unsafe { ip_of(entry.ifa_netmask) },
+                broadcast,
+            });
+        }
+        cursor = entry.ifa_next;
+    }
+    // SAFETY: head came from getifaddrs and nothing points into it any more.
+    unsafe { freeifaddrs(head) };
+    Ok(out)
+}
+
+/// statvfs(3) of a mounted path.
+pub fn fs_stats(path: &str) -> io::Result<StatVfs> {
+    let c_path = CString::new(path)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    let mut buf = StatVfs::default();
+    // SAFETY: c_path is NUL-terminated and buf is a writable statvfs.
+    if unsafe { statvfs(c_path.as_ptr(), &mut buf) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(buf)
 }
 
 /// Sets a path's access and modification times to now, as touch(1) does. Unlike setting

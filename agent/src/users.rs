@@ -8,7 +8,9 @@ pub struct PasswdEntry {
     pub name: String,
     pub uid: u32,
     pub gid: u32,
+    pub gecos: String,
     pub home: String,
+    pub shell: String,
 }
 
 /// Entries of a passwd(5) file. Comments, NIS `+`/`-` lines and malformed lines are
@@ -27,7 +29,9 @@ pub fn parse_passwd(text: &str) -> Vec<PasswdEntry> {
                 name: fields[0].to_string(),
                 uid: fields[2].parse().ok()?,
                 gid: fields[3].parse().ok()?,
+                gecos: fields[4].to_string(),
                 home: fields[5].to_string(),
+                shell: fields[6].to_string(),
             })
         })
         .collect()
@@ -126,7 +130,9 @@ badid:x:abc:1:x:/x:/bin/sh
                 name: "deploy".into(),
                 uid: 1000,
                 gid: 1001,
-                home: "/home/deploy".into()
+                gecos: "Deploy User,,,".into(),
+                home: "/home/deploy".into(),
+                shell: "/bin/bash".into(),
             }
         );
         assert_eq!(entries[0].home, "/root");

@@ -446,6 +446,9 @@ fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, outcome: TaskOut
     // debug shows only what it was asked to show, like Ansible's.
     let shown = if is_debug && !outcome.failed {
         outcome.data.clone()
+    } else if task.module.name() == "setup" && !outcome.failed {
+        // Ansible never prints gathered facts, even with -v (`_ansible_verbose_override`).
+        Map::new()
     } else {
         data.clone()
     };

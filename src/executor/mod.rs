@@ -4,6 +4,7 @@
 //! Round trips are the cost, so a task's loop items are planned on the controller and sent
 //! to the agent as one batch (cut into pipelined chunks for very long loops).
 
+mod facts;
 mod host_task;
 mod vars;
 
@@ -300,6 +301,7 @@ async fn run_play(
     }
     let play_hosts: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let forks = Arc::new(Semaphore::new(ctx.opts.forks.max(1)));
+    facts::gather(ctx, playbook, play_index, &hosts, &play_hosts, &forks).await;
     for task_index in 0..play.tasks.len() {
         let active: Vec<Arc<HostState>> = hosts
             .iter()

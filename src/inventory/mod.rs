@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use crate::yaml::{LoadError, Source};
 use data::{ALL, Data, LOCALHOST_NAMES, SourceInfo};
-use pattern::Matcher;
+pub(crate) use pattern::Matcher;
 
 /// A host with its inventory variables already merged (see [`Inventory::host_vars`]).
 #[derive(Debug, Clone, PartialEq)]

@@ -17,6 +17,7 @@ mod copy;
 mod debug;
 mod file;
 mod ping;
+mod setup;
 mod template;
 
 /// Arguments after templating, as the registered result's `invocation.module_args` has them.
@@ -157,6 +158,7 @@ static MODULES: &[&dyn Module] = &[
     &command::Shell,
     &debug::Debug,
     &ping::Ping,
+    &setup::Setup,
 ];
 
 /// Every registered module.

@@ -44,7 +44,6 @@ const IGNORED_PLAY_KEYS: &[&str] = &[
     "no_log",
     "timeout",
     "debugger",
-    "gather_subset",
     "gather_timeout",
     "fact_path",
 ];
@@ -54,6 +53,7 @@ const PLAY_KEYS: &[&str] = &[
     "hosts",
     "vars",
     "gather_facts",
+    "gather_subset",
     "tasks",
     "pre_tasks",
     "post_tasks",
@@ -223,6 +223,7 @@ impl Loader<'_> {
         let mut hosts = None;
         let mut vars = serde_json::Map::new();
         let mut gather_facts = true;
+        let mut gather_subset = Vec::new();
         let (mut connection, mut remote_user, mut port) = (None, None, None);
         let mut unsupported = Vec::new();
         let mut sections: [Vec<Task>; 3] = Default::default();
@@ -240,6 +241,7 @@ impl Loader<'_> {
                 "hosts" => hosts = Some(self.hosts(v)?),
                 "vars" => vars = self.mapping(v, "vars")?,
                 "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
+                "gather_subset" => gather_subset = self.string_list(v, "gather_subset")?,
                 "pre_tasks" => sections[0] = self.tasks(v, key)?,
                 "tasks" => sections[1] = self.tasks(v, key)?,
                 "post_tasks" => sections[2] = self.tasks(v, key)?,
@@ -282,6 +284,7 @@ impl Loader<'_> {
             hosts,
             vars,
             gather_facts,
+            gather_subset,
             tasks: pre.into_iter().chain(main).chain(post).collect(),
             connection,
             remote_user,
@@ -304,6 +307,21 @@ impl Loader<'_> {
                 Some("use `hosts: all`, a group name, or a host pattern".into()),
             )),
             _ => self.scalar(node, "hosts"),
+        }
+    }
+
+    /// A list of scalars, or one comma-separated string (as `gather_subset: "!all,network"`).
+    fn string_list(&self, node: &Node, what: &str) -> Result<Vec<String>, LoadError> {
+        match &node.value {
+            Value::Null => Ok(Vec::new()),
+            Value::Seq(items) => items.iter().map(|i| self.scalar(i, what)).collect(),
+            _ => Ok(self
+                .scalar(node, what)?
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()),
         }
     }
 
@@ -898,8 +916,21 @@ mod tests {
             json!({"msg": "main"})
         );
         assert!(pb.plays[1].gather_facts);
+        assert!(pb.plays[1].gather_subset.is_empty());
         assert!(pb.plays[1].tasks.is_empty());
         assert!(ok("").plays.is_empty());
+    }
+
+    #[test]
+    fn gather_subset_is_a_list_or_a_comma_separated_string() {
+        let pb = ok("
+- hosts: all
+  gather_subset: [min, network]
+- hosts: all
+  gather_subset: '!all, !min,hardware'
+");
+        assert_eq!(pb.plays[0].gather_subset, ["min", "network"]);
+        assert_eq!(pb.plays[1].gather_subset, ["!all", "!min", "hardware"]);
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub struct Play {
     pub hosts: String,
     pub vars: serde_json::Map<String, Value>,
     pub gather_facts: bool,
+    /// The play's `gather_subset` for its fact gathering; empty means Ansible's default.
+    pub gather_subset: Vec<String>,
     /// `pre_tasks`, then `tasks`, then `post_tasks`.
     pub tasks: Vec<Task>,
     /// The play's `connection`, `remote_user` and `port` keywords. As in Ansible, a host's

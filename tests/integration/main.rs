@@ -1,5 +1,6 @@
 //! Integration tests against real services (a throw-away sshd per test; see support/).
 
 mod connection;
+mod facts;
 mod playbook_runs;
 mod support;

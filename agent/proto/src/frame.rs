@@ -219,7 +219,7 @@ mod tests {
 
     fn golden_hello() -> AgentMsg {
         AgentMsg::Hello(AgentHello {
-            protocol_version: 1,
+            protocol_version: crate::PROTOCOL_VERSION,
             agent_version: "0.1.0".into(),
             user: "deploy".into(),
             uid: 1000,
@@ -255,8 +255,8 @@ mod tests {
 
     // The wire format, committed. If one of these fails, the messages (or bincode's
     // options) changed: bump PROTOCOL_VERSION and update the constants on purpose.
-    const GOLDEN_HELLO_BINCODE: &str = "00000000010000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
-    const GOLDEN_HELLO_FRAME: &str = "0000003e78012589cd0d001018432bc2c9c1247e762271205cad614a63e817cd7b49d38251d45021851c9295464b5d7deeab01d17111629ba3c6ff1d0f3cf3500a9f";
+    const GOLDEN_HELLO_BINCODE: &str = "00000000020000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
+    const GOLDEN_HELLO_FRAME: &str = "0000003e78012589cd0d001018431bc2c9c1247e762271205cad614a63e817cd7b49d38251d45021851c9295464b5d7deeab01d17111629ba3c6ff1d0f3cf38f0aa0";
     const GOLDEN_REQUEST_BINCODE: &str = "00000000070000000000000000010500000002000000000000000100000009000000000000002f6574632f6d6f746400000000060000000000000068656c6c6f0a0100000000a4010000010400000000000000020000000000000004000000000000006563686f02000000000000006869000106000000000000002f746d702f7800010000000000000004000000000000004c414e4701000000000000004300";
     const GOLDEN_REQUEST_FRAME: &str = "000000637801354c5b0a80300c6bc5077a999e41fcf047bc840e266ccc8f7d78200f6a22b424290d490533803fb4c36a404221234858a887e5524f1e3d058c21a53231262f545b78843ff03b1cb1b8172f51ef5bcdb73d822a5be2f16dde57f716f900881c0c48";
 
@@ -359,6 +359,9 @@ mod tests {
             env: vec![],
             stdin: Some(b"in".to_vec()),
         }));
+        ops.push(Op::Facts {
+            subsets: vec!["all".into(), "!hardware".into()],
+        });
         let nested = Op::Batch(ops.clone());
         ops.push(nested);
         ops
@@ -389,6 +392,20 @@ mod tests {
             }),
             OpResult::Chunk { size: 1 << 20 },
             OpResult::NeedContent,
+            OpResult::Facts(vec![
+                ("null".into(), FactValue::Null),
+                ("bool".into(), FactValue::Bool(true)),
+                ("int".into(), FactValue::Int(-42)),
+                ("float".into(), FactValue::Float(0.25)),
+                ("str".into(), FactValue::Str("Debian".into())),
+                (
+                    "nested".into(),
+                    FactValue::List(vec![FactValue::Map(vec![(
+                        "address".into(),
+                        FactValue::Str("127.0.0.1".into()),
+                    )])]),
+                ),
+            ]),
         ];
         for kind in [
             FileKind::Missing,

@@ -72,6 +72,10 @@ pub enum Op {
     /// Run each op in order and reply with one result per op: a loop's items travel as
     /// one round trip. A failed op does not stop the ones after it.
     Batch(Vec<Op>),
+    /// Describe the host (Ansible's `setup`): the named subsets of facts, read natively.
+    /// Subsets as `gather_subset` writes them: "all", "min", "network", "!hardware"...;
+    /// unknown names are ignored.
+    Facts { subsets: Vec<String> },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,7 +168,22 @@ pub enum OpResult {
     /// The file's digest did not match: send the bytes (see [`FileContent::Digest`]).
     NeedContent,
     Batch(Vec<OpResult>),
+    /// Facts by name, without the `ansible_` prefix, in the order gathered.
+    Facts(Vec<(String, FactValue)>),
     Error(OpError),
+}
+
+/// A fact's value: JSON's shapes, because facts end up as playbook variables.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum FactValue {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    List(Vec<FactValue>),
+    /// Keys in the order the agent produced them.
+    Map(Vec<(String, FactValue)>),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

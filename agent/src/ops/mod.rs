@@ -3,6 +3,7 @@
 //! [`OpResult::Error`] so that one bad op never ends the session.
 
 pub mod exec;
+pub mod facts;
 pub mod file;
 pub mod mode;
 pub mod path;
@@ -66,6 +67,7 @@ impl Agent {
             Op::EnsurePath(spec) => path::ensure_path(self, spec, flags),
             Op::WriteChunk { upload_id, data } => file::write_chunk(self, upload_id, &data),
             Op::Exec(spec) => exec::exec(self, spec, flags),
+            Op::Facts { subsets } => Ok(facts::facts(&subsets)),
             Op::Batch(ops) => Ok(OpResult::Batch(
                 ops.into_iter().map(|op| self.run(op, flags)).collect(),
             )),

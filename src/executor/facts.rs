@@ -1,0 +1,127 @@
+//! Ansible's implicit first task of every play with `gather_facts` on (the default):
+//! `TASK [Gathering Facts]`, the `setup` module on every play host, before `pre_tasks`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::{HostState, RunContext, host_task};
+use crate::playbook::{Play, Playbook, Task};
+use crate::report::events::Event;
+
+/// What Ansible names the implicit task in its banner.
+pub const GATHERING_FACTS: &str = "Gathering Facts";
+
+/// The synthetic `setup` task a play runs first, or None with `gather_facts: false`.
+pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
+    if !play.gather_facts {
+        return None;
+    }
+    let mut args = Map::new();
+    if !play.gather_subset.is_empty() {
+        args.insert(
+            "gather_subset".into(),
+            Value::Array(
+                play.gather_subset
+                    .iter()
+                    .cloned()
+                    .map(Value::String)
+                    .collect(),
+            ),
+        );
+    }
+    Some(Task {
+        name: Some(GATHERING_FACTS.into()),
+        action: "gather_facts".into(),
+        module: crate::modules::find("setup").expect("setup is a registered module"),
+        args,
+        loop_spec: None,
+        loop_var: "item".into(),
+        when: Vec::new(),
+        register: None,
+        ignore_errors: false,
+        vars: Map::new(),
+        unsupported: Vec::new(),
+        location: play.location.clone(),
+    })
+}
+
+/// Runs the play's fact gathering on its active hosts, all at once up to `forks`. An
+/// unreachable host is reported and benched as after any task.
+pub(crate) async fn gather(
+    ctx: &Arc<RunContext>,
+    playbook: &Arc<Playbook>,
+    play_index: usize,
+    hosts: &[Arc<HostState>],
+    play_hosts: &[String],
+    forks: &Arc<Semaphore>,
+) {
+    let Some(task) = gathering_task(&playbook.plays[play_index]) else {
+        return;
+    };
+    let active: Vec<Arc<HostState>> = hosts
+        .iter()
+        .filter(|h| !h.out.load(Ordering::SeqCst))
+        .cloned()
+        .collect();
+    if active.is_empty() {
+        return;
+    }
+    ctx.emit(Event::TaskStart {
+        name: task.display_name(),
+        hosts: active.len(),
+    });
+    let task = Arc::new(task);
+    let mut jobs = JoinSet::new();
+    for host in active {
+        let (ctx, playbook, forks, task) =
+            (ctx.clone(), playbook.clone(), forks.clone(), task.clone());
+        let play_hosts = play_hosts.to_vec();
+        jobs.spawn(async move {
+            let _permit = forks.acquire_owned().await.expect("semaphore open");
+            let play = &playbook.plays[play_index];
+            host_task::run(&ctx, &playbook, play, &task, &host, &play_hosts).await;
+        });
+    }
+    while let Some(joined) = jobs.join_next().await {
+        if let Err(e) = joined {
+            ctx.emit(Event::Warning(format!("internal error in a host job: {e}")));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn play(yaml: &str) -> Play {
+        crate::playbook::load_playbook_text(Path::new("site.yml"), yaml)
+            .unwrap()
+            .plays
+            .remove(0)
+    }
+
+    #[test]
+    fn plays_gather_facts_by_default_with_their_subset() {
+        let task = gathering_task(&play("- hosts: all\n")).unwrap();
+        assert_eq!(task.display_name(), "Gathering Facts");
+        assert_eq!(task.module.name(), "setup");
+        assert!(task.args.is_empty());
+        assert!(task.register.is_none() && task.loop_spec.is_none());
+
+        let task = gathering_task(&play(
+            "- hosts: all\n  gather_subset: [\"!all\", network]\n",
+        ))
+        .unwrap();
+        assert_eq!(
+            Value::Object(task.args),
+            serde_json::json!({"gather_subset": ["!all", "network"]})
+        );
+
+        assert!(gathering_task(&play("- hosts: all\n  gather_facts: false\n")).is_none());
+    }
+}

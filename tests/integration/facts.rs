@@ -1,0 +1,162 @@
+//! Fact gathering end to end: the implicit `Gathering Facts` task, the facts it makes
+//! available (checked against what this machine reports, since the sshd runs here), the
+//! `setup` module's `gather_subset` and `filter`, and `gather_facts: false`.
+
+use crate::support::hosts::{SshHosts, refusing_host_line};
+use crate::support::run::{Outcome, Recap, TestRun, file_bytes_and_mode};
+
+fn recap(ok: u32, changed: u32) -> Recap {
+    Recap {
+        ok,
+        changed,
+        ..Recap::default()
+    }
+}
+
+#[track_caller]
+fn assert_contains(out: &Outcome, needle: &str) {
+    assert!(
+        out.stdout.contains(needle),
+        "expected {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+#[track_caller]
+fn file_text(path: &std::path::Path) -> String {
+    String::from_utf8(file_bytes_and_mode(path).0).expect("utf-8 file")
+}
+
+/// The distribution name Ansible reports for this machine, where the test knows it.
+fn expected_distribution() -> Option<&'static str> {
+    let os_release = std::fs::read_to_string("/etc/os-release").ok()?;
+    let id = os_release
+        .lines()
+        .find_map(|l| l.strip_prefix("ID="))?
+        .trim_matches('"');
+    match id {
+        "debian" => Some("Debian"),
+        "ubuntu" => Some("Ubuntu"),
+        "fedora" => Some("Fedora"),
+        _ => None,
+    }
+}
+
+#[test]
+fn plays_gather_facts_by_default_and_expose_them_both_ways() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all
+  tasks:
+    - debug: var=ansible_distribution
+    - copy:
+        content: \"{{ ansible_facts.hostname }} {{ ansible_user_id }} {{ ansible_hostname == ansible_facts['hostname'] }} {{ ansible_facts.user_dir }}\"
+        dest: ~/facts
+    - copy:
+        content: \"{{ ansible_default_ipv4 is mapping }} {{ ansible_date_time.epoch | int > 0 }} {{ ansible_memtotal_mb > 0 }} {{ ansible_processor_vcpus > 0 }} {{ 'lo' in ansible_interfaces }} {{ ansible_mounts | length > 0 }} {{ ansible_system }} {{ ansible_uptime_seconds > 0 }} {{ ansible_env.HOME == ansible_user_dir }}\"
+        dest: ~/more
+",
+        )
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "TASK [Gathering Facts]");
+    assert_contains(&out, "ok: [h]");
+    // Gathering Facts counts as one ok, like Ansible's.
+    assert_eq!(out.recap("h"), recap(4, 2));
+    let banner = out.stdout.find("TASK [Gathering Facts]").unwrap();
+    let first_task = out.stdout.find("TASK [debug]").unwrap();
+    assert!(banner < first_task, "{}", out.stdout);
+    // The facts themselves are never printed, as in Ansible.
+    assert!(!out.stdout.contains("ansible_facts"), "{}", out.stdout);
+
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let short = hostname.trim().split('.').next().unwrap().to_string();
+    let user = hosts.user("h");
+    assert_eq!(
+        file_text(&user.home.join("facts")),
+        format!("{short} {} True {}", user.name, user.home.display())
+    );
+    assert_eq!(
+        file_text(&user.home.join("more")),
+        "True True True True True True Linux True True"
+    );
+    match expected_distribution() {
+        Some(name) => assert_contains(&out, &format!("\"ansible_distribution\": \"{name}\"")),
+        None => assert_contains(&out, "\"ansible_distribution\": \""),
+    }
+}
+
+#[test]
+fn gather_facts_false_gathers_nothing() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all
+  gather_facts: false
+  tasks:
+    - copy:
+        content: \"{{ ansible_hostname is defined }}\"
+        dest: ~/defined
+",
+        )
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert!(!out.stdout.contains("Gathering Facts"), "{}", out.stdout);
+    assert_eq!(out.recap("h"), recap(1, 1));
+    assert_eq!(file_text(&hosts.user("h").home.join("defined")), "False");
+}
+
+#[test]
+fn play_gather_subset_and_the_setup_module_with_filter() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all
+  gather_subset: ['!all']
+  tasks:
+    - copy:
+        content: \"{{ ansible_mounts is defined }} {{ ansible_distribution is defined }}\"
+        dest: ~/min
+- hosts: all
+  gather_facts: no
+  tasks:
+    - name: only network facts, only the interface list
+      setup:
+        gather_subset: [network]
+        filter: ansible_interf*
+      register: gathered
+    - copy:
+        content: \"{{ gathered.ansible_facts | list | sort | join(',') }} {{ 'lo' in ansible_interfaces }}\"
+        dest: ~/filtered
+",
+        )
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let home = &hosts.user("h").home;
+    assert_eq!(file_text(&home.join("min")), "False True");
+    assert_eq!(
+        file_text(&home.join("filtered")),
+        "ansible_interfaces,gather_subset,module_setup True"
+    );
+}
+
+#[test]
+fn an_unreachable_host_fails_at_gathering_facts() {
+    let hosts = SshHosts::start(&["good"]);
+    let inventory = format!("{}\n{}\n", hosts.line("good"), refusing_host_line("bad"));
+    let out = TestRun::new()
+        .playbook("- hosts: all\n  tasks:\n    - copy: content=x dest=~/after\n")
+        .inventory(&inventory)
+        .run();
+    out.assert_code(4);
+    assert_contains(&out, "TASK [Gathering Facts]");
+    assert_contains(&out, "fatal: [bad]: UNREACHABLE!");
+    assert_eq!(out.recap("bad").unreachable, 1);
+    assert_eq!(out.recap("good"), recap(2, 1));
+    assert_eq!(file_text(&hosts.user("good").home.join("after")), "x");
+}

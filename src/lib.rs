@@ -11,4 +11,5 @@ pub mod playbook;
 pub mod report;
 pub mod shell_words;
 pub mod template;
+pub mod vars_file;
 pub mod yaml;

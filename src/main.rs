@@ -51,7 +51,12 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                 format!("the playbook: {} could not be found", path.display()),
             ));
         }
-        playbooks.push(load_playbook(path).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?);
+        let playbook = load_playbook(path).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+        // A broken group_vars/host_vars file is reported before anything connects.
+        inventory
+            .load_vars_dirs(&playbook.dir)
+            .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+        playbooks.push(playbook);
     }
     let opts = RunOptions {
         forks: cli.forks.max(1),

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
+use crate::template::{Templar, TemplateError};
 use crate::yaml::{LoadError, Source};
 
 pub type Vars = Map<String, Value>;
@@ -116,6 +117,106 @@ impl VarsFileCache {
     }
 }
 
+/// Where a relative vars file is looked for, as Ansible's `path_dwim_relative_stack` for
+/// a play: `<playbook_dir>/vars/<path>` (unless the path already starts with `vars/`),
+/// then `<playbook_dir>/<path>`. Absolute and `~` paths are taken as written.
+pub fn vars_file_candidates(playbook_dir: &Path, path: &str) -> Vec<PathBuf> {
+    let written = match path.strip_prefix("~/") {
+        Some(rest) => match std::env::var_os("HOME") {
+            Some(home) => Path::new(&home).join(rest),
+            None => PathBuf::from(path),
+        },
+        None => PathBuf::from(path),
+    };
+    if written.is_absolute() {
+        return vec![written];
+    }
+    let mut out = Vec::new();
+    if path.split('/').next() != Some("vars") {
+        out.push(playbook_dir.join("vars").join(&written));
+    }
+    out.push(playbook_dir.join(&written));
+    out
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VarsFilesError {
+    #[error("vars file {entry} was not found (looked for {looked_for})")]
+    NotFound { entry: String, looked_for: String },
+    #[error(
+        "an undefined variable was found when attempting to template the vars_files item '{entry}': {error}"
+    )]
+    Template {
+        entry: String,
+        #[source]
+        error: TemplateError,
+    },
+    #[error("{0}")]
+    Load(#[from] LoadError),
+}
+
+/// A play's `vars_files`, layered onto `vars` in order. Each entry's paths are templated
+/// with the variables so far (earlier files included) under `above` (extra vars and magic
+/// variables, which files never override); the first path that exists is read. As in
+/// Ansible, an entry naming an undefined variable is skipped until facts are gathered, and
+/// is an error after.
+pub fn layer_play_vars_files(
+    entries: &[Vec<String>],
+    playbook_dir: &Path,
+    templar: &Templar,
+    vars: &mut Vars,
+    above: &Vars,
+    facts_gathered: bool,
+    cache: &VarsFileCache,
+) -> Result<(), VarsFilesError> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let mut scope = vars.clone();
+    scope.extend(above.clone());
+    'entries: for entry in entries {
+        let scope_value = minijinja::Value::from_serialize(&scope);
+        let mut looked_for = Vec::new();
+        for raw in entry {
+            let path = match templar.render_str(raw, &scope_value) {
+                Ok(path) => path,
+                Err(TemplateError::Undefined { .. }) if !facts_gathered => continue 'entries,
+                Err(error) => {
+                    return Err(VarsFilesError::Template {
+                        entry: entry_text(entry),
+                        error,
+                    });
+                }
+            };
+            for candidate in vars_file_candidates(playbook_dir, &path) {
+                if candidate.is_file() {
+                    let loaded = cache.read(&candidate)?;
+                    for (k, v) in loaded.iter() {
+                        vars.insert(k.clone(), v.clone());
+                        if !above.contains_key(k) {
+                            scope.insert(k.clone(), v.clone());
+                        }
+                    }
+                    continue 'entries;
+                }
+                looked_for.push(candidate.display().to_string());
+            }
+        }
+        return Err(VarsFilesError::NotFound {
+            entry: entry_text(entry),
+            looked_for: looked_for.join(", "),
+        });
+    }
+    Ok(())
+}
+
+fn entry_text(entry: &[String]) -> String {
+    match entry {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,5 +298,128 @@ mod tests {
         assert_eq!(cache.read(&path).unwrap()["a"], json!(1));
         std::fs::write(&path, "a: 2\n").unwrap();
         assert_eq!(cache.read(&path).unwrap()["a"], json!(1));
+    }
+}
+
+#[cfg(test)]
+mod play_vars_files_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> Vars {
+        v.as_object().unwrap().clone()
+    }
+
+    fn layer(
+        dir: &Path,
+        entries: &[&[&str]],
+        vars: Value,
+        above: Value,
+        facts: bool,
+    ) -> Result<Vars, VarsFilesError> {
+        let entries: Vec<Vec<String>> = entries
+            .iter()
+            .map(|e| e.iter().map(|s| s.to_string()).collect())
+            .collect();
+        let mut vars = obj(vars);
+        layer_play_vars_files(
+            &entries,
+            dir,
+            &Templar::new(),
+            &mut vars,
+            &obj(above),
+            facts,
+            &VarsFileCache::default(),
+        )?;
+        Ok(vars)
+    }
+
+    #[test]
+    fn candidates_prefer_the_vars_subdir() {
+        let dir = Path::new("/pb");
+        assert_eq!(
+            vars_file_candidates(dir, "a.yml"),
+            [PathBuf::from("/pb/vars/a.yml"), PathBuf::from("/pb/a.yml")]
+        );
+        assert_eq!(
+            vars_file_candidates(dir, "vars/a.yml"),
+            [PathBuf::from("/pb/vars/a.yml")]
+        );
+        assert_eq!(
+            vars_file_candidates(dir, "/etc/x.yml"),
+            [PathBuf::from("/etc/x.yml")]
+        );
+    }
+
+    #[test]
+    fn files_layer_in_order_templated_first_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("vars")).unwrap();
+        std::fs::write(
+            d.join("common.yml"),
+            "a: common\nwhich: prod\nx: from_file\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("vars/prod.yml"), "a: prod\n").unwrap();
+        std::fs::write(d.join("default.yml"), "a: default\n").unwrap();
+        let vars = layer(
+            d,
+            &[
+                &["common.yml"],
+                &["{{ which }}_missing.yml", "{{ which }}.yml", "default.yml"],
+            ],
+            json!({"a": "play", "x": "play"}),
+            json!({"x": "extra"}),
+            false,
+        )
+        .unwrap();
+        assert_eq!(vars["a"], json!("prod"));
+        // The file still sets it; extra vars win later, when vars.rs layers them.
+        assert_eq!(vars["x"], json!("from_file"));
+        let vars = layer(
+            d,
+            &[&["nope.yml", "default.yml"]],
+            json!({}),
+            json!({}),
+            false,
+        )
+        .unwrap();
+        assert_eq!(vars["a"], json!("default"));
+    }
+
+    #[test]
+    fn missing_files_and_undefined_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let err = layer(d, &[&["nope.yml"]], json!({}), json!({}), false)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "vars file nope.yml was not found (looked for {}, {})",
+                d.join("vars/nope.yml").display(),
+                d.join("nope.yml").display()
+            )
+        );
+        // Undefined before facts: skipped; after: an error naming the entry.
+        assert!(
+            layer(d, &[&["{{ os }}.yml"]], json!({}), json!({}), false)
+                .unwrap()
+                .is_empty()
+        );
+        let err = layer(d, &[&["{{ os }}.yml"]], json!({}), json!({}), true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("vars_files item '{{ os }}.yml'"), "{err}");
+        std::fs::write(d.join("bad.yml"), "[1]\n").unwrap();
+        let err = layer(d, &[&["bad.yml"]], json!({}), json!({}), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("bad.yml:1:1: a variables file must be a mapping"),
+            "{err}"
+        );
     }
 }

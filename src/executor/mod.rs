@@ -99,6 +99,8 @@ pub(crate) struct RunContext {
     pub templar: Templar,
     pub events: EventSender,
     pub hosts: Mutex<HashMap<String, Arc<HostState>>>,
+    /// Play `vars_files`, read once for every host and task.
+    pub vars_files: crate::vars_file::VarsFileCache,
 }
 
 impl RunContext {
@@ -118,7 +120,16 @@ impl RunContext {
     /// The host's agent session for this play, connecting on first use. Connecting
     /// happens inside the host's own job, so hosts connect concurrently.
     pub async fn session(&self, host: &HostState, play: &Play) -> Result<AgentSession, String> {
-        let mut vars = self.inventory.host_vars(&host.name);
+        // group_vars/ and host_vars/ beside the playbook file count too (its directory is
+        // the playbook's, as the loader sets it).
+        let playbook_dir = match play.location.file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => std::path::Path::new("."),
+        };
+        let mut vars = self
+            .inventory
+            .host_vars_for(&host.name, playbook_dir)
+            .map_err(|e| e.to_string())?;
         // Keywords give way to the host's own variables, as in Ansible.
         let keywords = [
             ("ansible_connection", &play.connection),
@@ -210,6 +221,7 @@ pub async fn run_playbooks(
         templar: Templar::new(),
         events,
         hosts: Mutex::new(HashMap::new()),
+        vars_files: Default::default(),
     });
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));

@@ -24,7 +24,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "max_fail_percentage",
     "handlers",
     "roles",
-    "vars_files",
     "order",
     "run_once",
     "module_defaults",
@@ -53,6 +52,7 @@ const PLAY_KEYS: &[&str] = &[
     "name",
     "hosts",
     "vars",
+    "vars_files",
     "gather_facts",
     "tasks",
     "pre_tasks",
@@ -222,6 +222,7 @@ impl Loader<'_> {
         let mut name = None;
         let mut hosts = None;
         let mut vars = serde_json::Map::new();
+        let mut vars_files = Vec::new();
         let mut gather_facts = true;
         let (mut connection, mut remote_user, mut port) = (None, None, None);
         let mut unsupported = Vec::new();
@@ -239,6 +240,7 @@ impl Loader<'_> {
                 "name" => name = Some(self.scalar(v, "name")?),
                 "hosts" => hosts = Some(self.hosts(v)?),
                 "vars" => vars = self.mapping(v, "vars")?,
+                "vars_files" => vars_files = self.vars_files(v)?,
                 "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
                 "pre_tasks" => sections[0] = self.tasks(v, key)?,
                 "tasks" => sections[1] = self.tasks(v, key)?,
@@ -281,6 +283,7 @@ impl Loader<'_> {
             name: name.unwrap_or_else(|| hosts.clone()),
             hosts,
             vars,
+            vars_files,
             gather_facts,
             tasks: pre.into_iter().chain(main).chain(post).collect(),
             connection,
@@ -289,6 +292,23 @@ impl Loader<'_> {
             unsupported,
             location: self.location(node.span),
         })
+    }
+
+    /// `vars_files`: a list whose items are paths, or lists of paths of which the first
+    /// that exists is read; a lone path is a list of one, as Ansible takes it.
+    fn vars_files(&self, node: &Node) -> Result<Vec<Vec<String>>, LoadError> {
+        let path = |n: &Node| self.scalar(n, "vars_files");
+        match &node.value {
+            Value::Null => Ok(Vec::new()),
+            Value::Seq(items) => items
+                .iter()
+                .map(|item| match &item.value {
+                    Value::Seq(alternatives) => alternatives.iter().map(path).collect(),
+                    _ => Ok(vec![path(item)?]),
+                })
+                .collect(),
+            _ => Ok(vec![vec![path(node)?]]),
+        }
     }
 
     fn hosts(&self, node: &Node) -> Result<String, LoadError> {
@@ -900,6 +920,34 @@ mod tests {
         assert!(pb.plays[1].gather_facts);
         assert!(pb.plays[1].tasks.is_empty());
         assert!(ok("").plays.is_empty());
+    }
+
+    #[test]
+    fn vars_files_forms() {
+        let pb = ok("
+- hosts: all
+  vars_files:
+    - common.yml
+    - ['{{ os }}.yml', default.yml]
+- hosts: all
+  vars_files: one.yml
+- hosts: all
+  vars_files:
+");
+        assert_eq!(
+            pb.plays[0].vars_files,
+            [
+                vec!["common.yml".to_string()],
+                vec!["{{ os }}.yml".to_string(), "default.yml".to_string()]
+            ]
+        );
+        assert_eq!(pb.plays[1].vars_files, [vec!["one.yml".to_string()]]);
+        assert!(pb.plays[2].vars_files.is_empty());
+        assert!(pb.plays[0].unsupported.is_empty());
+        assert_eq!(
+            message_at("- hosts: all\n  vars_files:\n    - {a: 1}\n"),
+            ("vars_files must be a string, got a mapping".into(), 3, 7)
+        );
     }
 
     #[test]

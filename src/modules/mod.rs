@@ -16,7 +16,9 @@ mod command;
 mod copy;
 mod debug;
 mod file;
+mod include_vars;
 mod ping;
+mod set_fact;
 mod template;
 
 /// Arguments after templating, as the registered result's `invocation.module_args` has them.
@@ -56,6 +58,10 @@ pub trait Module: Send + Sync {
     fn name(&self) -> &'static str;
     /// Accepted argument names (with aliases), checked when the playbook is loaded.
     fn arg_names(&self) -> &'static [&'static str];
+    /// Whether any argument name is accepted (set_fact: the names are the variables).
+    fn accepts_any_args(&self) -> bool {
+        false
+    }
     /// Whether a plain string argument is the command line itself (command, shell).
     fn free_form(&self) -> bool {
         false
@@ -157,6 +163,8 @@ static MODULES: &[&dyn Module] = &[
     &command::Shell,
     &debug::Debug,
     &ping::Ping,
+    &set_fact::SetFact,
+    &include_vars::IncludeVars,
 ];
 
 /// Every registered module.

@@ -714,6 +714,9 @@ impl Loader<'_> {
         arg_keys: &[&Node],
         key_span: Span,
     ) -> Result<(), LoadError> {
+        if module.accepts_any_args() {
+            return Ok(());
+        }
         let accepted = module.arg_names();
         let mut unknown: Vec<&str> = args
             .keys()
@@ -920,6 +923,21 @@ mod tests {
         assert!(pb.plays[1].gather_facts);
         assert!(pb.plays[1].tasks.is_empty());
         assert!(ok("").plays.is_empty());
+    }
+
+    #[test]
+    fn set_fact_takes_any_names_and_include_vars_a_free_form_file() {
+        let t = task("set_fact:\n  anything: 1\n  cacheable: yes\n");
+        assert_eq!(
+            Json::Object(t.args),
+            json!({"anything": 1, "cacheable": true})
+        );
+        let t = task("set_fact: a=1 b=two\n");
+        assert_eq!(Json::Object(t.args), json!({"a": "1", "b": "two"}));
+        let t = task("include_vars: common.yml\n");
+        assert_eq!(Json::Object(t.args), json!({"_raw_params": "common.yml"}));
+        let t = task("include_vars:\n  file: a.yml\n  name: n\n");
+        assert_eq!(t.module.name(), "include_vars");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 pub mod agent_binary;
 pub mod agent_session;
 pub mod cli;
+pub mod config;
 pub mod connection;
 pub mod executor;
 pub mod inventory;

@@ -32,6 +32,9 @@ pub struct RunOptions {
     pub limit: Option<String>,
     pub extra_vars: Map<String, Value>,
     pub connection_defaults: ConnectionDefaults,
+    /// ansible.cfg `roles_path` / `ANSIBLE_ROLES_PATH`: where roles are searched after
+    /// `roles/` beside the playbook.
+    pub roles_path: Vec<std::path::PathBuf>,
 }
 
 /// What ansible-playbook's exit code is made of.

@@ -4,10 +4,8 @@
 //!
 //! Loading builds a host/group graph (`data`), then runs Ansible's reconcile step, then
 //! computes every host's merged variables once. `group_vars/` and `host_vars/` directories
-//! next to an inventory source are a separate feature: they slot in as extra variable layers
-//! in `Data::merged_host_vars` (all-group files after the inventory's `all` vars, group files
-//! after the inventory's group vars, host files after its host vars), using the source
-//! directories kept in `Inventory::source_dirs`.
+//! next to the inventory sources and next to the playbook are layered in by
+//! [`Inventory::host_vars_for`] (see `vars_dirs` for the order), read once per directory.
 
 mod address;
 mod data;
@@ -80,9 +78,14 @@ pub struct Inventory {
     depths: Vec<usize>,
     /// `group_vars/`/`host_vars/` read so far, by directory (read once, on first use).
     vars_dirs: Arc<Mutex<HashMap<PathBuf, Arc<DirVars>>>>,
-    /// Merged variables by (playbook directory, host name).
-    merged: Arc<Mutex<HashMap<(PathBuf, String), Map<String, Value>>>>,
+    merged: Arc<Mutex<MergedVars>>,
 }
+
+/// Merged host variables by (playbook directory, host name).
+type MergedVars = HashMap<(PathBuf, String), Map<String, Value>>;
+
+/// `group_vars/`/`host_vars/` layers: the inventory's directories, then the playbook's.
+type DirLayers = (Vec<Arc<DirVars>>, Vec<Arc<DirVars>>);
 
 /// Files in an inventory directory that Ansible never reads as inventory.
 const IGNORED_SUFFIXES: [&str; 12] = [
@@ -232,10 +235,7 @@ impl Inventory {
 
     /// Directory layers in the order they apply: inventory-adjacent ones, then the
     /// playbook's (unless it is also an inventory directory, whose files count once).
-    fn dir_vars(
-        &self,
-        playbook_dir: &Path,
-    ) -> Result<(Vec<Arc<DirVars>>, Vec<Arc<DirVars>>), InventoryError> {
+    fn dir_vars(&self, playbook_dir: &Path) -> Result<DirLayers, InventoryError> {
         let playbook_key = dir_key(playbook_dir);
         let mut cache = self.vars_dirs.lock().expect("vars dirs lock");
         let mut load = |dir: &Path| -> Result<Arc<DirVars>, InventoryError> {

@@ -234,3 +234,34 @@ fn bad_settings_and_files_are_reported_with_where_they_are() {
     out.assert_code(2);
     assert_contains(&out, "vars file nope.yml was not found");
 }
+
+#[test]
+fn connection_variables_from_group_vars_and_host_vars_files() {
+    let hosts = SshHosts::start(&["w1"]);
+    let user = hosts.user("w1");
+    // The inventory names the host only; how to reach it lives in the vars directories,
+    // the user in group_vars (a wrong one in `all`, overridden by the group), the rest in
+    // host_vars.
+    let group_vars = format!("ansible_user: {}\n", user.name);
+    let host_vars = format!(
+        "ansible_host: 127.0.0.1\nansible_port: {}\nansible_ssh_private_key_file: {}\n\
+         ansible_ssh_common_args: '-o UserKnownHostsFile={}'\n",
+        hosts.sshd.port,
+        hosts.sshd.user_key.display(),
+        hosts.known_hosts.display()
+    );
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: web\n  gather_facts: false\n  tasks:\n    - copy: content=reached dest=~/reached\n",
+        )
+        .inventory("[web]\nw1\n")
+        .file("group_vars/all.yml", "ansible_user: nobody-at-all\n")
+        .file("group_vars/web.yml", &group_vars)
+        .file("host_vars/w1.yml", &host_vars)
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(user.home.join("reached")).unwrap(),
+        "reached"
+    );
+}

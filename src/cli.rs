@@ -18,7 +18,8 @@ pub struct Cli {
     pub playbooks: Vec<PathBuf>,
 
     /// Inventory: a file (INI or YAML), a directory, or a comma list `host1,host2,`.
-    #[arg(short = 'i', long = "inventory", visible_alias = "inventory-file", value_name = "INVENTORY", env = "ANSIBLE_INVENTORY", value_delimiter = None)]
+    /// Default: $ANSIBLE_INVENTORY, else ansible.cfg's `inventory`.
+    #[arg(short = 'i', long = "inventory", visible_alias = "inventory-file", value_name = "INVENTORY", value_delimiter = None)]
     pub inventory: Vec<String>,
 
     /// Extra variables: `k=v k2=v2`, JSON or YAML `{"k": 1}`, or `@file`. Highest precedence.
@@ -29,23 +30,14 @@ pub struct Cli {
     #[arg(short = 'l', long = "limit", value_name = "SUBSET")]
     pub limit: Option<String>,
 
-    /// How many hosts run at once.
-    #[arg(
-        short = 'f',
-        long = "forks",
-        value_name = "FORKS",
-        env = "ANSIBLE_FORKS",
-        default_value_t = 5
-    )]
-    pub forks: usize,
+    /// How many hosts run at once. Default: $ANSIBLE_FORKS, else ansible.cfg's `forks`,
+    /// else 5.
+    #[arg(short = 'f', long = "forks", value_name = "FORKS")]
+    pub forks: Option<usize>,
 
-    /// Connect as this user (inventory `ansible_user` wins).
-    #[arg(
-        short = 'u',
-        long = "user",
-        value_name = "REMOTE_USER",
-        env = "ANSIBLE_REMOTE_USER"
-    )]
+    /// Connect as this user (inventory `ansible_user` wins). Default:
+    /// $ANSIBLE_REMOTE_USER, else ansible.cfg's `remote_user`.
+    #[arg(short = 'u', long = "user", value_name = "REMOTE_USER")]
     pub user: Option<String>,
 
     /// Private key for SSH authentication.

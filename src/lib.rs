@@ -3,6 +3,7 @@
 pub mod agent_binary;
 pub mod agent_session;
 pub mod cli;
+pub mod config;
 pub mod connection;
 pub mod executor;
 pub mod inventory;
@@ -11,4 +12,5 @@ pub mod playbook;
 pub mod report;
 pub mod shell_words;
 pub mod template;
+pub mod vars_file;
 pub mod yaml;

@@ -6,16 +6,21 @@ use std::time::Duration;
 
 use clap::Parser;
 use turbo_play::cli::{Cli, parse_extra_vars};
+use turbo_play::config::Config;
 use turbo_play::connection::ConnectionDefaults;
 use turbo_play::executor::{RunOptions, run_playbooks};
 use turbo_play::inventory::Inventory;
 use turbo_play::playbook::load_playbook;
 use turbo_play::report::console::ConsoleReporter;
+use turbo_play::report::events::Event;
 
 /// ansible-playbook's exit codes.
 const EXIT_ERROR: u8 = 1;
 const EXIT_PARSE_ERROR: u8 = 4;
 const EXIT_BAD_OPTIONS: u8 = 5;
+
+/// ansible-playbook's `forks` when neither a flag, the environment nor ansible.cfg sets it.
+const DEFAULT_FORKS: usize = 5;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -38,8 +43,15 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<u8, (u8, String)> {
     let extra_vars =
         parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
+    let config = Config::load().map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
+    // A flag beats the environment and ansible.cfg (which Config has already layered).
+    let inventory_sources = if cli.inventory.is_empty() {
+        config.inventory.clone()
+    } else {
+        cli.inventory.clone()
+    };
     let inventory =
-        Inventory::load(&cli.inventory).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+        Inventory::load(&inventory_sources).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
     if let Some(limit) = &cli.limit {
         check_limit(&inventory, limit).map_err(|e| (EXIT_ERROR, e))?;
     }
@@ -51,20 +63,26 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                 format!("the playbook: {} could not be found", path.display()),
             ));
         }
-        playbooks.push(load_playbook(path).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?);
+        let playbook = load_playbook(path).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+        // A broken group_vars/host_vars file is reported before anything connects.
+        inventory
+            .load_vars_dirs(&playbook.dir)
+            .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+        playbooks.push(playbook);
     }
     let opts = RunOptions {
-        forks: cli.forks.max(1),
+        forks: cli.forks.or(config.forks).unwrap_or(DEFAULT_FORKS).max(1),
         check: cli.check,
         diff: cli.diff,
         limit: cli.limit.clone(),
         extra_vars,
         connection_defaults: ConnectionDefaults {
-            remote_user: cli.user.clone(),
-            private_key: cli.private_key.clone(),
-            host_key_checking: None,
-            timeout: cli.timeout.map(Duration::from_secs),
+            remote_user: cli.user.clone().or(config.remote_user),
+            private_key: cli.private_key.clone().or(config.private_key_file),
+            host_key_checking: config.host_key_checking,
+            timeout: cli.timeout.or(config.timeout).map(Duration::from_secs),
         },
+        roles_path: config.roles_path,
     };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -81,6 +99,9 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                 console.handle(&event);
             }
         });
+        for warning in config.warnings {
+            let _ = tx.send(Event::Warning(warning));
+        }
         let summary = run_playbooks(playbooks, inventory, opts, tx).await;
         let _ = reporter.await;
         summary

@@ -43,7 +43,13 @@ pub(crate) async fn run(
     host: &HostState,
     play_hosts: &[String],
 ) {
-    let base = task_vars(ctx, playbook, play, task, host, play_hosts);
+    let base = match task_vars(ctx, playbook, play, task, host, play_hosts) {
+        Ok(vars) => vars,
+        Err(message) => {
+            finish_task(ctx, task, host, TaskOutcome::failed(message));
+            return;
+        }
+    };
     let items = match &task.loop_spec {
         None => None,
         Some(spec) => match spec.items(&ctx.templar, &base) {

@@ -33,6 +33,9 @@ pub struct RunOptions {
     pub limit: Option<String>,
     pub extra_vars: Map<String, Value>,
     pub connection_defaults: ConnectionDefaults,
+    /// ansible.cfg `roles_path` / `ANSIBLE_ROLES_PATH`: where roles are searched after
+    /// `roles/` beside the playbook.
+    pub roles_path: Vec<std::path::PathBuf>,
 }
 
 /// What ansible-playbook's exit code is made of.
@@ -100,6 +103,8 @@ pub(crate) struct RunContext {
     pub templar: Templar,
     pub events: EventSender,
     pub hosts: Mutex<HashMap<String, Arc<HostState>>>,
+    /// Play `vars_files`, read once for every host and task.
+    pub vars_files: crate::vars_file::VarsFileCache,
 }
 
 impl RunContext {
@@ -119,7 +124,16 @@ impl RunContext {
     /// The host's agent session for this play, connecting on first use. Connecting
     /// happens inside the host's own job, so hosts connect concurrently.
     pub async fn session(&self, host: &HostState, play: &Play) -> Result<AgentSession, String> {
-        let mut vars = self.inventory.host_vars(&host.name);
+        // group_vars/ and host_vars/ beside the playbook file count too (its directory is
+        // the playbook's, as the loader sets it).
+        let playbook_dir = match play.location.file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => std::path::Path::new("."),
+        };
+        let mut vars = self
+            .inventory
+            .host_vars_for(&host.name, playbook_dir)
+            .map_err(|e| e.to_string())?;
         // Keywords give way to the host's own variables, as in Ansible.
         let keywords = [
             ("ansible_connection", &play.connection),
@@ -211,6 +225,7 @@ pub async fn run_playbooks(
         templar: Templar::new(),
         events,
         hosts: Mutex::new(HashMap::new()),
+        vars_files: Default::default(),
     });
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));

@@ -1,15 +1,19 @@
 //! The variables a task sees on a host, layered in Ansible's precedence order (low to
-//! high): inventory (all, groups, host), gathered facts, play vars, task vars, set facts
-//! and registered results, extra vars; plus the magic variables.
+//! high): inventory (all, groups, group_vars/ files, host, host_vars/ files), gathered
+//! facts, play vars, play vars_files, task vars, set facts and registered results, extra
+//! vars; plus the magic variables.
 
 use serde_json::{Map, Value};
 
 use super::{HostState, RunContext};
 use crate::playbook::{Play, Playbook, Task};
+use crate::vars_file::layer_play_vars_files;
 
 /// Ansible's placeholder that makes a module argument disappear (`default(omit)`).
 pub const OMIT: &str = "__omit_place_holder__turbo_play__";
 
+/// Everything a task sees on a host. Fails when a `group_vars/`/`host_vars/` file or a
+/// `vars_files` entry cannot be read (the message names the file).
 pub fn task_vars(
     ctx: &RunContext,
     playbook: &Playbook,
@@ -17,22 +21,51 @@ pub fn task_vars(
     task: &Task,
     host: &HostState,
     play_hosts: &[String],
-) -> minijinja::Value {
-    let mut vars = ctx.inventory.host_vars(&host.name);
+) -> Result<minijinja::Value, String> {
+    let mut vars = ctx
+        .inventory
+        .host_vars_for(&host.name, &playbook.dir)
+        .map_err(|e| e.to_string())?;
+    let facts_gathered;
     {
         let facts = host.facts.lock().expect("facts lock");
+        facts_gathered = !facts.is_empty();
         // Facts are reachable both as `ansible_facts.X` and as the older `ansible_X` names.
         for (k, v) in facts.iter() {
             vars.insert(format!("ansible_{k}"), v.clone());
         }
         vars.insert("ansible_facts".into(), Value::Object(facts.clone()));
     }
+    let magic = magic_vars(ctx, playbook, host, play_hosts);
     extend(&mut vars, &play.vars);
+    if !play.vars_files.is_empty() {
+        let mut above = ctx.opts.extra_vars.clone();
+        extend(&mut above, &magic);
+        layer_play_vars_files(
+            &play.vars_files,
+            &playbook.dir,
+            &ctx.templar,
+            &mut vars,
+            &above,
+            facts_gathered,
+            &ctx.vars_files,
+        )
+        .map_err(|e| format!("{}: {e}", play.location))?;
+    }
     extend(&mut vars, &task.vars);
     extend(&mut vars, &host.set_facts.lock().expect("set_facts lock"));
     extend(&mut vars, &host.registered.lock().expect("registered lock"));
     extend(&mut vars, &ctx.opts.extra_vars);
+    extend(&mut vars, &magic);
+    Ok(minijinja::Value::from_serialize(&vars))
+}
 
+fn magic_vars(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    host: &HostState,
+    play_hosts: &[String],
+) -> Map<String, Value> {
     let groups = ctx.inventory.groups();
     let group_names = ctx.inventory.group_names(&host.name);
     let short = host
@@ -57,10 +90,7 @@ pub fn task_vars(
         ("ansible_diff_mode", Value::from(ctx.opts.diff)),
         ("omit", Value::from(OMIT)),
     ];
-    for (k, v) in magic {
-        vars.insert(k.to_string(), v);
-    }
-    minijinja::Value::from_serialize(&vars)
+    magic.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
 fn extend(into: &mut Map<String, Value>, from: &Map<String, Value>) {

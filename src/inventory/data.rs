@@ -292,6 +292,17 @@ impl Data {
     /// Ansible's merge for inventory variables: the `all` group, then the host's other groups
     /// by (depth, priority, name) so children beat parents, then the host's own.
     pub fn merged_host_vars(&self, host: usize, depths: &[usize]) -> Vars {
+        let mut vars = self.groups[ALL].vars.clone();
+        for g in self.sorted_groups(host, depths) {
+            vars.extend(self.groups[g].vars.clone());
+        }
+        vars.extend(self.hosts[host].vars.clone());
+        vars
+    }
+
+    /// The host's groups other than `all`, in the order their variables apply (Ansible's
+    /// `sort_groups`): by depth, then priority, then name.
+    pub fn sorted_groups(&self, host: usize, depths: &[usize]) -> Vec<usize> {
         let mut groups: Vec<usize> = self
             .host_groups(host)
             .into_iter()
@@ -303,11 +314,6 @@ impl Data {
                 .cmp(&key(b))
                 .then_with(|| self.groups[*a].name.cmp(&self.groups[*b].name))
         });
-        let mut vars = self.groups[ALL].vars.clone();
-        for g in groups {
-            vars.extend(self.groups[g].vars.clone());
-        }
-        vars.extend(self.hosts[host].vars.clone());
-        vars
+        groups
     }
 }

@@ -4,10 +4,8 @@
 //!
 //! Loading builds a host/group graph (`data`), then runs Ansible's reconcile step, then
 //! computes every host's merged variables once. `group_vars/` and `host_vars/` directories
-//! next to an inventory source are a separate feature: they slot in as extra variable layers
-//! in `Data::merged_host_vars` (all-group files after the inventory's `all` vars, group files
-//! after the inventory's group vars, host files after its host vars), using the source
-//! directories kept in `Inventory::source_dirs`.
+//! next to the inventory sources and next to the playbook are layered in by
+//! [`Inventory::host_vars_for`] (see `vars_dirs` for the order), read once per directory.
 
 mod address;
 mod data;
@@ -15,16 +13,19 @@ mod ini;
 mod pattern;
 mod pyliteral;
 mod shlex;
+mod vars_dirs;
 mod yaml_inv;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
 use crate::yaml::{LoadError, Source};
 use data::{ALL, Data, LOCALHOST_NAMES, SourceInfo};
 pub(crate) use pattern::Matcher;
+use vars_dirs::{DirVars, Target, dir_key};
 
 /// A host with its inventory variables already merged (see [`Inventory::host_vars`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +74,18 @@ pub struct Inventory {
     groups: BTreeMap<String, Vec<String>>,
     source_dirs: Vec<PathBuf>,
     warnings: Vec<String>,
+    /// Each group's depth below `all`, for ordering group variables.
+    depths: Vec<usize>,
+    /// `group_vars/`/`host_vars/` read so far, by directory (read once, on first use).
+    vars_dirs: Arc<Mutex<HashMap<PathBuf, Arc<DirVars>>>>,
+    merged: Arc<Mutex<MergedVars>>,
 }
+
+/// Merged host variables by (playbook directory, host name).
+type MergedVars = HashMap<(PathBuf, String), Map<String, Value>>;
+
+/// `group_vars/`/`host_vars/` layers: the inventory's directories, then the playbook's.
+type DirLayers = (Vec<Arc<DirVars>>, Vec<Arc<DirVars>>);
 
 /// Files in an inventory directory that Ansible never reads as inventory.
 const IGNORED_SUFFIXES: [&str; 12] = [
@@ -162,6 +174,9 @@ impl Inventory {
             groups,
             source_dirs,
             warnings,
+            depths,
+            vars_dirs: Arc::default(),
+            merged: Arc::default(),
         }
     }
 
@@ -209,6 +224,71 @@ impl Inventory {
     /// variables. Empty for unknown hosts.
     pub fn host_vars(&self, name: &str) -> Map<String, Value> {
         self.host(name).map(|h| h.vars.clone()).unwrap_or_default()
+    }
+
+    /// Reads (once) the `group_vars/` and `host_vars/` directories beside the inventory
+    /// sources and beside `playbook_dir`, so that a broken file is reported before anything
+    /// runs. [`Inventory::host_vars_for`] does this on first use too.
+    pub fn load_vars_dirs(&self, playbook_dir: &Path) -> Result<(), InventoryError> {
+        self.dir_vars(playbook_dir).map(|_| ())
+    }
+
+    /// Directory layers in the order they apply: inventory-adjacent ones, then the
+    /// playbook's (unless it is also an inventory directory, whose files count once).
+    fn dir_vars(&self, playbook_dir: &Path) -> Result<DirLayers, InventoryError> {
+        let playbook_key = dir_key(playbook_dir);
+        let mut cache = self.vars_dirs.lock().expect("vars dirs lock");
+        let mut load = |dir: &Path| -> Result<Arc<DirVars>, InventoryError> {
+            if let Some(loaded) = cache.get(dir) {
+                return Ok(loaded.clone());
+            }
+            let loaded = Arc::new(DirVars::load(dir, &self.data)?);
+            cache.insert(dir.to_path_buf(), loaded.clone());
+            Ok(loaded)
+        };
+        let inventory = self
+            .source_dirs
+            .iter()
+            .map(|d| load(d))
+            .collect::<Result<Vec<_>, _>>()?;
+        let playbook = if self.source_dirs.contains(&playbook_key) {
+            Vec::new()
+        } else {
+            vec![load(&playbook_key)?]
+        };
+        Ok((inventory, playbook))
+    }
+
+    /// [`Inventory::host_vars`] with `group_vars/` and `host_vars/` files merged in, from
+    /// beside the inventory sources and beside the playbook, in Ansible's precedence order
+    /// (see `vars_dirs`). Empty for unknown hosts.
+    pub fn host_vars_for(
+        &self,
+        name: &str,
+        playbook_dir: &Path,
+    ) -> Result<Map<String, Value>, InventoryError> {
+        let key = (dir_key(playbook_dir), name.to_string());
+        if let Some(vars) = self.merged.lock().expect("merged vars lock").get(&key) {
+            return Ok(vars.clone());
+        }
+        let target = match self.resolve(name) {
+            None => return Ok(Map::new()),
+            Some(HostRef::Defined(id)) => Target::Defined(id),
+            Some(HostRef::Implicit(alias)) => Target::Implicit(LOCALHOST_NAMES[alias]),
+        };
+        let (inventory_dirs, playbook_dirs) = self.dir_vars(playbook_dir)?;
+        let vars = vars_dirs::merge(
+            &self.data,
+            &self.depths,
+            target,
+            &inventory_dirs,
+            &playbook_dirs,
+        );
+        self.merged
+            .lock()
+            .expect("merged vars lock")
+            .insert(key, vars.clone());
+        Ok(vars)
     }
 
     /// Groups the host is in, directly or through nesting, sorted, without `all` (Ansible's

@@ -542,3 +542,141 @@ fn large_inventories_load_quickly() {
     assert_eq!(inv.host_vars("h20000")["x"], json!(1));
     assert!(started.elapsed().as_secs() < 6, "{:?}", started.elapsed());
 }
+
+/// An inventory in `inv/` with a playbook directory `pb/` beside it; each layer of the
+/// precedence table sets `layer` plus a variable of its own, so both the winner and the
+/// presence of every layer can be checked.
+fn vars_dirs_fixture() -> (Files, Inventory, PathBuf) {
+    let files = Files::new();
+    let hosts = files.write(
+        "inv/hosts",
+        "[web]\nw1 layer=inv_host\n[app:children]\nweb\n[app:vars]\nlayer=inv_app\n[all:vars]\nlayer=inv_all\n",
+    );
+    files.write(
+        "inv/group_vars/all.yml",
+        "layer: gv_inv_all\nfrom_inv_all: 1\n",
+    );
+    files.write("pb/group_vars/all", "layer: gv_pb_all\nfrom_pb_all: 1\n");
+    files.write("inv/group_vars/app.yaml", "layer: gv_inv_app\n");
+    files.write("inv/group_vars/web/10.yml", "layer: gv_inv_web\n");
+    files.write("inv/group_vars/web/20.json", r#"{"web_json": true}"#);
+    files.write(
+        "pb/group_vars/app.json",
+        r#"{"layer": "gv_pb_app", "from_pb_app": 1}"#,
+    );
+    files.write("inv/host_vars/w1.yml", "layer: hv_inv\nfrom_hv_inv: 1\n");
+    files.write("pb/host_vars/w1", "layer: hv_pb\n");
+    let inv = Inventory::load(&[hosts]).unwrap();
+    let pb = files.dir.path().join("pb");
+    (files, inv, pb)
+}
+
+#[test]
+fn vars_dirs_layer_in_ansible_order() {
+    let (files, inv, pb) = vars_dirs_fixture();
+    let vars = inv.host_vars_for("w1", &pb).unwrap();
+    // Playbook host_vars beat everything; every other layer still contributes.
+    assert_eq!(vars["layer"], json!("hv_pb"));
+    for key in [
+        "from_inv_all",
+        "from_pb_all",
+        "from_pb_app",
+        "from_hv_inv",
+        "web_json",
+    ] {
+        assert!(vars.contains_key(key), "{key} missing: {vars:?}");
+    }
+    // Peel layers off from the top to see each step of the order.
+    let expect_after_removing = [
+        ("pb/host_vars/w1", "hv_inv"),
+        ("inv/host_vars/w1.yml", "inv_host"),
+    ];
+    for (file, winner) in expect_after_removing {
+        fs::remove_file(files.dir.path().join(file)).unwrap();
+        let fresh =
+            Inventory::load(&[files.dir.path().join("inv/hosts").display().to_string()]).unwrap();
+        assert_eq!(
+            fresh.host_vars_for("w1", &pb).unwrap()["layer"],
+            json!(winner),
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn group_vars_files_order_all_then_groups_inventory_then_playbook() {
+    let files = Files::new();
+    let hosts = files.write(
+        "inv/hosts",
+        "[web]\nw1\n[app:children]\nweb\n[app:vars]\nlayer=inv_app\n",
+    );
+    let pb = files.dir.path().join("pb");
+    let reload = || Inventory::load(std::slice::from_ref(&hosts)).unwrap();
+    let layer = |inv: &Inventory| inv.host_vars_for("w1", &pb).unwrap()["layer"].clone();
+    // Inventory group vars lose to any group_vars/ file, even `all`.
+    files.write("inv/group_vars/all.yml", "layer: gv_inv_all\n");
+    assert_eq!(layer(&reload()), json!("gv_inv_all"));
+    files.write("pb/group_vars/all.yml", "layer: gv_pb_all\n");
+    assert_eq!(layer(&reload()), json!("gv_pb_all"));
+    // A group file beats `all` files, playbook-adjacent `all` included.
+    files.write("inv/group_vars/app.yml", "layer: gv_inv_app\n");
+    assert_eq!(layer(&reload()), json!("gv_inv_app"));
+    // Child group beats parent group within one directory.
+    files.write("inv/group_vars/web.yml", "layer: gv_inv_web\n");
+    assert_eq!(layer(&reload()), json!("gv_inv_web"));
+    // The playbook's parent-group file beats the inventory's child-group file.
+    files.write("pb/group_vars/app.yml", "layer: gv_pb_app\n");
+    assert_eq!(layer(&reload()), json!("gv_pb_app"));
+    files.write("pb/group_vars/web.yml", "layer: gv_pb_web\n");
+    assert_eq!(layer(&reload()), json!("gv_pb_web"));
+}
+
+#[test]
+fn vars_dirs_for_implicit_localhost_and_unknown_hosts() {
+    let files = Files::new();
+    let hosts = files.write("hosts", "[web]\nw1\n");
+    files.write("group_vars/all.yml", "everyone: 1\n");
+    files.write("group_vars/web.yml", "web_only: 1\n");
+    files.write("host_vars/localhost.yml", "ansible_connection: ssh\n");
+    let inv = Inventory::load(&[hosts]).unwrap();
+    let dir = files.dir.path();
+    let local = inv.host_vars_for("localhost", dir).unwrap();
+    assert_eq!(local["everyone"], json!(1));
+    assert!(!local.contains_key("web_only"));
+    assert_eq!(local["ansible_connection"], json!("ssh"));
+    assert_eq!(
+        inv.host_vars_for("127.0.0.1", dir).unwrap()["ansible_connection"],
+        json!("local")
+    );
+    assert!(inv.host_vars_for("nope", dir).unwrap().is_empty());
+    // The playbook dir is the inventory dir: same files, same result, spelled relatively too.
+    assert_eq!(inv.host_vars_for("w1", dir).unwrap()["web_only"], json!(1));
+}
+
+#[test]
+fn broken_vars_dir_files_are_load_errors_with_position() {
+    let files = Files::new();
+    let hosts = files.write("hosts", "[web]\nw1\n");
+    files.write("group_vars/web.yml", "ok: 1\nbad: [\n");
+    let inv = Inventory::load(&[hosts]).unwrap();
+    let err = inv
+        .load_vars_dirs(files.dir.path())
+        .unwrap_err()
+        .to_string();
+    let file = files.dir.path().join("group_vars/web.yml");
+    assert!(err.starts_with(&format!("{}:", file.display())), "{err}");
+    let err = inv
+        .host_vars_for("w1", Path::new("/nonexistent"))
+        .unwrap_err();
+    assert!(matches!(err, InventoryError::Load(_)));
+    files.write("group_vars/web.yml", "- a list\n");
+    let inv = Inventory::load(&[files.dir.path().join("hosts").display().to_string()]).unwrap();
+    let err = inv
+        .load_vars_dirs(files.dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(":1:1: a variables file must be a mapping, got a list"),
+        "{err}"
+    );
+}

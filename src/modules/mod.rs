@@ -16,7 +16,9 @@ mod command;
 mod copy;
 mod debug;
 mod file;
+mod include_vars;
 mod ping;
+mod set_fact;
 mod setup;
 mod template;
 
@@ -57,6 +59,10 @@ pub trait Module: Send + Sync {
     fn name(&self) -> &'static str;
     /// Accepted argument names (with aliases), checked when the playbook is loaded.
     fn arg_names(&self) -> &'static [&'static str];
+    /// Whether any argument name is accepted (set_fact: the names are the variables).
+    fn accepts_any_args(&self) -> bool {
+        false
+    }
     /// Whether a plain string argument is the command line itself (command, shell).
     fn free_form(&self) -> bool {
         false
@@ -159,6 +165,8 @@ static MODULES: &[&dyn Module] = &[
     &debug::Debug,
     &ping::Ping,
     &setup::Setup,
+    &set_fact::SetFact,
+    &include_vars::IncludeVars,
 ];
 
 /// Every registered module.

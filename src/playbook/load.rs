@@ -24,7 +24,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "max_fail_percentage",
     "handlers",
     "roles",
-    "vars_files",
     "order",
     "run_once",
     "module_defaults",
@@ -52,6 +51,7 @@ const PLAY_KEYS: &[&str] = &[
     "name",
     "hosts",
     "vars",
+    "vars_files",
     "gather_facts",
     "gather_subset",
     "tasks",
@@ -222,6 +222,7 @@ impl Loader<'_> {
         let mut name = None;
         let mut hosts = None;
         let mut vars = serde_json::Map::new();
+        let mut vars_files = Vec::new();
         let mut gather_facts = true;
         let mut gather_subset = Vec::new();
         let (mut connection, mut remote_user, mut port) = (None, None, None);
@@ -240,6 +241,7 @@ impl Loader<'_> {
                 "name" => name = Some(self.scalar(v, "name")?),
                 "hosts" => hosts = Some(self.hosts(v)?),
                 "vars" => vars = self.mapping(v, "vars")?,
+                "vars_files" => vars_files = self.vars_files(v)?,
                 "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
                 "gather_subset" => gather_subset = self.string_list(v, "gather_subset")?,
                 "pre_tasks" => sections[0] = self.tasks(v, key)?,
@@ -283,6 +285,7 @@ impl Loader<'_> {
             name: name.unwrap_or_else(|| hosts.clone()),
             hosts,
             vars,
+            vars_files,
             gather_facts,
             gather_subset,
             tasks: pre.into_iter().chain(main).chain(post).collect(),
@@ -292,6 +295,23 @@ impl Loader<'_> {
             unsupported,
             location: self.location(node.span),
         })
+    }
+
+    /// `vars_files`: a list whose items are paths, or lists of paths of which the first
+    /// that exists is read; a lone path is a list of one, as Ansible takes it.
+    fn vars_files(&self, node: &Node) -> Result<Vec<Vec<String>>, LoadError> {
+        let path = |n: &Node| self.scalar(n, "vars_files");
+        match &node.value {
+            Value::Null => Ok(Vec::new()),
+            Value::Seq(items) => items
+                .iter()
+                .map(|item| match &item.value {
+                    Value::Seq(alternatives) => alternatives.iter().map(path).collect(),
+                    _ => Ok(vec![path(item)?]),
+                })
+                .collect(),
+            _ => Ok(vec![vec![path(node)?]]),
+        }
     }
 
     fn hosts(&self, node: &Node) -> Result<String, LoadError> {
@@ -712,6 +732,9 @@ impl Loader<'_> {
         arg_keys: &[&Node],
         key_span: Span,
     ) -> Result<(), LoadError> {
+        if module.accepts_any_args() {
+            return Ok(());
+        }
         let accepted = module.arg_names();
         let mut unknown: Vec<&str> = args
             .keys()
@@ -931,6 +954,49 @@ mod tests {
 ");
         assert_eq!(pb.plays[0].gather_subset, ["min", "network"]);
         assert_eq!(pb.plays[1].gather_subset, ["!all", "!min", "hardware"]);
+    }
+
+    #[test]
+    fn set_fact_takes_any_names_and_include_vars_a_free_form_file() {
+        let t = task("set_fact:\n  anything: 1\n  cacheable: yes\n");
+        assert_eq!(
+            Json::Object(t.args),
+            json!({"anything": 1, "cacheable": true})
+        );
+        let t = task("set_fact: a=1 b=two\n");
+        assert_eq!(Json::Object(t.args), json!({"a": "1", "b": "two"}));
+        let t = task("include_vars: common.yml\n");
+        assert_eq!(Json::Object(t.args), json!({"_raw_params": "common.yml"}));
+        let t = task("include_vars:\n  file: a.yml\n  name: n\n");
+        assert_eq!(t.module.name(), "include_vars");
+    }
+
+    #[test]
+    fn vars_files_forms() {
+        let pb = ok("
+- hosts: all
+  vars_files:
+    - common.yml
+    - ['{{ os }}.yml', default.yml]
+- hosts: all
+  vars_files: one.yml
+- hosts: all
+  vars_files:
+");
+        assert_eq!(
+            pb.plays[0].vars_files,
+            [
+                vec!["common.yml".to_string()],
+                vec!["{{ os }}.yml".to_string(), "default.yml".to_string()]
+            ]
+        );
+        assert_eq!(pb.plays[1].vars_files, [vec!["one.yml".to_string()]]);
+        assert!(pb.plays[2].vars_files.is_empty());
+        assert!(pb.plays[0].unsupported.is_empty());
+        assert_eq!(
+            message_at("- hosts: all\n  vars_files:\n    - {a: 1}\n"),
+            ("vars_files must be a string, got a mapping".into(), 3, 7)
+        );
     }
 
     #[test]

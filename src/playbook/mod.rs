@@ -45,6 +45,9 @@ pub struct Play {
     /// The hosts pattern; a YAML list is joined with ','.
     pub hosts: String,
     pub vars: serde_json::Map<String, Value>,
+    /// `vars_files`, raw (templated per host at run time): each entry lists the paths to
+    /// try, relative to the playbook, and the first that exists is read.
+    pub vars_files: Vec<Vec<String>>,
     pub gather_facts: bool,
     /// The play's `gather_subset` for its fact gathering; empty means Ansible's default.
     pub gather_subset: Vec<String>,

@@ -4,3 +4,4 @@ mod connection;
 mod facts;
 mod playbook_runs;
 mod support;
+mod vars_sources;

@@ -429,7 +429,7 @@ fn play_keyword_connection_local_runs_locally_and_warns_about_unsupported_keys()
             "- hosts: web
   connection: local
   gather_facts: false
-  vars_files: [nothing.yml]
+  module_defaults: {}
   tasks:
     - copy: content=by-play-keyword dest=~/from_play
 ",
@@ -440,7 +440,7 @@ fn play_keyword_connection_local_runs_locally_and_warns_about_unsupported_keys()
     out.assert_code(0);
     assert_eq!(out.recap("web"), recap(1, 1));
     assert_contains(&out, "[WARNING]: ");
-    assert_contains(&out, "'vars_files' is not supported yet");
+    assert_contains(&out, "'module_defaults' is not supported yet");
     assert_file(&home.path().join("from_play"), b"by-play-keyword", 0o644);
 }
 

@@ -84,6 +84,10 @@ impl TestRun {
             "ANSIBLE_FORKS",
             "ANSIBLE_REMOTE_USER",
             "ANSIBLE_FORCE_COLOR",
+            "ANSIBLE_CONFIG",
+            "ANSIBLE_ROLES_PATH",
+            "ANSIBLE_PRIVATE_KEY_FILE",
+            "ANSIBLE_TIMEOUT",
         ] {
             cmd.env_remove(var);
         }

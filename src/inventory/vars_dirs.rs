@@ -1,0 +1,136 @@
+//! `group_vars/` and `host_vars/` directories beside the inventory sources and beside the
+//! playbook (Ansible's `host_group_vars` vars plugin), merged into a host's inventory
+//! variables in Ansible's precedence order:
+//!
+//! inventory `all` vars, inventory group vars (parents before children), then
+//! `group_vars/all` (inventory-adjacent, then playbook-adjacent), then `group_vars/<group>`
+//! (inventory-adjacent, then playbook-adjacent, each in group order), then the inventory's
+//! host vars, `host_vars/<host>` beside the inventory, `host_vars/<host>` beside the playbook.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::data::{ALL, Data, LOCALHOST_NAMES, Vars};
+use crate::vars_file::{entity_vars_files, listing, read_vars_file};
+use crate::yaml::LoadError;
+
+/// One directory's `group_vars/` and `host_vars/`, by entity name (only entities that have
+/// files are present).
+#[derive(Debug, Default)]
+pub struct DirVars {
+    groups: HashMap<String, Vars>,
+    hosts: HashMap<String, Vars>,
+}
+
+impl DirVars {
+    /// Reads the files of every group and host the inventory knows (plus the localhost
+    /// names, which always resolve).
+    pub fn load(base: &Path, data: &Data) -> Result<DirVars, LoadError> {
+        let group_names = data.groups.iter().map(|g| g.name.as_str());
+        let host_names = data
+            .hosts
+            .iter()
+            .map(|h| h.name.as_str())
+            .chain(LOCALHOST_NAMES);
+        Ok(DirVars {
+            groups: load_entities(&base.join("group_vars"), group_names)?,
+            hosts: load_entities(&base.join("host_vars"), host_names)?,
+        })
+    }
+
+    pub fn group(&self, name: &str) -> Option<&Vars> {
+        self.groups.get(name)
+    }
+
+    pub fn host(&self, name: &str) -> Option<&Vars> {
+        self.hosts.get(name)
+    }
+}
+
+fn load_entities<'n>(
+    dir: &Path,
+    names: impl Iterator<Item = &'n str>,
+) -> Result<HashMap<String, Vars>, LoadError> {
+    let mut out = HashMap::new();
+    let entries = listing(dir);
+    if entries.is_empty() {
+        return Ok(out);
+    }
+    for name in names {
+        if out.contains_key(name) {
+            continue;
+        }
+        let files = entity_vars_files(dir, &entries, name);
+        if files.is_empty() {
+            continue;
+        }
+        let mut vars = Vars::new();
+        for file in files {
+            vars.extend(read_vars_file(&file)?);
+        }
+        out.insert(name.to_string(), vars);
+    }
+    Ok(out)
+}
+
+/// Which host the layers are for: an inventory host (by id), or the implicit localhost
+/// under one of its names.
+pub enum Target<'a> {
+    Defined(usize),
+    Implicit(&'a str),
+}
+
+/// The host's variables with every directory's files layered in. `inventory_dirs` and
+/// `playbook_dirs` are already loaded, in the order they apply.
+pub fn merge(
+    data: &Data,
+    depths: &[usize],
+    target: Target,
+    inventory_dirs: &[Arc<DirVars>],
+    playbook_dirs: &[Arc<DirVars>],
+) -> Vars {
+    let (groups, host_name, host_vars): (Vec<usize>, &str, Vars) = match target {
+        Target::Defined(id) => (
+            data.sorted_groups(id, depths),
+            &data.hosts[id].name,
+            data.hosts[id].vars.clone(),
+        ),
+        // Ansible's implicit localhost is in no group but still gets `all`'s variables.
+        Target::Implicit(name) => {
+            let mut vars = Vars::new();
+            vars.insert("ansible_connection".into(), "local".into());
+            (Vec::new(), name, vars)
+        }
+    };
+    let dirs = || inventory_dirs.iter().chain(playbook_dirs);
+    let mut vars = data.groups[ALL].vars.clone();
+    for &g in &groups {
+        vars.extend(data.groups[g].vars.clone());
+    }
+    for dir in dirs() {
+        if let Some(v) = dir.group("all") {
+            vars.extend(v.clone());
+        }
+    }
+    for dir in dirs() {
+        for &g in &groups {
+            if let Some(v) = dir.group(&data.groups[g].name) {
+                vars.extend(v.clone());
+            }
+        }
+    }
+    vars.extend(host_vars);
+    for dir in dirs() {
+        if let Some(v) = dir.host(host_name) {
+            vars.extend(v.clone());
+        }
+    }
+    vars
+}
+
+/// A cache key for a directory, whatever way it was spelled ("", ".", relative, absolute).
+pub fn dir_key(dir: &Path) -> PathBuf {
+    let text = dir.to_string_lossy();
+    super::absolute(if text.is_empty() { "." } else { &text })
+}

@@ -1,0 +1,187 @@
+//! `include_vars`: read a variables file on the controller and set its variables on the
+//! host (above task vars). The executor takes them from the result's `ansible_facts`.
+
+use serde_json::{Map, Value};
+use turbo_proto::OpResult;
+
+use super::set_fact::is_identifier;
+use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_str, unexpected};
+use crate::playbook::parse_kv;
+use crate::vars_file::{read_vars_file, vars_file_candidates};
+
+pub struct IncludeVars;
+
+const ARGS: &[&str] = &["file", "name", "_raw_params"];
+
+impl Module for IncludeVars {
+    fn name(&self) -> &'static str {
+        "include_vars"
+    }
+
+    fn arg_names(&self) -> &'static [&'static str] {
+        ARGS
+    }
+
+    /// `include_vars: common.yml` names the file.
+    fn free_form(&self) -> bool {
+        true
+    }
+
+    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let args = split_raw_params(args)?;
+        let file = match (arg_str(&args, "file")?, arg_str(&args, "_raw_params")?) {
+            (Some(_), Some(_)) => {
+                return Err(ModuleError::Invalid(
+                    "include_vars takes the file either as `file=` or as the free-form argument, not both"
+                        .into(),
+                ));
+            }
+            (Some(f), None) | (None, Some(f)) => f,
+            (None, None) => {
+                return Err(ModuleError::Invalid(
+                    "include_vars needs a file: `include_vars: file=vars.yml` (dir= is not supported yet)"
+                        .into(),
+                ));
+            }
+        };
+        let candidates = vars_file_candidates(ctx.playbook_dir, &file);
+        let Some(path) = candidates.iter().find(|p| p.is_file()) else {
+            let searched: Vec<String> =
+                candidates.iter().map(|p| p.display().to_string()).collect();
+            return Err(ModuleError::Invalid(format!(
+                "Could not find or access '{file}' on the Ansible Controller (searched {})",
+                searched.join(", ")
+            )));
+        };
+        let vars = read_vars_file(path).map_err(|e| ModuleError::Invalid(e.to_string()))?;
+        let facts = match arg_str(&args, "name")? {
+            Some(name) => {
+                if !is_identifier(&name) {
+                    return Err(ModuleError::Invalid(format!(
+                        "name={name} is not a valid variable name"
+                    )));
+                }
+                let mut wrapped = Map::new();
+                wrapped.insert(name, Value::Object(vars));
+                wrapped
+            }
+            None => vars,
+        };
+        let mut data = Map::new();
+        data.insert("ansible_facts".into(), Value::Object(facts));
+        data.insert(
+            "ansible_included_var_files".into(),
+            Value::from(vec![path.display().to_string()]),
+        );
+        Ok(Plan::Done(TaskOutcome {
+            data,
+            ..TaskOutcome::default()
+        }))
+    }
+
+    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        unexpected(self.name(), result)
+    }
+}
+
+/// A free-form `include_vars: file=a.yml name=x` arrives as one raw string (the loader
+/// keeps only command's options out of free-form text); split it into arguments here.
+fn split_raw_params(args: &ModuleArgs) -> Result<ModuleArgs, ModuleError> {
+    let mut out = args.clone();
+    let Some(Value::String(raw)) = args.get("_raw_params") else {
+        return Ok(out);
+    };
+    let parsed = parse_kv(raw, None);
+    out.remove("_raw_params");
+    for (k, v) in parsed.pairs {
+        if !ARGS.contains(&k.as_str()) || k == "_raw_params" {
+            return Err(ModuleError::Invalid(format!(
+                "Unsupported parameters for (include_vars) module: {k}. Supported parameters include: file, name."
+            )));
+        }
+        out.insert(k, Value::String(v));
+    }
+    let rest = parsed.raw.trim();
+    if !rest.is_empty() {
+        out.insert("_raw_params".into(), Value::String(rest.to_string()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn plan(dir: &Path, args: Value) -> Result<TaskOutcome, ModuleError> {
+        match IncludeVars.plan(args.as_object().unwrap(), &PlanContext::new(dir))? {
+            Plan::Done(out) => Ok(out),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn fixture() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("vars")).unwrap();
+        std::fs::write(dir.path().join("vars/common.yml"), "a: 1\nb: [x]\n").unwrap();
+        std::fs::write(dir.path().join("top.json"), r#"{"t": true}"#).unwrap();
+        dir
+    }
+
+    #[test]
+    fn free_form_file_from_the_vars_dir() {
+        let dir = fixture();
+        let out = plan(dir.path(), json!({"_raw_params": "common.yml"})).unwrap();
+        assert!(!out.changed && !out.failed);
+        assert_eq!(out.data["ansible_facts"], json!({"a": 1, "b": ["x"]}));
+        assert_eq!(
+            out.data["ansible_included_var_files"],
+            json!([dir.path().join("vars/common.yml").display().to_string()])
+        );
+        let out = plan(dir.path(), json!({"file": "top.json"})).unwrap();
+        assert_eq!(out.data["ansible_facts"], json!({"t": true}));
+    }
+
+    #[test]
+    fn name_puts_them_under_a_key_and_kv_text_is_split() {
+        let dir = fixture();
+        let out = plan(dir.path(), json!({"file": "common.yml", "name": "cfg"})).unwrap();
+        assert_eq!(
+            out.data["ansible_facts"],
+            json!({"cfg": {"a": 1, "b": ["x"]}})
+        );
+        let out = plan(dir.path(), json!({"_raw_params": "file=top.json name=t2"})).unwrap();
+        assert_eq!(out.data["ansible_facts"], json!({"t2": {"t": true}}));
+        let err = plan(dir.path(), json!({"_raw_params": "file=top.json bogus=1"})).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("Unsupported parameters for (include_vars) module: bogus")
+        );
+    }
+
+    #[test]
+    fn missing_and_broken_files_fail_with_the_path() {
+        let dir = fixture();
+        let err = plan(dir.path(), json!({"file": "nope.yml"}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("Could not find or access 'nope.yml'"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&dir.path().join("vars/nope.yml").display().to_string()),
+            "{err}"
+        );
+        std::fs::write(dir.path().join("bad.yml"), "a: 1\n- b\n").unwrap();
+        let err = plan(dir.path(), json!({"file": "bad.yml"}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(&format!("{}:", dir.path().join("bad.yml").display())),
+            "{err}"
+        );
+        assert!(plan(dir.path(), json!({})).is_err());
+    }
+}

@@ -1,0 +1,133 @@
+//! `set_fact`: set host variables (above task vars). Runs on the controller only; the
+//! executor takes the variables from the result's `ansible_facts`.
+
+use serde_json::{Map, Value};
+use turbo_proto::OpResult;
+
+use super::{
+    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, unexpected,
+};
+
+pub struct SetFact;
+
+impl Module for SetFact {
+    fn name(&self) -> &'static str {
+        "set_fact"
+    }
+
+    /// Any other argument is a variable to set.
+    fn arg_names(&self) -> &'static [&'static str] {
+        &["cacheable"]
+    }
+
+    fn accepts_any_args(&self) -> bool {
+        true
+    }
+
+    /// `cacheable` is accepted: with no fact cache between runs, a cacheable fact behaves
+    /// as a plain one for the rest of this run.
+    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        arg_bool(args, "cacheable", false)?;
+        let mut facts = Map::new();
+        for (name, value) in args.iter().filter(|(k, _)| k.as_str() != "cacheable") {
+            if !is_identifier(name) {
+                return Err(ModuleError::Invalid(format!(
+                    "The variable name '{name}' is not valid. Variables must start with a letter or underscore character, and contain only letters, numbers and underscores."
+                )));
+            }
+            facts.insert(name.clone(), string_booleans(value));
+        }
+        if facts.is_empty() {
+            return Err(ModuleError::Invalid(
+                "No key/value pairs provided, at least one is required for this action to succeed"
+                    .into(),
+            ));
+        }
+        let mut data = Map::new();
+        data.insert("ansible_facts".into(), Value::Object(facts));
+        Ok(Plan::Done(TaskOutcome {
+            data,
+            ..TaskOutcome::default()
+        }))
+    }
+
+    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        unexpected(self.name(), result)
+    }
+}
+
+/// Ansible (without jinja2_native) turns the strings true/false/yes/no, any case, into
+/// booleans; other values are kept as they are.
+fn string_booleans(value: &Value) -> Value {
+    match value {
+        Value::String(s) => match s.to_ascii_lowercase().as_str() {
+            "true" | "yes" => Value::Bool(true),
+            "false" | "no" => Value::Bool(false),
+            _ => value.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
+/// Python's `str.isidentifier` for ASCII names (Python keywords are not rejected here).
+pub(crate) fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn plan(args: Value) -> Result<TaskOutcome, ModuleError> {
+        match SetFact.plan(args.as_object().unwrap(), &PlanContext::new(Path::new("/")))? {
+            Plan::Done(out) => Ok(out),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn facts_come_back_under_ansible_facts() {
+        let out =
+            plan(json!({"a": 1, "b": "Yes", "c": "no", "d": "text", "e": [1], "cacheable": "yes"}))
+                .unwrap();
+        assert!(!out.changed && !out.failed && !out.skipped);
+        assert_eq!(
+            Value::Object(out.data),
+            json!({"ansible_facts": {"a": 1, "b": true, "c": false, "d": "text", "e": [1]}})
+        );
+    }
+
+    #[test]
+    fn bad_names_and_no_pairs_fail() {
+        assert_eq!(
+            plan(json!({})).unwrap_err().to_string(),
+            "No key/value pairs provided, at least one is required for this action to succeed"
+        );
+        assert_eq!(
+            plan(json!({"cacheable": true})).unwrap_err().to_string(),
+            "No key/value pairs provided, at least one is required for this action to succeed"
+        );
+        assert!(
+            plan(json!({"1x": 1}))
+                .unwrap_err()
+                .to_string()
+                .starts_with("The variable name '1x' is not valid.")
+        );
+        assert!(plan(json!({"a": 1, "cacheable": "maybe"})).is_err());
+    }
+
+    #[test]
+    fn identifiers() {
+        assert!(is_identifier("_a1"));
+        assert!(is_identifier("abc"));
+        assert!(!is_identifier("a-b"));
+        assert!(!is_identifier(""));
+        assert!(!is_identifier("9"));
+    }
+}

@@ -1,0 +1,267 @@
+//! Where variables and settings come from, end to end over a real sshd: group_vars/ and
+//! host_vars/ beside the inventory and beside the playbook, play vars and vars_files,
+//! task vars, include_vars, set_fact, extra vars (one precedence table, written to the
+//! target with `copy`), and ansible.cfg in the current directory.
+
+use std::time::{Duration, Instant};
+
+use crate::support::hosts::SshHosts;
+use crate::support::run::{Outcome, TestRun};
+
+/// The layers of the table, lowest precedence first, as Ansible orders them; and whether
+/// each reaches `db1` (which is only in group `db`, with no host files).
+const LAYERS: &[(&str, bool)] = &[
+    ("inv_all", true),      // 1  [all:vars] in the inventory file
+    ("inv_app", false),     // 2  [app:vars] (parent group)
+    ("inv_web", false),     // 3  [web:vars] (child group)
+    ("inv_gv_all", true),   // 4  inv/group_vars/all.yml
+    ("pb_gv_all", true),    // 5  group_vars/all/10.yml (a directory)
+    ("inv_gv_app", false),  // 6  inv/group_vars/app.yaml
+    ("inv_gv_web", false),  // 7  inv/group_vars/web.json
+    ("pb_gv_app", false),   // 8  group_vars/app (no extension)
+    ("pb_gv_web", false),   // 9  group_vars/web.yml
+    ("inv_host", false),    // 10 host vars in the inventory file
+    ("inv_hv", false),      // 11 inv/host_vars/web1.yml
+    ("pb_hv", false),       // 12 host_vars/web1/main.yml (a directory)
+    ("play_vars", true),    // 13 play vars
+    ("vars_files", true),   // 14 play vars_files
+    ("task_vars", true),    // 15 task vars
+    ("include_vars", true), // 16 include_vars
+    ("set_fact", true),     // 17 set_fact
+    ("extra", true),        // 18 -e
+];
+
+/// Layer `i` (1-based) sets `l<k>` for every k >= i, so `l<k>`'s value names the highest
+/// layer that sets it: layer k itself when the order is right.
+fn names(i: usize) -> impl Iterator<Item = (String, &'static str)> {
+    (i..=LAYERS.len()).map(move |k| (format!("l{k}"), LAYERS[i - 1].0))
+}
+
+fn yaml(i: usize) -> String {
+    names(i).map(|(k, v)| format!("{k}: {v}\n")).collect()
+}
+
+fn indented_yaml(i: usize, indent: &str) -> String {
+    names(i)
+        .map(|(k, v)| format!("{indent}{k}: {v}\n"))
+        .collect()
+}
+
+fn json(i: usize) -> String {
+    let pairs: Vec<String> = names(i).map(|(k, v)| format!("\"{k}\": \"{v}\"")).collect();
+    format!("{{{}}}", pairs.join(", "))
+}
+
+fn ini(i: usize) -> String {
+    names(i).map(|(k, v)| format!("{k}={v}\n")).collect()
+}
+
+fn ini_inline(i: usize) -> String {
+    names(i)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What `l1..l18` hold on a host that the given layers reach.
+fn expected(reaches: impl Fn(usize) -> bool) -> String {
+    let values: Vec<&str> = (1..=LAYERS.len())
+        .map(|k| {
+            let winner = (1..=k)
+                .rev()
+                .find(|&i| reaches(i))
+                .expect("layer 1 reaches");
+            LAYERS[winner - 1].0
+        })
+        .collect();
+    format!("{}\n", values.join(","))
+}
+
+#[track_caller]
+fn assert_contains(out: &Outcome, needle: &str) {
+    assert!(
+        out.stdout.contains(needle) || out.stderr.contains(needle),
+        "expected {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+#[test]
+fn precedence_table_over_every_variable_source() {
+    let hosts = SshHosts::start(&["web1", "db1"]);
+    let inventory = format!(
+        "[web]\n{} {}\n[db]\n{}\n[app:children]\nweb\n\
+         [all:vars]\nansible_python_interpreter=/usr/bin/python3\n{}[app:vars]\n{}[web:vars]\n{}",
+        hosts.line("web1"),
+        ini_inline(10),
+        hosts.line("db1"),
+        ini(1),
+        ini(2),
+        ini(3),
+    );
+    let table: Vec<String> = (1..=LAYERS.len())
+        .map(|k| format!("{{{{ l{k} }}}}"))
+        .collect();
+    let playbook = format!(
+        "- hosts: all
+  gather_facts: false
+  vars:
+    second_name: second
+{play_vars}  vars_files:
+    - common.yml
+    - ['missing_{{{{ inventory_hostname }}}}.yml', '{{{{ second_name }}}}.yml']
+  tasks:
+    - include_vars: incl.yml
+    - include_vars:
+        file: named.json
+        name: bundle
+    - set_fact:
+{set_fact}    - set_fact: from_fact=\"{{{{ l9 }}}}-then\" 
+    - name: write the table
+      copy:
+        content: \"{table}\\n\"
+        dest: ~/table
+      vars:
+{task_vars}    - copy:
+        content: \"{{{{ bundle.x }}}} {{{{ from_fact }}}} {{{{ second }}}} {{{{ ansible_python_interpreter }}}}\\n\"
+        dest: ~/extra
+",
+        play_vars = indented_yaml(13, "    "),
+        set_fact = indented_yaml(17, "        "),
+        task_vars = indented_yaml(15, "        "),
+        table = table.join(","),
+    );
+    let out = TestRun::new()
+        .playbook(&playbook)
+        .file("inv/hosts", &inventory)
+        .file("inv/group_vars/all.yml", &yaml(4))
+        .file("group_vars/all/10.yml", &yaml(5))
+        .file("inv/group_vars/app.yaml", &yaml(6))
+        .file("inv/group_vars/web.json", &json(7))
+        .file("group_vars/app", &yaml(8))
+        .file("group_vars/web.yml", &yaml(9))
+        .file("inv/host_vars/web1.yml", &yaml(11))
+        .file("host_vars/web1/main.yml", &yaml(12))
+        .file("vars/common.yml", &yaml(14))
+        .file("vars/second.yml", "second: from_second_vars_file\n")
+        .file("vars/incl.yml", &yaml(16))
+        .file("named.json", r#"{"x": "in_bundle"}"#)
+        .file("extra.yml", &yaml(18))
+        .args(&["-i", "inv/hosts", "-e", "@extra.yml"])
+        .run();
+    out.assert_code(0);
+    let web1 = hosts.user("web1");
+    let db1 = hosts.user("db1");
+    let read = |home: &std::path::Path, name: &str| {
+        std::fs::read_to_string(home.join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{}", out.stdout))
+    };
+    assert_eq!(read(&web1.home, "table"), expected(|_| true));
+    assert_eq!(read(&db1.home, "table"), expected(|i| LAYERS[i - 1].1));
+    assert_eq!(
+        read(&web1.home, "extra"),
+        "in_bundle pb_gv_web-then from_second_vars_file /usr/bin/python3\n"
+    );
+    assert_eq!(
+        read(&db1.home, "extra"),
+        "in_bundle pb_gv_all-then from_second_vars_file /usr/bin/python3\n"
+    );
+}
+
+#[test]
+fn ansible_cfg_in_the_cwd_sets_inventory_and_forks() {
+    let hosts = SshHosts::start(&["a", "b"]);
+    let playbook = "- hosts: all
+  gather_facts: false
+  tasks:
+    - command: sleep 1
+";
+    let run = TestRun::new()
+        .playbook(playbook)
+        .file("inventories/hosts", &hosts.inventory())
+        .file(
+            "ansible.cfg",
+            "[defaults]\ninventory = inventories/hosts ; no -i needed\nforks = 1\n",
+        );
+    let started = Instant::now();
+    let out = run.run();
+    out.assert_code(0);
+    // One host at a time: two one-second sleeps cannot overlap.
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "forks = 1 from ansible.cfg was not applied: {:?}",
+        started.elapsed()
+    );
+    for name in ["a", "b"] {
+        assert_eq!(out.recap(name).changed, 1, "{}", out.stdout);
+    }
+}
+
+#[test]
+fn bad_settings_and_files_are_reported_with_where_they_are() {
+    let hosts = SshHosts::start(&["a"]);
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - ping:\n";
+    // A bad ansible.cfg value fails before anything runs, naming file and line...
+    let bad_cfg = || {
+        TestRun::new()
+            .playbook(playbook)
+            .inventory(&hosts.inventory())
+            .file("ansible.cfg", "[defaults]\n\nforks = many\n")
+    };
+    let out = bad_cfg().run();
+    out.assert_code(5);
+    assert_contains(&out, "ansible.cfg:3: forks = 'many' is not an integer");
+    // ...unless the environment, which wins over the file, sets it.
+    bad_cfg().env("ANSIBLE_FORKS", "2").run().assert_code(0);
+
+    // A broken group_vars file: file:line:col, before connecting.
+    let out = TestRun::new()
+        .playbook(playbook)
+        .inventory(&hosts.inventory())
+        .file("group_vars/all.yml", "ok: 1\nbroken: [\n")
+        .run();
+    out.assert_code(4);
+    assert_contains(&out, "group_vars/all.yml:");
+
+    // A missing vars_files entry fails the host with the file's name.
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all\n  gather_facts: false\n  vars_files: [nope.yml]\n  tasks:\n    - ping:\n",
+        )
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(2);
+    assert_contains(&out, "vars file nope.yml was not found");
+}
+
+#[test]
+fn connection_variables_from_group_vars_and_host_vars_files() {
+    let hosts = SshHosts::start(&["w1"]);
+    let user = hosts.user("w1");
+    // The inventory names the host only; how to reach it lives in the vars directories,
+    // the user in group_vars (a wrong one in `all`, overridden by the group), the rest in
+    // host_vars.
+    let group_vars = format!("ansible_user: {}\n", user.name);
+    let host_vars = format!(
+        "ansible_host: 127.0.0.1\nansible_port: {}\nansible_ssh_private_key_file: {}\n\
+         ansible_ssh_common_args: '-o UserKnownHostsFile={}'\n",
+        hosts.sshd.port,
+        hosts.sshd.user_key.display(),
+        hosts.known_hosts.display()
+    );
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: web\n  gather_facts: false\n  tasks:\n    - copy: content=reached dest=~/reached\n",
+        )
+        .inventory("[web]\nw1\n")
+        .file("group_vars/all.yml", "ansible_user: nobody-at-all\n")
+        .file("group_vars/web.yml", &group_vars)
+        .file("host_vars/w1.yml", &host_vars)
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(user.home.join("reached")).unwrap(),
+        "reached"
+    );
+}

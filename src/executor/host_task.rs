@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Map, Value};
 use turbo_proto::{CHUNK_BYTES, EnsureFile, FileContent, Op, OpResult};
 
+use super::control::{Attempts, Verdict, judge};
 use super::vars::{strip_omitted, task_vars};
 use super::{HostState, RunContext};
 use crate::agent_session::AgentSession;
@@ -27,8 +28,12 @@ struct ItemRun {
     vars: minijinja::Value,
     args: Map<String, Value>,
     state: ItemState,
+    /// What the module planned, kept to run the item again for `until`; `None` when the
+    /// module never ran (a false `when`, a template error), which nothing then judges.
+    planned: Option<ItemState>,
 }
 
+#[derive(Clone)]
 enum ItemState {
     Done(TaskOutcome),
     /// Waiting for the agent's reply to this op.
@@ -44,6 +49,13 @@ pub(crate) async fn run(
     play_hosts: &[String],
 ) {
     let base = task_vars(ctx, playbook, play, task, host, play_hosts);
+    let attempts = match Attempts::of(task, &ctx.templar, &base) {
+        Ok(a) => a,
+        Err(message) => {
+            finish_task(ctx, task, host, TaskOutcome::failed(message));
+            return;
+        }
+    };
     let items = match &task.loop_spec {
         None => None,
         Some(spec) => match spec.items(&ctx.templar, &base) {
@@ -75,16 +87,80 @@ pub(crate) async fn run(
             }
             None => base.clone(),
         };
-        let (args, state) = plan_item(ctx, playbook, task, &vars);
+        let (args, state, ran) = plan_item(ctx, playbook, task, &vars);
         runs.push(ItemRun {
             item,
             vars,
             args,
+            planned: ran.then(|| state.clone()),
             state,
         });
     }
 
-    let remote: Vec<usize> = (0..runs.len())
+    // Every attempt sends the items still running as one batch; `until` decides which
+    // items go again.
+    let mut running: Vec<usize> = (0..runs.len()).collect();
+    let mut attempt = 1;
+    loop {
+        if !send_remote(ctx, playbook, play, task, host, &mut runs, &running).await {
+            return;
+        }
+        let mut again = Vec::new();
+        for &i in &running {
+            let run = &mut runs[i];
+            let (Some(_), ItemState::Done(outcome)) = (&run.planned, &mut run.state) else {
+                continue;
+            };
+            if judge(task, &ctx.templar, &run.vars, outcome, attempt, attempts) == Verdict::Retry {
+                again.push(i);
+            }
+        }
+        if again.is_empty() {
+            break;
+        }
+        for &i in &again {
+            ctx.emit(Event::Retry {
+                host: host.name.clone(),
+                task: task.display_name(),
+                item: runs[i].item.as_ref().map(item_label),
+                retries_left: attempts.total - attempt,
+            });
+            runs[i].state = runs[i].planned.clone().expect("judged items were planned");
+        }
+        tokio::time::sleep(attempts.delay).await;
+        attempt += 1;
+        running = again;
+    }
+
+    let outcomes: Vec<(Option<Value>, TaskOutcome)> = runs
+        .into_iter()
+        .map(|run| match run.state {
+            ItemState::Done(outcome) => (run.item, outcome),
+            ItemState::Remote(_) => unreachable!("every remote item got its reply"),
+        })
+        .collect();
+    if task.loop_spec.is_some() {
+        finish_loop(ctx, task, host, outcomes);
+    } else {
+        let (_, outcome) = outcomes.into_iter().next().expect("one run without a loop");
+        finish_task(ctx, task, host, outcome);
+    }
+}
+
+/// Sends the ops of the `running` items that wait for the agent as one batch and turns
+/// the replies into outcomes. False when the host turned out unreachable (reported).
+async fn send_remote(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    host: &HostState,
+    runs: &mut [ItemRun],
+    running: &[usize],
+) -> bool {
+    let remote: Vec<usize> = running
+        .iter()
+        .copied()
         .filter(|&i| matches!(runs[i].state, ItemState::Remote(_)))
         .collect();
     if !remote.is_empty() {
@@ -92,7 +168,7 @@ pub(crate) async fn run(
             Ok(s) => s,
             Err(message) => {
                 ctx.unreachable(host, &message);
-                return;
+                return false;
             }
         };
         let ops: Vec<Op> = remote
@@ -111,7 +187,7 @@ pub(crate) async fn run(
             Ok(r) => r,
             Err(message) => {
                 ctx.unreachable(host, &message);
-                return;
+                return false;
             }
         };
         for (&i, result) in remote.iter().zip(results) {
@@ -131,20 +207,7 @@ pub(crate) async fn run(
             runs[i].state = ItemState::Done(outcome);
         }
     }
-
-    let outcomes: Vec<(Option<Value>, TaskOutcome)> = runs
-        .into_iter()
-        .map(|run| match run.state {
-            ItemState::Done(outcome) => (run.item, outcome),
-            ItemState::Remote(_) => unreachable!("every remote item got its reply"),
-        })
-        .collect();
-    if task.loop_spec.is_some() {
-        finish_loop(ctx, task, host, outcomes);
-    } else {
-        let (_, outcome) = outcomes.into_iter().next().expect("one run without a loop");
-        finish_task(ctx, task, host, outcome);
-    }
+    true
 }
 
 /// Sends the ops, one request per chunk, all chunks in flight at once.
@@ -296,8 +359,8 @@ fn plan_item(
     playbook: &Playbook,
     task: &Task,
     vars: &minijinja::Value,
-) -> (Map<String, Value>, ItemState) {
-    let done = |outcome| (Map::new(), ItemState::Done(outcome));
+) -> (Map<String, Value>, ItemState, bool) {
+    let done = |outcome| (Map::new(), ItemState::Done(outcome), false);
     for condition in &task.when {
         match ctx.templar.eval_condition(condition, vars) {
             Ok(true) => {}
@@ -338,9 +401,13 @@ fn plan_item(
         Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
     };
     match task.module.plan(&args, &plan_context(ctx, playbook, vars)) {
-        Ok(Plan::Done(outcome)) => (args, ItemState::Done(outcome)),
-        Ok(Plan::Remote(op)) => (args, ItemState::Remote(op)),
-        Err(e) => (args, ItemState::Done(TaskOutcome::failed(e.to_string()))),
+        Ok(Plan::Done(outcome)) => (args, ItemState::Done(outcome), true),
+        Ok(Plan::Remote(op)) => (args, ItemState::Remote(op), true),
+        Err(e) => (
+            args,
+            ItemState::Done(TaskOutcome::failed(e.to_string())),
+            true,
+        ),
     }
 }
 

@@ -4,6 +4,7 @@
 //! Round trips are the cost, so a task's loop items are planned on the controller and sent
 //! to the agent as one batch (cut into pipelined chunks for very long loops).
 
+mod control;
 mod host_task;
 mod vars;
 

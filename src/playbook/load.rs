@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::kv::{FREE_FORM_OPTIONS, parse_kv};
-use super::{Location, LoopSpec, Play, Playbook, Task};
+use super::{Location, LoopSpec, Play, Playbook, Task, Until};
 use crate::modules::{self, Module, closest};
 use crate::yaml::{LoadError, Node, Source, Span, Value};
 
@@ -75,8 +75,6 @@ const IGNORED_TASK_KEYS: &[&str] = &[
     "no_log",
     "check_mode",
     "diff",
-    "retries",
-    "delay",
     "any_errors_fatal",
     "ignore_unreachable",
     "throttle",
@@ -88,15 +86,7 @@ const IGNORED_TASK_KEYS: &[&str] = &[
 
 /// Task keywords that change behaviour but are not implemented yet: loaded, and listed in
 /// [`Task::unsupported`] so the executor can warn.
-const UNSUPPORTED_TASK_KEYS: &[&str] = &[
-    "changed_when",
-    "failed_when",
-    "until",
-    "notify",
-    "delegate_to",
-    "async",
-    "poll",
-];
+const UNSUPPORTED_TASK_KEYS: &[&str] = &["notify", "delegate_to", "async", "poll"];
 
 const TASK_KEYS: &[&str] = &[
     "name",
@@ -107,6 +97,11 @@ const TASK_KEYS: &[&str] = &[
     "when",
     "register",
     "ignore_errors",
+    "changed_when",
+    "failed_when",
+    "until",
+    "retries",
+    "delay",
     "vars",
     "loop_control",
     "args",
@@ -394,6 +389,8 @@ impl Loader<'_> {
         let mut when = Vec::new();
         let mut register = None;
         let mut ignore_errors = false;
+        let (mut changed_when, mut failed_when, mut until) = (None, None, None);
+        let (mut retries, mut delay): (Option<&Node>, Option<&Node>) = (None, None);
         let mut vars = serde_json::Map::new();
         let mut unsupported = Vec::new();
 
@@ -435,7 +432,12 @@ impl Loader<'_> {
                     };
                     set_loop(LoopSpec::Sequence(spec))?
                 }
-                "when" => when = self.conditions(v)?,
+                "when" => when = self.conditions(v, key)?,
+                "changed_when" => changed_when = Some(self.conditions(v, key)?),
+                "failed_when" => failed_when = Some(self.conditions(v, key)?),
+                "until" => until = Some(self.conditions(v, key)?),
+                "retries" => retries = Some(self.count(v, key)?),
+                "delay" => delay = Some(self.count(v, key)?),
                 "register" => register = Some(self.scalar(v, "register")?),
                 "ignore_errors" => ignore_errors = self.boolean(v, "ignore_errors")?,
                 "vars" => vars = self.mapping(v, "vars")?,
@@ -512,6 +514,14 @@ impl Loader<'_> {
             when,
             register,
             ignore_errors,
+            changed_when,
+            failed_when,
+            // `retries`/`delay` without `until` do nothing in Ansible either.
+            until: until.map(|conditions| Until {
+                conditions,
+                retries: retries.map(Node::to_json),
+                delay: delay.map(Node::to_json),
+            }),
             vars,
             unsupported,
             location: self.location(node.span),
@@ -732,15 +742,16 @@ impl Loader<'_> {
         ))
     }
 
-    fn conditions(&self, node: &Node) -> Result<Vec<String>, LoadError> {
+    /// `when`, `changed_when`, `failed_when`, `until`: one condition or a list (all must hold).
+    fn conditions(&self, node: &Node, keyword: &str) -> Result<Vec<String>, LoadError> {
         match &node.value {
-            Value::Seq(items) => items.iter().map(|i| self.condition(i)).collect(),
+            Value::Seq(items) => items.iter().map(|i| self.condition(i, keyword)).collect(),
             Value::Null => Ok(Vec::new()),
-            _ => Ok(vec![self.condition(node)?]),
+            _ => Ok(vec![self.condition(node, keyword)?]),
         }
     }
 
-    fn condition(&self, node: &Node) -> Result<String, LoadError> {
+    fn condition(&self, node: &Node, keyword: &str) -> Result<String, LoadError> {
         match &node.value {
             Value::Str(s) => Ok(s.clone()),
             Value::Bool(_) | Value::Int(_) | Value::Float(_) => {
@@ -749,10 +760,32 @@ impl Loader<'_> {
             _ => Err(self.err(
                 node.span,
                 format!(
-                    "when must be a condition or a list of conditions, got {}",
+                    "{keyword} must be a condition or a list of conditions, got {}",
                     node.kind_name()
                 ),
-                Some("write a Jinja expression without braces, e.g. `when: x == 1`".into()),
+                Some(format!(
+                    "write a Jinja expression without braces, e.g. `{keyword}: x == 1`"
+                )),
+            )),
+        }
+    }
+
+    /// `retries`/`delay`: a non-negative integer, or a template deciding it at run time.
+    fn count<'n>(&self, node: &'n Node, keyword: &str) -> Result<&'n Node, LoadError> {
+        match &node.value {
+            Value::Int(n) if *n >= 0 => Ok(node),
+            Value::Str(s) if crate::template::is_template(s) || s.trim().parse::<u64>().is_ok() => {
+                Ok(node)
+            }
+            _ => Err(self.err(
+                node.span,
+                format!(
+                    "{keyword} must be a non-negative integer, got {}",
+                    node.scalar_to_string()
+                        .map(|s| format!("'{s}'"))
+                        .unwrap_or_else(|| node.kind_name().to_string())
+                ),
+                Some(format!("write e.g. `{keyword}: 3`")),
             )),
         }
     }
@@ -944,7 +977,10 @@ changed_when: false
         assert_eq!(t.register.as_deref(), Some("out"));
         assert!(t.ignore_errors);
         assert_eq!(Json::Object(t.vars), json!({"v": 1}));
-        assert_eq!(t.unsupported, ["notify", "changed_when"]);
+        assert_eq!(t.unsupported, ["notify"]);
+        assert_eq!(t.changed_when, Some(vec!["False".to_string()]));
+        assert_eq!(t.failed_when, None);
+        assert_eq!(t.until, None);
 
         let t = task("file: path=/x state=absent\nloop: \"{{ things }}\"\nwhen: x");
         assert_eq!(
@@ -956,6 +992,106 @@ changed_when: false
         );
         assert_eq!(t.when, ["x"]);
         assert_eq!(t.display_name(), "file");
+    }
+
+    #[test]
+    fn control_keywords() {
+        let t = task(
+            "
+command: /bin/true
+register: r
+changed_when:
+  - r.rc == 0
+  - \"'x' in r.stdout\"
+failed_when: r.rc > 1
+until: r is succeeded
+retries: 5
+delay: '{{ wait }}'
+",
+        );
+        assert_eq!(
+            t.changed_when,
+            Some(vec!["r.rc == 0".to_string(), "'x' in r.stdout".to_string()])
+        );
+        assert_eq!(t.failed_when, Some(vec!["r.rc > 1".to_string()]));
+        assert_eq!(
+            t.until,
+            Some(Until {
+                conditions: vec!["r is succeeded".into()],
+                retries: Some(json!(5)),
+                delay: Some(json!("{{ wait }}")),
+            })
+        );
+        assert!(t.unsupported.is_empty());
+        let t = task(
+            "ping:
+until: x
+",
+        );
+        assert_eq!(
+            t.until,
+            Some(Until {
+                conditions: vec!["x".into()],
+                retries: None,
+                delay: None,
+            })
+        );
+        // Without `until`, retries and delay mean nothing (as in Ansible).
+        assert_eq!(
+            task(
+                "ping:
+retries: 2
+"
+            )
+            .until,
+            None
+        );
+        assert_eq!(
+            task(
+                "ping:
+failed_when: false
+"
+            )
+            .failed_when,
+            Some(vec!["False".to_string()])
+        );
+    }
+
+    #[test]
+    fn control_keyword_errors() {
+        let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
+        assert_eq!(
+            message_at(&play("    - ping:\n      failed_when: {rc: 1}\n")),
+            (
+                "failed_when must be a condition or a list of conditions, got a mapping".into(),
+                4,
+                20
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      until: [[a]]\n")),
+            (
+                "until must be a condition or a list of conditions, got a list".into(),
+                4,
+                15
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      until: x\n      retries: many\n")),
+            (
+                "retries must be a non-negative integer, got 'many'".into(),
+                5,
+                16
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      until: x\n      delay: -1\n")),
+            (
+                "delay must be a non-negative integer, got '-1'".into(),
+                5,
+                14
+            )
+        );
     }
 
     #[test]

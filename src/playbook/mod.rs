@@ -72,6 +72,13 @@ pub struct Task {
     pub when: Vec<String>,
     pub register: Option<String>,
     pub ignore_errors: bool,
+    /// `changed_when`: when set, these conditions (all must hold) decide `changed` instead
+    /// of the module. Evaluated per item once its result is known.
+    pub changed_when: Option<Vec<String>>,
+    /// `failed_when`: when set, these conditions (all must hold) decide `failed`.
+    pub failed_when: Option<Vec<String>>,
+    /// `until`/`retries`/`delay`: re-run the item until the conditions hold.
+    pub until: Option<Until>,
     pub vars: serde_json::Map<String, Value>,
     /// Keywords that were accepted but are not implemented yet (the executor warns).
     pub unsupported: Vec<String>,
@@ -83,6 +90,21 @@ impl Task {
     pub fn display_name(&self) -> String {
         self.name.clone().unwrap_or_else(|| self.action.clone())
     }
+}
+
+/// A task's `until` with its `retries` and `delay`, raw: both may be templates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Until {
+    pub conditions: Vec<String>,
+    /// `retries` as written (an int or a template); Ansible's default is 3.
+    pub retries: Option<Value>,
+    /// Seconds between attempts as written; Ansible's default is 5.
+    pub delay: Option<Value>,
+}
+
+impl Until {
+    pub const DEFAULT_RETRIES: u64 = 3;
+    pub const DEFAULT_DELAY: u64 = 5;
 }
 
 #[derive(Debug, Clone, PartialEq)]

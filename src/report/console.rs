@@ -129,6 +129,23 @@ impl<W: Write> ConsoleReporter<W> {
                     bar.inc(1);
                 }
             }
+            Event::Retry {
+                host,
+                task,
+                item,
+                retries_left,
+            } => {
+                // Ansible's wording; an item is shown as the task name's suffix.
+                let item = item
+                    .as_deref()
+                    .map(|i| format!(" (item={i})"))
+                    .unwrap_or_default();
+                let text = format!(
+                    "FAILED - RETRYING: [{host}]: {task}{item} ({retries_left} retries left)."
+                );
+                let text = self.style(Style::new().red()).apply_to(text).to_string();
+                self.line(&text);
+            }
             Event::AgentReady {
                 host,
                 uploaded,

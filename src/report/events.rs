@@ -28,6 +28,13 @@ pub enum Event {
     ItemsPlanned {
         count: usize,
     },
+    /// An `until` check failed: the item runs again (Ansible's "FAILED - RETRYING").
+    Retry {
+        host: String,
+        task: String,
+        item: Option<String>,
+        retries_left: u64,
+    },
     /// One result: a whole task on a host, or one loop item when `item` is set.
     HostResult(HostResult),
     /// The agent on a host is up (shown with -vv).

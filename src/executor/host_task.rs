@@ -10,7 +10,7 @@ use super::control::{Attempts, Verdict, judge};
 use super::vars::{strip_omitted, task_vars};
 use super::{HostState, RunContext};
 use crate::agent_session::AgentSession;
-use crate::modules::{Plan, PlanContext, TaskOutcome};
+use crate::modules::{Plan, PlanContext, TaskOutcome, VERBOSE_ALWAYS};
 use crate::playbook::{LoopError, Play, Playbook, Task};
 use crate::report::events::{Event, HostResult, Status};
 use crate::template::TemplateError;
@@ -457,7 +457,8 @@ fn finish_loop(
     let mut results = Vec::with_capacity(outcomes.len());
     let (mut any_changed, mut any_failed, mut all_skipped) = (false, false, true);
     let last_failed = outcomes.iter().rposition(|(_, o)| o.failed);
-    for (index, (item, outcome)) in outcomes.into_iter().enumerate() {
+    for (index, (item, mut outcome)) in outcomes.into_iter().enumerate() {
+        let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
         absorb_facts(task, host, &outcome);
         any_changed |= outcome.changed;
         any_failed |= outcome.failed;
@@ -472,7 +473,7 @@ fn finish_loop(
             item: label,
             data: data.clone(),
             ignored: task.ignore_errors && Some(index) == last_failed,
-            verbose_always: task.module.name() == "debug" && !outcome.skipped,
+            verbose_always: verbose || (task.module.name() == "debug" && !outcome.skipped),
         }));
         results.push(Value::Object(data));
     }
@@ -506,7 +507,8 @@ fn finish_loop(
     record(task, host, &summary, data);
 }
 
-fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, outcome: TaskOutcome) {
+fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, mut outcome: TaskOutcome) {
+    let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
     absorb_facts(task, host, &outcome);
     let data = outcome.registered();
     let is_debug = task.module.name() == "debug" && !outcome.skipped;
@@ -522,7 +524,7 @@ fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, outcome: TaskOut
         item: None,
         data: shown,
         ignored: outcome.failed && task.ignore_errors,
-        verbose_always: is_debug,
+        verbose_always: is_debug || verbose,
     }));
     record(task, host, &outcome, data);
 }

@@ -12,12 +12,15 @@ use turbo_proto::{FileMode, Op, OpResult};
 
 use crate::template::{Templar, TemplateError};
 
+mod assert;
 mod command;
 mod copy;
 mod debug;
 mod file;
 mod ping;
 mod template;
+
+pub use assert::VERBOSE_ALWAYS;
 
 /// Arguments after templating, as the registered result's `invocation.module_args` has them.
 pub type ModuleArgs = serde_json::Map<String, Value>;
@@ -157,6 +160,8 @@ static MODULES: &[&dyn Module] = &[
     &command::Shell,
     &debug::Debug,
     &ping::Ping,
+    &assert::Assert,
+    &assert::Fail,
 ];
 
 /// Every registered module.

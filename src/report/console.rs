@@ -205,10 +205,16 @@ impl<W: Write> ConsoleReporter<W> {
 
     fn format_result(&self, r: &HostResult) -> String {
         // The diff was shown above the line; the dump repeats it only at -vvv, as Ansible.
+        // `failed`/`skipped` are already said by the line's word, and Ansible drops them.
         let stripped;
-        let r = if self.verbosity < 3 && r.data.contains_key("diff") {
+        let hide_diff = self.verbosity < 3 && r.data.contains_key("diff");
+        let r = if hide_diff || r.data.contains_key("failed") || r.data.contains_key("skipped") {
             let mut copy = r.clone();
-            copy.data.remove("diff");
+            if hide_diff {
+                copy.data.remove("diff");
+            }
+            copy.data.remove("failed");
+            copy.data.remove("skipped");
             stripped = copy;
             &stripped
         } else {
@@ -233,7 +239,8 @@ impl<W: Write> ConsoleReporter<W> {
                     Some(i) => format!("failed: [{}] (item={i}) => ", r.host),
                     None => format!("fatal: [{}]: FAILED! => ", r.host),
                 };
-                let mut text = format!("{head}{}", dump(&r.data, self.verbosity));
+                let verbosity = self.verbosity.max(u8::from(r.verbose_always) * 4);
+                let mut text = format!("{head}{}", dump(&r.data, verbosity));
                 if r.ignored {
                     text.push_str("\n...ignoring");
                 }
@@ -454,6 +461,58 @@ mod tests {
             out.contains("changed: [web1] => {\"changed\": true}"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn status_keys_are_left_out_and_verbose_failures_are_indented() {
+        let out = render(
+            &[result(
+                Status::Failed,
+                None,
+                serde_json::json!({"failed": true, "msg": "x", "changed": false}),
+            )],
+            0,
+        );
+        assert_eq!(
+            out,
+            "fatal: [web1]: FAILED! => {\"changed\": false, \"msg\": \"x\"}\n"
+        );
+        let mut e = result(
+            Status::Failed,
+            None,
+            serde_json::json!({"failed": true, "assertion": "a", "msg": "Assertion failed"}),
+        );
+        if let Event::HostResult(r) = &mut e {
+            r.verbose_always = true;
+        }
+        let out = render(&[e], 0);
+        assert_eq!(
+            out,
+            "fatal: [web1]: FAILED! => {\n    \"assertion\": \"a\",\n    \"msg\": \"Assertion failed\"\n}\n"
+        );
+        let out = render(
+            &[result(
+                Status::Skipped,
+                None,
+                serde_json::json!({"skipped": true, "skip_reason": "r"}),
+            )],
+            1,
+        );
+        assert_eq!(out, "skipping: [web1] => {\"skip_reason\": \"r\"}\n");
+    }
+
+    #[test]
+    fn retries_read_as_ansible() {
+        let out = render(
+            &[Event::Retry {
+                host: "web1".into(),
+                task: "wait".into(),
+                item: None,
+                retries_left: 2,
+            }],
+            0,
+        );
+        assert_eq!(out, "FAILED - RETRYING: [web1]: wait (2 retries left).\n");
     }
 
     #[test]

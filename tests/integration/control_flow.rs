@@ -123,3 +123,73 @@ fn until_gives_up_after_the_retries_and_fails_the_host() {
     assert!(!hosts.user("h").home.join("reached").exists());
     assert_eq!(out.recap("h").failed, 1);
 }
+
+#[test]
+fn assert_and_fail_speak_ansibles_words() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  vars:
+    port: 80
+  tasks:
+    - name: holds
+      assert:
+        that:
+          - port == 80
+          - port is number
+    - name: quietly
+      assert:
+        that: port > 1
+        success_msg: "port {{ port }} is fine"
+        quiet: true
+      register: quiet
+    - name: does not hold
+      assert:
+        that:
+          - port == 80
+          - port == 443
+        fail_msg: "port is {{ port }}"
+      ignore_errors: true
+      register: bad
+    - copy:
+        dest: ~/assert
+        content: "{{ quiet.msg }}|{{ bad.assertion }}|{{ bad.evaluated_to }}|{{ bad.msg }}"
+    - name: stop here
+      fail:
+        msg: "stopping on {{ inventory_hostname }}"
+    - name: not reached
+      command: touch ~/reached
+"#,
+    );
+    out.assert_code(2);
+    assert_contains(
+        &out,
+        "ok: [h] => {\n    \"changed\": false,\n    \"msg\": \"All assertions passed\"\n}",
+    );
+    assert_contains(&out, "TASK [quietly] ***");
+    assert_not_contains(&out, "port 80 is fine\"\n");
+    assert_contains(
+        &out,
+        "fatal: [h]: FAILED! => {\n    \"assertion\": \"port == 443\",\n    \"changed\": false,\n    \"evaluated_to\": false,\n    \"msg\": \"port is 80\"\n}\n...ignoring",
+    );
+    assert_contains(
+        &out,
+        "fatal: [h]: FAILED! => {\"changed\": false, \"msg\": \"stopping on h\"}",
+    );
+    let home = &hosts.user("h").home;
+    assert_eq!(
+        std::fs::read_to_string(home.join("assert")).unwrap(),
+        "port 80 is fine|port == 443|False|port is 80"
+    );
+    assert!(!home.join("reached").exists());
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ok: 4,
+            changed: 1,
+            failed: 1,
+            ignored: 1,
+            ..Recap::default()
+        }
+    );
+}

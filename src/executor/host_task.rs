@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use turbo_proto::{CHUNK_BYTES, EnsureFile, FileContent, Op, OpResult};
 
 use super::control::{Attempts, Verdict, judge};
+use super::flow::Caught;
 use super::vars::{strip_omitted, task_vars};
 use super::{HostState, RunContext};
 use crate::agent_session::AgentSession;
@@ -49,6 +50,11 @@ pub(crate) async fn run(
     play_hosts: &[String],
 ) {
     let base = task_vars(ctx, playbook, play, task, host, play_hosts);
+    // `ansible_failed_task`/`ansible_failed_result` after a failure in a block.
+    let base = match host.flow.lock().expect("flow lock").failed_vars() {
+        Some(failed) => minijinja::context! { ..minijinja::Value::from_serialize(failed), ..base },
+        None => base,
+    };
     let attempts = match Attempts::of(task, &ctx.templar, &base) {
         Ok(a) => a,
         Err(message) => {
@@ -556,31 +562,36 @@ fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome) {
     }
 }
 
-/// Counts the task in the recap, registers its result, and benches a failed host.
+/// Counts the task in the recap, registers its result, notifies handlers, and benches a
+/// failed host (unless a block's rescue or always takes the failure first).
 fn record(task: &Task, host: &HostState, outcome: &TaskOutcome, data: Map<String, Value>) {
+    let caught = (outcome.failed && !task.ignore_errors)
+        .then(|| host.flow.lock().expect("flow lock").fail(task, &data));
+    if !outcome.failed && outcome.changed && !task.notify.is_empty() {
+        host.flow.lock().expect("flow lock").notify(&task.notify);
+    }
     if let Some(name) = &task.register {
         host.registered
             .lock()
             .expect("registered lock")
             .insert(name.clone(), Value::Object(data));
     }
-    host.stat(|s| {
-        if outcome.failed {
-            if task.ignore_errors {
-                s.ok += 1;
-                s.ignored += 1;
-                s.changed += u32::from(outcome.changed);
-            } else {
-                s.failed += 1;
-            }
-        } else if outcome.skipped {
-            s.skipped += 1;
-        } else {
+    host.stat(|s| match caught {
+        // Ansible counts a failure a rescue takes as `rescued`, and nothing else.
+        Some(Caught::Rescue) => s.rescued += 1,
+        Some(_) => s.failed += 1,
+        None if outcome.failed => {
+            s.ok += 1;
+            s.ignored += 1;
+            s.changed += u32::from(outcome.changed);
+        }
+        None if outcome.skipped => s.skipped += 1,
+        None => {
             s.ok += 1;
             s.changed += u32::from(outcome.changed);
         }
     });
-    if outcome.failed && !task.ignore_errors {
+    if caught == Some(Caught::Uncaught) {
         host.out.store(true, Ordering::SeqCst);
     }
 }

@@ -17,6 +17,7 @@ mod command;
 mod copy;
 mod debug;
 mod file;
+mod meta;
 mod ping;
 mod template;
 
@@ -162,6 +163,7 @@ static MODULES: &[&dyn Module] = &[
     &ping::Ping,
     &assert::Assert,
     &assert::Fail,
+    &meta::Meta,
 ];
 
 /// Every registered module.

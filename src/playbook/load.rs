@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::kv::{FREE_FORM_OPTIONS, parse_kv};
-use super::{Location, LoopSpec, Play, Playbook, Task, Until};
+use super::{BlockFrame, Location, LoopSpec, Play, Playbook, Section, Task, Until};
 use crate::modules::{self, Module, closest};
 use crate::yaml::{LoadError, Node, Source, Span, Value};
 
@@ -22,7 +22,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "strategy",
     "any_errors_fatal",
     "max_fail_percentage",
-    "handlers",
     "roles",
     "vars_files",
     "order",
@@ -32,7 +31,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "diff",
     "ignore_errors",
     "ignore_unreachable",
-    "force_handlers",
     "throttle",
     "vars_prompt",
 ];
@@ -60,6 +58,8 @@ const PLAY_KEYS: &[&str] = &[
     "connection",
     "remote_user",
     "port",
+    "handlers",
+    "force_handlers",
 ];
 
 /// Task keywords loaded and ignored for now (they do not change what a task does here).
@@ -86,7 +86,7 @@ const IGNORED_TASK_KEYS: &[&str] = &[
 
 /// Task keywords that change behaviour but are not implemented yet: loaded, and listed in
 /// [`Task::unsupported`] so the executor can warn.
-const UNSUPPORTED_TASK_KEYS: &[&str] = &["notify", "delegate_to", "async", "poll"];
+const UNSUPPORTED_TASK_KEYS: &[&str] = &["delegate_to", "async", "poll"];
 
 const TASK_KEYS: &[&str] = &[
     "name",
@@ -102,6 +102,7 @@ const TASK_KEYS: &[&str] = &[
     "until",
     "retries",
     "delay",
+    "notify",
     "vars",
     "loop_control",
     "args",
@@ -119,11 +120,43 @@ const LOOP_CONTROL_KEYS: &[&str] = &[
     "break_when",
 ];
 
-/// Task-level keys that are whole features of their own, not yet supported.
-const NOT_YET: &[&str] = &[
+/// Keys a block takes besides the ignored task keywords.
+const BLOCK_KEYS: &[&str] = &[
     "block",
     "rescue",
     "always",
+    "name",
+    "when",
+    "vars",
+    "ignore_errors",
+];
+
+/// `meta:` actions the executor knows.
+pub const META_ACTIONS: &[&str] = &[
+    "flush_handlers",
+    "noop",
+    "end_play",
+    "end_host",
+    "end_batch",
+    "clear_host_errors",
+    "refresh_inventory",
+    "reset_connection",
+    "clear_facts",
+    "role_complete",
+];
+
+/// What a block hands down to the tasks inside it.
+#[derive(Debug, Clone, Default)]
+struct Inherited {
+    frames: Vec<BlockFrame>,
+    when: Vec<String>,
+    vars: serde_json::Map<String, Json>,
+    ignore_errors: Option<bool>,
+    handler: bool,
+}
+
+/// Task-level keys that are whole features of their own, not yet supported.
+const NOT_YET: &[&str] = &[
     "include_tasks",
     "import_tasks",
     "include_role",
@@ -149,6 +182,7 @@ fn load_source(source: &Source) -> Result<Playbook, LoadError> {
     let loader = Loader {
         source,
         file: Arc::from(source.path.as_path()),
+        next_block: std::cell::Cell::new(0),
     };
     let dir = match source.path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -181,6 +215,8 @@ fn load_source(source: &Source) -> Result<Playbook, LoadError> {
 struct Loader<'s> {
     source: &'s Source,
     file: Arc<Path>,
+    /// Block ids, unique within the playbook.
+    next_block: std::cell::Cell<usize>,
 }
 
 impl Loader<'_> {
@@ -221,6 +257,9 @@ impl Loader<'_> {
         let (mut connection, mut remote_user, mut port) = (None, None, None);
         let mut unsupported = Vec::new();
         let mut sections: [Vec<Task>; 3] = Default::default();
+        let mut handlers = Vec::new();
+        let mut force_handlers = false;
+        let top = Inherited::default();
         for (k, v) in entries {
             let key = self.key(k)?;
             match key {
@@ -235,9 +274,17 @@ impl Loader<'_> {
                 "hosts" => hosts = Some(self.hosts(v)?),
                 "vars" => vars = self.mapping(v, "vars")?,
                 "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
-                "pre_tasks" => sections[0] = self.tasks(v, key)?,
-                "tasks" => sections[1] = self.tasks(v, key)?,
-                "post_tasks" => sections[2] = self.tasks(v, key)?,
+                "pre_tasks" => sections[0] = self.tasks(v, key, &top)?,
+                "tasks" => sections[1] = self.tasks(v, key, &top)?,
+                "post_tasks" => sections[2] = self.tasks(v, key, &top)?,
+                "handlers" => {
+                    let as_handlers = Inherited {
+                        handler: true,
+                        ..Inherited::default()
+                    };
+                    handlers = self.tasks(v, key, &as_handlers)?;
+                }
+                "force_handlers" => force_handlers = self.boolean(v, key)?,
                 "connection" => connection = Some(self.scalar(v, "connection")?),
                 "remote_user" => remote_user = Some(self.scalar(v, "remote_user")?),
                 "port" => port = Some(self.scalar(v, "port")?),
@@ -272,18 +319,22 @@ impl Loader<'_> {
             )
         })?;
         let [pre, main, post] = sections;
-        Ok(Play {
+        let play = Play {
             name: name.unwrap_or_else(|| hosts.clone()),
             hosts,
             vars,
             gather_facts,
             tasks: pre.into_iter().chain(main).chain(post).collect(),
+            handlers,
+            force_handlers,
             connection,
             remote_user,
             port,
             unsupported,
             location: self.location(node.span),
-        })
+        };
+        self.check_notify(&play)?;
+        Ok(play)
     }
 
     fn hosts(&self, node: &Node) -> Result<String, LoadError> {
@@ -356,10 +407,27 @@ impl Loader<'_> {
         )
     }
 
-    fn tasks(&self, node: &Node, section: &str) -> Result<Vec<Task>, LoadError> {
+    /// A task list, blocks flattened into it: each task carries its blocks' frames and
+    /// what they hand down (`when`, `vars`, `ignore_errors`).
+    fn tasks(
+        &self,
+        node: &Node,
+        section: &str,
+        inherited: &Inherited,
+    ) -> Result<Vec<Task>, LoadError> {
         match &node.value {
             Value::Null => Ok(Vec::new()),
-            Value::Seq(items) => items.iter().map(|t| self.task(t)).collect(),
+            Value::Seq(items) => {
+                let mut out = Vec::new();
+                for item in items {
+                    if item.get("block").is_some() {
+                        self.block(item, inherited, &mut out)?;
+                    } else {
+                        out.push(self.task(item, inherited)?);
+                    }
+                }
+                Ok(out)
+            }
             _ => Err(self.err(
                 node.span,
                 format!(
@@ -371,7 +439,68 @@ impl Loader<'_> {
         }
     }
 
-    fn task(&self, node: &Node) -> Result<Task, LoadError> {
+    fn block(
+        &self,
+        node: &Node,
+        inherited: &Inherited,
+        out: &mut Vec<Task>,
+    ) -> Result<(), LoadError> {
+        let entries = node.as_map().unwrap_or_default();
+        let mut sections: [Option<&Node>; 3] = [None; 3];
+        let mut inner = inherited.clone();
+        for (k, v) in entries {
+            let key = self.key(k)?;
+            match key {
+                "block" => sections[0] = Some(v),
+                "rescue" => sections[1] = Some(v),
+                "always" => sections[2] = Some(v),
+                "name" => {
+                    self.scalar(v, "name")?;
+                }
+                // The block's conditions hold for each of its tasks, judged per task.
+                "when" => inner.when.extend(self.conditions(v, key)?),
+                // Block vars sit below the task's own.
+                "vars" => inner.vars.extend(self.mapping(v, key)?),
+                "ignore_errors" => inner.ignore_errors = Some(self.boolean(v, key)?),
+                _ if IGNORED_TASK_KEYS.contains(&key) => {}
+                _ => {
+                    return Err(self.err(
+                        k.span,
+                        format!("'{key}' is not a valid attribute for a Block"),
+                        closest(key, BLOCK_KEYS.iter().copied())
+                            .map(|s| format!("did you mean '{s}'?"))
+                            .or_else(|| {
+                                Some(format!(
+                                    "a block takes {}; put '{key}' on the tasks inside it",
+                                    BLOCK_KEYS.join(", ")
+                                ))
+                            }),
+                    ));
+                }
+            }
+        }
+        let block = self.next_block.get();
+        self.next_block.set(block + 1);
+        let filled =
+            |n: Option<&Node>| n.is_some_and(|n| n.as_seq().is_some_and(|s| !s.is_empty()));
+        let (has_rescue, has_always) = (filled(sections[1]), filled(sections[2]));
+        let names = ["block", "rescue", "always"];
+        let kinds = [Section::Block, Section::Rescue, Section::Always];
+        for ((node, section), name) in sections.iter().zip(kinds).zip(names) {
+            let Some(node) = node else { continue };
+            let mut scoped = inner.clone();
+            scoped.frames.push(BlockFrame {
+                block,
+                section,
+                has_rescue,
+                has_always,
+            });
+            out.extend(self.tasks(node, name, &scoped)?);
+        }
+        Ok(())
+    }
+
+    fn task(&self, node: &Node, inherited: &Inherited) -> Result<Task, LoadError> {
         let Some(entries) = node.as_map() else {
             return Err(self.err(
                 node.span,
@@ -388,7 +517,9 @@ impl Loader<'_> {
         let mut loop_var = "item".to_string();
         let mut when = Vec::new();
         let mut register = None;
-        let mut ignore_errors = false;
+        let mut ignore_errors = None;
+        let mut notify = Vec::new();
+        let mut listen = Vec::new();
         let (mut changed_when, mut failed_when, mut until) = (None, None, None);
         let (mut retries, mut delay): (Option<&Node>, Option<&Node>) = (None, None);
         let mut vars = serde_json::Map::new();
@@ -439,7 +570,25 @@ impl Loader<'_> {
                 "retries" => retries = Some(self.count(v, key)?),
                 "delay" => delay = Some(self.count(v, key)?),
                 "register" => register = Some(self.scalar(v, "register")?),
-                "ignore_errors" => ignore_errors = self.boolean(v, "ignore_errors")?,
+                "ignore_errors" => ignore_errors = Some(self.boolean(v, "ignore_errors")?),
+                "notify" => notify = self.names(v, key)?,
+                "listen" if inherited.handler => listen = self.names(v, key)?,
+                "listen" => {
+                    return Err(self.err(
+                        k.span,
+                        "'listen' is only valid on a handler",
+                        Some("move this task under the play's `handlers:`".into()),
+                    ));
+                }
+                "rescue" | "always" => {
+                    return Err(self.err(
+                        k.span,
+                        format!("'{key}' needs a `block:` beside it"),
+                        Some(format!(
+                            "write `- block:` with the tasks to protect, then `{key}:`"
+                        )),
+                    ));
+                }
                 "vars" => vars = self.mapping(v, "vars")?,
                 "loop_control" => {
                     if let Some(var) = self.loop_control(v)? {
@@ -504,6 +653,13 @@ impl Loader<'_> {
         let mut args = extra_args;
         args.extend(module_args);
         self.check_arg_names(module, &args, &arg_keys, key_span)?;
+        let mut when_all = inherited.when.clone();
+        when_all.extend(when);
+        let mut task_vars = inherited.vars.clone();
+        task_vars.extend(vars);
+        if module.name() == "meta" {
+            self.check_meta(&args, key_span)?;
+        }
         Ok(Task {
             name,
             action: written,
@@ -511,9 +667,9 @@ impl Loader<'_> {
             args,
             loop_spec: loop_spec.map(|(spec, _)| spec),
             loop_var,
-            when,
+            when: when_all,
             register,
-            ignore_errors,
+            ignore_errors: ignore_errors.or(inherited.ignore_errors).unwrap_or(false),
             changed_when,
             failed_when,
             // `retries`/`delay` without `until` do nothing in Ansible either.
@@ -522,7 +678,10 @@ impl Loader<'_> {
                 retries: retries.map(Node::to_json),
                 delay: delay.map(Node::to_json),
             }),
-            vars,
+            notify,
+            listen,
+            frames: inherited.frames.clone(),
+            vars: task_vars,
             unsupported,
             location: self.location(node.span),
         })
@@ -770,6 +929,58 @@ impl Loader<'_> {
         }
     }
 
+    /// `notify`/`listen`: one name or a list of names.
+    fn names(&self, node: &Node, keyword: &str) -> Result<Vec<String>, LoadError> {
+        match &node.value {
+            Value::Seq(items) => items.iter().map(|i| self.scalar(i, keyword)).collect(),
+            Value::Null => Ok(Vec::new()),
+            _ => Ok(vec![self.scalar(node, keyword)?]),
+        }
+    }
+
+    fn check_meta(
+        &self,
+        args: &serde_json::Map<String, Json>,
+        span: Span,
+    ) -> Result<(), LoadError> {
+        let action = args.get("_raw_params").and_then(Json::as_str).unwrap_or("");
+        if META_ACTIONS.contains(&action.trim()) {
+            return Ok(());
+        }
+        Err(self.err(
+            span,
+            format!("invalid meta action requested: {action}"),
+            Some(format!("meta takes one of: {}", META_ACTIONS.join(", "))),
+        ))
+    }
+
+    /// Every `notify` must name a handler or a `listen` topic of the play (templated
+    /// names are checked when they are known, at run time).
+    fn check_notify(&self, play: &Play) -> Result<(), LoadError> {
+        let known = |name: &str| {
+            play.handlers
+                .iter()
+                .any(|h| h.name.as_deref() == Some(name) || h.listen.iter().any(|l| l == name))
+        };
+        for task in play.tasks.iter().chain(&play.handlers) {
+            for name in &task.notify {
+                if !crate::template::is_template(name) && !known(name) {
+                    return Err(self.source.error(
+                        Some(Span {
+                            line: task.location.line,
+                            column: task.location.column,
+                        }),
+                        format!(
+                            "The requested handler '{name}' was not found in either the main handlers list nor in the listening handlers list"
+                        ),
+                        Some("add a handler with this `name:` (or `listen:`) under the play's `handlers:`".into()),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `retries`/`delay`: a non-negative integer, or a template deciding it at run time.
     fn count<'n>(&self, node: &'n Node, keyword: &str) -> Result<&'n Node, LoadError> {
         match &node.value {
@@ -862,7 +1073,8 @@ mod tests {
             body.push_str(line);
             body.push('\n');
         }
-        ok(&format!("- hosts: all\n  tasks:\n{body}")).plays[0].tasks[0].clone()
+        let handlers = "  handlers:\n    - name: restart\n      ping:\n";
+        ok(&format!("- hosts: all\n  tasks:\n{body}{handlers}")).plays[0].tasks[0].clone()
     }
 
     #[test]
@@ -977,7 +1189,8 @@ changed_when: false
         assert_eq!(t.register.as_deref(), Some("out"));
         assert!(t.ignore_errors);
         assert_eq!(Json::Object(t.vars), json!({"v": 1}));
-        assert_eq!(t.unsupported, ["notify"]);
+        assert!(t.unsupported.is_empty());
+        assert_eq!(t.notify, ["restart"]);
         assert_eq!(t.changed_when, Some(vec!["False".to_string()]));
         assert_eq!(t.failed_when, None);
         assert_eq!(t.until, None);
@@ -1090,6 +1303,149 @@ failed_when: false
                 "delay must be a non-negative integer, got '-1'".into(),
                 5,
                 14
+            )
+        );
+    }
+
+    #[test]
+    fn blocks_flatten_with_frames_and_hand_down_keywords() {
+        let pb = ok("
+- hosts: all
+  tasks:
+    - name: outer
+      when: a
+      vars: {x: 1, y: 1}
+      ignore_errors: true
+      block:
+        - command: one
+          vars: {y: 2}
+          when: b
+        - block:
+            - command: two
+              ignore_errors: false
+          rescue:
+            - command: three
+      always:
+        - command: four
+    - command: five
+");
+        let tasks = &pb.plays[0].tasks;
+        let args: Vec<_> = tasks
+            .iter()
+            .map(|t| t.args["_raw_params"].clone())
+            .collect();
+        assert_eq!(args, ["one", "two", "three", "four", "five"]);
+        let frame = |block, section, has_rescue, has_always| BlockFrame {
+            block,
+            section,
+            has_rescue,
+            has_always,
+        };
+        assert_eq!(tasks[0].frames, [frame(0, Section::Block, false, true)]);
+        assert_eq!(
+            tasks[1].frames,
+            [
+                frame(0, Section::Block, false, true),
+                frame(1, Section::Block, true, false)
+            ]
+        );
+        assert_eq!(tasks[2].frames[1], frame(1, Section::Rescue, true, false));
+        assert_eq!(tasks[3].frames, [frame(0, Section::Always, false, true)]);
+        assert!(tasks[4].frames.is_empty());
+        assert_eq!(tasks[0].when, ["a", "b"]);
+        assert_eq!(tasks[3].when, ["a"]);
+        assert!(tasks[4].when.is_empty());
+        assert_eq!(Json::Object(tasks[0].vars.clone()), json!({"x": 1, "y": 2}));
+        assert_eq!(Json::Object(tasks[3].vars.clone()), json!({"x": 1, "y": 1}));
+        assert!(tasks[0].ignore_errors && !tasks[1].ignore_errors && tasks[2].ignore_errors);
+        assert!(!tasks[4].ignore_errors);
+    }
+
+    #[test]
+    fn handlers_and_meta() {
+        let pb = ok("
+- hosts: all
+  force_handlers: yes
+  tasks:
+    - command: x
+      notify: [restart web, web changed]
+    - meta: flush_handlers
+  handlers:
+    - name: restart web
+      command: restart
+    - name: reload
+      command: reload
+      listen:
+        - web changed
+      notify: restart web
+");
+        let play = &pb.plays[0];
+        assert!(play.force_handlers);
+        assert_eq!(play.tasks[0].notify, ["restart web", "web changed"]);
+        assert_eq!(play.tasks[1].module.name(), "meta");
+        assert_eq!(play.tasks[1].args["_raw_params"], json!("flush_handlers"));
+        assert_eq!(play.handlers.len(), 2);
+        assert_eq!(play.handlers[1].listen, ["web changed"]);
+        assert_eq!(play.handlers[1].notify, ["restart web"]);
+        // A templated name is only known at run time.
+        ok("- hosts: all\n  tasks:\n    - ping:\n      notify: '{{ h }}'\n");
+    }
+
+    #[test]
+    fn block_handler_and_meta_errors() {
+        let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
+        assert_eq!(
+            message_at(&play("    - block:\n        - ping:\n      loop: [1]\n")),
+            ("'loop' is not a valid attribute for a Block".into(), 5, 7)
+        );
+        let e = err(&play(
+            "    - block:\n        - ping:\n      rescu:\n        - ping:\n",
+        ));
+        assert_eq!(e.help.as_deref(), Some("did you mean 'rescue'?"));
+        assert_eq!(
+            message_at(&play("    - block: {a: 1}\n")),
+            ("block must be a list of tasks, got a mapping".into(), 3, 14)
+        );
+        assert_eq!(
+            message_at(&play(
+                "    - block:\n        - name: x\n          cpy: {}\n"
+            )),
+            (
+                "couldn't resolve module/action 'cpy'. Did you mean 'copy'?".into(),
+                5,
+                11
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - always:\n        - ping:\n")),
+            ("'always' needs a `block:` beside it".into(), 3, 7)
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      notify: nobody\n")),
+            (
+                "The requested handler 'nobody' was not found in either the main handlers list nor in the listening handlers list".into(),
+                3,
+                7
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      listen: x\n")),
+            ("'listen' is only valid on a handler".into(), 4, 7)
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      notify: {a: 1}\n")),
+            ("notify must be a string, got a mapping".into(), 4, 15)
+        );
+        assert_eq!(
+            message_at(&play("    - meta: flush_handler\n")),
+            ("invalid meta action requested: flush_handler".into(), 3, 7)
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  handlers: {a: 1}\n"),
+            (
+                "handlers must be a list of tasks, got a mapping".into(),
+                2,
+                13
             )
         );
     }
@@ -1221,8 +1577,8 @@ failed_when: false
             ("no module/action detected in task.".into(), 3, 7)
         );
         assert_eq!(
-            message_at(&play("    - block:\n        - ping:\n")),
-            ("block is not supported yet".into(), 3, 7)
+            message_at(&play("    - rescue:\n        - ping:\n")),
+            ("'rescue' needs a `block:` beside it".into(), 3, 7)
         );
         assert_eq!(
             message_at(&play("    - include_tasks: x.yml\n")),

@@ -89,10 +89,14 @@ impl<W: Write> ConsoleReporter<W> {
                     .to_string();
                 self.line(&text);
             }
-            Event::TaskStart { name, hosts } => {
+            Event::TaskStart { name, hosts } | Event::HandlerStart { name, hosts } => {
+                let title = match event {
+                    Event::HandlerStart { .. } => format!("RUNNING HANDLER [{name}]"),
+                    _ => format!("TASK [{name}]"),
+                };
                 self.finish_progress();
                 self.line("");
-                self.line(&banner(&format!("TASK [{name}]")));
+                self.line(&banner(&title));
                 if self.progress_enabled {
                     let bar = ProgressBar::with_draw_target(
                         Some(*hosts as u64),

@@ -24,6 +24,11 @@ pub enum Event {
         name: String,
         hosts: usize,
     },
+    /// A handler starts (Ansible's `RUNNING HANDLER [name]`).
+    HandlerStart {
+        name: String,
+        hosts: usize,
+    },
     /// A host's loop was expanded: this many more results to wait for (progress display).
     ItemsPlanned {
         count: usize,

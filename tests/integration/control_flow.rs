@@ -113,7 +113,7 @@ fn until_gives_up_after_the_retries_and_fails_the_host() {
       retries: 2
       delay: 0
     - name: not reached
-      command: touch ~/reached
+      shell: touch ~/reached
 "#,
     );
     out.assert_code(2);
@@ -158,7 +158,7 @@ fn assert_and_fail_speak_ansibles_words() {
       fail:
         msg: "stopping on {{ inventory_hostname }}"
     - name: not reached
-      command: touch ~/reached
+      shell: touch ~/reached
 "#,
     );
     out.assert_code(2);
@@ -188,6 +188,294 @@ fn assert_and_fail_speak_ansibles_words() {
             ok: 4,
             changed: 1,
             failed: 1,
+            ignored: 1,
+            ..Recap::default()
+        }
+    );
+}
+
+fn read(hosts: &SshHosts, host: &str, file: &str) -> String {
+    let path = hosts.user(host).home.join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn exists(hosts: &SshHosts, host: &str, file: &str) -> bool {
+    hosts.user(host).home.join(file).exists()
+}
+
+#[test]
+fn handlers_run_once_at_the_end_in_handler_order() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  handlers:
+    - name: restart web
+      shell: echo restarted >> ~/handler_log
+    - name: reload
+      listen: web changed
+      shell: echo reloaded >> ~/handler_log
+    - name: never
+      shell: echo never >> ~/handler_log
+  tasks:
+    - name: change
+      copy:
+        content: x
+        dest: ~/conf
+      notify: [web changed, restart web]
+    - name: change again
+      command: echo 1
+      notify: restart web
+    - name: no change
+      command: echo 1
+      changed_when: false
+      notify: never
+    - name: last task
+      shell: cat ~/conf
+"#,
+    );
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "h", "handler_log"), "restarted\nreloaded\n");
+    let last = out.stdout.find("TASK [last task]").expect("last task");
+    let restart = out
+        .stdout
+        .find("RUNNING HANDLER [restart web] ***")
+        .expect("restart handler banner");
+    let reload = out
+        .stdout
+        .find("RUNNING HANDLER [reload] ***")
+        .expect("reload handler banner");
+    assert!(last < restart && restart < reload, "{}", out.stdout);
+    assert_not_contains(&out, "RUNNING HANDLER [never]");
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ok: 6,
+            changed: 5,
+            ..Recap::default()
+        }
+    );
+
+    // Nothing changes the second time: no handler runs.
+    let again = run(
+        &hosts,
+        r#"  handlers:
+    - name: h
+      shell: echo again >> ~/handler_log
+  tasks:
+    - copy:
+        content: x
+        dest: ~/conf
+      notify: h
+"#,
+    );
+    again.assert_code(0);
+    assert_not_contains(&again, "RUNNING HANDLER");
+    assert_eq!(read(&hosts, "h", "handler_log"), "restarted\nreloaded\n");
+}
+
+#[test]
+fn flush_handlers_runs_them_mid_play_and_only_once() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  handlers:
+    - name: h
+      shell: echo ran >> ~/handler_log
+  tasks:
+    - command: echo 1
+      notify: h
+    - meta: flush_handlers
+    - shell: cat ~/handler_log
+      register: log
+    - meta: noop
+    - copy:
+        content: "{{ log.stdout }}"
+        dest: ~/seen
+"#,
+    );
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "h", "seen"), "ran");
+    assert_eq!(read(&hosts, "h", "handler_log"), "ran\n");
+    assert_eq!(out.stdout.matches("RUNNING HANDLER [h]").count(), 1);
+    assert_not_contains(&out, "TASK [meta]");
+}
+
+#[test]
+fn force_handlers_runs_notified_handlers_on_failed_hosts() {
+    let hosts = SshHosts::start(&["h"]);
+    let playbook = r#"  handlers:
+    - name: h
+      shell: echo ran >> ~/handler_log
+  tasks:
+    - command: echo 1
+      notify: h
+    - command: /bin/false
+"#;
+    let plain = run(&hosts, playbook);
+    plain.assert_code(2);
+    assert!(!exists(&hosts, "h", "handler_log"));
+    assert_not_contains(&plain, "RUNNING HANDLER");
+
+    let forced = TestRun::new()
+        .playbook(&format!("{PLAY_HEAD}{playbook}"))
+        .inventory(&hosts.inventory())
+        .arg("--force-handlers")
+        .run();
+    forced.assert_code(2);
+    assert_contains(&forced, "RUNNING HANDLER [h]");
+    assert_eq!(read(&hosts, "h", "handler_log"), "ran\n");
+    assert_eq!(forced.recap("h").failed, 1);
+
+    // The play keyword does the same.
+    let keyword = run(&hosts, &format!("  force_handlers: true\n{playbook}"));
+    keyword.assert_code(2);
+    assert_eq!(read(&hosts, "h", "handler_log"), "ran\nran\n");
+}
+
+#[test]
+fn end_host_and_end_play() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            r#"{PLAY_HEAD}  tasks:
+    - meta: end_host
+      when: inventory_hostname == 'h1'
+    - shell: touch ~/after_end_host
+    - meta: end_play
+    - shell: touch ~/after_end_play
+{PLAY_HEAD}  tasks:
+    - shell: touch ~/second_play
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert!(!exists(&hosts, "h1", "after_end_host"));
+    assert!(exists(&hosts, "h2", "after_end_host"));
+    for host in ["h1", "h2"] {
+        assert!(!exists(&hosts, host, "after_end_play"));
+        assert!(exists(&hosts, host, "second_play"));
+    }
+    assert_eq!(out.recap("h1").ok, 1);
+    assert_eq!(out.recap("h2").ok, 2);
+}
+
+#[test]
+fn rescue_takes_the_failure_and_always_runs() {
+    let hosts = SshHosts::start(&["bad", "good"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            r#"{PLAY_HEAD}  tasks:
+    - name: protected
+      block:
+        - command: echo before
+        - name: maybe fail
+          command: "{{{{ '/bin/false' if inventory_hostname == 'bad' else '/bin/true' }}}}"
+        - shell: touch ~/rest_of_block
+      rescue:
+        - debug:
+            msg: "rescued {{{{ ansible_failed_task.name }}}}"
+        - copy:
+            content: "{{{{ ansible_failed_result.rc }}}} {{{{ ansible_failed_task.action }}}}"
+            dest: ~/rescued
+      always:
+        - copy:
+            content: always
+            dest: ~/always
+    - shell: touch ~/after
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "bad", "rescued"), "1 command");
+    assert!(!exists(&hosts, "bad", "rest_of_block"));
+    assert!(!exists(&hosts, "good", "rescued"));
+    assert!(exists(&hosts, "good", "rest_of_block"));
+    for host in ["bad", "good"] {
+        assert_eq!(read(&hosts, host, "always"), "always");
+        assert!(exists(&hosts, host, "after"));
+    }
+    assert_contains(&out, "fatal: [bad]: FAILED! =>");
+    assert_contains(&out, "\"msg\": \"rescued maybe fail\"");
+    assert_eq!(
+        out.recap("bad"),
+        Recap {
+            ok: 5,
+            changed: 4,
+            rescued: 1,
+            ..Recap::default()
+        }
+    );
+    assert_eq!(
+        out.recap("good"),
+        Recap {
+            ok: 5,
+            changed: 5,
+            ..Recap::default()
+        }
+    );
+}
+
+#[test]
+fn an_unrescued_block_runs_always_then_fails_the_host() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  tasks:
+    - block:
+        - command: /bin/false
+      always:
+        - copy:
+            content: cleaned
+            dest: ~/cleanup
+    - shell: touch ~/after
+"#,
+    );
+    out.assert_code(2);
+    assert_eq!(read(&hosts, "h", "cleanup"), "cleaned");
+    assert!(!exists(&hosts, "h", "after"));
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ok: 1,
+            changed: 1,
+            failed: 1,
+            ..Recap::default()
+        }
+    );
+}
+
+#[test]
+fn block_when_vars_and_ignore_errors_reach_every_task() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  tasks:
+    - when: false
+      block:
+        - shell: touch ~/skipped1
+        - shell: touch ~/skipped2
+    - vars:
+        greeting: hello
+      ignore_errors: true
+      block:
+        - command: /bin/false
+        - copy:
+            content: "{{ greeting }}"
+            dest: ~/greeting
+"#,
+    );
+    out.assert_code(0);
+    assert!(!exists(&hosts, "h", "skipped1") && !exists(&hosts, "h", "skipped2"));
+    assert_eq!(read(&hosts, "h", "greeting"), "hello");
+    assert_contains(&out, "...ignoring");
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ok: 2,
+            changed: 2,
+            skipped: 2,
             ignored: 1,
             ..Recap::default()
         }

@@ -327,6 +327,28 @@ impl PlayRun<'_> {
             });
             run_task_on(self, TaskRef::Handler(index), targets).await;
         }
+        // A templated name that turned out to match nothing (Ansible stops the run here).
+        for host in self.hosts {
+            let mut flow = host.flow.lock().expect("flow lock");
+            let unknown: Vec<String> = flow
+                .notified
+                .iter()
+                .filter(|n| {
+                    !play
+                        .handlers
+                        .iter()
+                        .any(|h| h.name.as_ref() == Some(*n) || h.listen.contains(n))
+                })
+                .cloned()
+                .collect();
+            for name in unknown {
+                flow.notified.retain(|n| *n != name);
+                self.ctx.emit(Event::Warning(format!(
+                    "[{}]: the requested handler '{name}' was not found in either the main handlers list nor in the listening handlers list",
+                    host.name
+                )));
+            }
+        }
     }
 }
 

@@ -58,7 +58,7 @@ pub(crate) async fn run(
     let attempts = match Attempts::of(task, &ctx.templar, &base) {
         Ok(a) => a,
         Err(message) => {
-            finish_task(ctx, task, host, TaskOutcome::failed(message));
+            finish_task(ctx, task, host, TaskOutcome::failed(message), &[]);
             return;
         }
     };
@@ -67,7 +67,13 @@ pub(crate) async fn run(
         Some(spec) => match spec.items(&ctx.templar, &base) {
             Ok(items) => Some(items),
             Err(e) => {
-                finish_task(ctx, task, host, TaskOutcome::failed(loop_failure(task, &e)));
+                finish_task(
+                    ctx,
+                    task,
+                    host,
+                    TaskOutcome::failed(loop_failure(task, &e)),
+                    &[],
+                );
                 return;
             }
         },
@@ -102,6 +108,8 @@ pub(crate) async fn run(
             state,
         });
     }
+
+    let notify = notify_names(ctx, task, &base);
 
     // Every attempt sends the items still running as one batch; `until` decides which
     // items go again.
@@ -146,10 +154,10 @@ pub(crate) async fn run(
         })
         .collect();
     if task.loop_spec.is_some() {
-        finish_loop(ctx, task, host, outcomes);
+        finish_loop(ctx, task, host, outcomes, &notify);
     } else {
         let (_, outcome) = outcomes.into_iter().next().expect("one run without a loop");
-        finish_task(ctx, task, host, outcome);
+        finish_task(ctx, task, host, outcome, &notify);
     }
 }
 
@@ -417,6 +425,23 @@ fn plan_item(
     }
 }
 
+/// The task's `notify` names for this host (a name may be a template).
+fn notify_names(ctx: &RunContext, task: &Task, vars: &minijinja::Value) -> Vec<String> {
+    task.notify
+        .iter()
+        .map(|name| match ctx.templar.render_str(name, vars) {
+            Ok(rendered) => rendered,
+            Err(e) => {
+                ctx.emit(Event::Warning(format!(
+                    "{}: notify '{name}': {e}",
+                    task.location
+                )));
+                name.clone()
+            }
+        })
+        .collect()
+}
+
 fn template_failure(task: &Task, e: &TemplateError) -> String {
     match e {
         TemplateError::Undefined { .. } => format!(
@@ -459,6 +484,7 @@ fn finish_loop(
     task: &Task,
     host: &HostState,
     outcomes: Vec<(Option<Value>, TaskOutcome)>,
+    notify: &[String],
 ) {
     let mut results = Vec::with_capacity(outcomes.len());
     let (mut any_changed, mut any_failed, mut all_skipped) = (false, false, true);
@@ -510,10 +536,16 @@ fn finish_loop(
     }
     let mut data = summary.registered();
     data.insert("results".into(), Value::Array(results));
-    record(task, host, &summary, data);
+    record(task, host, &summary, data, notify);
 }
 
-fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, mut outcome: TaskOutcome) {
+fn finish_task(
+    ctx: &RunContext,
+    task: &Task,
+    host: &HostState,
+    mut outcome: TaskOutcome,
+    notify: &[String],
+) {
     let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
     absorb_facts(task, host, &outcome);
     let data = outcome.registered();
@@ -532,7 +564,7 @@ fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, mut outcome: Tas
         ignored: outcome.failed && task.ignore_errors,
         verbose_always: is_debug || verbose,
     }));
-    record(task, host, &outcome, data);
+    record(task, host, &outcome, data, notify);
 }
 
 /// A module hands variables back the way Ansible's do, under `ansible_facts` in its
@@ -564,11 +596,17 @@ fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome) {
 
 /// Counts the task in the recap, registers its result, notifies handlers, and benches a
 /// failed host (unless a block's rescue or always takes the failure first).
-fn record(task: &Task, host: &HostState, outcome: &TaskOutcome, data: Map<String, Value>) {
+fn record(
+    task: &Task,
+    host: &HostState,
+    outcome: &TaskOutcome,
+    data: Map<String, Value>,
+    notify: &[String],
+) {
     let caught = (outcome.failed && !task.ignore_errors)
         .then(|| host.flow.lock().expect("flow lock").fail(task, &data));
-    if !outcome.failed && outcome.changed && !task.notify.is_empty() {
-        host.flow.lock().expect("flow lock").notify(&task.notify);
+    if !outcome.failed && outcome.changed && !notify.is_empty() {
+        host.flow.lock().expect("flow lock").notify(notify);
     }
     if let Some(name) = &task.register {
         host.registered

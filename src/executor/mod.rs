@@ -323,7 +323,10 @@ async fn run_play(
         let active: Vec<Arc<HostState>> =
             hosts.iter().filter(|h| flow::in_play(h)).cloned().collect();
         if active.is_empty() {
-            ctx.emit(Event::NoMoreHosts);
+            // Hosts that ended the play themselves (meta: end_host) are not "left over".
+            if hosts.iter().all(|h| h.out.load(Ordering::SeqCst)) {
+                ctx.emit(Event::NoMoreHosts);
+            }
             break;
         }
         let task = &play.tasks[task_index];

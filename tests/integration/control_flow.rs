@@ -208,7 +208,9 @@ fn handlers_run_once_at_the_end_in_handler_order() {
     let hosts = SshHosts::start(&["h"]);
     let out = run(
         &hosts,
-        r#"  handlers:
+        r#"  vars:
+    svc: web
+  handlers:
     - name: restart web
       shell: echo restarted >> ~/handler_log
     - name: reload
@@ -221,10 +223,10 @@ fn handlers_run_once_at_the_end_in_handler_order() {
       copy:
         content: x
         dest: ~/conf
-      notify: [web changed, restart web]
+      notify: [web changed]
     - name: change again
       command: echo 1
-      notify: restart web
+      notify: "restart {{ svc }}"
     - name: no change
       command: echo 1
       changed_when: false

@@ -506,6 +506,21 @@ mod tests {
     }
 
     #[test]
+    fn handlers_have_their_own_banner() {
+        let out = render(
+            &[Event::HandlerStart {
+                name: "restart web".into(),
+                hosts: 1,
+            }],
+            0,
+        );
+        assert_eq!(
+            out,
+            format!("\nRUNNING HANDLER [restart web] {}\n", "*".repeat(50))
+        );
+    }
+
+    #[test]
     fn retries_read_as_ansible() {
         let out = render(
             &[Event::Retry {

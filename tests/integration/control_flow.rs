@@ -101,6 +101,39 @@ fn changed_when_failed_when_and_until_judge_each_result() {
 }
 
 #[test]
+fn until_retries_only_the_items_that_need_it() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  tasks:
+    - name: per item counters
+      shell: n=$(cat ~/c{{ item }} 2>/dev/null || echo 0); n=$((n+1)); echo $n > ~/c{{ item }}; echo $n
+      loop: [1, 3]
+      register: r
+      until: r.stdout | int >= item
+      retries: 4
+      delay: 0
+    - copy:
+        dest: ~/attempts
+        content: "{{ r.results | map(attribute='attempts') | list }}"
+"#,
+    );
+    out.assert_code(0);
+    let home = &hosts.user("h").home;
+    assert_eq!(
+        std::fs::read_to_string(home.join("attempts")).unwrap(),
+        "[1, 3]"
+    );
+    assert_eq!(std::fs::read_to_string(home.join("c1")).unwrap(), "1\n");
+    assert_eq!(std::fs::read_to_string(home.join("c3")).unwrap(), "3\n");
+    assert_eq!(out.stdout.matches("FAILED - RETRYING").count(), 2);
+    assert_contains(
+        &out,
+        "FAILED - RETRYING: [h]: per item counters (item=3) (4 retries left).",
+    );
+}
+
+#[test]
 fn until_gives_up_after_the_retries_and_fails_the_host() {
     let hosts = SshHosts::start(&["h"]);
     let out = run(

@@ -56,6 +56,10 @@ pub struct Cli {
     #[arg(short = 'C', long = "check")]
     pub check: bool,
 
+    /// Run notified handlers even on hosts that failed.
+    #[arg(long = "force-handlers")]
+    pub force_handlers: bool,
+
     /// Show the differences in changed files.
     #[arg(short = 'D', long = "diff")]
     pub diff: bool,

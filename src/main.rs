@@ -76,6 +76,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         diff: cli.diff,
         limit: cli.limit.clone(),
         extra_vars,
+        force_handlers: cli.force_handlers,
         connection_defaults: ConnectionDefaults {
             remote_user: cli.user.clone().or(config.remote_user),
             private_key: cli.private_key.clone().or(config.private_key_file),

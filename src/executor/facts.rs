@@ -5,11 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde_json::{Map, Value};
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 
-use super::{HostState, RunContext, host_task};
-use crate::playbook::{Play, Playbook, Task};
+use super::flow::PlayRun;
+use super::{HostState, TaskRef, run_task_on};
+use crate::playbook::{Play, Task};
 use crate::report::events::Event;
 
 /// What Ansible names the implicit task in its banner.
@@ -43,6 +42,12 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
         when: Vec::new(),
         register: None,
         ignore_errors: false,
+        changed_when: None,
+        failed_when: None,
+        until: None,
+        notify: Vec::new(),
+        listen: Vec::new(),
+        frames: Vec::new(),
         vars: Map::new(),
         unsupported: Vec::new(),
         location: play.location.clone(),
@@ -51,18 +56,12 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
 
 /// Runs the play's fact gathering on its active hosts, all at once up to `forks`. An
 /// unreachable host is reported and benched as after any task.
-pub(crate) async fn gather(
-    ctx: &Arc<RunContext>,
-    playbook: &Arc<Playbook>,
-    play_index: usize,
-    hosts: &[Arc<HostState>],
-    play_hosts: &[String],
-    forks: &Arc<Semaphore>,
-) {
-    let Some(task) = gathering_task(&playbook.plays[play_index]) else {
+pub(crate) async fn gather(run: &PlayRun<'_>) {
+    let Some(task) = gathering_task(&run.playbook.plays[run.play_index]) else {
         return;
     };
-    let active: Vec<Arc<HostState>> = hosts
+    let active: Vec<Arc<HostState>> = run
+        .hosts
         .iter()
         .filter(|h| !h.out.load(Ordering::SeqCst))
         .cloned()
@@ -70,27 +69,11 @@ pub(crate) async fn gather(
     if active.is_empty() {
         return;
     }
-    ctx.emit(Event::TaskStart {
+    run.ctx.emit(Event::TaskStart {
         name: task.display_name(),
         hosts: active.len(),
     });
-    let task = Arc::new(task);
-    let mut jobs = JoinSet::new();
-    for host in active {
-        let (ctx, playbook, forks, task) =
-            (ctx.clone(), playbook.clone(), forks.clone(), task.clone());
-        let play_hosts = play_hosts.to_vec();
-        jobs.spawn(async move {
-            let _permit = forks.acquire_owned().await.expect("semaphore open");
-            let play = &playbook.plays[play_index];
-            host_task::run(&ctx, &playbook, play, &task, &host, &play_hosts).await;
-        });
-    }
-    while let Some(joined) = jobs.join_next().await {
-        if let Err(e) = joined {
-            ctx.emit(Event::Warning(format!("internal error in a host job: {e}")));
-        }
-    }
+    run_task_on(run, TaskRef::Synthetic(Arc::new(task)), active).await;
 }
 
 #[cfg(test)]

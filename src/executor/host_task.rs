@@ -6,10 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Map, Value};
 use turbo_proto::{CHUNK_BYTES, EnsureFile, FileContent, Op, OpResult};
 
+use super::control::{Attempts, Verdict, judge};
+use super::flow::Caught;
 use super::vars::{strip_omitted, task_vars};
 use super::{HostState, RunContext};
 use crate::agent_session::AgentSession;
-use crate::modules::{Plan, PlanContext, TaskOutcome};
+use crate::modules::{Plan, PlanContext, TaskOutcome, VERBOSE_ALWAYS};
 use crate::playbook::{LoopError, Play, Playbook, Task};
 use crate::report::events::{Event, HostResult, Status};
 use crate::template::TemplateError;
@@ -27,8 +29,12 @@ struct ItemRun {
     vars: minijinja::Value,
     args: Map<String, Value>,
     state: ItemState,
+    /// What the module planned, kept to run the item again for `until`; `None` when the
+    /// module never ran (a false `when`, a template error), which nothing then judges.
+    planned: Option<ItemState>,
 }
 
+#[derive(Clone)]
 enum ItemState {
     Done(TaskOutcome),
     /// Waiting for the agent's reply to this op.
@@ -46,7 +52,19 @@ pub(crate) async fn run(
     let base = match task_vars(ctx, playbook, play, task, host, play_hosts) {
         Ok(vars) => vars,
         Err(message) => {
-            finish_task(ctx, task, host, TaskOutcome::failed(message));
+            finish_task(ctx, task, host, TaskOutcome::failed(message), &[]);
+            return;
+        }
+    };
+    // `ansible_failed_task`/`ansible_failed_result` after a failure in a block.
+    let base = match host.flow.lock().expect("flow lock").failed_vars() {
+        Some(failed) => minijinja::context! { ..minijinja::Value::from_serialize(failed), ..base },
+        None => base,
+    };
+    let attempts = match Attempts::of(task, &ctx.templar, &base) {
+        Ok(a) => a,
+        Err(message) => {
+            finish_task(ctx, task, host, TaskOutcome::failed(message), &[]);
             return;
         }
     };
@@ -55,7 +73,13 @@ pub(crate) async fn run(
         Some(spec) => match spec.items(&ctx.templar, &base) {
             Ok(items) => Some(items),
             Err(e) => {
-                finish_task(ctx, task, host, TaskOutcome::failed(loop_failure(task, &e)));
+                finish_task(
+                    ctx,
+                    task,
+                    host,
+                    TaskOutcome::failed(loop_failure(task, &e)),
+                    &[],
+                );
                 return;
             }
         },
@@ -81,16 +105,82 @@ pub(crate) async fn run(
             }
             None => base.clone(),
         };
-        let (args, state) = plan_item(ctx, playbook, task, &vars);
+        let (args, state, ran) = plan_item(ctx, playbook, task, &vars);
         runs.push(ItemRun {
             item,
             vars,
             args,
+            planned: ran.then(|| state.clone()),
             state,
         });
     }
 
-    let remote: Vec<usize> = (0..runs.len())
+    let notify = notify_names(ctx, task, &base);
+
+    // Every attempt sends the items still running as one batch; `until` decides which
+    // items go again.
+    let mut running: Vec<usize> = (0..runs.len()).collect();
+    let mut attempt = 1;
+    loop {
+        if !send_remote(ctx, playbook, play, task, host, &mut runs, &running).await {
+            return;
+        }
+        let mut again = Vec::new();
+        for &i in &running {
+            let run = &mut runs[i];
+            let (Some(_), ItemState::Done(outcome)) = (&run.planned, &mut run.state) else {
+                continue;
+            };
+            if judge(task, &ctx.templar, &run.vars, outcome, attempt, attempts) == Verdict::Retry {
+                again.push(i);
+            }
+        }
+        if again.is_empty() {
+            break;
+        }
+        for &i in &again {
+            ctx.emit(Event::Retry {
+                host: host.name.clone(),
+                task: task.display_name(),
+                item: runs[i].item.as_ref().map(item_label),
+                retries_left: attempts.total - attempt,
+            });
+            runs[i].state = runs[i].planned.clone().expect("judged items were planned");
+        }
+        tokio::time::sleep(attempts.delay).await;
+        attempt += 1;
+        running = again;
+    }
+
+    let outcomes: Vec<(Option<Value>, TaskOutcome)> = runs
+        .into_iter()
+        .map(|run| match run.state {
+            ItemState::Done(outcome) => (run.item, outcome),
+            ItemState::Remote(_) => unreachable!("every remote item got its reply"),
+        })
+        .collect();
+    if task.loop_spec.is_some() {
+        finish_loop(ctx, task, host, outcomes, &notify);
+    } else {
+        let (_, outcome) = outcomes.into_iter().next().expect("one run without a loop");
+        finish_task(ctx, task, host, outcome, &notify);
+    }
+}
+
+/// Sends the ops of the `running` items that wait for the agent as one batch and turns
+/// the replies into outcomes. False when the host turned out unreachable (reported).
+async fn send_remote(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    host: &HostState,
+    runs: &mut [ItemRun],
+    running: &[usize],
+) -> bool {
+    let remote: Vec<usize> = running
+        .iter()
+        .copied()
         .filter(|&i| matches!(runs[i].state, ItemState::Remote(_)))
         .collect();
     if !remote.is_empty() {
@@ -98,7 +188,7 @@ pub(crate) async fn run(
             Ok(s) => s,
             Err(message) => {
                 ctx.unreachable(host, &message);
-                return;
+                return false;
             }
         };
         let ops: Vec<Op> = remote
@@ -117,7 +207,7 @@ pub(crate) async fn run(
             Ok(r) => r,
             Err(message) => {
                 ctx.unreachable(host, &message);
-                return;
+                return false;
             }
         };
         for (&i, result) in remote.iter().zip(results) {
@@ -137,20 +227,7 @@ pub(crate) async fn run(
             runs[i].state = ItemState::Done(outcome);
         }
     }
-
-    let outcomes: Vec<(Option<Value>, TaskOutcome)> = runs
-        .into_iter()
-        .map(|run| match run.state {
-            ItemState::Done(outcome) => (run.item, outcome),
-            ItemState::Remote(_) => unreachable!("every remote item got its reply"),
-        })
-        .collect();
-    if task.loop_spec.is_some() {
-        finish_loop(ctx, task, host, outcomes);
-    } else {
-        let (_, outcome) = outcomes.into_iter().next().expect("one run without a loop");
-        finish_task(ctx, task, host, outcome);
-    }
+    true
 }
 
 /// Sends the ops, one request per chunk, all chunks in flight at once.
@@ -302,8 +379,8 @@ fn plan_item(
     playbook: &Playbook,
     task: &Task,
     vars: &minijinja::Value,
-) -> (Map<String, Value>, ItemState) {
-    let done = |outcome| (Map::new(), ItemState::Done(outcome));
+) -> (Map<String, Value>, ItemState, bool) {
+    let done = |outcome| (Map::new(), ItemState::Done(outcome), false);
     for condition in &task.when {
         match ctx.templar.eval_condition(condition, vars) {
             Ok(true) => {}
@@ -344,10 +421,31 @@ fn plan_item(
         Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
     };
     match task.module.plan(&args, &plan_context(ctx, playbook, vars)) {
-        Ok(Plan::Done(outcome)) => (args, ItemState::Done(outcome)),
-        Ok(Plan::Remote(op)) => (args, ItemState::Remote(op)),
-        Err(e) => (args, ItemState::Done(TaskOutcome::failed(e.to_string()))),
+        Ok(Plan::Done(outcome)) => (args, ItemState::Done(outcome), true),
+        Ok(Plan::Remote(op)) => (args, ItemState::Remote(op), true),
+        Err(e) => (
+            args,
+            ItemState::Done(TaskOutcome::failed(e.to_string())),
+            true,
+        ),
     }
+}
+
+/// The task's `notify` names for this host (a name may be a template).
+fn notify_names(ctx: &RunContext, task: &Task, vars: &minijinja::Value) -> Vec<String> {
+    task.notify
+        .iter()
+        .map(|name| match ctx.templar.render_str(name, vars) {
+            Ok(rendered) => rendered,
+            Err(e) => {
+                ctx.emit(Event::Warning(format!(
+                    "{}: notify '{name}': {e}",
+                    task.location
+                )));
+                name.clone()
+            }
+        })
+        .collect()
 }
 
 fn template_failure(task: &Task, e: &TemplateError) -> String {
@@ -392,11 +490,13 @@ fn finish_loop(
     task: &Task,
     host: &HostState,
     outcomes: Vec<(Option<Value>, TaskOutcome)>,
+    notify: &[String],
 ) {
     let mut results = Vec::with_capacity(outcomes.len());
     let (mut any_changed, mut any_failed, mut all_skipped) = (false, false, true);
     let last_failed = outcomes.iter().rposition(|(_, o)| o.failed);
-    for (index, (item, outcome)) in outcomes.into_iter().enumerate() {
+    for (index, (item, mut outcome)) in outcomes.into_iter().enumerate() {
+        let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
         absorb_facts(task, host, &outcome);
         any_changed |= outcome.changed;
         any_failed |= outcome.failed;
@@ -411,7 +511,7 @@ fn finish_loop(
             item: label,
             data: data.clone(),
             ignored: task.ignore_errors && Some(index) == last_failed,
-            verbose_always: task.module.name() == "debug" && !outcome.skipped,
+            verbose_always: verbose || (task.module.name() == "debug" && !outcome.skipped),
         }));
         results.push(Value::Object(data));
     }
@@ -442,10 +542,17 @@ fn finish_loop(
     }
     let mut data = summary.registered();
     data.insert("results".into(), Value::Array(results));
-    record(task, host, &summary, data);
+    record(task, host, &summary, data, notify);
 }
 
-fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, outcome: TaskOutcome) {
+fn finish_task(
+    ctx: &RunContext,
+    task: &Task,
+    host: &HostState,
+    mut outcome: TaskOutcome,
+    notify: &[String],
+) {
+    let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
     absorb_facts(task, host, &outcome);
     let data = outcome.registered();
     let is_debug = task.module.name() == "debug" && !outcome.skipped;
@@ -464,9 +571,9 @@ fn finish_task(ctx: &RunContext, task: &Task, host: &HostState, outcome: TaskOut
         item: None,
         data: shown,
         ignored: outcome.failed && task.ignore_errors,
-        verbose_always: is_debug,
+        verbose_always: is_debug || verbose,
     }));
-    record(task, host, &outcome, data);
+    record(task, host, &outcome, data, notify);
 }
 
 /// A module hands variables back the way Ansible's do, under `ansible_facts` in its
@@ -496,31 +603,42 @@ fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome) {
     }
 }
 
-/// Counts the task in the recap, registers its result, and benches a failed host.
-fn record(task: &Task, host: &HostState, outcome: &TaskOutcome, data: Map<String, Value>) {
+/// Counts the task in the recap, registers its result, notifies handlers, and benches a
+/// failed host (unless a block's rescue or always takes the failure first).
+fn record(
+    task: &Task,
+    host: &HostState,
+    outcome: &TaskOutcome,
+    data: Map<String, Value>,
+    notify: &[String],
+) {
+    let caught = (outcome.failed && !task.ignore_errors)
+        .then(|| host.flow.lock().expect("flow lock").fail(task, &data));
+    if !outcome.failed && outcome.changed && !notify.is_empty() {
+        host.flow.lock().expect("flow lock").notify(notify);
+    }
     if let Some(name) = &task.register {
         host.registered
             .lock()
             .expect("registered lock")
             .insert(name.clone(), Value::Object(data));
     }
-    host.stat(|s| {
-        if outcome.failed {
-            if task.ignore_errors {
-                s.ok += 1;
-                s.ignored += 1;
-                s.changed += u32::from(outcome.changed);
-            } else {
-                s.failed += 1;
-            }
-        } else if outcome.skipped {
-            s.skipped += 1;
-        } else {
+    host.stat(|s| match caught {
+        // Ansible counts a failure a rescue takes as `rescued`, and nothing else.
+        Some(Caught::Rescue) => s.rescued += 1,
+        Some(_) => s.failed += 1,
+        None if outcome.failed => {
+            s.ok += 1;
+            s.ignored += 1;
+            s.changed += u32::from(outcome.changed);
+        }
+        None if outcome.skipped => s.skipped += 1,
+        None => {
             s.ok += 1;
             s.changed += u32::from(outcome.changed);
         }
     });
-    if outcome.failed && !task.ignore_errors {
+    if caught == Some(Caught::Uncaught) {
         host.out.store(true, Ordering::SeqCst);
     }
 }

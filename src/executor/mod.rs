@@ -4,7 +4,9 @@
 //! Round trips are the cost, so a task's loop items are planned on the controller and sent
 //! to the agent as one batch (cut into pipelined chunks for very long loops).
 
+mod control;
 mod facts;
+mod flow;
 mod host_task;
 mod vars;
 
@@ -36,6 +38,8 @@ pub struct RunOptions {
     /// ansible.cfg `roles_path` / `ANSIBLE_ROLES_PATH`: where roles are searched after
     /// `roles/` beside the playbook.
     pub roles_path: Vec<std::path::PathBuf>,
+    /// `--force-handlers`: notified handlers run even on hosts that failed.
+    pub force_handlers: bool,
 }
 
 /// What ansible-playbook's exit code is made of.
@@ -73,6 +77,8 @@ pub(crate) struct HostState {
     pub stats: Mutex<HostStats>,
     /// Failed or unreachable hosts sit out the rest of the run, as in Ansible.
     pub out: AtomicBool,
+    /// The host's path through the current play (blocks, handlers, meta).
+    pub flow: Mutex<flow::Flow>,
 }
 
 impl HostState {
@@ -88,6 +94,7 @@ impl HostState {
                 ..Default::default()
             }),
             out: AtomicBool::new(false),
+            flow: Mutex::new(flow::Flow::default()),
         }
     }
 
@@ -316,21 +323,45 @@ async fn run_play(
     }
     let play_hosts: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let forks = Arc::new(Semaphore::new(ctx.opts.forks.max(1)));
-    facts::gather(ctx, playbook, play_index, &hosts, &play_hosts, &forks).await;
+    for host in &hosts {
+        *host.flow.lock().expect("flow lock") = flow::Flow::default();
+    }
+    let run = flow::PlayRun {
+        ctx,
+        playbook,
+        play_index,
+        hosts: &hosts,
+        play_hosts: &play_hosts,
+        forks: &forks,
+    };
+    facts::gather(&run).await;
+    let mut end_play = false;
     for task_index in 0..play.tasks.len() {
-        let active: Vec<Arc<HostState>> = hosts
-            .iter()
-            .filter(|h| !h.out.load(Ordering::SeqCst))
-            .cloned()
-            .collect();
+        let active: Vec<Arc<HostState>> =
+            hosts.iter().filter(|h| flow::in_play(h)).cloned().collect();
         if active.is_empty() {
-            ctx.emit(Event::NoMoreHosts);
-            return;
+            // Hosts that ended the play themselves (meta: end_host) are not "left over".
+            if hosts.iter().all(|h| h.out.load(Ordering::SeqCst)) {
+                ctx.emit(Event::NoMoreHosts);
+            }
+            break;
         }
         let task = &play.tasks[task_index];
+        if task.module.name() == "meta" {
+            if run.meta(task, &active).await == flow::MetaEffect::EndPlay {
+                end_play = true;
+                break;
+            }
+            continue;
+        }
+        // Each host's block state decides (a rescue runs only where its block failed).
+        let runners = flow::runners(&active, task);
+        if runners.is_empty() {
+            continue;
+        }
         ctx.emit(Event::TaskStart {
             name: task.display_name(),
-            hosts: active.len(),
+            hosts: runners.len(),
         });
         for unsupported in &task.unsupported {
             ctx.emit(Event::Warning(format!(
@@ -338,30 +369,56 @@ async fn run_play(
                 task.location
             )));
         }
-        let mut jobs = JoinSet::new();
-        for host in active {
-            let ctx = ctx.clone();
-            let playbook = playbook.clone();
-            let forks = forks.clone();
-            let play_hosts = play_hosts.clone();
-            jobs.spawn(async move {
-                let _permit = forks.acquire_owned().await.expect("semaphore open");
-                let play = &playbook.plays[play_index];
-                host_task::run(
-                    &ctx,
-                    &playbook,
-                    play,
-                    &play.tasks[task_index],
-                    &host,
-                    &play_hosts,
-                )
-                .await;
-            });
+        run_task_on(&run, TaskRef::Task(task_index), runners).await;
+    }
+    for host in &hosts {
+        if host.flow.lock().expect("flow lock").end_of_play() {
+            host.out.store(true, Ordering::SeqCst);
         }
-        while let Some(joined) = jobs.join_next().await {
-            if let Err(e) = joined {
-                ctx.emit(Event::Warning(format!("internal error in a host job: {e}")));
-            }
+    }
+    if !end_play {
+        run.flush_handlers().await;
+    }
+}
+
+/// A task of the play, one of its handlers, or one the executor made (Gathering Facts).
+#[derive(Debug, Clone)]
+pub(crate) enum TaskRef {
+    Task(usize),
+    Handler(usize),
+    Synthetic(Arc<crate::playbook::Task>),
+}
+
+impl TaskRef {
+    fn get<'a>(&'a self, play: &'a Play) -> &'a crate::playbook::Task {
+        match self {
+            TaskRef::Task(i) => &play.tasks[*i],
+            TaskRef::Handler(i) => &play.handlers[*i],
+            TaskRef::Synthetic(task) => task,
+        }
+    }
+}
+
+/// Runs one task on the given hosts, at most `--forks` at once, and waits for all.
+async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<HostState>>) {
+    let mut jobs = JoinSet::new();
+    for host in hosts {
+        let ctx = run.ctx.clone();
+        let playbook = run.playbook.clone();
+        let forks = run.forks.clone();
+        let play_hosts = run.play_hosts.to_vec();
+        let play_index = run.play_index;
+        let task = task.clone();
+        jobs.spawn(async move {
+            let _permit = forks.acquire_owned().await.expect("semaphore open");
+            let play = &playbook.plays[play_index];
+            host_task::run(&ctx, &playbook, play, task.get(play), &host, &play_hosts).await;
+        });
+    }
+    while let Some(joined) = jobs.join_next().await {
+        if let Err(e) = joined {
+            run.ctx
+                .emit(Event::Warning(format!("internal error in a host job: {e}")));
         }
     }
 }

@@ -12,15 +12,19 @@ use turbo_proto::{FileMode, Op, OpResult};
 
 use crate::template::{Templar, TemplateError};
 
+mod assert;
 mod command;
 mod copy;
 mod debug;
 mod file;
 mod include_vars;
+mod meta;
 mod ping;
 mod set_fact;
 mod setup;
 mod template;
+
+pub use assert::VERBOSE_ALWAYS;
 
 /// Arguments after templating, as the registered result's `invocation.module_args` has them.
 pub type ModuleArgs = serde_json::Map<String, Value>;
@@ -167,6 +171,9 @@ static MODULES: &[&dyn Module] = &[
     &setup::Setup,
     &set_fact::SetFact,
     &include_vars::IncludeVars,
+    &assert::Assert,
+    &assert::Fail,
+    &meta::Meta,
 ];
 
 /// Every registered module.

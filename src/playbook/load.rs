@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::kv::{FREE_FORM_OPTIONS, parse_kv};
-use super::{Location, LoopSpec, Play, Playbook, Task};
+use super::{BlockFrame, Location, LoopSpec, Play, Playbook, Section, Task, Until};
 use crate::modules::{self, Module, closest};
 use crate::yaml::{LoadError, Node, Source, Span, Value};
 
@@ -22,7 +22,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "strategy",
     "any_errors_fatal",
     "max_fail_percentage",
-    "handlers",
     "roles",
     "order",
     "run_once",
@@ -31,7 +30,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "diff",
     "ignore_errors",
     "ignore_unreachable",
-    "force_handlers",
     "throttle",
     "vars_prompt",
 ];
@@ -60,6 +58,8 @@ const PLAY_KEYS: &[&str] = &[
     "connection",
     "remote_user",
     "port",
+    "handlers",
+    "force_handlers",
 ];
 
 /// Task keywords loaded and ignored for now (they do not change what a task does here).
@@ -75,8 +75,6 @@ const IGNORED_TASK_KEYS: &[&str] = &[
     "no_log",
     "check_mode",
     "diff",
-    "retries",
-    "delay",
     "any_errors_fatal",
     "ignore_unreachable",
     "throttle",
@@ -88,15 +86,7 @@ const IGNORED_TASK_KEYS: &[&str] = &[
 
 /// Task keywords that change behaviour but are not implemented yet: loaded, and listed in
 /// [`Task::unsupported`] so the executor can warn.
-const UNSUPPORTED_TASK_KEYS: &[&str] = &[
-    "changed_when",
-    "failed_when",
-    "until",
-    "notify",
-    "delegate_to",
-    "async",
-    "poll",
-];
+const UNSUPPORTED_TASK_KEYS: &[&str] = &["delegate_to", "async", "poll"];
 
 const TASK_KEYS: &[&str] = &[
     "name",
@@ -107,6 +97,12 @@ const TASK_KEYS: &[&str] = &[
     "when",
     "register",
     "ignore_errors",
+    "changed_when",
+    "failed_when",
+    "until",
+    "retries",
+    "delay",
+    "notify",
     "vars",
     "loop_control",
     "args",
@@ -124,11 +120,43 @@ const LOOP_CONTROL_KEYS: &[&str] = &[
     "break_when",
 ];
 
-/// Task-level keys that are whole features of their own, not yet supported.
-const NOT_YET: &[&str] = &[
+/// Keys a block takes besides the ignored task keywords.
+const BLOCK_KEYS: &[&str] = &[
     "block",
     "rescue",
     "always",
+    "name",
+    "when",
+    "vars",
+    "ignore_errors",
+];
+
+/// `meta:` actions the executor knows.
+pub const META_ACTIONS: &[&str] = &[
+    "flush_handlers",
+    "noop",
+    "end_play",
+    "end_host",
+    "end_batch",
+    "clear_host_errors",
+    "refresh_inventory",
+    "reset_connection",
+    "clear_facts",
+    "role_complete",
+];
+
+/// What a block hands down to the tasks inside it.
+#[derive(Debug, Clone, Default)]
+struct Inherited {
+    frames: Vec<BlockFrame>,
+    when: Vec<String>,
+    vars: serde_json::Map<String, Json>,
+    ignore_errors: Option<bool>,
+    handler: bool,
+}
+
+/// Task-level keys that are whole features of their own, not yet supported.
+const NOT_YET: &[&str] = &[
     "include_tasks",
     "import_tasks",
     "include_role",
@@ -154,6 +182,7 @@ fn load_source(source: &Source) -> Result<Playbook, LoadError> {
     let loader = Loader {
         source,
         file: Arc::from(source.path.as_path()),
+        next_block: std::cell::Cell::new(0),
     };
     let dir = match source.path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -186,6 +215,8 @@ fn load_source(source: &Source) -> Result<Playbook, LoadError> {
 struct Loader<'s> {
     source: &'s Source,
     file: Arc<Path>,
+    /// Block ids, unique within the playbook.
+    next_block: std::cell::Cell<usize>,
 }
 
 impl Loader<'_> {
@@ -228,6 +259,9 @@ impl Loader<'_> {
         let (mut connection, mut remote_user, mut port) = (None, None, None);
         let mut unsupported = Vec::new();
         let mut sections: [Vec<Task>; 3] = Default::default();
+        let mut handlers = Vec::new();
+        let mut force_handlers = false;
+        let top = Inherited::default();
         for (k, v) in entries {
             let key = self.key(k)?;
             match key {
@@ -244,9 +278,17 @@ impl Loader<'_> {
                 "vars_files" => vars_files = self.vars_files(v)?,
                 "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
                 "gather_subset" => gather_subset = self.string_list(v, "gather_subset")?,
-                "pre_tasks" => sections[0] = self.tasks(v, key)?,
-                "tasks" => sections[1] = self.tasks(v, key)?,
-                "post_tasks" => sections[2] = self.tasks(v, key)?,
+                "pre_tasks" => sections[0] = self.tasks(v, key, &top)?,
+                "tasks" => sections[1] = self.tasks(v, key, &top)?,
+                "post_tasks" => sections[2] = self.tasks(v, key, &top)?,
+                "handlers" => {
+                    let as_handlers = Inherited {
+                        handler: true,
+                        ..Inherited::default()
+                    };
+                    handlers = self.tasks(v, key, &as_handlers)?;
+                }
+                "force_handlers" => force_handlers = self.boolean(v, key)?,
                 "connection" => connection = Some(self.scalar(v, "connection")?),
                 "remote_user" => remote_user = Some(self.scalar(v, "remote_user")?),
                 "port" => port = Some(self.scalar(v, "port")?),
@@ -281,7 +323,7 @@ impl Loader<'_> {
             )
         })?;
         let [pre, main, post] = sections;
-        Ok(Play {
+        let play = Play {
             name: name.unwrap_or_else(|| hosts.clone()),
             hosts,
             vars,
@@ -289,12 +331,16 @@ impl Loader<'_> {
             gather_facts,
             gather_subset,
             tasks: pre.into_iter().chain(main).chain(post).collect(),
+            handlers,
+            force_handlers,
             connection,
             remote_user,
             port,
             unsupported,
             location: self.location(node.span),
-        })
+        };
+        self.check_notify(&play)?;
+        Ok(play)
     }
 
     /// `vars_files`: a list whose items are paths, or lists of paths of which the first
@@ -399,10 +445,27 @@ impl Loader<'_> {
         )
     }
 
-    fn tasks(&self, node: &Node, section: &str) -> Result<Vec<Task>, LoadError> {
+    /// A task list, blocks flattened into it: each task carries its blocks' frames and
+    /// what they hand down (`when`, `vars`, `ignore_errors`).
+    fn tasks(
+        &self,
+        node: &Node,
+        section: &str,
+        inherited: &Inherited,
+    ) -> Result<Vec<Task>, LoadError> {
         match &node.value {
             Value::Null => Ok(Vec::new()),
-            Value::Seq(items) => items.iter().map(|t| self.task(t)).collect(),
+            Value::Seq(items) => {
+                let mut out = Vec::new();
+                for item in items {
+                    if item.get("block").is_some() {
+                        self.block(item, inherited, &mut out)?;
+                    } else {
+                        out.push(self.task(item, inherited)?);
+                    }
+                }
+                Ok(out)
+            }
             _ => Err(self.err(
                 node.span,
                 format!(
@@ -414,7 +477,68 @@ impl Loader<'_> {
         }
     }
 
-    fn task(&self, node: &Node) -> Result<Task, LoadError> {
+    fn block(
+        &self,
+        node: &Node,
+        inherited: &Inherited,
+        out: &mut Vec<Task>,
+    ) -> Result<(), LoadError> {
+        let entries = node.as_map().unwrap_or_default();
+        let mut sections: [Option<&Node>; 3] = [None; 3];
+        let mut inner = inherited.clone();
+        for (k, v) in entries {
+            let key = self.key(k)?;
+            match key {
+                "block" => sections[0] = Some(v),
+                "rescue" => sections[1] = Some(v),
+                "always" => sections[2] = Some(v),
+                "name" => {
+                    self.scalar(v, "name")?;
+                }
+                // The block's conditions hold for each of its tasks, judged per task.
+                "when" => inner.when.extend(self.conditions(v, key)?),
+                // Block vars sit below the task's own.
+                "vars" => inner.vars.extend(self.mapping(v, key)?),
+                "ignore_errors" => inner.ignore_errors = Some(self.boolean(v, key)?),
+                _ if IGNORED_TASK_KEYS.contains(&key) => {}
+                _ => {
+                    return Err(self.err(
+                        k.span,
+                        format!("'{key}' is not a valid attribute for a Block"),
+                        closest(key, BLOCK_KEYS.iter().copied())
+                            .map(|s| format!("did you mean '{s}'?"))
+                            .or_else(|| {
+                                Some(format!(
+                                    "a block takes {}; put '{key}' on the tasks inside it",
+                                    BLOCK_KEYS.join(", ")
+                                ))
+                            }),
+                    ));
+                }
+            }
+        }
+        let block = self.next_block.get();
+        self.next_block.set(block + 1);
+        let filled =
+            |n: Option<&Node>| n.is_some_and(|n| n.as_seq().is_some_and(|s| !s.is_empty()));
+        let (has_rescue, has_always) = (filled(sections[1]), filled(sections[2]));
+        let names = ["block", "rescue", "always"];
+        let kinds = [Section::Block, Section::Rescue, Section::Always];
+        for ((node, section), name) in sections.iter().zip(kinds).zip(names) {
+            let Some(node) = node else { continue };
+            let mut scoped = inner.clone();
+            scoped.frames.push(BlockFrame {
+                block,
+                section,
+                has_rescue,
+                has_always,
+            });
+            out.extend(self.tasks(node, name, &scoped)?);
+        }
+        Ok(())
+    }
+
+    fn task(&self, node: &Node, inherited: &Inherited) -> Result<Task, LoadError> {
         let Some(entries) = node.as_map() else {
             return Err(self.err(
                 node.span,
@@ -431,7 +555,11 @@ impl Loader<'_> {
         let mut loop_var = "item".to_string();
         let mut when = Vec::new();
         let mut register = None;
-        let mut ignore_errors = false;
+        let mut ignore_errors = None;
+        let mut notify = Vec::new();
+        let mut listen = Vec::new();
+        let (mut changed_when, mut failed_when, mut until) = (None, None, None);
+        let (mut retries, mut delay): (Option<&Node>, Option<&Node>) = (None, None);
         let mut vars = serde_json::Map::new();
         let mut unsupported = Vec::new();
 
@@ -473,9 +601,32 @@ impl Loader<'_> {
                     };
                     set_loop(LoopSpec::Sequence(spec))?
                 }
-                "when" => when = self.conditions(v)?,
+                "when" => when = self.conditions(v, key)?,
+                "changed_when" => changed_when = Some(self.conditions(v, key)?),
+                "failed_when" => failed_when = Some(self.conditions(v, key)?),
+                "until" => until = Some(self.conditions(v, key)?),
+                "retries" => retries = Some(self.count(v, key)?),
+                "delay" => delay = Some(self.count(v, key)?),
                 "register" => register = Some(self.scalar(v, "register")?),
-                "ignore_errors" => ignore_errors = self.boolean(v, "ignore_errors")?,
+                "ignore_errors" => ignore_errors = Some(self.boolean(v, "ignore_errors")?),
+                "notify" => notify = self.names(v, key)?,
+                "listen" if inherited.handler => listen = self.names(v, key)?,
+                "listen" => {
+                    return Err(self.err(
+                        k.span,
+                        "'listen' is only valid on a handler",
+                        Some("move this task under the play's `handlers:`".into()),
+                    ));
+                }
+                "rescue" | "always" => {
+                    return Err(self.err(
+                        k.span,
+                        format!("'{key}' needs a `block:` beside it"),
+                        Some(format!(
+                            "write `- block:` with the tasks to protect, then `{key}:`"
+                        )),
+                    ));
+                }
                 "vars" => vars = self.mapping(v, "vars")?,
                 "loop_control" => {
                     if let Some(var) = self.loop_control(v)? {
@@ -540,6 +691,13 @@ impl Loader<'_> {
         let mut args = extra_args;
         args.extend(module_args);
         self.check_arg_names(module, &args, &arg_keys, key_span)?;
+        let mut when_all = inherited.when.clone();
+        when_all.extend(when);
+        let mut task_vars = inherited.vars.clone();
+        task_vars.extend(vars);
+        if module.name() == "meta" {
+            self.check_meta(&args, key_span)?;
+        }
         Ok(Task {
             name,
             action: written,
@@ -547,10 +705,21 @@ impl Loader<'_> {
             args,
             loop_spec: loop_spec.map(|(spec, _)| spec),
             loop_var,
-            when,
+            when: when_all,
             register,
-            ignore_errors,
-            vars,
+            ignore_errors: ignore_errors.or(inherited.ignore_errors).unwrap_or(false),
+            changed_when,
+            failed_when,
+            // `retries`/`delay` without `until` do nothing in Ansible either.
+            until: until.map(|conditions| Until {
+                conditions,
+                retries: retries.map(Node::to_json),
+                delay: delay.map(Node::to_json),
+            }),
+            notify,
+            listen,
+            frames: inherited.frames.clone(),
+            vars: task_vars,
             unsupported,
             location: self.location(node.span),
         })
@@ -773,15 +942,16 @@ impl Loader<'_> {
         ))
     }
 
-    fn conditions(&self, node: &Node) -> Result<Vec<String>, LoadError> {
+    /// `when`, `changed_when`, `failed_when`, `until`: one condition or a list (all must hold).
+    fn conditions(&self, node: &Node, keyword: &str) -> Result<Vec<String>, LoadError> {
         match &node.value {
-            Value::Seq(items) => items.iter().map(|i| self.condition(i)).collect(),
+            Value::Seq(items) => items.iter().map(|i| self.condition(i, keyword)).collect(),
             Value::Null => Ok(Vec::new()),
-            _ => Ok(vec![self.condition(node)?]),
+            _ => Ok(vec![self.condition(node, keyword)?]),
         }
     }
 
-    fn condition(&self, node: &Node) -> Result<String, LoadError> {
+    fn condition(&self, node: &Node, keyword: &str) -> Result<String, LoadError> {
         match &node.value {
             Value::Str(s) => Ok(s.clone()),
             Value::Bool(_) | Value::Int(_) | Value::Float(_) => {
@@ -790,10 +960,84 @@ impl Loader<'_> {
             _ => Err(self.err(
                 node.span,
                 format!(
-                    "when must be a condition or a list of conditions, got {}",
+                    "{keyword} must be a condition or a list of conditions, got {}",
                     node.kind_name()
                 ),
-                Some("write a Jinja expression without braces, e.g. `when: x == 1`".into()),
+                Some(format!(
+                    "write a Jinja expression without braces, e.g. `{keyword}: x == 1`"
+                )),
+            )),
+        }
+    }
+
+    /// `notify`/`listen`: one name or a list of names.
+    fn names(&self, node: &Node, keyword: &str) -> Result<Vec<String>, LoadError> {
+        match &node.value {
+            Value::Seq(items) => items.iter().map(|i| self.scalar(i, keyword)).collect(),
+            Value::Null => Ok(Vec::new()),
+            _ => Ok(vec![self.scalar(node, keyword)?]),
+        }
+    }
+
+    fn check_meta(
+        &self,
+        args: &serde_json::Map<String, Json>,
+        span: Span,
+    ) -> Result<(), LoadError> {
+        let action = args.get("_raw_params").and_then(Json::as_str).unwrap_or("");
+        if META_ACTIONS.contains(&action.trim()) {
+            return Ok(());
+        }
+        Err(self.err(
+            span,
+            format!("invalid meta action requested: {action}"),
+            Some(format!("meta takes one of: {}", META_ACTIONS.join(", "))),
+        ))
+    }
+
+    /// Every `notify` must name a handler or a `listen` topic of the play (templated
+    /// names are checked when they are known, at run time).
+    fn check_notify(&self, play: &Play) -> Result<(), LoadError> {
+        let known = |name: &str| {
+            play.handlers
+                .iter()
+                .any(|h| h.name.as_deref() == Some(name) || h.listen.iter().any(|l| l == name))
+        };
+        for task in play.tasks.iter().chain(&play.handlers) {
+            for name in &task.notify {
+                if !crate::template::is_template(name) && !known(name) {
+                    return Err(self.source.error(
+                        Some(Span {
+                            line: task.location.line,
+                            column: task.location.column,
+                        }),
+                        format!(
+                            "The requested handler '{name}' was not found in either the main handlers list nor in the listening handlers list"
+                        ),
+                        Some("add a handler with this `name:` (or `listen:`) under the play's `handlers:`".into()),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `retries`/`delay`: a non-negative integer, or a template deciding it at run time.
+    fn count<'n>(&self, node: &'n Node, keyword: &str) -> Result<&'n Node, LoadError> {
+        match &node.value {
+            Value::Int(n) if *n >= 0 => Ok(node),
+            Value::Str(s) if crate::template::is_template(s) || s.trim().parse::<u64>().is_ok() => {
+                Ok(node)
+            }
+            _ => Err(self.err(
+                node.span,
+                format!(
+                    "{keyword} must be a non-negative integer, got {}",
+                    node.scalar_to_string()
+                        .map(|s| format!("'{s}'"))
+                        .unwrap_or_else(|| node.kind_name().to_string())
+                ),
+                Some(format!("write e.g. `{keyword}: 3`")),
             )),
         }
     }
@@ -870,7 +1114,8 @@ mod tests {
             body.push_str(line);
             body.push('\n');
         }
-        ok(&format!("- hosts: all\n  tasks:\n{body}")).plays[0].tasks[0].clone()
+        let handlers = "  handlers:\n    - name: restart\n      ping:\n";
+        ok(&format!("- hosts: all\n  tasks:\n{body}{handlers}")).plays[0].tasks[0].clone()
     }
 
     #[test]
@@ -1041,7 +1286,11 @@ changed_when: false
         assert_eq!(t.register.as_deref(), Some("out"));
         assert!(t.ignore_errors);
         assert_eq!(Json::Object(t.vars), json!({"v": 1}));
-        assert_eq!(t.unsupported, ["notify", "changed_when"]);
+        assert!(t.unsupported.is_empty());
+        assert_eq!(t.notify, ["restart"]);
+        assert_eq!(t.changed_when, Some(vec!["False".to_string()]));
+        assert_eq!(t.failed_when, None);
+        assert_eq!(t.until, None);
 
         let t = task("file: path=/x state=absent\nloop: \"{{ things }}\"\nwhen: x");
         assert_eq!(
@@ -1053,6 +1302,249 @@ changed_when: false
         );
         assert_eq!(t.when, ["x"]);
         assert_eq!(t.display_name(), "file");
+    }
+
+    #[test]
+    fn control_keywords() {
+        let t = task(
+            "
+command: /bin/true
+register: r
+changed_when:
+  - r.rc == 0
+  - \"'x' in r.stdout\"
+failed_when: r.rc > 1
+until: r is succeeded
+retries: 5
+delay: '{{ wait }}'
+",
+        );
+        assert_eq!(
+            t.changed_when,
+            Some(vec!["r.rc == 0".to_string(), "'x' in r.stdout".to_string()])
+        );
+        assert_eq!(t.failed_when, Some(vec!["r.rc > 1".to_string()]));
+        assert_eq!(
+            t.until,
+            Some(Until {
+                conditions: vec!["r is succeeded".into()],
+                retries: Some(json!(5)),
+                delay: Some(json!("{{ wait }}")),
+            })
+        );
+        assert!(t.unsupported.is_empty());
+        let t = task(
+            "ping:
+until: x
+",
+        );
+        assert_eq!(
+            t.until,
+            Some(Until {
+                conditions: vec!["x".into()],
+                retries: None,
+                delay: None,
+            })
+        );
+        // Without `until`, retries and delay mean nothing (as in Ansible).
+        assert_eq!(
+            task(
+                "ping:
+retries: 2
+"
+            )
+            .until,
+            None
+        );
+        assert_eq!(
+            task(
+                "ping:
+failed_when: false
+"
+            )
+            .failed_when,
+            Some(vec!["False".to_string()])
+        );
+    }
+
+    #[test]
+    fn control_keyword_errors() {
+        let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
+        assert_eq!(
+            message_at(&play("    - ping:\n      failed_when: {rc: 1}\n")),
+            (
+                "failed_when must be a condition or a list of conditions, got a mapping".into(),
+                4,
+                20
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      until: [[a]]\n")),
+            (
+                "until must be a condition or a list of conditions, got a list".into(),
+                4,
+                15
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      until: x\n      retries: many\n")),
+            (
+                "retries must be a non-negative integer, got 'many'".into(),
+                5,
+                16
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      until: x\n      delay: -1\n")),
+            (
+                "delay must be a non-negative integer, got '-1'".into(),
+                5,
+                14
+            )
+        );
+    }
+
+    #[test]
+    fn blocks_flatten_with_frames_and_hand_down_keywords() {
+        let pb = ok("
+- hosts: all
+  tasks:
+    - name: outer
+      when: a
+      vars: {x: 1, y: 1}
+      ignore_errors: true
+      block:
+        - command: one
+          vars: {y: 2}
+          when: b
+        - block:
+            - command: two
+              ignore_errors: false
+          rescue:
+            - command: three
+      always:
+        - command: four
+    - command: five
+");
+        let tasks = &pb.plays[0].tasks;
+        let args: Vec<_> = tasks
+            .iter()
+            .map(|t| t.args["_raw_params"].clone())
+            .collect();
+        assert_eq!(args, ["one", "two", "three", "four", "five"]);
+        let frame = |block, section, has_rescue, has_always| BlockFrame {
+            block,
+            section,
+            has_rescue,
+            has_always,
+        };
+        assert_eq!(tasks[0].frames, [frame(0, Section::Block, false, true)]);
+        assert_eq!(
+            tasks[1].frames,
+            [
+                frame(0, Section::Block, false, true),
+                frame(1, Section::Block, true, false)
+            ]
+        );
+        assert_eq!(tasks[2].frames[1], frame(1, Section::Rescue, true, false));
+        assert_eq!(tasks[3].frames, [frame(0, Section::Always, false, true)]);
+        assert!(tasks[4].frames.is_empty());
+        assert_eq!(tasks[0].when, ["a", "b"]);
+        assert_eq!(tasks[3].when, ["a"]);
+        assert!(tasks[4].when.is_empty());
+        assert_eq!(Json::Object(tasks[0].vars.clone()), json!({"x": 1, "y": 2}));
+        assert_eq!(Json::Object(tasks[3].vars.clone()), json!({"x": 1, "y": 1}));
+        assert!(tasks[0].ignore_errors && !tasks[1].ignore_errors && tasks[2].ignore_errors);
+        assert!(!tasks[4].ignore_errors);
+    }
+
+    #[test]
+    fn handlers_and_meta() {
+        let pb = ok("
+- hosts: all
+  force_handlers: yes
+  tasks:
+    - command: x
+      notify: [restart web, web changed]
+    - meta: flush_handlers
+  handlers:
+    - name: restart web
+      command: restart
+    - name: reload
+      command: reload
+      listen:
+        - web changed
+      notify: restart web
+");
+        let play = &pb.plays[0];
+        assert!(play.force_handlers);
+        assert_eq!(play.tasks[0].notify, ["restart web", "web changed"]);
+        assert_eq!(play.tasks[1].module.name(), "meta");
+        assert_eq!(play.tasks[1].args["_raw_params"], json!("flush_handlers"));
+        assert_eq!(play.handlers.len(), 2);
+        assert_eq!(play.handlers[1].listen, ["web changed"]);
+        assert_eq!(play.handlers[1].notify, ["restart web"]);
+        // A templated name is only known at run time.
+        ok("- hosts: all\n  tasks:\n    - ping:\n      notify: '{{ h }}'\n");
+    }
+
+    #[test]
+    fn block_handler_and_meta_errors() {
+        let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
+        assert_eq!(
+            message_at(&play("    - block:\n        - ping:\n      loop: [1]\n")),
+            ("'loop' is not a valid attribute for a Block".into(), 5, 7)
+        );
+        let e = err(&play(
+            "    - block:\n        - ping:\n      rescu:\n        - ping:\n",
+        ));
+        assert_eq!(e.help.as_deref(), Some("did you mean 'rescue'?"));
+        assert_eq!(
+            message_at(&play("    - block: {a: 1}\n")),
+            ("block must be a list of tasks, got a mapping".into(), 3, 14)
+        );
+        assert_eq!(
+            message_at(&play(
+                "    - block:\n        - name: x\n          cpy: {}\n"
+            )),
+            (
+                "couldn't resolve module/action 'cpy'. Did you mean 'copy'?".into(),
+                5,
+                11
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - always:\n        - ping:\n")),
+            ("'always' needs a `block:` beside it".into(), 3, 7)
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      notify: nobody\n")),
+            (
+                "The requested handler 'nobody' was not found in either the main handlers list nor in the listening handlers list".into(),
+                3,
+                7
+            )
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      listen: x\n")),
+            ("'listen' is only valid on a handler".into(), 4, 7)
+        );
+        assert_eq!(
+            message_at(&play("    - ping:\n      notify: {a: 1}\n")),
+            ("notify must be a string, got a mapping".into(), 4, 15)
+        );
+        assert_eq!(
+            message_at(&play("    - meta: flush_handler\n")),
+            ("invalid meta action requested: flush_handler".into(), 3, 7)
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  handlers: {a: 1}\n"),
+            (
+                "handlers must be a list of tasks, got a mapping".into(),
+                2,
+                13
+            )
+        );
     }
 
     #[test]
@@ -1182,8 +1674,8 @@ changed_when: false
             ("no module/action detected in task.".into(), 3, 7)
         );
         assert_eq!(
-            message_at(&play("    - block:\n        - ping:\n")),
-            ("block is not supported yet".into(), 3, 7)
+            message_at(&play("    - rescue:\n        - ping:\n")),
+            ("'rescue' needs a `block:` beside it".into(), 3, 7)
         );
         assert_eq!(
             message_at(&play("    - include_tasks: x.yml\n")),

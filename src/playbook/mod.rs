@@ -51,8 +51,12 @@ pub struct Play {
     pub gather_facts: bool,
     /// The play's `gather_subset` for its fact gathering; empty means Ansible's default.
     pub gather_subset: Vec<String>,
-    /// `pre_tasks`, then `tasks`, then `post_tasks`.
+    /// `pre_tasks`, then `tasks`, then `post_tasks`; blocks flattened (see [`BlockFrame`]).
     pub tasks: Vec<Task>,
+    /// `handlers`, in the order they run.
+    pub handlers: Vec<Task>,
+    /// `force_handlers`: notified handlers run even on hosts that failed.
+    pub force_handlers: bool,
     /// The play's `connection`, `remote_user` and `port` keywords. As in Ansible, a host's
     /// `ansible_connection`/`ansible_user`/`ansible_port` variables win over them.
     pub connection: Option<String>,
@@ -77,6 +81,19 @@ pub struct Task {
     pub when: Vec<String>,
     pub register: Option<String>,
     pub ignore_errors: bool,
+    /// `changed_when`: when set, these conditions (all must hold) decide `changed` instead
+    /// of the module. Evaluated per item once its result is known.
+    pub changed_when: Option<Vec<String>>,
+    /// `failed_when`: when set, these conditions (all must hold) decide `failed`.
+    pub failed_when: Option<Vec<String>>,
+    /// `until`/`retries`/`delay`: re-run the item until the conditions hold.
+    pub until: Option<Until>,
+    /// Handler names or `listen` topics to notify when the task changed something.
+    pub notify: Vec<String>,
+    /// A handler's `listen` topics (empty for tasks).
+    pub listen: Vec<String>,
+    /// The blocks this task sits in, outermost first; empty outside any block.
+    pub frames: Vec<BlockFrame>,
     pub vars: serde_json::Map<String, Value>,
     /// Keywords that were accepted but are not implemented yet (the executor warns).
     pub unsupported: Vec<String>,
@@ -88,6 +105,41 @@ impl Task {
     pub fn display_name(&self) -> String {
         self.name.clone().unwrap_or_else(|| self.action.clone())
     }
+}
+
+/// Which part of a block a task belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Block,
+    Rescue,
+    Always,
+}
+
+/// One enclosing block of a task. Blocks are flattened into the play's task list; each
+/// host's executor state uses the frames to decide whether it runs a task (a `rescue`
+/// task only runs on a host that failed in that block).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockFrame {
+    /// Unique within the play.
+    pub block: usize,
+    pub section: Section,
+    pub has_rescue: bool,
+    pub has_always: bool,
+}
+
+/// A task's `until` with its `retries` and `delay`, raw: both may be templates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Until {
+    pub conditions: Vec<String>,
+    /// `retries` as written (an int or a template); Ansible's default is 3.
+    pub retries: Option<Value>,
+    /// Seconds between attempts as written; Ansible's default is 5.
+    pub delay: Option<Value>,
+}
+
+impl Until {
+    pub const DEFAULT_RETRIES: u64 = 3;
+    pub const DEFAULT_DELAY: u64 = 5;
 }
 
 #[derive(Debug, Clone, PartialEq)]

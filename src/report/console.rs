@@ -89,10 +89,14 @@ impl<W: Write> ConsoleReporter<W> {
                     .to_string();
                 self.line(&text);
             }
-            Event::TaskStart { name, hosts } => {
+            Event::TaskStart { name, hosts } | Event::HandlerStart { name, hosts } => {
+                let title = match event {
+                    Event::HandlerStart { .. } => format!("RUNNING HANDLER [{name}]"),
+                    _ => format!("TASK [{name}]"),
+                };
                 self.finish_progress();
                 self.line("");
-                self.line(&banner(&format!("TASK [{name}]")));
+                self.line(&banner(&title));
                 if self.progress_enabled {
                     let bar = ProgressBar::with_draw_target(
                         Some(*hosts as u64),
@@ -128,6 +132,23 @@ impl<W: Write> ConsoleReporter<W> {
                 if let Some(bar) = &self.progress {
                     bar.inc(1);
                 }
+            }
+            Event::Retry {
+                host,
+                task,
+                item,
+                retries_left,
+            } => {
+                // Ansible's wording; an item is shown as the task name's suffix.
+                let item = item
+                    .as_deref()
+                    .map(|i| format!(" (item={i})"))
+                    .unwrap_or_default();
+                let text = format!(
+                    "FAILED - RETRYING: [{host}]: {task}{item} ({retries_left} retries left)."
+                );
+                let text = self.style(Style::new().red()).apply_to(text).to_string();
+                self.line(&text);
             }
             Event::AgentReady {
                 host,
@@ -188,10 +209,16 @@ impl<W: Write> ConsoleReporter<W> {
 
     fn format_result(&self, r: &HostResult) -> String {
         // The diff was shown above the line; the dump repeats it only at -vvv, as Ansible.
+        // `failed`/`skipped` are already said by the line's word, and Ansible drops them.
         let stripped;
-        let r = if self.verbosity < 3 && r.data.contains_key("diff") {
+        let hide_diff = self.verbosity < 3 && r.data.contains_key("diff");
+        let r = if hide_diff || r.data.contains_key("failed") || r.data.contains_key("skipped") {
             let mut copy = r.clone();
-            copy.data.remove("diff");
+            if hide_diff {
+                copy.data.remove("diff");
+            }
+            copy.data.remove("failed");
+            copy.data.remove("skipped");
             stripped = copy;
             &stripped
         } else {
@@ -216,7 +243,8 @@ impl<W: Write> ConsoleReporter<W> {
                     Some(i) => format!("failed: [{}] (item={i}) => ", r.host),
                     None => format!("fatal: [{}]: FAILED! => ", r.host),
                 };
-                let mut text = format!("{head}{}", dump(&r.data, self.verbosity));
+                let verbosity = self.verbosity.max(u8::from(r.verbose_always) * 4);
+                let mut text = format!("{head}{}", dump(&r.data, verbosity));
                 if r.ignored {
                     text.push_str("\n...ignoring");
                 }
@@ -437,6 +465,73 @@ mod tests {
             out.contains("changed: [web1] => {\"changed\": true}"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn status_keys_are_left_out_and_verbose_failures_are_indented() {
+        let out = render(
+            &[result(
+                Status::Failed,
+                None,
+                serde_json::json!({"failed": true, "msg": "x", "changed": false}),
+            )],
+            0,
+        );
+        assert_eq!(
+            out,
+            "fatal: [web1]: FAILED! => {\"changed\": false, \"msg\": \"x\"}\n"
+        );
+        let mut e = result(
+            Status::Failed,
+            None,
+            serde_json::json!({"failed": true, "assertion": "a", "msg": "Assertion failed"}),
+        );
+        if let Event::HostResult(r) = &mut e {
+            r.verbose_always = true;
+        }
+        let out = render(&[e], 0);
+        assert_eq!(
+            out,
+            "fatal: [web1]: FAILED! => {\n    \"assertion\": \"a\",\n    \"msg\": \"Assertion failed\"\n}\n"
+        );
+        let out = render(
+            &[result(
+                Status::Skipped,
+                None,
+                serde_json::json!({"skipped": true, "skip_reason": "r"}),
+            )],
+            1,
+        );
+        assert_eq!(out, "skipping: [web1] => {\"skip_reason\": \"r\"}\n");
+    }
+
+    #[test]
+    fn handlers_have_their_own_banner() {
+        let out = render(
+            &[Event::HandlerStart {
+                name: "restart web".into(),
+                hosts: 1,
+            }],
+            0,
+        );
+        assert_eq!(
+            out,
+            format!("\nRUNNING HANDLER [restart web] {}\n", "*".repeat(50))
+        );
+    }
+
+    #[test]
+    fn retries_read_as_ansible() {
+        let out = render(
+            &[Event::Retry {
+                host: "web1".into(),
+                task: "wait".into(),
+                item: None,
+                retries_left: 2,
+            }],
+            0,
+        );
+        assert_eq!(out, "FAILED - RETRYING: [web1]: wait (2 retries left).\n");
     }
 
     #[test]

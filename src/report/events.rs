@@ -24,9 +24,21 @@ pub enum Event {
         name: String,
         hosts: usize,
     },
+    /// A handler starts (Ansible's `RUNNING HANDLER [name]`).
+    HandlerStart {
+        name: String,
+        hosts: usize,
+    },
     /// A host's loop was expanded: this many more results to wait for (progress display).
     ItemsPlanned {
         count: usize,
+    },
+    /// An `until` check failed: the item runs again (Ansible's "FAILED - RETRYING").
+    Retry {
+        host: String,
+        task: String,
+        item: Option<String>,
+        retries_left: u64,
     },
     /// One result: a whole task on a host, or one loop item when `item` is set.
     HostResult(HostResult),

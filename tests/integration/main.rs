@@ -1,6 +1,7 @@
 //! Integration tests against real services (a throw-away sshd per test; see support/).
 
 mod connection;
+mod control_flow;
 mod facts;
 mod playbook_runs;
 mod support;

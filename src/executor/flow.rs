@@ -1,0 +1,493 @@
+//! Each host's path through a play: blocks (rescue/always), handlers, `meta`.
+//!
+//! Blocks are flattened into the play's task list at load time; every task carries its
+//! [`BlockFrame`]s. A host's [`Flow`] holds where it stands (running normally, or
+//! unwinding a failure towards a `rescue`/`always`), so the linear strategy simply asks
+//! each host, task by task, whether it runs the next one.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+
+use super::vars::task_vars;
+use super::{HostState, RunContext, TaskRef, run_task_on};
+use crate::playbook::{BlockFrame, Playbook, Section, Task};
+use crate::report::events::Event;
+
+/// One host's control-flow state for the current play.
+#[derive(Debug, Default)]
+pub struct Flow {
+    /// A failure on its way to the `rescue` or `always` that handles it.
+    unwinding: Option<Unwind>,
+    /// Blocks whose `rescue` this host has entered.
+    rescuing: HashSet<usize>,
+    /// Handler names and `listen` topics notified and not yet run.
+    notified: Vec<String>,
+    /// `ansible_failed_task` and `ansible_failed_result`, once a task failed in a block.
+    failed_vars: Option<Map<String, Value>>,
+    /// `meta: end_host` (or `end_play`) ended the play for this host.
+    ended: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Unwind {
+    /// The frames of the task that failed, outermost first.
+    frames: Vec<BlockFrame>,
+    /// Which of them handles the failure now.
+    level: usize,
+    /// The section of that block the host runs next.
+    target: Section,
+    /// The host is inside that block's `always`; leaving it resumes the failure.
+    in_always: bool,
+}
+
+/// Whether a host runs a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Run,
+    Skip,
+    /// A failure left its last `always` unhandled: the host is out of the play.
+    Fail,
+}
+
+/// What became of a task failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caught {
+    /// A `rescue` will run: Ansible counts the host `rescued`, not failed.
+    Rescue,
+    /// Only an `always` runs; the host fails after it.
+    Always,
+    Uncaught,
+}
+
+impl Flow {
+    /// Decides whether this host runs `task`, moving through rescue/always as it goes.
+    pub fn decide(&mut self, task: &Task) -> Decision {
+        if self.ended {
+            return Decision::Skip;
+        }
+        loop {
+            let Some(unwind) = &mut self.unwinding else {
+                // A rescue runs only for a host that failed in its block.
+                let entered = task
+                    .frames
+                    .iter()
+                    .all(|f| f.section != Section::Rescue || self.rescuing.contains(&f.block));
+                return if entered {
+                    Decision::Run
+                } else {
+                    Decision::Skip
+                };
+            };
+            let block = unwind.frames[unwind.level].block;
+            let here = task
+                .frames
+                .get(unwind.level)
+                .filter(|f| f.block == block)
+                .map(|f| f.section);
+            match (here, unwind.target) {
+                (Some(Section::Rescue), Section::Rescue) => {
+                    self.rescuing.insert(block);
+                    self.unwinding = None;
+                }
+                (Some(Section::Always), Section::Always) => {
+                    unwind.in_always = true;
+                    let deeper = &task.frames[unwind.level + 1..];
+                    let entered = deeper
+                        .iter()
+                        .all(|f| f.section != Section::Rescue || self.rescuing.contains(&f.block));
+                    return if entered {
+                        Decision::Run
+                    } else {
+                        Decision::Skip
+                    };
+                }
+                _ if unwind.in_always => {
+                    // Past the `always`: the failure goes on to the enclosing block.
+                    if unwind.level == 0 {
+                        self.unwinding = None;
+                        return Decision::Fail;
+                    }
+                    let level = unwind.level - 1;
+                    let section = unwind.frames[level].section;
+                    match resolve(&unwind.frames, level, section) {
+                        Some(next) => *unwind = next,
+                        None => {
+                            self.unwinding = None;
+                            return Decision::Fail;
+                        }
+                    }
+                }
+                _ => return Decision::Skip,
+            }
+        }
+    }
+
+    /// A task failed on this host (not ignored): find what handles it.
+    pub fn fail(&mut self, task: &Task, result: &Map<String, Value>) -> Caught {
+        let Some(last) = task.frames.last() else {
+            self.unwinding = None;
+            return Caught::Uncaught;
+        };
+        let mut failed_task = Map::new();
+        failed_task.insert("name".into(), task.name.clone().unwrap_or_default().into());
+        failed_task.insert("action".into(), task.action.clone().into());
+        failed_task.insert("args".into(), Value::Object(task.args.clone()));
+        let mut vars = Map::new();
+        vars.insert("ansible_failed_task".into(), Value::Object(failed_task));
+        vars.insert(
+            "ansible_failed_result".into(),
+            Value::Object(result.clone()),
+        );
+        self.failed_vars = Some(vars);
+        self.unwinding = resolve(&task.frames, task.frames.len() - 1, last.section);
+        match &self.unwinding {
+            Some(u) if u.target == Section::Rescue => Caught::Rescue,
+            Some(_) => Caught::Always,
+            None => Caught::Uncaught,
+        }
+    }
+
+    /// A failure still unwinding when the play ends fails the host.
+    pub fn end_of_play(&mut self) -> bool {
+        self.unwinding.take().is_some()
+    }
+
+    pub fn notify(&mut self, names: &[String]) {
+        for name in names {
+            if !self.notified.contains(name) {
+                self.notified.push(name.clone());
+            }
+        }
+    }
+
+    pub fn failed_vars(&self) -> Option<&Map<String, Value>> {
+        self.failed_vars.as_ref()
+    }
+
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+}
+
+/// The handler of a failure in `section` of the block at `level` (or further out).
+fn resolve(frames: &[BlockFrame], mut level: usize, mut section: Section) -> Option<Unwind> {
+    loop {
+        let frame = &frames[level];
+        let target = match section {
+            Section::Block if frame.has_rescue => Some(Section::Rescue),
+            Section::Block | Section::Rescue if frame.has_always => Some(Section::Always),
+            _ => None,
+        };
+        if let Some(target) = target {
+            return Some(Unwind {
+                frames: frames.to_vec(),
+                level,
+                target,
+                in_always: false,
+            });
+        }
+        if level == 0 {
+            return None;
+        }
+        level -= 1;
+        section = frames[level].section;
+    }
+}
+
+/// Whether a host takes part in the rest of the play.
+pub fn in_play(host: &HostState) -> bool {
+    !host.out.load(Ordering::SeqCst) && !host.flow.lock().expect("flow lock").ended()
+}
+
+/// The hosts that run `task`; a host whose failure leaves its last `always` drops out.
+pub fn runners(hosts: &[Arc<HostState>], task: &Task) -> Vec<Arc<HostState>> {
+    hosts
+        .iter()
+        .filter(|h| {
+            let decision = h.flow.lock().expect("flow lock").decide(task);
+            if decision == Decision::Fail {
+                h.out.store(true, Ordering::SeqCst);
+            }
+            decision == Decision::Run
+        })
+        .cloned()
+        .collect()
+}
+
+/// What the play's loop does after a `meta` task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaEffect {
+    Continue,
+    EndPlay,
+}
+
+/// Everything the executor needs to run tasks of one play.
+pub struct PlayRun<'a> {
+    pub ctx: &'a Arc<RunContext>,
+    pub playbook: &'a Arc<Playbook>,
+    pub play_index: usize,
+    /// Every host of the play, out or not.
+    pub hosts: &'a [Arc<HostState>],
+    pub play_hosts: &'a [String],
+    pub forks: &'a Arc<Semaphore>,
+}
+
+impl PlayRun<'_> {
+    /// Acts on a `meta` task for the hosts still in the play.
+    pub async fn meta(&self, task: &Task, active: &[Arc<HostState>]) -> MetaEffect {
+        let action = task
+            .args
+            .get("_raw_params")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim();
+        let targets = runners(active, task);
+        match action {
+            "flush_handlers" => self.flush_handlers().await,
+            "end_play" | "end_batch" if targets.iter().any(|h| self.holds(task, h)) => {
+                for host in self.hosts {
+                    host.flow.lock().expect("flow lock").ended = true;
+                }
+                return MetaEffect::EndPlay;
+            }
+            "end_host" => {
+                for host in targets.iter().filter(|h| self.holds(task, h)) {
+                    host.flow.lock().expect("flow lock").ended = true;
+                }
+            }
+            "clear_host_errors" => {
+                for host in self.hosts {
+                    let unreachable = host.stats.lock().expect("stats lock").unreachable > 0;
+                    if !unreachable {
+                        host.out.store(false, Ordering::SeqCst);
+                    }
+                }
+            }
+            // Nothing to do here: no inventory refresh, facts cache or role bookkeeping.
+            _ => {}
+        }
+        MetaEffect::Continue
+    }
+
+    /// The task's `when` for one host (a broken condition counts as false, with a warning).
+    fn holds(&self, task: &Task, host: &HostState) -> bool {
+        let play = &self.playbook.plays[self.play_index];
+        let vars = match task_vars(self.ctx, self.playbook, play, task, host, self.play_hosts) {
+            Ok(vars) => vars,
+            Err(e) => {
+                self.ctx
+                    .emit(Event::Warning(format!("{}: {e}", task.location)));
+                return false;
+            }
+        };
+        task.when.iter().all(
+            |condition| match self.ctx.templar.eval_condition(condition, &vars) {
+                Ok(b) => b,
+                Err(e) => {
+                    self.ctx.emit(Event::Warning(format!(
+                        "{}: the conditional check '{condition}' failed: {e}",
+                        task.location
+                    )));
+                    false
+                }
+            },
+        )
+    }
+
+    /// Runs every notified handler, in the order the play lists them, on the hosts that
+    /// notified it (failed hosts too with `force_handlers`).
+    pub async fn flush_handlers(&self) {
+        let play = &self.playbook.plays[self.play_index];
+        let force = self.ctx.opts.force_handlers || play.force_handlers;
+        for (index, handler) in play.handlers.iter().enumerate() {
+            let answers =
+                |name: &String, h: &Task| h.name.as_ref() == Some(name) || h.listen.contains(name);
+            let later = &play.handlers[index + 1..];
+            let mut targets = Vec::new();
+            for host in self.hosts {
+                let eligible = {
+                    let out = host.out.load(Ordering::SeqCst);
+                    let unreachable = host.stats.lock().expect("stats lock").unreachable > 0;
+                    !out || (force && !unreachable)
+                };
+                let mut flow = host.flow.lock().expect("flow lock");
+                if flow.ended || !flow.notified.iter().any(|n| answers(n, handler)) {
+                    continue;
+                }
+                // A name stays notified while a later handler still answers to it.
+                flow.notified
+                    .retain(|n| !answers(n, handler) || later.iter().any(|h| answers(n, h)));
+                if eligible {
+                    targets.push(host.clone());
+                }
+            }
+            if targets.is_empty() {
+                continue;
+            }
+            self.ctx.emit(Event::HandlerStart {
+                name: handler.display_name(),
+                hosts: targets.len(),
+            });
+            run_task_on(self, TaskRef::Handler(index), targets).await;
+        }
+        // A templated name that turned out to match nothing (Ansible stops the run here).
+        for host in self.hosts {
+            let mut flow = host.flow.lock().expect("flow lock");
+            let unknown: Vec<String> = flow
+                .notified
+                .iter()
+                .filter(|n| {
+                    !play
+                        .handlers
+                        .iter()
+                        .any(|h| h.name.as_ref() == Some(*n) || h.listen.contains(n))
+                })
+                .cloned()
+                .collect();
+            for name in unknown {
+                flow.notified.retain(|n| *n != name);
+                self.ctx.emit(Event::Warning(format!(
+                    "[{}]: the requested handler '{name}' was not found in either the main handlers list nor in the listening handlers list",
+                    host.name
+                )));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::playbook::load_playbook_text;
+    use std::path::Path;
+
+    fn tasks(yaml: &str) -> Vec<Task> {
+        let text = format!("- hosts: all\n  tasks:\n{yaml}");
+        load_playbook_text(Path::new("site.yml"), &text)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .plays
+            .remove(0)
+            .tasks
+    }
+
+    /// Walks the tasks for one host that fails at the given indexes: which tasks ran,
+    /// how each failure was caught, and whether the host fails in the end.
+    fn walk(tasks: &[Task], failing: &[usize]) -> (Vec<usize>, Vec<Caught>, bool) {
+        let mut flow = Flow::default();
+        let (mut ran, mut caught) = (Vec::new(), Vec::new());
+        for (i, task) in tasks.iter().enumerate() {
+            match flow.decide(task) {
+                Decision::Run => {
+                    ran.push(i);
+                    if failing.contains(&i) {
+                        let c = flow.fail(task, &Map::new());
+                        caught.push(c);
+                        if c == Caught::Uncaught {
+                            return (ran, caught, true);
+                        }
+                    }
+                }
+                Decision::Skip => {}
+                Decision::Fail => return (ran, caught, true),
+            }
+        }
+        let failed = flow.end_of_play();
+        (ran, caught, failed)
+    }
+
+    const RESCUED: &str = "    - block:
+        - command: a
+        - command: b
+      rescue:
+        - command: c
+        - command: d
+      always:
+        - command: e
+    - command: f
+";
+
+    #[test]
+    fn a_rescue_runs_only_after_a_failure() {
+        let t = tasks(RESCUED);
+        assert_eq!(walk(&t, &[]), (vec![0, 1, 4, 5], vec![], false));
+        assert_eq!(
+            walk(&t, &[0]),
+            (vec![0, 2, 3, 4, 5], vec![Caught::Rescue], false)
+        );
+        // A failing rescue still runs the always, then the host fails.
+        assert_eq!(
+            walk(&t, &[1, 2]),
+            (vec![0, 1, 2, 4], vec![Caught::Rescue, Caught::Always], true)
+        );
+        // A failing always fails the host straight away.
+        assert_eq!(
+            walk(&t, &[4]),
+            (vec![0, 1, 4], vec![Caught::Uncaught], true)
+        );
+    }
+
+    #[test]
+    fn failures_travel_out_through_nested_blocks() {
+        let t = tasks(
+            "    - block:
+        - block:
+            - command: a
+            - command: b
+          always:
+            - command: c
+        - command: d
+      rescue:
+        - command: e
+    - command: f
+",
+        );
+        // The inner always runs, then the outer rescue takes the failure.
+        assert_eq!(
+            walk(&t, &[0]),
+            (vec![0, 2, 4, 5], vec![Caught::Always], false)
+        );
+        let t = tasks(
+            "    - block:
+        - block:
+            - command: a
+        - command: b
+      rescue:
+        - command: c
+    - command: d
+",
+        );
+        assert_eq!(walk(&t, &[0]), (vec![0, 2, 3], vec![Caught::Rescue], false));
+        // Without any block a failure is the end.
+        let t = tasks("    - command: a\n    - command: b\n");
+        assert_eq!(walk(&t, &[0]), (vec![0], vec![Caught::Uncaught], true));
+    }
+
+    #[test]
+    fn an_always_at_the_end_of_the_play_fails_the_host_after_it() {
+        let t = tasks(
+            "    - block:
+        - command: a
+      always:
+        - command: b
+",
+        );
+        assert_eq!(walk(&t, &[0]), (vec![0, 1], vec![Caught::Always], true));
+    }
+
+    #[test]
+    fn failed_vars_name_the_task_and_result() {
+        let t = tasks(RESCUED);
+        let mut flow = Flow::default();
+        let mut result = Map::new();
+        result.insert("rc".into(), 2.into());
+        flow.fail(&t[1], &result);
+        let vars = flow.failed_vars().unwrap();
+        assert_eq!(vars["ansible_failed_result"]["rc"], 2);
+        assert_eq!(vars["ansible_failed_task"]["action"], "command");
+        assert_eq!(vars["ansible_failed_task"]["args"]["_raw_params"], "b");
+    }
+}

@@ -1,0 +1,518 @@
+//! Task control flow over a real sshd: changed_when/failed_when/until, assert/fail,
+//! handlers, block/rescue/always. What a user checks: files on the target, the recap,
+//! Ansible's wording in the output.
+
+use crate::support::hosts::SshHosts;
+use crate::support::run::{Outcome, Recap, TestRun};
+
+const PLAY_HEAD: &str = "- hosts: all\n  gather_facts: false\n";
+
+#[track_caller]
+fn assert_contains(out: &Outcome, needle: &str) {
+    assert!(
+        out.stdout.contains(needle),
+        "expected {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+#[track_caller]
+fn assert_not_contains(out: &Outcome, needle: &str) {
+    assert!(
+        !out.stdout.contains(needle),
+        "did not expect {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+fn run(hosts: &SshHosts, tasks: &str) -> Outcome {
+    TestRun::new()
+        .playbook(&format!("{PLAY_HEAD}{tasks}"))
+        .inventory(&hosts.inventory())
+        .run()
+}
+
+#[test]
+fn changed_when_failed_when_and_until_judge_each_result() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  tasks:
+    - name: never a change
+      command: echo hi
+      changed_when: false
+    - name: rc 3 is fine here
+      shell: exit 3
+      register: three
+      failed_when: three.rc not in [0, 3]
+    - name: grep says FAIL
+      command: echo FAIL
+      register: said
+      failed_when:
+        - "'FAIL' in said.stdout"
+        - said.rc == 0
+      ignore_errors: true
+    - name: count to three
+      shell: n=$(cat ~/count 2>/dev/null || echo 0); n=$((n+1)); echo $n > ~/count; echo $n
+      register: counter
+      until: counter.stdout == "3"
+      retries: 5
+      delay: 0
+      changed_when: counter.attempts > 1
+    - name: per item
+      shell: echo {{ item }}
+      loop: [a, b]
+      register: items
+      changed_when: item == 'b'
+    - copy:
+        dest: ~/summary
+        content: "{{ counter.attempts }} {{ counter.stdout }} {{ three.failed }} {{ said.failed_when_result }} {{ items.results | map(attribute='changed') | list }}"
+"#,
+    );
+    out.assert_code(0);
+    let home = &hosts.user("h").home;
+    assert_eq!(
+        std::fs::read_to_string(home.join("summary")).unwrap(),
+        "3 3 False True [False, True]"
+    );
+    assert_contains(&out, "ok: [h]\n\nTASK [rc 3 is fine here]");
+    assert_contains(
+        &out,
+        "FAILED - RETRYING: [h]: count to three (5 retries left).",
+    );
+    assert_contains(
+        &out,
+        "FAILED - RETRYING: [h]: count to three (4 retries left).",
+    );
+    assert_not_contains(&out, "(3 retries left)");
+    assert_contains(&out, "\"failed_when_result\": true");
+    assert_contains(&out, "...ignoring");
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ok: 6,
+            changed: 5,
+            ignored: 1,
+            ..Recap::default()
+        }
+    );
+}
+
+#[test]
+fn until_retries_only_the_items_that_need_it() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  tasks:
+    - name: per item counters
+      shell: n=$(cat ~/c{{ item }} 2>/dev/null || echo 0); n=$((n+1)); echo $n > ~/c{{ item }}; echo $n
+      loop: [1, 3]
+      register: r
+      until: r.stdout | int >= item
+      retries: 4
+      delay: 0
+    - copy:
+        dest: ~/attempts
+        content: "{{ r.results | map(attribute='attempts') | list }}"
+"#,
+    );
+    out.assert_code(0);
+    let home = &hosts.user("h").home;
+    assert_eq!(
+        std::fs::read_to_string(home.join("attempts")).unwrap(),
+        "[1, 3]"
+    );
+    assert_eq!(std::fs::read_to_string(home.join("c1")).unwrap(), "1\n");
+    assert_eq!(std::fs::read_to_string(home.join("c3")).unwrap(), "3\n");
+    assert_eq!(out.stdout.matches("FAILED - RETRYING").count(), 2);
+    assert_contains(
+        &out,
+        "FAILED - RETRYING: [h]: per item counters (item=3) (4 retries left).",
+    );
+}
+
+#[test]
+fn until_gives_up_after_the_retries_and_fails_the_host() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  tasks:
+    - name: never ready
+      command: echo waiting
+      register: r
+      until: r.stdout == 'ready'
+      retries: 2
+      delay: 0
+    - name: not reached
+      shell: touch ~/reached
+"#,
+    );
+    out.assert_code(2);
+    assert_contains(&out, "(2 retries left).");
+    assert_contains(&out, "(1 retries left).");
+    assert_contains(&out, "fatal: [h]: FAILED! => {\"attempts\": 2,");
+    assert!(!hosts.user("h").home.join("reached").exists());
+    assert_eq!(out.recap("h").failed, 1);
+}
+
+#[test]
+fn assert_and_fail_speak_ansibles_words() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  vars:
+    port: 80
+  tasks:
+    - name: holds
+      assert:
+        that:
+          - port == 80
+          - port is number
+    - name: quietly
+      assert:
+        that: port > 1
+        success_msg: "port {{ port }} is fine"
+        quiet: true
+      register: quiet
+    - name: does not hold
+      assert:
+        that:
+          - port == 80
+          - port == 443
+        fail_msg: "port is {{ port }}"
+      ignore_errors: true
+      register: bad
+    - copy:
+        dest: ~/assert
+        content: "{{ quiet.msg }}|{{ bad.assertion }}|{{ bad.evaluated_to }}|{{ bad.msg }}"
+    - name: stop here
+      fail:
+        msg: "stopping on {{ inventory_hostname }}"
+    - name: not reached
+      shell: touch ~/reached
+"#,
+    );
+    out.assert_code(2);
+    assert_contains(
+        &out,
+        "ok: [h] => {\n    \"changed\": false,\n    \"msg\": \"All assertions passed\"\n}",
+    );
+    assert_contains(&out, "TASK [quietly] ***");
+    assert_not_contains(&out, "port 80 is fine\"\n");
+    assert_contains(
+        &out,
+        "fatal: [h]: FAILED! => {\n    \"assertion\": \"port == 443\",\n    \"changed\": false,\n    \"evaluated_to\": false,\n    \"msg\": \"port is 80\"\n}\n...ignoring",
+    );
+    assert_contains(
+        &out,
+        "fatal: [h]: FAILED! => {\"changed\": false, \"msg\": \"stopping on h\"}",
+    );
+    let home = &hosts.user("h").home;
+    assert_eq!(
+        std::fs::read_to_string(home.join("assert")).unwrap(),
+        "port 80 is fine|port == 443|False|port is 80"
+    );
+    assert!(!home.join("reached").exists());
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ok: 4,
+            changed: 1,
+            failed: 1,
+            ignored: 1,
+            ..Recap::default()
+        }
+    );
+}
+
+fn read(hosts: &SshHosts, host: &str, file: &str) -> String {
+    let path = hosts.user(host).home.join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn exists(hosts: &SshHosts, host: &str, file: &str) -> bool {
+    hosts.user(host).home.join(file).exists()
+}
+
+#[test]
+fn handlers_run_once_at_the_end_in_handler_order() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  vars:
+    svc: web
+  handlers:
+    - name: restart web
+      shell: echo restarted >> ~/handler_log
+    - name: reload
+      listen: web changed
+      shell: echo reloaded >> ~/handler_log
+    - name: never
+      shell: echo never >> ~/handler_log
+  tasks:
+    - name: change
+      copy:
+        content: x
+        dest: ~/conf
+      notify: [web changed]
+    - name: change again
+      command: echo 1
+      notify: "restart {{ svc }}"
+    - name: no change
+      command: echo 1
+      changed_when: false
+      notify: never
+    - name: last task
+      shell: cat ~/conf
+"#,
+    );
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "h", "handler_log"), "restarted\nreloaded\n");
+    let last = out.stdout.find("TASK [last task]").expect("last task");
+    let restart = out
+        .stdout
+        .find("RUNNING HANDLER [restart web] ***")
+        .expect("restart handler banner");
+    let reload = out
+        .stdout
+        .find("RUNNING HANDLER [reload] ***")
+        .expect("reload handler banner");
+    assert!(last < restart && restart < reload, "{}", out.stdout);
+    assert_not_contains(&out, "RUNNING HANDLER [never]");
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ok: 6,
+            changed: 5,
+            ..Recap::default()
+        }
+    );
+
+    // Nothing changes the second time: no handler runs.
+    let again = run(
+        &hosts,
+        r#"  handlers:
+    - name: h
+      shell: echo again >> ~/handler_log
+  tasks:
+    - copy:
+        content: x
+        dest: ~/conf
+      notify: h
+"#,
+    );
+    again.assert_code(0);
+    assert_not_contains(&again, "RUNNING HANDLER");
+    assert_eq!(read(&hosts, "h", "handler_log"), "restarted\nreloaded\n");
+}
+
+#[test]
+fn flush_handlers_runs_them_mid_play_and_only_once() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  handlers:
+    - name: h
+      shell: echo ran >> ~/handler_log
+  tasks:
+    - command: echo 1
+      notify: h
+    - meta: flush_handlers
+    - shell: cat ~/handler_log
+      register: log
+    - meta: noop
+    - copy:
+        content: "{{ log.stdout }}"
+        dest: ~/seen
+"#,
+    );
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "h", "seen"), "ran");
+    assert_eq!(read(&hosts, "h", "handler_log"), "ran\n");
+    assert_eq!(out.stdout.matches("RUNNING HANDLER [h]").count(), 1);
+    assert_not_contains(&out, "TASK [meta]");
+}
+
+#[test]
+fn force_handlers_runs_notified_handlers_on_failed_hosts() {
+    let hosts = SshHosts::start(&["h"]);
+    let playbook = r#"  handlers:
+    - name: h
+      shell: echo ran >> ~/handler_log
+  tasks:
+    - command: echo 1
+      notify: h
+    - command: /bin/false
+"#;
+    let plain = run(&hosts, playbook);
+    plain.assert_code(2);
+    assert!(!exists(&hosts, "h", "handler_log"));
+    assert_not_contains(&plain, "RUNNING HANDLER");
+
+    let forced = TestRun::new()
+        .playbook(&format!("{PLAY_HEAD}{playbook}"))
+        .inventory(&hosts.inventory())
+        .arg("--force-handlers")
+        .run();
+    forced.assert_code(2);
+    assert_contains(&forced, "RUNNING HANDLER [h]");
+    assert_eq!(read(&hosts, "h", "handler_log"), "ran\n");
+    assert_eq!(forced.recap("h").failed, 1);
+
+    // The play keyword does the same.
+    let keyword = run(&hosts, &format!("  force_handlers: true\n{playbook}"));
+    keyword.assert_code(2);
+    assert_eq!(read(&hosts, "h", "handler_log"), "ran\nran\n");
+}
+
+#[test]
+fn end_host_and_end_play() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            r#"{PLAY_HEAD}  tasks:
+    - meta: end_host
+      when: inventory_hostname == 'h1'
+    - shell: touch ~/after_end_host
+    - meta: end_play
+    - shell: touch ~/after_end_play
+{PLAY_HEAD}  tasks:
+    - shell: touch ~/second_play
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert!(!exists(&hosts, "h1", "after_end_host"));
+    assert!(exists(&hosts, "h2", "after_end_host"));
+    for host in ["h1", "h2"] {
+        assert!(!exists(&hosts, host, "after_end_play"));
+        assert!(exists(&hosts, host, "second_play"));
+    }
+    assert_eq!(out.recap("h1").ok, 1);
+    assert_eq!(out.recap("h2").ok, 2);
+}
+
+#[test]
+fn rescue_takes_the_failure_and_always_runs() {
+    let hosts = SshHosts::start(&["bad", "good"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            r#"{PLAY_HEAD}  tasks:
+    - name: protected
+      block:
+        - command: echo before
+        - name: maybe fail
+          command: "{{{{ '/bin/false' if inventory_hostname == 'bad' else '/bin/true' }}}}"
+        - shell: touch ~/rest_of_block
+      rescue:
+        - debug:
+            msg: "rescued {{{{ ansible_failed_task.name }}}}"
+        - copy:
+            content: "{{{{ ansible_failed_result.rc }}}} {{{{ ansible_failed_task.action }}}}"
+            dest: ~/rescued
+      always:
+        - copy:
+            content: always
+            dest: ~/always
+    - shell: touch ~/after
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "bad", "rescued"), "1 command");
+    assert!(!exists(&hosts, "bad", "rest_of_block"));
+    assert!(!exists(&hosts, "good", "rescued"));
+    assert!(exists(&hosts, "good", "rest_of_block"));
+    for host in ["bad", "good"] {
+        assert_eq!(read(&hosts, host, "always"), "always");
+        assert!(exists(&hosts, host, "after"));
+    }
+    assert_contains(&out, "fatal: [bad]: FAILED! =>");
+    assert_contains(&out, "\"msg\": \"rescued maybe fail\"");
+    assert_eq!(
+        out.recap("bad"),
+        Recap {
+            ok: 5,
+            changed: 4,
+            rescued: 1,
+            ..Recap::default()
+        }
+    );
+    assert_eq!(
+        out.recap("good"),
+        Recap {
+            ok: 5,
+            changed: 5,
+            ..Recap::default()
+        }
+    );
+}
+
+#[test]
+fn an_unrescued_block_runs_always_then_fails_the_host() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  tasks:
+    - block:
+        - command: /bin/false
+      always:
+        - copy:
+            content: cleaned
+            dest: ~/cleanup
+    - shell: touch ~/after
+"#,
+    );
+    out.assert_code(2);
+    assert_eq!(read(&hosts, "h", "cleanup"), "cleaned");
+    assert!(!exists(&hosts, "h", "after"));
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ok: 1,
+            changed: 1,
+            failed: 1,
+            ..Recap::default()
+        }
+    );
+}
+
+#[test]
+fn block_when_vars_and_ignore_errors_reach_every_task() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  tasks:
+    - when: false
+      block:
+        - shell: touch ~/skipped1
+        - shell: touch ~/skipped2
+    - vars:
+        greeting: hello
+      ignore_errors: true
+      block:
+        - command: /bin/false
+        - copy:
+            content: "{{ greeting }}"
+            dest: ~/greeting
+"#,
+    );
+    out.assert_code(0);
+    assert!(!exists(&hosts, "h", "skipped1") && !exists(&hosts, "h", "skipped2"));
+    assert_eq!(read(&hosts, "h", "greeting"), "hello");
+    assert_contains(&out, "...ignoring");
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ok: 2,
+            changed: 2,
+            skipped: 2,
+            ignored: 1,
+            ..Recap::default()
+        }
+    );
+}

@@ -36,6 +36,7 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("flatten", flatten);
     env.add_filter("min", min);
     env.add_filter("max", max);
+    env.add_filter("sum", sum);
     env.add_filter("combine", combine);
     env.add_filter("dict2items", dict2items);
     env.add_filter("items2dict", items2dict);
@@ -50,6 +51,82 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("center", center);
     env.add_filter("random", random);
     env.add_filter("shuffle", shuffle);
+    env.add_filter("string", string);
+}
+
+/// Python's `str()`: what Ansible prints for a value inside text (`['a', 1]`,
+/// `{'k': True}`, `None`).
+pub fn python_str(value: &MjValue) -> String {
+    match value.kind() {
+        ValueKind::String => value.as_str().unwrap_or("").to_string(),
+        _ => python_repr(value),
+    }
+}
+
+fn python_repr(value: &MjValue) -> String {
+    match value.kind() {
+        ValueKind::None | ValueKind::Undefined => "None".into(),
+        ValueKind::Bool => if value.is_true() { "True" } else { "False" }.into(),
+        ValueKind::String => python_string_repr(value.as_str().unwrap_or("")),
+        ValueKind::Seq | ValueKind::Iterable => {
+            let items: Vec<String> = value
+                .try_iter()
+                .into_iter()
+                .flatten()
+                .map(|v| python_repr(&v))
+                .collect();
+            format!("[{}]", items.join(", "))
+        }
+        ValueKind::Map => {
+            let entries: Vec<String> = value
+                .try_iter()
+                .into_iter()
+                .flatten()
+                .map(|k| {
+                    let v = value.get_item(&k).unwrap_or_default();
+                    format!("{}: {}", python_repr(&k), python_repr(&v))
+                })
+                .collect();
+            format!("{{{}}}", entries.join(", "))
+        }
+        _ => value.to_string(),
+    }
+}
+
+/// Python's `repr(str)`: single quotes unless the text has one and no double quote.
+fn python_string_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+fn string(value: MjValue) -> MjValue {
+    if value.kind() == ValueKind::String {
+        return value;
+    }
+    MjValue::from(python_str(&value))
 }
 
 fn invalid(message: impl Into<String>) -> MjError {
@@ -558,6 +635,47 @@ fn min(value: MjValue, kwargs: Kwargs) -> Result<MjValue, MjError> {
 
 fn max(value: MjValue, kwargs: Kwargs) -> Result<MjValue, MjError> {
     extreme(value, kwargs, true)
+}
+
+/// Jinja's `sum(attribute=None, start=0)`.
+fn sum(value: MjValue, attribute: Option<String>, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    let attribute = kwargs.get::<Option<String>>("attribute")?.or(attribute);
+    let start: Option<MjValue> = kwargs.get("start")?;
+    kwargs.assert_all_used()?;
+    let mut total = start.unwrap_or(MjValue::from(0));
+    for item in value.try_iter()? {
+        let item = match &attribute {
+            Some(a) => a
+                .split('.')
+                .fold(item, |cur, part| cur.get_attr(part).unwrap_or_default()),
+            None => item,
+        };
+        total = add(&total, &item)?;
+    }
+    Ok(total)
+}
+
+fn add(a: &MjValue, b: &MjValue) -> Result<MjValue, MjError> {
+    match (a.kind(), b.kind()) {
+        (ValueKind::Number, ValueKind::Number) => {
+            if let (Ok(x), Ok(y)) = (i64::try_from(a.clone()), i64::try_from(b.clone()))
+                && let Some(total) = x.checked_add(y)
+            {
+                return Ok(MjValue::from(total));
+            }
+            Ok(MjValue::from(
+                f64::try_from(a.clone())? + f64::try_from(b.clone())?,
+            ))
+        }
+        (ValueKind::Seq, ValueKind::Seq) => Ok(MjValue::from(
+            a.try_iter()?.chain(b.try_iter()?).collect::<Vec<_>>(),
+        )),
+        _ => Err(invalid(format!(
+            "sum: unsupported operand types for +: '{}' and '{}'",
+            mj_type_name(a),
+            mj_type_name(b)
+        ))),
+    }
 }
 
 /// `combine(*dicts, recursive=False, list_merge='replace')`: later dicts win.

@@ -5,6 +5,8 @@
 //! truthiness, and the trailing newline of a `|` block survives rendering.
 
 mod chain;
+#[cfg(test)]
+mod dialect_tests;
 mod filters;
 mod lookups;
 mod sha_crypt;
@@ -110,6 +112,12 @@ impl Templar {
         // Python's str/dict/list methods (`x.startswith()`, `d.items()`...), which
         // playbooks call as if Jinja were Python.
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        // Values inside text print as Python's str() would: Ansible users' files hold
+        // `['a', 'b']`, `True` and `None`, not JSON.
+        env.set_formatter(|out, _state, value| {
+            out.write_str(&filters::python_str(value))
+                .map_err(|e| MjError::new(ErrorKind::WriteFailure, e.to_string()))
+        });
         filters::register(&mut env);
         tests::register(&mut env);
         lookups::register(&mut env, base_dir.clone());
@@ -337,7 +345,8 @@ fn single_expression(s: &str) -> Option<&str> {
     let inner = s.strip_prefix("{{")?.strip_suffix("}}")?;
     let inner = inner.strip_prefix('-').unwrap_or(inner);
     let inner = inner.strip_suffix('-').unwrap_or(inner);
-    if inner.contains("}}") || inner.contains("{{") || inner.contains("{%") {
+    // A `}}` inside (`{{ {'a': {'b': 1}} }}`) is left to the expression parser to judge.
+    if inner.contains("{{") || inner.contains("{%") {
         return None;
     }
     Some(inner)

@@ -53,15 +53,18 @@ fn invalid(message: impl Into<String>) -> MjError {
     MjError::new(ErrorKind::InvalidOperation, message.into())
 }
 
-fn truthy(value: &MjValue, convert_bool: Option<bool>) -> bool {
-    if convert_bool.unwrap_or(false) && value.kind() != ValueKind::Seq {
-        return super::filters::bool_filter(value.clone());
+/// `truthy(convert_bool=False)`: with `convert_bool`, 'no'/'off' count as false.
+fn truthy(value: &MjValue, convert_bool: Option<bool>, kwargs: Kwargs) -> Result<bool, MjError> {
+    let convert = kwargs.get::<Option<bool>>("convert_bool")?.or(convert_bool);
+    kwargs.assert_all_used()?;
+    if convert.unwrap_or(false) && value.kind() != ValueKind::Seq {
+        return Ok(super::filters::bool_filter(value.clone()));
     }
-    value.is_true()
+    Ok(value.is_true())
 }
 
-fn falsy(value: &MjValue, convert_bool: Option<bool>) -> bool {
-    !truthy(value, convert_bool)
+fn falsy(value: &MjValue, convert_bool: Option<bool>, kwargs: Kwargs) -> Result<bool, MjError> {
+    truthy(value, convert_bool, kwargs).map(|t| !t)
 }
 
 /// Ansible's task-result tests refuse anything but a registered result.

@@ -237,8 +237,11 @@ fn loose_parts(v: &str) -> Vec<Part> {
     parts
 }
 
+/// StrictVersion's parts: three numbers and an optional `a`/`b` pre-release.
+type StrictVersion = (Vec<u64>, Option<(char, u64)>);
+
 /// StrictVersion: `N.N[.N][(a|b)N]`.
-fn strict_parts(v: &str) -> Result<(Vec<u64>, Option<(char, u64)>), MjError> {
+fn strict_parts(v: &str) -> Result<StrictVersion, MjError> {
     let bad = || {
         invalid(format!(
             "Version comparison failed: invalid version number '{v}'"

@@ -3,3 +3,4 @@
 mod connection;
 mod playbook_runs;
 mod support;
+mod templating;

@@ -93,6 +93,29 @@ fn default_works_on_undefined_chains() {
 }
 
 #[test]
+fn errors_after_a_rewrite_quote_the_users_text() {
+    let template = "{{ d.zz.c | default('x') }} {{ nope }}";
+    match err(template) {
+        TemplateError::Undefined { name, expr } => {
+            assert_eq!(name, "nope");
+            assert_eq!(expr, template);
+        }
+        other => panic!("{other:?}"),
+    }
+    match err("{{ d.zz.c | default(zz.y) }}") {
+        TemplateError::Undefined { name, .. } => assert_eq!(name, "zz"),
+        other => panic!("{other:?}"),
+    }
+    let e = Templar::new()
+        .eval_condition("d.zz.c is defined or nope", &vars())
+        .unwrap_err();
+    assert!(
+        matches!(&e, TemplateError::Undefined { name, expr } if name == "nope" && expr == "d.zz.c is defined or nope"),
+        "{e:?}"
+    );
+}
+
+#[test]
 fn default_omit_gives_the_placeholder() {
     assert_eq!(
         v("missing | default(omit)"),
@@ -615,6 +638,13 @@ fn lookups() {
         json!({"key": "a", "value": 1})
     );
     assert!(t.render_str("{{ lookup('nope', 'x') }}", &vars).is_err());
+    assert_eq!(r("{{ lookup('ansible.builtin.file', 'top.txt') }}"), "top");
+    assert_eq!(r("{{ lookup('vars', 'who') }}"), "alice");
+    assert_eq!(r("{{ lookup('vars', 'nobody', default='d') }}"), "d");
+    assert!(
+        t.render_str("{{ lookup('vars', 'nobody') }}", &vars)
+            .is_err()
+    );
 }
 
 #[test]

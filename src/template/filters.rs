@@ -52,6 +52,28 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("random", random);
     env.add_filter("shuffle", shuffle);
     env.add_filter("string", string);
+    env.add_filter("extract", extract);
+}
+
+/// `extract(container, morekeys=None)`: `container[item]`, then deeper by each key
+/// (`groups['web'] | map('extract', hostvars, 'ansible_host')`).
+fn extract(
+    item: MjValue,
+    container: MjValue,
+    morekeys: Option<MjValue>,
+) -> Result<MjValue, MjError> {
+    let mut value = container.get_item(&item)?;
+    if let Some(keys) = morekeys {
+        let keys: Vec<MjValue> = if keys.kind() == ValueKind::Seq {
+            keys.try_iter()?.collect()
+        } else {
+            vec![keys]
+        };
+        for key in keys {
+            value = value.get_item(&key)?;
+        }
+    }
+    Ok(value)
 }
 
 /// Python's `str()`: what Ansible prints for a value inside text (`['a', 1]`,

@@ -48,6 +48,8 @@ fn run(
         .or_else(|| base.map(Path::to_path_buf))
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_default();
+    // `ansible.builtin.file` is `file`.
+    let name = name.strip_prefix("ansible.builtin.").unwrap_or(name);
     let results = match name {
         "file" => file(terms, &kwargs, &base),
         "env" => env(terms, &kwargs),
@@ -58,9 +60,10 @@ fn run(
         "items" | "list" => Ok(flatten_terms(terms, name == "items")),
         "sequence" => sequence(terms),
         "dict" => dict(terms),
+        "vars" => vars(state, terms, &kwargs),
         other => Err(error(format!(
             "lookup plugin '{other}' is not supported (supported: file, env, template, \
-             fileglob, first_found, pipe, items, list, sequence, dict)"
+             fileglob, first_found, pipe, items, list, sequence, dict, vars)"
         ))),
     };
     let results = match results {
@@ -396,6 +399,25 @@ fn dict(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
         }
     }
     Ok(out)
+}
+
+/// `vars`: variables by (templated) name, or `default=` when one is missing.
+fn vars(state: &State, terms: &[MjValue], kwargs: &Kwargs) -> Result<Vec<MjValue>, MjError> {
+    let default: Option<MjValue> = kwargs.get("default")?;
+    term_texts(terms)
+        .iter()
+        .map(
+            |name| match state.lookup(name).filter(|v| !v.is_undefined()) {
+                Some(v) => Ok(v),
+                None => default.clone().ok_or_else(|| {
+                    MjError::new(
+                        ErrorKind::UndefinedError,
+                        format!("No variable found with this name: {name}"),
+                    )
+                }),
+            },
+        )
+        .collect()
 }
 
 #[cfg(test)]

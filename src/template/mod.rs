@@ -115,8 +115,11 @@ impl Templar {
         // Values inside text print as Python's str() would: Ansible users' files hold
         // `['a', 'b']`, `True` and `None`, not JSON.
         env.set_formatter(|out, _state, value| {
-            out.write_str(&filters::python_str(value))
-                .map_err(|e| MjError::new(ErrorKind::WriteFailure, e.to_string()))
+            let written = match value.as_str() {
+                Some(s) => out.write_str(s),
+                None => out.write_str(&filters::python_str(value)),
+            };
+            written.map_err(|e| MjError::new(ErrorKind::WriteFailure, e.to_string()))
         });
         filters::register(&mut env);
         tests::register(&mut env);
@@ -161,16 +164,22 @@ impl Templar {
         if !is_template(s) {
             return Ok(Value::String(s.to_string()));
         }
+        // Names of undefined variables are looked for in what was compiled: a rewritten
+        // chain (`a.b | default`) is no longer a reference to `a.b`.
+        let compiled_source;
         if let Some(inner) = single_expression(s)
-            && let Ok(expr) = self.env.compile_expression_owned(rewrite_expr(inner))
+            && let Ok(expr) = {
+                compiled_source = rewrite_expr(inner);
+                self.env.compile_expression_owned(compiled_source.clone())
+            }
         {
             let value = expr
                 .eval(vars)
-                .map_err(|e| self.expr_error(e, inner, s, vars))?;
+                .map_err(|e| self.expr_error(e, &compiled_source, s, vars))?;
             if value.is_undefined() {
                 return Err(TemplateError::Undefined {
                     name: self
-                        .undefined_name_in_expr(inner, vars)
+                        .undefined_name_in_expr(&compiled_source, vars)
                         .unwrap_or_else(|| inner.trim().to_string()),
                     expr: s.to_string(),
                 });
@@ -223,20 +232,21 @@ impl Templar {
         shown: &str,
         vars: &MjValue,
     ) -> Result<MjValue, TemplateError> {
+        let compiled_source = rewrite_expr(bare);
         let compiled = self
             .env
-            .compile_expression_owned(rewrite_expr(bare))
+            .compile_expression_owned(compiled_source.clone())
             .map_err(|e| TemplateError::Syntax {
                 expr: shown.to_string(),
                 message: error_message(&e, bare),
             })?;
         let value = compiled
             .eval(vars)
-            .map_err(|e| self.expr_error(e, bare, shown, vars))?;
+            .map_err(|e| self.expr_error(e, &compiled_source, shown, vars))?;
         if value.is_undefined() {
             return Err(TemplateError::Undefined {
                 name: self
-                    .undefined_name_in_expr(bare, vars)
+                    .undefined_name_in_expr(&compiled_source, vars)
                     .unwrap_or_else(|| bare.trim().to_string()),
                 expr: shown.to_string(),
             });

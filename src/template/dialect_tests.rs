@@ -332,8 +332,13 @@ fn data_format_filters() {
         json!({"k": [1, true]})
     );
     assert_eq!(
-        r("{{ {'b': [1, 2], 'a': 'x'} | to_yaml }}"),
-        "a: x\nb:\n- 1\n- 2\n"
+        r("{{ {'b': [1, 2], 'a': 'x', 'c': {'d': [1]} } | to_yaml }}"),
+        "a: x\nb: [1, 2]\nc:\n  d: [1]\n"
+    );
+    assert_eq!(r("{{ {'b': 1} | to_yaml }}"), "{b: 1}\n");
+    assert_eq!(
+        r("{{ {'b': [1]} | to_yaml(default_flow_style=false) }}"),
+        "b:\n- 1\n"
     );
     assert_eq!(
         r("{{ {'b': {'c': [1]}} | to_nice_yaml }}"),

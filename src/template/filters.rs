@@ -264,11 +264,16 @@ fn from_json(text: &str) -> Result<MjValue, MjError> {
 
 fn to_yaml(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
     let indent: Option<usize> = kwargs.get("indent")?;
-    let _: Option<bool> = kwargs.get("default_flow_style")?;
+    let flow: Option<bool> = kwargs.get("default_flow_style")?;
     kwargs.assert_all_used()?;
+    let style = match flow {
+        Some(false) => super::yaml_dump::Style::Block,
+        _ => super::yaml_dump::Style::FlowLeaves,
+    };
     Ok(super::yaml_dump::dump(
         &json_of(&value)?,
         indent.unwrap_or(2),
+        style,
     ))
 }
 
@@ -278,6 +283,7 @@ fn to_nice_yaml(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
     Ok(super::yaml_dump::dump(
         &json_of(&value)?,
         indent.unwrap_or(4),
+        super::yaml_dump::Style::Block,
     ))
 }
 

@@ -1,14 +1,28 @@
-//! YAML as Ansible's `to_yaml`/`to_nice_yaml` (PyYAML's `dump`, block style, keys
-//! sorted) write it: users diff these files against what Ansible produced.
+//! YAML as Ansible's `to_yaml`/`to_nice_yaml` (PyYAML's `dump`, keys sorted) write it:
+//! users diff these files against what Ansible produced.
 
 use serde_json::Value;
 
-pub fn dump(value: &Value, indent: usize) -> String {
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// `to_nice_yaml` (`default_flow_style=False`): block style throughout.
+    Block,
+    /// `to_yaml` (`default_flow_style=None`): a collection of scalars only is written
+    /// inline (`[1, 2]`, `{a: 1}`), the rest in block style.
+    FlowLeaves,
+}
+
+pub fn dump(value: &Value, indent: usize, style: Style) -> String {
     let indent = indent.clamp(2, 9);
     let mut out = String::new();
+    if style == Style::FlowLeaves && is_leaf_collection(value) {
+        out.push_str(&flow(value));
+        out.push('\n');
+        return out;
+    }
     match value {
-        Value::Array(a) if !a.is_empty() => write_seq(&mut out, a, 0, indent),
-        Value::Object(m) if !m.is_empty() => write_map(&mut out, m, 0, indent),
+        Value::Array(a) if !a.is_empty() => write_seq(&mut out, a, 0, indent, style),
+        Value::Object(m) if !m.is_empty() => write_map(&mut out, m, 0, indent, style),
         scalar => {
             out.push_str(&scalar_text(scalar));
             out.push('\n');
@@ -21,7 +35,54 @@ pub fn dump(value: &Value, indent: usize) -> String {
     out
 }
 
-fn write_map(out: &mut String, map: &serde_json::Map<String, Value>, col: usize, indent: usize) {
+fn is_leaf_collection(value: &Value) -> bool {
+    let scalar = |v: &Value| match v {
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.is_empty(),
+        _ => true,
+    };
+    match value {
+        Value::Array(a) => !a.is_empty() && a.iter().all(scalar),
+        Value::Object(m) => !m.is_empty() && m.values().all(scalar),
+        _ => false,
+    }
+}
+
+fn flow(value: &Value) -> String {
+    match value {
+        Value::Array(a) => {
+            let items: Vec<String> = a.iter().map(flow).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let items: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}: {}", flow_string(k), flow(&m[k])))
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        Value::String(s) => flow_string(s),
+        other => scalar_text(other),
+    }
+}
+
+/// Inside `[...]`/`{...}` the flow indicators need quoting too.
+fn flow_string(s: &str) -> String {
+    if s.contains([',', '[', ']', '{', '}']) && !s.chars().any(char::is_control) {
+        return format!("'{}'", s.replace('\'', "''"));
+    }
+    string_text(s)
+}
+
+fn write_map(
+    out: &mut String,
+    map: &serde_json::Map<String, Value>,
+    col: usize,
+    indent: usize,
+    style: Style,
+) {
     let mut keys: Vec<&String> = map.keys().collect();
     keys.sort();
     for (i, key) in keys.into_iter().enumerate() {
@@ -30,17 +91,24 @@ fn write_map(out: &mut String, map: &serde_json::Map<String, Value>, col: usize,
         }
         out.push_str(&string_text(key));
         out.push(':');
-        match &map[key] {
+        let value = &map[key];
+        if style == Style::FlowLeaves && is_leaf_collection(value) {
+            out.push(' ');
+            out.push_str(&flow(value));
+            out.push('\n');
+            continue;
+        }
+        match value {
             Value::Object(m) if !m.is_empty() => {
                 out.push('\n');
                 pad(out, col + indent);
-                write_map(out, m, col + indent, indent);
+                write_map(out, m, col + indent, indent, style);
             }
             // PyYAML does not indent a list under a mapping key.
             Value::Array(a) if !a.is_empty() => {
                 out.push('\n');
                 pad(out, col);
-                write_seq(out, a, col, indent);
+                write_seq(out, a, col, indent, style);
             }
             v => {
                 out.push(' ');
@@ -51,7 +119,7 @@ fn write_map(out: &mut String, map: &serde_json::Map<String, Value>, col: usize,
     }
 }
 
-fn write_seq(out: &mut String, items: &[Value], col: usize, indent: usize) {
+fn write_seq(out: &mut String, items: &[Value], col: usize, indent: usize, style: Style) {
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
             pad(out, col);
@@ -59,9 +127,14 @@ fn write_seq(out: &mut String, items: &[Value], col: usize, indent: usize) {
         out.push('-');
         out.push_str(&" ".repeat(indent - 1));
         let inner = col + indent;
+        if style == Style::FlowLeaves && is_leaf_collection(item) {
+            out.push_str(&flow(item));
+            out.push('\n');
+            continue;
+        }
         match item {
-            Value::Object(m) if !m.is_empty() => write_map(out, m, inner, indent),
-            Value::Array(a) if !a.is_empty() => write_seq(out, a, inner, indent),
+            Value::Object(m) if !m.is_empty() => write_map(out, m, inner, indent, style),
+            Value::Array(a) if !a.is_empty() => write_seq(out, a, inner, indent, style),
             v => {
                 out.push_str(&scalar_text(v));
                 out.push('\n');
@@ -139,25 +212,29 @@ fn is_plain_safe(s: &str) -> bool {
 
 /// YAML 1.1 implicit types, as PyYAML resolves plain scalars.
 fn resolves_to_non_string(s: &str) -> bool {
-    let lower = s.to_ascii_lowercase();
-    if matches!(
-        lower.as_str(),
-        "y" | "n"
-            | "yes"
-            | "no"
-            | "on"
-            | "off"
-            | "true"
-            | "false"
-            | "null"
-            | "~"
-            | ".inf"
-            | "-.inf"
-            | "+.inf"
-            | ".nan"
-            | "<<"
-            | "="
-    ) {
+    // PyYAML's resolver: these spellings only (not `y`/`n`, not `yEs`).
+    let word = |w: &str| {
+        let lower = w.to_ascii_lowercase();
+        let title = format!("{}{}", lower[..1].to_ascii_uppercase(), &lower[1..]);
+        s == lower || s == title || s == lower.to_ascii_uppercase()
+    };
+    if ["yes", "no", "on", "off", "true", "false", "null"]
+        .into_iter()
+        .any(word)
+        || matches!(
+            s,
+            "~" | ".inf"
+                | "-.inf"
+                | "+.inf"
+                | ".Inf"
+                | ".INF"
+                | ".nan"
+                | ".NaN"
+                | ".NAN"
+                | "<<"
+                | "="
+        )
+    {
         return true;
     }
     let digits = s.trim_start_matches(['-', '+']).replace('_', "");
@@ -183,22 +260,36 @@ mod tests {
     fn block_style_with_sorted_keys() {
         let v = json!({"b": [1, "two", {"x": null}], "a": {"k": "v: w", "e": ""}, "t": "yes"});
         assert_eq!(
-            dump(&v, 2),
+            dump(&v, 2, Style::Block),
             "a:\n  e: ''\n  k: 'v: w'\nb:\n- 1\n- two\n- x: null\nt: 'yes'\n"
         );
         assert_eq!(
-            dump(&v, 4),
+            dump(&v, 4, Style::Block),
             "a:\n    e: ''\n    k: 'v: w'\nb:\n-   1\n-   two\n-   x: null\nt: 'yes'\n"
         );
     }
 
     #[test]
     fn scalars_and_empties() {
-        assert_eq!(dump(&json!("abc"), 2), "abc\n...\n");
+        assert_eq!(dump(&json!("abc"), 2, Style::Block), "abc\n...\n");
         assert_eq!(
-            dump(&json!({"a": [], "b": {}, "c": 1.0, "d": "1.5"}), 2),
-            "a: []\nb: {}\nc: 1.0\nd: '1.5'\n"
+            dump(
+                &json!({"a": [], "b": {}, "c": 1.0, "d": "1.5", "e": [{}]}),
+                2,
+                Style::Block
+            ),
+            "a: []\nb: {}\nc: 1.0\nd: '1.5'\ne:\n- {}\n"
         );
-        assert_eq!(dump(&json!(["a\nb"]), 2), "- \"a\\nb\"\n");
+        assert_eq!(dump(&json!(["a\nb"]), 2, Style::Block), "- \"a\\nb\"\n");
+    }
+
+    #[test]
+    fn to_yaml_writes_collections_of_scalars_inline() {
+        let v = json!({"b": [1, "x,y"], "a": {"k": "v"}, "c": [{"d": 1}, [2, 3]], "n": {"m": {"o": true}}});
+        assert_eq!(
+            dump(&v, 2, Style::FlowLeaves),
+            "a: {k: v}\nb: [1, 'x,y']\nc:\n- {d: 1}\n- [2, 3]\nn:\n  m: {o: true}\n"
+        );
+        assert_eq!(dump(&json!({"a": 1}), 2, Style::FlowLeaves), "{a: 1}\n");
     }
 }

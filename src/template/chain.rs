@@ -34,7 +34,10 @@ pub fn chain(first: MjValue, keys: Rest<MjValue>) -> MjValue {
 
 /// Cheap test for "could this template need the rewrite at all".
 pub fn may_need_rewrite(source: &str) -> bool {
-    (source.contains("default") || source.contains("defined") || source.contains("d("))
+    (source.contains("default")
+        || source.contains("defined")
+        || source.contains("d(")
+        || source.contains("mandatory"))
         && !source.contains("{% raw")
         && !source.contains("{%- raw")
 }
@@ -219,12 +222,13 @@ fn matching_bracket(bytes: &[u8], open: usize) -> Option<usize> {
     None
 }
 
-/// Is the text after a chain `| default`, `| d`, `is [not] defined/undefined`?
+/// Is the text after a chain `| default`, `| d`, `| mandatory`,
+/// `is [not] defined/undefined`?
 fn feeds_undefined_check(after: &str) -> bool {
     let t = after.trim_start();
     if let Some(f) = t.strip_prefix('|') {
         let f = f.trim_start();
-        return ["default", "d"].iter().any(|name| {
+        return ["default", "d", "mandatory"].iter().any(|name| {
             f.strip_prefix(name)
                 .is_some_and(|r| r.as_bytes().first().is_none_or(|&b| !is_ident(b)))
         });

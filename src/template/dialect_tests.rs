@@ -130,13 +130,14 @@ fn default_omit_gives_the_placeholder() {
 #[test]
 fn mandatory() {
     assert_eq!(r("{{ s | mandatory }}"), "Hello World");
-    assert!(
-        Templar::new()
-            .render_str("{{ missing | mandatory }}", &vars())
-            .is_err()
-    );
-    let e = err("{{ missing | mandatory('set missing') }}");
-    assert!(e.to_string().contains("set missing") || matches!(e, TemplateError::Undefined { .. }));
+    match err("{{ missing | mandatory }}") {
+        TemplateError::Undefined { name, .. } => assert_eq!(name, "missing"),
+        other => panic!("{other:?}"),
+    }
+    let e = err("{{ d.zz | mandatory('set d.zz in group_vars') }}");
+    assert!(e.to_string().contains("set d.zz in group_vars"), "{e}");
+    let e = err("{{ d.zz.y | mandatory('set d.zz.y') }}");
+    assert!(e.to_string().contains("set d.zz.y"), "{e}");
 }
 
 #[test]

@@ -366,14 +366,16 @@ fn splitext(path: &str) -> Vec<String> {
     }
 }
 
-fn mandatory(value: MjValue, msg: Option<String>) -> Result<MjValue, MjError> {
+/// Undefined is an error: the user's own message when given (as Ansible), else the
+/// usual "'x' is undefined".
+fn mandatory(value: &MjValue, msg: Option<String>) -> Result<MjValue, MjError> {
     if value.is_undefined() {
-        return Err(MjError::new(
-            ErrorKind::UndefinedError,
-            msg.unwrap_or_else(|| "Mandatory variable not defined.".to_string()),
-        ));
+        return Err(match msg {
+            Some(msg) => MjError::new(ErrorKind::InvalidOperation, msg),
+            None => MjError::new(ErrorKind::UndefinedError, "Mandatory variable not defined."),
+        });
     }
-    Ok(value)
+    Ok(value.clone())
 }
 
 fn ternary(

@@ -35,6 +35,7 @@ pub fn chain(first: MjValue, keys: Rest<MjValue>) -> MjValue {
 /// Cheap test for "could this template need the rewrite at all".
 pub fn may_need_rewrite(source: &str) -> bool {
     (source.contains("default")
+        || source.contains(FQCN_PREFIX)
         || source.contains("defined")
         || source.contains("d(")
         || source.contains("mandatory"))
@@ -133,6 +134,14 @@ pub fn rewrite_expr(expr: &str) -> String {
             continue;
         }
         let starts_word = is_ident_start(b) && (i == 0 || !is_ident(bytes[i - 1]));
+        // `x | ansible.builtin.to_json`, `x is ansible.builtin.version(...)`: the
+        // collection prefix is the plain name here.
+        if starts_word && expr[i..].starts_with(FQCN_PREFIX) && names_filter_or_test(&expr[..i]) {
+            out.push_str(&expr[copied..i]);
+            i += FQCN_PREFIX.len();
+            copied = i;
+            continue;
+        }
         let after_dot = previous_significant(bytes, i) == Some(b'.');
         if !starts_word || after_dot {
             i += 1;
@@ -155,6 +164,18 @@ pub fn rewrite_expr(expr: &str) -> String {
     }
     out.push_str(&expr[copied..]);
     out
+}
+
+const FQCN_PREFIX: &str = "ansible.builtin.";
+
+/// Does the text before a name end in `|`, `is` or `is not` (so the name is a filter or a
+/// test)?
+fn names_filter_or_test(before: &str) -> bool {
+    let t = before.trim_end();
+    t.ends_with('|')
+        || [" is", " not"]
+            .iter()
+            .any(|w| t.ends_with(w) || t == w.trim_start())
 }
 
 fn previous_significant(bytes: &[u8], i: usize) -> Option<u8> {
@@ -270,6 +291,21 @@ mod tests {
         assert_eq!(
             rewrite_expr("hostvars[h].v | default(omit)"),
             "__tp_chain(hostvars, (h), 'v') | default(omit)"
+        );
+    }
+
+    #[test]
+    fn drops_the_builtin_collection_prefix_of_filters_and_tests() {
+        assert_eq!(rewrite_expr("x | ansible.builtin.to_json"), "x | to_json");
+        assert_eq!(
+            rewrite_expr(
+                "v is ansible.builtin.version('1', '>') and v is not ansible.builtin.match('a')"
+            ),
+            "v is version('1', '>') and v is not match('a')"
+        );
+        assert_eq!(
+            rewrite_expr("lookup('ansible.builtin.file', 'x')"),
+            "lookup('ansible.builtin.file', 'x')"
         );
     }
 

@@ -141,6 +141,19 @@ fn mandatory() {
 }
 
 #[test]
+fn builtin_collection_names() {
+    assert_eq!(
+        r("{{ d | ansible.builtin.to_json }}"),
+        r#"{"a": 1, "b": {"c": 2}}"#
+    );
+    assert!(
+        Templar::new()
+            .eval_condition("'2.0' is ansible.builtin.version('1.0', '>')", &vars())
+            .unwrap()
+    );
+}
+
+#[test]
 fn type_conversions() {
     assert_eq!(v("'yes' | bool"), json!(true));
     assert_eq!(v("'False' | bool"), json!(false));

@@ -667,6 +667,36 @@ fn lookups() {
 }
 
 #[test]
+fn query_runs_a_lookup_for_with_loops() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("files")).unwrap();
+    std::fs::write(dir.path().join("files/a.conf"), "").unwrap();
+    std::fs::write(dir.path().join("files/b.conf"), "").unwrap();
+    let vars = MjValue::from_serialize(json!({"playbook_dir": dir.path().display().to_string()}));
+    let t = Templar::new();
+    let found = t.query("fileglob", &json!("*.conf"), &vars).unwrap();
+    let names: Vec<String> = found
+        .iter()
+        .map(|p| p.as_str().unwrap().rsplit('/').next().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["a.conf", "b.conf"]);
+    assert_eq!(
+        t.query("sequence", &json!("start=1 end=2"), &vars).unwrap(),
+        vec![json!("1"), json!("2")]
+    );
+    assert_eq!(
+        t.query("dict", &json!({"k": 1}), &vars).unwrap(),
+        vec![json!({"key": "k", "value": 1})]
+    );
+    let err = t.query("nope", &json!("x"), &vars).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("lookup plugin 'nope' is not supported"),
+        "{err}"
+    );
+}
+
+#[test]
 fn lookups_fall_back_to_the_base_dir() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("x.txt"), "from base\n").unwrap();

@@ -386,7 +386,7 @@ fn sequence(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
 
 fn dict(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
     let mut out = Vec::new();
-    for term in terms {
+    for term in flatten_terms(terms, true) {
         if term.kind() != ValueKind::Map {
             return Err(error("with_dict expects a dict"));
         }

@@ -218,6 +218,36 @@ impl Templar {
         Ok(value.is_true())
     }
 
+    /// Runs a lookup plugin as `query(name, terms)` does, for `with_<lookup>:` loops:
+    /// `terms` is the (already templated) string or list of terms.
+    pub fn query(
+        &self,
+        name: &str,
+        terms: &Value,
+        vars: &MjValue,
+    ) -> Result<Vec<Value>, TemplateError> {
+        const CALL: &str = "query(__tp_lookup_name, __tp_lookup_terms)";
+        let shown = format!("with_{name}");
+        let context = minijinja::context! {
+            __tp_lookup_name => name,
+            __tp_lookup_terms => terms,
+            ..vars.clone()
+        };
+        let value = self
+            .env
+            .compile_expression(CALL)
+            .and_then(|expr| expr.eval(context))
+            .map_err(|e| classify(e, &shown))?;
+        match to_json(&value) {
+            Ok(Value::Array(items)) => Ok(items),
+            Ok(other) => Ok(vec![other]),
+            Err(message) => Err(TemplateError::Render {
+                expr: shown,
+                message,
+            }),
+        }
+    }
+
     pub fn eval_expr(&self, expr: &str, vars: &MjValue) -> Result<Value, TemplateError> {
         let value = self.eval_expr_value(expr, expr, vars)?;
         to_json(&value).map_err(|message| TemplateError::Render {

@@ -697,6 +697,32 @@ fn query_runs_a_lookup_for_with_loops() {
 }
 
 #[test]
+fn lookups_look_in_the_role_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let role = dir.path().join("roles/web");
+    std::fs::create_dir_all(role.join("files")).unwrap();
+    std::fs::create_dir_all(dir.path().join("files")).unwrap();
+    std::fs::write(role.join("files/x.txt"), "role").unwrap();
+    std::fs::write(dir.path().join("files/x.txt"), "playbook").unwrap();
+    std::fs::write(dir.path().join("files/y.txt"), "playbook y").unwrap();
+    let in_role = MjValue::from_serialize(json!({
+        "playbook_dir": dir.path().display().to_string(),
+        "role_path": role.display().to_string(),
+    }));
+    let t = Templar::new();
+    assert_eq!(
+        t.render_str("{{ lookup('file', 'x.txt') }}", &in_role)
+            .unwrap(),
+        "role"
+    );
+    assert_eq!(
+        t.render_str("{{ lookup('file', 'y.txt') }}", &in_role)
+            .unwrap(),
+        "playbook y"
+    );
+}
+
+#[test]
 fn lookups_fall_back_to_the_base_dir() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("x.txt"), "from base\n").unwrap();

@@ -1,6 +1,7 @@
 //! `lookup()`/`query()`/`q()`: Ansible's lookup plugins that read the controller (files,
-//! environment, commands). Relative paths resolve against the playbook's directory (the
-//! `playbook_dir` variable, else the Templar's base directory, else the working directory).
+//! environment, commands). Relative paths resolve against the current role (`role_path`)
+//! and then the playbook's directory (the `playbook_dir` variable, else the Templar's base
+//! directory, else the working directory).
 
 use std::path::{Path, PathBuf};
 
@@ -42,12 +43,18 @@ fn run(
     let errors: String = kwargs
         .get::<Option<String>>("errors")?
         .unwrap_or_else(|| "strict".into());
-    let base = state
+    let playbook_dir = state
         .lookup("playbook_dir")
         .and_then(|v| v.as_str().map(PathBuf::from))
         .or_else(|| base.map(Path::to_path_buf))
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_default();
+    let role_dir = state
+        .lookup("role_path")
+        .and_then(|v| v.as_str().map(PathBuf::from));
+    let base = SearchPath {
+        dirs: role_dir.into_iter().chain([playbook_dir]).collect(),
+    };
     // `ansible.builtin.file` is `file`.
     let name = name.strip_prefix("ansible.builtin.").unwrap_or(name);
     let results = match name {
@@ -112,19 +119,39 @@ fn flatten_terms(terms: &[MjValue], flatten: bool) -> Vec<MjValue> {
     out
 }
 
-/// Ansible's search path for a relative name: `<base>/<subdir>/<name>`, then
-/// `<base>/<name>`.
-fn find(base: &Path, subdir: &str, name: &str) -> Option<PathBuf> {
+/// Where relative names are looked for: the role's directory (when in a role), then the
+/// playbook's.
+struct SearchPath {
+    dirs: Vec<PathBuf>,
+}
+
+impl SearchPath {
+    /// The playbook's directory: where commands run and `paths:` are relative to.
+    fn playbook_dir(&self) -> &Path {
+        self.dirs.last().map_or(Path::new("."), PathBuf::as_path)
+    }
+
+    /// `<dir>/<subdir>/<name>`, then `<dir>/<name>`, for each directory in order.
+    fn candidates(&self, subdir: &str, name: &str) -> Vec<PathBuf> {
+        self.dirs
+            .iter()
+            .flat_map(|d| [d.join(subdir).join(name), d.join(name)])
+            .collect()
+    }
+}
+
+/// Ansible's search path for a relative name.
+fn find(base: &SearchPath, subdir: &str, name: &str) -> Option<PathBuf> {
     let path = Path::new(name);
     if path.is_absolute() {
         return path.exists().then(|| path.to_path_buf());
     }
-    [base.join(subdir).join(name), base.join(name)]
+    base.candidates(subdir, name)
         .into_iter()
         .find(|p| p.exists())
 }
 
-fn file(terms: &[MjValue], kwargs: &Kwargs, base: &Path) -> Result<Vec<MjValue>, MjError> {
+fn file(terms: &[MjValue], kwargs: &Kwargs, base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
     let rstrip = kwargs.get::<Option<bool>>("rstrip")?.unwrap_or(true);
     let lstrip = kwargs.get::<Option<bool>>("lstrip")?.unwrap_or(false);
     term_texts(terms)
@@ -157,7 +184,7 @@ fn template(
     state: &State,
     terms: &[MjValue],
     kwargs: &Kwargs,
-    base: &Path,
+    base: &SearchPath,
 ) -> Result<Vec<MjValue>, MjError> {
     let extra: Option<MjValue> = kwargs.get("template_vars")?;
     let _: Option<bool> = kwargs.get("convert_data")?;
@@ -200,7 +227,7 @@ fn template(
 
 /// Files (not directories) matching each pattern; wildcards in the last component only,
 /// as Ansible's fileglob.
-fn fileglob(terms: &[MjValue], base: &Path) -> Result<Vec<MjValue>, MjError> {
+fn fileglob(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
     let mut out = Vec::new();
     for term in term_texts(terms) {
         let (dir, pattern) = match term.rfind('/') {
@@ -210,7 +237,7 @@ fn fileglob(terms: &[MjValue], base: &Path) -> Result<Vec<MjValue>, MjError> {
         let dirs: Vec<PathBuf> = if Path::new(dir).is_absolute() {
             vec![PathBuf::from(dir)]
         } else {
-            vec![base.join("files").join(dir), base.join(dir)]
+            base.candidates("files", dir)
         };
         // The first search directory that exists wins, as Ansible's search path.
         let Some(found_dir) = dirs.into_iter().find(|d| d.is_dir()) else {
@@ -274,7 +301,11 @@ pub fn wildcard_match(pattern: &str, name: &str) -> bool {
 }
 
 /// `first_found`: terms are names or `{files: [...], paths: [...], skip: bool}`.
-fn first_found(terms: &[MjValue], kwargs: &Kwargs, base: &Path) -> Result<Vec<MjValue>, MjError> {
+fn first_found(
+    terms: &[MjValue],
+    kwargs: &Kwargs,
+    base: &SearchPath,
+) -> Result<Vec<MjValue>, MjError> {
     let mut files: Vec<String> = Vec::new();
     let mut paths: Vec<String> = Vec::new();
     let mut skip = kwargs.get::<Option<bool>>("skip")?.unwrap_or(false);
@@ -333,7 +364,7 @@ fn first_found(terms: &[MjValue], kwargs: &Kwargs, base: &Path) -> Result<Vec<Mj
                     if d.is_absolute() {
                         d.join(name)
                     } else {
-                        base.join(d).join(name)
+                        base.playbook_dir().join(d).join(name)
                     }
                 })
                 .collect()
@@ -351,14 +382,18 @@ fn first_found(terms: &[MjValue], kwargs: &Kwargs, base: &Path) -> Result<Vec<Mj
     ))
 }
 
-fn pipe(terms: &[MjValue], base: &Path) -> Result<Vec<MjValue>, MjError> {
+fn pipe(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
     term_texts(terms)
         .iter()
         .map(|cmd| {
             let out = std::process::Command::new("/bin/sh")
                 .arg("-c")
                 .arg(cmd)
-                .current_dir(if base.is_dir() { base } else { Path::new(".") })
+                .current_dir(if base.playbook_dir().is_dir() {
+                    base.playbook_dir()
+                } else {
+                    Path::new(".")
+                })
                 .stderr(std::process::Stdio::inherit())
                 .output()
                 .map_err(|e| error(format!("lookup_plugin.pipe({cmd}): {e}")))?;

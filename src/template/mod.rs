@@ -2,7 +2,10 @@
 //!
 //! Ansible's rules kept here: undefined variables are errors, a string that is exactly one
 //! `{{ expr }}` keeps the expression's type, `when:` is a bare expression judged by Jinja
-//! truthiness, and the trailing newline of a `|` block survives rendering.
+//! truthiness, the trailing newline of a `|` block survives rendering, and values inside
+//! text print as Python's `str()`. `missing.attr | default(x)` works as in Ansible (see
+//! `chain`). Ansible's filters are in `filters`, its tests in `tests`, `lookup()`/`query()`
+//! in `lookups`; Python's string/list/dict methods come from minijinja-contrib's pycompat.
 
 mod chain;
 #[cfg(test)]

@@ -5,4 +5,5 @@ mod control_flow;
 mod facts;
 mod playbook_runs;
 mod support;
+mod templating;
 mod vars_sources;

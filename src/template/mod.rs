@@ -2,11 +2,24 @@
 //!
 //! Ansible's rules kept here: undefined variables are errors, a string that is exactly one
 //! `{{ expr }}` keeps the expression's type, `when:` is a bare expression judged by Jinja
-//! truthiness, and the trailing newline of a `|` block survives rendering.
+//! truthiness, the trailing newline of a `|` block survives rendering, and values inside
+//! text print as Python's `str()`. `missing.attr | default(x)` works as in Ansible (see
+//! `chain`). Ansible's filters are in `filters`, its tests in `tests`, `lookup()`/`query()`
+//! in `lookups`; Python's string/list/dict methods come from minijinja-contrib's pycompat.
+
+mod chain;
+#[cfg(test)]
+mod dialect_tests;
+mod filters;
+mod lookups;
+mod sha_crypt;
+mod tests;
+mod yaml_dump;
 
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
-use minijinja::value::{Kwargs, Value as MjValue};
+use minijinja::value::Value as MjValue;
 use minijinja::{Environment, Error as MjError, ErrorKind, UndefinedBehavior};
 use serde_json::Value;
 
@@ -31,6 +44,16 @@ fn short(expr: &str) -> String {
 }
 
 impl TemplateError {
+    /// The same error, quoting `shown` (the user's text) instead of what was compiled.
+    fn shown_as(mut self, shown: &str) -> TemplateError {
+        match &mut self {
+            TemplateError::Undefined { expr, .. }
+            | TemplateError::Syntax { expr, .. }
+            | TemplateError::Render { expr, .. } => *expr = shown.to_string(),
+        }
+        self
+    }
+
     /// The template text that failed.
     pub fn expr(&self) -> &str {
         match self {
@@ -45,6 +68,8 @@ pub struct Templar {
     env: Environment<'static>,
     /// Names the environment itself defines (`range`, `lookup`...): never "undefined".
     globals: HashSet<String>,
+    /// Where lookups resolve relative paths when the variables carry no `playbook_dir`.
+    base_dir: Option<PathBuf>,
 }
 
 impl Default for Templar {
@@ -61,22 +86,54 @@ impl std::fmt::Debug for Templar {
 
 impl Templar {
     pub fn new() -> Templar {
+        Templar::build(None)
+    }
+
+    /// A Templar whose lookups (`file`, `template`, `fileglob`, `first_found`, `pipe`)
+    /// resolve relative paths against `dir` when the variables have no `playbook_dir`.
+    pub fn with_base_dir(dir: impl Into<PathBuf>) -> Templar {
+        Templar::build(Some(dir.into()))
+    }
+
+    pub fn set_base_dir(&mut self, dir: impl Into<PathBuf>) {
+        let dir = dir.into();
+        lookups::register(&mut self.env, Some(dir.clone()));
+        self.base_dir = Some(dir);
+    }
+
+    pub fn base_dir(&self) -> Option<&Path> {
+        self.base_dir.as_deref()
+    }
+
+    fn build(base_dir: Option<PathBuf>) -> Templar {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_keep_trailing_newline(true);
         env.set_trim_blocks(true);
         // Ansible renders plain text: no HTML escaping whatever the template is called.
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-        env.add_filter("bool", filter_bool);
-        env.add_filter("to_json", filter_to_json);
-        env.add_filter("to_nice_json", filter_to_nice_json);
-        env.add_filter("from_json", filter_from_json);
-        env.add_filter("basename", filter_basename);
-        env.add_filter("dirname", filter_dirname);
-        env.add_filter("mandatory", filter_mandatory);
-        env.add_filter("ternary", filter_ternary);
+        // Python's str/dict/list methods (`x.startswith()`, `d.items()`...), which
+        // playbooks call as if Jinja were Python.
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        // Values inside text print as Python's str() would: Ansible users' files hold
+        // `['a', 'b']`, `True` and `None`, not JSON.
+        env.set_formatter(|out, _state, value| {
+            let written = match value.as_str() {
+                Some(s) => out.write_str(s),
+                None => out.write_str(&filters::python_str(value)),
+            };
+            written.map_err(|e| MjError::new(ErrorKind::WriteFailure, e.to_string()))
+        });
+        filters::register(&mut env);
+        tests::register(&mut env);
+        lookups::register(&mut env, base_dir.clone());
+        env.add_function(chain::CHAIN_FN, chain::chain);
         let globals = env.globals().map(|(name, _)| name.to_string()).collect();
-        Templar { env, globals }
+        Templar {
+            env,
+            globals,
+            base_dir,
+        }
     }
 
     /// Renders every string inside `value` (recursively through lists/maps, keys too).
@@ -110,16 +167,22 @@ impl Templar {
         if !is_template(s) {
             return Ok(Value::String(s.to_string()));
         }
+        // Names of undefined variables are looked for in what was compiled: a rewritten
+        // chain (`a.b | default`) is no longer a reference to `a.b`.
+        let compiled_source;
         if let Some(inner) = single_expression(s)
-            && let Ok(expr) = self.env.compile_expression_owned(inner.to_string())
+            && let Ok(expr) = {
+                compiled_source = rewrite_expr(inner);
+                self.env.compile_expression_owned(compiled_source.clone())
+            }
         {
             let value = expr
                 .eval(vars)
-                .map_err(|e| self.expr_error(e, inner, s, vars))?;
+                .map_err(|e| self.expr_error(e, &compiled_source, s, vars))?;
             if value.is_undefined() {
                 return Err(TemplateError::Undefined {
                     name: self
-                        .undefined_name_in_expr(inner, vars)
+                        .undefined_name_in_expr(&compiled_source, vars)
                         .unwrap_or_else(|| inner.trim().to_string()),
                     expr: s.to_string(),
                 });
@@ -136,10 +199,17 @@ impl Templar {
         if !is_template(s) {
             return Ok(s.to_string());
         }
+        let rewritten;
+        let source = if chain::may_need_rewrite(s) {
+            rewritten = chain::rewrite_template(s);
+            rewritten.as_str()
+        } else {
+            s
+        };
         let rendered = self
             .env
-            .render_str(s, vars)
-            .map_err(|e| self.template_error(e, s, vars))?;
+            .render_str(source, vars)
+            .map_err(|e| self.template_error(e, source, vars).shown_as(s))?;
         Ok(preserve_trailing_newlines(s, rendered))
     }
 
@@ -149,6 +219,36 @@ impl Templar {
         let bare = single_expression(expr).unwrap_or(expr);
         let value = self.eval_expr_value(bare, expr, vars)?;
         Ok(value.is_true())
+    }
+
+    /// Runs a lookup plugin as `query(name, terms)` does, for `with_<lookup>:` loops:
+    /// `terms` is the (already templated) string or list of terms.
+    pub fn query(
+        &self,
+        name: &str,
+        terms: &Value,
+        vars: &MjValue,
+    ) -> Result<Vec<Value>, TemplateError> {
+        const CALL: &str = "query(__tp_lookup_name, __tp_lookup_terms)";
+        let shown = format!("with_{name}");
+        let context = minijinja::context! {
+            __tp_lookup_name => name,
+            __tp_lookup_terms => terms,
+            ..vars.clone()
+        };
+        let value = self
+            .env
+            .compile_expression(CALL)
+            .and_then(|expr| expr.eval(context))
+            .map_err(|e| classify(e, &shown))?;
+        match to_json(&value) {
+            Ok(Value::Array(items)) => Ok(items),
+            Ok(other) => Ok(vec![other]),
+            Err(message) => Err(TemplateError::Render {
+                expr: shown,
+                message,
+            }),
+        }
     }
 
     pub fn eval_expr(&self, expr: &str, vars: &MjValue) -> Result<Value, TemplateError> {
@@ -165,20 +265,21 @@ impl Templar {
         shown: &str,
         vars: &MjValue,
     ) -> Result<MjValue, TemplateError> {
+        let compiled_source = rewrite_expr(bare);
         let compiled = self
             .env
-            .compile_expression_owned(bare.to_string())
+            .compile_expression_owned(compiled_source.clone())
             .map_err(|e| TemplateError::Syntax {
                 expr: shown.to_string(),
                 message: error_message(&e, bare),
             })?;
         let value = compiled
             .eval(vars)
-            .map_err(|e| self.expr_error(e, bare, shown, vars))?;
+            .map_err(|e| self.expr_error(e, &compiled_source, shown, vars))?;
         if value.is_undefined() {
             return Err(TemplateError::Undefined {
                 name: self
-                    .undefined_name_in_expr(bare, vars)
+                    .undefined_name_in_expr(&compiled_source, vars)
                     .unwrap_or_else(|| bare.trim().to_string()),
                 expr: shown.to_string(),
             });
@@ -258,7 +359,15 @@ impl Templar {
     }
 }
 
-/// Ansible's test for "does this string need templating".
+/// An expression with its undefined-tolerant chains rewritten (see `chain`).
+fn rewrite_expr(expr: &str) -> String {
+    if chain::may_need_rewrite(expr) {
+        chain::rewrite_expr(expr)
+    } else {
+        expr.to_string()
+    }
+}
+
 /// Ansible pads a rendering with the newlines its source ended with, so trim_blocks never
 /// eats a template's final newline (`{% endfor %}\n` at the end of a file still ends it
 /// with `\n`).
@@ -269,6 +378,7 @@ fn preserve_trailing_newlines(source: &str, mut rendered: String) -> String {
     rendered
 }
 
+/// Ansible's test for "does this string need templating".
 pub fn is_template(s: &str) -> bool {
     s.contains("{{") || s.contains("{%") || s.contains("{#")
 }
@@ -278,7 +388,8 @@ fn single_expression(s: &str) -> Option<&str> {
     let inner = s.strip_prefix("{{")?.strip_suffix("}}")?;
     let inner = inner.strip_prefix('-').unwrap_or(inner);
     let inner = inner.strip_suffix('-').unwrap_or(inner);
-    if inner.contains("}}") || inner.contains("{{") || inner.contains("{%") {
+    // A `}}` inside (`{{ {'a': {'b': 1}} }}`) is left to the expression parser to judge.
+    if inner.contains("{{") || inner.contains("{%") {
         return None;
     }
     Some(inner)
@@ -397,89 +508,6 @@ fn to_json(value: &MjValue) -> Result<Value, String> {
     serde_json::to_value(value).map_err(|e| e.to_string())
 }
 
-fn filter_bool(value: MjValue) -> bool {
-    if let Some(s) = value.as_str() {
-        return matches!(
-            s.trim().to_ascii_lowercase().as_str(),
-            "yes" | "on" | "1" | "true"
-        );
-    }
-    match value.kind() {
-        minijinja::value::ValueKind::Bool => value.is_true(),
-        minijinja::value::ValueKind::Number => {
-            i64::try_from(value.clone()).ok() == Some(1) || f64::try_from(value).ok() == Some(1.0)
-        }
-        _ => false,
-    }
-}
-
-fn filter_to_json(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
-    let indent: Option<usize> = kwargs.get("indent")?;
-    let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
-    kwargs.assert_all_used()?;
-    let json = to_json(&value).map_err(|m| MjError::new(ErrorKind::InvalidOperation, m))?;
-    Ok(python_json(&json, indent, sort_keys.unwrap_or(false)))
-}
-
-fn filter_to_nice_json(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
-    let indent: Option<usize> = kwargs.get("indent")?;
-    kwargs.assert_all_used()?;
-    let json = to_json(&value).map_err(|m| MjError::new(ErrorKind::InvalidOperation, m))?;
-    Ok(python_json(&json, Some(indent.unwrap_or(4)), true))
-}
-
-fn filter_from_json(text: &str) -> Result<MjValue, MjError> {
-    serde_json::from_str::<Value>(text)
-        .map(MjValue::from_serialize)
-        .map_err(|e| MjError::new(ErrorKind::InvalidOperation, format!("from_json: {e}")))
-}
-
-/// Python's `os.path.basename`: the text after the last `/` ("" for "a/").
-fn filter_basename(path: &str) -> String {
-    path.rsplit('/').next().unwrap_or("").to_string()
-}
-
-/// Python's `os.path.dirname`: the text before the last `/`, trailing slashes trimmed
-/// unless it is all slashes.
-fn filter_dirname(path: &str) -> String {
-    match path.rfind('/') {
-        None => String::new(),
-        Some(i) => {
-            let head = &path[..=i];
-            let trimmed = head.trim_end_matches('/');
-            if trimmed.is_empty() {
-                head.to_string()
-            } else {
-                trimmed.to_string()
-            }
-        }
-    }
-}
-
-fn filter_mandatory(value: MjValue, msg: Option<String>) -> Result<MjValue, MjError> {
-    if value.is_undefined() {
-        return Err(MjError::new(
-            ErrorKind::UndefinedError,
-            msg.unwrap_or_else(|| "Mandatory variable not defined.".to_string()),
-        ));
-    }
-    Ok(value)
-}
-
-fn filter_ternary(
-    value: MjValue,
-    true_val: MjValue,
-    false_val: MjValue,
-    none_val: Option<MjValue>,
-) -> MjValue {
-    if let Some(none_val) = none_val
-        && value.is_none()
-    {
-        return none_val;
-    }
-    if value.is_true() { true_val } else { false_val }
-}
-
 /// JSON as Python's `json.dumps` writes it (", " and ": " separators; with an indent,
 /// "," at line ends), since Ansible's to_json output ends up in users' files.
 pub fn python_json(value: &Value, indent: Option<usize>, sort_keys: bool) -> String {
@@ -565,7 +593,7 @@ fn python_json_string(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+mod unit_tests {
     use super::*;
     use serde_json::json;
 

@@ -1,0 +1,745 @@
+//! Ansible's documented outputs for each filter, test and lookup, through `Templar`.
+
+use serde_json::{Value, json};
+
+use super::{Templar, TemplateError};
+use minijinja::Value as MjValue;
+
+fn vars() -> MjValue {
+    MjValue::from_serialize(json!({
+        "l": [3, 1, 2, 2],
+        "d": {"a": 1, "b": {"c": 2}},
+        "users": [
+            {"name": "alice", "uid": 1001, "admin": true},
+            {"name": "bob", "uid": 1002, "admin": false},
+        ],
+        "s": "Hello World",
+        "empty": "",
+        "nothing": null,
+        "omit": "__omit_place_holder__turbo_play__",
+        "ok_result": {"changed": true, "failed": false, "rc": 0},
+        "bad_result": {"changed": false, "failed": true, "rc": 2},
+        "skip_result": {"changed": false, "skipped": true},
+        "loop_result": {"results": [{"changed": false}, {"changed": true}]},
+    }))
+}
+
+/// Renders to text.
+fn r(template: &str) -> String {
+    Templar::new()
+        .render_str(template, &vars())
+        .unwrap_or_else(|e| panic!("{template}: {e}"))
+}
+
+/// A lone expression, to its native value.
+fn v(expr: &str) -> Value {
+    Templar::new()
+        .render_value(&json!(format!("{{{{ {expr} }}}}")), &vars())
+        .unwrap_or_else(|e| panic!("{expr}: {e}"))
+}
+
+fn err(template: &str) -> TemplateError {
+    match Templar::new().render_str(template, &vars()) {
+        Ok(out) => panic!("{template}: expected an error, got {out:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn default_and_its_boolean_form() {
+    assert_eq!(r("{{ missing | default('x') }}"), "x");
+    assert_eq!(r("{{ missing | d('x') }}"), "x");
+    assert_eq!(r("{{ empty | default('x') }}"), "");
+    assert_eq!(r("{{ empty | default('x', true) }}"), "x");
+    assert_eq!(r("{{ nothing | default('x', true) }}"), "x");
+    assert_eq!(v("d.a | default(5)"), json!(1));
+}
+
+#[test]
+fn default_works_on_undefined_chains() {
+    assert_eq!(r("{{ missing.attr | default('x') }}"), "x");
+    assert_eq!(r("{{ missing.a.b.c | default('x') }}"), "x");
+    assert_eq!(r("{{ d.zz.c | default('x') }}"), "x");
+    assert_eq!(r("{{ d['b']['zz'] | d('x') }}"), "x");
+    assert_eq!(r("{{ nothing.attr | default('x') }}"), "x");
+    assert_eq!(r("{{ d.b.c | default('x') }}"), "2");
+    assert_eq!(r("{{ users.0.name | default('x') }}"), "alice");
+    assert_eq!(
+        r("{% if missing.attr is defined %}y{% else %}n{% endif %}"),
+        "n"
+    );
+    assert_eq!(
+        r("{% if d.b.c is defined and d.x.y is undefined %}y{% endif %}"),
+        "y"
+    );
+    assert_eq!(
+        r("{% for u in users %}{{ u.shell.path | default('sh') }}{% endfor %}"),
+        "shsh"
+    );
+    let t = Templar::new();
+    assert!(
+        t.eval_condition("missing.attr is not defined", &vars())
+            .unwrap()
+    );
+    assert!(!t.eval_condition("d.b.zz is defined", &vars()).unwrap());
+    // Without default, the chain is still an error naming the missing variable.
+    match err("{{ missing.attr }}") {
+        TemplateError::Undefined { name, expr } => {
+            assert_eq!(name, "missing");
+            assert_eq!(expr, "{{ missing.attr }}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn errors_after_a_rewrite_quote_the_users_text() {
+    let template = "{{ d.zz.c | default('x') }} {{ nope }}";
+    match err(template) {
+        TemplateError::Undefined { name, expr } => {
+            assert_eq!(name, "nope");
+            assert_eq!(expr, template);
+        }
+        other => panic!("{other:?}"),
+    }
+    match err("{{ d.zz.c | default(zz.y) }}") {
+        TemplateError::Undefined { name, .. } => assert_eq!(name, "zz"),
+        other => panic!("{other:?}"),
+    }
+    let e = Templar::new()
+        .eval_condition("d.zz.c is defined or nope", &vars())
+        .unwrap_err();
+    assert!(
+        matches!(&e, TemplateError::Undefined { name, expr } if name == "nope" && expr == "d.zz.c is defined or nope"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn default_omit_gives_the_placeholder() {
+    assert_eq!(
+        v("missing | default(omit)"),
+        json!("__omit_place_holder__turbo_play__")
+    );
+    assert_eq!(
+        v("missing.x | default(omit)"),
+        json!("__omit_place_holder__turbo_play__")
+    );
+}
+
+#[test]
+fn mandatory() {
+    assert_eq!(r("{{ s | mandatory }}"), "Hello World");
+    match err("{{ missing | mandatory }}") {
+        TemplateError::Undefined { name, .. } => assert_eq!(name, "missing"),
+        other => panic!("{other:?}"),
+    }
+    let e = err("{{ d.zz | mandatory('set d.zz in group_vars') }}");
+    assert!(e.to_string().contains("set d.zz in group_vars"), "{e}");
+    let e = err("{{ d.zz.y | mandatory('set d.zz.y') }}");
+    assert!(e.to_string().contains("set d.zz.y"), "{e}");
+}
+
+#[test]
+fn builtin_collection_names() {
+    assert_eq!(
+        r("{{ d | ansible.builtin.to_json }}"),
+        r#"{"a": 1, "b": {"c": 2}}"#
+    );
+    assert!(
+        Templar::new()
+            .eval_condition("'2.0' is ansible.builtin.version('1.0', '>')", &vars())
+            .unwrap()
+    );
+}
+
+#[test]
+fn type_conversions() {
+    assert_eq!(v("'yes' | bool"), json!(true));
+    assert_eq!(v("'False' | bool"), json!(false));
+    assert_eq!(v("1 | bool"), json!(true));
+    assert_eq!(v("'42' | int"), json!(42));
+    assert_eq!(v("'4.7' | int"), json!(4));
+    assert_eq!(v("'abc' | int"), json!(0));
+    assert_eq!(v("'abc' | int(7)"), json!(7));
+    assert_eq!(v("'0x1A' | int(base=16)"), json!(26));
+    assert_eq!(v("'1.5' | float"), json!(1.5));
+    assert_eq!(v("'x' | float"), json!(0.0));
+    assert_eq!(v("5 | string"), json!("5"));
+    assert_eq!(r("{{ true | string }}"), "True");
+}
+
+#[test]
+fn string_filters() {
+    assert_eq!(r("{{ s | lower }}"), "hello world");
+    assert_eq!(r("{{ s | upper }}"), "HELLO WORLD");
+    assert_eq!(r("{{ 'hELLO wORLD' | capitalize }}"), "Hello world");
+    assert_eq!(r("{{ s | replace('World', 'There') }}"), "Hello There");
+    assert_eq!(r("{{ '  x  ' | trim }}"), "x");
+    assert_eq!(r("{{ 'a\nb' | indent(2) }}"), "a\n  b");
+    assert_eq!(r("{{ 'a\nb' | indent(2, true) }}"), "  a\n  b");
+    assert_eq!(r("[{{ 'abc' | center(6) }}]"), "[ abc  ]");
+    assert_eq!(r("[{{ 'ab' | center(5) }}]"), "[  ab ]");
+    assert_eq!(v("'a,b,c' | split(',')"), json!(["a", "b", "c"]));
+    assert_eq!(v("'a b  c' | split"), json!(["a", "b", "c"]));
+}
+
+#[test]
+fn regex_filters() {
+    assert_eq!(
+        r("{{ 'ansible' | regex_replace('^a.*i(.*)$', 'a\\\\1') }}"),
+        "able"
+    );
+    assert_eq!(
+        r(r#"{{ 'foobar' | regex_replace('^f.*o(.*)$', '\\1') }}"#),
+        "bar"
+    );
+    assert_eq!(
+        r(
+            r#"{{ 'localhost:80' | regex_replace('^(?P<host>.+):(?P<port>\\d+)$', '\\g<host>, \\g<port>') }}"#
+        ),
+        "localhost, 80"
+    );
+    assert_eq!(r("{{ 'aaa' | regex_replace('a', 'b', count=2) }}"), "bba");
+    assert_eq!(
+        r("{{ 'ABC' | regex_replace('b', 'x', ignorecase=true) }}"),
+        "AxC"
+    );
+    assert_eq!(
+        r("{{ 'costs $5' | regex_replace('\\\\d', '9') }}"),
+        "costs $9"
+    );
+    assert_eq!(
+        v("'server1/database42' | regex_search('database[0-9]+')"),
+        json!("database42")
+    );
+    assert_eq!(v("'foo' | regex_search('bar')"), json!(null));
+    assert_eq!(
+        v(
+            r#"'server1/database42' | regex_search('server([0-9]+)/database([0-9]+)', '\\1', '\\2')"#
+        ),
+        json!(["1", "42"])
+    );
+    assert_eq!(
+        v(
+            r#"'Our IPs: 10.0.0.1 and 10.0.0.2' | regex_findall('\\b(?:[0-9]{1,3}\\.){3}[0-9]{1,3}\\b')"#
+        ),
+        json!(["10.0.0.1", "10.0.0.2"])
+    );
+    assert_eq!(
+        v("'a=1 b=2' | regex_findall('(\\\\w)=(\\\\d)')"),
+        json!([["a", "1"], ["b", "2"]])
+    );
+    assert_eq!(
+        r("{{ '^f.*o(.*)$' | regex_escape }}"),
+        "\\^f\\.\\*o\\(\\.\\*\\)\\$"
+    );
+}
+
+#[test]
+fn list_filters() {
+    assert_eq!(r("{{ l | join(',') }}"), "3,1,2,2");
+    assert_eq!(v("l | first"), json!(3));
+    assert_eq!(v("l | last"), json!(2));
+    assert_eq!(v("l | length"), json!(4));
+    assert_eq!(v("[1, 2, 2] | unique"), json!([1, 2]));
+    assert_eq!(v("[1, 2] | union([2, 3])"), json!([1, 2, 3]));
+    assert_eq!(v("[1, 2, 3] | difference([2])"), json!([1, 3]));
+    assert_eq!(v("[1, 2, 3] | intersect([3, 2, 9])"), json!([2, 3]));
+    assert_eq!(v("[1, 2] | symmetric_difference([2, 3])"), json!([1, 3]));
+    assert_eq!(v("[1, [2, [3, [4]]]] | flatten"), json!([1, 2, 3, 4]));
+    assert_eq!(v("[1, [2, [3]]] | flatten(levels=1)"), json!([1, 2, [3]]));
+    assert_eq!(v("[1, [2, [3]]] | flatten(1)"), json!([1, 2, [3]]));
+    assert_eq!(v("l | sort"), json!([1, 2, 2, 3]));
+    assert_eq!(v("l | sort(reverse=true)"), json!([3, 2, 2, 1]));
+    assert_eq!(v("l | min"), json!(1));
+    assert_eq!(v("l | max"), json!(3));
+    assert_eq!(
+        v("users | max(attribute='uid')"),
+        json!({"name": "bob", "uid": 1002, "admin": false})
+    );
+    assert_eq!(v("l | sum"), json!(8));
+    assert_eq!(v("users | sum(attribute='uid')"), json!(2003));
+    assert_eq!(v("['1', '2'] | map('int') | list"), json!([1, 2]));
+    assert_eq!(
+        v("users | map(attribute='name') | list"),
+        json!(["alice", "bob"])
+    );
+    assert_eq!(v("l | select('gt', 1) | list"), json!([3, 2, 2]));
+    assert_eq!(v("l | reject('gt', 1) | list"), json!([1]));
+    assert_eq!(
+        v("users | selectattr('admin') | map(attribute='name') | list"),
+        json!(["alice"])
+    );
+    assert_eq!(
+        v("users | rejectattr('admin') | map(attribute='name') | list"),
+        json!(["bob"])
+    );
+    assert_eq!(
+        v("users | selectattr('name', 'match', '^b') | map(attribute='uid') | list"),
+        json!([1002])
+    );
+    assert_eq!(
+        v("[1, 2] | zip(['a', 'b']) | list"),
+        json!([[1, "a"], [2, "b"]])
+    );
+}
+
+#[test]
+fn dict_filters() {
+    assert_eq!(
+        v("{'a': 1} | dict2items"),
+        json!([{"key": "a", "value": 1}])
+    );
+    assert_eq!(
+        v("{'a': 1} | dict2items(key_name='k', value_name='v')"),
+        json!([{"k": "a", "v": 1}])
+    );
+    assert_eq!(
+        v("[{'key': 'a', 'value': 1}, {'key': 'b', 'value': 2}] | items2dict"),
+        json!({"a": 1, "b": 2})
+    );
+    assert_eq!(
+        v("[{'n': 'a', 'v': 1}] | items2dict(key_name='n', value_name='v')"),
+        json!({"a": 1})
+    );
+    assert_eq!(
+        v("{'a': 1, 'b': {'x': 1} } | combine({'b': {'y': 2}, 'c': 3})"),
+        json!({"a": 1, "b": {"y": 2}, "c": 3})
+    );
+    assert_eq!(
+        v("{'a': 1, 'b': {'x': 1}} | combine({'b': {'y': 2}}, recursive=true)"),
+        json!({"a": 1, "b": {"x": 1, "y": 2}})
+    );
+    assert_eq!(
+        v("{'l': [1, 2]} | combine({'l': [2, 3]}, list_merge='append')"),
+        json!({"l": [1, 2, 2, 3]})
+    );
+    assert_eq!(
+        v("{'l': [1, 2]} | combine({'l': [2, 3]}, list_merge='append_rp')"),
+        json!({"l": [1, 2, 3]})
+    );
+    assert_eq!(
+        v("{'l': [1, 2]} | combine({'l': [3]}, list_merge='prepend')"),
+        json!({"l": [3, 1, 2]})
+    );
+    assert_eq!(
+        v("{'a': 1} | combine({'b': 2}, {'a': 3})"),
+        json!({"a": 3, "b": 2})
+    );
+    assert_eq!(v("{'a': 1} | combine([{'b': 2}])"), json!({"a": 1, "b": 2}));
+}
+
+#[test]
+fn data_format_filters() {
+    assert_eq!(r("{{ d | to_json }}"), r#"{"a": 1, "b": {"c": 2}}"#);
+    assert_eq!(
+        r("{{ {'b': 1, 'a': [1]} | to_nice_json }}"),
+        "{\n    \"a\": [\n        1\n    ],\n    \"b\": 1\n}"
+    );
+    assert_eq!(
+        r("{{ d | to_nice_json(indent=2) }}"),
+        "{\n  \"a\": 1,\n  \"b\": {\n    \"c\": 2\n  }\n}"
+    );
+    assert_eq!(
+        v("'{\"k\": [1, true]}' | from_json"),
+        json!({"k": [1, true]})
+    );
+    assert_eq!(
+        r("{{ {'b': [1, 2], 'a': 'x', 'c': {'d': [1]} } | to_yaml }}"),
+        "a: x\nb: [1, 2]\nc:\n  d: [1]\n"
+    );
+    assert_eq!(r("{{ {'b': 1} | to_yaml }}"), "{b: 1}\n");
+    assert_eq!(
+        r("{{ {'b': [1]} | to_yaml(default_flow_style=false) }}"),
+        "b:\n- 1\n"
+    );
+    assert_eq!(
+        r("{{ {'b': {'c': [1]}} | to_nice_yaml }}"),
+        "b:\n    c:\n    -   1\n"
+    );
+    assert_eq!(
+        v("'a: 1\\nb: [x, yes]\\n' | from_yaml"),
+        json!({"a": 1, "b": ["x", true]})
+    );
+    assert_eq!(r("{{ 'Hello' | b64encode }}"), "SGVsbG8=");
+    assert_eq!(r("{{ 'SGVsbG8=' | b64decode }}"), "Hello");
+}
+
+#[test]
+fn path_filters() {
+    assert_eq!(r("{{ '/etc/app/x.conf' | basename }}"), "x.conf");
+    assert_eq!(r("{{ '/etc/app/x.conf' | dirname }}"), "/etc/app");
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert_eq!(
+        r("{{ '~/x' | expanduser }}"),
+        format!("{}/x", home.trim_end_matches('/'))
+    );
+    assert_eq!(r("{{ '/no/such/../dir/./f' | realpath }}"), "/no/dir/f");
+    assert_eq!(v("'/a/b.tar.gz' | splitext"), json!(["/a/b.tar", ".gz"]));
+    assert_eq!(v("'/a/.bashrc' | splitext"), json!(["/a/.bashrc", ""]));
+    assert_eq!(r(r#"{{ "it's" | quote }}"#), "'it'\"'\"'s'");
+    assert_eq!(r("{{ 'plain-word' | quote }}"), "plain-word");
+    assert_eq!(r("{{ '' | quote }}"), "''");
+}
+
+#[test]
+fn hashing_filters() {
+    assert_eq!(
+        r("{{ 'abc' | hash('md5') }}"),
+        "900150983cd24fb0d6963f7d28e17f72"
+    );
+    assert_eq!(
+        r("{{ 'abc' | hash('sha1') }}"),
+        "a9993e364706816aba3e25717850c26c9cd0d89d"
+    );
+    assert_eq!(
+        r("{{ 'abc' | hash }}"),
+        "a9993e364706816aba3e25717850c26c9cd0d89d"
+    );
+    assert_eq!(
+        r("{{ 'abc' | hash('sha256') }}"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    assert_eq!(
+        r("{{ 'abc' | checksum }}"),
+        "a9993e364706816aba3e25717850c26c9cd0d89d"
+    );
+    assert_eq!(
+        r("{{ 'Hello world!' | password_hash('sha512', 'saltstring') }}"),
+        "$6$saltstring$svn8UoSVapNtMuq1ukKS4tPQd8iKwSMHWjl/O817G3uBnIFNjnQJuesI68u4OTLiBFdcbYEdFCoEOfaS35inz1"
+    );
+    assert_eq!(
+        r(
+            "{{ 'Hello world!' | password_hash('sha512', salt='saltstringsaltstring', rounds=10000) }}"
+        ),
+        "$6$rounds=10000$saltstringsaltst$OW1/O6BYHV6BcXZu8QVeXbDWra3Oeqh0sbHbbMCVNSnCM/UrjmM0Dp8vOuZeHBy/YTBmSK6H9qs/y3RnOaw5v."
+    );
+    let random_salted = r("{{ 'pw' | password_hash('sha512') }}");
+    assert!(
+        random_salted.starts_with("$6$") && random_salted.len() == 3 + 16 + 1 + 86,
+        "{random_salted}"
+    );
+}
+
+#[test]
+fn misc_filters() {
+    assert_eq!(r("{{ (1 == 1) | ternary('a', 'b') }}"), "a");
+    assert_eq!(r("{{ nothing | ternary('a', 'b', 'n') }}"), "n");
+    assert_eq!(r("{{ 'x' | type_debug }}"), "str");
+    assert_eq!(r("{{ 1 | type_debug }}"), "int");
+    assert_eq!(r("{{ d | type_debug }}"), "dict");
+    assert_eq!(r("{{ l | type_debug }}"), "list");
+    assert_eq!(r("{{ nothing | type_debug }}"), "NoneType");
+    assert_eq!(
+        v("'http://user:pw@www.acme.com:9000/dir/index.html?query=term#frag' | urlsplit"),
+        json!({
+            "fragment": "frag", "hostname": "www.acme.com", "netloc": "user:pw@www.acme.com:9000",
+            "password": "pw", "path": "/dir/index.html", "port": 9000, "query": "query=term",
+            "scheme": "http", "username": "user"
+        })
+    );
+    assert_eq!(
+        v("'https://example.com/x' | urlsplit('hostname')"),
+        json!("example.com")
+    );
+    assert_eq!(v("'https://example.com/x' | urlsplit('port')"), json!(null));
+    let n = v("10 | random");
+    assert!(n.as_i64().is_some_and(|n| (0..10).contains(&n)), "{n}");
+    assert_eq!(v("10 | random(seed='x')"), v("10 | random(seed='x')"));
+    let step = v("100 | random(start=1, step=10)").as_i64().unwrap();
+    assert_eq!(step % 10, 1);
+    let pick = v("['a', 'b'] | random");
+    assert!(pick == json!("a") || pick == json!("b"));
+    let mut shuffled: Vec<i64> = serde_json::from_value(v("[1, 2, 3, 4] | shuffle")).unwrap();
+    shuffled.sort();
+    assert_eq!(shuffled, vec![1, 2, 3, 4]);
+    assert_eq!(
+        v("[1, 2, 3, 4] | shuffle(seed='s')"),
+        v("[1, 2, 3, 4] | shuffle(seed='s')")
+    );
+}
+
+#[test]
+fn jinja_tests() {
+    let t = Templar::new();
+    let yes = |expr: &str| {
+        t.eval_condition(expr, &vars())
+            .unwrap_or_else(|e| panic!("{expr}: {e}"))
+    };
+    assert!(yes("s is defined and missing is undefined"));
+    assert!(yes("nothing is none"));
+    assert!(yes("'x' is truthy and '' is falsy"));
+    assert!(yes("'no' is truthy and 'no' is falsy(convert_bool=true)"));
+    assert!(yes("ok_result is succeeded and ok_result is success"));
+    assert!(yes("bad_result is failed and bad_result is failure"));
+    assert!(yes("ok_result is changed and bad_result is not changed"));
+    assert!(yes("loop_result is changed"));
+    assert!(yes("skip_result is skipped and ok_result is not skipped"));
+    assert!(yes("'foobar' is match('foo')"));
+    assert!(!yes("'foobar' is match('bar')"));
+    assert!(yes("'foobar' is search('bar')"));
+    assert!(yes("'FOO' is search('foo', ignorecase=true)"));
+    assert!(yes("'foobar' is regex('o+b')"));
+    assert!(!yes("'foobar' is regex('bar', match_type='match')"));
+    assert!(yes("'1.10' is version('1.9', '>')"));
+    assert!(yes("'1.10' is version('1.9', 'gt')"));
+    assert!(yes("'1.2.3' is version('1.2.3', '==')"));
+    assert!(yes(
+        "'1.2.3' is version('1.2.3', 'eq') and '1.2.3' is version('1.2.3')"
+    ));
+    assert!(yes(
+        "'1.2' is version('1.10', '<') and '1.2' is version('1.10', 'lt')"
+    ));
+    assert!(yes(
+        "'1.2' is version('1.2.0', '<=') and '2.0' is version('1.9', 'ge')"
+    ));
+    assert!(yes(
+        "'1.2' is version('1.3', '!=') and '1.2' is version('1.3', 'ne')"
+    ));
+    assert!(yes(
+        "'2.4' is version('2.4', '>=') and '2.4' is version('2.4.1', 'le')"
+    ));
+    assert!(yes("'1.0.0' is version('1.0', '==', strict=true)"));
+    assert!(yes(
+        "'1.0.0-rc.1' is version('1.0.0', '<', version_type='semver')"
+    ));
+    assert!(yes("'1.2.3' is version_compare('1.2', '>')"));
+    assert!(yes(
+        "[1, 2] is subset([1, 2, 3]) and [1, 2, 3] is superset([3])"
+    ));
+    assert!(!yes("[1, 4] is subset([1, 2, 3])"));
+    assert!(yes("[1, 2] is contains(2) and 2 in [1, 2]"));
+    assert!(yes("'ell' in s"));
+    assert!(yes(
+        "users | selectattr('uid', 'version', '1001', '>') | list | length == 1"
+    ));
+    let e = t.eval_condition("'1.0' is version('1.0', 'bad')", &vars());
+    assert!(e.is_err());
+    assert!(t.eval_condition("'x' is failed", &vars()).is_err());
+}
+
+#[test]
+fn controller_path_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    let vars = MjValue::from_serialize(json!({
+        "f": file.display().to_string(),
+        "dir": dir.path().display().to_string(),
+        "gone": dir.path().join("gone").display().to_string(),
+    }));
+    let t = Templar::new();
+    let yes = |expr: &str| t.eval_condition(expr, &vars).unwrap();
+    assert!(yes("f is file and f is exists and f is not directory"));
+    assert!(yes(
+        "dir is directory and dir is exists and dir is not file"
+    ));
+    assert!(yes("gone is not exists and gone is not file"));
+    assert!(yes("f is abs and 'x/y' is not abs"));
+}
+
+#[test]
+fn values_in_text_print_as_python_does() {
+    assert_eq!(
+        r("x {{ [true, nothing, 'a', 1.5] }}"),
+        "x [True, None, 'a', 1.5]"
+    );
+    assert_eq!(r("x {{ d }}"), "x {'a': 1, 'b': {'c': 2}}");
+    assert_eq!(r("{{ nothing }}"), "None");
+    assert_eq!(r("{{ [\"it's\"] | string }}"), "[\"it's\"]");
+    // A lone expression still keeps its type.
+    assert_eq!(v("d"), json!({"a": 1, "b": {"c": 2}}));
+    assert_eq!(v("{'a': {'b': 1}}"), json!({"a": {"b": 1}}));
+}
+
+#[test]
+fn python_methods() {
+    assert_eq!(v("s.startswith('Hello')"), json!(true));
+    assert_eq!(v("s.endswith('x')"), json!(false));
+    assert_eq!(v("'a,b'.split(',')"), json!(["a", "b"]));
+    assert_eq!(v("'  x '.strip()"), json!("x"));
+    assert_eq!(v("s.replace('l', 'L')"), json!("HeLLo WorLd"));
+    assert_eq!(v("s.lower()"), json!("hello world"));
+    assert_eq!(v("'{} and {}'.format('a', 'b')"), json!("a and b"));
+    assert_eq!(v("d.keys() | list"), json!(["a", "b"]));
+    assert_eq!(v("d.get('a')"), json!(1));
+    assert_eq!(v("d.get('zz', 'dflt')"), json!("dflt"));
+    assert_eq!(
+        r("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}"),
+        "a=1;b={'c': 2};"
+    );
+}
+
+#[test]
+fn lookups() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    std::fs::create_dir_all(base.join("files")).unwrap();
+    std::fs::create_dir_all(base.join("templates")).unwrap();
+    std::fs::write(base.join("files/motd.txt"), "welcome\n\n").unwrap();
+    std::fs::write(base.join("top.txt"), "top").unwrap();
+    std::fs::write(base.join("files/a.conf"), "").unwrap();
+    std::fs::write(base.join("files/b.conf"), "").unwrap();
+    std::fs::write(base.join("files/c.txt"), "").unwrap();
+    std::fs::write(base.join("templates/t.j2"), "name={{ who }}\n").unwrap();
+    let vars = MjValue::from_serialize(json!({
+        "playbook_dir": base.display().to_string(),
+        "who": "alice",
+        "h": {"a": 1},
+    }));
+    let t = Templar::new();
+    let r = |s: &str| {
+        t.render_str(s, &vars)
+            .unwrap_or_else(|e| panic!("{s}: {e}"))
+    };
+    let v = |s: &str| {
+        t.render_value(&json!(s), &vars)
+            .unwrap_or_else(|e| panic!("{s}: {e}"))
+    };
+    assert_eq!(r("{{ lookup('file', 'motd.txt') }}"), "welcome");
+    assert_eq!(r("{{ lookup('file', 'top.txt') }}"), "top");
+    assert_eq!(
+        r("{{ lookup('file', 'motd.txt', 'top.txt') }}"),
+        "welcome,top"
+    );
+    assert_eq!(v("{{ query('file', 'top.txt') }}"), json!(["top"]));
+    assert!(
+        t.render_str("{{ lookup('file', 'nope.txt') }}", &vars)
+            .is_err()
+    );
+    // SAFETY of the test: HOME is set for every test process and never changed.
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert_eq!(r("{{ lookup('env', 'HOME') }}"), home);
+    assert_eq!(r("{{ lookup('env', 'TURBO_PLAY_SURELY_UNSET') }}"), "");
+    assert_eq!(
+        r("{{ lookup('env', 'TURBO_PLAY_SURELY_UNSET', default='d') }}"),
+        "d"
+    );
+    assert_eq!(r("{{ lookup('template', 't.j2') }}"), "name=alice\n");
+    assert_eq!(
+        v("{{ lookup('fileglob', '*.conf', wantlist=True) | map('basename') | list }}"),
+        json!(["a.conf", "b.conf"])
+    );
+    assert_eq!(
+        v("{{ query('first_found', ['nope.txt', 'c.txt', 'a.conf']) | map('basename') | list }}"),
+        json!(["c.txt"])
+    );
+    assert_eq!(
+        r("{{ lookup('first_found', {'files': ['x', 'a.conf'], 'paths': ['files']}) | basename }}"),
+        "a.conf"
+    );
+    assert!(
+        t.render_str("{{ lookup('first_found', ['x', 'y']) }}", &vars)
+            .is_err()
+    );
+    assert_eq!(v("{{ query('first_found', ['x'], skip=True) }}"), json!([]));
+    assert_eq!(
+        r("{{ lookup('pipe', 'echo hi; pwd') }}"),
+        format!("hi\n{}", std::fs::canonicalize(base).unwrap().display())
+    );
+    assert!(
+        t.render_str("{{ lookup('pipe', 'exit 3') }}", &vars)
+            .is_err()
+    );
+    assert_eq!(v("{{ query('items', [1, [2]], 3) }}"), json!([1, [2], 3]));
+    assert_eq!(
+        v("{{ query('sequence', 'start=1 end=3') }}"),
+        json!(["1", "2", "3"])
+    );
+    assert_eq!(r("{{ lookup('sequence', '1-3') }}"), "1,2,3");
+    assert_eq!(
+        v("{{ query('dict', h) }}"),
+        json!([{"key": "a", "value": 1}])
+    );
+    assert_eq!(
+        v("{{ lookup('dict', h) }}"),
+        json!({"key": "a", "value": 1})
+    );
+    assert!(t.render_str("{{ lookup('nope', 'x') }}", &vars).is_err());
+    assert_eq!(r("{{ lookup('ansible.builtin.file', 'top.txt') }}"), "top");
+    assert_eq!(r("{{ lookup('vars', 'who') }}"), "alice");
+    assert_eq!(r("{{ lookup('vars', 'nobody', default='d') }}"), "d");
+    assert!(
+        t.render_str("{{ lookup('vars', 'nobody') }}", &vars)
+            .is_err()
+    );
+}
+
+#[test]
+fn query_runs_a_lookup_for_with_loops() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("files")).unwrap();
+    std::fs::write(dir.path().join("files/a.conf"), "").unwrap();
+    std::fs::write(dir.path().join("files/b.conf"), "").unwrap();
+    let vars = MjValue::from_serialize(json!({"playbook_dir": dir.path().display().to_string()}));
+    let t = Templar::new();
+    let found = t.query("fileglob", &json!("*.conf"), &vars).unwrap();
+    let names: Vec<String> = found
+        .iter()
+        .map(|p| p.as_str().unwrap().rsplit('/').next().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["a.conf", "b.conf"]);
+    assert_eq!(
+        t.query("sequence", &json!("start=1 end=2"), &vars).unwrap(),
+        vec![json!("1"), json!("2")]
+    );
+    assert_eq!(
+        t.query("dict", &json!({"k": 1}), &vars).unwrap(),
+        vec![json!({"key": "k", "value": 1})]
+    );
+    let err = t.query("nope", &json!("x"), &vars).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("lookup plugin 'nope' is not supported"),
+        "{err}"
+    );
+}
+
+#[test]
+fn lookups_look_in_the_role_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let role = dir.path().join("roles/web");
+    std::fs::create_dir_all(role.join("files")).unwrap();
+    std::fs::create_dir_all(dir.path().join("files")).unwrap();
+    std::fs::write(role.join("files/x.txt"), "role").unwrap();
+    std::fs::write(dir.path().join("files/x.txt"), "playbook").unwrap();
+    std::fs::write(dir.path().join("files/y.txt"), "playbook y").unwrap();
+    let in_role = MjValue::from_serialize(json!({
+        "playbook_dir": dir.path().display().to_string(),
+        "role_path": role.display().to_string(),
+    }));
+    let t = Templar::new();
+    assert_eq!(
+        t.render_str("{{ lookup('file', 'x.txt') }}", &in_role)
+            .unwrap(),
+        "role"
+    );
+    assert_eq!(
+        t.render_str("{{ lookup('file', 'y.txt') }}", &in_role)
+            .unwrap(),
+        "playbook y"
+    );
+}
+
+#[test]
+fn lookups_fall_back_to_the_base_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.txt"), "from base\n").unwrap();
+    let vars = MjValue::from_serialize(json!({}));
+    let t = Templar::with_base_dir(dir.path());
+    assert_eq!(t.base_dir(), Some(dir.path()));
+    assert_eq!(
+        t.render_str("{{ lookup('file', 'x.txt') }}", &vars)
+            .unwrap(),
+        "from base"
+    );
+    let mut t = Templar::new();
+    assert_eq!(t.base_dir(), None);
+    t.set_base_dir(dir.path());
+    assert_eq!(
+        t.render_str("{{ lookup('file', 'x.txt') }}", &vars)
+            .unwrap(),
+        "from base"
+    );
+}

@@ -1,0 +1,1149 @@
+//! Ansible's filters (and the Jinja ones whose behaviour Ansible users rely on).
+
+use base64::Engine;
+use minijinja::value::{Kwargs, Rest, Value as MjValue, ValueKind};
+use minijinja::{Environment, Error as MjError, ErrorKind};
+use regex::{Regex, RegexBuilder};
+use serde_json::Value;
+
+use super::{python_json, to_json};
+
+pub fn register(env: &mut Environment<'static>) {
+    env.add_filter("bool", bool_filter);
+    env.add_filter("int", int);
+    env.add_filter("float", float);
+    env.add_filter("to_json", to_json_filter);
+    env.add_filter("to_nice_json", to_nice_json);
+    env.add_filter("from_json", from_json);
+    env.add_filter("to_yaml", to_yaml);
+    env.add_filter("to_nice_yaml", to_nice_yaml);
+    env.add_filter("from_yaml", from_yaml);
+    env.add_filter("basename", basename);
+    env.add_filter("dirname", dirname);
+    env.add_filter("expanduser", expanduser);
+    env.add_filter("realpath", realpath);
+    env.add_filter("splitext", splitext);
+    env.add_filter("mandatory", mandatory);
+    env.add_filter("ternary", ternary);
+    env.add_filter("regex_replace", regex_replace);
+    env.add_filter("regex_search", regex_search);
+    env.add_filter("regex_findall", regex_findall);
+    env.add_filter("regex_escape", regex_escape);
+    env.add_filter("union", union);
+    env.add_filter("difference", difference);
+    env.add_filter("intersect", intersect);
+    env.add_filter("symmetric_difference", symmetric_difference);
+    env.add_filter("flatten", flatten);
+    env.add_filter("min", min);
+    env.add_filter("max", max);
+    env.add_filter("sum", sum);
+    env.add_filter("combine", combine);
+    env.add_filter("dict2items", dict2items);
+    env.add_filter("items2dict", items2dict);
+    env.add_filter("b64encode", b64encode);
+    env.add_filter("b64decode", b64decode);
+    env.add_filter("quote", quote);
+    env.add_filter("hash", hash);
+    env.add_filter("checksum", checksum);
+    env.add_filter("password_hash", password_hash);
+    env.add_filter("type_debug", type_debug);
+    env.add_filter("urlsplit", urlsplit);
+    env.add_filter("center", center);
+    env.add_filter("random", random);
+    env.add_filter("shuffle", shuffle);
+    env.add_filter("string", string);
+    env.add_filter("extract", extract);
+}
+
+/// `extract(container, morekeys=None)`: `container[item]`, then deeper by each key
+/// (`groups['web'] | map('extract', hostvars, 'ansible_host')`).
+fn extract(
+    item: MjValue,
+    container: MjValue,
+    morekeys: Option<MjValue>,
+) -> Result<MjValue, MjError> {
+    let mut value = container.get_item(&item)?;
+    if let Some(keys) = morekeys {
+        let keys: Vec<MjValue> = if keys.kind() == ValueKind::Seq {
+            keys.try_iter()?.collect()
+        } else {
+            vec![keys]
+        };
+        for key in keys {
+            value = value.get_item(&key)?;
+        }
+    }
+    Ok(value)
+}
+
+/// Python's `str()`: what Ansible prints for a value inside text (`['a', 1]`,
+/// `{'k': True}`, `None`).
+pub fn python_str(value: &MjValue) -> String {
+    match value.kind() {
+        ValueKind::String => value.as_str().unwrap_or("").to_string(),
+        _ => python_repr(value),
+    }
+}
+
+fn python_repr(value: &MjValue) -> String {
+    match value.kind() {
+        ValueKind::None | ValueKind::Undefined => "None".into(),
+        ValueKind::Bool => if value.is_true() { "True" } else { "False" }.into(),
+        ValueKind::String => python_string_repr(value.as_str().unwrap_or("")),
+        ValueKind::Seq | ValueKind::Iterable => {
+            let items: Vec<String> = value
+                .try_iter()
+                .into_iter()
+                .flatten()
+                .map(|v| python_repr(&v))
+                .collect();
+            format!("[{}]", items.join(", "))
+        }
+        ValueKind::Map => {
+            let entries: Vec<String> = value
+                .try_iter()
+                .into_iter()
+                .flatten()
+                .map(|k| {
+                    let v = value.get_item(&k).unwrap_or_default();
+                    format!("{}: {}", python_repr(&k), python_repr(&v))
+                })
+                .collect();
+            format!("{{{}}}", entries.join(", "))
+        }
+        _ => value.to_string(),
+    }
+}
+
+/// Python's `repr(str)`: single quotes unless the text has one and no double quote.
+fn python_string_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+fn string(value: MjValue) -> MjValue {
+    if value.kind() == ValueKind::String {
+        return value;
+    }
+    MjValue::from(python_str(&value))
+}
+
+fn invalid(message: impl Into<String>) -> MjError {
+    MjError::new(ErrorKind::InvalidOperation, message.into())
+}
+
+fn json_of(value: &MjValue) -> Result<Value, MjError> {
+    to_json(value).map_err(invalid)
+}
+
+fn items(value: &MjValue) -> Result<Vec<MjValue>, MjError> {
+    Ok(value.try_iter()?.collect())
+}
+
+pub fn bool_filter(value: MjValue) -> bool {
+    if let Some(s) = value.as_str() {
+        return matches!(
+            s.trim().to_ascii_lowercase().as_str(),
+            "yes" | "on" | "1" | "true" | "y" | "t"
+        );
+    }
+    match value.kind() {
+        ValueKind::Bool => value.is_true(),
+        ValueKind::Number => {
+            i64::try_from(value.clone()).ok() == Some(1) || f64::try_from(value).ok() == Some(1.0)
+        }
+        _ => false,
+    }
+}
+
+/// Jinja's `int(default=0, base=10)`: text that is not a number gives the default, and
+/// float text is truncated.
+fn int(value: MjValue, default: Option<MjValue>, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    let default: MjValue = match kwargs.get::<Option<MjValue>>("default")? {
+        Some(d) => d,
+        None => default.unwrap_or(MjValue::from(0)),
+    };
+    let base: u32 = kwargs.get::<Option<u32>>("base")?.unwrap_or(10);
+    kwargs.assert_all_used()?;
+    Ok(match value.kind() {
+        ValueKind::Bool => MjValue::from(value.is_true() as i64),
+        ValueKind::Number => match i64::try_from(value.clone()) {
+            Ok(i) => MjValue::from(i),
+            Err(_) => f64::try_from(value).map_or(default, |f| MjValue::from(f.trunc() as i64)),
+        },
+        ValueKind::String => {
+            let text = value.as_str().unwrap_or("").trim().replace('_', "");
+            let (neg, digits) = match text.strip_prefix('-') {
+                Some(d) => (true, d.to_string()),
+                None => (false, text.trim_start_matches('+').to_string()),
+            };
+            let digits = match base {
+                16 => digits.trim_start_matches("0x").trim_start_matches("0X"),
+                8 => digits.trim_start_matches("0o").trim_start_matches("0O"),
+                2 => digits.trim_start_matches("0b").trim_start_matches("0B"),
+                _ => &digits,
+            };
+            match i64::from_str_radix(digits, base) {
+                Ok(i) => MjValue::from(if neg { -i } else { i }),
+                Err(_) if base == 10 => text
+                    .parse::<f64>()
+                    .map_or(default, |f| MjValue::from(f.trunc() as i64)),
+                Err(_) => default,
+            }
+        }
+        _ => default,
+    })
+}
+
+fn float(value: MjValue, default: Option<MjValue>) -> MjValue {
+    let default = default.unwrap_or(MjValue::from(0.0));
+    match value.kind() {
+        ValueKind::Bool => MjValue::from(if value.is_true() { 1.0 } else { 0.0 }),
+        ValueKind::Number => f64::try_from(value).map_or(default, MjValue::from),
+        ValueKind::String => value
+            .as_str()
+            .unwrap_or("")
+            .trim()
+            .parse::<f64>()
+            .map_or(default, MjValue::from),
+        _ => default,
+    }
+}
+
+fn to_json_filter(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
+    let _: Option<bool> = kwargs.get("ensure_ascii")?;
+    kwargs.assert_all_used()?;
+    Ok(python_json(
+        &json_of(&value)?,
+        indent,
+        sort_keys.unwrap_or(false),
+    ))
+}
+
+fn to_nice_json(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    let _: Option<bool> = kwargs.get("sort_keys")?;
+    kwargs.assert_all_used()?;
+    Ok(python_json(
+        &json_of(&value)?,
+        Some(indent.unwrap_or(4)),
+        true,
+    ))
+}
+
+fn from_json(text: &str) -> Result<MjValue, MjError> {
+    serde_json::from_str::<Value>(text)
+        .map(MjValue::from_serialize)
+        .map_err(|e| invalid(format!("from_json: {e}")))
+}
+
+fn to_yaml(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    let flow: Option<bool> = kwargs.get("default_flow_style")?;
+    kwargs.assert_all_used()?;
+    let style = match flow {
+        Some(false) => super::yaml_dump::Style::Block,
+        _ => super::yaml_dump::Style::FlowLeaves,
+    };
+    Ok(super::yaml_dump::dump(
+        &json_of(&value)?,
+        indent.unwrap_or(2),
+        style,
+    ))
+}
+
+fn to_nice_yaml(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    kwargs.assert_all_used()?;
+    Ok(super::yaml_dump::dump(
+        &json_of(&value)?,
+        indent.unwrap_or(4),
+        super::yaml_dump::Style::Block,
+    ))
+}
+
+fn from_yaml(text: &str) -> Result<MjValue, MjError> {
+    let node = crate::yaml::Source::from_text("<from_yaml>", text.to_string())
+        .parse()
+        .map_err(|e| invalid(format!("from_yaml: {e}")))?;
+    Ok(MjValue::from_serialize(node.to_json()))
+}
+
+/// Python's `os.path.basename`: the text after the last `/` ("" for "a/").
+pub fn basename(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or("").to_string()
+}
+
+/// Python's `os.path.dirname`: the text before the last `/`, trailing slashes trimmed
+/// unless it is all slashes.
+pub fn dirname(path: &str) -> String {
+    match path.rfind('/') {
+        None => String::new(),
+        Some(i) => {
+            let head = &path[..=i];
+            let trimmed = head.trim_end_matches('/');
+            if trimmed.is_empty() {
+                head.to_string()
+            } else {
+                trimmed.to_string()
+            }
+        }
+    }
+}
+
+/// On the controller, as in Ansible.
+pub fn expanduser(path: &str) -> String {
+    let home = std::env::var("HOME").unwrap_or_default();
+    if path == "~" {
+        home
+    } else if let Some(rest) = path.strip_prefix("~/") {
+        format!("{}/{rest}", home.trim_end_matches('/'))
+    } else {
+        path.to_string()
+    }
+}
+
+/// Python's `os.path.realpath`: symlinks resolved where they exist, the rest normalised.
+fn realpath(path: &str) -> String {
+    let absolute = if path.starts_with('/') {
+        std::path::PathBuf::from(path)
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    if let Ok(p) = std::fs::canonicalize(&absolute) {
+        return p.display().to_string();
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    let text = absolute.to_string_lossy().to_string();
+    for part in text.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// Python's `os.path.splitext`: a leading dot of the file name is not an extension.
+fn splitext(path: &str) -> Vec<String> {
+    let name_start = path.rfind('/').map_or(0, |i| i + 1);
+    let name = &path[name_start..];
+    let dots = name.len() - name.trim_start_matches('.').len();
+    match name[dots..].rfind('.') {
+        Some(i) => {
+            let at = name_start + dots + i;
+            vec![path[..at].to_string(), path[at..].to_string()]
+        }
+        None => vec![path.to_string(), String::new()],
+    }
+}
+
+/// Undefined is an error: the user's own message when given (as Ansible), else the
+/// usual "'x' is undefined".
+fn mandatory(value: &MjValue, msg: Option<String>) -> Result<MjValue, MjError> {
+    if value.is_undefined() {
+        return Err(match msg {
+            Some(msg) => MjError::new(ErrorKind::InvalidOperation, msg),
+            None => MjError::new(ErrorKind::UndefinedError, "Mandatory variable not defined."),
+        });
+    }
+    Ok(value.clone())
+}
+
+fn ternary(
+    value: MjValue,
+    true_val: MjValue,
+    false_val: MjValue,
+    none_val: Option<MjValue>,
+) -> MjValue {
+    if let Some(none_val) = none_val
+        && value.is_none()
+    {
+        return none_val;
+    }
+    if value.is_true() { true_val } else { false_val }
+}
+
+/// A Python regex in the `regex` crate's dialect (`(?P<n>...)` is shared; `\Z` is `\z`).
+fn compile_regex(pattern: &str, ignorecase: bool, multiline: bool) -> Result<Regex, MjError> {
+    let translated = pattern.replace(r"\Z", r"\z");
+    RegexBuilder::new(&translated)
+        .case_insensitive(ignorecase)
+        .multi_line(multiline)
+        .build()
+        .map_err(|e| invalid(format!("invalid regular expression {pattern:?}: {e}")))
+}
+
+fn regex_flags(kwargs: &Kwargs) -> Result<(bool, bool), MjError> {
+    Ok((
+        kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false),
+        kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false),
+    ))
+}
+
+/// Python's replacement syntax (`\1`, `\g<1>`, `\g<name>`) in the `regex` crate's
+/// (`${1}`, `${name}`); a literal `$` is doubled.
+fn python_replacement(replacement: &str) -> String {
+    let mut out = String::with_capacity(replacement.len() + 8);
+    let mut chars = replacement.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '$' => out.push_str("$$"),
+            '\\' => match chars.peek().copied() {
+                Some(d) if d.is_ascii_digit() => {
+                    let mut group = String::new();
+                    while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                        group.push(d);
+                        chars.next();
+                        if group.len() == 2 {
+                            break;
+                        }
+                    }
+                    out.push_str(&format!("${{{group}}}"));
+                }
+                Some('g') => {
+                    chars.next();
+                    if chars.peek() == Some(&'<') {
+                        chars.next();
+                        let name: String = chars.by_ref().take_while(|&c| c != '>').collect();
+                        out.push_str(&format!("${{{name}}}"));
+                    } else {
+                        out.push_str("\\g");
+                    }
+                }
+                Some('n') => {
+                    chars.next();
+                    out.push('\n');
+                }
+                Some('t') => {
+                    chars.next();
+                    out.push('\t');
+                }
+                Some('\\') => {
+                    chars.next();
+                    out.push('\\');
+                }
+                _ => out.push('\\'),
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn regex_replace(
+    value: MjValue,
+    pattern: &str,
+    replacement: Option<&str>,
+    kwargs: Kwargs,
+) -> Result<String, MjError> {
+    let (ignorecase, multiline) = regex_flags(&kwargs)?;
+    let count: usize = kwargs.get::<Option<usize>>("count")?.unwrap_or(0);
+    kwargs.assert_all_used()?;
+    let text = value_text(&value);
+    let re = compile_regex(pattern, ignorecase, multiline)?;
+    let replacement = python_replacement(replacement.unwrap_or(""));
+    Ok(re.replacen(&text, count, replacement.as_str()).into_owned())
+}
+
+/// The text of a value as `str()` would give it (numbers included).
+fn value_text(value: &MjValue) -> String {
+    match value.as_str() {
+        Some(s) => s.to_string(),
+        None => value.to_string(),
+    }
+}
+
+/// `regex_search`: the match, `None` without one; with `'\\1'`/`'\\g<name>'` arguments
+/// the list of those groups.
+fn regex_search(
+    value: MjValue,
+    pattern: &str,
+    args: Rest<String>,
+    kwargs: Kwargs,
+) -> Result<MjValue, MjError> {
+    let (ignorecase, multiline) = regex_flags(&kwargs)?;
+    kwargs.assert_all_used()?;
+    let text = value_text(&value);
+    let re = compile_regex(pattern, ignorecase, multiline)?;
+    let Some(caps) = re.captures(&text) else {
+        return Ok(MjValue::from(()));
+    };
+    if args.is_empty() {
+        return Ok(MjValue::from(caps.get(0).map_or("", |m| m.as_str())));
+    }
+    let mut groups = Vec::new();
+    for arg in args.iter() {
+        let group = if let Some(name) = arg.strip_prefix("\\g<").and_then(|a| a.strip_suffix('>')) {
+            match name.parse::<usize>() {
+                Ok(i) => caps.get(i),
+                Err(_) => caps.name(name),
+            }
+        } else if let Some(n) = arg.strip_prefix('\\').and_then(|a| a.parse::<usize>().ok()) {
+            caps.get(n)
+        } else {
+            return Err(invalid(format!("regex_search: unknown argument {arg:?}")));
+        };
+        groups.push(group.map_or(MjValue::from(()), |m| MjValue::from(m.as_str())));
+    }
+    Ok(MjValue::from(groups))
+}
+
+/// Python's `re.findall`: whole matches, or the one group, or a list per match of all
+/// groups.
+fn regex_findall(value: MjValue, pattern: &str, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    let (ignorecase, multiline) = regex_flags(&kwargs)?;
+    kwargs.assert_all_used()?;
+    let text = value_text(&value);
+    let re = compile_regex(pattern, ignorecase, multiline)?;
+    let groups = re.captures_len() - 1;
+    let found: Vec<MjValue> = re
+        .captures_iter(&text)
+        .map(|caps| {
+            let text_of = |i: usize| MjValue::from(caps.get(i).map_or("", |m| m.as_str()));
+            match groups {
+                0 => text_of(0),
+                1 => text_of(1),
+                n => MjValue::from((1..=n).map(text_of).collect::<Vec<_>>()),
+            }
+        })
+        .collect();
+    Ok(MjValue::from(found))
+}
+
+/// Python 3.7+'s `re.escape`: only the characters special in a pattern.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if "()[]{}?*+-|^$\\.&~# \t\n\r\u{0b}\u{0c}".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn unique_push(out: &mut Vec<MjValue>, v: MjValue) {
+    if !out.contains(&v) {
+        out.push(v);
+    }
+}
+
+fn union(a: MjValue, b: MjValue) -> Result<MjValue, MjError> {
+    let mut out = Vec::new();
+    for v in items(&a)?.into_iter().chain(items(&b)?) {
+        unique_push(&mut out, v);
+    }
+    Ok(MjValue::from(out))
+}
+
+fn difference(a: MjValue, b: MjValue) -> Result<MjValue, MjError> {
+    let other = items(&b)?;
+    let mut out = Vec::new();
+    for v in items(&a)? {
+        if !other.contains(&v) {
+            unique_push(&mut out, v);
+        }
+    }
+    Ok(MjValue::from(out))
+}
+
+fn intersect(a: MjValue, b: MjValue) -> Result<MjValue, MjError> {
+    let other = items(&b)?;
+    let mut out = Vec::new();
+    for v in items(&a)? {
+        if other.contains(&v) {
+            unique_push(&mut out, v);
+        }
+    }
+    Ok(MjValue::from(out))
+}
+
+fn symmetric_difference(a: MjValue, b: MjValue) -> Result<MjValue, MjError> {
+    let (left, right) = (items(&a)?, items(&b)?);
+    let mut out = Vec::new();
+    for v in left.iter().filter(|v| !right.contains(v)) {
+        unique_push(&mut out, v.clone());
+    }
+    for v in right.iter().filter(|v| !left.contains(v)) {
+        unique_push(&mut out, v.clone());
+    }
+    Ok(MjValue::from(out))
+}
+
+/// `flatten(levels=None, skip_nulls=True)`.
+fn flatten(value: MjValue, levels: Option<i64>, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    let levels = match kwargs.get::<Option<i64>>("levels")? {
+        Some(l) => Some(l),
+        None => levels,
+    };
+    let skip_nulls = kwargs.get::<Option<bool>>("skip_nulls")?.unwrap_or(true);
+    kwargs.assert_all_used()?;
+    fn walk(
+        out: &mut Vec<MjValue>,
+        value: &MjValue,
+        levels: Option<i64>,
+        skip_nulls: bool,
+    ) -> Result<(), MjError> {
+        for item in value.try_iter()? {
+            if skip_nulls && item.is_none() {
+                continue;
+            }
+            if item.kind() == ValueKind::Seq && levels.is_none_or(|l| l > 0) {
+                walk(out, &item, levels.map(|l| l - 1), skip_nulls)?;
+            } else {
+                out.push(item);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(&mut out, &value, levels, skip_nulls)?;
+    Ok(MjValue::from(out))
+}
+
+fn extreme(value: MjValue, kwargs: Kwargs, want_max: bool) -> Result<MjValue, MjError> {
+    let attribute: Option<String> = kwargs.get("attribute")?;
+    let _: Option<bool> = kwargs.get("case_sensitive")?;
+    kwargs.assert_all_used()?;
+    let key = |v: &MjValue| -> MjValue {
+        match &attribute {
+            Some(a) => a.split('.').fold(v.clone(), |cur, part| {
+                cur.get_attr(part).unwrap_or_default()
+            }),
+            None => v.clone(),
+        }
+    };
+    let mut best: Option<MjValue> = None;
+    for item in value.try_iter()? {
+        best = Some(match best {
+            None => item,
+            Some(b) => {
+                let better = if want_max {
+                    key(&item) > key(&b)
+                } else {
+                    key(&item) < key(&b)
+                };
+                if better { item } else { b }
+            }
+        });
+    }
+    Ok(best.unwrap_or(MjValue::UNDEFINED))
+}
+
+fn min(value: MjValue, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    extreme(value, kwargs, false)
+}
+
+fn max(value: MjValue, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    extreme(value, kwargs, true)
+}
+
+/// Jinja's `sum(attribute=None, start=0)`.
+fn sum(value: MjValue, attribute: Option<String>, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    let attribute = kwargs.get::<Option<String>>("attribute")?.or(attribute);
+    let start: Option<MjValue> = kwargs.get("start")?;
+    kwargs.assert_all_used()?;
+    let mut total = start.unwrap_or(MjValue::from(0));
+    for item in value.try_iter()? {
+        let item = match &attribute {
+            Some(a) => a
+                .split('.')
+                .fold(item, |cur, part| cur.get_attr(part).unwrap_or_default()),
+            None => item,
+        };
+        total = add(&total, &item)?;
+    }
+    Ok(total)
+}
+
+fn add(a: &MjValue, b: &MjValue) -> Result<MjValue, MjError> {
+    match (a.kind(), b.kind()) {
+        (ValueKind::Number, ValueKind::Number) => {
+            if let (Ok(x), Ok(y)) = (i64::try_from(a.clone()), i64::try_from(b.clone()))
+                && let Some(total) = x.checked_add(y)
+            {
+                return Ok(MjValue::from(total));
+            }
+            Ok(MjValue::from(
+                f64::try_from(a.clone())? + f64::try_from(b.clone())?,
+            ))
+        }
+        (ValueKind::Seq, ValueKind::Seq) => Ok(MjValue::from(
+            a.try_iter()?.chain(b.try_iter()?).collect::<Vec<_>>(),
+        )),
+        _ => Err(invalid(format!(
+            "sum: unsupported operand types for +: '{}' and '{}'",
+            mj_type_name(a),
+            mj_type_name(b)
+        ))),
+    }
+}
+
+/// `combine(*dicts, recursive=False, list_merge='replace')`: later dicts win.
+fn combine(first: MjValue, others: Rest<MjValue>, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    let recursive = kwargs.get::<Option<bool>>("recursive")?.unwrap_or(false);
+    let list_merge: String = kwargs
+        .get::<Option<String>>("list_merge")?
+        .unwrap_or_else(|| "replace".into());
+    kwargs.assert_all_used()?;
+    let mode = ListMerge::parse(&list_merge)?;
+    let mut dicts = vec![first];
+    for other in others.iter() {
+        // `combine([a, b])` merges a list of dicts, as Ansible allows.
+        if other.kind() == ValueKind::Seq {
+            dicts.extend(other.try_iter()?);
+        } else {
+            dicts.push(other.clone());
+        }
+    }
+    let mut merged = Value::Object(serde_json::Map::new());
+    for dict in dicts {
+        let dict = json_of(&dict)?;
+        if !dict.is_object() {
+            return Err(invalid(format!(
+                "combine expects dictionaries, got {}",
+                python_type(&dict)
+            )));
+        }
+        merge(&mut merged, dict, recursive, mode);
+    }
+    Ok(MjValue::from_serialize(merged))
+}
+
+#[derive(Clone, Copy)]
+enum ListMerge {
+    Replace,
+    Keep,
+    Append,
+    Prepend,
+    AppendRp,
+    PrependRp,
+}
+
+impl ListMerge {
+    fn parse(s: &str) -> Result<ListMerge, MjError> {
+        Ok(match s {
+            "replace" => ListMerge::Replace,
+            "keep" => ListMerge::Keep,
+            "append" => ListMerge::Append,
+            "prepend" => ListMerge::Prepend,
+            "append_rp" => ListMerge::AppendRp,
+            "prepend_rp" => ListMerge::PrependRp,
+            other => {
+                return Err(invalid(format!(
+                    "combine: list_merge must be one of replace, keep, append, prepend, \
+                     append_rp, prepend_rp; got {other:?}"
+                )));
+            }
+        })
+    }
+}
+
+fn merge(into: &mut Value, from: Value, recursive: bool, mode: ListMerge) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                match a.get_mut(&k) {
+                    Some(existing)
+                        if (recursive && existing.is_object() && v.is_object())
+                            || (existing.is_array() && v.is_array()) =>
+                    {
+                        if existing.is_object() {
+                            merge(existing, v, recursive, mode);
+                        } else {
+                            merge_lists(existing, v, mode);
+                        }
+                    }
+                    _ => {
+                        a.insert(k, v);
+                    }
+                }
+            }
+        }
+        (into, from) => *into = from,
+    }
+}
+
+fn merge_lists(into: &mut Value, from: Value, mode: ListMerge) {
+    let (Value::Array(old), Value::Array(new)) = (&*into, &from) else {
+        return;
+    };
+    let result: Vec<Value> = match mode {
+        ListMerge::Replace => new.clone(),
+        ListMerge::Keep => old.clone(),
+        ListMerge::Append => old.iter().chain(new).cloned().collect(),
+        ListMerge::Prepend => new.iter().chain(old).cloned().collect(),
+        ListMerge::AppendRp => old
+            .iter()
+            .filter(|v| !new.contains(v))
+            .chain(new)
+            .cloned()
+            .collect(),
+        ListMerge::PrependRp => new
+            .iter()
+            .chain(old.iter().filter(|v| !new.contains(v)))
+            .cloned()
+            .collect(),
+    };
+    *into = Value::Array(result);
+}
+
+fn dict2items(value: MjValue, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    let key_name = kwargs
+        .get::<Option<String>>("key_name")?
+        .unwrap_or_else(|| "key".into());
+    let value_name = kwargs
+        .get::<Option<String>>("value_name")?
+        .unwrap_or_else(|| "value".into());
+    kwargs.assert_all_used()?;
+    if value.kind() != ValueKind::Map {
+        return Err(invalid(format!(
+            "dict2items requires a dictionary, got {}",
+            mj_type_name(&value)
+        )));
+    }
+    let mut out = Vec::new();
+    for key in value.try_iter()? {
+        let item = value.get_item(&key)?;
+        let entry: Vec<(String, MjValue)> =
+            vec![(key_name.clone(), key), (value_name.clone(), item)];
+        out.push(MjValue::from_iter(entry));
+    }
+    Ok(MjValue::from(out))
+}
+
+fn items2dict(value: MjValue, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    let key_name = kwargs
+        .get::<Option<String>>("key_name")?
+        .unwrap_or_else(|| "key".into());
+    let value_name = kwargs
+        .get::<Option<String>>("value_name")?
+        .unwrap_or_else(|| "value".into());
+    kwargs.assert_all_used()?;
+    let mut out: Vec<(MjValue, MjValue)> = Vec::new();
+    for item in value.try_iter()? {
+        let key = item.get_attr(&key_name)?;
+        let val = item.get_attr(&value_name)?;
+        if key.is_undefined() || val.is_undefined() {
+            return Err(invalid(format!(
+                "items2dict requires each item to have '{key_name}' and '{value_name}' keys"
+            )));
+        }
+        out.retain(|(k, _)| k != &key);
+        out.push((key, val));
+    }
+    Ok(MjValue::from_iter(out))
+}
+
+fn b64encode(value: MjValue) -> String {
+    base64::engine::general_purpose::STANDARD.encode(value_text(&value))
+}
+
+fn b64decode(text: &str) -> Result<String, MjError> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| invalid(format!("b64decode: {e}")))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Python's `shlex.quote`.
+pub fn quote(value: MjValue) -> String {
+    let s = value_text(&value);
+    if s.is_empty() {
+        return "''".into();
+    }
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c))
+    {
+        return s;
+    }
+    format!("'{}'", s.replace('\'', "'\"'\"'"))
+}
+
+fn hash(value: MjValue, algorithm: Option<&str>) -> Result<String, MjError> {
+    let data = value_text(&value);
+    digest_hex(algorithm.unwrap_or("sha1"), data.as_bytes())
+}
+
+pub fn digest_hex(algorithm: &str, data: &[u8]) -> Result<String, MjError> {
+    use sha2::Digest;
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+    Ok(match algorithm {
+        "md5" => format!("{:x}", md5::compute(data)),
+        "sha1" => hex(&sha1::Sha1::digest(data)),
+        "sha224" => hex(&sha2::Sha224::digest(data)),
+        "sha256" => hex(&sha2::Sha256::digest(data)),
+        "sha384" => hex(&sha2::Sha384::digest(data)),
+        "sha512" => hex(&sha2::Sha512::digest(data)),
+        other => {
+            return Err(invalid(format!(
+                "hash: unsupported algorithm {other:?} (use md5, sha1, sha224, sha256, sha384 \
+                 or sha512)"
+            )));
+        }
+    })
+}
+
+fn checksum(value: MjValue) -> Result<String, MjError> {
+    digest_hex("sha1", value_text(&value).as_bytes())
+}
+
+/// `password_hash('sha512', salt=None, rounds=5000)` as crypt(3)'s SHA-crypt.
+fn password_hash(
+    value: MjValue,
+    scheme: Option<&str>,
+    salt: Option<String>,
+    kwargs: Kwargs,
+) -> Result<String, MjError> {
+    let salt = match kwargs.get::<Option<String>>("salt")? {
+        Some(s) => Some(s),
+        None => salt,
+    };
+    let rounds: Option<u32> = kwargs.get("rounds")?;
+    kwargs.assert_all_used()?;
+    let password = value_text(&value);
+    let salt = salt.unwrap_or_else(|| super::sha_crypt::random_salt(16));
+    match scheme.unwrap_or("sha512") {
+        "sha512" | "sha512_crypt" => Ok(super::sha_crypt::sha_crypt(
+            super::sha_crypt::Variant::Sha512,
+            password.as_bytes(),
+            &salt,
+            rounds,
+        )),
+        "sha256" | "sha256_crypt" => Ok(super::sha_crypt::sha_crypt(
+            super::sha_crypt::Variant::Sha256,
+            password.as_bytes(),
+            &salt,
+            rounds,
+        )),
+        other => Err(invalid(format!(
+            "password_hash: unsupported scheme {other:?} (use sha512 or sha256)"
+        ))),
+    }
+}
+
+fn python_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
+fn mj_type_name(value: &MjValue) -> &'static str {
+    match value.kind() {
+        ValueKind::Undefined => "AnsibleUndefined",
+        ValueKind::None => "NoneType",
+        ValueKind::Bool => "bool",
+        ValueKind::Number if value.is_integer() => "int",
+        ValueKind::Number => "float",
+        ValueKind::String => "str",
+        ValueKind::Bytes => "bytes",
+        ValueKind::Seq | ValueKind::Iterable => "list",
+        ValueKind::Map => "dict",
+        _ => "object",
+    }
+}
+
+/// Python's type names, which is what Ansible shows.
+fn type_debug(value: MjValue) -> &'static str {
+    mj_type_name(&value)
+}
+
+/// Python's `urllib.parse.urlsplit`, as a dict, or one field of it.
+fn urlsplit(url: &str, query: Option<&str>) -> Result<MjValue, MjError> {
+    let (scheme, rest) = match url.split_once(':') {
+        Some((s, r))
+            if !s.is_empty()
+                && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            (s.to_ascii_lowercase(), r)
+        }
+        _ => (String::new(), url),
+    };
+    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let (rest, query_text) = rest.split_once('?').unwrap_or((rest, ""));
+    let (netloc, path) = match rest.strip_prefix("//") {
+        Some(r) => match r.find('/') {
+            Some(i) => (&r[..i], &r[i..]),
+            None => (r, ""),
+        },
+        None => ("", rest),
+    };
+    let (userinfo, hostport) = match netloc.rsplit_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, netloc),
+    };
+    let (username, password) = match userinfo {
+        Some(u) => match u.split_once(':') {
+            Some((n, p)) => (MjValue::from(n), MjValue::from(p)),
+            None => (MjValue::from(u), MjValue::from(())),
+        },
+        None => (MjValue::from(()), MjValue::from(())),
+    };
+    let (host, port) = if let Some(r) = hostport.strip_prefix('[') {
+        let (h, after) = r.split_once(']').unwrap_or((r, ""));
+        (h.to_string(), after.strip_prefix(':').unwrap_or(""))
+    } else {
+        match hostport.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p),
+            None => (hostport.to_string(), ""),
+        }
+    };
+    let hostname = if host.is_empty() {
+        MjValue::from(())
+    } else {
+        MjValue::from(host.to_ascii_lowercase())
+    };
+    let port = port.parse::<u16>().map_or(MjValue::from(()), MjValue::from);
+    let fields: Vec<(&str, MjValue)> = vec![
+        ("fragment", MjValue::from(fragment)),
+        ("hostname", hostname),
+        ("netloc", MjValue::from(netloc)),
+        ("password", password),
+        ("path", MjValue::from(path)),
+        ("port", port),
+        ("query", MjValue::from(query_text)),
+        ("scheme", MjValue::from(scheme)),
+        ("username", username),
+    ];
+    match query {
+        None | Some("") => Ok(MjValue::from_iter(fields)),
+        Some(q) => fields
+            .into_iter()
+            .find(|(k, _)| *k == q)
+            .map(|(_, v)| v)
+            .ok_or_else(|| invalid(format!("urlsplit: unknown URL component {q:?}"))),
+    }
+}
+
+/// Python's `str.center`: an odd padding puts the extra space on the right unless the
+/// width is odd too.
+fn center(value: MjValue, width: Option<usize>) -> String {
+    let s = value_text(&value);
+    let width = width.unwrap_or(80);
+    let len = s.chars().count();
+    if len >= width {
+        return s;
+    }
+    let margin = width - len;
+    let left = margin / 2 + (margin & width & 1);
+    format!("{}{s}{}", " ".repeat(left), " ".repeat(margin - left))
+}
+
+/// A small PRNG (splitmix64): Ansible's `seed=` makes output repeatable, not
+/// cryptographic; the sequence is not Python's.
+struct Prng(u64);
+
+impl Prng {
+    fn new(seed: Option<&MjValue>) -> Prng {
+        let seed = match seed {
+            Some(s) => {
+                use sha2::Digest;
+                let digest = sha2::Sha256::digest(value_text(s).as_bytes());
+                u64::from_le_bytes(digest[..8].try_into().unwrap_or([0; 8]))
+            }
+            None => {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64);
+                nanos ^ (std::process::id() as u64).rotate_left(32)
+            }
+        };
+        Prng(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next() % n }
+    }
+}
+
+/// `random`: an element of a list, or an int in `[start, end)` with `step`.
+fn random(
+    value: MjValue,
+    start: Option<i64>,
+    step: Option<i64>,
+    kwargs: Kwargs,
+) -> Result<MjValue, MjError> {
+    let start = kwargs.get::<Option<i64>>("start")?.or(start).unwrap_or(0);
+    let step = kwargs
+        .get::<Option<i64>>("step")?
+        .or(step)
+        .unwrap_or(1)
+        .max(1);
+    let seed: Option<MjValue> = kwargs.get("seed")?;
+    kwargs.assert_all_used()?;
+    let mut rng = Prng::new(seed.as_ref());
+    if value.kind() == ValueKind::Number {
+        let end = i64::try_from(value)?;
+        let choices = ((end - start).max(0) + step - 1) / step;
+        if choices == 0 {
+            return Err(invalid("random: empty range"));
+        }
+        return Ok(MjValue::from(
+            start + step * rng.below(choices as u64) as i64,
+        ));
+    }
+    let all = items(&value)?;
+    if all.is_empty() {
+        return Err(invalid("random: cannot choose from an empty sequence"));
+    }
+    Ok(all[rng.below(all.len() as u64) as usize].clone())
+}
+
+fn shuffle(value: MjValue, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    let seed: Option<MjValue> = kwargs.get("seed")?;
+    kwargs.assert_all_used()?;
+    let mut rng = Prng::new(seed.as_ref());
+    let mut all = items(&value)?;
+    for i in (1..all.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        all.swap(i, j);
+    }
+    Ok(MjValue::from(all))
+}

@@ -1,0 +1,472 @@
+//! `lookup()`/`query()`/`q()`: Ansible's lookup plugins that read the controller (files,
+//! environment, commands). Relative paths resolve against the current role (`role_path`)
+//! and then the playbook's directory (the `playbook_dir` variable, else the Templar's base
+//! directory, else the working directory).
+
+use std::path::{Path, PathBuf};
+
+use minijinja::value::{Kwargs, Rest, Value as MjValue, ValueKind, from_args};
+use minijinja::{Environment, Error as MjError, ErrorKind, State};
+
+pub fn register(env: &mut Environment<'static>, base_dir: Option<PathBuf>) {
+    let base = base_dir.clone();
+    env.add_function(
+        "lookup",
+        move |state: &State, name: String, args: Rest<MjValue>| {
+            run(state, &name, &args, base.as_deref(), false)
+        },
+    );
+    for alias in ["query", "q"] {
+        let base = base_dir.clone();
+        env.add_function(
+            alias,
+            move |state: &State, name: String, args: Rest<MjValue>| {
+                run(state, &name, &args, base.as_deref(), true)
+            },
+        );
+    }
+}
+
+fn error(message: impl Into<String>) -> MjError {
+    MjError::new(ErrorKind::InvalidOperation, message.into())
+}
+
+fn run(
+    state: &State,
+    name: &str,
+    args: &[MjValue],
+    base: Option<&Path>,
+    always_list: bool,
+) -> Result<MjValue, MjError> {
+    let (terms, kwargs) = from_args::<(&[MjValue], Kwargs)>(args)?;
+    let wantlist = always_list || kwargs.get::<Option<bool>>("wantlist")?.unwrap_or(false);
+    let errors: String = kwargs
+        .get::<Option<String>>("errors")?
+        .unwrap_or_else(|| "strict".into());
+    let playbook_dir = state
+        .lookup("playbook_dir")
+        .and_then(|v| v.as_str().map(PathBuf::from))
+        .or_else(|| base.map(Path::to_path_buf))
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_default();
+    let role_dir = state
+        .lookup("role_path")
+        .and_then(|v| v.as_str().map(PathBuf::from));
+    let base = SearchPath {
+        dirs: role_dir.into_iter().chain([playbook_dir]).collect(),
+    };
+    // `ansible.builtin.file` is `file`.
+    let name = name.strip_prefix("ansible.builtin.").unwrap_or(name);
+    let results = match name {
+        "file" => file(terms, &kwargs, &base),
+        "env" => env(terms, &kwargs),
+        "template" => template(state, terms, &kwargs, &base),
+        "fileglob" => fileglob(terms, &base),
+        "first_found" => first_found(terms, &kwargs, &base),
+        "pipe" => pipe(terms, &base),
+        "items" | "list" => Ok(flatten_terms(terms, name == "items")),
+        "sequence" => sequence(terms),
+        "dict" => dict(terms),
+        "vars" => vars(state, terms, &kwargs),
+        other => Err(error(format!(
+            "lookup plugin '{other}' is not supported (supported: file, env, template, \
+             fileglob, first_found, pipe, items, list, sequence, dict, vars)"
+        ))),
+    };
+    let results = match results {
+        Ok(r) => r,
+        Err(_) if errors == "ignore" || errors == "warn" => {
+            return Ok(if wantlist {
+                MjValue::from(Vec::<MjValue>::new())
+            } else {
+                MjValue::from(())
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    kwargs.assert_all_used()?;
+    if wantlist {
+        return Ok(MjValue::from(results));
+    }
+    // Ansible joins string results with commas; other results come back as they are.
+    if results.iter().all(|v| v.kind() == ValueKind::String) {
+        let joined: Vec<&str> = results.iter().filter_map(|v| v.as_str()).collect();
+        return Ok(MjValue::from(joined.join(",")));
+    }
+    Ok(match results.len() {
+        1 => results.into_iter().next().unwrap_or_default(),
+        _ => MjValue::from(results),
+    })
+}
+
+fn term_texts(terms: &[MjValue]) -> Vec<String> {
+    flatten_terms(terms, true)
+        .iter()
+        .map(|t| t.as_str().map_or_else(|| t.to_string(), str::to_string))
+        .collect()
+}
+
+/// Lookup terms given as lists count as their items.
+fn flatten_terms(terms: &[MjValue], flatten: bool) -> Vec<MjValue> {
+    let mut out = Vec::new();
+    for term in terms {
+        if flatten && term.kind() == ValueKind::Seq {
+            out.extend(term.try_iter().into_iter().flatten());
+        } else {
+            out.push(term.clone());
+        }
+    }
+    out
+}
+
+/// Where relative names are looked for: the role's directory (when in a role), then the
+/// playbook's.
+struct SearchPath {
+    dirs: Vec<PathBuf>,
+}
+
+impl SearchPath {
+    /// The playbook's directory: where commands run and `paths:` are relative to.
+    fn playbook_dir(&self) -> &Path {
+        self.dirs.last().map_or(Path::new("."), PathBuf::as_path)
+    }
+
+    /// `<dir>/<subdir>/<name>`, then `<dir>/<name>`, for each directory in order.
+    fn candidates(&self, subdir: &str, name: &str) -> Vec<PathBuf> {
+        self.dirs
+            .iter()
+            .flat_map(|d| [d.join(subdir).join(name), d.join(name)])
+            .collect()
+    }
+}
+
+/// Ansible's search path for a relative name.
+fn find(base: &SearchPath, subdir: &str, name: &str) -> Option<PathBuf> {
+    let path = Path::new(name);
+    if path.is_absolute() {
+        return path.exists().then(|| path.to_path_buf());
+    }
+    base.candidates(subdir, name)
+        .into_iter()
+        .find(|p| p.exists())
+}
+
+fn file(terms: &[MjValue], kwargs: &Kwargs, base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
+    let rstrip = kwargs.get::<Option<bool>>("rstrip")?.unwrap_or(true);
+    let lstrip = kwargs.get::<Option<bool>>("lstrip")?.unwrap_or(false);
+    term_texts(terms)
+        .iter()
+        .map(|term| {
+            let path = find(base, "files", term)
+                .filter(|p| p.is_file())
+                .ok_or_else(|| error(format!("could not locate file in lookup: {term}")))?;
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| error(format!("could not read {}: {e}", path.display())))?;
+            let text = if rstrip { text.trim_end() } else { &text };
+            let text = if lstrip { text.trim_start() } else { text };
+            Ok(MjValue::from(text))
+        })
+        .collect()
+}
+
+fn env(terms: &[MjValue], kwargs: &Kwargs) -> Result<Vec<MjValue>, MjError> {
+    let default: Option<MjValue> = kwargs.get("default")?;
+    Ok(term_texts(terms)
+        .iter()
+        .map(|name| match std::env::var(name) {
+            Ok(v) => MjValue::from(v),
+            Err(_) => default.clone().unwrap_or_else(|| MjValue::from("")),
+        })
+        .collect())
+}
+
+fn template(
+    state: &State,
+    terms: &[MjValue],
+    kwargs: &Kwargs,
+    base: &SearchPath,
+) -> Result<Vec<MjValue>, MjError> {
+    let extra: Option<MjValue> = kwargs.get("template_vars")?;
+    let _: Option<bool> = kwargs.get("convert_data")?;
+    let mut context: Vec<(String, MjValue)> = state
+        .known_variables()
+        .into_iter()
+        .filter_map(|name| state.lookup(&name).map(|v| (name.to_string(), v)))
+        .collect();
+    if let Some(extra) = extra.filter(|e| e.kind() == ValueKind::Map) {
+        for key in extra.try_iter()? {
+            let value = extra.get_item(&key)?;
+            context.push((key.to_string(), value));
+        }
+    }
+    let context = MjValue::from_iter(context);
+    term_texts(terms)
+        .iter()
+        .map(|term| {
+            let path = find(base, "templates", term)
+                .filter(|p| p.is_file())
+                .ok_or_else(|| {
+                    error(format!(
+                        "the template file {term} could not be found for the lookup"
+                    ))
+                })?;
+            let source = std::fs::read_to_string(&path)
+                .map_err(|e| error(format!("could not read {}: {e}", path.display())))?;
+            let source = if super::chain::may_need_rewrite(&source) {
+                super::chain::rewrite_template(&source)
+            } else {
+                source
+            };
+            let rendered = state.env().render_str(&source, &context)?;
+            Ok(MjValue::from(super::preserve_trailing_newlines(
+                &source, rendered,
+            )))
+        })
+        .collect()
+}
+
+/// Files (not directories) matching each pattern; wildcards in the last component only,
+/// as Ansible's fileglob.
+fn fileglob(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
+    let mut out = Vec::new();
+    for term in term_texts(terms) {
+        let (dir, pattern) = match term.rfind('/') {
+            Some(i) => (&term[..i.max(1)], &term[i + 1..]),
+            None => ("", term.as_str()),
+        };
+        let dirs: Vec<PathBuf> = if Path::new(dir).is_absolute() {
+            vec![PathBuf::from(dir)]
+        } else {
+            base.candidates("files", dir)
+        };
+        // The first search directory that exists wins, as Ansible's search path.
+        let Some(found_dir) = dirs.into_iter().find(|d| d.is_dir()) else {
+            continue;
+        };
+        let mut matches: Vec<String> = std::fs::read_dir(&found_dir)
+            .map_err(|e| error(format!("fileglob: {}: {e}", found_dir.display())))?
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_file())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|name| wildcard_match(pattern, name))
+            .map(|name| found_dir.join(name).display().to_string())
+            .collect();
+        matches.sort();
+        out.extend(matches.into_iter().map(MjValue::from));
+    }
+    Ok(out)
+}
+
+/// fnmatch: `*`, `?`, `[abc]`, `[!abc]`; a leading dot must be matched explicitly.
+pub fn wildcard_match(pattern: &str, name: &str) -> bool {
+    if name.starts_with('.') && !pattern.starts_with('.') {
+        return false;
+    }
+    fn go(p: &[char], n: &[char]) -> bool {
+        match p.first() {
+            None => n.is_empty(),
+            Some('*') => (0..=n.len()).any(|i| go(&p[1..], &n[i..])),
+            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
+            Some('[') => {
+                let Some(close) = p.iter().skip(2).position(|&c| c == ']').map(|i| i + 2) else {
+                    return n.first() == Some(&'[') && go(&p[1..], &n[1..]);
+                };
+                let Some(&c) = n.first() else {
+                    return false;
+                };
+                let set = &p[1..close];
+                let (negate, set) = match set.first() {
+                    Some('!') => (true, &set[1..]),
+                    _ => (false, set),
+                };
+                let mut hit = false;
+                let mut i = 0;
+                while i < set.len() {
+                    if i + 2 < set.len() && set[i + 1] == '-' {
+                        hit |= set[i] <= c && c <= set[i + 2];
+                        i += 3;
+                    } else {
+                        hit |= set[i] == c;
+                        i += 1;
+                    }
+                }
+                hit != negate && go(&p[close + 1..], &n[1..])
+            }
+            Some(&c) => n.first() == Some(&c) && go(&p[1..], &n[1..]),
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    go(&p, &n)
+}
+
+/// `first_found`: terms are names or `{files: [...], paths: [...], skip: bool}`.
+fn first_found(
+    terms: &[MjValue],
+    kwargs: &Kwargs,
+    base: &SearchPath,
+) -> Result<Vec<MjValue>, MjError> {
+    let mut files: Vec<String> = Vec::new();
+    let mut paths: Vec<String> = Vec::new();
+    let mut skip = kwargs.get::<Option<bool>>("skip")?.unwrap_or(false);
+    let split = |v: &MjValue| -> Vec<String> {
+        let items: Vec<MjValue> = if v.kind() == ValueKind::Seq {
+            v.try_iter().into_iter().flatten().collect()
+        } else {
+            vec![v.clone()]
+        };
+        // Ansible splits names on , ; and : as well.
+        items
+            .iter()
+            .filter_map(|i| i.as_str().map(str::to_string))
+            .flat_map(|s| {
+                s.split([',', ';'])
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    if let Some(f) = kwargs.get::<Option<MjValue>>("files")? {
+        files.extend(split(&f));
+    }
+    if let Some(p) = kwargs.get::<Option<MjValue>>("paths")? {
+        paths.extend(split(&p));
+    }
+    for term in flatten_terms(terms, true) {
+        if term.kind() == ValueKind::Map {
+            if let Ok(f) = term.get_attr("files")
+                && !f.is_undefined()
+            {
+                files.extend(split(&f));
+            }
+            if let Ok(p) = term.get_attr("paths")
+                && !p.is_undefined()
+            {
+                paths.extend(split(&p));
+            }
+            if let Ok(s) = term.get_attr("skip") {
+                skip |= s.is_true();
+            }
+        } else if let Some(s) = term.as_str() {
+            files.push(s.to_string());
+        }
+    }
+    for name in &files {
+        let candidates: Vec<PathBuf> = if paths.is_empty() || Path::new(name).is_absolute() {
+            find(base, "files", name).into_iter().collect()
+        } else {
+            paths
+                .iter()
+                .map(|dir| {
+                    let d = Path::new(dir);
+                    if d.is_absolute() {
+                        d.join(name)
+                    } else {
+                        base.playbook_dir().join(d).join(name)
+                    }
+                })
+                .collect()
+        };
+        if let Some(found) = candidates.into_iter().find(|p| p.exists()) {
+            return Ok(vec![MjValue::from(found.display().to_string())]);
+        }
+    }
+    if skip {
+        return Ok(Vec::new());
+    }
+    Err(error(
+        "No file was found when using first_found. Use errors='ignore' to allow this task \
+         to be skipped if no files are found",
+    ))
+}
+
+fn pipe(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
+    term_texts(terms)
+        .iter()
+        .map(|cmd| {
+            let out = std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(cmd)
+                .current_dir(if base.playbook_dir().is_dir() {
+                    base.playbook_dir()
+                } else {
+                    Path::new(".")
+                })
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .map_err(|e| error(format!("lookup_plugin.pipe({cmd}): {e}")))?;
+            if !out.status.success() {
+                return Err(error(format!(
+                    "lookup_plugin.pipe({cmd}) returned {}",
+                    out.status.code().unwrap_or(-1)
+                )));
+            }
+            Ok(MjValue::from(
+                String::from_utf8_lossy(&out.stdout).trim_end().to_string(),
+            ))
+        })
+        .collect()
+}
+
+fn sequence(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
+    let mut out = Vec::new();
+    for term in term_texts(terms) {
+        let items = crate::playbook::sequence_items(&term).map_err(error)?;
+        out.extend(items.into_iter().map(MjValue::from));
+    }
+    Ok(out)
+}
+
+fn dict(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
+    let mut out = Vec::new();
+    for term in flatten_terms(terms, true) {
+        if term.kind() != ValueKind::Map {
+            return Err(error("with_dict expects a dict"));
+        }
+        for key in term.try_iter()? {
+            let value = term.get_item(&key)?;
+            out.push(MjValue::from_iter([
+                ("key".to_string(), key),
+                ("value".to_string(), value),
+            ]));
+        }
+    }
+    Ok(out)
+}
+
+/// `vars`: variables by (templated) name, or `default=` when one is missing.
+fn vars(state: &State, terms: &[MjValue], kwargs: &Kwargs) -> Result<Vec<MjValue>, MjError> {
+    let default: Option<MjValue> = kwargs.get("default")?;
+    term_texts(terms)
+        .iter()
+        .map(
+            |name| match state.lookup(name).filter(|v| !v.is_undefined()) {
+                Some(v) => Ok(v),
+                None => default.clone().ok_or_else(|| {
+                    MjError::new(
+                        ErrorKind::UndefinedError,
+                        format!("No variable found with this name: {name}"),
+                    )
+                }),
+            },
+        )
+        .collect()
+}
+
+#[cfg(test)]
+mod unit {
+    use super::wildcard_match;
+
+    #[test]
+    fn fnmatch_patterns() {
+        assert!(wildcard_match("*.conf", "a.conf"));
+        assert!(!wildcard_match("*.conf", "a.conf.bak"));
+        assert!(wildcard_match("a?c", "abc"));
+        assert!(wildcard_match("[ab]x", "bx"));
+        assert!(!wildcard_match("[!ab]x", "bx"));
+        assert!(wildcard_match("[a-c]*", "cat"));
+        assert!(!wildcard_match("*", ".hidden"));
+    }
+}

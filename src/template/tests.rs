@@ -1,0 +1,403 @@
+//! Ansible's Jinja tests (`x is version('1.2', '>=')`, `result is failed`...).
+
+use std::cmp::Ordering;
+
+use minijinja::value::{Kwargs, Value as MjValue, ValueKind};
+use minijinja::{Environment, Error as MjError, ErrorKind};
+
+pub fn register(env: &mut Environment<'static>) {
+    env.add_test("truthy", truthy);
+    env.add_test("falsy", falsy);
+    env.add_test("succeeded", succeeded);
+    env.add_test("success", succeeded);
+    env.add_test("successful", succeeded);
+    env.add_test("failed", failed);
+    env.add_test("failure", failed);
+    env.add_test("changed", changed);
+    env.add_test("change", changed);
+    env.add_test("skipped", skipped);
+    env.add_test("skip", skipped);
+    env.add_test("finished", finished);
+    env.add_test("unreachable", unreachable);
+    env.add_test("reachable", reachable);
+    env.add_test("match", regex_match);
+    env.add_test("search", regex_search);
+    env.add_test("regex", regex_test);
+    env.add_test("version", version);
+    env.add_test("version_compare", version);
+    env.add_test("subset", subset);
+    env.add_test("issubset", subset);
+    env.add_test("superset", superset);
+    env.add_test("issuperset", superset);
+    env.add_test("contains", contains);
+    env.add_test("any", any);
+    env.add_test("all", all);
+    env.add_test("file", |p: &str| std::path::Path::new(p).is_file());
+    env.add_test("is_file", |p: &str| std::path::Path::new(p).is_file());
+    env.add_test("directory", |p: &str| std::path::Path::new(p).is_dir());
+    env.add_test("is_dir", |p: &str| std::path::Path::new(p).is_dir());
+    env.add_test("exists", |p: &str| {
+        std::path::Path::new(p).exists() || std::fs::symlink_metadata(p).is_ok()
+    });
+    env.add_test("link", |p: &str| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+    });
+    env.add_test("is_link", |p: &str| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+    });
+    env.add_test("abs", |p: &str| p.starts_with('/'));
+    env.add_test("is_abs", |p: &str| p.starts_with('/'));
+}
+
+fn invalid(message: impl Into<String>) -> MjError {
+    MjError::new(ErrorKind::InvalidOperation, message.into())
+}
+
+/// `truthy(convert_bool=False)`: with `convert_bool`, 'no'/'off' count as false.
+fn truthy(value: &MjValue, convert_bool: Option<bool>, kwargs: Kwargs) -> Result<bool, MjError> {
+    let convert = kwargs.get::<Option<bool>>("convert_bool")?.or(convert_bool);
+    kwargs.assert_all_used()?;
+    if convert.unwrap_or(false) && value.kind() != ValueKind::Seq {
+        return Ok(super::filters::bool_filter(value.clone()));
+    }
+    Ok(value.is_true())
+}
+
+fn falsy(value: &MjValue, convert_bool: Option<bool>, kwargs: Kwargs) -> Result<bool, MjError> {
+    truthy(value, convert_bool, kwargs).map(|t| !t)
+}
+
+/// Ansible's task-result tests refuse anything but a registered result.
+fn result_field(value: &MjValue, test: &str, field: &str) -> Result<MjValue, MjError> {
+    if value.kind() != ValueKind::Map {
+        return Err(invalid(format!(
+            "The '{test}' test expects a dictionary (a registered task result)"
+        )));
+    }
+    Ok(value.get_attr(field).unwrap_or_default())
+}
+
+fn failed(value: &MjValue) -> Result<bool, MjError> {
+    Ok(result_field(value, "failed", "failed")?.is_true())
+}
+
+fn succeeded(value: &MjValue) -> Result<bool, MjError> {
+    Ok(!result_field(value, "succeeded", "failed")?.is_true())
+}
+
+/// A loop's result is changed when any item changed.
+fn changed(value: &MjValue) -> Result<bool, MjError> {
+    let own = result_field(value, "changed", "changed")?;
+    if !own.is_undefined() {
+        return Ok(own.is_true());
+    }
+    let results = value.get_attr("results").unwrap_or_default();
+    if results.kind() == ValueKind::Seq {
+        for item in results.try_iter()? {
+            if item.get_attr("changed").is_ok_and(|c| c.is_true()) {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+fn skipped(value: &MjValue) -> Result<bool, MjError> {
+    Ok(result_field(value, "skipped", "skipped")?.is_true())
+}
+
+fn finished(value: &MjValue) -> Result<bool, MjError> {
+    let f = result_field(value, "finished", "finished")?;
+    Ok(f.is_undefined() || f.is_true())
+}
+
+fn unreachable(value: &MjValue) -> Result<bool, MjError> {
+    Ok(result_field(value, "unreachable", "unreachable")?.is_true())
+}
+
+fn reachable(value: &MjValue) -> Result<bool, MjError> {
+    Ok(!unreachable(value)?)
+}
+
+fn text_of(value: &MjValue) -> String {
+    value
+        .as_str()
+        .map_or_else(|| value.to_string(), str::to_string)
+}
+
+fn build_regex(pattern: &str, kwargs: &Kwargs) -> Result<regex::Regex, MjError> {
+    let ignorecase = kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false);
+    let multiline = kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false);
+    regex::RegexBuilder::new(&pattern.replace(r"\Z", r"\z"))
+        .case_insensitive(ignorecase)
+        .multi_line(multiline)
+        .build()
+        .map_err(|e| invalid(format!("invalid regular expression {pattern:?}: {e}")))
+}
+
+fn regex_search(value: &MjValue, pattern: &str, kwargs: Kwargs) -> Result<bool, MjError> {
+    let re = build_regex(pattern, &kwargs)?;
+    kwargs.assert_all_used()?;
+    Ok(re.is_match(&text_of(value)))
+}
+
+/// Python's `re.match`: anchored at the start, not the end.
+fn regex_match(value: &MjValue, pattern: &str, kwargs: Kwargs) -> Result<bool, MjError> {
+    let ignorecase = kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false);
+    let multiline = kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false);
+    kwargs.assert_all_used()?;
+    let re = regex::RegexBuilder::new(&format!(r"\A(?:{})", pattern.replace(r"\Z", r"\z")))
+        .case_insensitive(ignorecase)
+        .multi_line(multiline)
+        .build()
+        .map_err(|e| invalid(format!("invalid regular expression {pattern:?}: {e}")))?;
+    Ok(re.is_match(&text_of(value)))
+}
+
+fn regex_test(value: &MjValue, pattern: &str, kwargs: Kwargs) -> Result<bool, MjError> {
+    let match_type = kwargs
+        .get::<Option<String>>("match_type")?
+        .unwrap_or_else(|| "search".into());
+    match match_type.as_str() {
+        "match" => regex_match(value, pattern, kwargs),
+        "search" => regex_search(value, pattern, kwargs),
+        "fullmatch" => {
+            let ignorecase = kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false);
+            let multiline = kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false);
+            kwargs.assert_all_used()?;
+            let re = regex::RegexBuilder::new(&format!(r"\A(?:{})\z", pattern))
+                .case_insensitive(ignorecase)
+                .multi_line(multiline)
+                .build()
+                .map_err(|e| invalid(format!("invalid regular expression {pattern:?}: {e}")))?;
+            Ok(re.is_match(&text_of(value)))
+        }
+        other => Err(invalid(format!(
+            "regex: match_type must be match, search or fullmatch, got {other:?}"
+        ))),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Num(u64),
+    Text(String),
+}
+
+impl PartialOrd for Part {
+    fn partial_cmp(&self, other: &Part) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Part {
+    fn cmp(&self, other: &Part) -> Ordering {
+        match (self, other) {
+            (Part::Num(a), Part::Num(b)) => a.cmp(b),
+            (Part::Text(a), Part::Text(b)) => a.cmp(b),
+            // Python 3 cannot compare these at all; a number sorting after text keeps
+            // "1.0" > "1.0rc" style comparisons sensible.
+            (Part::Num(_), Part::Text(_)) => Ordering::Greater,
+            (Part::Text(_), Part::Num(_)) => Ordering::Less,
+        }
+    }
+}
+
+/// LooseVersion: runs of digits (numbers) and of letters, every other character a
+/// separator.
+fn loose_parts(v: &str) -> Vec<Part> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let flush = |current: &mut String, parts: &mut Vec<Part>| {
+        if current.is_empty() {
+            return;
+        }
+        let part = match current.parse::<u64>() {
+            Ok(n) => Part::Num(n),
+            Err(_) => Part::Text(std::mem::take(current)),
+        };
+        current.clear();
+        parts.push(part);
+    };
+    for c in v.chars() {
+        let same_kind = current
+            .chars()
+            .next()
+            .is_none_or(|p| p.is_ascii_digit() == c.is_ascii_digit());
+        if c == '.' || !c.is_ascii_alphanumeric() {
+            flush(&mut current, &mut parts);
+        } else {
+            if !same_kind {
+                flush(&mut current, &mut parts);
+            }
+            current.push(c.to_ascii_lowercase());
+        }
+    }
+    flush(&mut current, &mut parts);
+    parts
+}
+
+/// StrictVersion's parts: three numbers and an optional `a`/`b` pre-release.
+type StrictVersion = (Vec<u64>, Option<(char, u64)>);
+
+/// StrictVersion: `N.N[.N][(a|b)N]`.
+fn strict_parts(v: &str) -> Result<StrictVersion, MjError> {
+    let bad = || {
+        invalid(format!(
+            "Version comparison failed: invalid version number '{v}'"
+        ))
+    };
+    let (nums, pre) = match v.find(['a', 'b']) {
+        Some(i) => {
+            let tag = v[i..].chars().next().unwrap_or('a');
+            let n = v[i + 1..].parse::<u64>().map_err(|_| bad())?;
+            (&v[..i], Some((tag, n)))
+        }
+        None => (v, None),
+    };
+    let mut numbers: Vec<u64> = nums
+        .split('.')
+        .map(|p| p.parse::<u64>().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    if !(2..=3).contains(&numbers.len()) {
+        return Err(bad());
+    }
+    numbers.resize(3, 0);
+    Ok((numbers, pre))
+}
+
+fn compare_semver(a: &str, b: &str) -> Result<Ordering, MjError> {
+    fn parse(v: &str) -> Result<(Vec<u64>, Option<Vec<Part>>), MjError> {
+        let v = v.split('+').next().unwrap_or(v);
+        let (core, pre) = match v.split_once('-') {
+            Some((c, p)) => (c, Some(loose_parts(p))),
+            None => (v, None),
+        };
+        let nums: Vec<u64> = core
+            .split('.')
+            .map(|p| p.parse::<u64>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                invalid(format!(
+                    "Version comparison failed: invalid semantic version '{v}'"
+                ))
+            })?;
+        if nums.len() != 3 {
+            return Err(invalid(format!(
+                "Version comparison failed: invalid semantic version '{v}'"
+            )));
+        }
+        Ok((nums, pre))
+    }
+    let (an, ap) = parse(a)?;
+    let (bn, bp) = parse(b)?;
+    Ok(an.cmp(&bn).then_with(|| match (ap, bp) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Greater,
+        (Some(_), None) => Ordering::Less,
+        (Some(x), Some(y)) => x.cmp(&y),
+    }))
+}
+
+/// `version(other, operator='eq', strict=False, version_type='loose')`.
+fn version(
+    value: &MjValue,
+    other: &MjValue,
+    operator: Option<&str>,
+    kwargs: Kwargs,
+) -> Result<bool, MjError> {
+    let operator = match kwargs.get::<Option<String>>("operator")? {
+        Some(op) => op,
+        None => operator.unwrap_or("eq").to_string(),
+    };
+    let strict = kwargs.get::<Option<bool>>("strict")?.unwrap_or(false);
+    let version_type = kwargs
+        .get::<Option<String>>("version_type")?
+        .unwrap_or_else(|| if strict { "strict" } else { "loose" }.into());
+    kwargs.assert_all_used()?;
+    let (a, b) = (text_of(value), text_of(other));
+    if a.is_empty() {
+        return Err(invalid("Input version value cannot be empty"));
+    }
+    if b.is_empty() {
+        return Err(invalid(
+            "Version parameter to compare against cannot be empty",
+        ));
+    }
+    let ordering = match version_type.as_str() {
+        "loose" => loose_parts(&a).cmp(&loose_parts(&b)),
+        "strict" => {
+            let (an, ap) = strict_parts(&a)?;
+            let (bn, bp) = strict_parts(&b)?;
+            an.cmp(&bn).then_with(|| match (ap, bp) {
+                (None, None) => Ordering::Equal,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(_), None) => Ordering::Less,
+                (Some(x), Some(y)) => x.cmp(&y),
+            })
+        }
+        "semver" | "semantic" => compare_semver(&a, &b)?,
+        // PEP 440's ordering agrees with the loose one for plain release numbers.
+        "pep440" => loose_parts(&a).cmp(&loose_parts(&b)),
+        other => {
+            return Err(invalid(format!(
+                "Invalid version type ({other}). Must be one of loose, strict, semver, \
+                 semantic, pep440"
+            )));
+        }
+    };
+    Ok(match operator.as_str() {
+        "==" | "=" | "eq" => ordering == Ordering::Equal,
+        "!=" | "<>" | "ne" => ordering != Ordering::Equal,
+        "<" | "lt" => ordering == Ordering::Less,
+        "<=" | "le" => ordering != Ordering::Greater,
+        ">" | "gt" => ordering == Ordering::Greater,
+        ">=" | "ge" => ordering != Ordering::Less,
+        other => {
+            return Err(invalid(format!(
+                "Invalid operator type ({other}). Must be one of ==, =, eq, !=, <>, ne, <, lt, \
+                 <=, le, >, gt, >=, ge"
+            )));
+        }
+    })
+}
+
+fn members(value: &MjValue) -> Result<Vec<MjValue>, MjError> {
+    Ok(value.try_iter()?.collect())
+}
+
+fn subset(value: &MjValue, of: &MjValue) -> Result<bool, MjError> {
+    let big = members(of)?;
+    Ok(members(value)?.iter().all(|v| big.contains(v)))
+}
+
+fn superset(value: &MjValue, of: &MjValue) -> Result<bool, MjError> {
+    subset(of, value)
+}
+
+fn contains(value: &MjValue, item: &MjValue) -> Result<bool, MjError> {
+    Ok(members(value)?.contains(item))
+}
+
+fn any(value: &MjValue) -> Result<bool, MjError> {
+    Ok(value.try_iter()?.any(|v| v.is_true()))
+}
+
+fn all(value: &MjValue) -> Result<bool, MjError> {
+    Ok(value.try_iter()?.all(|v| v.is_true()))
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn loose_versions_compare_like_looseversion() {
+        let cmp = |a: &str, b: &str| loose_parts(a).cmp(&loose_parts(b));
+        assert_eq!(cmp("1.10", "1.9"), Ordering::Greater);
+        assert_eq!(cmp("1.2.0", "1.2"), Ordering::Greater);
+        assert_eq!(cmp("2.4.1", "2.4.1"), Ordering::Equal);
+        assert_eq!(cmp("1.0a", "1.0"), Ordering::Greater);
+        assert_eq!(cmp("3.10.0-1160.el7", "3.9"), Ordering::Greater);
+    }
+}

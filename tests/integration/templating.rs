@@ -1,0 +1,93 @@
+//! Ansible's Jinja dialect in a real run: filters, tests and lookups in module arguments,
+//! checked in the files they produce on the target.
+
+use crate::support::hosts::SshHosts;
+use crate::support::run::TestRun;
+
+const PLAYBOOK: &str = r#"- hosts: all
+  gather_facts: false
+  vars:
+    packages: [nginx, curl, nginx]
+    users:
+      - {name: alice, uid: 1001, admin: true}
+      - {name: bob, uid: 1002, admin: false}
+    base: {a: 1, nested: {x: 1}}
+    extra: {nested: {y: 2}}
+    port: "8080"
+    enabled: "yes"
+    app_version: "1.10.2"
+  tasks:
+    - name: render with filters
+      copy:
+        dest: ~/report.txt
+        content: |
+          pkgs={{ packages | unique | sort | join(',') }}
+          admins={{ users | selectattr('admin') | map(attribute='name') | join(',') }}
+          uids={{ users | map(attribute='uid') | sum }}
+          port={{ port | int + 1 }}
+          enabled={{ enabled | bool }}
+          merged={{ base | combine(extra, recursive=true) | to_json }}
+          keys={{ base | dict2items | map(attribute='key') | join(',') }}
+          host={{ inventory_hostname | regex_replace('^web(\\d+)$', 'server-\\1') }}
+          missing={{ nope.deeper | default('fallback') }}
+          newer={{ app_version is version('1.9', '>') }}
+          motd={{ lookup('file', 'motd.txt') }}
+          env={{ lookup('env', 'TURBO_TEMPLATING_TEST') }}
+          sha={{ 'abc' | hash('sha1') }}
+          py={{ 'a-b'.split('-') | length }} {{ inventory_hostname.startswith('web') }}
+          list={{ packages | unique }}
+          b64={{ 'hi' | b64encode }}
+          name={{ '/etc/nginx/nginx.conf' | basename }}
+          ternary={{ (users | length > 1) | ternary('many', 'one') }}
+          yaml={{ {'k': [1]} | to_nice_yaml }}
+        mode: "{{ file_mode | default(omit) }}"
+      register: written
+    - name: result tests
+      copy:
+        content: "{{ 'changed' if written is changed else 'same' }} {{ written is succeeded }}"
+        dest: ~/result.txt
+      when: written is not failed and nope.x is not defined
+"#;
+
+#[test]
+fn filters_tests_and_lookups_render_into_files() {
+    let hosts = SshHosts::start(&["web1"]);
+    let out = TestRun::new()
+        .playbook(PLAYBOOK)
+        .file("files/motd.txt", "Welcome to turbo-play\n")
+        .inventory(&hosts.inventory())
+        .env("TURBO_TEMPLATING_TEST", "from-the-controller")
+        .run();
+    out.assert_code(0);
+    let home = &hosts.user("web1").home;
+    let report = std::fs::read_to_string(home.join("report.txt")).expect("report.txt");
+    assert_eq!(
+        report,
+        "pkgs=curl,nginx
+admins=alice
+uids=2003
+port=8081
+enabled=True
+merged={\"a\": 1, \"nested\": {\"x\": 1, \"y\": 2}}
+keys=a,nested
+host=server-1
+missing=fallback
+newer=True
+motd=Welcome to turbo-play
+env=from-the-controller
+sha=a9993e364706816aba3e25717850c26c9cd0d89d
+py=2 True
+list=['nginx', 'curl']
+b64=aGk=
+name=nginx.conf
+ternary=many
+yaml=k:
+-   1
+
+",
+        "{}",
+        out.stdout
+    );
+    let result = std::fs::read_to_string(home.join("result.txt")).expect("result.txt");
+    assert_eq!(result, "changed True");
+}

@@ -229,6 +229,9 @@ def timed(cmd, env, logname, timeout):
     os.makedirs(LOG_DIR, exist_ok=True)
     logpath = f"{LOG_DIR}/{logname}.log"
     with open(logpath, "w") as out:
+        for key in sorted(env):
+            if key.startswith(("ANSIBLE_", "TURBO_PLAY")):
+                out.write(f"# {key}={env[key]}\n")
         out.write("$ " + shlex.join(cmd) + "\n")
         out.flush()
         start = time.perf_counter()
@@ -430,10 +433,10 @@ def run_bytes(n):
                     secs, rc, totals = count_bytes(cmd, tool_env(tool, cpdir), tag, port)
                 finally:
                     close_masters(cpdir)
-                ok = rc == 0 and verify(playbook, n, 1)[0]
-                extra = {} if ok else {"failed": f"exit {rc} or wrong files; see .bench/logs/{tag}.log"}
+                files_ok, _, msg = verify(playbook, n, 1) if rc == 0 else (False, False, f"exit {rc}")
+                extra = {} if files_ok else {"failed": f"{msg}; see .bench/logs/{tag}.log"}
                 record(**cell, phase=phase, bytes=totals, steady=secs, **extra)
-                if not ok:
+                if not files_ok:
                     break
 
 
@@ -556,6 +559,9 @@ def render():
             tool = r["tool"] + (f" ({r['phase']})" if r.get("phase") == "first run" else "")
             if "skipped" in r:
                 lines.append(f"| {r['playbook']} | {tool} | | | | | | {r['skipped']} |")
+                continue
+            if "failed" in r:
+                lines.append(f"| {r['playbook']} | {tool} | | n/a | n/a | n/a | | {r['failed']} |")
                 continue
             up, down = b.get("up", 0) / 1024, b.get("down", 0) / 1024
             lines.append(f"| {r['playbook']} | {tool} | {b.get('connections', '')} | {up:.1f} | {down:.1f} | {up + down:.1f} | "

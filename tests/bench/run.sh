@@ -20,6 +20,7 @@
 #   BENCH_FULL=1       also run Ansible above n=100 (~12 min per run at n=1000) and drop the cutoff
 #   BENCH_TIMEOUT      seconds per single run (default 600)
 #   BENCH_SKIP_BUILD=1 use ./target/release/turbo-play as it is
+#   BENCH_TURBO_BIN    turbo-play binary to run (default ./target/release/turbo-play; still built unless BENCH_SKIP_BUILD=1)
 #   BENCH_TURBO_ARGS   extra arguments for turbo-play
 set -euo pipefail
 
@@ -68,7 +69,7 @@ MITOGEN_STRATEGY_DIR="$SITE/ansible_mitogen/plugins/strategy"
 [[ -f "$MITOGEN_STRATEGY_DIR/mitogen_linear.py" ]] || die "mitogen strategy plugins not found in $MITOGEN_STRATEGY_DIR"
 
 # ---------------------------------------------------------------- turbo-play
-TURBO_BIN="$ROOT/target/release/turbo-play"
+TURBO_BIN=${BENCH_TURBO_BIN:-$ROOT/target/release/turbo-play}
 TURBO_STATUS=""
 if [[ " ${BENCH_TOOLS:-turbo-play} " == *" turbo-play "* ]]; then
     if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then

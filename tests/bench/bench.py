@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import resource
 import shlex
 import shutil
 import signal
@@ -62,7 +63,7 @@ LOG_DIR = f"{OUT_DIR}/logs"
 known_ports = set()
 children = []
 results = []  # one dict per measured cell, see record()
-notes = []
+LOAD_AT_START = " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def log(msg):
@@ -224,8 +225,15 @@ def tool_env(tool, cpdir):
     return env
 
 
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def timed(cmd, env, logname, timeout):
-    """Wall seconds and exit code of one run; output goes to .bench/logs/<logname>.log."""
+    """Wall seconds, exit code and controller CPU seconds of one run (every descendant that
+    was waited for: ansible's workers count, a detached ssh ControlPersist master does not).
+    Output goes to .bench/logs/<logname>.log."""
     os.makedirs(LOG_DIR, exist_ok=True)
     logpath = f"{LOG_DIR}/{logname}.log"
     with open(logpath, "w") as out:
@@ -234,18 +242,18 @@ def timed(cmd, env, logname, timeout):
                 out.write(f"# {key}={env[key]}\n")
         out.write("$ " + shlex.join(cmd) + "\n")
         out.flush()
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), children_cpu()
         rc = subprocess.run(
             ["timeout", "-k", "10", str(int(timeout)), *cmd],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, check=False,
         ).returncode
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, children_cpu() - cpu_start
     if rc != 0:
         why = "timed out" if rc in (124, 137) else f"exit {rc}"
         with open(logpath, errors="replace") as f:
             tail = f.read().splitlines()[-12:]
         log(f"  FAILED ({why}) after {seconds:.1f}s, log {logpath}:\n      " + "\n      ".join(tail))
-    return seconds, rc
+    return seconds, rc, cpu
 
 
 def first_line(text):
@@ -307,7 +315,7 @@ def run_tool_cell(scenario, port, hosts, playbook, n, tool):
     cell = dict(base, runs=runs, reruns=reruns, steady_all=[], rerun_all=[])
     try:
         clean_homes(hosts, caches=True)
-        secs, rc = timed(cmd, env, f"{tag}-first", timeout)
+        secs, rc, _ = timed(cmd, env, f"{tag}-first", timeout)
         ok, content_ok, msg = verify(playbook, n, hosts) if rc == 0 else (False, False, f"exit {rc}")
         if not ok:
             return record(**cell, failed=f"first run: {msg}; see .bench/logs/{tag}-first.log")
@@ -316,14 +324,16 @@ def run_tool_cell(scenario, port, hosts, playbook, n, tool):
             cell["content_warning"] = msg
         for i in range(runs):
             clean_homes(hosts)
-            secs, rc = timed(cmd, env, f"{tag}-steady{i + 1}", timeout)
+            secs, rc, cpu = timed(cmd, env, f"{tag}-steady{i + 1}", timeout)
             ok, content_ok, msg = verify(playbook, n, hosts) if rc == 0 else (False, False, f"exit {rc}")
             if not ok:
                 return record(**cell, failed=f"steady run {i + 1}: {msg}; see .bench/logs/{tag}-steady{i + 1}.log")
             cell["steady_all"].append(secs)
+            cell.setdefault("steady_cpu_all", []).append(cpu)
         cell["steady"] = statistics.median(cell["steady_all"])
+        cell["steady_cpu"] = statistics.median(cell["steady_cpu_all"])
         for i in range(reruns):
-            secs, rc = timed(cmd, env, f"{tag}-rerun{i + 1}", timeout)
+            secs, rc, _ = timed(cmd, env, f"{tag}-rerun{i + 1}", timeout)
             ok, _, msg = verify(playbook, n, hosts) if rc == 0 else (False, False, f"exit {rc}")
             if not ok:
                 return record(**cell, failed=f"rerun {i + 1}: {msg}; see .bench/logs/{tag}-rerun{i + 1}.log")
@@ -395,7 +405,7 @@ def count_bytes(cmd, env, logname, counter_port):
     out = f"{TMP}/bytes-{counter_port}.json"
     proc = start_child([sys.executable, f"{ROOT}/tests/bench/count_proxy.py", str(counter_port), str(SSHD_PORT), out], counter_port, "count_proxy.py")
     try:
-        secs, rc = timed(cmd, env, logname, TIMEOUT)
+        secs, rc, _ = timed(cmd, env, logname, TIMEOUT)
     finally:
         stop_child(proc)
     with open(out) as f:
@@ -501,6 +511,8 @@ def render():
         "*steady* = median of runs that re-create every file (agent cached), *rerun* = median of runs where",
         "nothing changes. *× floor* = steady / one plain `ssh` running a shell loop that writes the same N files.",
         "*turbo-play speedup* = other tool's steady time / turbo-play's steady time (rerun in brackets).",
+        "*controller CPU s* = user+system CPU of the tool's processes on the controller, median of the steady runs.",
+        f"Load average when the run started: {LOAD_AT_START} (the machine may be shared: wall times are noisy).",
         "",
     ]
     for scenario in ("direct", "latency"):
@@ -508,9 +520,9 @@ def render():
         for hosts in sorted({r["hosts"] for r in sc}):
             lines += [f"## {scenario_title(scenario, hosts)}", ""]
             ns = sorted({r["n"] for r in sc if r["hosts"] == hosts})
-            lines += ["| playbook | n | ssh floor s | " + " | ".join(f"{t} s" for t in TOOLS) + " | "
-                      + " | ".join(f"turbo-play vs {t}" for t in TOOLS if t != "turbo-play") + " |"]
-            lines += ["|" + "---|" * (3 + len(TOOLS) + len([t for t in TOOLS if t != "turbo-play"]))]
+            others = [t for t in TOOLS if t != "turbo-play"] if "turbo-play" in TOOLS else []
+            header = ["playbook", "n", "ssh floor s"] + [f"{t} s" for t in TOOLS] + [f"turbo-play vs {t}" for t in others]
+            lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
             for playbook in PLAYBOOKS:
                 for n in ns:
                     floor = find(scenario, hosts, playbook, n, "ssh floor")
@@ -518,9 +530,7 @@ def render():
                     turbo = find(scenario, hosts, playbook, n, "turbo-play")
                     for tool in TOOLS:
                         row.append(cell_text(find(scenario, hosts, playbook, n, tool), "steady"))
-                    for tool in TOOLS:
-                        if tool == "turbo-play":
-                            continue
+                    for tool in others:
                         other = find(scenario, hosts, playbook, n, tool)
                         t_s = turbo.get("steady") if turbo else None
                         o_s = other.get("steady") if other else None
@@ -529,8 +539,8 @@ def render():
                         row.append(f"{fmt_x(o_s, t_s)} ({fmt_x(o_r, t_r)})")
                     lines.append("| " + " | ".join(row) + " |")
             lines += ["", "Details:", "",
-                      "| playbook | n | tool | first s | steady s (runs) | rerun s (runs) | × floor | note |",
-                      "|---|---|---|---|---|---|---|---|"]
+                      "| playbook | n | tool | first s | steady s (runs) | rerun s (runs) | × floor | controller CPU s | note |",
+                      "|---|---|---|---|---|---|---|---|---|"]
             for playbook in PLAYBOOKS:
                 for n in ns:
                     floor = find(scenario, hosts, playbook, n, "ssh floor")
@@ -545,7 +555,7 @@ def render():
                         steady = f"{cell_text(r, 'steady')} ({r.get('runs', '-')})"
                         rerun = f"{cell_text(r, 'rerun')} ({r.get('reruns', '-')})"
                         lines.append(f"| {playbook} | {n} | {tool} | {cell_text(r, 'first')} | {steady} | {rerun} | "
-                                     f"{fmt_x(r.get('steady'), floor_s)} | {note.replace('|', '/')} |")
+                                     f"{fmt_x(r.get('steady'), floor_s)} | {cell_text(r, 'steady_cpu')} | {note.replace('|', '/')} |")
             lines.append("")
     by = [r for r in results if r["scenario"] == "bytes"]
     if by:

@@ -274,15 +274,24 @@ def reruns_for(tool, n):
 
 
 def estimate(tool, scenario, hosts, playbook, n):
-    """Seconds for one run, scaled linearly from the nearest smaller n already measured."""
-    best = None
+    """Seconds for one run, scaled linearly from the nearest smaller n already measured for this
+    playbook, else from the slowest other playbook measured at this n or below."""
+    same, other = None, None
     for r in results:
-        if (r["tool"], r["scenario"], r["hosts"], r["playbook"]) == (tool, scenario, hosts, playbook):
-            t = r.get("steady") or r.get("first")
-            if t and r["n"] < n and (best is None or r["n"] > best[0]):
-                best = (r["n"], t)
-    if best:
-        return best[1] * n / best[0]
+        if (r["tool"], r["scenario"], r["hosts"]) != (tool, scenario, hosts):
+            continue
+        t = r.get("steady") or r.get("first")
+        if not t:
+            continue
+        if r["playbook"] == playbook and r["n"] < n and (same is None or r["n"] > same[0]):
+            same = (r["n"], t)
+        if r["playbook"] != playbook and r["n"] <= n:
+            scaled = t * n / r["n"]
+            other = scaled if other is None else max(other, scaled)
+    if same:
+        return same[1] * n / same[0]
+    if other:
+        return other
     if tool == "ansible":
         return ANSIBLE_SECONDS_PER_ITEM * n
     return None

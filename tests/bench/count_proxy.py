@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""count_proxy.py LISTEN_PORT TARGET_PORT OUT_JSON
+
+A TCP forwarder on 127.0.0.1 that counts the bytes it passes in each direction.
+"up" is client -> target (controller to sshd), "down" is target -> client.
+Bytes are counted as they are forwarded, so connections still open when it stops
+(an ssh ControlPersist master, say) are included. On SIGTERM/SIGINT it writes
+{"connections": N, "up": BYTES, "down": BYTES} to OUT_JSON and exits.
+Connections that carried no byte at all (the readiness probe) are not counted.
+"""
+import asyncio
+import json
+import os
+import signal
+import sys
+
+LISTEN, TARGET, OUT = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+totals = {"connections": 0, "up": 0, "down": 0}
+
+
+async def pump(reader, writer, direction, seen):
+    try:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                break
+            if not seen[0]:
+                seen[0] = True
+                totals["connections"] += 1
+            totals[direction] += len(data)
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        try:
+            writer.write_eof()
+        except (OSError, RuntimeError):
+            writer.close()
+
+
+async def handle(client_reader, client_writer):
+    try:
+        server_reader, server_writer = await asyncio.open_connection("127.0.0.1", TARGET)
+    except OSError:
+        client_writer.close()
+        return
+    seen = [False]
+    await asyncio.gather(
+        pump(client_reader, server_writer, "up", seen),
+        pump(server_reader, client_writer, "down", seen),
+    )
+    client_writer.close()
+    server_writer.close()
+
+
+def write_totals():
+    with open(OUT, "w") as out:
+        json.dump(totals, out)
+
+
+async def main():
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    server = await asyncio.start_server(handle, "127.0.0.1", LISTEN)
+    await stop.wait()
+    # Written and gone at once: closing politely would wait for (or cancel, noisily) the
+    # connections still open, and their bytes are already counted.
+    write_totals()
+    sys.stdout.flush()
+    os._exit(0)
+
+
+asyncio.run(main())

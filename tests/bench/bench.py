@@ -264,9 +264,14 @@ def first_line(text):
 
 
 def runs_for(tool, n):
+    # BENCH_RUNS_ANSIBLE / BENCH_RUNS_MITOGEN / BENCH_RUNS_TURBO_PLAY override per tool.
+    per_tool = "BENCH_RUNS_" + tool.upper().replace("-", "_")
+    if per_tool in ENV:
+        return max(1, int(ENV[per_tool]))
     if "BENCH_RUNS" in ENV:
         return max(1, int(ENV["BENCH_RUNS"]))
-    return 1 if (tool == "ansible" and n > 100) else 3
+    # The Python tools take minutes per run above n=100: one run each there.
+    return 1 if (tool != "turbo-play" and n > 100) else 3
 
 
 def reruns_for(tool, n):

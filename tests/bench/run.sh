@@ -14,7 +14,8 @@
 #   BENCH_SCENARIOS    direct latency bytes             which parts to run
 #   BENCH_LATENCY_N    100      BENCH_LATENCY_HOSTS 1   BENCH_DELAY_MS 15   (latency matrix)
 #   BENCH_BYTES_N      100                              n for the bytes-on-the-wire runs
-#   BENCH_RUNS         steady-state runs per cell (default 3; 1 for Ansible above n=100)
+#   BENCH_RUNS         steady-state runs per cell (default 3; 1 for ansible/mitogen above n=100)
+#   BENCH_RUNS_ANSIBLE, BENCH_RUNS_MITOGEN, BENCH_RUNS_TURBO_PLAY   the same, per tool
 #   BENCH_RERUNS       "nothing changed" runs per cell (default = runs)
 #   BENCH_MAX_SECONDS  skip a cell whose estimated total exceeds this (default 1200; 0 = never)
 #   BENCH_FULL=1       also run Ansible above n=100 (~12 min per run at n=1000) and drop the cutoff

@@ -48,6 +48,13 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
         notify: Vec::new(),
         listen: Vec::new(),
         frames: Vec::new(),
+        // Unless the play is tagged, gathering runs whatever --tags asks, as in Ansible.
+        tags: if play.tags.is_empty() {
+            vec!["always".to_string()]
+        } else {
+            play.tags.clone()
+        },
+        check_mode: None,
         vars: Map::new(),
         unsupported: Vec::new(),
         location: play.location.clone(),
@@ -60,6 +67,9 @@ pub(crate) async fn gather(run: &PlayRun<'_>) {
     let Some(task) = gathering_task(&run.playbook.plays[run.play_index]) else {
         return;
     };
+    if !crate::playbook::selected(&task.tags, &run.ctx.opts.tags) {
+        return;
+    }
     let active: Vec<Arc<HostState>> = run
         .hosts
         .iter()

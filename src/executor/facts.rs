@@ -117,4 +117,15 @@ mod tests {
 
         assert!(gathering_task(&play("- hosts: all\n  gather_facts: false\n")).is_none());
     }
+
+    #[test]
+    fn gathering_is_tagged_always_unless_the_play_is_tagged() {
+        let untagged = gathering_task(&play("- hosts: all\n")).unwrap();
+        assert_eq!(untagged.tags, ["always"]);
+        let tagged = gathering_task(&play("- hosts: all\n  tags: [web]\n")).unwrap();
+        assert_eq!(tagged.tags, ["web"]);
+        let only_db = crate::playbook::TagFilter::from_args(&["db".into()], &[]);
+        assert!(crate::playbook::selected(&untagged.tags, &only_db));
+        assert!(!crate::playbook::selected(&tagged.tags, &only_db));
+    }
 }

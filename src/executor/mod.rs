@@ -468,3 +468,42 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::playbook::load_playbook_text;
+    use std::path::Path;
+
+    fn plays() -> Vec<Play> {
+        load_playbook_text(
+            Path::new("site.yml"),
+            "- hosts: all\n  tasks:\n    - name: a\n      debug: msg=a\n\
+             - hosts: all\n  tasks:\n    - name: b\n      debug: msg=b\n      tags: web\n\
+             \x20   - name: c\n      debug: msg=c\n    - name: d\n      debug: msg=d\n      tags: web\n",
+        )
+        .unwrap()
+        .plays
+    }
+
+    #[test]
+    fn tasks_to_run_follow_tags_and_start_at_task_across_plays() {
+        let plays = plays();
+        let all = TagFilter::default();
+        let none = Mutex::new(None);
+        assert_eq!(tasks_to_run(&plays[1], &all, &none), Some(vec![0, 1, 2]));
+        let web = TagFilter::from_args(&["web".into()], &[]);
+        assert_eq!(tasks_to_run(&plays[1], &web, &none), Some(vec![0, 2]));
+
+        // Nothing of the first play runs; the second starts at `c`; later plays run whole.
+        let start = Mutex::new(Some("c".to_string()));
+        assert_eq!(tasks_to_run(&plays[0], &all, &start), None);
+        assert_eq!(tasks_to_run(&plays[1], &all, &start), Some(vec![1, 2]));
+        assert_eq!(*start.lock().unwrap(), None);
+        assert_eq!(tasks_to_run(&plays[0], &all, &start), Some(vec![0]));
+
+        // A task the tags leave out cannot be where the run starts.
+        let start = Mutex::new(Some("c".to_string()));
+        assert_eq!(tasks_to_run(&plays[1], &web, &start), None);
+    }
+}

@@ -280,7 +280,12 @@ pub async fn run_playbooks(
             s.bytes_received += received;
             sessions.push(session);
         }
-        stats.push(s);
+        // Ansible's recap lists only hosts that got a result (tags or --start-at-task
+        // may leave a host with none).
+        let counted = s.ok + s.changed + s.unreachable + s.failed + s.skipped + s.rescued;
+        if counted + s.ignored > 0 {
+            stats.push(s);
+        }
     }
     for session in sessions {
         session.close().await;

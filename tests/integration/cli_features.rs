@@ -216,6 +216,8 @@ fn start_at_task_skips_until_the_named_task_across_plays() {
     let (out, list) = run("nothing like it");
     out.assert_code(0);
     assert_eq!(list, "");
+    // As in Ansible, a host that got no result has no recap line.
+    assert!(out.recaps().is_empty(), "{}", out.stdout);
     assert!(
         out.stderr
             .contains("ERROR! No matching task \"nothing like it\" found."),

@@ -73,18 +73,24 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         playbooks.push(playbook);
     }
     let tags = TagFilter::from_args(&cli.tags, &cli.skip_tags);
-    // Like ansible-playbook: --syntax-check and the listings stop before any connection.
+    // Like ansible-playbook: --syntax-check and the listings stop before any connection
+    // (their stdout is the listing alone, so warnings go to stderr).
+    let listings = Listings {
+        hosts: cli.list_hosts,
+        tasks: cli.list_tasks,
+        tags: cli.list_tags,
+    };
+    if cli.syntax_check || listings.any() {
+        for warning in &config.warnings {
+            eprintln!("[WARNING]: {warning}");
+        }
+    }
     if cli.syntax_check {
         for path in &cli.playbooks {
             print!("{}", listing::syntax_check(&path.display().to_string()));
         }
         return Ok(0);
     }
-    let listings = Listings {
-        hosts: cli.list_hosts,
-        tasks: cli.list_tasks,
-        tags: cli.list_tags,
-    };
     if listings.any() {
         let filter = if cli.list_tags {
             let user_gave_tags = !(cli.tags.is_empty() && cli.skip_tags.is_empty());

@@ -26,11 +26,13 @@ pub fn syntax_check(shown_path: &str) -> String {
     format!("\nplaybook: {shown_path}\n")
 }
 
-/// The listing of one playbook (`shown_path` as the user wrote it). `filter` is the tag
-/// selection: for `--list-tags` without tag flags, pass
-/// [`TagFilter::for_listing_tags`]'s, which lists `never` tasks too, as Ansible does.
+/// The listing of one playbook given on the command line (`shown_path` as the user wrote
+/// it): `playbooks` are what loading it gave, imported playbooks included, whose plays are
+/// numbered on as one list, as Ansible does. `filter` is the tag selection: for
+/// `--list-tags` without tag flags, pass [`TagFilter::for_listing_tags`]'s, which lists
+/// `never` tasks too, as Ansible does.
 pub fn render(
-    playbook: &Playbook,
+    playbooks: &[Playbook],
     shown_path: &str,
     inventory: &Inventory,
     limit: Option<&str>,
@@ -38,7 +40,8 @@ pub fn render(
     filter: &TagFilter,
 ) -> Result<String, String> {
     let mut out = format!("\nplaybook: {shown_path}\n");
-    for (index, play) in playbook.plays.iter().enumerate() {
+    let plays = playbooks.iter().flat_map(|p| &p.plays);
+    for (index, play) in plays.enumerate() {
         let play_tags: BTreeSet<&str> = play.tags.iter().map(String::as_str).collect();
         out.push_str(&format!(
             "\n  play #{} ({}): {}\tTAGS: [{}]\n",
@@ -169,7 +172,7 @@ mod tests {
 
     fn listing(what: Listings, filter: &TagFilter, limit: Option<&str>) -> String {
         let pb = load_playbook_text(Path::new("site.yml"), SITE).unwrap();
-        render(&pb, "site.yml", &inventory(), limit, what, filter).unwrap()
+        render(&[pb], "site.yml", &inventory(), limit, what, filter).unwrap()
     }
 
     /// Each expected text below is what ansible-playbook 2.19 printed for SITE (its set

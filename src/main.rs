@@ -100,7 +100,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         };
         for (path, playbook) in cli.playbooks.iter().zip(&playbooks) {
             let text = listing::render(
-                playbook,
+                std::slice::from_ref(playbook),
                 &path.display().to_string(),
                 &inventory,
                 cli.limit.as_deref(),

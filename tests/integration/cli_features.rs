@@ -390,3 +390,22 @@ fn json_stream_has_one_event_per_line() {
                            "skipped": 1, "rescued": 0, "ignored": 1})
     );
 }
+
+#[test]
+fn run_and_skip_tags_are_variables() {
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - debug: msg=\"{{ ansible_run_tags }} {{ ansible_skip_tags }}\"\n      tags: [a, always]\n",
+        )
+        .inventory(&refusing_host_line("box"))
+        .args(&["-c", "local", "--json", "-t", "b,a", "--skip-tags", "x"])
+        .run();
+    out.assert_code(0);
+    let result = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["event"] == "result")
+        .expect("a result");
+    assert_eq!(result["result"]["msg"], "['a', 'b'] ['x']");
+}

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::inventory::Inventory;
-use crate::playbook::{Playbook, TagFilter, selected};
+use crate::playbook::{Playbook, Section, TagFilter, Task, selected};
 
 /// Which listings were asked for; any mix of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,7 +71,11 @@ pub fn render(
             out.push_str("    tasks:\n");
         }
         let mut all_tags = play_tags.clone();
-        for task in play.tasks.iter().filter(|t| selected(&t.tags, filter)) {
+        let listed = play
+            .tasks
+            .iter()
+            .filter(|t| in_block_sections(t) && selected(&t.tags, filter));
+        for task in listed {
             all_tags.extend(task.tags.iter().map(String::as_str));
             if what.tasks {
                 let tags: BTreeSet<&str> = play_tags
@@ -94,6 +98,11 @@ pub fn render(
         }
     }
     Ok(out)
+}
+
+/// Ansible lists only blocks' main tasks: never a `rescue` or `always` (nor their tags).
+fn in_block_sections(task: &Task) -> bool {
+    task.frames.iter().all(|f| f.section == Section::Block)
 }
 
 /// A list of strings as Python's `repr` prints it (`['web', 'db']`).
@@ -268,6 +277,53 @@ mod tests {
         assert!(
             out.contains("    tasks:\n      TASK TAGS: []\n\n  play #3"),
             "{out}"
+        );
+    }
+
+    #[test]
+    fn rescue_and_always_tasks_are_not_listed() {
+        let pb = load_playbook_text(
+            Path::new("blk.yml"),
+            "- hosts: all
+  tasks:
+    - block:
+        - name: b1
+          debug: msg=1
+        - block:
+            - name: inner
+              debug: msg=1
+          rescue:
+            - name: inner rescue
+              debug: msg=1
+      rescue:
+        - name: r1
+          debug: msg=1
+          tags: rt
+      always:
+        - name: a1
+          debug: msg=1
+    - name: after
+      debug: msg=1
+",
+        )
+        .unwrap();
+        let what = Listings {
+            tasks: true,
+            tags: true,
+            ..Default::default()
+        };
+        let out = render(
+            &[pb],
+            "blk.yml",
+            &inventory(),
+            None,
+            what,
+            &TagFilter::default(),
+        );
+        // What ansible-playbook 2.19 prints for it.
+        assert_eq!(
+            out.unwrap(),
+            "\nplaybook: blk.yml\n\n  play #1 (all): all\tTAGS: []\n    tasks:\n      b1\tTAGS: []\n      inner\tTAGS: []\n      after\tTAGS: []\n      TASK TAGS: []\n"
         );
     }
 

@@ -67,6 +67,66 @@ pub struct Cli {
     /// More output (-v results, -vv agent bootstrap).
     #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
     pub verbose: u8,
+
+    /// Only run plays and tasks tagged with these values (comma list; repeatable).
+    #[arg(short = 't', long = "tags", value_name = "TAGS")]
+    pub tags: Vec<String>,
+
+    /// Only run plays and tasks whose tags do not match these values (comma list;
+    /// repeatable).
+    #[arg(long = "skip-tags", value_name = "SKIP_TAGS")]
+    pub skip_tags: Vec<String>,
+
+    /// Start the playbook at the first task whose name matches (a shell glob).
+    #[arg(long = "start-at-task", value_name = "START_AT_TASK")]
+    pub start_at_task: Option<String>,
+
+    /// List the hosts each play would run on; runs nothing.
+    #[arg(long = "list-hosts")]
+    pub list_hosts: bool,
+
+    /// List the tasks that would run; runs nothing.
+    #[arg(long = "list-tasks")]
+    pub list_tasks: bool,
+
+    /// List the tags in use; runs nothing.
+    #[arg(long = "list-tags")]
+    pub list_tags: bool,
+
+    /// Check the playbooks' syntax; runs nothing.
+    #[arg(long = "syntax-check")]
+    pub syntax_check: bool,
+
+    /// Accepted for compatibility: turbo-play keeps no fact cache.
+    #[arg(long = "flush-cache")]
+    pub flush_cache: bool,
+
+    /// Connection type for hosts that set no `ansible_connection` (and whose play sets no
+    /// `connection`).
+    #[arg(short = 'c', long = "connection", value_name = "CONNECTION",
+          value_parser = ["ssh", "local", "smart", "paramiko", "paramiko_ssh"])]
+    pub connection: Option<String>,
+
+    /// Print one JSON event per line instead of the human output (same as --output json).
+    #[arg(long = "json")]
+    pub json: bool,
+
+    /// Output format: `human` (Ansible's default callback) or `json` (one event per line).
+    #[arg(long = "output", value_enum, value_name = "FORMAT")]
+    pub output: Option<OutputFormat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Human,
+    Json,
+}
+
+impl Cli {
+    /// `--json` or `--output json`.
+    pub fn json_output(&self) -> bool {
+        self.json || self.output == Some(OutputFormat::Json)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -144,6 +204,38 @@ mod tests {
         assert_eq!(vars["msg"], Value::from("two words"));
         assert_eq!(vars["list"], serde_json::json!([1, 2]));
         assert_eq!(vars["from_file"], Value::from(true));
+    }
+
+    #[test]
+    fn listing_tag_and_output_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "turbo-play",
+            "site.yml",
+            "-t",
+            "a,b",
+            "--tags",
+            "c",
+            "--skip-tags",
+            "d",
+            "--list-tasks",
+            "--start-at-task",
+            "Install*",
+            "-c",
+            "local",
+            "--flush-cache",
+            "--output",
+            "json",
+        ])
+        .unwrap();
+        assert_eq!(cli.tags, ["a,b", "c"]);
+        assert_eq!(cli.skip_tags, ["d"]);
+        assert!(cli.list_tasks && !cli.list_hosts && cli.flush_cache);
+        assert_eq!(cli.start_at_task.as_deref(), Some("Install*"));
+        assert_eq!(cli.connection.as_deref(), Some("local"));
+        assert!(cli.json_output());
+        let plain = Cli::try_parse_from(["turbo-play", "site.yml"]).unwrap();
+        assert!(!plain.json_output());
+        assert!(Cli::try_parse_from(["turbo-play", "site.yml", "-c", "winrm"]).is_err());
     }
 
     #[test]

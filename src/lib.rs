@@ -7,6 +7,7 @@ pub mod config;
 pub mod connection;
 pub mod executor;
 pub mod inventory;
+pub mod listing;
 pub mod modules;
 pub mod playbook;
 pub mod report;

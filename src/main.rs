@@ -10,9 +10,11 @@ use turbo_play::config::Config;
 use turbo_play::connection::ConnectionDefaults;
 use turbo_play::executor::{RunOptions, run_playbooks};
 use turbo_play::inventory::Inventory;
-use turbo_play::playbook::load_playbook;
+use turbo_play::listing::{self, Listings};
+use turbo_play::playbook::{TagFilter, load_playbook};
 use turbo_play::report::console::ConsoleReporter;
 use turbo_play::report::events::Event;
+use turbo_play::report::json::JsonReporter;
 
 /// ansible-playbook's exit codes.
 const EXIT_ERROR: u8 = 1;
@@ -70,6 +72,47 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
             .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
         playbooks.push(playbook);
     }
+    let tags = TagFilter::from_args(&cli.tags, &cli.skip_tags);
+    // Like ansible-playbook: --syntax-check and the listings stop before any connection
+    // (their stdout is the listing alone, so warnings go to stderr).
+    let listings = Listings {
+        hosts: cli.list_hosts,
+        tasks: cli.list_tasks,
+        tags: cli.list_tags,
+    };
+    if cli.syntax_check || listings.any() {
+        for warning in &config.warnings {
+            eprintln!("[WARNING]: {warning}");
+        }
+    }
+    if cli.syntax_check {
+        for path in &cli.playbooks {
+            print!("{}", listing::syntax_check(&path.display().to_string()));
+        }
+        return Ok(0);
+    }
+    if listings.any() {
+        let filter = if cli.list_tags {
+            let user_gave_tags = !(cli.tags.is_empty() && cli.skip_tags.is_empty());
+            tags.clone().for_listing_tags(user_gave_tags)
+        } else {
+            tags.clone()
+        };
+        for (path, playbook) in cli.playbooks.iter().zip(&playbooks) {
+            let text = listing::render(
+                std::slice::from_ref(playbook),
+                &path.display().to_string(),
+                &inventory,
+                cli.limit.as_deref(),
+                listings,
+                &filter,
+            )
+            .map_err(|e| (EXIT_ERROR, e))?;
+            print!("{text}");
+        }
+        return Ok(0);
+    }
+    let json_output = cli.json_output();
     let opts = RunOptions {
         forks: cli.forks.or(config.forks).unwrap_or(DEFAULT_FORKS).max(1),
         check: cli.check,
@@ -84,6 +127,9 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
             timeout: cli.timeout.or(config.timeout).map(Duration::from_secs),
         },
         roles_path: config.roles_path,
+        tags,
+        start_at_task: cli.start_at_task.clone(),
+        connection: cli.connection.clone(),
     };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -95,9 +141,16 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         let verbosity = cli.verbose;
         // One reporter owns the terminal; it drains the channel until every sender is gone.
         let reporter = tokio::task::spawn_blocking(move || {
-            let mut console = ConsoleReporter::stdout(verbosity);
-            while let Some(event) = rx.blocking_recv() {
-                console.handle(&event);
+            if json_output {
+                let mut json = JsonReporter::stdout();
+                while let Some(event) = rx.blocking_recv() {
+                    json.handle(&event);
+                }
+            } else {
+                let mut console = ConsoleReporter::stdout(verbosity);
+                while let Some(event) = rx.blocking_recv() {
+                    console.handle(&event);
+                }
             }
         });
         for warning in config.warnings {
@@ -107,6 +160,11 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         let _ = reporter.await;
         summary
     });
+    if let Some(name) = &summary.start_at_unmatched {
+        eprintln!(
+            "ERROR! No matching task \"{name}\" found. Note: --start-at-task can only follow static includes."
+        );
+    }
     Ok(summary.exit_code() as u8)
 }
 

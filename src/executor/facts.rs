@@ -48,6 +48,13 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
         notify: Vec::new(),
         listen: Vec::new(),
         frames: Vec::new(),
+        // Unless the play is tagged, gathering runs whatever --tags asks, as in Ansible.
+        tags: if play.tags.is_empty() {
+            vec!["always".to_string()]
+        } else {
+            play.tags.clone()
+        },
+        check_mode: None,
         vars: Map::new(),
         unsupported: Vec::new(),
         location: play.location.clone(),
@@ -60,6 +67,9 @@ pub(crate) async fn gather(run: &PlayRun<'_>) {
     let Some(task) = gathering_task(&run.playbook.plays[run.play_index]) else {
         return;
     };
+    if !crate::playbook::selected(&task.tags, &run.ctx.opts.tags) {
+        return;
+    }
     let active: Vec<Arc<HostState>> = run
         .hosts
         .iter()
@@ -106,5 +116,16 @@ mod tests {
         );
 
         assert!(gathering_task(&play("- hosts: all\n  gather_facts: false\n")).is_none());
+    }
+
+    #[test]
+    fn gathering_is_tagged_always_unless_the_play_is_tagged() {
+        let untagged = gathering_task(&play("- hosts: all\n")).unwrap();
+        assert_eq!(untagged.tags, ["always"]);
+        let tagged = gathering_task(&play("- hosts: all\n  tags: [web]\n")).unwrap();
+        assert_eq!(tagged.tags, ["web"]);
+        let only_db = crate::playbook::TagFilter::from_args(&["db".into()], &[]);
+        assert!(crate::playbook::selected(&untagged.tags, &only_db));
+        assert!(!crate::playbook::selected(&tagged.tags, &only_db));
     }
 }

@@ -198,10 +198,11 @@ async fn send_remote(
                 ItemState::Done(_) => unreachable!("filtered to remote items"),
             })
             .collect();
+        let check = check_mode(ctx, task);
         let sent = if task.module.batchable() {
-            send_batched(ctx, &session, ops).await
+            send_batched(ctx, &session, ops, check).await
         } else {
-            send_one_by_one(ctx, &session, ops).await
+            send_one_by_one(ctx, &session, ops, check).await
         };
         let results = match sent {
             Ok(r) => r,
@@ -235,10 +236,11 @@ async fn send_batched(
     ctx: &RunContext,
     session: &AgentSession,
     ops: Vec<Op>,
+    check: bool,
 ) -> Result<Vec<OpResult>, String> {
-    let (check, diff) = (ctx.opts.check, ctx.opts.diff);
+    let diff = ctx.opts.diff;
     if ops.len() == 1 {
-        return send_one_by_one(ctx, session, ops).await;
+        return send_one_by_one(ctx, session, ops, check).await;
     }
     let mut pending = Vec::new();
     let mut ops = ops.into_iter().peekable();
@@ -266,12 +268,13 @@ async fn send_one_by_one(
     ctx: &RunContext,
     session: &AgentSession,
     ops: Vec<Op>,
+    check: bool,
 ) -> Result<Vec<OpResult>, String> {
     let mut results = Vec::with_capacity(ops.len());
     for op in ops {
         results.push(
             session
-                .call(op, ctx.opts.check, ctx.opts.diff)
+                .call(op, check, ctx.opts.diff)
                 .await
                 .map_err(|e| e.to_string())?,
         );
@@ -299,7 +302,7 @@ async fn upload_content(
             "the agent asked for content that was sent inline",
         ));
     };
-    let plan_ctx = plan_context(ctx, playbook, &run.vars);
+    let plan_ctx = plan_context(ctx, playbook, task, &run.vars);
     let bytes = match task.module.content(&run.args, &plan_ctx) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => {
@@ -311,7 +314,7 @@ async fn upload_content(
         Err(e) => return Err(TaskOutcome::failed(e.to_string())),
     };
     let upload_id = NEXT_UPLOAD.fetch_add(1, Ordering::Relaxed);
-    let (check, diff) = (ctx.opts.check, ctx.opts.diff);
+    let (check, diff) = (check_mode(ctx, task), ctx.opts.diff);
     let failed = |e: String| TaskOutcome::failed(format!("uploading {}: {e}", ensure.path));
     if bytes.is_empty() {
         let inline = Op::EnsureFile(EnsureFile {
@@ -360,14 +363,20 @@ async fn upload_content(
     unreachable!("the last group returns")
 }
 
+/// `--check`, unless the task (or its block or play) says `check_mode: yes/no`.
+fn check_mode(ctx: &RunContext, task: &Task) -> bool {
+    task.check_mode.unwrap_or(ctx.opts.check)
+}
+
 fn plan_context<'a>(
     ctx: &'a RunContext,
     playbook: &'a Playbook,
+    task: &Task,
     vars: &'a minijinja::Value,
 ) -> PlanContext<'a> {
     PlanContext {
         playbook_dir: &playbook.dir,
-        check_mode: ctx.opts.check,
+        check_mode: check_mode(ctx, task),
         diff: ctx.opts.diff,
         vars: Some(vars),
         templar: Some(&ctx.templar),
@@ -420,7 +429,10 @@ fn plan_item(
         }
         Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
     };
-    match task.module.plan(&args, &plan_context(ctx, playbook, vars)) {
+    match task
+        .module
+        .plan(&args, &plan_context(ctx, playbook, task, vars))
+    {
         Ok(Plan::Done(outcome)) => (args, ItemState::Done(outcome), true),
         Ok(Plan::Remote(op)) => (args, ItemState::Remote(op), true),
         Err(e) => (

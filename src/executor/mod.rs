@@ -21,7 +21,7 @@ use tokio::task::JoinSet;
 use crate::agent_session::AgentSession;
 use crate::connection::{ConnectionDefaults, ConnectionSpec, open_agent};
 use crate::inventory::Inventory;
-use crate::playbook::{Play, Playbook};
+use crate::playbook::{Play, Playbook, TagFilter, selected};
 use crate::report::events::{Event, HostResult, HostStats, Status};
 use crate::template::Templar;
 
@@ -40,12 +40,21 @@ pub struct RunOptions {
     pub roles_path: Vec<std::path::PathBuf>,
     /// `--force-handlers`: notified handlers run even on hosts that failed.
     pub force_handlers: bool,
+    /// `--tags`/`--skip-tags`.
+    pub tags: TagFilter,
+    /// `--start-at-task`: tasks before the first one whose name matches (a glob) are
+    /// left out, across plays.
+    pub start_at_task: Option<String>,
+    /// `-c`: the connection of hosts that neither their variables nor their play set.
+    pub connection: Option<String>,
 }
 
 /// What ansible-playbook's exit code is made of.
 #[derive(Debug, Clone, Default)]
 pub struct RunSummary {
     pub stats: Vec<HostStats>,
+    /// The `--start-at-task` name no task matched (ansible-playbook reports it).
+    pub start_at_unmatched: Option<String>,
 }
 
 impl RunSummary {
@@ -112,6 +121,8 @@ pub(crate) struct RunContext {
     pub hosts: Mutex<HashMap<String, Arc<HostState>>>,
     /// Play `vars_files`, read once for every host and task.
     pub vars_files: crate::vars_file::VarsFileCache,
+    /// `--start-at-task` until a task matched it.
+    pub start_at: Mutex<Option<String>>,
 }
 
 impl RunContext {
@@ -143,9 +154,12 @@ impl RunContext {
             .map_err(|e| e.to_string())?;
         // Keywords give way to the host's own variables, as in Ansible.
         let keywords = [
-            ("ansible_connection", &play.connection),
-            ("ansible_user", &play.remote_user),
-            ("ansible_port", &play.port),
+            (
+                "ansible_connection",
+                play.connection.as_ref().or(self.opts.connection.as_ref()),
+            ),
+            ("ansible_user", play.remote_user.as_ref()),
+            ("ansible_port", play.port.as_ref()),
         ];
         for (var, keyword) in keywords {
             if let Some(value) = keyword
@@ -226,8 +240,10 @@ pub async fn run_playbooks(
     opts: RunOptions,
     events: EventSender,
 ) -> RunSummary {
+    let start_at = Mutex::new(opts.start_at_task.clone());
     let ctx = Arc::new(RunContext {
         inventory,
+        start_at,
         opts,
         templar: Templar::new(),
         events,
@@ -264,13 +280,22 @@ pub async fn run_playbooks(
             s.bytes_received += received;
             sessions.push(session);
         }
-        stats.push(s);
+        // Ansible's recap lists only hosts that got a result (tags or --start-at-task
+        // may leave a host with none).
+        let counted = s.ok + s.changed + s.unreachable + s.failed + s.skipped + s.rescued;
+        if counted + s.ignored > 0 {
+            stats.push(s);
+        }
     }
     for session in sessions {
         session.close().await;
     }
     ctx.emit(Event::Recap(stats.clone()));
-    RunSummary { stats }
+    let start_at_unmatched = ctx.start_at.lock().expect("start_at lock").take();
+    RunSummary {
+        stats,
+        start_at_unmatched,
+    }
 }
 
 fn select_hosts(ctx: &RunContext, play: &Play) -> Result<Vec<String>, String> {
@@ -334,9 +359,13 @@ async fn run_play(
         play_hosts: &play_hosts,
         forks: &forks,
     };
+    let Some(task_indexes) = tasks_to_run(play, &ctx.opts.tags, &ctx.start_at) else {
+        // --start-at-task has not matched yet: nothing of this play runs, not even facts.
+        return;
+    };
     facts::gather(&run).await;
     let mut end_play = false;
-    for task_index in 0..play.tasks.len() {
+    for task_index in task_indexes {
         let active: Vec<Arc<HostState>> =
             hosts.iter().filter(|h| flow::in_play(h)).cloned().collect();
         if active.is_empty() {
@@ -381,6 +410,28 @@ async fn run_play(
     }
 }
 
+/// The indexes of the play's tasks that run: those `--tags`/`--skip-tags` select, from
+/// the first that `--start-at-task` names on. None while `--start-at-task` has matched no
+/// task yet, in this play or an earlier one.
+fn tasks_to_run(
+    play: &Play,
+    tags: &TagFilter,
+    start_at: &Mutex<Option<String>>,
+) -> Option<Vec<usize>> {
+    let chosen: Vec<usize> = (0..play.tasks.len())
+        .filter(|&i| selected(&play.tasks[i].tags, tags))
+        .collect();
+    let mut start_at = start_at.lock().expect("start_at lock");
+    let Some(pattern) = start_at.as_deref() else {
+        return Some(chosen);
+    };
+    let first = chosen
+        .iter()
+        .position(|&i| play.tasks[i].matches_name(pattern))?;
+    *start_at = None;
+    Some(chosen[first..].to_vec())
+}
+
 /// A task of the play, one of its handlers, or one the executor made (Gathering Facts).
 #[derive(Debug, Clone)]
 pub(crate) enum TaskRef {
@@ -420,5 +471,44 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
             run.ctx
                 .emit(Event::Warning(format!("internal error in a host job: {e}")));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::playbook::load_playbook_text;
+    use std::path::Path;
+
+    fn plays() -> Vec<Play> {
+        load_playbook_text(
+            Path::new("site.yml"),
+            "- hosts: all\n  tasks:\n    - name: a\n      debug: msg=a\n\
+             - hosts: all\n  tasks:\n    - name: b\n      debug: msg=b\n      tags: web\n\
+             \x20   - name: c\n      debug: msg=c\n    - name: d\n      debug: msg=d\n      tags: web\n",
+        )
+        .unwrap()
+        .plays
+    }
+
+    #[test]
+    fn tasks_to_run_follow_tags_and_start_at_task_across_plays() {
+        let plays = plays();
+        let all = TagFilter::default();
+        let none = Mutex::new(None);
+        assert_eq!(tasks_to_run(&plays[1], &all, &none), Some(vec![0, 1, 2]));
+        let web = TagFilter::from_args(&["web".into()], &[]);
+        assert_eq!(tasks_to_run(&plays[1], &web, &none), Some(vec![0, 2]));
+
+        // Nothing of the first play runs; the second starts at `c`; later plays run whole.
+        let start = Mutex::new(Some("c".to_string()));
+        assert_eq!(tasks_to_run(&plays[0], &all, &start), None);
+        assert_eq!(tasks_to_run(&plays[1], &all, &start), Some(vec![1, 2]));
+        assert_eq!(*start.lock().unwrap(), None);
+        assert_eq!(tasks_to_run(&plays[0], &all, &start), Some(vec![0]));
+
+        // A task the tags leave out cannot be where the run starts.
+        let start = Mutex::new(Some("c".to_string()));
+        assert_eq!(tasks_to_run(&plays[1], &web, &start), None);
     }
 }

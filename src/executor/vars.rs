@@ -88,6 +88,14 @@ fn magic_vars(
         ),
         ("ansible_check_mode", Value::from(ctx.opts.check)),
         ("ansible_diff_mode", Value::from(ctx.opts.diff)),
+        (
+            "ansible_run_tags",
+            Value::from(ctx.opts.tags.only.iter().cloned().collect::<Vec<_>>()),
+        ),
+        (
+            "ansible_skip_tags",
+            Value::from(ctx.opts.tags.skip.iter().cloned().collect::<Vec<_>>()),
+        ),
         ("omit", Value::from(OMIT)),
     ];
     magic.into_iter().map(|(k, v)| (k.to_string(), v)).collect()

@@ -26,7 +26,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "order",
     "run_once",
     "module_defaults",
-    "check_mode",
     "diff",
     "ignore_errors",
     "ignore_unreachable",
@@ -36,7 +35,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
 
 /// Play keywords with no effect on the outcome here: accepted silently.
 const IGNORED_PLAY_KEYS: &[&str] = &[
-    "tags",
     "collections",
     "no_log",
     "timeout",
@@ -60,11 +58,12 @@ const PLAY_KEYS: &[&str] = &[
     "port",
     "handlers",
     "force_handlers",
+    "tags",
+    "check_mode",
 ];
 
 /// Task keywords loaded and ignored for now (they do not change what a task does here).
 const IGNORED_TASK_KEYS: &[&str] = &[
-    "tags",
     "become",
     "become_user",
     "become_method",
@@ -73,7 +72,6 @@ const IGNORED_TASK_KEYS: &[&str] = &[
     "run_once",
     "environment",
     "no_log",
-    "check_mode",
     "diff",
     "any_errors_fatal",
     "ignore_unreachable",
@@ -108,6 +106,8 @@ const TASK_KEYS: &[&str] = &[
     "args",
     "action",
     "local_action",
+    "tags",
+    "check_mode",
 ];
 
 const LOOP_CONTROL_KEYS: &[&str] = &[
@@ -129,6 +129,8 @@ const BLOCK_KEYS: &[&str] = &[
     "when",
     "vars",
     "ignore_errors",
+    "tags",
+    "check_mode",
 ];
 
 /// `meta:` actions the executor knows.
@@ -153,6 +155,8 @@ struct Inherited {
     vars: serde_json::Map<String, Json>,
     ignore_errors: Option<bool>,
     handler: bool,
+    tags: Vec<String>,
+    check_mode: Option<bool>,
 }
 
 /// Task-level keys that are whole features of their own, not yet supported.
@@ -166,6 +170,12 @@ const NOT_YET: &[&str] = &[
     "ansible.builtin.include_role",
     "ansible.builtin.import_role",
 ];
+
+/// Keeps the first of each repeated tag.
+fn dedup_in_order(tags: &mut Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    tags.retain(|t| seen.insert(t.clone()));
+}
 
 pub fn load_playbook(path: &Path) -> Result<Playbook, LoadError> {
     let source = Source::read(path)?;
@@ -261,6 +271,9 @@ impl Loader<'_> {
         let mut sections: [Vec<Task>; 3] = Default::default();
         let mut handlers = Vec::new();
         let mut force_handlers = false;
+        let mut tags = Vec::new();
+        let mut check_mode = None;
+        let mut host_patterns = Vec::new();
         let top = Inherited::default();
         for (k, v) in entries {
             let key = self.key(k)?;
@@ -273,7 +286,18 @@ impl Loader<'_> {
                     ));
                 }
                 "name" => name = Some(self.scalar(v, "name")?),
-                "hosts" => hosts = Some(self.hosts(v)?),
+                "hosts" => {
+                    hosts = Some(self.hosts(v)?);
+                    host_patterns = match &v.value {
+                        Value::Seq(items) => items
+                            .iter()
+                            .map(|i| i.scalar_to_string().unwrap_or_default())
+                            .collect(),
+                        _ => vec![v.scalar_to_string().unwrap_or_default()],
+                    };
+                }
+                "tags" => tags = self.tags(v)?,
+                "check_mode" => check_mode = Some(self.boolean(v, key)?),
                 "vars" => vars = self.mapping(v, "vars")?,
                 "vars_files" => vars_files = self.vars_files(v)?,
                 "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
@@ -323,14 +347,26 @@ impl Loader<'_> {
             )
         })?;
         let [pre, main, post] = sections;
+        let mut tasks: Vec<Task> = pre.into_iter().chain(main).chain(post).collect();
+        // Play keywords may follow `tasks:` in the mapping, so they are handed down last.
+        for task in &mut tasks {
+            task.tags.splice(0..0, tags.iter().cloned());
+            dedup_in_order(&mut task.tags);
+            task.check_mode = task.check_mode.or(check_mode);
+        }
+        for handler in &mut handlers {
+            handler.check_mode = handler.check_mode.or(check_mode);
+        }
         let play = Play {
             name: name.unwrap_or_else(|| hosts.clone()),
             hosts,
+            host_patterns,
+            tags,
             vars,
             vars_files,
             gather_facts,
             gather_subset,
-            tasks: pre.into_iter().chain(main).chain(post).collect(),
+            tasks,
             handlers,
             force_handlers,
             connection,
@@ -388,6 +424,33 @@ impl Loader<'_> {
                 .filter(|s| !s.is_empty())
                 .map(str::to_string)
                 .collect()),
+        }
+    }
+
+    /// `tags`: a list (nested lists flattened, as Ansible does) or a comma-separated string.
+    fn tags(&self, node: &Node) -> Result<Vec<String>, LoadError> {
+        match &node.value {
+            Value::Null => Ok(Vec::new()),
+            Value::Str(s) => Ok(super::split_tags(s)),
+            Value::Seq(items) => {
+                let mut tags = Vec::new();
+                for item in items {
+                    match &item.value {
+                        Value::Seq(inner) => {
+                            for i in inner {
+                                tags.push(self.scalar(i, "a tag")?);
+                            }
+                        }
+                        _ => tags.push(self.scalar(item, "a tag")?),
+                    }
+                }
+                Ok(tags)
+            }
+            _ => Err(self.err(
+                node.span,
+                "tags must be specified as a list",
+                Some("write `tags: [web, db]` or `tags: web,db`".into()),
+            )),
         }
     }
 
@@ -500,6 +563,8 @@ impl Loader<'_> {
                 // Block vars sit below the task's own.
                 "vars" => inner.vars.extend(self.mapping(v, key)?),
                 "ignore_errors" => inner.ignore_errors = Some(self.boolean(v, key)?),
+                "tags" => inner.tags.extend(self.tags(v)?),
+                "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
                 _ if IGNORED_TASK_KEYS.contains(&key) => {}
                 _ => {
                     return Err(self.err(
@@ -562,6 +627,8 @@ impl Loader<'_> {
         let (mut retries, mut delay): (Option<&Node>, Option<&Node>) = (None, None);
         let mut vars = serde_json::Map::new();
         let mut unsupported = Vec::new();
+        let mut tags = inherited.tags.clone();
+        let mut check_mode = inherited.check_mode;
 
         for (k, v) in entries {
             let key = self.key(k)?;
@@ -628,6 +695,8 @@ impl Loader<'_> {
                     ));
                 }
                 "vars" => vars = self.mapping(v, "vars")?,
+                "tags" => tags.extend(self.tags(v)?),
+                "check_mode" => check_mode = Some(self.boolean(v, key)?),
                 "loop_control" => {
                     if let Some(var) = self.loop_control(v)? {
                         loop_var = var;
@@ -719,6 +788,11 @@ impl Loader<'_> {
             notify,
             listen,
             frames: inherited.frames.clone(),
+            tags: {
+                dedup_in_order(&mut tags);
+                tags
+            },
+            check_mode,
             vars: task_vars,
             unsupported,
             location: self.location(node.span),
@@ -1769,5 +1843,57 @@ failed_when: false
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn tags_and_check_mode_are_inherited_from_play_and_blocks() {
+        let pb = ok("
+- hosts: all
+  tasks:
+    - name: own
+      command: a
+      tags: \"x, y\"
+    - block:
+        - name: nested
+          command: b
+          tags: [z, [w]]
+          check_mode: yes
+        - name: plain
+          command: c
+      tags: blk
+      check_mode: no
+    - name: untagged
+      command: d
+  check_mode: yes
+  tags: play
+  handlers:
+    - name: h
+      command: e
+      tags: ignored
+");
+        let play = &pb.plays[0];
+        assert_eq!(play.tags, ["play"]);
+        assert_eq!(play.host_patterns, ["all"]);
+        let tags: Vec<&Vec<String>> = play.tasks.iter().map(|t| &t.tags).collect();
+        assert_eq!(tags[0], &["play", "x", "y"]);
+        assert_eq!(tags[1], &["play", "blk", "z", "w"]);
+        assert_eq!(tags[2], &["play", "blk"]);
+        assert_eq!(tags[3], &["play"]);
+        let check: Vec<Option<bool>> = play.tasks.iter().map(|t| t.check_mode).collect();
+        assert_eq!(check, [Some(true), Some(true), Some(false), Some(true)]);
+        assert_eq!(play.handlers[0].tags, ["ignored"]);
+
+        let listed = ok("- hosts: [web, db]\n  tasks: []\n");
+        assert_eq!(listed.plays[0].host_patterns, ["web", "db"]);
+        assert_eq!(listed.plays[0].hosts, "web,db");
+        assert!(listed.plays[0].tags.is_empty());
+
+        let (message, line, _) =
+            message_at("- hosts: all\n  tasks:\n    - command: a\n      tags: 3\n");
+        assert!(
+            message.contains("tags must be specified as a list"),
+            "{message}"
+        );
+        assert_eq!(line, 4);
     }
 }

@@ -12,9 +12,11 @@ use crate::template::{Templar, TemplateError};
 
 mod kv;
 mod load;
+mod tags;
 
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
 pub use load::{load_playbook, load_playbook_text};
+pub use tags::{TagFilter, selected, split_tags};
 
 /// Where something was written, 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +46,11 @@ pub struct Play {
     pub name: String,
     /// The hosts pattern; a YAML list is joined with ','.
     pub hosts: String,
+    /// `hosts` as Ansible holds it: a YAML list's items, or the one string as written
+    /// (what `--list-hosts` prints as the play's `pattern`).
+    pub host_patterns: Vec<String>,
+    /// The play's own `tags` (every task of the play inherits them).
+    pub tags: Vec<String>,
     pub vars: serde_json::Map<String, Value>,
     /// `vars_files`, raw (templated per host at run time): each entry lists the paths to
     /// try, relative to the playbook, and the first that exists is read.
@@ -94,6 +101,11 @@ pub struct Task {
     pub listen: Vec<String>,
     /// The blocks this task sits in, outermost first; empty outside any block.
     pub frames: Vec<BlockFrame>,
+    /// The task's tags with those of its play and blocks (what `--tags` selects on).
+    pub tags: Vec<String>,
+    /// `check_mode` on the task, its blocks or its play: forces check mode on or off
+    /// whatever `--check` says; `None` follows `--check`.
+    pub check_mode: Option<bool>,
     pub vars: serde_json::Map<String, Value>,
     /// Keywords that were accepted but are not implemented yet (the executor warns).
     pub unsupported: Vec<String>,
@@ -105,6 +117,68 @@ impl Task {
     pub fn display_name(&self) -> String {
         self.name.clone().unwrap_or_else(|| self.action.clone())
     }
+
+    /// Whether `--start-at-task PATTERN` names this task: its name (or, unnamed, its
+    /// action) equal to the pattern or matching it as a shell glob, as Ansible's fnmatch.
+    pub fn matches_name(&self, pattern: &str) -> bool {
+        let name = self.display_name();
+        name == pattern || glob_match(pattern, &name)
+    }
+}
+
+/// Python's `fnmatch.fnmatchcase`: `*`, `?`, `[abc]`, `[a-z]`, `[!abc]`; everything else
+/// literal. An unclosed `[` is a literal `[`.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    glob_at(&p, &t)
+}
+
+fn glob_at(p: &[char], t: &[char]) -> bool {
+    match p.first() {
+        None => t.is_empty(),
+        Some('*') => (0..=t.len()).any(|skip| glob_at(&p[1..], &t[skip..])),
+        Some('?') => !t.is_empty() && glob_at(&p[1..], &t[1..]),
+        Some('[') => match class_end(p) {
+            Some(end) => {
+                !t.is_empty() && class_matches(&p[1..end], t[0]) && glob_at(&p[end + 1..], &t[1..])
+            }
+            None => t.first() == Some(&'[') && glob_at(&p[1..], &t[1..]),
+        },
+        Some(&c) => t.first() == Some(&c) && glob_at(&p[1..], &t[1..]),
+    }
+}
+
+/// The index of the `]` closing the class that starts at `p[0]` (a `]` right after `[`
+/// or `[!` belongs to the class).
+fn class_end(p: &[char]) -> Option<usize> {
+    let mut i = 1;
+    if p.get(i) == Some(&'!') {
+        i += 1;
+    }
+    if p.get(i) == Some(&']') {
+        i += 1;
+    }
+    p[i..].iter().position(|&c| c == ']').map(|n| n + i)
+}
+
+fn class_matches(class: &[char], c: char) -> bool {
+    let (negated, class) = match class.first() {
+        Some('!') => (true, &class[1..]),
+        _ => (false, class),
+    };
+    let mut found = false;
+    let mut i = 0;
+    while i < class.len() {
+        if i + 2 < class.len() && class[i + 1] == '-' {
+            found |= class[i] <= c && c <= class[i + 2];
+            i += 3;
+        } else {
+            found |= class[i] == c;
+            i += 1;
+        }
+    }
+    found != negated
 }
 
 /// Which part of a block a task belongs to.
@@ -609,6 +683,36 @@ mod tests {
                 force: true,
             })
         );
+    }
+
+    #[test]
+    fn globs_match_as_fnmatch() {
+        assert!(glob_match("Install*", "Install packages"));
+        assert!(glob_match("*pack?ges", "Install packages"));
+        assert!(glob_match("[Ii]nstall", "install"));
+        assert!(glob_match("[!a]x", "bx"));
+        assert!(!glob_match("[!a]x", "ax"));
+        assert!(glob_match("v[0-9]", "v7"));
+        assert!(glob_match("a[b", "a[b"));
+        assert!(glob_match("[]]", "]"));
+        assert!(!glob_match("Install", "Install packages"));
+        assert!(!glob_match("install*", "Install"));
+        assert!(glob_match("*", ""));
+    }
+
+    #[test]
+    fn start_at_task_matches_names_and_unnamed_actions() {
+        let pb = load_playbook_text(
+            Path::new("site.yml"),
+            "- hosts: all\n  tasks:\n    - name: Install web\n      command: x\n    - command: y\n",
+        )
+        .unwrap();
+        let tasks = &pb.plays[0].tasks;
+        assert!(tasks[0].matches_name("Install web"));
+        assert!(tasks[0].matches_name("Install*"));
+        assert!(!tasks[0].matches_name("install*"));
+        assert!(tasks[1].matches_name("command"));
+        assert!(!tasks[1].matches_name("y"));
     }
 
     #[test]

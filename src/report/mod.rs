@@ -2,3 +2,4 @@
 
 pub mod console;
 pub mod events;
+pub mod json;

@@ -1,5 +1,6 @@
 //! Integration tests against real services (a throw-away sshd per test; see support/).
 
+mod cli_features;
 mod connection;
 mod control_flow;
 mod facts;

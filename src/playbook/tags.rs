@@ -1,0 +1,203 @@
+//! Ansible's tag selection: which tasks `--tags`/`--skip-tags` let run.
+//!
+//! The rules are Ansible's `Taggable.evaluate_tags`, special tags included: `always` runs
+//! unless skipped by name (it even survives `--skip-tags all`), `never` runs only when
+//! asked for by one of its tags, `tagged`/`untagged` match tasks with and without tags,
+//! and `all` matches everything but `never`.
+
+use std::collections::BTreeSet;
+
+/// The tag a task without tags is treated as having.
+const UNTAGGED: &str = "untagged";
+
+/// What `--tags` and `--skip-tags` ask for, after splitting their comma lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagFilter {
+    /// `--tags`; `{all}` when none were given, as ansible-playbook defaults it.
+    pub only: BTreeSet<String>,
+    pub skip: BTreeSet<String>,
+}
+
+impl Default for TagFilter {
+    fn default() -> Self {
+        TagFilter {
+            only: BTreeSet::from(["all".to_string()]),
+            skip: BTreeSet::new(),
+        }
+    }
+}
+
+impl TagFilter {
+    /// From the flags as given: each may be repeated and each holds a comma list.
+    pub fn from_args(tags: &[String], skip_tags: &[String]) -> TagFilter {
+        let split = |args: &[String]| -> BTreeSet<String> {
+            args.iter()
+                .flat_map(|a| a.split(','))
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let only = split(tags);
+        TagFilter {
+            only: if only.is_empty() {
+                TagFilter::default().only
+            } else {
+                only
+            },
+            skip: split(skip_tags),
+        }
+    }
+
+    /// `--list-tags` without `--tags`/`--skip-tags` lists `never` tasks' tags too.
+    pub fn for_listing_tags(self, user_gave_tags: bool) -> TagFilter {
+        if user_gave_tags {
+            return self;
+        }
+        TagFilter {
+            only: BTreeSet::from(["all".to_string(), "never".to_string()]),
+            ..self
+        }
+    }
+}
+
+/// Whether a task with these tags (its own and inherited) runs under `filter`.
+pub fn selected(task_tags: &[String], filter: &TagFilter) -> bool {
+    let untagged = task_tags.is_empty();
+    let has = |t: &str| {
+        if untagged {
+            t == UNTAGGED
+        } else {
+            task_tags.iter().any(|x| x == t)
+        }
+    };
+    let meets = |wanted: &BTreeSet<String>| wanted.iter().any(|w| has(w));
+    let only = &filter.only;
+    let mut run = only.is_empty()
+        || has("always")
+        || (only.contains("all") && !has("never"))
+        || meets(only)
+        || (only.contains("tagged") && !untagged && !has("never"));
+    let skip = &filter.skip;
+    if run && !skip.is_empty() {
+        if skip.contains("all") {
+            if !has("always") || skip.contains("always") {
+                run = false;
+            }
+        } else if meets(skip) || (skip.contains("tagged") && !untagged) {
+            run = false;
+        }
+    }
+    run
+}
+
+/// A `tags:` value as Ansible reads it: a list (items as written) or a comma string.
+pub fn split_tags(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(tags: &str, skip: &str) -> TagFilter {
+        let list = |s: &str| {
+            if s.is_empty() {
+                vec![]
+            } else {
+                vec![s.to_string()]
+            }
+        };
+        TagFilter::from_args(&list(tags), &list(skip))
+    }
+
+    fn runs(task: &[&str], f: &TagFilter) -> bool {
+        let tags: Vec<String> = task.iter().map(|s| s.to_string()).collect();
+        selected(&tags, f)
+    }
+
+    #[test]
+    fn without_flags_everything_but_never_runs() {
+        let f = TagFilter::default();
+        assert!(runs(&[], &f));
+        assert!(runs(&["web"], &f));
+        assert!(runs(&["always"], &f));
+        assert!(!runs(&["never"], &f));
+        assert!(!runs(&["never", "debug"], &f));
+        // `always` wins over `never` on the same task, as in Ansible.
+        assert!(runs(&["never", "always"], &f));
+    }
+
+    #[test]
+    fn tags_select_by_name_and_always_still_runs() {
+        let f = filter("web,db", "");
+        assert!(runs(&["web"], &f));
+        assert!(runs(&["x", "db"], &f));
+        assert!(!runs(&["x"], &f));
+        assert!(!runs(&[], &f));
+        assert!(runs(&["always"], &f));
+        // A `never` task runs when one of its other tags is asked for.
+        assert!(runs(&["never", "web"], &f));
+        assert!(runs(&["never"], &filter("never", "")));
+    }
+
+    #[test]
+    fn skip_tags_win_and_always_is_skipped_only_by_name() {
+        let f = filter("", "web");
+        assert!(!runs(&["web"], &f));
+        assert!(runs(&["db"], &f));
+        assert!(runs(&[], &f));
+        assert!(!runs(&["always", "web"], &f));
+        assert!(runs(&["always"], &f));
+        assert!(!runs(&["always"], &filter("", "always")));
+        let all = filter("", "all");
+        assert!(!runs(&["web"], &all));
+        assert!(!runs(&[], &all));
+        assert!(runs(&["always"], &all));
+        assert!(!runs(&["always"], &filter("", "all,always")));
+        // --tags and --skip-tags together: skip is applied to what --tags chose.
+        let both = filter("web", "slow");
+        assert!(runs(&["web"], &both));
+        assert!(!runs(&["web", "slow"], &both));
+    }
+
+    #[test]
+    fn tagged_and_untagged() {
+        let tagged = filter("tagged", "");
+        assert!(runs(&["x"], &tagged));
+        assert!(!runs(&[], &tagged));
+        assert!(!runs(&["never", "x"], &tagged));
+        let untagged = filter("untagged", "");
+        assert!(runs(&[], &untagged));
+        assert!(!runs(&["x"], &untagged));
+        assert!(runs(&["always"], &untagged));
+        let skip_tagged = filter("", "tagged");
+        assert!(runs(&[], &skip_tagged));
+        assert!(!runs(&["x"], &skip_tagged));
+        let skip_untagged = filter("", "untagged");
+        assert!(!runs(&[], &skip_untagged));
+        assert!(runs(&["x"], &skip_untagged));
+    }
+
+    #[test]
+    fn flags_are_comma_lists_and_repeatable() {
+        let f = TagFilter::from_args(&["a, b".into(), "c".into()], &["d,,e".into()]);
+        assert_eq!(
+            f.only.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
+        assert_eq!(
+            f.skip.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["d", "e"]
+        );
+        assert_eq!(TagFilter::from_args(&[], &[]), TagFilter::default());
+        let listing = TagFilter::default().for_listing_tags(false);
+        assert!(runs(&["never"], &listing));
+        assert_eq!(split_tags(" a, b ,c"), ["a", "b", "c"]);
+    }
+}

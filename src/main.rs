@@ -10,7 +10,7 @@ use turbo_play::config::Config;
 use turbo_play::connection::ConnectionDefaults;
 use turbo_play::executor::{RunOptions, run_playbooks};
 use turbo_play::inventory::Inventory;
-use turbo_play::playbook::load_playbook;
+use turbo_play::playbook::{LoadOptions, load_playbooks};
 use turbo_play::report::console::ConsoleReporter;
 use turbo_play::report::events::Event;
 
@@ -63,12 +63,18 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                 format!("the playbook: {} could not be found", path.display()),
             ));
         }
-        let playbook = load_playbook(path).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
-        // A broken group_vars/host_vars file is reported before anything connects.
-        inventory
-            .load_vars_dirs(&playbook.dir)
-            .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
-        playbooks.push(playbook);
+        let options = LoadOptions {
+            roles_path: config.roles_path.clone(),
+        };
+        let loaded =
+            load_playbooks(path, &options).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+        for playbook in loaded {
+            // A broken group_vars/host_vars file is reported before anything connects.
+            inventory
+                .load_vars_dirs(&playbook.dir)
+                .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+            playbooks.push(playbook);
+        }
     }
     let opts = RunOptions {
         forks: cli.forks.or(config.forks).unwrap_or(DEFAULT_FORKS).max(1),

@@ -48,6 +48,7 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
         notify: Vec::new(),
         listen: Vec::new(),
         frames: Vec::new(),
+        role: None,
         vars: Map::new(),
         unsupported: Vec::new(),
         location: play.location.clone(),

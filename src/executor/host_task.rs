@@ -299,7 +299,7 @@ async fn upload_content(
             "the agent asked for content that was sent inline",
         ));
     };
-    let plan_ctx = plan_context(ctx, playbook, &run.vars);
+    let plan_ctx = plan_context(ctx, playbook, task, &run.vars);
     let bytes = match task.module.content(&run.args, &plan_ctx) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => {
@@ -363,10 +363,12 @@ async fn upload_content(
 fn plan_context<'a>(
     ctx: &'a RunContext,
     playbook: &'a Playbook,
+    task: &'a Task,
     vars: &'a minijinja::Value,
 ) -> PlanContext<'a> {
     PlanContext {
         playbook_dir: &playbook.dir,
+        role_dir: task.role.as_ref().map(|r| r.path.as_path()),
         check_mode: ctx.opts.check,
         diff: ctx.opts.diff,
         vars: Some(vars),
@@ -420,7 +422,10 @@ fn plan_item(
         }
         Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
     };
-    match task.module.plan(&args, &plan_context(ctx, playbook, vars)) {
+    match task
+        .module
+        .plan(&args, &plan_context(ctx, playbook, task, vars))
+    {
         Ok(Plan::Done(outcome)) => (args, ItemState::Done(outcome), true),
         Ok(Plan::Remote(op)) => (args, ItemState::Remote(op), true),
         Err(e) => (

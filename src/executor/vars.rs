@@ -1,7 +1,7 @@
 //! The variables a task sees on a host, layered in Ansible's precedence order (low to
-//! high): inventory (all, groups, group_vars/ files, host, host_vars/ files), gathered
-//! facts, play vars, play vars_files, task vars, set facts and registered results, extra
-//! vars; plus the magic variables.
+//! high): role defaults, inventory (all, groups, group_vars/ files, host, host_vars/
+//! files), gathered facts, play vars, play vars_files, role vars, task vars, set facts and
+//! registered results, role parameters, extra vars; plus the magic variables.
 
 use serde_json::{Map, Value};
 
@@ -26,6 +26,11 @@ pub fn task_vars(
         .inventory
         .host_vars_for(&host.name, &playbook.dir)
         .map_err(|e| e.to_string())?;
+    if let Some(role) = &task.role {
+        let mut below = role.defaults.clone();
+        extend(&mut below, &vars);
+        vars = below;
+    }
     let facts_gathered;
     {
         let facts = host.facts.lock().expect("facts lock");
@@ -52,11 +57,23 @@ pub fn task_vars(
         )
         .map_err(|e| format!("{}: {e}", play.location))?;
     }
+    if let Some(role) = &task.role {
+        extend(&mut vars, &role.vars);
+    }
     extend(&mut vars, &task.vars);
     extend(&mut vars, &host.set_facts.lock().expect("set_facts lock"));
     extend(&mut vars, &host.registered.lock().expect("registered lock"));
+    if let Some(role) = &task.role {
+        extend(&mut vars, &role.params);
+    }
     extend(&mut vars, &ctx.opts.extra_vars);
     extend(&mut vars, &magic);
+    if let Some(role) = &task.role {
+        let path = Value::from(role.path.display().to_string());
+        vars.insert("role_name".into(), Value::from(role.name.clone()));
+        vars.insert("ansible_role_name".into(), Value::from(role.name.clone()));
+        vars.insert("role_path".into(), path);
+    }
     Ok(minijinja::Value::from_serialize(&vars))
 }
 

@@ -10,11 +10,12 @@ use serde_json::Value;
 
 use crate::template::{Templar, TemplateError};
 
+mod include;
 mod kv;
 mod load;
 
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
-pub use load::{load_playbook, load_playbook_text};
+pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};
 
 /// Where something was written, 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,9 +96,27 @@ pub struct Task {
     /// The blocks this task sits in, outermost first; empty outside any block.
     pub frames: Vec<BlockFrame>,
     pub vars: serde_json::Map<String, Value>,
+    /// The role this task (or handler) comes from; `None` for the play's own tasks.
+    pub role: Option<Arc<RoleInfo>>,
     /// Keywords that were accepted but are not implemented yet (the executor warns).
     pub unsupported: Vec<String>,
     pub location: Location,
+}
+
+/// One use of a role (a `roles:` entry, `import_role`, `include_role` or a meta
+/// dependency): what its tasks see besides the play's variables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoleInfo {
+    /// The name as written (`role_name`).
+    pub name: String,
+    /// The role's directory (`role_path`; `files/` and `templates/` are looked up in it).
+    pub path: PathBuf,
+    /// `defaults/main.yml`: the lowest precedence, below inventory variables.
+    pub defaults: serde_json::Map<String, Value>,
+    /// `vars/main.yml`, then the `vars:` keyword of the role's entry: above play vars.
+    pub vars: serde_json::Map<String, Value>,
+    /// Inline parameters of the entry (`- {role: x, port: 80}`): above set facts.
+    pub params: serde_json::Map<String, Value>,
 }
 
 impl Task {

@@ -34,7 +34,7 @@ struct PlayRoles {
     /// Role uses (directory, parameters) that already ran in this play: a role runs once
     /// per distinct parameters unless it allows duplicates.
     ran: Vec<(PathBuf, Json)>,
-    /// Role uses whose handlers are already in the play.
+    /// Roles whose handlers are already in the play.
     with_handlers: Vec<(PathBuf, Json)>,
 }
 
@@ -458,7 +458,8 @@ impl Loader<'_> {
             }
             None => {}
         }
-        let handlers_key = (identity(dir), Json::Object(info.params.clone()));
+        // A role's handlers join the play once, however often the role runs.
+        let handlers_key = (identity(dir), Json::Null);
         let first_time = {
             let mut play = self.shared.play.borrow_mut();
             let first = !play.with_handlers.contains(&handlers_key);
@@ -834,8 +835,12 @@ mod tests {
         load_playbook(&dir.path().join("site.yml"))
     }
 
+    /// The tasks' own names (without the `role : ` of the banner).
     fn names(tasks: &[Task]) -> Vec<String> {
-        tasks.iter().map(Task::display_name).collect()
+        tasks
+            .iter()
+            .map(|t| t.name.clone().unwrap_or_else(|| t.action.clone()))
+            .collect()
     }
 
     fn tail(err: &LoadError, dir: &tempfile::TempDir) -> String {
@@ -933,12 +938,10 @@ mod tests {
                 .ends_with("roles/web/tasks/extra.yml:1:3")
         );
         assert_eq!(play.tasks[3].role.as_ref().unwrap().name, "web");
-        // Role handlers (once per distinct parameters) come before the play's own.
-        assert_eq!(
-            names(&play.handlers),
-            ["restart web", "restart web", "play handler"]
-        );
-        assert!(play.handlers[0].role.is_some() && play.handlers[2].role.is_none());
+        // Role handlers (once per role) come before the play's own.
+        assert_eq!(names(&play.handlers), ["restart web", "play handler"]);
+        assert_eq!(play.handlers[0].display_name(), "web : restart web");
+        assert!(play.handlers[0].role.is_some() && play.handlers[1].role.is_none());
     }
 
     #[test]

@@ -120,9 +120,14 @@ pub struct RoleInfo {
 }
 
 impl Task {
-    /// What Ansible prints in the task banner: the name, else the action.
+    /// What Ansible prints in the task banner: the name, else the action; a role's task
+    /// as `role : name`.
     pub fn display_name(&self) -> String {
-        self.name.clone().unwrap_or_else(|| self.action.clone())
+        let own = self.name.clone().unwrap_or_else(|| self.action.clone());
+        match &self.role {
+            Some(role) => format!("{} : {own}", role.name),
+            None => own,
+        }
     }
 }
 

@@ -26,8 +26,11 @@ pub fn task_vars(
         .inventory
         .host_vars_for(&host.name, &playbook.dir)
         .map_err(|e| e.to_string())?;
-    if let Some(role) = &task.role {
-        let mut below = role.defaults.clone();
+    // Role defaults sit below everything: the play's roles', then the task's own role's.
+    let roles = || play.roles.iter().chain(task.role.as_ref());
+    if roles().next().is_some() {
+        let mut below = Map::new();
+        roles().for_each(|role| extend(&mut below, &role.defaults));
         extend(&mut below, &vars);
         vars = below;
     }
@@ -57,8 +60,9 @@ pub fn task_vars(
         )
         .map_err(|e| format!("{}: {e}", play.location))?;
     }
+    roles().for_each(|role| extend(&mut vars, &role.vars));
     if let Some(role) = &task.role {
-        extend(&mut vars, &role.vars);
+        extend(&mut vars, &role.keyword_vars);
     }
     extend(&mut vars, &task.vars);
     extend(&mut vars, &host.set_facts.lock().expect("set_facts lock"));

@@ -34,6 +34,8 @@ struct PlayRoles {
     /// Role uses (directory, parameters) that already ran in this play: a role runs once
     /// per distinct parameters unless it allows duplicates.
     ran: Vec<(PathBuf, Json)>,
+    /// Roles whose defaults and vars every task of the play sees, in load order.
+    public: Vec<Arc<RoleInfo>>,
     /// Roles whose handlers are already in the play.
     with_handlers: Vec<(PathBuf, Json)>,
 }
@@ -59,6 +61,11 @@ impl Shared {
 
     pub(super) fn start_play(&self) {
         *self.play.borrow_mut() = PlayRoles::default();
+    }
+
+    /// The roles whose defaults and vars the whole play sees.
+    pub(super) fn public_roles(&self) -> Vec<Arc<RoleInfo>> {
+        std::mem::take(&mut self.play.borrow_mut().public)
     }
 
     /// The play's handler list: `roles:` handlers, its own, then imported roles' handlers.
@@ -177,13 +184,36 @@ impl RoleEntry {
 
 /// How a role came into the play.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum RoleUse {
-    /// A `roles:` entry or a dependency of one: runs once per distinct parameters.
-    Play,
-    /// `import_role`/`include_role`: runs every time it is written.
-    Task,
-    /// A meta dependency of a task-used role: deduplicated, handlers after the play's.
-    TaskDependency,
+struct RoleUse {
+    /// Runs once per distinct parameters (`roles:` entries and dependencies), unless the
+    /// role's meta allows duplicates; `import_role`/`include_role` run every time.
+    once: bool,
+    /// Its defaults and vars are seen by the whole play (`roles:`, `import_role`).
+    public: bool,
+    /// Its handlers come before the play's own (`roles:`), else after them.
+    handlers_first: bool,
+}
+
+impl RoleUse {
+    const PLAY: RoleUse = RoleUse {
+        once: true,
+        public: true,
+        handlers_first: true,
+    };
+    const IMPORT: RoleUse = RoleUse {
+        once: false,
+        public: true,
+        handlers_first: false,
+    };
+    const INCLUDE: RoleUse = RoleUse {
+        once: false,
+        public: false,
+        handlers_first: false,
+    };
+
+    fn dependency(self) -> RoleUse {
+        RoleUse { once: true, ..self }
+    }
 }
 
 impl Loader<'_> {
@@ -278,7 +308,7 @@ impl Loader<'_> {
         let mut out = Vec::new();
         for item in items {
             let entry = self.role_entry(item)?;
-            self.expand_role(&entry, &Inherited::default(), RoleUse::Play, None, &mut out)?;
+            self.expand_role(&entry, &Inherited::default(), RoleUse::PLAY, None, &mut out)?;
         }
         Ok(out)
     }
@@ -396,7 +426,7 @@ impl Loader<'_> {
         let mut identity_params = entry.params.clone();
         identity_params.extend(entry.vars.clone());
         let key = (identity(&dir), Json::Object(identity_params));
-        if used != RoleUse::Task && !allow_duplicates {
+        if used.once && !allow_duplicates {
             let mut play = self.shared.play.borrow_mut();
             if play.ran.contains(&key) {
                 return Ok(());
@@ -429,10 +459,7 @@ impl Loader<'_> {
         if let (Some(root), Some(loader)) = (&meta_root, &meta_loader) {
             loader.check_meta_root(root)?;
             if let Some(deps) = root.get("dependencies") {
-                let dep_use = match used {
-                    RoleUse::Play => RoleUse::Play,
-                    _ => RoleUse::TaskDependency,
-                };
+                let dep_use = used.dependency();
                 for dep in deps.as_seq().unwrap_or_default() {
                     let dep_entry = loader.role_entry(dep)?;
                     loader.expand_role(&dep_entry, &outer, dep_use, Some(dir), out)?;
@@ -440,15 +467,18 @@ impl Loader<'_> {
             }
         }
         let defaults = self.role_vars_file(dir, "defaults", entry.defaults_from.as_deref())?;
-        let mut vars = self.role_vars_file(dir, "vars", entry.vars_from.as_deref())?;
-        vars.extend(entry.vars.clone());
+        let vars = self.role_vars_file(dir, "vars", entry.vars_from.as_deref())?;
         let info = Arc::new(RoleInfo {
             name: entry.name.clone(),
             path: dir.to_path_buf(),
             defaults,
             vars,
+            keyword_vars: entry.vars.clone(),
             params: entry.params.clone(),
         });
+        if used.public {
+            self.shared.play.borrow_mut().public.push(info.clone());
+        }
         let mut inner = outer.clone();
         inner.role = Some(info.clone());
         match read_role_file(dir, "tasks", entry.tasks_from.as_deref())? {
@@ -480,9 +510,10 @@ impl Loader<'_> {
                     self.child(&source)
                         .tasks_source(&source, &as_handlers, &mut handlers)?;
                     let mut play = self.shared.play.borrow_mut();
-                    match used {
-                        RoleUse::Play => play.head_handlers.extend(handlers),
-                        _ => play.tail_handlers.extend(handlers),
+                    if used.handlers_first {
+                        play.head_handlers.extend(handlers);
+                    } else {
+                        play.tail_handlers.extend(handlers);
                     }
                 }
                 None if entry.handlers_from.is_some() => {
@@ -634,7 +665,12 @@ impl Loader<'_> {
         match kind {
             "import_role" | "include_role" => {
                 let entry = self.role_args(kind, value, extra_args)?;
-                self.expand_role(&entry, &inner, RoleUse::Task, None, out)?;
+                // include_role is loaded statically for now, but keeps its privacy.
+                let used = match kind {
+                    "import_role" => RoleUse::IMPORT,
+                    _ => RoleUse::INCLUDE,
+                };
+                self.expand_role(&entry, &inner, used, None, out)?;
             }
             _ => {
                 let (written, span) = self.tasks_file_arg(kind, value, extra_args)?;
@@ -919,10 +955,13 @@ mod tests {
         );
         assert_eq!(Json::Object(web.vars.clone()), json!({"level": "role"}));
         let again = play.tasks[4].role.as_ref().unwrap();
+        assert_eq!(Json::Object(again.vars.clone()), json!({"level": "role"}));
         assert_eq!(
-            Json::Object(again.vars.clone()),
-            json!({"level": "role", "port": 8080})
+            Json::Object(again.keyword_vars.clone()),
+            json!({"port": 8080})
         );
+        let public: Vec<&str> = play.roles.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(public, ["common", "web", "web"]);
         assert_eq!(Json::Object(again.params.clone()), json!({"extra": 1}));
         let common = play.tasks[1].role.as_ref().unwrap();
         assert_eq!(
@@ -976,6 +1015,9 @@ mod tests {
             assert_eq!(Json::Object(task.vars.clone()), json!({"port": 1}));
         }
         assert!(play.tasks[2].when.is_empty());
+        // import_role's roles are public, include_role's are not.
+        let public: Vec<&str> = play.roles.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(public, ["common", "web", "common"]);
         // Handlers of imported roles come after the play's own.
         assert_eq!(names(&play.handlers), ["play handler", "restart web"]);
     }

@@ -370,6 +370,7 @@ impl Loader<'_> {
         let [pre, main, post] = sections;
         let handlers = self.shared.play_handlers(handlers);
         let play = Play {
+            roles: self.shared.public_roles(),
             name: name.unwrap_or_else(|| hosts.clone()),
             hosts,
             vars,

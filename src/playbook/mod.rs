@@ -58,6 +58,9 @@ pub struct Play {
     pub handlers: Vec<Task>,
     /// `force_handlers`: notified handlers run even on hosts that failed.
     pub force_handlers: bool,
+    /// Roles of `roles:` and `import_role` (with their dependencies): as in Ansible, every
+    /// task of the play sees their defaults and `vars/main.yml`.
+    pub roles: Vec<Arc<RoleInfo>>,
     /// The play's `connection`, `remote_user` and `port` keywords. As in Ansible, a host's
     /// `ansible_connection`/`ansible_user`/`ansible_port` variables win over them.
     pub connection: Option<String>,
@@ -113,8 +116,11 @@ pub struct RoleInfo {
     pub path: PathBuf,
     /// `defaults/main.yml`: the lowest precedence, below inventory variables.
     pub defaults: serde_json::Map<String, Value>,
-    /// `vars/main.yml`, then the `vars:` keyword of the role's entry: above play vars.
+    /// `vars/main.yml`: above play vars.
     pub vars: serde_json::Map<String, Value>,
+    /// The `vars:` keyword of the role's entry: above `vars/main.yml`, for the role's own
+    /// tasks only.
+    pub keyword_vars: serde_json::Map<String, Value>,
     /// Inline parameters of the entry (`- {role: x, port: 80}`): above set facts.
     pub params: serde_json::Map<String, Value>,
 }

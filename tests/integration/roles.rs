@@ -25,7 +25,7 @@ const PLAYBOOK: &str = "- hosts: all
     - import_role:
         name: web
         tasks_from: extra
-    - name: role defaults and vars stay inside the role
+    - name: the play's tasks see its roles' defaults and vars (Ansible's public roles)
       copy:
         content: \"{{ p_default | default('unset') }} {{ p_rolevars }}\\n\"
         dest: ~/outside
@@ -143,7 +143,7 @@ role=web web
 "
     );
     assert_eq!(read(&out, home, "restarted"), "restarted on 80\n");
-    assert_eq!(read(&out, home, "outside"), "unset play\n");
+    assert_eq!(read(&out, home, "outside"), "role_defaults role_vars\n");
     assert_eq!(
         read(&out, home, "note"),
         "note beside the imported playbook\n"

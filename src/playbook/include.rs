@@ -36,8 +36,6 @@ struct PlayRoles {
     ran: Vec<(PathBuf, Json)>,
     /// Roles whose defaults and vars every task of the play sees, in load order.
     public: Vec<Arc<RoleInfo>>,
-    /// Roles whose handlers are already in the play.
-    with_handlers: Vec<(PathBuf, Json)>,
 }
 
 impl Shared {
@@ -488,44 +486,32 @@ impl Loader<'_> {
             }
             None => {}
         }
-        // A role's handlers join the play once, however often the role runs.
-        let handlers_key = (identity(dir), Json::Null);
-        let first_time = {
-            let mut play = self.shared.play.borrow_mut();
-            let first = !play.with_handlers.contains(&handlers_key);
-            if first {
-                play.with_handlers.push(handlers_key);
-            }
-            first
-        };
-        if first_time {
-            match read_role_file(dir, "handlers", entry.handlers_from.as_deref())? {
-                Some(source) => {
-                    let as_handlers = Inherited {
-                        handler: true,
-                        role: Some(info),
-                        ..Inherited::default()
-                    };
-                    let mut handlers = Vec::new();
-                    self.child(&source)
-                        .tasks_source(&source, &as_handlers, &mut handlers)?;
-                    let mut play = self.shared.play.borrow_mut();
-                    if used.handlers_first {
-                        play.head_handlers.extend(handlers);
-                    } else {
-                        play.tail_handlers.extend(handlers);
-                    }
+        match read_role_file(dir, "handlers", entry.handlers_from.as_deref())? {
+            Some(source) => {
+                let as_handlers = Inherited {
+                    handler: true,
+                    role: Some(info),
+                    ..Inherited::default()
+                };
+                let mut handlers = Vec::new();
+                self.child(&source)
+                    .tasks_source(&source, &as_handlers, &mut handlers)?;
+                // A role's handlers are in the play once: the last use of the role wins,
+                // at its place and with its variables, as ansible-playbook 2.19 runs them.
+                let mut play = self.shared.play.borrow_mut();
+                let same_role = |h: &Task| h.role.as_ref().is_some_and(|r| r.path == dir);
+                play.head_handlers.retain(|h| !same_role(h));
+                play.tail_handlers.retain(|h| !same_role(h));
+                if used.handlers_first {
+                    play.head_handlers.extend(handlers);
+                } else {
+                    play.tail_handlers.extend(handlers);
                 }
-                None if entry.handlers_from.is_some() => {
-                    return Err(self.missing_role_file(
-                        entry,
-                        dir,
-                        "handlers",
-                        &entry.handlers_from,
-                    ));
-                }
-                None => {}
             }
+            None if entry.handlers_from.is_some() => {
+                return Err(self.missing_role_file(entry, dir, "handlers", &entry.handlers_from));
+            }
+            None => {}
         }
         Ok(())
     }
@@ -977,9 +963,15 @@ mod tests {
                 .ends_with("roles/web/tasks/extra.yml:1:3")
         );
         assert_eq!(play.tasks[3].role.as_ref().unwrap().name, "web");
-        // Role handlers (once per role) come before the play's own.
+        // `roles:` handlers (once per role) come before the play's own.
         assert_eq!(names(&play.handlers), ["restart web", "play handler"]);
         assert_eq!(play.handlers[0].display_name(), "web : restart web");
+        // The last use of the role brings its handlers, with its variables.
+        let handler_role = play.handlers[0].role.as_ref().unwrap();
+        assert_eq!(
+            Json::Object(handler_role.params.clone()),
+            json!({"extra": 1})
+        );
         assert!(play.handlers[0].role.is_some() && play.handlers[1].role.is_none());
     }
 

@@ -64,7 +64,12 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
             ));
         }
         let options = LoadOptions {
-            roles_path: config.roles_path.clone(),
+            roles_path: if config.roles_path.is_empty() {
+                let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+                LoadOptions::default_roles_path(home.as_deref())
+            } else {
+                config.roles_path.clone()
+            },
         };
         let loaded =
             load_playbooks(path, &options).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;

@@ -1247,6 +1247,18 @@ mod tests {
     }
 
     #[test]
+    fn ansibles_default_roles_path() {
+        assert_eq!(
+            LoadOptions::default_roles_path(Some(Path::new("/home/u"))),
+            [
+                PathBuf::from("/home/u/.ansible/roles"),
+                PathBuf::from("/usr/share/ansible/roles"),
+                PathBuf::from("/etc/ansible/roles"),
+            ]
+        );
+    }
+
+    #[test]
     fn role_dependency_cycles_are_errors() {
         let dir = tree(&[
             ("site.yml", "- hosts: all\n  roles: [a]\n"),

@@ -165,6 +165,16 @@ pub struct LoadOptions {
     pub roles_path: Vec<PathBuf>,
 }
 
+impl LoadOptions {
+    /// Ansible's `roles_path` when none is configured: `~/.ansible/roles` (where
+    /// `ansible-galaxy` installs), `/usr/share/ansible/roles`, `/etc/ansible/roles`.
+    pub fn default_roles_path(home: Option<&Path>) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = home.map(|h| h.join(".ansible/roles")).into_iter().collect();
+        dirs.extend(["/usr/share/ansible/roles", "/etc/ansible/roles"].map(PathBuf::from));
+        dirs
+    }
+}
+
 /// Loads a playbook and every playbook it imports (`import_playbook`), in run order. Plays
 /// from another directory come as a playbook of their own, so their relative paths
 /// (`files/`, `vars_files`, `group_vars/`) resolve beside the file that wrote them.

@@ -203,6 +203,11 @@ fn a_missing_role_stops_before_connecting() {
         "{dir}"
     );
     assert!(dir.contains("3 |     - role: nope"), "{dir}");
+    // Without roles_path, Ansible's default one is searched (where ansible-galaxy installs).
+    assert!(
+        dir.contains("controller-home/.ansible/roles:/usr/share/ansible/roles:/etc/ansible/roles:"),
+        "{dir}"
+    );
 }
 
 #[test]

@@ -49,6 +49,7 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
         listen: Vec::new(),
         frames: Vec::new(),
         role: None,
+        include_params: Map::new(),
         vars: Map::new(),
         unsupported: Vec::new(),
         location: play.location.clone(),

@@ -1,7 +1,8 @@
 //! The variables a task sees on a host, layered in Ansible's precedence order (low to
 //! high): role defaults, inventory (all, groups, group_vars/ files, host, host_vars/
 //! files), gathered facts, play vars, play vars_files, role vars, task vars, set facts and
-//! registered results, role parameters, extra vars; plus the magic variables.
+//! registered results, role parameters, include params, extra vars; plus the magic
+//! variables.
 
 use serde_json::{Map, Value};
 
@@ -70,6 +71,7 @@ pub fn task_vars(
     if let Some(role) = &task.role {
         extend(&mut vars, &role.params);
     }
+    extend(&mut vars, &task.include_params);
     extend(&mut vars, &ctx.opts.extra_vars);
     extend(&mut vars, &magic);
     if let Some(role) = &task.role {

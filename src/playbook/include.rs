@@ -421,9 +421,11 @@ impl Loader<'_> {
             },
             _ => false,
         };
-        let mut identity_params = entry.params.clone();
-        identity_params.extend(entry.vars.clone());
-        let key = (identity(&dir), Json::Object(identity_params));
+        // As Ansible tells role uses apart: by parameters, vars and conditions.
+        let key = (
+            identity(&dir),
+            serde_json::json!({"params": entry.params, "vars": entry.vars, "when": entry.when}),
+        );
         if used.once && !allow_duplicates {
             let mut play = self.shared.play.borrow_mut();
             if play.ran.contains(&key) {
@@ -628,6 +630,11 @@ impl Loader<'_> {
             match key {
                 "name" | "tags" => {}
                 "when" => inner.when.extend(self.conditions(v, key)?),
+                // A dynamic include's vars are Ansible's include params (above set
+                // facts); an import's are task vars.
+                "vars" if kind.starts_with("include") => {
+                    inner.include_params.extend(self.mapping(v, key)?)
+                }
                 "vars" => inner.vars.extend(self.mapping(v, key)?),
                 "args" => extra_args = Some(v),
                 "loop" | "loop_control" => return Err(self.loop_error(k.span, kind)),
@@ -989,6 +996,7 @@ mod tests {
       vars: {port: 1}
     - include_role:
         name: common
+      vars: {iv: 1}
     - ansible.builtin.import_role: {name: common}
   handlers:
     - name: play handler
@@ -1007,6 +1015,12 @@ mod tests {
             assert_eq!(Json::Object(task.vars.clone()), json!({"port": 1}));
         }
         assert!(play.tasks[2].when.is_empty());
+        // A dynamic include's vars are include params, above set facts.
+        assert_eq!(
+            Json::Object(play.tasks[2].include_params.clone()),
+            json!({"iv": 1})
+        );
+        assert!(play.tasks[2].vars.is_empty() && play.tasks[0].include_params.is_empty());
         // import_role's roles are public, include_role's are not.
         let public: Vec<&str> = play.roles.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(public, ["common", "web", "common"]);
@@ -1244,6 +1258,43 @@ mod tests {
         assert_eq!(normalize(Path::new("../x")), Path::new("../x"));
         assert_eq!(normalize(Path::new("/r/a/../../b")), Path::new("/b"));
         assert_eq!(normalize(Path::new("a/..")), Path::new("."));
+    }
+
+    #[test]
+    fn a_role_use_with_other_conditions_or_allowed_duplicates_runs_again() {
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- hosts: all
+  roles:
+    - a
+    - {role: a, when: x}
+    - a
+    - d
+    - d
+",
+            ),
+            (
+                "roles/a/tasks/main.yml",
+                "- name: a
+  ping:
+",
+            ),
+            (
+                "roles/d/tasks/main.yml",
+                "- name: d
+  ping:
+",
+            ),
+            (
+                "roles/d/meta/main.yml",
+                "allow_duplicates: yes
+",
+            ),
+        ]);
+        let play = load(&dir).unwrap().plays.remove(0);
+        assert_eq!(names(&play.tasks), ["a", "a", "d", "d"]);
+        assert_eq!(play.tasks[1].when, ["x"]);
     }
 
     #[test]

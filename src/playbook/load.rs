@@ -155,6 +155,7 @@ pub(super) struct Inherited {
     pub(super) ignore_errors: Option<bool>,
     pub(super) handler: bool,
     pub(super) role: Option<Arc<super::RoleInfo>>,
+    pub(super) include_params: serde_json::Map<String, Json>,
 }
 
 /// Settings that change how a playbook loads.
@@ -785,6 +786,7 @@ impl Loader<'_> {
             listen,
             frames: inherited.frames.clone(),
             role: inherited.role.clone(),
+            include_params: inherited.include_params.clone(),
             vars: task_vars,
             unsupported,
             location: self.location(node.span),

@@ -101,6 +101,9 @@ pub struct Task {
     pub vars: serde_json::Map<String, Value>,
     /// The role this task (or handler) comes from; `None` for the play's own tasks.
     pub role: Option<Arc<RoleInfo>>,
+    /// `vars` of the `include_tasks`/`include_role` this task came from: Ansible's include
+    /// params, above set facts and role parameters.
+    pub include_params: serde_json::Map<String, Value>,
     /// Keywords that were accepted but are not implemented yet (the executor warns).
     pub unsupported: Vec<String>,
     pub location: Location,

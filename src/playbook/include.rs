@@ -973,6 +973,13 @@ mod tests {
         // `roles:` handlers (once per role) come before the play's own.
         assert_eq!(names(&play.handlers), ["restart web", "play handler"]);
         assert_eq!(play.handlers[0].display_name(), "web : restart web");
+        // A role's handler answers to its name and to `role : name`.
+        let handler = &play.handlers[0];
+        assert!(handler.answers_to("restart web") && handler.answers_to("web : restart web"));
+        assert!(
+            handler.answers_to("web:restart web") && !handler.answers_to("common : restart web")
+        );
+        assert!(!play.handlers[1].answers_to("web : play handler"));
         // The last use of the role brings its handlers, with its variables.
         let handler_role = play.handlers[0].role.as_ref().unwrap();
         assert_eq!(

@@ -1066,11 +1066,7 @@ impl Loader<'_> {
     /// Every `notify` must name a handler or a `listen` topic of the play (templated
     /// names are checked when they are known, at run time).
     fn check_notify(&self, play: &Play) -> Result<(), LoadError> {
-        let known = |name: &str| {
-            play.handlers
-                .iter()
-                .any(|h| h.name.as_deref() == Some(name) || h.listen.iter().any(|l| l == name))
-        };
+        let known = |name: &str| play.handlers.iter().any(|h| h.answers_to(name));
         for task in play.tasks.iter().chain(&play.handlers) {
             for name in &task.notify {
                 if !crate::template::is_template(name) && !known(name) {

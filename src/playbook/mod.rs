@@ -129,6 +129,21 @@ pub struct RoleInfo {
 }
 
 impl Task {
+    /// Whether a `notify` of `name` reaches this handler: its name, a `listen` topic, or
+    /// (for a role's handler) `role : name`.
+    pub fn answers_to(&self, name: &str) -> bool {
+        let Some(own) = &self.name else {
+            return self.listen.iter().any(|l| l == name);
+        };
+        own == name
+            || self.listen.iter().any(|l| l == name)
+            || self.role.as_ref().is_some_and(|role| {
+                name.strip_prefix(role.name.as_str())
+                    .and_then(|rest| rest.trim_start().strip_prefix(':'))
+                    .is_some_and(|rest| rest.trim_start() == own)
+            })
+    }
+
     /// What Ansible prints in the task banner: the name, else the action; a role's task
     /// as `role : name`.
     pub fn display_name(&self) -> String {

@@ -411,15 +411,22 @@ impl Loader<'_> {
                 Some("remove the dependency that leads back to this role".into()),
             ));
         }
-        let meta = read_role_file(&dir, "meta", None)?;
-        let meta_root = meta.as_ref().map(Source::parse).transpose()?;
-        let meta_loader = meta.as_ref().map(|source| self.child(source));
-        let allow_duplicates = match (&meta_root, &meta_loader) {
-            (Some(root), Some(loader)) => match root.get("allow_duplicates") {
+        let meta_source = read_role_file(&dir, "meta", None)?;
+        let meta = match &meta_source {
+            Some(source) => {
+                let root = source.parse()?;
+                let loader = self.child(source);
+                loader.check_meta_root(&root)?;
+                Some((root, loader))
+            }
+            None => None,
+        };
+        let allow_duplicates = match &meta {
+            Some((root, loader)) => match root.get("allow_duplicates") {
                 Some(v) => loader.boolean(v, "allow_duplicates")?,
                 None => false,
             },
-            _ => false,
+            None => false,
         };
         // As Ansible tells role uses apart: by parameters, vars and conditions.
         let key = (
@@ -434,30 +441,26 @@ impl Loader<'_> {
             play.ran.push(key.clone());
         }
         self.shared.importing.borrow_mut().push(identity(&dir));
-        let expanded =
-            self.expand_role_in(entry, inherited, used, &dir, meta_root, meta_loader, out);
+        let expanded = self.expand_role_in(entry, inherited, used, &dir, meta.as_ref(), out);
         self.shared.importing.borrow_mut().pop();
         expanded?;
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn expand_role_in(
         &self,
         entry: &RoleEntry,
         inherited: &Inherited,
         used: RoleUse,
         dir: &Path,
-        meta_root: Option<Node>,
-        meta_loader: Option<Loader>,
+        meta: Option<&(Node, Loader)>,
         out: &mut Vec<Task>,
     ) -> Result<(), LoadError> {
         // A role's conditions hold for its dependencies too.
         let mut outer = inherited.clone();
         outer.role = None;
         outer.when.extend(entry.when.iter().cloned());
-        if let (Some(root), Some(loader)) = (&meta_root, &meta_loader) {
-            loader.check_meta_root(root)?;
+        if let Some((root, loader)) = meta {
             if let Some(deps) = root.get("dependencies") {
                 let dep_use = used.dependency();
                 for dep in deps.as_seq().unwrap_or_default() {

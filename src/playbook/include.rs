@@ -460,13 +460,12 @@ impl Loader<'_> {
         let mut outer = inherited.clone();
         outer.role = None;
         outer.when.extend(entry.when.iter().cloned());
-        if let Some((root, loader)) = meta {
-            if let Some(deps) = root.get("dependencies") {
-                let dep_use = used.dependency();
-                for dep in deps.as_seq().unwrap_or_default() {
-                    let dep_entry = loader.role_entry(dep)?;
-                    loader.expand_role(&dep_entry, &outer, dep_use, Some(dir), out)?;
-                }
+        if let Some((root, loader)) = meta
+            && let Some(deps) = root.get("dependencies")
+        {
+            for dep in deps.as_seq().unwrap_or_default() {
+                let dep_entry = loader.role_entry(dep)?;
+                loader.expand_role(&dep_entry, &outer, used.dependency(), Some(dir), out)?;
             }
         }
         let defaults = self.role_vars_file(dir, "defaults", entry.defaults_from.as_deref())?;

@@ -369,6 +369,7 @@ fn plan_context<'a>(
     PlanContext {
         playbook_dir: &playbook.dir,
         role_dir: task.role.as_ref().map(|r| r.path.as_path()),
+        task_dir: task.location.file.parent(),
         check_mode: ctx.opts.check,
         diff: ctx.opts.diff,
         vars: Some(vars),

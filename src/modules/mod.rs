@@ -33,6 +33,9 @@ pub struct PlanContext<'a> {
     pub playbook_dir: &'a Path,
     /// The task's role directory: its `files/`/`templates/` come before the playbook's.
     pub role_dir: Option<&'a Path>,
+    /// The directory of the file the task is written in (an imported tasks file's), searched
+    /// after the role's and before the playbook's, as Ansible's task search path.
+    pub task_dir: Option<&'a Path>,
     pub check_mode: bool,
     pub diff: bool,
     /// The task's variables, for modules that template on the controller (template, debug var=).
@@ -45,6 +48,7 @@ impl<'a> PlanContext<'a> {
         PlanContext {
             playbook_dir,
             role_dir: None,
+            task_dir: None,
             check_mode: false,
             diff: false,
             vars: None,
@@ -342,8 +346,8 @@ fn expand_local_home(path: &str) -> PathBuf {
 }
 
 /// A controller-side source file as Ansible finds it: absolute (or `~`) as written,
-/// else in a role `<role>/<subdir>/<src>`, `<role>/<src>`, then
-/// `<playbook_dir>/<subdir>/<src>`, then `<playbook_dir>/<src>`.
+/// else in a role `<role>/<subdir>/<src>`, `<role>/<src>`, then the same beside the task's
+/// own file, then `<playbook_dir>/<subdir>/<src>`, then `<playbook_dir>/<src>`.
 pub(crate) fn find_local_source(
     src: &str,
     ctx: &PlanContext,
@@ -365,10 +369,16 @@ pub(crate) fn find_local_source(
         };
     }
     let mut dirs = Vec::new();
-    if let Some(role) = ctx.role_dir {
-        dirs.extend([role.join(subdir), role.to_path_buf()]);
+    for dir in [ctx.role_dir, ctx.task_dir, Some(playbook_dir)]
+        .into_iter()
+        .flatten()
+    {
+        for candidate in [dir.join(subdir), dir.to_path_buf()] {
+            if !dirs.contains(&candidate) {
+                dirs.push(candidate);
+            }
+        }
     }
-    dirs.extend([playbook_dir.join(subdir), playbook_dir.to_path_buf()]);
     for dir in &dirs {
         let candidate = dir.join(&written);
         if candidate.exists() {
@@ -426,6 +436,12 @@ mod tests {
         assert_eq!(found("b", &in_role).unwrap(), Path::new("b"));
         let outside = PlanContext::new(dir.path());
         assert_eq!(found("a", &outside).unwrap(), Path::new("files/a"));
+        let tasks_dir = dir.path().join("roles");
+        let imported = PlanContext {
+            task_dir: Some(&tasks_dir),
+            ..PlanContext::new(dir.path())
+        };
+        assert_eq!(found("r/c", &imported).unwrap(), Path::new("roles/r/c"));
         let missing = found("zz", &in_role).unwrap_err().to_string();
         assert!(missing.contains("roles/r/files"), "{missing}");
     }

@@ -98,7 +98,11 @@ fn role_run(hosts: &SshHosts) -> TestRun {
         )
         .file(
             "tasks/more.yml",
-            "- shell: echo {{ what }} >> ~/order.log\n",
+            "- shell: echo {{ what }} >> ~/order.log\n- copy: {src: beside.txt, dest: ~/beside}\n",
+        )
+        .file(
+            "tasks/files/beside.txt",
+            "found beside the imported tasks file\n",
         )
         .file(
             "sub/second.yml",
@@ -148,11 +152,15 @@ role=web web
         read(&out, home, "note"),
         "note beside the imported playbook\n"
     );
-    // 8 tasks + the handler (once) in the first play, 2 in the imported one.
+    assert_eq!(
+        read(&out, home, "beside"),
+        "found beside the imported tasks file\n"
+    );
+    // 9 tasks + the handler (once) in the first play, 2 in the imported one.
     let recap = out.recap("web1");
     assert_eq!(
         (recap.ok, recap.changed, recap.failed),
-        (11, 11, 0),
+        (12, 12, 0),
         "{}",
         out.stdout
     );
@@ -182,7 +190,7 @@ role=web web
     let again = role_run(&hosts).run();
     again.assert_code(0);
     let recap = again.recap("web1");
-    assert_eq!((recap.ok, recap.changed), (10, 6), "{}", again.stdout);
+    assert_eq!((recap.ok, recap.changed), (11, 6), "{}", again.stdout);
     assert!(
         !again.stdout.contains("RUNNING HANDLER"),
         "{}",

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
-use super::load::{Inherited, LoadOptions, Loader, dir_of, load_plays};
+use super::load::{IGNORED_TASK_KEYS, Inherited, LoadOptions, Loader, dir_of, load_plays};
 use super::{Playbook, RoleInfo, Task};
 use crate::template::is_template;
 use crate::yaml::{LoadError, Node, Source, Span, Value};
@@ -117,7 +117,7 @@ const INCLUDE_KINDS: &[&str] = &[
 ];
 
 /// Keywords an import/include takes besides its own key (others are rejected).
-const INCLUDE_KEYS: &[&str] = &["name", "when", "vars", "tags", "args"];
+const INCLUDE_KEYS: &[&str] = &["name", "when", "vars", "tags", "args", "ignore_errors"];
 
 /// Keys of `import_role`/`include_role` arguments.
 const ROLE_ARGS: &[&str] = &[
@@ -131,25 +131,9 @@ const ROLE_ARGS: &[&str] = &[
     "rolespec_validate",
 ];
 
-/// Keys of a `roles:` entry that are keywords, not role parameters.
-const ROLE_ENTRY_KEYWORDS: &[&str] = &[
-    "role",
-    "name",
-    "vars",
-    "when",
-    "tags",
-    "become",
-    "become_user",
-    "become_method",
-    "environment",
-    "no_log",
-    "delegate_to",
-    "ignore_errors",
-    "any_errors_fatal",
-    "check_mode",
-    "diff",
-    "collections",
-];
+/// Keywords on a role entry or an import that change what its tasks do but are not
+/// implemented for them yet: refused rather than silently dropped.
+const NOT_YET_ON_REUSE: &[&str] = &["delegate_to", "async", "poll", "loop_control"];
 
 /// One use of a role, as written.
 struct RoleEntry {
@@ -158,6 +142,7 @@ struct RoleEntry {
     vars: serde_json::Map<String, Json>,
     params: serde_json::Map<String, Json>,
     when: Vec<String>,
+    ignore_errors: Option<bool>,
     tasks_from: Option<String>,
     vars_from: Option<String>,
     defaults_from: Option<String>,
@@ -172,6 +157,7 @@ impl RoleEntry {
             vars: Default::default(),
             params: Default::default(),
             when: Vec::new(),
+            ignore_errors: None,
             tasks_from: None,
             vars_from: None,
             defaults_from: None,
@@ -345,7 +331,12 @@ impl Loader<'_> {
                 "role" | "name" | "tags" => {}
                 "vars" => entry.vars = self.mapping(v, key)?,
                 "when" => entry.when = self.conditions(v, key)?,
-                _ if ROLE_ENTRY_KEYWORDS.contains(&key) => {}
+                "ignore_errors" => entry.ignore_errors = Some(self.boolean(v, key)?),
+                // What tasks accept and ignore, a role entry does too.
+                _ if IGNORED_TASK_KEYS.contains(&key) => {}
+                _ if NOT_YET_ON_REUSE.contains(&key) => {
+                    return Err(self.not_yet_on_reuse(k.span, key, "a role"));
+                }
                 // Anything else is a role parameter, as Ansible takes it.
                 _ => {
                     entry.params.insert(key.to_string(), v.to_json());
@@ -460,6 +451,9 @@ impl Loader<'_> {
         let mut outer = inherited.clone();
         outer.role = None;
         outer.when.extend(entry.when.iter().cloned());
+        if entry.ignore_errors.is_some() {
+            outer.ignore_errors = entry.ignore_errors;
+        }
         if let Some((root, loader)) = meta
             && let Some(deps) = root.get("dependencies")
         {
@@ -639,7 +633,12 @@ impl Loader<'_> {
                 }
                 "vars" => inner.vars.extend(self.mapping(v, key)?),
                 "args" => extra_args = Some(v),
+                "ignore_errors" => inner.ignore_errors = Some(self.boolean(v, key)?),
                 "loop" | "loop_control" => return Err(self.loop_error(k.span, kind)),
+                _ if IGNORED_TASK_KEYS.contains(&key) => {}
+                _ if NOT_YET_ON_REUSE.contains(&key) => {
+                    return Err(self.not_yet_on_reuse(k.span, key, kind));
+                }
                 _ if key.starts_with("with_") => return Err(self.loop_error(k.span, kind)),
                 _ if short(k).is_some() => {
                     return Err(self.err(
@@ -682,6 +681,14 @@ impl Loader<'_> {
             }
         }
         Ok(true)
+    }
+
+    fn not_yet_on_reuse(&self, span: Span, key: &str, on: &str) -> LoadError {
+        self.err(
+            span,
+            format!("'{key}' on {on} is not supported yet"),
+            Some(format!("put `{key}:` on the tasks themselves")),
+        )
     }
 
     fn loop_error(&self, span: Span, kind: &str) -> LoadError {
@@ -1304,6 +1311,39 @@ mod tests {
         let play = load(&dir).unwrap().plays.remove(0);
         assert_eq!(names(&play.tasks), ["a", "a", "d", "d"]);
         assert_eq!(play.tasks[1].when, ["x"]);
+    }
+
+    #[test]
+    fn keywords_on_roles_and_imports_reach_their_tasks_or_are_refused() {
+        let dir = tree(&[
+            ("roles/a/tasks/main.yml", "- name: a\n  ping:\n"),
+            ("t.yml", "- name: t\n  ping:\n"),
+        ]);
+        std::fs::write(
+            dir.path().join("site.yml"),
+            "- hosts: all
+  roles:
+    - {role: a, ignore_errors: yes, become: yes}
+  tasks:
+    - import_tasks: t.yml
+      become: yes
+      ignore_errors: true
+    - import_tasks: t.yml
+",
+        )
+        .unwrap();
+        let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
+        let ignoring: Vec<bool> = play.tasks.iter().map(|t| t.ignore_errors).collect();
+        assert_eq!(ignoring, [true, true, false]);
+        assert!(play.tasks[0].role.as_ref().unwrap().params.is_empty());
+        std::fs::write(
+            dir.path().join("site.yml"),
+            "- hosts: all\n  roles:\n    - {role: a, delegate_to: x}\n",
+        )
+        .unwrap();
+        let e = load(&dir).unwrap_err();
+        assert_eq!(e.message, "'delegate_to' on a role is not supported yet");
+        assert_eq!((e.span.unwrap().line, e.span.unwrap().column), (3, 17));
     }
 
     #[test]

@@ -64,7 +64,7 @@ const PLAY_KEYS: &[&str] = &[
 ];
 
 /// Task keywords loaded and ignored for now (they do not change what a task does here).
-const IGNORED_TASK_KEYS: &[&str] = &[
+pub(super) const IGNORED_TASK_KEYS: &[&str] = &[
     "tags",
     "become",
     "become_user",

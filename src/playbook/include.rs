@@ -465,7 +465,11 @@ impl Loader<'_> {
         let defaults = self.role_vars_file(dir, "defaults", entry.defaults_from.as_deref())?;
         let vars = self.role_vars_file(dir, "vars", entry.vars_from.as_deref())?;
         let info = Arc::new(RoleInfo {
-            name: entry.name.clone(),
+            // A role given by its path is named by its directory, as in Ansible.
+            name: Path::new(&entry.name)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| entry.name.clone()),
             path: dir.to_path_buf(),
             defaults,
             vars,
@@ -570,7 +574,17 @@ impl Loader<'_> {
             return Ok(Default::default());
         };
         let root = source.parse()?;
-        self.child(&source).mapping(&root, sub)
+        match &root.value {
+            Value::Map(_) | Value::Null => self.child(&source).mapping(&root, sub),
+            _ => Err(self.child(&source).err(
+                root.span,
+                format!(
+                    "a role's {sub} file must be a mapping of variables, got {}",
+                    root.kind_name()
+                ),
+                Some("write one `name: value` line per variable".into()),
+            )),
+        }
     }
 
     /// The tasks of a tasks file (a list, or nothing), appended to `out`.
@@ -1344,6 +1358,27 @@ mod tests {
         let e = load(&dir).unwrap_err();
         assert_eq!(e.message, "'delegate_to' on a role is not supported yet");
         assert_eq!((e.span.unwrap().line, e.span.unwrap().column), (3, 17));
+    }
+
+    #[test]
+    fn roles_by_path_and_bad_role_files() {
+        let dir = tree(&[
+            ("site.yml", "- hosts: all\n  roles: [lib/r]\n"),
+            ("lib/r/tasks/main.yml", "- name: t\n  ping:\n"),
+            ("lib/r/defaults/main.yml", "- not\n- a mapping\n"),
+        ]);
+        let e = load(&dir).unwrap_err();
+        assert!(
+            tail(&e, &dir).starts_with("DIR/lib/r/defaults/main.yml:1:1: a role's defaults file must be a mapping of variables, got a list"),
+            "{e}"
+        );
+        std::fs::write(dir.path().join("lib/r/defaults/main.yml"), "x: 1\n").unwrap();
+        let play = load(&dir).unwrap().plays.remove(0);
+        assert_eq!(play.tasks[0].display_name(), "r : t");
+        assert_eq!(
+            play.tasks[0].role.as_ref().unwrap().path,
+            dir.path().join("lib/r")
+        );
     }
 
     #[test]

@@ -143,6 +143,8 @@ struct RoleEntry {
     params: serde_json::Map<String, Json>,
     when: Vec<String>,
     ignore_errors: Option<bool>,
+    /// `public:` of include_role: its defaults and vars reach the rest of the play.
+    public: bool,
     tasks_from: Option<String>,
     vars_from: Option<String>,
     defaults_from: Option<String>,
@@ -158,6 +160,7 @@ impl RoleEntry {
             params: Default::default(),
             when: Vec::new(),
             ignore_errors: None,
+            public: false,
             tasks_from: None,
             vars_from: None,
             defaults_from: None,
@@ -676,7 +679,10 @@ impl Loader<'_> {
                 // include_role is loaded statically for now, but keeps its privacy.
                 let used = match kind {
                     "import_role" => RoleUse::IMPORT,
-                    _ => RoleUse::INCLUDE,
+                    _ => RoleUse {
+                        public: entry.public,
+                        ..RoleUse::INCLUDE
+                    },
                 };
                 self.expand_role(&entry, &inner, used, None, out)?;
             }
@@ -800,6 +806,7 @@ impl Loader<'_> {
     ) -> Result<RoleEntry, LoadError> {
         let mut name: Option<&Node> = None;
         let mut from: [Option<String>; 4] = Default::default();
+        let mut public = false;
         for node in [Some(value), extra_args].into_iter().flatten() {
             let Some(pairs) = node.as_map() else {
                 return Err(self.err(
@@ -812,6 +819,7 @@ impl Loader<'_> {
                 let key = self.key(k)?;
                 match key {
                     "name" => name = Some(v),
+                    "public" => public = self.boolean(v, key)?,
                     "tasks_from" => from[0] = Some(self.scalar(v, key)?),
                     "vars_from" => from[1] = Some(self.scalar(v, key)?),
                     "defaults_from" => from[2] = Some(self.scalar(v, key)?),
@@ -848,6 +856,7 @@ impl Loader<'_> {
         entry.vars_from = vars;
         entry.defaults_from = defaults;
         entry.handlers_from = handlers;
+        entry.public = public;
         Ok(entry)
     }
 }
@@ -1027,6 +1036,7 @@ mod tests {
     - include_role:
         name: common
       vars: {iv: 1}
+    - include_role: {name: common, public: yes}
     - ansible.builtin.import_role: {name: common}
   handlers:
     - name: play handler
@@ -1037,7 +1047,13 @@ mod tests {
         let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
         assert_eq!(
             names(&play.tasks),
-            ["common task", "web other", "common task", "common task"]
+            [
+                "common task",
+                "web other",
+                "common task",
+                "common task",
+                "common task"
+            ]
         );
         // The import's `when` and `vars` hold for the role's dependency and tasks.
         for task in &play.tasks[..2] {
@@ -1051,9 +1067,9 @@ mod tests {
             json!({"iv": 1})
         );
         assert!(play.tasks[2].vars.is_empty() && play.tasks[0].include_params.is_empty());
-        // import_role's roles are public, include_role's are not.
+        // import_role's roles are public, include_role's only with `public: yes`.
         let public: Vec<&str> = play.roles.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(public, ["common", "web", "common"]);
+        assert_eq!(public, ["common", "web", "common", "common"]);
         // Handlers of imported roles come after the play's own.
         assert_eq!(names(&play.handlers), ["play handler", "restart web"]);
     }

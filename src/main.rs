@@ -11,7 +11,7 @@ use turbo_play::connection::ConnectionDefaults;
 use turbo_play::executor::{RunOptions, run_playbooks};
 use turbo_play::inventory::Inventory;
 use turbo_play::listing::{self, Listings};
-use turbo_play::playbook::{TagFilter, load_playbook};
+use turbo_play::playbook::{LoadOptions, TagFilter, load_playbooks};
 use turbo_play::report::console::ConsoleReporter;
 use turbo_play::report::events::Event;
 use turbo_play::report::json::JsonReporter;
@@ -58,6 +58,8 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         check_limit(&inventory, limit).map_err(|e| (EXIT_ERROR, e))?;
     }
     let mut playbooks = Vec::new();
+    // How many playbooks each path loaded (import_playbook from another directory adds some).
+    let mut loaded_per_path = Vec::new();
     for path in &cli.playbooks {
         if !path.is_file() {
             return Err((
@@ -65,12 +67,24 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                 format!("the playbook: {} could not be found", path.display()),
             ));
         }
-        let playbook = load_playbook(path).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
-        // A broken group_vars/host_vars file is reported before anything connects.
-        inventory
-            .load_vars_dirs(&playbook.dir)
-            .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
-        playbooks.push(playbook);
+        let options = LoadOptions {
+            roles_path: if config.roles_path.is_empty() {
+                let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+                LoadOptions::default_roles_path(home.as_deref())
+            } else {
+                config.roles_path.clone()
+            },
+        };
+        let loaded =
+            load_playbooks(path, &options).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+        loaded_per_path.push(loaded.len());
+        for playbook in loaded {
+            // A broken group_vars/host_vars file is reported before anything connects.
+            inventory
+                .load_vars_dirs(&playbook.dir)
+                .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+            playbooks.push(playbook);
+        }
     }
     let tags = TagFilter::from_args(&cli.tags, &cli.skip_tags);
     // Like ansible-playbook: --syntax-check and the listings stop before any connection
@@ -98,9 +112,12 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         } else {
             tags.clone()
         };
-        for (path, playbook) in cli.playbooks.iter().zip(&playbooks) {
+        let mut rest = playbooks.as_slice();
+        for (path, count) in cli.playbooks.iter().zip(&loaded_per_path) {
+            let (these, others) = rest.split_at(*count);
+            rest = others;
             let text = listing::render(
-                std::slice::from_ref(playbook),
+                these,
                 &path.display().to_string(),
                 &inventory,
                 cli.limit.as_deref(),

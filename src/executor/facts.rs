@@ -55,6 +55,8 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
             play.tags.clone()
         },
         check_mode: None,
+        role: None,
+        include_params: Map::new(),
         vars: Map::new(),
         unsupported: Vec::new(),
         location: play.location.clone(),

@@ -304,8 +304,7 @@ impl PlayRun<'_> {
         let play = &self.playbook.plays[self.play_index];
         let force = self.ctx.opts.force_handlers || play.force_handlers;
         for (index, handler) in play.handlers.iter().enumerate() {
-            let answers =
-                |name: &String, h: &Task| h.name.as_ref() == Some(name) || h.listen.contains(name);
+            let answers = |name: &String, h: &Task| h.answers_to(name);
             let later = &play.handlers[index + 1..];
             let mut targets = Vec::new();
             for host in self.hosts {
@@ -340,12 +339,7 @@ impl PlayRun<'_> {
             let unknown: Vec<String> = flow
                 .notified
                 .iter()
-                .filter(|n| {
-                    !play
-                        .handlers
-                        .iter()
-                        .any(|h| h.name.as_ref() == Some(*n) || h.listen.contains(n))
-                })
+                .filter(|n| !play.handlers.iter().any(|h| h.answers_to(n)))
                 .cloned()
                 .collect();
             for name in unknown {

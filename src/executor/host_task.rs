@@ -371,11 +371,13 @@ fn check_mode(ctx: &RunContext, task: &Task) -> bool {
 fn plan_context<'a>(
     ctx: &'a RunContext,
     playbook: &'a Playbook,
-    task: &Task,
+    task: &'a Task,
     vars: &'a minijinja::Value,
 ) -> PlanContext<'a> {
     PlanContext {
         playbook_dir: &playbook.dir,
+        role_dir: task.role.as_ref().map(|r| r.path.as_path()),
+        task_dir: task.location.file.parent(),
         check_mode: check_mode(ctx, task),
         diff: ctx.opts.diff,
         vars: Some(vars),

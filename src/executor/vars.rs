@@ -1,7 +1,8 @@
 //! The variables a task sees on a host, layered in Ansible's precedence order (low to
-//! high): inventory (all, groups, group_vars/ files, host, host_vars/ files), gathered
-//! facts, play vars, play vars_files, task vars, set facts and registered results, extra
-//! vars; plus the magic variables.
+//! high): role defaults, inventory (all, groups, group_vars/ files, host, host_vars/
+//! files), gathered facts, play vars, play vars_files, role vars, task vars, set facts and
+//! registered results, role parameters, include params, extra vars; plus the magic
+//! variables.
 
 use serde_json::{Map, Value};
 
@@ -26,6 +27,14 @@ pub fn task_vars(
         .inventory
         .host_vars_for(&host.name, &playbook.dir)
         .map_err(|e| e.to_string())?;
+    // Role defaults sit below everything: the play's roles', then the task's own role's.
+    let roles = || play.roles.iter().chain(task.role.as_ref());
+    if roles().next().is_some() {
+        let mut below = Map::new();
+        roles().for_each(|role| extend(&mut below, &role.defaults));
+        extend(&mut below, &vars);
+        vars = below;
+    }
     let facts_gathered;
     {
         let facts = host.facts.lock().expect("facts lock");
@@ -52,11 +61,25 @@ pub fn task_vars(
         )
         .map_err(|e| format!("{}: {e}", play.location))?;
     }
+    roles().for_each(|role| extend(&mut vars, &role.vars));
+    if let Some(role) = &task.role {
+        extend(&mut vars, &role.keyword_vars);
+    }
     extend(&mut vars, &task.vars);
     extend(&mut vars, &host.set_facts.lock().expect("set_facts lock"));
     extend(&mut vars, &host.registered.lock().expect("registered lock"));
+    if let Some(role) = &task.role {
+        extend(&mut vars, &role.params);
+    }
+    extend(&mut vars, &task.include_params);
     extend(&mut vars, &ctx.opts.extra_vars);
     extend(&mut vars, &magic);
+    if let Some(role) = &task.role {
+        let path = Value::from(role.path.display().to_string());
+        vars.insert("role_name".into(), Value::from(role.name.clone()));
+        vars.insert("ansible_role_name".into(), Value::from(role.name.clone()));
+        vars.insert("role_path".into(), path);
+    }
     Ok(minijinja::Value::from_serialize(&vars))
 }
 

@@ -78,7 +78,7 @@ impl Copy {
                 if src.ends_with('/') {
                     return Err(ModuleError::NotSupported("copying directories"));
                 }
-                let path = find_local_source(&src, ctx.playbook_dir, "files")?;
+                let path = find_local_source(&src, ctx, "files")?;
                 if path.is_dir() {
                     return Err(ModuleError::NotSupported("copying directories"));
                 }

@@ -1,6 +1,8 @@
 //! `include_vars`: read a variables file on the controller and set its variables on the
 //! host (above task vars). The executor takes them from the result's `ansible_facts`.
 
+use std::path::Path;
+
 use serde_json::{Map, Value};
 use turbo_proto::OpResult;
 
@@ -44,7 +46,12 @@ impl Module for IncludeVars {
                 ));
             }
         };
-        let candidates = vars_file_candidates(ctx.playbook_dir, &file);
+        // In a role, its own vars/ (and the role directory) come first, as in Ansible.
+        let mut candidates = match ctx.role_dir {
+            Some(role) if !Path::new(&file).is_absolute() => vars_file_candidates(role, &file),
+            _ => Vec::new(),
+        };
+        candidates.extend(vars_file_candidates(ctx.playbook_dir, &file));
         let Some(path) = candidates.iter().find(|p| p.is_file()) else {
             let searched: Vec<String> =
                 candidates.iter().map(|p| p.display().to_string()).collect();
@@ -112,13 +119,31 @@ fn split_raw_params(args: &ModuleArgs) -> Result<ModuleArgs, ModuleError> {
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::path::Path;
 
     fn plan(dir: &Path, args: Value) -> Result<TaskOutcome, ModuleError> {
         match IncludeVars.plan(args.as_object().unwrap(), &PlanContext::new(dir))? {
             Plan::Done(out) => Ok(out),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn in_a_role_its_vars_dir_comes_first() {
+        let dir = fixture();
+        let role = dir.path().join("roles/r");
+        std::fs::create_dir_all(role.join("vars")).unwrap();
+        std::fs::write(role.join("vars/common.yml"), "a: from_role\n").unwrap();
+        let ctx = PlanContext {
+            role_dir: Some(&role),
+            ..PlanContext::new(dir.path())
+        };
+        let plan =
+            |file: &str| match IncludeVars.plan(json!({"file": file}).as_object().unwrap(), &ctx) {
+                Ok(Plan::Done(out)) => out.data["ansible_facts"].clone(),
+                other => panic!("{other:?}"),
+            };
+        assert_eq!(plan("common.yml"), json!({"a": "from_role"}));
+        assert_eq!(plan("top.json"), json!({"t": true}));
     }
 
     fn fixture() -> tempfile::TempDir {

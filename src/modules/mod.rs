@@ -31,6 +31,11 @@ pub type ModuleArgs = serde_json::Map<String, Value>;
 
 pub struct PlanContext<'a> {
     pub playbook_dir: &'a Path,
+    /// The task's role directory: its `files/`/`templates/` come before the playbook's.
+    pub role_dir: Option<&'a Path>,
+    /// The directory of the file the task is written in (an imported tasks file's), searched
+    /// after the role's and before the playbook's, as Ansible's task search path.
+    pub task_dir: Option<&'a Path>,
     pub check_mode: bool,
     pub diff: bool,
     /// The task's variables, for modules that template on the controller (template, debug var=).
@@ -42,6 +47,8 @@ impl<'a> PlanContext<'a> {
     pub fn new(playbook_dir: &'a Path) -> PlanContext<'a> {
         PlanContext {
             playbook_dir,
+            role_dir: None,
+            task_dir: None,
             check_mode: false,
             diff: false,
             vars: None,
@@ -339,12 +346,14 @@ fn expand_local_home(path: &str) -> PathBuf {
 }
 
 /// A controller-side source file as Ansible finds it: absolute (or `~`) as written,
-/// else `<playbook_dir>/<subdir>/<src>`, then `<playbook_dir>/<src>`.
+/// else in a role `<role>/<subdir>/<src>`, `<role>/<src>`, then the same beside the task's
+/// own file, then `<playbook_dir>/<subdir>/<src>`, then `<playbook_dir>/<src>`.
 pub(crate) fn find_local_source(
     src: &str,
-    playbook_dir: &Path,
+    ctx: &PlanContext,
     subdir: &str,
 ) -> Result<PathBuf, ModuleError> {
+    let playbook_dir = ctx.playbook_dir;
     let written = expand_local_home(src);
     if written.is_absolute() {
         return if written.exists() {
@@ -359,16 +368,27 @@ pub(crate) fn find_local_source(
             })
         };
     }
-    let in_subdir = playbook_dir.join(subdir);
-    for dir in [&in_subdir, playbook_dir] {
+    let mut dirs = Vec::new();
+    for dir in [ctx.role_dir, ctx.task_dir, Some(playbook_dir)]
+        .into_iter()
+        .flatten()
+    {
+        for candidate in [dir.join(subdir), dir.to_path_buf()] {
+            if !dirs.contains(&candidate) {
+                dirs.push(candidate);
+            }
+        }
+    }
+    for dir in &dirs {
         let candidate = dir.join(&written);
         if candidate.exists() {
             return Ok(candidate);
         }
     }
+    let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     Err(ModuleError::SrcNotFound {
         path: src.to_string(),
-        looked_in: format!("{}, {}", in_subdir.display(), playbook_dir.display()),
+        looked_in: looked.join(", "),
     })
 }
 
@@ -393,6 +413,38 @@ pub(crate) fn unexpected(module: &str, result: OpResult) -> TaskOutcome {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_roles_files_come_before_the_playbooks() {
+        let dir = tempfile::tempdir().unwrap();
+        let role = dir.path().join("roles/r");
+        for file in ["files/a", "roles/r/files/a", "b", "roles/r/c"] {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, file).unwrap();
+        }
+        let in_role = PlanContext {
+            role_dir: Some(&role),
+            ..PlanContext::new(dir.path())
+        };
+        let found = |src: &str, ctx: &PlanContext| {
+            find_local_source(src, ctx, "files")
+                .map(|p| p.strip_prefix(dir.path()).unwrap().to_path_buf())
+        };
+        assert_eq!(found("a", &in_role).unwrap(), Path::new("roles/r/files/a"));
+        assert_eq!(found("c", &in_role).unwrap(), Path::new("roles/r/c"));
+        assert_eq!(found("b", &in_role).unwrap(), Path::new("b"));
+        let outside = PlanContext::new(dir.path());
+        assert_eq!(found("a", &outside).unwrap(), Path::new("files/a"));
+        let tasks_dir = dir.path().join("roles");
+        let imported = PlanContext {
+            task_dir: Some(&tasks_dir),
+            ..PlanContext::new(dir.path())
+        };
+        assert_eq!(found("r/c", &imported).unwrap(), Path::new("roles/r/c"));
+        let missing = found("zz", &in_role).unwrap_err().to_string();
+        assert!(missing.contains("roles/r/files"), "{missing}");
+    }
 
     #[test]
     fn finds_modules_by_short_and_qualified_names() {

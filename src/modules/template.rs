@@ -51,7 +51,7 @@ impl Template {
     ) -> Result<(String, Vec<u8>), ModuleError> {
         let src = arg_str(args, "src")?.ok_or(ModuleError::Missing("src"))?;
         let dest = arg_str(args, "dest")?.ok_or(ModuleError::Missing("dest"))?;
-        let path = find_local_source(&src, ctx.playbook_dir, "templates")?;
+        let path = find_local_source(&src, ctx, "templates")?;
         if path.is_dir() {
             return Err(ModuleError::Invalid(format!(
                 "template src must be a file, {} is a directory",

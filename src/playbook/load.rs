@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
+use super::include::Shared;
 use super::kv::{FREE_FORM_OPTIONS, parse_kv};
 use super::{BlockFrame, Location, LoopSpec, Play, Playbook, Section, Task, Until};
 use crate::modules::{self, Module, closest};
@@ -22,7 +23,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "strategy",
     "any_errors_fatal",
     "max_fail_percentage",
-    "roles",
     "order",
     "run_once",
     "module_defaults",
@@ -60,10 +60,11 @@ const PLAY_KEYS: &[&str] = &[
     "force_handlers",
     "tags",
     "check_mode",
+    "roles",
 ];
 
 /// Task keywords loaded and ignored for now (they do not change what a task does here).
-const IGNORED_TASK_KEYS: &[&str] = &[
+pub(super) const IGNORED_TASK_KEYS: &[&str] = &[
     "become",
     "become_user",
     "become_method",
@@ -147,29 +148,27 @@ pub const META_ACTIONS: &[&str] = &[
     "role_complete",
 ];
 
-/// What a block hands down to the tasks inside it.
+/// What a block (or an import, or a role) hands down to the tasks inside it.
 #[derive(Debug, Clone, Default)]
-struct Inherited {
-    frames: Vec<BlockFrame>,
-    when: Vec<String>,
-    vars: serde_json::Map<String, Json>,
-    ignore_errors: Option<bool>,
-    handler: bool,
-    tags: Vec<String>,
-    check_mode: Option<bool>,
+pub(super) struct Inherited {
+    pub(super) frames: Vec<BlockFrame>,
+    pub(super) when: Vec<String>,
+    pub(super) vars: serde_json::Map<String, Json>,
+    pub(super) ignore_errors: Option<bool>,
+    pub(super) handler: bool,
+    pub(super) tags: Vec<String>,
+    pub(super) check_mode: Option<bool>,
+    pub(super) role: Option<Arc<super::RoleInfo>>,
+    pub(super) include_params: serde_json::Map<String, Json>,
 }
 
-/// Task-level keys that are whole features of their own, not yet supported.
-const NOT_YET: &[&str] = &[
-    "include_tasks",
-    "import_tasks",
-    "include_role",
-    "import_role",
-    "ansible.builtin.include_tasks",
-    "ansible.builtin.import_tasks",
-    "ansible.builtin.include_role",
-    "ansible.builtin.import_role",
-];
+/// Settings that change how a playbook loads.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// ansible.cfg `roles_path` / `ANSIBLE_ROLES_PATH`: searched for roles after `roles/`
+    /// beside the playbook and before the playbook's own directory.
+    pub roles_path: Vec<PathBuf>,
+}
 
 /// Keeps the first of each repeated tag.
 fn dedup_in_order(tags: &mut Vec<String>) {
@@ -177,33 +176,77 @@ fn dedup_in_order(tags: &mut Vec<String>) {
     tags.retain(|t| seen.insert(t.clone()));
 }
 
+impl LoadOptions {
+    /// Ansible's `roles_path` when none is configured: `~/.ansible/roles` (where
+    /// `ansible-galaxy` installs), `/usr/share/ansible/roles`, `/etc/ansible/roles`.
+    pub fn default_roles_path(home: Option<&Path>) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = home.map(|h| h.join(".ansible/roles")).into_iter().collect();
+        dirs.extend(["/usr/share/ansible/roles", "/etc/ansible/roles"].map(PathBuf::from));
+        dirs
+    }
+}
+
+/// Loads a playbook and every playbook it imports (`import_playbook`), in run order. Plays
+/// from another directory come as a playbook of their own, so their relative paths
+/// (`files/`, `vars_files`, `group_vars/`) resolve beside the file that wrote them.
+pub fn load_playbooks(path: &Path, options: &LoadOptions) -> Result<Vec<Playbook>, LoadError> {
+    let source = Source::read(path)?;
+    let shared = Shared::new(options);
+    shared.load_playbook_source(&source)
+}
+
+/// [`load_playbooks`] with default options, its plays as one playbook (the top file's).
 pub fn load_playbook(path: &Path) -> Result<Playbook, LoadError> {
     let source = Source::read(path)?;
-    load_source(&source)
+    merged(
+        &source,
+        Shared::new(&LoadOptions::default()).load_playbook_source(&source)?,
+    )
 }
 
 /// Loads playbook text as if read from `path` (tests, and playbooks from stdin).
 pub fn load_playbook_text(path: &Path, text: &str) -> Result<Playbook, LoadError> {
-    load_source(&Source::from_text(path, text))
+    let source = Source::from_text(path, text);
+    merged(
+        &source,
+        Shared::new(&LoadOptions::default()).load_playbook_source(&source)?,
+    )
 }
 
-fn load_source(source: &Source) -> Result<Playbook, LoadError> {
-    let root = source.parse()?;
+fn merged(source: &Source, parts: Vec<Playbook>) -> Result<Playbook, LoadError> {
+    let plays = parts.into_iter().flat_map(|p| p.plays).collect();
+    Ok(Playbook {
+        path: source.path.clone(),
+        dir: dir_of(&source.path),
+        plays,
+    })
+}
+
+/// The directory a file's relative paths resolve against.
+pub(super) fn dir_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// One playbook file's plays, from the playbook file itself.
+pub(super) fn load_plays(
+    shared: &Shared,
+    source: &Source,
+    root: &Node,
+    out: &mut Vec<Playbook>,
+) -> Result<(), LoadError> {
+    let dir = dir_of(&source.path);
     let loader = Loader {
         source,
         file: Arc::from(source.path.as_path()),
-        next_block: std::cell::Cell::new(0),
+        shared,
+        playbook_dir: dir.clone(),
     };
-    let dir = match source.path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let plays = match &root.value {
-        Value::Null => Vec::new(),
-        Value::Seq(items) => items
-            .iter()
-            .map(|item| loader.play(item))
-            .collect::<Result<_, _>>()?,
+    let items = match &root.value {
+        Value::Null => return Ok(()),
+        Value::Seq(items) => items,
         _ => {
             return Err(loader.err(
                 root.span,
@@ -215,22 +258,39 @@ fn load_source(source: &Source) -> Result<Playbook, LoadError> {
             ));
         }
     };
-    Ok(Playbook {
-        path: source.path.clone(),
-        dir,
-        plays,
-    })
+    for item in items {
+        if let Some(imported) = loader.import_playbook(item)? {
+            out.extend(imported);
+            continue;
+        }
+        let play = loader.play(item)?;
+        match out.last_mut() {
+            Some(last) if last.dir == dir => last.plays.push(play),
+            _ => out.push(Playbook {
+                path: source.path.clone(),
+                dir: dir.clone(),
+                plays: vec![play],
+            }),
+        }
+    }
+    Ok(())
 }
 
-struct Loader<'s> {
-    source: &'s Source,
-    file: Arc<Path>,
-    /// Block ids, unique within the playbook.
-    next_block: std::cell::Cell<usize>,
+pub(super) struct Loader<'s> {
+    pub(super) source: &'s Source,
+    pub(super) file: Arc<Path>,
+    pub(super) shared: &'s Shared,
+    /// The directory of the playbook this play comes from (`roles/` is looked up there).
+    pub(super) playbook_dir: PathBuf,
 }
 
 impl Loader<'_> {
-    fn err(&self, span: Span, message: impl Into<String>, help: Option<String>) -> LoadError {
+    pub(super) fn err(
+        &self,
+        span: Span,
+        message: impl Into<String>,
+        help: Option<String>,
+    ) -> LoadError {
         self.source.error(Some(span), message, help)
     }
 
@@ -242,7 +302,7 @@ impl Loader<'_> {
         }
     }
 
-    fn key<'n>(&self, key: &'n Node) -> Result<&'n str, LoadError> {
+    pub(super) fn key<'n>(&self, key: &'n Node) -> Result<&'n str, LoadError> {
         key.as_str().ok_or_else(|| {
             self.err(
                 key.span,
@@ -252,7 +312,7 @@ impl Loader<'_> {
         })
     }
 
-    fn play(&self, node: &Node) -> Result<Play, LoadError> {
+    pub(super) fn play(&self, node: &Node) -> Result<Play, LoadError> {
         let Some(entries) = node.as_map() else {
             return Err(self.err(
                 node.span,
@@ -274,17 +334,13 @@ impl Loader<'_> {
         let mut tags = Vec::new();
         let mut check_mode = None;
         let mut host_patterns = Vec::new();
+        let mut roles = Vec::new();
         let top = Inherited::default();
+        self.shared.start_play();
         for (k, v) in entries {
             let key = self.key(k)?;
             match key {
-                "import_playbook" | "ansible.builtin.import_playbook" | "include" => {
-                    return Err(self.err(
-                        k.span,
-                        "import_playbook is not supported yet",
-                        Some("list the plays of the imported playbook in this file instead".into()),
-                    ));
-                }
+                "roles" => roles = self.play_roles(v)?,
                 "name" => name = Some(self.scalar(v, "name")?),
                 "hosts" => {
                     hosts = Some(self.hosts(v)?);
@@ -347,7 +403,14 @@ impl Loader<'_> {
             )
         })?;
         let [pre, main, post] = sections;
-        let mut tasks: Vec<Task> = pre.into_iter().chain(main).chain(post).collect();
+        // Ansible runs roles after pre_tasks and before tasks.
+        let mut tasks: Vec<Task> = pre
+            .into_iter()
+            .chain(roles)
+            .chain(main)
+            .chain(post)
+            .collect();
+        let mut handlers = self.shared.play_handlers(handlers);
         // Play keywords may follow `tasks:` in the mapping, so they are handed down last.
         for task in &mut tasks {
             task.tags.splice(0..0, tags.iter().cloned());
@@ -358,6 +421,7 @@ impl Loader<'_> {
             handler.check_mode = handler.check_mode.or(check_mode);
         }
         let play = Play {
+            roles: self.shared.public_roles(),
             name: name.unwrap_or_else(|| hosts.clone()),
             hosts,
             host_patterns,
@@ -428,7 +492,7 @@ impl Loader<'_> {
     }
 
     /// `tags`: a list (nested lists flattened, as Ansible does) or a comma-separated string.
-    fn tags(&self, node: &Node) -> Result<Vec<String>, LoadError> {
+    pub(super) fn tags(&self, node: &Node) -> Result<Vec<String>, LoadError> {
         match &node.value {
             Value::Null => Ok(Vec::new()),
             Value::Str(s) => Ok(super::split_tags(s)),
@@ -454,7 +518,7 @@ impl Loader<'_> {
         }
     }
 
-    fn scalar(&self, node: &Node, what: &str) -> Result<String, LoadError> {
+    pub(super) fn scalar(&self, node: &Node, what: &str) -> Result<String, LoadError> {
         match &node.value {
             Value::Seq(_) | Value::Map(_) | Value::Null => Err(self.err(
                 node.span,
@@ -465,7 +529,11 @@ impl Loader<'_> {
         }
     }
 
-    fn mapping(&self, node: &Node, what: &str) -> Result<serde_json::Map<String, Json>, LoadError> {
+    pub(super) fn mapping(
+        &self,
+        node: &Node,
+        what: &str,
+    ) -> Result<serde_json::Map<String, Json>, LoadError> {
         match &node.value {
             Value::Null => Ok(serde_json::Map::new()),
             Value::Map(_) => match node.to_json() {
@@ -482,7 +550,7 @@ impl Loader<'_> {
         }
     }
 
-    fn boolean(&self, node: &Node, what: &str) -> Result<bool, LoadError> {
+    pub(super) fn boolean(&self, node: &Node, what: &str) -> Result<bool, LoadError> {
         match &node.value {
             Value::Bool(b) => Ok(*b),
             Value::Str(s) => match s.to_ascii_lowercase().as_str() {
@@ -510,7 +578,7 @@ impl Loader<'_> {
 
     /// A task list, blocks flattened into it: each task carries its blocks' frames and
     /// what they hand down (`when`, `vars`, `ignore_errors`).
-    fn tasks(
+    pub(super) fn tasks(
         &self,
         node: &Node,
         section: &str,
@@ -523,6 +591,8 @@ impl Loader<'_> {
                 for item in items {
                     if item.get("block").is_some() {
                         self.block(item, inherited, &mut out)?;
+                    } else if self.include(item, inherited, &mut out)? {
+                        // An import or role, inlined.
                     } else {
                         out.push(self.task(item, inherited)?);
                     }
@@ -582,8 +652,8 @@ impl Loader<'_> {
                 }
             }
         }
-        let block = self.next_block.get();
-        self.next_block.set(block + 1);
+        let block = self.shared.next_block.get();
+        self.shared.next_block.set(block + 1);
         let filled =
             |n: Option<&Node>| n.is_some_and(|n| n.as_seq().is_some_and(|s| !s.is_empty()));
         let (has_rescue, has_always) = (filled(sections[1]), filled(sections[2]));
@@ -719,10 +789,6 @@ impl Loader<'_> {
                         unsupported.push(key.to_string());
                     }
                 }
-                _ if NOT_YET.contains(&key) => {
-                    let feature = key.rsplit('.').next().unwrap_or(key);
-                    return Err(self.err(k.span, format!("{feature} is not supported yet"), None));
-                }
                 _ => match modules::find(key) {
                     Some(module) => {
                         let args = ActionArgs::Node(v);
@@ -793,6 +859,8 @@ impl Loader<'_> {
                 tags
             },
             check_mode,
+            role: inherited.role.clone(),
+            include_params: inherited.include_params.clone(),
             vars: task_vars,
             unsupported,
             location: self.location(node.span),
@@ -1017,7 +1085,7 @@ impl Loader<'_> {
     }
 
     /// `when`, `changed_when`, `failed_when`, `until`: one condition or a list (all must hold).
-    fn conditions(&self, node: &Node, keyword: &str) -> Result<Vec<String>, LoadError> {
+    pub(super) fn conditions(&self, node: &Node, keyword: &str) -> Result<Vec<String>, LoadError> {
         match &node.value {
             Value::Seq(items) => items.iter().map(|i| self.condition(i, keyword)).collect(),
             Value::Null => Ok(Vec::new()),
@@ -1072,15 +1140,15 @@ impl Loader<'_> {
     /// Every `notify` must name a handler or a `listen` topic of the play (templated
     /// names are checked when they are known, at run time).
     fn check_notify(&self, play: &Play) -> Result<(), LoadError> {
-        let known = |name: &str| {
-            play.handlers
-                .iter()
-                .any(|h| h.name.as_deref() == Some(name) || h.listen.iter().any(|l| l == name))
-        };
+        let known = |name: &str| play.handlers.iter().any(|h| h.answers_to(name));
         for task in play.tasks.iter().chain(&play.handlers) {
             for name in &task.notify {
                 if !crate::template::is_template(name) && !known(name) {
-                    return Err(self.source.error(
+                    // A role's or an imported file's task: quote its own file.
+                    let other = (*task.location.file != *self.file)
+                        .then(|| Source::read(&task.location.file).ok())
+                        .flatten();
+                    return Err(other.as_ref().unwrap_or(self.source).error(
                         Some(Span {
                             line: task.location.line,
                             column: task.location.column,
@@ -1691,7 +1759,11 @@ failed_when: false
         assert!(text.contains("2 |   taks: []"), "{text}");
         assert_eq!(
             message_at("- import_playbook: other.yml\n"),
-            ("import_playbook is not supported yet".into(), 1, 3)
+            (
+                "could not find the imported playbook 'other.yml'".into(),
+                1,
+                20
+            )
         );
         assert_eq!(
             message_at("- name: x\n  tasks: []\n"),
@@ -1753,7 +1825,7 @@ failed_when: false
         );
         assert_eq!(
             message_at(&play("    - include_tasks: x.yml\n")),
-            ("include_tasks is not supported yet".into(), 3, 7)
+            ("could not find or access 'x.yml'".into(), 3, 22)
         );
         assert_eq!(
             message_at(&play(

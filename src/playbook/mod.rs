@@ -10,12 +10,13 @@ use serde_json::Value;
 
 use crate::template::{Templar, TemplateError};
 
+mod include;
 mod kv;
 mod load;
 mod tags;
 
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
-pub use load::{load_playbook, load_playbook_text};
+pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};
 pub use tags::{TagFilter, selected, split_tags};
 
 /// Where something was written, 1-based.
@@ -64,6 +65,9 @@ pub struct Play {
     pub handlers: Vec<Task>,
     /// `force_handlers`: notified handlers run even on hosts that failed.
     pub force_handlers: bool,
+    /// Roles of `roles:` and `import_role` (with their dependencies): as in Ansible, every
+    /// task of the play sees their defaults and `vars/main.yml`.
+    pub roles: Vec<Arc<RoleInfo>>,
     /// The play's `connection`, `remote_user` and `port` keywords. As in Ansible, a host's
     /// `ansible_connection`/`ansible_user`/`ansible_port` variables win over them.
     pub connection: Option<String>,
@@ -107,15 +111,59 @@ pub struct Task {
     /// whatever `--check` says; `None` follows `--check`.
     pub check_mode: Option<bool>,
     pub vars: serde_json::Map<String, Value>,
+    /// The role this task (or handler) comes from; `None` for the play's own tasks.
+    pub role: Option<Arc<RoleInfo>>,
+    /// `vars` of the `include_tasks`/`include_role` this task came from: Ansible's include
+    /// params, above set facts and role parameters.
+    pub include_params: serde_json::Map<String, Value>,
     /// Keywords that were accepted but are not implemented yet (the executor warns).
     pub unsupported: Vec<String>,
     pub location: Location,
 }
 
+/// One use of a role (a `roles:` entry, `import_role`, `include_role` or a meta
+/// dependency): what its tasks see besides the play's variables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoleInfo {
+    /// The name as written (`role_name`).
+    pub name: String,
+    /// The role's directory (`role_path`; `files/` and `templates/` are looked up in it).
+    pub path: PathBuf,
+    /// `defaults/main.yml`: the lowest precedence, below inventory variables.
+    pub defaults: serde_json::Map<String, Value>,
+    /// `vars/main.yml`: above play vars.
+    pub vars: serde_json::Map<String, Value>,
+    /// The `vars:` keyword of the role's entry: above `vars/main.yml`, for the role's own
+    /// tasks only.
+    pub keyword_vars: serde_json::Map<String, Value>,
+    /// Inline parameters of the entry (`- {role: x, port: 80}`): above set facts.
+    pub params: serde_json::Map<String, Value>,
+}
+
 impl Task {
-    /// What Ansible prints in the task banner: the name, else the action.
+    /// Whether a `notify` of `name` reaches this handler: its name, a `listen` topic, or
+    /// (for a role's handler) `role : name`.
+    pub fn answers_to(&self, name: &str) -> bool {
+        let Some(own) = &self.name else {
+            return self.listen.iter().any(|l| l == name);
+        };
+        own == name
+            || self.listen.iter().any(|l| l == name)
+            || self.role.as_ref().is_some_and(|role| {
+                name.strip_prefix(role.name.as_str())
+                    .and_then(|rest| rest.trim_start().strip_prefix(':'))
+                    .is_some_and(|rest| rest.trim_start() == own)
+            })
+    }
+
+    /// What Ansible prints in the task banner: the name, else the action; a role's task
+    /// as `role : name`.
     pub fn display_name(&self) -> String {
-        self.name.clone().unwrap_or_else(|| self.action.clone())
+        let own = self.name.clone().unwrap_or_else(|| self.action.clone());
+        match &self.role {
+            Some(role) => format!("{} : {own}", role.name),
+            None => own,
+        }
     }
 
     /// Whether `--start-at-task PATTERN` names this task: its name (or, unnamed, its

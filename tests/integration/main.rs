@@ -5,6 +5,7 @@ mod connection;
 mod control_flow;
 mod facts;
 mod playbook_runs;
+mod roles;
 mod support;
 mod templating;
 mod vars_sources;

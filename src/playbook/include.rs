@@ -1,0 +1,1428 @@
+//! Static reuse, resolved at load time: `import_playbook`, `import_tasks`, roles (`roles:`,
+//! `import_role`, meta dependencies) and, as static includes for now, `include_tasks` and
+//! `include_role`. Every imported file gets its own [`Loader`], so its errors point into
+//! it at file:line:col; the tasks come out inlined in the play's one task list, each
+//! carrying its role ([`RoleInfo`]).
+
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+
+use super::load::{IGNORED_TASK_KEYS, Inherited, LoadOptions, Loader, dir_of, load_plays};
+use super::{Playbook, RoleInfo, Task};
+use crate::template::is_template;
+use crate::yaml::{LoadError, Node, Source, Span, Value};
+
+/// Loader state that outlives one file: block ids, the files being imported (to catch
+/// cycles), and what the roles of the current play contribute.
+pub(super) struct Shared {
+    pub(super) next_block: Cell<usize>,
+    roles_path: Vec<PathBuf>,
+    /// Files and role directories being loaded, outermost first.
+    importing: RefCell<Vec<PathBuf>>,
+    play: RefCell<PlayRoles>,
+}
+
+#[derive(Default)]
+struct PlayRoles {
+    /// Handlers of `roles:` entries: they come before the play's own, as in Ansible.
+    head_handlers: Vec<Task>,
+    /// Handlers of `import_role`/`include_role`: after the play's own.
+    tail_handlers: Vec<Task>,
+    /// Role uses (directory, parameters) that already ran in this play: a role runs once
+    /// per distinct parameters unless it allows duplicates.
+    ran: Vec<(PathBuf, Json)>,
+    /// Roles whose defaults and vars every task of the play sees, in load order.
+    public: Vec<Arc<RoleInfo>>,
+}
+
+impl Shared {
+    pub(super) fn new(options: &LoadOptions) -> Shared {
+        Shared {
+            next_block: Cell::new(0),
+            roles_path: options.roles_path.clone(),
+            importing: RefCell::new(Vec::new()),
+            play: RefCell::new(PlayRoles::default()),
+        }
+    }
+
+    pub(super) fn load_playbook_source(&self, source: &Source) -> Result<Vec<Playbook>, LoadError> {
+        let root = source.parse()?;
+        self.importing.borrow_mut().push(identity(&source.path));
+        let mut out = Vec::new();
+        let loaded = load_plays(self, source, &root, &mut out);
+        self.importing.borrow_mut().pop();
+        loaded.map(|()| out)
+    }
+
+    pub(super) fn start_play(&self) {
+        *self.play.borrow_mut() = PlayRoles::default();
+    }
+
+    /// The roles whose defaults and vars the whole play sees.
+    pub(super) fn public_roles(&self) -> Vec<Arc<RoleInfo>> {
+        std::mem::take(&mut self.play.borrow_mut().public)
+    }
+
+    /// The play's handler list: `roles:` handlers, its own, then imported roles' handlers.
+    pub(super) fn play_handlers(&self, own: Vec<Task>) -> Vec<Task> {
+        let mut play = self.play.borrow_mut();
+        let mut all = std::mem::take(&mut play.head_handlers);
+        all.extend(own);
+        all.append(&mut play.tail_handlers);
+        all
+    }
+
+    fn is_importing(&self, path: &Path) -> bool {
+        let id = identity(path);
+        self.importing.borrow().contains(&id)
+    }
+}
+
+/// `a/b/../c` as `a/c`, so plays imported from `../x.yml` resolve paths as written there.
+fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// A path as compared for import cycles.
+fn identity(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The task keywords that inline other tasks, by their short names.
+const INCLUDE_KINDS: &[&str] = &[
+    "import_tasks",
+    "include_tasks",
+    "import_role",
+    "include_role",
+    "include",
+];
+
+/// Keywords an import/include takes besides its own key (others are rejected).
+const INCLUDE_KEYS: &[&str] = &["name", "when", "vars", "tags", "args", "ignore_errors"];
+
+/// Keys of `import_role`/`include_role` arguments.
+const ROLE_ARGS: &[&str] = &[
+    "name",
+    "tasks_from",
+    "vars_from",
+    "defaults_from",
+    "handlers_from",
+    "allow_duplicates",
+    "public",
+    "rolespec_validate",
+];
+
+/// Keywords on a role entry or an import that change what its tasks do but are not
+/// implemented for them yet: refused rather than silently dropped.
+const NOT_YET_ON_REUSE: &[&str] = &["delegate_to", "async", "poll", "loop_control"];
+
+/// One use of a role, as written.
+struct RoleEntry {
+    name: String,
+    span: Span,
+    vars: serde_json::Map<String, Json>,
+    params: serde_json::Map<String, Json>,
+    when: Vec<String>,
+    ignore_errors: Option<bool>,
+    /// `public:` of include_role: its defaults and vars reach the rest of the play.
+    public: bool,
+    tasks_from: Option<String>,
+    vars_from: Option<String>,
+    defaults_from: Option<String>,
+    handlers_from: Option<String>,
+}
+
+impl RoleEntry {
+    fn named(name: String, span: Span) -> RoleEntry {
+        RoleEntry {
+            name,
+            span,
+            vars: Default::default(),
+            params: Default::default(),
+            when: Vec::new(),
+            ignore_errors: None,
+            public: false,
+            tasks_from: None,
+            vars_from: None,
+            defaults_from: None,
+            handlers_from: None,
+        }
+    }
+}
+
+/// How a role came into the play.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct RoleUse {
+    /// Runs once per distinct parameters (`roles:` entries and dependencies), unless the
+    /// role's meta allows duplicates; `import_role`/`include_role` run every time.
+    once: bool,
+    /// Its defaults and vars are seen by the whole play (`roles:`, `import_role`).
+    public: bool,
+    /// Its handlers come before the play's own (`roles:`), else after them.
+    handlers_first: bool,
+}
+
+impl RoleUse {
+    const PLAY: RoleUse = RoleUse {
+        once: true,
+        public: true,
+        handlers_first: true,
+    };
+    const IMPORT: RoleUse = RoleUse {
+        once: false,
+        public: true,
+        handlers_first: false,
+    };
+    const INCLUDE: RoleUse = RoleUse {
+        once: false,
+        public: false,
+        handlers_first: false,
+    };
+
+    fn dependency(self) -> RoleUse {
+        RoleUse { once: true, ..self }
+    }
+}
+
+impl Loader<'_> {
+    /// Another file's loader sharing this one's state.
+    fn child<'c>(&'c self, source: &'c Source) -> Loader<'c> {
+        Loader {
+            source,
+            file: Arc::from(source.path.as_path()),
+            shared: self.shared,
+            playbook_dir: self.playbook_dir.clone(),
+        }
+    }
+
+    /// A top-level `- import_playbook: other.yml`: its plays, in order; `None` when the
+    /// entry is a play.
+    pub(super) fn import_playbook(&self, item: &Node) -> Result<Option<Vec<Playbook>>, LoadError> {
+        let Some(entries) = item.as_map() else {
+            return Ok(None);
+        };
+        let is_import = |k: &Node| {
+            matches!(
+                k.as_str(),
+                Some("import_playbook" | "ansible.builtin.import_playbook")
+            )
+        };
+        let Some((_, value)) = entries.iter().find(|(k, _)| is_import(k)) else {
+            return Ok(None);
+        };
+        for (k, _) in entries {
+            let key = self.key(k)?;
+            match key {
+                _ if is_import(k) => {}
+                "name" | "tags" => {}
+                "when" | "vars" => {
+                    return Err(self.err(
+                        k.span,
+                        format!("'{key}' on import_playbook is not supported yet"),
+                        Some(format!(
+                            "put `{key}:` on the plays of the imported playbook instead"
+                        )),
+                    ));
+                }
+                _ => {
+                    return Err(self.err(
+                        k.span,
+                        format!("'{key}' is not a valid attribute for import_playbook"),
+                        Some("an import_playbook entry takes only `name` and `tags`".into()),
+                    ));
+                }
+            }
+        }
+        let written = self.scalar(value, "import_playbook")?;
+        if is_template(&written) {
+            return Err(self.err(
+                value.span,
+                "templated import_playbook paths are not supported yet",
+                Some("write the playbook's path literally".into()),
+            ));
+        }
+        let path = normalize(&self.playbook_dir.join(&written));
+        if !path.is_file() {
+            return Err(self.err(
+                value.span,
+                format!("could not find the imported playbook '{written}'"),
+                Some(format!("looked for {}", path.display())),
+            ));
+        }
+        if self.shared.is_importing(&path) {
+            return Err(self.err(
+                value.span,
+                format!("'{written}' imports itself (an import cycle)"),
+                Some("remove the import that leads back to this playbook".into()),
+            ));
+        }
+        let source = Source::read(&path)?;
+        self.shared.load_playbook_source(&source).map(Some)
+    }
+
+    /// The play's `roles:` list, as tasks.
+    pub(super) fn play_roles(&self, node: &Node) -> Result<Vec<Task>, LoadError> {
+        let items = match &node.value {
+            Value::Null => return Ok(Vec::new()),
+            Value::Seq(items) => items,
+            _ => {
+                return Err(self.err(
+                    node.span,
+                    format!("roles must be a list of roles, got {}", node.kind_name()),
+                    Some("write `roles:` followed by `- role_name` lines".into()),
+                ));
+            }
+        };
+        let mut out = Vec::new();
+        for item in items {
+            let entry = self.role_entry(item)?;
+            self.expand_role(&entry, &Inherited::default(), RoleUse::PLAY, None, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// A `roles:` or `dependencies:` entry: a name, or a mapping with `role:`/`name:`.
+    fn role_entry(&self, node: &Node) -> Result<RoleEntry, LoadError> {
+        let help = "write `- role_name` or `- role: role_name` (with its vars beside it)";
+        let entries = match &node.value {
+            Value::Str(_) => return Ok(RoleEntry::named(self.scalar(node, "role")?, node.span)),
+            Value::Map(entries) => entries,
+            _ => {
+                return Err(self.err(
+                    node.span,
+                    format!(
+                        "a role entry must be a role name or a mapping, got {}",
+                        node.kind_name()
+                    ),
+                    Some(help.into()),
+                ));
+            }
+        };
+        let name_node = node
+            .get("role")
+            .or_else(|| node.get("name"))
+            .ok_or_else(|| {
+                self.err(
+                    node.span,
+                    "a role entry needs `role:` (the role's name)",
+                    Some(help.into()),
+                )
+            })?;
+        let mut entry = RoleEntry::named(self.scalar(name_node, "role")?, name_node.span);
+        for (k, v) in entries {
+            let key = self.key(k)?;
+            match key {
+                "role" | "name" | "tags" => {}
+                "vars" => entry.vars = self.mapping(v, key)?,
+                "when" => entry.when = self.conditions(v, key)?,
+                "ignore_errors" => entry.ignore_errors = Some(self.boolean(v, key)?),
+                // What tasks accept and ignore, a role entry does too.
+                _ if IGNORED_TASK_KEYS.contains(&key) => {}
+                _ if NOT_YET_ON_REUSE.contains(&key) => {
+                    return Err(self.not_yet_on_reuse(k.span, key, "a role"));
+                }
+                // Anything else is a role parameter, as Ansible takes it.
+                _ => {
+                    entry.params.insert(key.to_string(), v.to_json());
+                }
+            }
+        }
+        Ok(entry)
+    }
+
+    /// A role's directory: `roles/` beside the playbook, then `roles_path`, then (for a
+    /// dependency) beside the role that depends on it, then the playbook's directory.
+    fn find_role(&self, entry: &RoleEntry, dependent: Option<&Path>) -> Result<PathBuf, LoadError> {
+        let name = Path::new(&entry.name);
+        let mut searched: Vec<PathBuf> = Vec::new();
+        if name.is_absolute() {
+            searched.push(name.to_path_buf());
+        } else {
+            searched.push(self.playbook_dir.join("roles"));
+            searched.extend(self.shared.roles_path.iter().cloned());
+            if let Some(parent) = dependent.and_then(Path::parent) {
+                searched.push(parent.to_path_buf());
+            }
+            searched.push(self.playbook_dir.clone());
+            searched.dedup();
+        }
+        for dir in &searched {
+            let candidate = dir.join(name);
+            if candidate.is_dir() {
+                return Ok(candidate);
+            }
+        }
+        let places: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
+        Err(self.err(
+            entry.span,
+            format!(
+                "the role '{}' was not found in {}",
+                entry.name,
+                places.join(":")
+            ),
+            Some(format!(
+                "create roles/{}/tasks/main.yml beside the playbook, or add the directory \
+                 that holds it to roles_path in ansible.cfg (or ANSIBLE_ROLES_PATH)",
+                entry.name
+            )),
+        ))
+    }
+
+    /// A role's tasks (after its dependencies'), appended to `out`; its handlers go to the
+    /// play.
+    fn expand_role(
+        &self,
+        entry: &RoleEntry,
+        inherited: &Inherited,
+        used: RoleUse,
+        dependent: Option<&Path>,
+        out: &mut Vec<Task>,
+    ) -> Result<(), LoadError> {
+        let dir = self.find_role(entry, dependent)?;
+        if self.shared.is_importing(&dir) {
+            return Err(self.err(
+                entry.span,
+                format!("the role '{}' depends on itself", entry.name),
+                Some("remove the dependency that leads back to this role".into()),
+            ));
+        }
+        let meta_source = read_role_file(&dir, "meta", None)?;
+        let meta = match &meta_source {
+            Some(source) => {
+                let root = source.parse()?;
+                let loader = self.child(source);
+                loader.check_meta_root(&root)?;
+                Some((root, loader))
+            }
+            None => None,
+        };
+        let allow_duplicates = match &meta {
+            Some((root, loader)) => match root.get("allow_duplicates") {
+                Some(v) => loader.boolean(v, "allow_duplicates")?,
+                None => false,
+            },
+            None => false,
+        };
+        // As Ansible tells role uses apart: by parameters, vars and conditions.
+        let key = (
+            identity(&dir),
+            serde_json::json!({"params": entry.params, "vars": entry.vars, "when": entry.when}),
+        );
+        if used.once && !allow_duplicates {
+            let mut play = self.shared.play.borrow_mut();
+            if play.ran.contains(&key) {
+                return Ok(());
+            }
+            play.ran.push(key.clone());
+        }
+        self.shared.importing.borrow_mut().push(identity(&dir));
+        let expanded = self.expand_role_in(entry, inherited, used, &dir, meta.as_ref(), out);
+        self.shared.importing.borrow_mut().pop();
+        expanded?;
+        Ok(())
+    }
+
+    fn expand_role_in(
+        &self,
+        entry: &RoleEntry,
+        inherited: &Inherited,
+        used: RoleUse,
+        dir: &Path,
+        meta: Option<&(Node, Loader)>,
+        out: &mut Vec<Task>,
+    ) -> Result<(), LoadError> {
+        // A role's conditions hold for its dependencies too.
+        let mut outer = inherited.clone();
+        outer.role = None;
+        outer.when.extend(entry.when.iter().cloned());
+        if entry.ignore_errors.is_some() {
+            outer.ignore_errors = entry.ignore_errors;
+        }
+        if let Some((root, loader)) = meta
+            && let Some(deps) = root.get("dependencies")
+        {
+            for dep in deps.as_seq().unwrap_or_default() {
+                let dep_entry = loader.role_entry(dep)?;
+                loader.expand_role(&dep_entry, &outer, used.dependency(), Some(dir), out)?;
+            }
+        }
+        let defaults = self.role_vars_file(dir, "defaults", entry.defaults_from.as_deref())?;
+        let vars = self.role_vars_file(dir, "vars", entry.vars_from.as_deref())?;
+        let info = Arc::new(RoleInfo {
+            // A role given by its path is named by its directory, as in Ansible.
+            name: Path::new(&entry.name)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| entry.name.clone()),
+            path: dir.to_path_buf(),
+            defaults,
+            vars,
+            keyword_vars: entry.vars.clone(),
+            params: entry.params.clone(),
+        });
+        if used.public {
+            self.shared.play.borrow_mut().public.push(info.clone());
+        }
+        let mut inner = outer.clone();
+        inner.role = Some(info.clone());
+        match read_role_file(dir, "tasks", entry.tasks_from.as_deref())? {
+            Some(source) => self.child(&source).tasks_source(&source, &inner, out)?,
+            None if entry.tasks_from.is_some() => {
+                return Err(self.missing_role_file(entry, dir, "tasks", &entry.tasks_from));
+            }
+            None => {}
+        }
+        match read_role_file(dir, "handlers", entry.handlers_from.as_deref())? {
+            Some(source) => {
+                let as_handlers = Inherited {
+                    handler: true,
+                    role: Some(info),
+                    ..Inherited::default()
+                };
+                let mut handlers = Vec::new();
+                self.child(&source)
+                    .tasks_source(&source, &as_handlers, &mut handlers)?;
+                // A role's handlers are in the play once: the last use of the role wins,
+                // at its place and with its variables, as ansible-playbook 2.19 runs them.
+                let mut play = self.shared.play.borrow_mut();
+                let same_role = |h: &Task| h.role.as_ref().is_some_and(|r| r.path == dir);
+                play.head_handlers.retain(|h| !same_role(h));
+                play.tail_handlers.retain(|h| !same_role(h));
+                if used.handlers_first {
+                    play.head_handlers.extend(handlers);
+                } else {
+                    play.tail_handlers.extend(handlers);
+                }
+            }
+            None if entry.handlers_from.is_some() => {
+                return Err(self.missing_role_file(entry, dir, "handlers", &entry.handlers_from));
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn missing_role_file(
+        &self,
+        entry: &RoleEntry,
+        dir: &Path,
+        sub: &str,
+        from: &Option<String>,
+    ) -> LoadError {
+        let name = from.as_deref().unwrap_or("main");
+        self.err(
+            entry.span,
+            format!(
+                "the role '{}' has no {sub} file '{name}' in {}",
+                entry.name,
+                dir.join(sub).display()
+            ),
+            Some(format!("create {}/{name}.yml", dir.join(sub).display())),
+        )
+    }
+
+    /// `meta/main.yml` must be a mapping whose `dependencies` is a list.
+    fn check_meta_root(&self, root: &Node) -> Result<(), LoadError> {
+        match &root.value {
+            Value::Null => Ok(()),
+            Value::Map(_) => match root.get("dependencies") {
+                Some(deps) if !deps.is_null() && deps.as_seq().is_none() => Err(self.err(
+                    deps.span,
+                    format!(
+                        "dependencies must be a list of roles, got {}",
+                        deps.kind_name()
+                    ),
+                    Some("write `dependencies:` followed by `- role: name` lines".into()),
+                )),
+                _ => Ok(()),
+            },
+            _ => Err(self.err(
+                root.span,
+                format!(
+                    "a role's meta/main.yml must be a mapping, got {}",
+                    root.kind_name()
+                ),
+                Some("write `dependencies: []` (and `galaxy_info:`) at the top level".into()),
+            )),
+        }
+    }
+
+    /// `defaults/` or `vars/` of a role: a mapping (an absent file is empty).
+    fn role_vars_file(
+        &self,
+        dir: &Path,
+        sub: &str,
+        from: Option<&str>,
+    ) -> Result<serde_json::Map<String, Json>, LoadError> {
+        let Some(source) = read_role_file(dir, sub, from)? else {
+            return Ok(Default::default());
+        };
+        let root = source.parse()?;
+        match &root.value {
+            Value::Map(_) | Value::Null => self.child(&source).mapping(&root, sub),
+            _ => Err(self.child(&source).err(
+                root.span,
+                format!(
+                    "a role's {sub} file must be a mapping of variables, got {}",
+                    root.kind_name()
+                ),
+                Some("write one `name: value` line per variable".into()),
+            )),
+        }
+    }
+
+    /// The tasks of a tasks file (a list, or nothing), appended to `out`.
+    fn tasks_source(
+        &self,
+        source: &Source,
+        inherited: &Inherited,
+        out: &mut Vec<Task>,
+    ) -> Result<(), LoadError> {
+        let root = source.parse()?;
+        self.shared
+            .importing
+            .borrow_mut()
+            .push(identity(&source.path));
+        let loaded = self.tasks(&root, "a tasks file", inherited);
+        self.shared.importing.borrow_mut().pop();
+        out.extend(loaded?);
+        Ok(())
+    }
+
+    /// `import_tasks`, `include_tasks`, `import_role`, `include_role` (and the old
+    /// `include`): inlines what they name into `out`. False when `item` is none of these.
+    pub(super) fn include(
+        &self,
+        item: &Node,
+        inherited: &Inherited,
+        out: &mut Vec<Task>,
+    ) -> Result<bool, LoadError> {
+        let Some(entries) = item.as_map() else {
+            return Ok(false);
+        };
+        let short = |k: &Node| {
+            let key = k.as_str()?;
+            let name = key
+                .strip_prefix("ansible.builtin.")
+                .or_else(|| key.strip_prefix("ansible.legacy."))
+                .unwrap_or(key);
+            INCLUDE_KINDS.iter().copied().find(|kind| *kind == name)
+        };
+        let Some((kind, kind_key, value)) = entries
+            .iter()
+            .find_map(|(k, v)| short(k).map(|kind| (kind, k, v)))
+        else {
+            return Ok(false);
+        };
+        let mut inner = inherited.clone();
+        let mut extra_args: Option<&Node> = None;
+        for (k, v) in entries {
+            let key = self.key(k)?;
+            if std::ptr::eq(k, kind_key) {
+                continue;
+            }
+            match key {
+                "name" => {}
+                "when" => inner.when.extend(self.conditions(v, key)?),
+                // A dynamic include's vars are Ansible's include params (above set
+                // facts); an import's are task vars.
+                "vars" if kind.starts_with("include") => {
+                    inner.include_params.extend(self.mapping(v, key)?)
+                }
+                "vars" => inner.vars.extend(self.mapping(v, key)?),
+                "args" => extra_args = Some(v),
+                "ignore_errors" => inner.ignore_errors = Some(self.boolean(v, key)?),
+                "tags" => inner.tags.extend(self.tags(v)?),
+                "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
+                "loop" | "loop_control" => return Err(self.loop_error(k.span, kind)),
+                _ if IGNORED_TASK_KEYS.contains(&key) => {}
+                _ if NOT_YET_ON_REUSE.contains(&key) => {
+                    return Err(self.not_yet_on_reuse(k.span, key, kind));
+                }
+                _ if key.starts_with("with_") => return Err(self.loop_error(k.span, kind)),
+                _ if short(k).is_some() => {
+                    return Err(self.err(
+                        k.span,
+                        format!("conflicting action statements: {kind}, {key}"),
+                        Some("split them into two tasks".into()),
+                    ));
+                }
+                _ => {
+                    return Err(self.err(
+                        k.span,
+                        format!("'{key}' is not supported on {kind} (it is resolved when the playbook loads)"),
+                        Some(format!("{kind} takes {}", INCLUDE_KEYS.join(", "))),
+                    ));
+                }
+            }
+        }
+        match kind {
+            "import_role" | "include_role" => {
+                let entry = self.role_args(kind, value, extra_args)?;
+                // include_role is loaded statically for now, but keeps its privacy.
+                let used = match kind {
+                    "import_role" => RoleUse::IMPORT,
+                    _ => RoleUse {
+                        public: entry.public,
+                        ..RoleUse::INCLUDE
+                    },
+                };
+                self.expand_role(&entry, &inner, used, None, out)?;
+            }
+            _ => {
+                let (written, span) = self.tasks_file_arg(kind, value, extra_args)?;
+                let path = self.find_tasks_file(&written, span, inherited)?;
+                if self.shared.is_importing(&path) {
+                    return Err(self.err(
+                        span,
+                        format!("'{written}' includes itself (an include cycle)"),
+                        Some("remove the include that leads back to this file".into()),
+                    ));
+                }
+                let source = Source::read(&path)?;
+                self.child(&source).tasks_source(&source, &inner, out)?;
+            }
+        }
+        Ok(true)
+    }
+
+    fn not_yet_on_reuse(&self, span: Span, key: &str, on: &str) -> LoadError {
+        self.err(
+            span,
+            format!("'{key}' on {on} is not supported yet"),
+            Some(format!("put `{key}:` on the tasks themselves")),
+        )
+    }
+
+    fn loop_error(&self, span: Span, kind: &str) -> LoadError {
+        self.err(
+            span,
+            format!("a loop on {kind} is not supported yet"),
+            Some("put the loop on the tasks of the included file instead".into()),
+        )
+    }
+
+    /// The file an `import_tasks`/`include_tasks` names: `import_tasks: x.yml`, or
+    /// `include_tasks: {file: x.yml}`.
+    fn tasks_file_arg(
+        &self,
+        kind: &str,
+        value: &Node,
+        extra_args: Option<&Node>,
+    ) -> Result<(String, Span), LoadError> {
+        let mut file: Option<&Node> = None;
+        for node in [Some(value), extra_args].into_iter().flatten() {
+            match &node.value {
+                Value::Map(pairs) => {
+                    for (k, v) in pairs {
+                        match self.key(k)? {
+                            "file" | "_raw_params" => file = Some(v),
+                            other => {
+                                return Err(self.err(
+                                    k.span,
+                                    format!("'{other}' is not supported on {kind}"),
+                                    Some(format!("write `{kind}: path/to/tasks.yml`")),
+                                ));
+                            }
+                        }
+                    }
+                }
+                Value::Null => {}
+                _ => file = Some(node),
+            }
+        }
+        let node = file.ok_or_else(|| {
+            self.err(
+                value.span,
+                format!("{kind} needs the tasks file to load"),
+                Some(format!("write `{kind}: path/to/tasks.yml`")),
+            )
+        })?;
+        let written = self.scalar(node, kind)?;
+        if is_template(&written) {
+            return Err(self.err(
+                node.span,
+                format!("templated {kind} paths are not supported yet"),
+                Some("write the file's path literally".into()),
+            ));
+        }
+        Ok((written, node.span))
+    }
+
+    /// A tasks file as Ansible finds it: inside a role its `tasks/` first, then beside the
+    /// including file, then beside the playbook.
+    fn find_tasks_file(
+        &self,
+        written: &str,
+        span: Span,
+        inherited: &Inherited,
+    ) -> Result<PathBuf, LoadError> {
+        let path = Path::new(written);
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if path.is_absolute() {
+            candidates.push(path.to_path_buf());
+        } else {
+            if let Some(role) = &inherited.role {
+                candidates.push(role.path.join("tasks").join(path));
+            }
+            candidates.push(dir_of(&self.source.path).join(path));
+            candidates.push(self.playbook_dir.join(path));
+            candidates.dedup();
+        }
+        if let Some(found) = candidates.iter().find(|c| c.is_file()) {
+            return Ok(found.clone());
+        }
+        let looked: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+        Err(self.err(
+            span,
+            format!("could not find or access '{written}'"),
+            Some(format!("looked for {}", looked.join(", "))),
+        ))
+    }
+
+    /// `import_role`/`include_role` arguments.
+    fn role_args(
+        &self,
+        kind: &str,
+        value: &Node,
+        extra_args: Option<&Node>,
+    ) -> Result<RoleEntry, LoadError> {
+        let mut name: Option<&Node> = None;
+        let mut from: [Option<String>; 4] = Default::default();
+        let mut public = false;
+        for node in [Some(value), extra_args].into_iter().flatten() {
+            let Some(pairs) = node.as_map() else {
+                return Err(self.err(
+                    node.span,
+                    format!("{kind} takes a mapping, got {}", node.kind_name()),
+                    Some(format!("write `{kind}:` with `name: role_name` under it")),
+                ));
+            };
+            for (k, v) in pairs {
+                let key = self.key(k)?;
+                match key {
+                    "name" => name = Some(v),
+                    "public" => public = self.boolean(v, key)?,
+                    "tasks_from" => from[0] = Some(self.scalar(v, key)?),
+                    "vars_from" => from[1] = Some(self.scalar(v, key)?),
+                    "defaults_from" => from[2] = Some(self.scalar(v, key)?),
+                    "handlers_from" => from[3] = Some(self.scalar(v, key)?),
+                    _ if ROLE_ARGS.contains(&key) => {}
+                    "apply" => {
+                        return Err(self.err(
+                            k.span,
+                            format!("'apply' on {kind} is not supported yet"),
+                            Some("put the keywords on the role's tasks instead".into()),
+                        ));
+                    }
+                    _ => {
+                        return Err(self.err(
+                            k.span,
+                            format!("'{key}' is not a valid argument of {kind}"),
+                            crate::modules::closest(key, ROLE_ARGS.iter().copied())
+                                .map(|s| format!("did you mean '{s}'?")),
+                        ));
+                    }
+                }
+            }
+        }
+        let name = name.ok_or_else(|| {
+            self.err(
+                value.span,
+                format!("{kind} needs `name:` (the role to run)"),
+                Some(format!("write `{kind}:` with `name: role_name` under it")),
+            )
+        })?;
+        let mut entry = RoleEntry::named(self.scalar(name, "name")?, name.span);
+        let [tasks, vars, defaults, handlers] = from;
+        entry.tasks_from = tasks;
+        entry.vars_from = vars;
+        entry.defaults_from = defaults;
+        entry.handlers_from = handlers;
+        entry.public = public;
+        Ok(entry)
+    }
+}
+
+/// `<role>/<sub>/<name>` with Ansible's extensions (`.yml`, `.yaml`, `.json`, none);
+/// `name` defaults to `main`.
+fn read_role_file(dir: &Path, sub: &str, name: Option<&str>) -> Result<Option<Source>, LoadError> {
+    let name = name.unwrap_or("main");
+    let base = dir.join(sub);
+    for ext in ["", ".yml", ".yaml", ".json"] {
+        let candidate = base.join(format!("{name}{ext}"));
+        if candidate.is_file() {
+            return Source::read(&candidate).map(Some);
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::load::{load_playbook, load_playbooks};
+    use super::*;
+    use serde_json::json;
+
+    /// A directory of files, `(relative path, text)`.
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    fn load(dir: &tempfile::TempDir) -> Result<Playbook, LoadError> {
+        load_playbook(&dir.path().join("site.yml"))
+    }
+
+    /// The tasks' own names (without the `role : ` of the banner).
+    fn names(tasks: &[Task]) -> Vec<String> {
+        tasks
+            .iter()
+            .map(|t| t.name.clone().unwrap_or_else(|| t.action.clone()))
+            .collect()
+    }
+
+    fn tail(err: &LoadError, dir: &tempfile::TempDir) -> String {
+        err.to_string()
+            .replace(&dir.path().display().to_string(), "DIR")
+    }
+
+    const ROLE_FILES: &[(&str, &str)] = &[
+        (
+            "roles/web/tasks/main.yml",
+            "- name: web task\n  debug: msg={{ port }}\n  notify: restart web\n- import_tasks: extra.yml\n",
+        ),
+        ("roles/web/tasks/extra.yml", "- name: web extra\n  ping:\n"),
+        ("roles/web/tasks/other.yml", "- name: web other\n  ping:\n"),
+        (
+            "roles/web/handlers/main.yml",
+            "- name: restart web\n  ping:\n",
+        ),
+        ("roles/web/defaults/main.yml", "port: 80\nlevel: default\n"),
+        ("roles/web/vars/main.yml", "level: role\n"),
+        (
+            "roles/web/meta/main.yml",
+            "dependencies:\n  - role: common\n    greeting: hi\n",
+        ),
+        (
+            "roles/common/tasks/main.yml",
+            "- name: common task\n  ping:\n",
+        ),
+    ];
+
+    #[test]
+    fn roles_run_after_pre_tasks_with_dependencies_first_and_once() {
+        let dir = tree(ROLE_FILES);
+        std::fs::write(
+            dir.path().join("site.yml"),
+            "- hosts: all
+  tasks:
+    - name: own task
+      ping:
+  roles:
+    - web
+    - role: web
+      vars: {port: 8080}
+      extra: 1
+    - web
+  pre_tasks:
+    - name: pre
+      ping:
+  handlers:
+    - name: play handler
+      ping:
+",
+        )
+        .unwrap();
+        let pb = load(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let play = &pb.plays[0];
+        assert_eq!(
+            names(&play.tasks),
+            [
+                "pre",
+                "common task",
+                "web task",
+                "web extra",
+                // different parameters: the role runs again, its dependency does not
+                "web task",
+                "web extra",
+                "own task",
+            ]
+        );
+        let web = play.tasks[2].role.as_ref().unwrap();
+        assert_eq!(web.name, "web");
+        assert_eq!(web.path, dir.path().join("roles/web"));
+        assert_eq!(
+            Json::Object(web.defaults.clone()),
+            json!({"port": 80, "level": "default"})
+        );
+        assert_eq!(Json::Object(web.vars.clone()), json!({"level": "role"}));
+        let again = play.tasks[4].role.as_ref().unwrap();
+        assert_eq!(Json::Object(again.vars.clone()), json!({"level": "role"}));
+        assert_eq!(
+            Json::Object(again.keyword_vars.clone()),
+            json!({"port": 8080})
+        );
+        let public: Vec<&str> = play.roles.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(public, ["common", "web", "web"]);
+        assert_eq!(Json::Object(again.params.clone()), json!({"extra": 1}));
+        let common = play.tasks[1].role.as_ref().unwrap();
+        assert_eq!(
+            Json::Object(common.params.clone()),
+            json!({"greeting": "hi"})
+        );
+        assert!(play.tasks[0].role.is_none() && play.tasks[6].role.is_none());
+        // The imported file inside the role: its own location, the role's identity.
+        assert!(
+            play.tasks[3]
+                .location
+                .to_string()
+                .ends_with("roles/web/tasks/extra.yml:1:3")
+        );
+        assert_eq!(play.tasks[3].role.as_ref().unwrap().name, "web");
+        // `roles:` handlers (once per role) come before the play's own.
+        assert_eq!(names(&play.handlers), ["restart web", "play handler"]);
+        assert_eq!(play.handlers[0].display_name(), "web : restart web");
+        // A role's handler answers to its name and to `role : name`.
+        let handler = &play.handlers[0];
+        assert!(handler.answers_to("restart web") && handler.answers_to("web : restart web"));
+        assert!(
+            handler.answers_to("web:restart web") && !handler.answers_to("common : restart web")
+        );
+        assert!(!play.handlers[1].answers_to("web : play handler"));
+        // The last use of the role brings its handlers, with its variables.
+        let handler_role = play.handlers[0].role.as_ref().unwrap();
+        assert_eq!(
+            Json::Object(handler_role.params.clone()),
+            json!({"extra": 1})
+        );
+        assert!(play.handlers[0].role.is_some() && play.handlers[1].role.is_none());
+    }
+
+    #[test]
+    fn import_role_and_include_role_inline_with_tasks_from() {
+        let dir = tree(ROLE_FILES);
+        std::fs::write(
+            dir.path().join("site.yml"),
+            "- hosts: all
+  tasks:
+    - import_role:
+        name: web
+        tasks_from: other
+      when: x == 1
+      vars: {port: 1}
+    - include_role:
+        name: common
+      vars: {iv: 1}
+    - include_role: {name: common, public: yes}
+    - ansible.builtin.import_role: {name: common}
+  handlers:
+    - name: play handler
+      ping:
+",
+        )
+        .unwrap();
+        let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
+        assert_eq!(
+            names(&play.tasks),
+            [
+                "common task",
+                "web other",
+                "common task",
+                "common task",
+                "common task"
+            ]
+        );
+        // The import's `when` and `vars` hold for the role's dependency and tasks.
+        for task in &play.tasks[..2] {
+            assert_eq!(task.when, ["x == 1"]);
+            assert_eq!(Json::Object(task.vars.clone()), json!({"port": 1}));
+        }
+        assert!(play.tasks[2].when.is_empty());
+        // A dynamic include's vars are include params, above set facts.
+        assert_eq!(
+            Json::Object(play.tasks[2].include_params.clone()),
+            json!({"iv": 1})
+        );
+        assert!(play.tasks[2].vars.is_empty() && play.tasks[0].include_params.is_empty());
+        // import_role's roles are public, include_role's only with `public: yes`.
+        let public: Vec<&str> = play.roles.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(public, ["common", "web", "common", "common"]);
+        // Handlers of imported roles come after the play's own.
+        assert_eq!(names(&play.handlers), ["play handler", "restart web"]);
+    }
+
+    #[test]
+    fn import_tasks_inline_relative_to_the_including_file() {
+        let dir = tree(&[
+            (
+                "tasks/a.yml",
+                "- name: a1\n  ping:\n- import_tasks: b.yml\n  vars: {v: 2}\n",
+            ),
+            ("tasks/b.yml", "- name: b1\n  debug: msg={{ v }}\n"),
+            (
+                "site.yml",
+                "- hosts: all
+  tasks:
+    - import_tasks: tasks/a.yml
+      when: go
+      vars: {v: 1, w: 1}
+    - include_tasks:
+        file: tasks/b.yml
+    - block:
+        - ansible.builtin.import_tasks: tasks/b.yml
+      rescue:
+        - name: r
+          ping:
+",
+            ),
+        ]);
+        let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
+        assert_eq!(names(&play.tasks), ["a1", "b1", "b1", "b1", "r"]);
+        assert_eq!(play.tasks[0].when, ["go"]);
+        assert_eq!(
+            Json::Object(play.tasks[1].vars.clone()),
+            json!({"v": 2, "w": 1})
+        );
+        assert!(play.tasks[2].when.is_empty());
+        assert_eq!(play.tasks[3].frames.len(), 1);
+        assert!(
+            play.tasks[1]
+                .location
+                .to_string()
+                .ends_with("tasks/b.yml:1:3")
+        );
+    }
+
+    #[test]
+    fn import_playbook_runs_the_imported_plays_in_place() {
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- hosts: a\n- import_playbook: sub/other.yml\n- hosts: c\n",
+            ),
+            (
+                "sub/other.yml",
+                "- hosts: b\n- import_playbook: ../same.yml\n",
+            ),
+            ("same.yml", "- hosts: d\n"),
+        ]);
+        let parts = load_playbooks(&dir.path().join("site.yml"), &LoadOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let shape: Vec<(PathBuf, Vec<String>)> = parts
+            .iter()
+            .map(|p| {
+                let dir = p.dir.strip_prefix(dir.path()).unwrap().to_path_buf();
+                (dir, p.plays.iter().map(|p| p.hosts.clone()).collect())
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (PathBuf::from(""), vec!["a".to_string()]),
+                (PathBuf::from("sub"), vec!["b".to_string()]),
+                (PathBuf::from(""), vec!["d".to_string(), "c".to_string()]),
+            ]
+        );
+        let merged = load(&dir).unwrap();
+        let hosts: Vec<&str> = merged.plays.iter().map(|p| p.hosts.as_str()).collect();
+        assert_eq!(hosts, ["a", "b", "d", "c"]);
+    }
+
+    #[test]
+    fn import_errors_point_at_file_line_col() {
+        let dir = tree(&[
+            ("site.yml", "- import_playbook: loop.yml\n"),
+            ("loop.yml", "- hosts: all\n- import_playbook: site.yml\n"),
+        ]);
+        let e = load(&dir).unwrap_err();
+        assert!(
+            tail(&e, &dir).starts_with("DIR/loop.yml:2:20: 'site.yml' imports itself"),
+            "{e}"
+        );
+        let dir = tree(&[("site.yml", "- import_playbook: x.yml\n  when: yes\n")]);
+        let e = load(&dir).unwrap_err();
+        assert_eq!(e.message, "'when' on import_playbook is not supported yet");
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- hosts: all\n  tasks:\n    - import_tasks: t.yml\n",
+            ),
+            ("t.yml", "- name: ok\n  ping:\n- name: bad\n  cpy: {}\n"),
+        ]);
+        let e = load(&dir).unwrap_err();
+        let text = tail(&e, &dir);
+        assert!(
+            text.starts_with("DIR/t.yml:4:3: couldn't resolve module/action 'cpy'"),
+            "{text}"
+        );
+        assert!(text.contains("4 |   cpy: {}"), "{text}");
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- hosts: all\n  tasks:\n    - import_tasks: t.yml\n",
+            ),
+            ("t.yml", "- import_tasks: t.yml\n"),
+        ]);
+        let e = load(&dir).unwrap_err();
+        assert!(
+            tail(&e, &dir).starts_with("DIR/t.yml:1:17: 't.yml' includes itself"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn include_tasks_limits_are_clear_errors() {
+        let dir = tree(&[("t.yml", "- ping:\n")]);
+        let at = |play: &str| {
+            std::fs::write(dir.path().join("site.yml"), play).unwrap();
+            let e = load(&dir).unwrap_err();
+            let s = e.span.unwrap();
+            (e.message, s.line, s.column)
+        };
+        assert_eq!(
+            at("- hosts: all\n  tasks:\n    - include_tasks: '{{ f }}.yml'\n"),
+            (
+                "templated include_tasks paths are not supported yet".into(),
+                3,
+                22
+            )
+        );
+        assert_eq!(
+            at("- hosts: all\n  tasks:\n    - include_tasks: t.yml\n      loop: [1]\n"),
+            ("a loop on include_tasks is not supported yet".into(), 4, 7)
+        );
+        assert_eq!(
+            at("- hosts: all\n  tasks:\n    - import_tasks: t.yml\n      register: r\n"),
+            (
+                "'register' is not supported on import_tasks (it is resolved when the playbook loads)"
+                    .into(),
+                4,
+                7
+            )
+        );
+        assert_eq!(
+            at("- hosts: all\n  tasks:\n    - import_role: {name: r, task_from: x}\n").0,
+            "'task_from' is not a valid argument of import_role"
+        );
+    }
+
+    #[test]
+    fn missing_roles_and_bad_entries_are_load_errors() {
+        let dir = tree(&[("site.yml", "- hosts: all\n  roles:\n    - nope\n")]);
+        let e = load(&dir).unwrap_err();
+        let text = tail(&e, &dir);
+        assert!(
+            text.starts_with("DIR/site.yml:3:7: the role 'nope' was not found in DIR/roles:DIR\n"),
+            "{text}"
+        );
+        assert!(text.contains("3 |     - nope"), "{text}");
+        let dir = tree(&[
+            ("site.yml", "- hosts: all\n  roles:\n    - a\n"),
+            ("roles/a/meta/main.yml", "dependencies:\n  - {role: b}\n"),
+        ]);
+        let e = load(&dir).unwrap_err();
+        assert!(
+            tail(&e, &dir).starts_with(
+                "DIR/roles/a/meta/main.yml:2:12: the role 'b' was not found in DIR/roles:DIR\n"
+            ),
+            "{e}"
+        );
+        let dir = tree(&[("site.yml", "- hosts: all\n  roles:\n    - 42\n")]);
+        let e = load(&dir).unwrap_err();
+        assert_eq!(
+            (
+                e.message.as_str(),
+                e.span.unwrap().line,
+                e.span.unwrap().column
+            ),
+            (
+                "a role entry must be a role name or a mapping, got an integer",
+                3,
+                7
+            )
+        );
+        std::fs::write(
+            dir.path().join("site.yml"),
+            "- hosts: all\n  roles:\n    - vars: {a: 1}\n",
+        )
+        .unwrap();
+        let e = load(&dir).unwrap_err();
+        assert_eq!(e.message, "a role entry needs `role:` (the role's name)");
+        std::fs::write(dir.path().join("site.yml"), "- hosts: all\n  roles: web\n").unwrap();
+        assert_eq!(
+            load(&dir).unwrap_err().message,
+            "roles must be a list of roles, got a string"
+        );
+    }
+
+    #[test]
+    fn roles_path_is_searched_between_roles_dir_and_playbook_dir() {
+        let shared = tempfile::tempdir().unwrap();
+        let role = shared.path().join("r/tasks");
+        std::fs::create_dir_all(&role).unwrap();
+        std::fs::write(role.join("main.yml"), "- name: shared\n  ping:\n").unwrap();
+        let dir = tree(&[
+            ("site.yml", "- hosts: all\n  roles: [r]\n"),
+            ("r/tasks/main.yml", "- name: beside the playbook\n  ping:\n"),
+        ]);
+        let site = dir.path().join("site.yml");
+        let options = LoadOptions {
+            roles_path: vec![shared.path().to_path_buf()],
+        };
+        let pb = load_playbooks(&site, &options).unwrap();
+        assert_eq!(names(&pb[0].plays[0].tasks), ["shared"]);
+        let pb = load_playbooks(&site, &LoadOptions::default()).unwrap();
+        assert_eq!(names(&pb[0].plays[0].tasks), ["beside the playbook"]);
+    }
+
+    #[test]
+    fn paths_normalize_lexically() {
+        assert_eq!(normalize(Path::new("a/./b/../c")), Path::new("a/c"));
+        assert_eq!(normalize(Path::new("../x")), Path::new("../x"));
+        assert_eq!(normalize(Path::new("/r/a/../../b")), Path::new("/b"));
+        assert_eq!(normalize(Path::new("a/..")), Path::new("."));
+    }
+
+    #[test]
+    fn a_role_use_with_other_conditions_or_allowed_duplicates_runs_again() {
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- hosts: all
+  roles:
+    - a
+    - {role: a, when: x}
+    - a
+    - d
+    - d
+",
+            ),
+            (
+                "roles/a/tasks/main.yml",
+                "- name: a
+  ping:
+",
+            ),
+            (
+                "roles/d/tasks/main.yml",
+                "- name: d
+  ping:
+",
+            ),
+            (
+                "roles/d/meta/main.yml",
+                "allow_duplicates: yes
+",
+            ),
+        ]);
+        let play = load(&dir).unwrap().plays.remove(0);
+        assert_eq!(names(&play.tasks), ["a", "a", "d", "d"]);
+        assert_eq!(play.tasks[1].when, ["x"]);
+    }
+
+    #[test]
+    fn keywords_on_roles_and_imports_reach_their_tasks_or_are_refused() {
+        let dir = tree(&[
+            ("roles/a/tasks/main.yml", "- name: a\n  ping:\n"),
+            ("t.yml", "- name: t\n  ping:\n"),
+        ]);
+        std::fs::write(
+            dir.path().join("site.yml"),
+            "- hosts: all
+  roles:
+    - {role: a, ignore_errors: yes, become: yes}
+  tasks:
+    - import_tasks: t.yml
+      become: yes
+      ignore_errors: true
+    - import_tasks: t.yml
+",
+        )
+        .unwrap();
+        let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
+        let ignoring: Vec<bool> = play.tasks.iter().map(|t| t.ignore_errors).collect();
+        assert_eq!(ignoring, [true, true, false]);
+        assert!(play.tasks[0].role.as_ref().unwrap().params.is_empty());
+        std::fs::write(
+            dir.path().join("site.yml"),
+            "- hosts: all\n  roles:\n    - {role: a, delegate_to: x}\n",
+        )
+        .unwrap();
+        let e = load(&dir).unwrap_err();
+        assert_eq!(e.message, "'delegate_to' on a role is not supported yet");
+        assert_eq!((e.span.unwrap().line, e.span.unwrap().column), (3, 17));
+    }
+
+    #[test]
+    fn roles_by_path_and_bad_role_files() {
+        let dir = tree(&[
+            ("site.yml", "- hosts: all\n  roles: [lib/r]\n"),
+            ("lib/r/tasks/main.yml", "- name: t\n  ping:\n"),
+            ("lib/r/defaults/main.yml", "- not\n- a mapping\n"),
+        ]);
+        let e = load(&dir).unwrap_err();
+        assert!(
+            tail(&e, &dir).starts_with("DIR/lib/r/defaults/main.yml:1:1: a role's defaults file must be a mapping of variables, got a list"),
+            "{e}"
+        );
+        std::fs::write(dir.path().join("lib/r/defaults/main.yml"), "x: 1\n").unwrap();
+        let play = load(&dir).unwrap().plays.remove(0);
+        assert_eq!(play.tasks[0].display_name(), "r : t");
+        assert_eq!(
+            play.tasks[0].role.as_ref().unwrap().path,
+            dir.path().join("lib/r")
+        );
+    }
+
+    #[test]
+    fn ansibles_default_roles_path() {
+        assert_eq!(
+            LoadOptions::default_roles_path(Some(Path::new("/home/u"))),
+            [
+                PathBuf::from("/home/u/.ansible/roles"),
+                PathBuf::from("/usr/share/ansible/roles"),
+                PathBuf::from("/etc/ansible/roles"),
+            ]
+        );
+    }
+
+    #[test]
+    fn role_dependency_cycles_are_errors() {
+        let dir = tree(&[
+            ("site.yml", "- hosts: all\n  roles: [a]\n"),
+            ("roles/a/meta/main.yml", "dependencies: [b]\n"),
+            ("roles/b/meta/main.yml", "dependencies: [a]\n"),
+        ]);
+        let e = load(&dir).unwrap_err();
+        assert!(
+            tail(&e, &dir)
+                .starts_with("DIR/roles/b/meta/main.yml:1:16: the role 'a' depends on itself"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,237 @@
+//! Roles and static reuse end to end over a real sshd: a role with defaults, vars, files,
+//! templates, handlers and a meta dependency, used through `roles:` and `import_role`;
+//! a role found through ANSIBLE_ROLES_PATH; `import_tasks`; `import_playbook` from another
+//! directory; and the precedence of role defaults, inventory vars, play vars, role vars
+//! and role parameters.
+
+use crate::support::hosts::SshHosts;
+use crate::support::run::{Outcome, TestRun};
+
+const PLAYBOOK: &str = "- hosts: all
+  gather_facts: false
+  vars:
+    p_play: play
+    p_rolevars: play
+    p_param: play
+  pre_tasks:
+    - shell: echo pre >> ~/order.log
+  roles:
+    - role: web
+      p_param: param
+  tasks:
+    - import_tasks: tasks/more.yml
+      vars:
+        what: imported
+    - import_role:
+        name: web
+        tasks_from: extra
+    - name: the play's tasks see its roles' defaults and vars (Ansible's public roles)
+      copy:
+        content: \"{{ p_default | default('unset') }} {{ p_rolevars }}\\n\"
+        dest: ~/outside
+- import_playbook: sub/second.yml
+";
+
+const CONF_TEMPLATE: &str = "default={{ p_default }}
+inventory={{ p_inv }}
+play={{ p_play }}
+role_vars={{ p_rolevars }}
+param={{ p_param }}
+role={{ role_name }} {{ role_path | basename }}
+";
+
+fn role_run(hosts: &SshHosts) -> TestRun {
+    let shared_roles = tempfile::tempdir().expect("tempdir").keep();
+    let common = shared_roles.join("common/tasks");
+    std::fs::create_dir_all(&common).expect("mkdir");
+    std::fs::write(
+        common.join("main.yml"),
+        "- shell: echo common >> ~/order.log\n",
+    )
+    .expect("write");
+    let inventory = format!(
+        "{} p_inv=inventory p_play=inventory p_rolevars=inventory p_param=inventory\n",
+        hosts.line("web1")
+    );
+    TestRun::new()
+        .playbook(PLAYBOOK)
+        .inventory(&inventory)
+        .env("ANSIBLE_ROLES_PATH", &shared_roles.display().to_string())
+        .file(
+            "roles/web/defaults/main.yml",
+            "web_port: 80\np_default: role_defaults\np_inv: role_defaults\n\
+             p_play: role_defaults\np_rolevars: role_defaults\np_param: role_defaults\n",
+        )
+        .file(
+            "roles/web/vars/main.yml",
+            "p_rolevars: role_vars\np_param: role_vars\n",
+        )
+        .file("roles/web/meta/main.yml", "dependencies:\n  - common\n")
+        .file(
+            "roles/web/tasks/main.yml",
+            "- shell: echo {{ role_name }} >> ~/order.log
+- name: motd from the role's files
+  copy:
+    src: motd
+    dest: ~/motd
+  notify: restart web
+- name: conf from the role's templates
+  template:
+    src: conf.j2
+    dest: ~/web.conf
+",
+        )
+        .file(
+            "roles/web/tasks/extra.yml",
+            "- shell: echo web-extra >> ~/order.log\n",
+        )
+        .file("roles/web/files/motd", "motd from the role\n")
+        .file("files/motd", "motd from the playbook\n")
+        .file("roles/web/templates/conf.j2", CONF_TEMPLATE)
+        .file(
+            "roles/web/handlers/main.yml",
+            "- name: restart web
+  copy:
+    content: \"restarted on {{ web_port }}\\n\"
+    dest: ~/restarted
+",
+        )
+        .file(
+            "tasks/more.yml",
+            "- shell: echo {{ what }} >> ~/order.log\n- copy: {src: beside.txt, dest: ~/beside}\n",
+        )
+        .file(
+            "tasks/files/beside.txt",
+            "found beside the imported tasks file\n",
+        )
+        .file(
+            "sub/second.yml",
+            "- name: imported play
+  hosts: all
+  gather_facts: false
+  tasks:
+    - shell: echo second >> ~/order.log
+    - copy:
+        src: note
+        dest: ~/note
+",
+        )
+        .file("sub/files/note", "note beside the imported playbook\n")
+}
+
+#[track_caller]
+fn read(out: &Outcome, home: &std::path::Path, name: &str) -> String {
+    std::fs::read_to_string(home.join(name))
+        .unwrap_or_else(|e| panic!("{name}: {e}\n{}\n{}", out.stdout, out.stderr))
+}
+
+#[test]
+fn a_role_with_defaults_vars_files_templates_handlers_and_a_dependency() {
+    let hosts = SshHosts::start(&["web1"]);
+    let out = role_run(&hosts).run();
+    out.assert_code(0);
+    let home = &hosts.user("web1").home;
+    assert_eq!(
+        read(&out, home, "order.log"),
+        "pre\ncommon\nweb\nimported\nweb-extra\nsecond\n"
+    );
+    assert_eq!(read(&out, home, "motd"), "motd from the role\n");
+    assert_eq!(
+        read(&out, home, "web.conf"),
+        "default=role_defaults
+inventory=inventory
+play=play
+role_vars=role_vars
+param=param
+role=web web
+"
+    );
+    assert_eq!(read(&out, home, "restarted"), "restarted on 80\n");
+    assert_eq!(read(&out, home, "outside"), "role_defaults role_vars\n");
+    assert_eq!(
+        read(&out, home, "note"),
+        "note beside the imported playbook\n"
+    );
+    assert_eq!(
+        read(&out, home, "beside"),
+        "found beside the imported tasks file\n"
+    );
+    // 9 tasks + the handler (once) in the first play, 2 in the imported one.
+    let recap = out.recap("web1");
+    assert_eq!(
+        (recap.ok, recap.changed, recap.failed),
+        (12, 12, 0),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("RUNNING HANDLER [web : restart web]"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("TASK [web : motd from the role's files]"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("TASK [common : shell]"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("PLAY [imported play]"),
+        "{}",
+        out.stdout
+    );
+
+    // Run again: files are in place, only the shell tasks change; no handler runs.
+    let again = role_run(&hosts).run();
+    again.assert_code(0);
+    let recap = again.recap("web1");
+    assert_eq!((recap.ok, recap.changed), (11, 6), "{}", again.stdout);
+    assert!(
+        !again.stdout.contains("RUNNING HANDLER"),
+        "{}",
+        again.stdout
+    );
+}
+
+#[test]
+fn a_missing_role_stops_before_connecting() {
+    let out = TestRun::new()
+        .playbook("- hosts: all\n  roles:\n    - role: nope\n")
+        .inventory("h ansible_host=127.0.0.1 ansible_port=1\n")
+        .run();
+    assert_ne!(out.code, 0);
+    let dir = out_dir_text(&out);
+    assert!(
+        dir.contains("site.yml:3:13: the role 'nope' was not found in "),
+        "{dir}"
+    );
+    assert!(dir.contains("3 |     - role: nope"), "{dir}");
+    // Without roles_path, Ansible's default one is searched (where ansible-galaxy installs).
+    assert!(
+        dir.contains("controller-home/.ansible/roles:/usr/share/ansible/roles:/etc/ansible/roles:"),
+        "{dir}"
+    );
+}
+
+#[test]
+fn a_missing_imported_tasks_file_names_the_import() {
+    let out = TestRun::new()
+        .playbook("- hosts: all\n  tasks:\n    - import_tasks: nowhere.yml\n")
+        .inventory("h ansible_host=127.0.0.1 ansible_port=1\n")
+        .run();
+    assert_ne!(out.code, 0);
+    let text = out_dir_text(&out);
+    assert!(
+        text.contains("site.yml:3:21: could not find or access 'nowhere.yml'"),
+        "{text}"
+    );
+}
+
+fn out_dir_text(out: &Outcome) -> String {
+    format!("{}{}", out.stdout, out.stderr)
+}

@@ -12,7 +12,7 @@ use super::vars::{strip_omitted, task_vars};
 use super::{HostState, RunContext};
 use crate::agent_session::AgentSession;
 use crate::modules::{Plan, PlanContext, TaskOutcome, VERBOSE_ALWAYS};
-use crate::playbook::{LoopError, Play, Playbook, Task};
+use crate::playbook::{LoopError, Play, Playbook, Task, ansible_loop};
 use crate::report::events::{Event, HostResult, Status};
 use crate::template::TemplateError;
 
@@ -96,13 +96,10 @@ pub(crate) async fn run(
         None => vec![None],
     };
     let mut runs: Vec<ItemRun> = Vec::with_capacity(item_list.len());
-    for item in item_list {
+    let all_items: Vec<Value> = item_list.iter().flatten().cloned().collect();
+    for (index, item) in item_list.into_iter().enumerate() {
         let vars = match &item {
-            Some(v) => {
-                let mut overlay = std::collections::BTreeMap::new();
-                overlay.insert(task.loop_var.clone(), minijinja::Value::from_serialize(v));
-                minijinja::context! { ..minijinja::Value::from(overlay), ..base.clone() }
-            }
+            Some(v) => item_vars(task, &base, v, &all_items, index),
             None => base.clone(),
         };
         let (args, state, ran) = plan_item(ctx, playbook, task, &vars);
@@ -114,6 +111,13 @@ pub(crate) async fn run(
             state,
         });
     }
+    let pause = match loop_pause(ctx, task, &base) {
+        Ok(p) => p,
+        Err(message) => {
+            finish_task(ctx, task, host, TaskOutcome::failed(message), &[]);
+            return;
+        }
+    };
 
     let notify = notify_names(ctx, task, &base);
 
@@ -122,7 +126,7 @@ pub(crate) async fn run(
     let mut running: Vec<usize> = (0..runs.len()).collect();
     let mut attempt = 1;
     loop {
-        if !send_remote(ctx, playbook, play, task, host, &mut runs, &running).await {
+        if !send_paced(ctx, playbook, play, task, host, &mut runs, &running, pause).await {
             return;
         }
         let mut again = Vec::new();
@@ -152,18 +156,129 @@ pub(crate) async fn run(
         running = again;
     }
 
-    let outcomes: Vec<(Option<Value>, TaskOutcome)> = runs
+    let outcomes: Vec<ItemOutcome> = runs
         .into_iter()
-        .map(|run| match run.state {
-            ItemState::Done(outcome) => (run.item, outcome),
-            ItemState::Remote(_) => unreachable!("every remote item got its reply"),
+        .enumerate()
+        .map(|(index, run)| {
+            let label = run
+                .item
+                .as_ref()
+                .map(|item| item_shown(ctx, task, &run.vars, item));
+            match run.state {
+                ItemState::Done(outcome) => ItemOutcome {
+                    item: run.item,
+                    index,
+                    label,
+                    outcome,
+                },
+                ItemState::Remote(_) => unreachable!("every remote item got its reply"),
+            }
         })
         .collect();
     if task.loop_spec.is_some() {
         finish_loop(ctx, task, host, outcomes, &notify);
     } else {
-        let (_, outcome) = outcomes.into_iter().next().expect("one run without a loop");
-        finish_task(ctx, task, host, outcome, &notify);
+        let only = outcomes.into_iter().next().expect("one run without a loop");
+        finish_task(ctx, task, host, only.outcome, &notify);
+    }
+}
+
+/// `loop_control.pause` makes items wait for each other: each item must be done on the
+/// host before the pause starts (a rolling restart relies on it), so the items go one
+/// request at a time with the pause in between instead of as one batch.
+#[allow(clippy::too_many_arguments)]
+async fn send_paced(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    host: &HostState,
+    runs: &mut [ItemRun],
+    running: &[usize],
+    pause: Option<std::time::Duration>,
+) -> bool {
+    let Some(pause) = pause else {
+        return send_remote(ctx, playbook, play, task, host, runs, running).await;
+    };
+    for (n, &i) in running.iter().enumerate() {
+        if n > 0 {
+            tokio::time::sleep(pause).await;
+        }
+        if !send_remote(ctx, playbook, play, task, host, runs, &[i]).await {
+            return false;
+        }
+    }
+    true
+}
+
+/// A loop item's variables: the item under `loop_var`, plus `index_var` and
+/// `ansible_loop` when `loop_control` asks for them.
+fn item_vars(
+    task: &Task,
+    base: &minijinja::Value,
+    item: &Value,
+    all_items: &[Value],
+    index: usize,
+) -> minijinja::Value {
+    let control = &task.loop_control;
+    let mut overlay = std::collections::BTreeMap::new();
+    overlay.insert(
+        task.loop_var.clone(),
+        minijinja::Value::from_serialize(item),
+    );
+    overlay.insert(
+        "ansible_loop_var".to_string(),
+        minijinja::Value::from(task.loop_var.clone()),
+    );
+    if let Some(index_var) = &control.index_var {
+        overlay.insert(index_var.clone(), minijinja::Value::from(index));
+        overlay.insert(
+            "ansible_index_var".to_string(),
+            minijinja::Value::from(index_var.clone()),
+        );
+    }
+    if control.extended {
+        let position = ansible_loop(all_items, index, control.extended_allitems);
+        overlay.insert(
+            "ansible_loop".to_string(),
+            minijinja::Value::from_serialize(&position),
+        );
+    }
+    minijinja::context! { ..minijinja::Value::from(overlay), ..base.clone() }
+}
+
+/// `loop_control.pause` in seconds, templated; `None` without a pause.
+fn loop_pause(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Option<std::time::Duration>, String> {
+    let Some(raw) = &task.loop_control.pause else {
+        return Ok(None);
+    };
+    let value = ctx
+        .templar
+        .render_value(raw, vars)
+        .map_err(|e| template_failure(task, &e))?;
+    let seconds = match &value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    }
+    .filter(|s| s.is_finite() && *s >= 0.0)
+    .ok_or_else(|| format!("loop_control.pause must be a number of seconds, got {value}"))?;
+    Ok((seconds > 0.0).then(|| std::time::Duration::from_secs_f64(seconds)))
+}
+
+/// What the output shows for an item: its `loop_control.label` when set, else the item.
+fn item_shown(ctx: &RunContext, task: &Task, vars: &minijinja::Value, item: &Value) -> String {
+    match &task.loop_control.label {
+        None => item_label(item),
+        Some(label) => match ctx.templar.render_value(&Value::from(label.clone()), vars) {
+            Ok(shown) => item_label(&shown),
+            // An unrenderable label must not fail a task that ran: show it as written.
+            Err(_) => label.clone(),
+        },
     }
 }
 
@@ -465,11 +580,12 @@ fn loop_failure(task: &Task, e: &LoopError) -> String {
     }
 }
 
-/// Ansible shows a string item as it is, anything else as data.
+/// Ansible shows a string item as it is, anything else as Python shows data
+/// (`{'key': 'a', 'value': 1}`).
 fn item_label(item: &Value) -> String {
     match item {
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        other => crate::template::python_str(&minijinja::Value::from_serialize(other)),
     }
 }
 
@@ -485,26 +601,51 @@ fn status_of(outcome: &TaskOutcome) -> Status {
     }
 }
 
+/// One loop item's result with what the output shows for it.
+struct ItemOutcome {
+    item: Option<Value>,
+    index: usize,
+    label: Option<String>,
+    outcome: TaskOutcome,
+}
+
 fn finish_loop(
     ctx: &RunContext,
     task: &Task,
     host: &HostState,
-    outcomes: Vec<(Option<Value>, TaskOutcome)>,
+    outcomes: Vec<ItemOutcome>,
     notify: &[String],
 ) {
     let mut results = Vec::with_capacity(outcomes.len());
     let (mut any_changed, mut any_failed, mut all_skipped) = (false, false, true);
-    let last_failed = outcomes.iter().rposition(|(_, o)| o.failed);
-    for (index, (item, mut outcome)) in outcomes.into_iter().enumerate() {
+    let last_failed = outcomes.iter().rposition(|o| o.outcome.failed);
+    let control = &task.loop_control;
+    for ItemOutcome {
+        item,
+        index,
+        label,
+        mut outcome,
+    } in outcomes
+    {
         let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
         absorb_facts(task, host, &outcome);
         any_changed |= outcome.changed;
         any_failed |= outcome.failed;
         all_skipped &= outcome.skipped;
         let mut data = outcome.registered();
-        let label = item.as_ref().map(item_label);
-        data.insert("item".into(), item.unwrap_or(Value::Null));
+        // Ansible's result keys: the item under its loop_var, the index under index_var.
+        data.insert(task.loop_var.clone(), item.unwrap_or(Value::Null));
         data.insert("ansible_loop_var".into(), task.loop_var.clone().into());
+        if let Some(index_var) = &control.index_var {
+            data.insert(index_var.clone(), index.into());
+            data.insert("ansible_index_var".into(), index_var.clone().into());
+        }
+        if control.label.is_some() {
+            data.insert(
+                "_ansible_item_label".into(),
+                label.clone().unwrap_or_default().into(),
+            );
+        }
         ctx.emit(Event::HostResult(HostResult {
             host: host.name.clone(),
             status: status_of(&outcome),

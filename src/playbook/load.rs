@@ -6,7 +6,10 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::kv::{FREE_FORM_OPTIONS, parse_kv};
-use super::{BlockFrame, Location, LoopSpec, Play, Playbook, Section, Task, Until};
+use super::{
+    BlockFrame, Combinator, LOOP_LOOKUPS, Location, LoopControl, LoopSpec, Play, Playbook, Section,
+    Task, Until,
+};
 use crate::modules::{self, Module, closest};
 use crate::yaml::{LoadError, Node, Source, Span, Value};
 
@@ -553,6 +556,7 @@ impl Loader<'_> {
         let mut extra_args_node: Option<&Node> = None;
         let mut loop_spec: Option<(LoopSpec, &str)> = None;
         let mut loop_var = "item".to_string();
+        let mut loop_control = LoopControl::new();
         let mut when = Vec::new();
         let mut register = None;
         let mut ignore_errors = None;
@@ -629,9 +633,11 @@ impl Loader<'_> {
                 }
                 "vars" => vars = self.mapping(v, "vars")?,
                 "loop_control" => {
-                    if let Some(var) = self.loop_control(v)? {
+                    let (var, control) = self.loop_control(v)?;
+                    if let Some(var) = var {
                         loop_var = var;
                     }
+                    loop_control = control;
                 }
                 "args" => {
                     extra_args = self.mapping(v, "args")?;
@@ -643,6 +649,29 @@ impl Loader<'_> {
                     }
                     let (written, module, args) = self.action_keyword(v)?;
                     self.set_action(&mut action, written, module, args, k.span)?;
+                }
+                _ if key.starts_with("with_") => {
+                    let lookup = &key["with_".len()..];
+                    if !LOOP_LOOKUPS.contains(&lookup) {
+                        let help = closest(lookup, LOOP_LOOKUPS.iter().copied())
+                            .map(|s| format!("did you mean 'with_{s}'?"))
+                            .unwrap_or_else(|| {
+                                format!("loop lookups: with_{}", LOOP_LOOKUPS.join(", with_"))
+                            });
+                        return Err(self.err(
+                            k.span,
+                            format!("lookup plugin '{lookup}' for '{key}' is not supported"),
+                            Some(help),
+                        ));
+                    }
+                    let terms = v.to_json();
+                    set_loop(match Combinator::from_lookup(lookup) {
+                        Some(how) => LoopSpec::Combine { how, terms },
+                        None => LoopSpec::Lookup {
+                            name: lookup.to_string(),
+                            terms,
+                        },
+                    })?
                 }
                 _ if IGNORED_TASK_KEYS.contains(&key) => {}
                 _ if UNSUPPORTED_TASK_KEYS.contains(&key) => {
@@ -705,6 +734,7 @@ impl Loader<'_> {
             args,
             loop_spec: loop_spec.map(|(spec, _)| spec),
             loop_var,
+            loop_control,
             when: when_all,
             register,
             ignore_errors: ignore_errors.or(inherited.ignore_errors).unwrap_or(false),
@@ -1042,10 +1072,11 @@ impl Loader<'_> {
         }
     }
 
-    fn loop_control(&self, node: &Node) -> Result<Option<String>, LoadError> {
+    fn loop_control(&self, node: &Node) -> Result<(Option<String>, LoopControl), LoadError> {
+        let mut control = LoopControl::new();
         let Some(entries) = node.as_map() else {
             if node.is_null() {
-                return Ok(None);
+                return Ok((None, control));
             }
             return Err(self.err(
                 node.span,
@@ -1057,7 +1088,25 @@ impl Loader<'_> {
         for (k, v) in entries {
             let key = self.key(k)?;
             match key {
-                "loop_var" => loop_var = Some(self.scalar(v, "loop_var")?),
+                "loop_var" => loop_var = Some(self.scalar(v, key)?),
+                "index_var" => control.index_var = Some(self.scalar(v, key)?),
+                "label" => control.label = Some(self.scalar(v, key)?),
+                "extended" => control.extended = self.boolean(v, key)?,
+                "extended_allitems" => control.extended_allitems = self.boolean(v, key)?,
+                "pause" => match &v.value {
+                    Value::Int(n) if *n >= 0 => control.pause = Some(v.to_json()),
+                    Value::Float(f) if *f >= 0.0 => control.pause = Some(v.to_json()),
+                    Value::Str(s) if crate::template::is_template(s) => {
+                        control.pause = Some(v.to_json())
+                    }
+                    _ => {
+                        return Err(self.err(
+                            v.span,
+                            "loop_control.pause must be a number of seconds",
+                            Some("write e.g. `pause: 2`".into()),
+                        ));
+                    }
+                },
                 _ if LOOP_CONTROL_KEYS.contains(&key) => {}
                 _ => {
                     return Err(self.err(
@@ -1069,7 +1118,7 @@ impl Loader<'_> {
                 }
             }
         }
-        Ok(loop_var)
+        Ok((loop_var, control))
     }
 }
 
@@ -1592,6 +1641,86 @@ failed_when: false
         assert_eq!(
             t.loop_spec,
             Some(LoopSpec::Sequence("start=1 end=3".into()))
+        );
+    }
+
+    #[test]
+    fn with_lookup_forms() {
+        let t = task("debug: msg={{ item.key }}\nwith_dict: \"{{ users }}\"");
+        assert_eq!(
+            t.loop_spec,
+            Some(LoopSpec::Lookup {
+                name: "dict".into(),
+                terms: Json::from("{{ users }}"),
+            })
+        );
+        let t = task("debug: msg={{ item }}\nwith_fileglob: ['a/*', 'b/*']");
+        assert_eq!(
+            t.loop_spec,
+            Some(LoopSpec::Lookup {
+                name: "fileglob".into(),
+                terms: serde_json::json!(["a/*", "b/*"]),
+            })
+        );
+        for (key, how) in [
+            ("with_nested", Combinator::Nested),
+            ("with_cartesian", Combinator::Nested),
+            ("with_together", Combinator::Together),
+            ("with_subelements", Combinator::Subelements),
+            ("with_indexed_items", Combinator::IndexedItems),
+        ] {
+            let t = task(&format!("debug: msg=x\n{key}: [[1], [2]]"));
+            assert_eq!(
+                t.loop_spec,
+                Some(LoopSpec::Combine {
+                    how,
+                    terms: serde_json::json!([[1], [2]]),
+                }),
+                "{key}"
+            );
+        }
+        assert_eq!(
+            message_at("- hosts: all\n  tasks:\n    - debug: msg=x\n      with_dcit: {}\n"),
+            (
+                "lookup plugin 'dcit' for 'with_dcit' is not supported".into(),
+                4,
+                7
+            )
+        );
+        assert_eq!(
+            message_at(
+                "- hosts: all\n  tasks:\n    - debug: msg=x\n      with_dict: {}\n      loop: []\n"
+            )
+            .0,
+            "only one loop keyword per task: 'with_dict' and 'loop' both given"
+        );
+    }
+
+    #[test]
+    fn loop_control_fields() {
+        let t = task(
+            "debug: msg=x\nloop: [1]\nloop_control:\n  loop_var: f\n  index_var: i\n  label: \"{{ f }}\"\n  extended: true\n  extended_allitems: false\n  pause: 0.5",
+        );
+        assert_eq!(t.loop_var, "f");
+        assert_eq!(
+            t.loop_control,
+            LoopControl {
+                label: Some("{{ f }}".into()),
+                index_var: Some("i".into()),
+                extended: true,
+                extended_allitems: false,
+                pause: Some(Json::from(0.5)),
+            }
+        );
+        let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  pause: \"{{ p }}\"");
+        assert_eq!(t.loop_control.pause, Some(Json::from("{{ p }}")));
+        assert!(t.loop_control.extended_allitems);
+        assert_eq!(
+            message_at(
+                "- hosts: all\n  tasks:\n    - debug: msg=x\n      loop: [1]\n      loop_control:\n        pause: soon\n"
+            )
+            .0,
+            "loop_control.pause must be a number of seconds"
         );
     }
 

@@ -12,9 +12,11 @@ use crate::template::{Templar, TemplateError};
 
 mod kv;
 mod load;
+mod loops;
 
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
 pub use load::{load_playbook, load_playbook_text};
+pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop};
 
 /// Where something was written, 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +79,8 @@ pub struct Task {
     pub args: serde_json::Map<String, Value>,
     pub loop_spec: Option<LoopSpec>,
     pub loop_var: String,
+    /// The rest of `loop_control` (label, index_var, extended, pause).
+    pub loop_control: LoopControl,
     /// Raw Jinja expressions, all of which must hold.
     pub when: Vec<String>,
     pub register: Option<String>,
@@ -148,6 +152,11 @@ pub enum LoopSpec {
     Items { value: Value, flatten: bool },
     /// `with_sequence`, raw (e.g. `start=1 end={{ n }}`): template it, then [`sequence_items`].
     Sequence(String),
+    /// `with_<lookup>` (dict, fileglob, first_found, ...): the lookup run on the templated
+    /// terms, as `query(name, terms)`.
+    Lookup { name: String, terms: Value },
+    /// `with_nested`, `with_together`, `with_subelements`, `with_indexed_items`.
+    Combine { how: Combinator, terms: Value },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -158,6 +167,8 @@ pub enum LoopError {
     NotAList(String),
     #[error("with_sequence: {0}")]
     Sequence(String),
+    #[error("{0}")]
+    Lookup(String),
 }
 
 impl LoopSpec {
@@ -176,6 +187,14 @@ impl LoopSpec {
                     .into_iter()
                     .map(Value::String)
                     .collect())
+            }
+            LoopSpec::Lookup { name, terms } => {
+                let terms = templar.render_value(terms, vars)?;
+                Ok(templar.query(name, &terms, vars)?)
+            }
+            LoopSpec::Combine { how, terms } => {
+                let terms = templar.render_value(terms, vars)?;
+                how.items(terms).map_err(LoopError::Lookup)
             }
             LoopSpec::Items { value, flatten } => {
                 let value = templar.render_value(value, vars)?;

@@ -3,6 +3,7 @@
 mod connection;
 mod control_flow;
 mod facts;
+mod loops_keywords;
 mod playbook_runs;
 mod support;
 mod templating;

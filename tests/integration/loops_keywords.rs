@@ -1,0 +1,173 @@
+//! Loop forms, loop_control, magic variables and play/task keywords over a real sshd.
+//! What a user checks: files on the target and Ansible's wording in the output.
+
+use crate::support::hosts::SshHosts;
+use crate::support::run::{Outcome, TestRun};
+
+const PLAY_HEAD: &str = "- hosts: all\n  gather_facts: false\n";
+
+#[track_caller]
+fn assert_contains(out: &Outcome, needle: &str) {
+    assert!(
+        out.stdout.contains(needle),
+        "expected {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+#[track_caller]
+fn assert_not_contains(out: &Outcome, needle: &str) {
+    assert!(
+        !out.stdout.contains(needle),
+        "did not expect {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+fn read(hosts: &SshHosts, host: &str, name: &str) -> String {
+    std::fs::read_to_string(hosts.user(host).home.join(name))
+        .unwrap_or_else(|e| panic!("{host}:~/{name}: {e}"))
+}
+
+#[test]
+fn every_with_form_gives_ansibles_items() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  vars:
+    users: {alice: 1, bob: 2}
+    people:
+      - {name: a, keys: [k1, k2]}
+      - {name: b, keys: [k3]}
+  tasks:
+    - command: echo {{ item.key }}={{ item.value }}
+      with_dict: "{{ users }}"
+      register: d
+    - debug: msg="{{ item }}"
+      with_nested: [[x, y], [1, 2]]
+      register: n
+    - debug: msg="{{ item }}"
+      with_cartesian: [[x], [1, 2]]
+      register: c
+    - debug: msg="{{ item }}"
+      with_together: [[x, y, z], [1, 2]]
+      register: t
+    - debug: msg="{{ item.0.name }}-{{ item.1 }}"
+      with_subelements: ["{{ people }}", keys]
+      register: s
+    - debug: msg="{{ item.0 }}:{{ item.1 }}"
+      with_indexed_items: [a, b]
+      register: ix
+    - debug: msg="{{ item | basename }}"
+      with_fileglob: "{{ playbook_dir }}/files/*.txt"
+      register: g
+    - debug: msg="{{ item | basename }}"
+      with_first_found: [missing.txt, b.txt]
+      register: ff
+    - debug: msg="{{ item }}"
+      with_list: [[1, 2], 3]
+      register: wl
+    - debug: msg="{{ item }}"
+      with_items: [[1, 2], 3]
+      register: wi
+    - copy:
+        dest: ~/loops
+        content: |
+          {{ d.results | map(attribute='stdout') | list }}
+          {{ n.results | map(attribute='msg') | list }}
+          {{ c.results | map(attribute='msg') | list }}
+          {{ t.results | map(attribute='msg') | list }}
+          {{ s.results | map(attribute='msg') | list }}
+          {{ ix.results | map(attribute='msg') | list }}
+          {{ g.results | map(attribute='msg') | sort }}
+          {{ ff.results | map(attribute='msg') | list }}
+          {{ wl.results | map(attribute='msg') | list }}
+          {{ wi.results | map(attribute='msg') | list }}
+"#
+        ))
+        .file("files/a.txt", "a")
+        .file("files/b.txt", "b")
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        read(&hosts, "h", "loops"),
+        "['alice=1', 'bob=2']\n\
+         [['x', 1], ['x', 2], ['y', 1], ['y', 2]]\n\
+         [['x', 1], ['x', 2]]\n\
+         [['x', 1], ['y', 2], ['z', None]]\n\
+         ['a-k1', 'a-k2', 'b-k3']\n\
+         ['0:a', '1:b']\n\
+         ['a.txt', 'b.txt']\n\
+         ['b.txt']\n\
+         [[1, 2], 3]\n\
+         [1, 2, 3]\n"
+    );
+    assert_contains(&out, "changed: [h] => (item={'key': 'alice', 'value': 1})");
+}
+
+#[test]
+fn loop_control_names_labels_and_describes_items() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - command: echo {{ ansible_loop.index }}/{{ ansible_loop.length }} {{ ansible_loop.revindex0 }} {{ ansible_loop.first }} {{ ansible_loop.last }} {{ ansible_loop.previtem | default('-') }} {{ ansible_loop.nextitem | default('-') }} {{ idx }} {{ it }} {{ ansible_loop.allitems | length }}
+      loop: [a, b, c]
+      loop_control:
+        loop_var: it
+        index_var: idx
+        label: "L{{ it }}"
+        extended: true
+      register: lc
+    - copy:
+        dest: ~/control
+        content: "{{ lc.results | map(attribute='stdout') | join('|') }} {{ lc.results[1].it }} {{ lc.results[2].idx }} {{ lc.results[0].ansible_loop_var }}"
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        read(&hosts, "h", "control"),
+        "1/3 2 True False - b 0 a 3|2/3 1 False False a c 1 b 3|3/3 0 False True b - 2 c 3 b 2 it"
+    );
+    assert_contains(&out, "changed: [h] => (item=La)");
+    assert_contains(&out, "changed: [h] => (item=Lc)");
+    assert_not_contains(&out, "(item=a)");
+}
+
+#[test]
+fn loop_pause_runs_items_apart() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - shell: date +%s%N
+      loop: [1, 2, 3]
+      loop_control:
+        pause: 0.6
+      register: p
+    - copy:
+        dest: ~/times
+        content: "{{ p.results | map(attribute='stdout') | join(',') }}"
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let times: Vec<u128> = read(&hosts, "h", "times")
+        .split(',')
+        .map(|t| t.trim().parse().unwrap())
+        .collect();
+    assert_eq!(times.len(), 3);
+    for pair in times.windows(2) {
+        let gap_ms = (pair[1] - pair[0]) / 1_000_000;
+        assert!(gap_ms >= 550, "items ran {gap_ms} ms apart: {times:?}");
+    }
+}

@@ -8,6 +8,7 @@ mod control;
 mod facts;
 mod flow;
 mod host_task;
+mod hostvars;
 mod vars;
 
 use std::collections::HashMap;
@@ -112,6 +113,8 @@ pub(crate) struct RunContext {
     pub hosts: Mutex<HashMap<String, Arc<HostState>>>,
     /// Play `vars_files`, read once for every host and task.
     pub vars_files: crate::vars_file::VarsFileCache,
+    /// This context itself, for the lazy `hostvars` object templates hold on to.
+    pub me: std::sync::Weak<RunContext>,
 }
 
 impl RunContext {
@@ -226,13 +229,14 @@ pub async fn run_playbooks(
     opts: RunOptions,
     events: EventSender,
 ) -> RunSummary {
-    let ctx = Arc::new(RunContext {
+    let ctx = Arc::new_cyclic(|me| RunContext {
         inventory,
         opts,
         templar: Templar::new(),
         events,
         hosts: Mutex::new(HashMap::new()),
         vars_files: Default::default(),
+        me: me.clone(),
     });
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));

@@ -57,7 +57,11 @@ pub fn task_vars(
     extend(&mut vars, &host.registered.lock().expect("registered lock"));
     extend(&mut vars, &ctx.opts.extra_vars);
     extend(&mut vars, &magic);
-    Ok(minijinja::Value::from_serialize(&vars))
+    let hostvars = super::hostvars::HostVars::new(ctx.me.clone(), playbook.dir.clone());
+    Ok(minijinja::context! {
+        hostvars => minijinja::Value::from_object(hostvars),
+        ..minijinja::Value::from_serialize(&vars)
+    })
 }
 
 fn magic_vars(
@@ -82,6 +86,11 @@ fn magic_vars(
         ("play_hosts", Value::from(play_hosts.to_vec())),
         ("ansible_play_hosts", Value::from(play_hosts.to_vec())),
         ("ansible_play_batch", Value::from(play_hosts.to_vec())),
+        ("ansible_play_hosts_all", Value::from(play_hosts.to_vec())),
+        // Ansible's values without --tags/--skip-tags.
+        ("ansible_run_tags", Value::from(vec!["all"])),
+        ("ansible_skip_tags", Value::Array(Vec::new())),
+        ("ansible_version", super::hostvars::ansible_version()),
         (
             "playbook_dir",
             Value::from(playbook.dir.display().to_string()),

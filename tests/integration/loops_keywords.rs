@@ -171,3 +171,42 @@ fn loop_pause_runs_items_apart() {
         assert!(gap_ms >= 550, "items ran {gap_ms} ms apart: {times:?}");
     }
 }
+
+#[test]
+fn magic_variables_reach_other_hosts_and_the_run() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  vars:
+    play_only: p
+  tasks:
+    - set_fact:
+        mine: "set-{{ inventory_hostname }}"
+    - command: echo reg-{{ inventory_hostname }}
+      register: said
+    - copy:
+        dest: ~/magic
+        content: |
+          {{ hostvars['h2'].gv }} {{ hostvars['h2'].hv | default('none') }} {{ hostvars['h1'].hv | default('none') }}
+          {{ hostvars['h2'].mine }} {{ hostvars['h2'].said.stdout }} {{ hostvars['h1'].inventory_hostname }}
+          {{ hostvars['h2'].play_only | default('no play vars') }} {{ hostvars | list | sort }}
+          {{ ansible_play_hosts_all }} {{ ansible_run_tags }} {{ ansible_skip_tags }}
+          {{ ansible_version.major }}.{{ ansible_version.minor }} {{ ansible_version.full is version('2.21', '>=') }}
+          {{ inventory_dir == playbook_dir }} {{ inventory_file | basename }}
+"#
+        ))
+        .file("group_vars/all.yml", "gv: g\n")
+        .file("host_vars/h2.yml", "hv: only-h2\n")
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let expected = "g only-h2 none\n\
+                    set-h2 reg-h2 h1\n\
+                    no play vars ['h1', 'h2']\n\
+                    ['h1', 'h2'] ['all'] []\n\
+                    2.21 True\n\
+                    True hosts\n";
+    assert_eq!(read(&hosts, "h1", "magic"), expected);
+    assert_eq!(read(&hosts, "h2", "magic"), expected);
+}

@@ -50,6 +50,7 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
         listen: Vec::new(),
         frames: Vec::new(),
         vars: Map::new(),
+        keywords: Default::default(),
         unsupported: Vec::new(),
         location: play.location.clone(),
     })

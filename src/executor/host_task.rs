@@ -52,7 +52,7 @@ pub(crate) async fn run(
     let base = match task_vars(ctx, playbook, play, task, host, play_hosts) {
         Ok(vars) => vars,
         Err(message) => {
-            finish_task(ctx, task, host, TaskOutcome::failed(message), &[]);
+            finish_task(ctx, task, host, None, TaskOutcome::failed(message), &[]);
             return;
         }
     };
@@ -64,10 +64,18 @@ pub(crate) async fn run(
     let attempts = match Attempts::of(task, &ctx.templar, &base) {
         Ok(a) => a,
         Err(message) => {
-            finish_task(ctx, task, host, TaskOutcome::failed(message), &[]);
+            finish_task(ctx, task, host, None, TaskOutcome::failed(message), &[]);
             return;
         }
     };
+    let delegate = match delegate_host(ctx, task, &base) {
+        Ok(d) => d,
+        Err(message) => {
+            finish_task(ctx, task, host, None, TaskOutcome::failed(message), &[]);
+            return;
+        }
+    };
+    let via: &HostState = delegate.as_deref().unwrap_or(host);
     let items = match &task.loop_spec {
         None => None,
         Some(spec) => match spec.items(&ctx.templar, &base) {
@@ -77,6 +85,7 @@ pub(crate) async fn run(
                     ctx,
                     task,
                     host,
+                    None,
                     TaskOutcome::failed(loop_failure(task, &e)),
                     &[],
                 );
@@ -102,7 +111,14 @@ pub(crate) async fn run(
             Some(v) => item_vars(task, &base, v, &all_items, index),
             None => base.clone(),
         };
-        let (args, state, ran) = plan_item(ctx, playbook, task, &vars);
+        let (args, mut state, ran) = plan_item(ctx, playbook, task, &vars);
+        if let ItemState::Remote(op) = &mut state {
+            match task_environment(ctx, play, task, &vars) {
+                Ok(env) if env.is_empty() => {}
+                Ok(env) => add_environment(op, &env),
+                Err(message) => state = ItemState::Done(TaskOutcome::failed(message)),
+            }
+        }
         runs.push(ItemRun {
             item,
             vars,
@@ -114,7 +130,7 @@ pub(crate) async fn run(
     let pause = match loop_pause(ctx, task, &base) {
         Ok(p) => p,
         Err(message) => {
-            finish_task(ctx, task, host, TaskOutcome::failed(message), &[]);
+            finish_task(ctx, task, host, None, TaskOutcome::failed(message), &[]);
             return;
         }
     };
@@ -126,7 +142,11 @@ pub(crate) async fn run(
     let mut running: Vec<usize> = (0..runs.len()).collect();
     let mut attempt = 1;
     loop {
-        if !send_paced(ctx, playbook, play, task, host, &mut runs, &running, pause).await {
+        if !send_paced(
+            ctx, playbook, play, task, host, via, &mut runs, &running, pause,
+        )
+        .await
+        {
             return;
         }
         let mut again = Vec::new();
@@ -176,10 +196,10 @@ pub(crate) async fn run(
         })
         .collect();
     if task.loop_spec.is_some() {
-        finish_loop(ctx, task, host, outcomes, &notify);
+        finish_loop(ctx, task, host, delegate.as_deref(), outcomes, &notify);
     } else {
         let only = outcomes.into_iter().next().expect("one run without a loop");
-        finish_task(ctx, task, host, only.outcome, &notify);
+        finish_task(ctx, task, host, delegate.as_deref(), only.outcome, &notify);
     }
 }
 
@@ -193,18 +213,19 @@ async fn send_paced(
     play: &Play,
     task: &Task,
     host: &HostState,
+    via: &HostState,
     runs: &mut [ItemRun],
     running: &[usize],
     pause: Option<std::time::Duration>,
 ) -> bool {
     let Some(pause) = pause else {
-        return send_remote(ctx, playbook, play, task, host, runs, running).await;
+        return send_remote(ctx, playbook, play, task, host, via, runs, running).await;
     };
     for (n, &i) in running.iter().enumerate() {
         if n > 0 {
             tokio::time::sleep(pause).await;
         }
-        if !send_remote(ctx, playbook, play, task, host, runs, &[i]).await {
+        if !send_remote(ctx, playbook, play, task, host, via, runs, &[i]).await {
             return false;
         }
     }
@@ -283,13 +304,16 @@ fn item_shown(ctx: &RunContext, task: &Task, vars: &minijinja::Value, item: &Val
 }
 
 /// Sends the ops of the `running` items that wait for the agent as one batch and turns
-/// the replies into outcomes. False when the host turned out unreachable (reported).
+/// the replies into outcomes, through `via`'s session (the host itself, or the one the
+/// task is delegated to). False when that turned out unreachable (reported on `host`).
+#[allow(clippy::too_many_arguments)]
 async fn send_remote(
     ctx: &RunContext,
     playbook: &Playbook,
     play: &Play,
     task: &Task,
     host: &HostState,
+    via: &HostState,
     runs: &mut [ItemRun],
     running: &[usize],
 ) -> bool {
@@ -299,7 +323,7 @@ async fn send_remote(
         .filter(|&i| matches!(runs[i].state, ItemState::Remote(_)))
         .collect();
     if !remote.is_empty() {
-        let session = match ctx.session(host, play).await {
+        let session = match ctx.session(via, play).await {
             Ok(s) => s,
             Err(message) => {
                 ctx.unreachable(host, &message);
@@ -613,6 +637,7 @@ fn finish_loop(
     ctx: &RunContext,
     task: &Task,
     host: &HostState,
+    delegate: Option<&HostState>,
     outcomes: Vec<ItemOutcome>,
     notify: &[String],
 ) {
@@ -628,7 +653,7 @@ fn finish_loop(
     } in outcomes
     {
         let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
-        absorb_facts(task, host, &outcome);
+        absorb_facts(task, facts_host(task, host, delegate), &outcome);
         any_changed |= outcome.changed;
         any_failed |= outcome.failed;
         all_skipped &= outcome.skipped;
@@ -646,11 +671,17 @@ fn finish_loop(
                 label.clone().unwrap_or_default().into(),
             );
         }
+        let (label, shown) = if task.keywords.no_log {
+            // Ansible shows `(item=None)` and hides the whole result.
+            (Some("None".to_string()), censored(&outcome))
+        } else {
+            (label, data.clone())
+        };
         ctx.emit(Event::HostResult(HostResult {
-            host: host.name.clone(),
+            host: shown_host(host, delegate),
             status: status_of(&outcome),
             item: label,
-            data: data.clone(),
+            data: shown,
             ignored: task.ignore_errors && Some(index) == last_failed,
             verbose_always: verbose || (task.module.name() == "debug" && !outcome.skipped),
         }));
@@ -673,7 +704,7 @@ fn finish_loop(
     };
     if results.is_empty() {
         ctx.emit(Event::HostResult(HostResult {
-            host: host.name.clone(),
+            host: shown_host(host, delegate),
             status: Status::Skipped,
             item: None,
             data: Map::new(),
@@ -690,11 +721,12 @@ fn finish_task(
     ctx: &RunContext,
     task: &Task,
     host: &HostState,
+    delegate: Option<&HostState>,
     mut outcome: TaskOutcome,
     notify: &[String],
 ) {
     let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
-    absorb_facts(task, host, &outcome);
+    absorb_facts(task, facts_host(task, host, delegate), &outcome);
     let data = outcome.registered();
     let is_debug = task.module.name() == "debug" && !outcome.skipped;
     // debug shows only what it was asked to show, like Ansible's.
@@ -706,8 +738,13 @@ fn finish_task(
     } else {
         data.clone()
     };
+    let shown = if task.keywords.no_log {
+        censored(&outcome)
+    } else {
+        shown
+    };
     ctx.emit(Event::HostResult(HostResult {
-        host: host.name.clone(),
+        host: shown_host(host, delegate),
         status: status_of(&outcome),
         item: None,
         data: shown,
@@ -715,6 +752,113 @@ fn finish_task(
         verbose_always: is_debug || verbose,
     }));
     record(task, host, &outcome, data, notify);
+}
+
+/// The play's, blocks' and task's `environment`, templated and merged (inner wins).
+fn task_environment(
+    ctx: &RunContext,
+    play: &Play,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Vec<(String, String)>, String> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    for layer in play.environment.iter().chain(&task.keywords.environment) {
+        let rendered = ctx
+            .templar
+            .render_value(layer, vars)
+            .map_err(|e| template_failure(task, &e))?;
+        let Value::Object(map) = rendered else {
+            return Err(format!(
+                "environment must be a mapping, got {rendered}\n\nThe error appears to be in '{}'",
+                task.location
+            ));
+        };
+        for (k, v) in map {
+            let v = match v {
+                Value::String(s) => s,
+                other => crate::template::python_str(&minijinja::Value::from_serialize(&other)),
+            };
+            env.retain(|(name, _)| *name != k);
+            env.push((k, v));
+        }
+    }
+    Ok(env)
+}
+
+/// `environment` reaches commands only, as in Ansible (other modules ignore it). The
+/// module's own variables, set later, win.
+fn add_environment(op: &mut Op, env: &[(String, String)]) {
+    match op {
+        Op::Exec(exec) => {
+            let own = std::mem::take(&mut exec.env);
+            let mut merged: Vec<(String, String)> = env
+                .iter()
+                .filter(|(k, _)| !own.iter().any(|(o, _)| o == k))
+                .cloned()
+                .collect();
+            merged.extend(own);
+            exec.env = merged;
+        }
+        Op::Batch(ops) => ops.iter_mut().for_each(|op| add_environment(op, env)),
+        _ => {}
+    }
+}
+
+/// What `no_log: true` leaves of a result in the output (the registered value keeps it
+/// all, as in Ansible).
+fn censored(outcome: &TaskOutcome) -> Map<String, Value> {
+    let mut data = Map::new();
+    data.insert(
+        "censored".into(),
+        "the output has been hidden due to the fact that 'no_log: true' was specified for this result"
+            .into(),
+    );
+    data.insert("changed".into(), outcome.changed.into());
+    data
+}
+
+/// Ansible's `h1 -> h2` for a delegated task.
+fn shown_host(host: &HostState, delegate: Option<&HostState>) -> String {
+    match delegate {
+        Some(d) => format!("{} -> {}", host.name, d.name),
+        None => host.name.clone(),
+    }
+}
+
+/// Where facts a task sets land: on the delegated host only with `delegate_facts`.
+fn facts_host<'a>(
+    task: &Task,
+    host: &'a HostState,
+    delegate: Option<&'a HostState>,
+) -> &'a HostState {
+    match delegate {
+        Some(d) if task.keywords.delegate_facts => d,
+        _ => host,
+    }
+}
+
+/// The host a `delegate_to` names (templated), or `None` without one. A name the
+/// inventory does not know is an error, except localhost, which always exists.
+fn delegate_host(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Option<std::sync::Arc<HostState>>, String> {
+    let Some(raw) = &task.keywords.delegate_to else {
+        return Ok(None);
+    };
+    let name = ctx
+        .templar
+        .render_str(raw, vars)
+        .map_err(|e| template_failure(task, &e))?;
+    let name = name.trim();
+    if ctx.inventory.host(name).is_none() {
+        return Err(format!(
+            "delegate_to: '{name}' is not a host in the inventory\n\nThe error appears to be in '{}'",
+            task.location
+        ));
+    }
+    Ok(Some(ctx.host(name)))
 }
 
 /// A module hands variables back the way Ansible's do, under `ansible_facts` in its
@@ -781,5 +925,70 @@ fn record(
     });
     if caught == Some(Caught::Uncaught) {
         host.out.store(true, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use turbo_proto::{Command, Exec};
+
+    fn exec(env: &[(&str, &str)]) -> Op {
+        Op::Exec(Exec {
+            command: Command::Argv(vec!["env".into()]),
+            chdir: None,
+            creates: None,
+            removes: None,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            stdin: None,
+        })
+    }
+
+    fn stat() -> Op {
+        Op::Stat {
+            path: "/x".into(),
+            checksum: false,
+        }
+    }
+
+    #[test]
+    fn environment_reaches_exec_ops_only_and_the_modules_own_win() {
+        let env = vec![("A".to_string(), "1".to_string()), ("B".into(), "2".into())];
+        let mut op = Op::Batch(vec![exec(&[("B", "own")]), stat()]);
+        add_environment(&mut op, &env);
+        assert_eq!(
+            op,
+            Op::Batch(vec![exec(&[("A", "1"), ("B", "own")]), stat()])
+        );
+    }
+
+    #[test]
+    fn no_log_keeps_only_changed() {
+        let outcome = TaskOutcome {
+            changed: true,
+            msg: Some("secret".into()),
+            ..Default::default()
+        };
+        let shown = censored(&outcome);
+        assert_eq!(shown.len(), 2);
+        assert_eq!(shown["changed"], true);
+        assert!(
+            shown["censored"]
+                .as_str()
+                .unwrap()
+                .contains("'no_log: true'")
+        );
+    }
+
+    #[test]
+    fn labels_show_data_as_python_does() {
+        assert_eq!(item_label(&Value::from("a")), "a");
+        assert_eq!(
+            item_label(&serde_json::json!({"key": "k", "value": [1, true, null]})),
+            "{'key': 'k', 'value': [1, True, None]}"
+        );
     }
 }

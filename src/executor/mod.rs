@@ -403,18 +403,40 @@ impl TaskRef {
     }
 }
 
-/// Runs one task on the given hosts, at most `--forks` at once, and waits for all.
+/// Runs one task on the given hosts, at most `--forks` (and its `throttle`) at once, and
+/// waits for all. A `run_once` task runs on the first host and its result is copied to
+/// the others.
 async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<HostState>>) {
+    let play = &run.playbook.plays[run.play_index];
+    let keywords = task.get(play).keywords.clone();
+    let (hosts, copy_to) = if keywords.run_once && hosts.len() > 1 {
+        let (first, rest) = hosts.split_at(1);
+        (first.to_vec(), rest.to_vec())
+    } else {
+        (hosts, Vec::new())
+    };
+    let facts_before = copy_to
+        .first()
+        .map(|_| hosts[0].set_facts.lock().expect("set_facts lock").clone());
+    let throttle = keywords
+        .throttle
+        .map(|n| Arc::new(Semaphore::new(usize::try_from(n).unwrap_or(usize::MAX))));
     let mut jobs = JoinSet::new();
-    for host in hosts {
+    for host in &hosts {
+        let host = host.clone();
         let ctx = run.ctx.clone();
         let playbook = run.playbook.clone();
         let forks = run.forks.clone();
+        let throttle = throttle.clone();
         let play_hosts = run.play_hosts.to_vec();
         let play_index = run.play_index;
         let task = task.clone();
         jobs.spawn(async move {
             let _permit = forks.acquire_owned().await.expect("semaphore open");
+            let _throttled = match throttle {
+                Some(t) => Some(t.acquire_owned().await.expect("semaphore open")),
+                None => None,
+            };
             let play = &playbook.plays[play_index];
             host_task::run(&ctx, &playbook, play, task.get(play), &host, &play_hosts).await;
         });
@@ -423,6 +445,49 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
         if let Err(e) = joined {
             run.ctx
                 .emit(Event::Warning(format!("internal error in a host job: {e}")));
+        }
+    }
+    if let Some(before) = facts_before {
+        copy_run_once(task.get(play), &hosts[0], &before, &copy_to);
+    }
+}
+
+/// Ansible hands a `run_once` result to every host of the play: the registered variable
+/// and any facts the task set.
+fn copy_run_once(
+    task: &crate::playbook::Task,
+    ran: &HostState,
+    facts_before: &Map<String, Value>,
+    others: &[Arc<HostState>],
+) {
+    let registered = task.register.as_ref().and_then(|name| {
+        let value = ran
+            .registered
+            .lock()
+            .expect("registered lock")
+            .get(name)
+            .cloned();
+        value.map(|v| (name.clone(), v))
+    });
+    let set: Vec<(String, Value)> = ran
+        .set_facts
+        .lock()
+        .expect("set_facts lock")
+        .iter()
+        .filter(|(k, v)| facts_before.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for other in others {
+        if let Some((name, value)) = &registered {
+            other
+                .registered
+                .lock()
+                .expect("registered lock")
+                .insert(name.clone(), value.clone());
+        }
+        let mut facts = other.set_facts.lock().expect("set_facts lock");
+        for (k, v) in &set {
+            facts.insert(k.clone(), v.clone());
         }
     }
 }

@@ -7,8 +7,8 @@ use serde_json::Value as Json;
 
 use super::kv::{FREE_FORM_OPTIONS, parse_kv};
 use super::{
-    BlockFrame, Combinator, LOOP_LOOKUPS, Location, LoopControl, LoopSpec, Play, Playbook, Section,
-    Task, Until,
+    BlockFrame, Combinator, LOOP_LOOKUPS, Location, LoopControl, LoopSpec, Play, Playbook,
+    RunKeywords, Section, Task, Until,
 };
 use crate::modules::{self, Module, closest};
 use crate::yaml::{LoadError, Node, Source, Span, Value};
@@ -20,14 +20,12 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "become",
     "become_user",
     "become_method",
-    "environment",
     "serial",
     "strategy",
     "any_errors_fatal",
     "max_fail_percentage",
     "roles",
     "order",
-    "run_once",
     "module_defaults",
     "check_mode",
     "diff",
@@ -63,6 +61,7 @@ const PLAY_KEYS: &[&str] = &[
     "port",
     "handlers",
     "force_handlers",
+    "environment",
 ];
 
 /// Task keywords loaded and ignored for now (they do not change what a task does here).
@@ -73,14 +72,10 @@ const IGNORED_TASK_KEYS: &[&str] = &[
     "become_method",
     "remote_user",
     "connection",
-    "run_once",
-    "environment",
-    "no_log",
     "check_mode",
     "diff",
     "any_errors_fatal",
     "ignore_unreachable",
-    "throttle",
     "timeout",
     "debugger",
     "collections",
@@ -89,7 +84,7 @@ const IGNORED_TASK_KEYS: &[&str] = &[
 
 /// Task keywords that change behaviour but are not implemented yet: loaded, and listed in
 /// [`Task::unsupported`] so the executor can warn.
-const UNSUPPORTED_TASK_KEYS: &[&str] = &["delegate_to", "async", "poll"];
+const UNSUPPORTED_TASK_KEYS: &[&str] = &["async", "poll"];
 
 const TASK_KEYS: &[&str] = &[
     "name",
@@ -111,6 +106,12 @@ const TASK_KEYS: &[&str] = &[
     "args",
     "action",
     "local_action",
+    "run_once",
+    "delegate_to",
+    "delegate_facts",
+    "environment",
+    "no_log",
+    "throttle",
 ];
 
 const LOOP_CONTROL_KEYS: &[&str] = &[
@@ -132,6 +133,22 @@ const BLOCK_KEYS: &[&str] = &[
     "when",
     "vars",
     "ignore_errors",
+    "run_once",
+    "delegate_to",
+    "delegate_facts",
+    "environment",
+    "no_log",
+    "throttle",
+];
+
+/// Keywords a block hands down, parsed by `run_keyword`.
+const RUN_KEYWORDS: &[&str] = &[
+    "run_once",
+    "delegate_to",
+    "delegate_facts",
+    "environment",
+    "no_log",
+    "throttle",
 ];
 
 /// `meta:` actions the executor knows.
@@ -156,6 +173,7 @@ struct Inherited {
     vars: serde_json::Map<String, Json>,
     ignore_errors: Option<bool>,
     handler: bool,
+    keywords: RunKeywords,
 }
 
 /// Task-level keys that are whole features of their own, not yet supported.
@@ -264,6 +282,7 @@ impl Loader<'_> {
         let mut sections: [Vec<Task>; 3] = Default::default();
         let mut handlers = Vec::new();
         let mut force_handlers = false;
+        let mut environment = None;
         let top = Inherited::default();
         for (k, v) in entries {
             let key = self.key(k)?;
@@ -295,6 +314,7 @@ impl Loader<'_> {
                 "connection" => connection = Some(self.scalar(v, "connection")?),
                 "remote_user" => remote_user = Some(self.scalar(v, "remote_user")?),
                 "port" => port = Some(self.scalar(v, "port")?),
+                "environment" => environment = self.environment(v)?,
                 _ if UNSUPPORTED_PLAY_KEYS.contains(&key) => unsupported.push(key.to_string()),
                 _ if IGNORED_PLAY_KEYS.contains(&key) => {}
                 _ => {
@@ -339,6 +359,7 @@ impl Loader<'_> {
             connection,
             remote_user,
             port,
+            environment,
             unsupported,
             location: self.location(node.span),
         };
@@ -503,6 +524,9 @@ impl Loader<'_> {
                 // Block vars sit below the task's own.
                 "vars" => inner.vars.extend(self.mapping(v, key)?),
                 "ignore_errors" => inner.ignore_errors = Some(self.boolean(v, key)?),
+                _ if RUN_KEYWORDS.contains(&key) => {
+                    self.run_keyword(key, v, &mut inner.keywords)?
+                }
                 _ if IGNORED_TASK_KEYS.contains(&key) => {}
                 _ => {
                     return Err(self.err(
@@ -566,6 +590,7 @@ impl Loader<'_> {
         let (mut retries, mut delay): (Option<&Node>, Option<&Node>) = (None, None);
         let mut vars = serde_json::Map::new();
         let mut unsupported = Vec::new();
+        let mut keywords = inherited.keywords.clone();
 
         for (k, v) in entries {
             let key = self.key(k)?;
@@ -643,9 +668,10 @@ impl Loader<'_> {
                     extra_args = self.mapping(v, "args")?;
                     extra_args_node = Some(v);
                 }
+                _ if RUN_KEYWORDS.contains(&key) => self.run_keyword(key, v, &mut keywords)?,
                 "action" | "local_action" => {
                     if key == "local_action" {
-                        unsupported.push("delegate_to".to_string());
+                        keywords.delegate_to = Some("localhost".to_string());
                     }
                     let (written, module, args) = self.action_keyword(v)?;
                     self.set_action(&mut action, written, module, args, k.span)?;
@@ -750,6 +776,7 @@ impl Loader<'_> {
             listen,
             frames: inherited.frames.clone(),
             vars: task_vars,
+            keywords,
             unsupported,
             location: self.location(node.span),
         })
@@ -1068,6 +1095,42 @@ impl Loader<'_> {
                         .unwrap_or_else(|| node.kind_name().to_string())
                 ),
                 Some(format!("write e.g. `{keyword}: 3`")),
+            )),
+        }
+    }
+
+    /// A keyword of [`RunKeywords`] on a task or a block.
+    fn run_keyword(&self, key: &str, v: &Node, into: &mut RunKeywords) -> Result<(), LoadError> {
+        match key {
+            "run_once" => into.run_once = self.boolean(v, key)?,
+            "delegate_to" => into.delegate_to = Some(self.scalar(v, key)?),
+            "delegate_facts" => into.delegate_facts = self.boolean(v, key)?,
+            "no_log" => into.no_log = self.boolean(v, key)?,
+            "environment" => into.environment.extend(self.environment(v)?),
+            "throttle" => {
+                let n = self.count(v, key)?;
+                into.throttle = match &n.value {
+                    Value::Int(n) => Some(*n as u64),
+                    Value::Str(s) => s.trim().parse().ok(),
+                    _ => None,
+                }
+                .filter(|n| *n > 0);
+            }
+            _ => unreachable!("RUN_KEYWORDS lists what run_keyword takes"),
+        }
+        Ok(())
+    }
+
+    /// `environment`: a mapping (values templated later) or one template of a mapping.
+    fn environment(&self, node: &Node) -> Result<Option<Json>, LoadError> {
+        match &node.value {
+            Value::Null => Ok(None),
+            Value::Map(_) => Ok(Some(node.to_json())),
+            Value::Str(s) if crate::template::is_template(s) => Ok(Some(node.to_json())),
+            _ => Err(self.err(
+                node.span,
+                format!("environment must be a mapping, got {}", node.kind_name()),
+                Some("write e.g. `environment: {LANG: C}`".into()),
             )),
         }
     }
@@ -1627,7 +1690,8 @@ failed_when: false
         );
         let t = task("local_action: command touch /x");
         assert_eq!(t.args["_raw_params"], json!("touch /x"));
-        assert_eq!(t.unsupported, ["delegate_to"]);
+        assert_eq!(t.keywords.delegate_to.as_deref(), Some("localhost"));
+        assert!(t.unsupported.is_empty());
     }
 
     #[test]
@@ -1693,6 +1757,43 @@ failed_when: false
             )
             .0,
             "only one loop keyword per task: 'with_dict' and 'loop' both given"
+        );
+    }
+
+    #[test]
+    fn run_keywords_on_tasks_blocks_and_plays() {
+        let t = task(
+            "command: x\nrun_once: true\ndelegate_to: \"{{ other }}\"\ndelegate_facts: yes\nno_log: true\nthrottle: 2\nenvironment:\n  A: \"{{ a }}\"",
+        );
+        assert_eq!(
+            t.keywords,
+            RunKeywords {
+                run_once: true,
+                delegate_to: Some("{{ other }}".into()),
+                delegate_facts: true,
+                environment: vec![serde_json::json!({"A": "{{ a }}"})],
+                no_log: true,
+                throttle: Some(2),
+            }
+        );
+        let pb = ok(
+            "- hosts: all\n  environment: {P: 1}\n  tasks:\n    - block:\n        - command: x\n          environment: {T: 3}\n      environment: \"{{ block_env }}\"\n      run_once: true\n      no_log: true\n",
+        );
+        let play = &pb.plays[0];
+        assert_eq!(play.environment, Some(serde_json::json!({"P": 1})));
+        let t = &play.tasks[0];
+        assert!(t.keywords.run_once && t.keywords.no_log);
+        assert_eq!(
+            t.keywords.environment,
+            [
+                serde_json::json!("{{ block_env }}"),
+                serde_json::json!({"T": 3})
+            ]
+        );
+        assert!(play.unsupported.is_empty());
+        assert_eq!(
+            message_at("- hosts: all\n  tasks:\n    - command: x\n      environment: [A]\n").0,
+            "environment must be a mapping, got a list"
         );
     }
 

@@ -64,6 +64,8 @@ pub struct Play {
     pub connection: Option<String>,
     pub remote_user: Option<String>,
     pub port: Option<String>,
+    /// The play's `environment` (a mapping or a template), below blocks' and tasks'.
+    pub environment: Option<Value>,
     /// Keywords used but not supported yet (the executor warns).
     pub unsupported: Vec<String>,
     pub location: Location,
@@ -99,9 +101,31 @@ pub struct Task {
     /// The blocks this task sits in, outermost first; empty outside any block.
     pub frames: Vec<BlockFrame>,
     pub vars: serde_json::Map<String, Value>,
+    /// Where and how the task runs: run_once, delegate_to, environment, no_log, throttle.
+    pub keywords: RunKeywords,
     /// Keywords that were accepted but are not implemented yet (the executor warns).
     pub unsupported: Vec<String>,
     pub location: Location,
+}
+
+/// Task keywords that change where and how a task runs, not what its module does. Blocks
+/// hand them down to their tasks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunKeywords {
+    /// Run on the first host only; every host gets its result, as in Ansible.
+    pub run_once: bool,
+    /// Run the module through this host's connection (a template), with the task's host's
+    /// variables; `local_action` is `delegate_to: localhost`.
+    pub delegate_to: Option<String>,
+    /// Facts the task sets go to the delegated host instead.
+    pub delegate_facts: bool,
+    /// `environment` layers, outermost block first (the play's is [`Play::environment`]);
+    /// each a mapping or a template of one. Only command/shell take them.
+    pub environment: Vec<Value>,
+    /// Results are hidden in the output.
+    pub no_log: bool,
+    /// At most this many hosts run the task at once.
+    pub throttle: Option<u64>,
 }
 
 impl Task {

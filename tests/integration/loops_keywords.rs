@@ -210,3 +210,138 @@ fn magic_variables_reach_other_hosts_and_the_run() {
     assert_eq!(read(&hosts, "h1", "magic"), expected);
     assert_eq!(read(&hosts, "h2", "magic"), expected);
 }
+
+#[test]
+fn run_once_runs_on_the_first_host_and_shares_its_result() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - shell: echo {{ inventory_hostname }} >> ~/ran; echo {{ inventory_hostname }}
+      run_once: true
+      register: once
+    - set_fact:
+        chosen: "{{ inventory_hostname }}"
+      run_once: true
+    - copy:
+        dest: ~/once
+        content: "{{ once.stdout }} {{ chosen }}"
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "h1", "ran"), "h1\n");
+    assert!(!hosts.user("h2").home.join("ran").exists());
+    assert_eq!(read(&hosts, "h1", "once"), "h1 h1");
+    assert_eq!(read(&hosts, "h2", "once"), "h1 h1");
+}
+
+#[test]
+fn delegate_to_runs_through_the_other_hosts_connection() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - copy:
+        dest: ~/delegated
+        content: "from {{ inventory_hostname }}"
+      delegate_to: h2
+      when: inventory_hostname == 'h1'
+    - local_action: command echo {{ inventory_hostname }}
+      register: local
+      when: inventory_hostname == 'h1'
+    - copy:
+        dest: ~/local
+        content: "{{ local.stdout }}"
+      when: inventory_hostname == 'h1'
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "h2", "delegated"), "from h1");
+    assert!(!hosts.user("h1").home.join("delegated").exists());
+    assert_eq!(read(&hosts, "h1", "local"), "h1");
+    assert_contains(&out, "changed: [h1 -> h2]");
+    assert_contains(&out, "changed: [h1 -> localhost]");
+}
+
+#[test]
+fn environment_reaches_commands_and_no_log_hides_results() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  environment:
+    FROM_PLAY: play
+    BOTH: play
+  vars:
+    secret: hunter2
+  tasks:
+    - block:
+        - shell: echo "$FROM_PLAY $FROM_BLOCK $BOTH $N"
+          environment:
+            BOTH: task
+            N: 3
+          register: env
+      environment:
+        FROM_BLOCK: "{{ 'blo' ~ 'ck' }}"
+    - command: echo {{ secret }}
+      no_log: true
+      register: hidden
+    - shell: echo {{ item }}-{{ secret }}
+      loop: [a]
+      no_log: true
+    - copy:
+        dest: ~/env
+        content: "{{ env.stdout }} {{ hidden.stdout }}"
+"#,
+        )
+        .arg("-v")
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "h", "env"), "play block task 3 hunter2");
+    assert_contains(
+        &out,
+        "\"censored\": \"the output has been hidden due to the fact that 'no_log: true' was specified for this result\"",
+    );
+    assert_contains(&out, "(item=None)");
+    assert_not_contains(&out, "hunter2");
+}
+
+#[test]
+fn throttle_limits_hosts_running_a_task_at_once() {
+    let hosts = SshHosts::start(&["h1", "h2", "h3"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - shell: date +%s%N; sleep 0.4; date +%s%N
+      throttle: 1
+      register: span
+    - copy:
+        dest: ~/span
+        content: "{{ span.stdout_lines | join(' ') }}"
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let mut spans: Vec<(u128, u128)> = ["h1", "h2", "h3"]
+        .iter()
+        .map(|h| {
+            let text = read(&hosts, h, "span");
+            let (a, b) = text.split_once(' ').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    spans.sort();
+    for pair in spans.windows(2) {
+        assert!(pair[1].0 >= pair[0].1, "runs overlapped: {spans:?}");
+    }
+}

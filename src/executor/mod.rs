@@ -307,15 +307,20 @@ async fn run_play(
     hosts: Vec<String>,
 ) {
     let play = &playbook.plays[play_index];
-    ctx.emit(Event::PlayStart {
-        name: play.name.clone(),
-    });
-    let hosts: Vec<Arc<HostState>> = hosts
-        .iter()
-        .map(|h| ctx.host(h))
-        .filter(|h| !h.out.load(Ordering::SeqCst))
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    let hosts: Vec<String> = play
+        .keywords
+        .order
+        .apply(hosts, seed)
+        .into_iter()
+        .filter(|h| !ctx.host(h).out.load(Ordering::SeqCst))
         .collect();
     if hosts.is_empty() {
+        ctx.emit(Event::PlayStart {
+            name: play.name.clone(),
+        });
         ctx.emit(Event::NoHostsMatched);
         return;
     }
@@ -325,16 +330,44 @@ async fn run_play(
             play.location
         )));
     }
+    // `serial`: each batch runs the whole play before the next starts, as in Ansible.
+    for batch in crate::playbook::batches(hosts, &play.keywords.serial) {
+        let batch: Vec<Arc<HostState>> = batch
+            .iter()
+            .map(|h| ctx.host(h))
+            .filter(|h| !h.out.load(Ordering::SeqCst))
+            .collect();
+        if batch.is_empty() {
+            continue;
+        }
+        ctx.emit(Event::PlayStart {
+            name: play.name.clone(),
+        });
+        run_batch(ctx, playbook, play_index, &batch).await;
+        // A batch whose every host failed stops the play (Ansible's RUN_FAILED_BREAK_PLAY).
+        if batch.iter().all(|h| h.out.load(Ordering::SeqCst)) {
+            break;
+        }
+    }
+}
+
+async fn run_batch(
+    ctx: &Arc<RunContext>,
+    playbook: &Arc<Playbook>,
+    play_index: usize,
+    hosts: &[Arc<HostState>],
+) {
+    let play = &playbook.plays[play_index];
     let play_hosts: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let forks = Arc::new(Semaphore::new(ctx.opts.forks.max(1)));
-    for host in &hosts {
+    for host in hosts {
         *host.flow.lock().expect("flow lock") = flow::Flow::default();
     }
     let run = flow::PlayRun {
         ctx,
         playbook,
         play_index,
-        hosts: &hosts,
+        hosts,
         play_hosts: &play_hosts,
         forks: &forks,
     };
@@ -373,9 +406,17 @@ async fn run_play(
                 task.location
             )));
         }
-        run_task_on(&run, TaskRef::Task(task_index), runners).await;
+        run_task_on(&run, TaskRef::Task(task_index), runners.clone()).await;
+        if failures_end_the_play(play, task, hosts, &runners) {
+            for host in hosts {
+                host.out.store(true, Ordering::SeqCst);
+            }
+            ctx.emit(Event::NoMoreHosts);
+            end_play = true;
+            break;
+        }
     }
-    for host in &hosts {
+    for host in hosts {
         if host.flow.lock().expect("flow lock").end_of_play() {
             host.out.store(true, Ordering::SeqCst);
         }
@@ -383,6 +424,36 @@ async fn run_play(
     if !end_play {
         run.flush_handlers().await;
     }
+}
+
+/// `any_errors_fatal` (a `run_once` task's failure counts the same, as in Ansible) and
+/// `max_fail_percentage`: whether the task's failures end the play for every host.
+fn failures_end_the_play(
+    play: &Play,
+    task: &crate::playbook::Task,
+    batch: &[Arc<HostState>],
+    runners: &[Arc<HostState>],
+) -> bool {
+    let failed_now = runners
+        .iter()
+        .filter(|h| h.out.load(Ordering::SeqCst))
+        .count();
+    let fatal = task
+        .keywords
+        .any_errors_fatal
+        .unwrap_or(play.keywords.any_errors_fatal)
+        || task.keywords.run_once;
+    if fatal && failed_now > 0 {
+        return true;
+    }
+    let Some(max) = play.keywords.max_fail_percentage else {
+        return false;
+    };
+    let failed = batch
+        .iter()
+        .filter(|h| h.out.load(Ordering::SeqCst))
+        .count();
+    crate::playbook::too_many_failed(failed, batch.len(), max)
 }
 
 /// A task of the play, one of its handlers, or one the executor made (Gathering Facts).

@@ -7,8 +7,8 @@ use serde_json::Value as Json;
 
 use super::kv::{FREE_FORM_OPTIONS, parse_kv};
 use super::{
-    BlockFrame, Combinator, LOOP_LOOKUPS, Location, LoopControl, LoopSpec, Play, Playbook,
-    RunKeywords, Section, Task, Until,
+    BatchSize, BlockFrame, Combinator, HostOrder, LOOP_LOOKUPS, Location, LoopControl, LoopSpec,
+    Play, PlayKeywords, Playbook, RunKeywords, Section, Task, Until,
 };
 use crate::modules::{self, Module, closest};
 use crate::yaml::{LoadError, Node, Source, Span, Value};
@@ -20,12 +20,8 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "become",
     "become_user",
     "become_method",
-    "serial",
     "strategy",
-    "any_errors_fatal",
-    "max_fail_percentage",
     "roles",
-    "order",
     "module_defaults",
     "check_mode",
     "diff",
@@ -62,6 +58,10 @@ const PLAY_KEYS: &[&str] = &[
     "handlers",
     "force_handlers",
     "environment",
+    "serial",
+    "order",
+    "any_errors_fatal",
+    "max_fail_percentage",
 ];
 
 /// Task keywords loaded and ignored for now (they do not change what a task does here).
@@ -74,7 +74,6 @@ const IGNORED_TASK_KEYS: &[&str] = &[
     "connection",
     "check_mode",
     "diff",
-    "any_errors_fatal",
     "ignore_unreachable",
     "timeout",
     "debugger",
@@ -139,10 +138,12 @@ const BLOCK_KEYS: &[&str] = &[
     "environment",
     "no_log",
     "throttle",
+    "any_errors_fatal",
 ];
 
 /// Keywords a block hands down, parsed by `run_keyword`.
 const RUN_KEYWORDS: &[&str] = &[
+    "any_errors_fatal",
     "run_once",
     "delegate_to",
     "delegate_facts",
@@ -283,6 +284,7 @@ impl Loader<'_> {
         let mut handlers = Vec::new();
         let mut force_handlers = false;
         let mut environment = None;
+        let mut keywords = PlayKeywords::default();
         let top = Inherited::default();
         for (k, v) in entries {
             let key = self.key(k)?;
@@ -315,6 +317,21 @@ impl Loader<'_> {
                 "remote_user" => remote_user = Some(self.scalar(v, "remote_user")?),
                 "port" => port = Some(self.scalar(v, "port")?),
                 "environment" => environment = self.environment(v)?,
+                "any_errors_fatal" => keywords.any_errors_fatal = self.boolean(v, key)?,
+                "max_fail_percentage" => {
+                    keywords.max_fail_percentage = Some(self.percentage(v)?);
+                }
+                "serial" => keywords.serial = self.serial(v)?,
+                "order" => {
+                    let text = self.scalar(v, key)?;
+                    keywords.order = HostOrder::parse(&text).ok_or_else(|| {
+                        self.err(
+                            v.span,
+                            format!("invalid play host order '{text}'"),
+                            Some(format!("use one of: {}", HostOrder::NAMES.join(", "))),
+                        )
+                    })?;
+                }
                 _ if UNSUPPORTED_PLAY_KEYS.contains(&key) => unsupported.push(key.to_string()),
                 _ if IGNORED_PLAY_KEYS.contains(&key) => {}
                 _ => {
@@ -360,6 +377,7 @@ impl Loader<'_> {
             remote_user,
             port,
             environment,
+            keywords,
             unsupported,
             location: self.location(node.span),
         };
@@ -1099,6 +1117,43 @@ impl Loader<'_> {
         }
     }
 
+    /// `max_fail_percentage`: a number from 0 to 100.
+    fn percentage(&self, node: &Node) -> Result<f64, LoadError> {
+        let value = match &node.value {
+            Value::Int(n) => Some(*n as f64),
+            Value::Float(f) => Some(*f),
+            Value::Str(s) => s.trim().trim_end_matches('%').parse().ok(),
+            _ => None,
+        };
+        value.filter(|p| (0.0..=100.0).contains(p)).ok_or_else(|| {
+            self.err(
+                node.span,
+                "max_fail_percentage must be a number from 0 to 100",
+                Some("write e.g. `max_fail_percentage: 30`".into()),
+            )
+        })
+    }
+
+    /// `serial`: a count, a percentage, or a list of them (the last repeats).
+    fn serial(&self, node: &Node) -> Result<Vec<BatchSize>, LoadError> {
+        let one = |n: &Node| -> Result<BatchSize, LoadError> {
+            n.scalar_to_string()
+                .and_then(|s| BatchSize::parse(&s))
+                .ok_or_else(|| {
+                    self.err(
+                        n.span,
+                        "serial must be a number of hosts or a percentage",
+                        Some("write e.g. `serial: 2`, `serial: \"30%\"` or `serial: [1, 5, \"50%\"]`".into()),
+                    )
+                })
+        };
+        match &node.value {
+            Value::Null => Ok(Vec::new()),
+            Value::Seq(items) => items.iter().map(one).collect(),
+            _ => Ok(vec![one(node)?]),
+        }
+    }
+
     /// A keyword of [`RunKeywords`] on a task or a block.
     fn run_keyword(&self, key: &str, v: &Node, into: &mut RunKeywords) -> Result<(), LoadError> {
         match key {
@@ -1106,6 +1161,7 @@ impl Loader<'_> {
             "delegate_to" => into.delegate_to = Some(self.scalar(v, key)?),
             "delegate_facts" => into.delegate_facts = self.boolean(v, key)?,
             "no_log" => into.no_log = self.boolean(v, key)?,
+            "any_errors_fatal" => into.any_errors_fatal = Some(self.boolean(v, key)?),
             "environment" => into.environment.extend(self.environment(v)?),
             "throttle" => {
                 let n = self.count(v, key)?;
@@ -1774,6 +1830,7 @@ failed_when: false
                 environment: vec![serde_json::json!({"A": "{{ a }}"})],
                 no_log: true,
                 throttle: Some(2),
+                any_errors_fatal: None,
             }
         );
         let pb = ok(
@@ -1795,6 +1852,42 @@ failed_when: false
             message_at("- hosts: all\n  tasks:\n    - command: x\n      environment: [A]\n").0,
             "environment must be a mapping, got a list"
         );
+    }
+
+    #[test]
+    fn play_run_keywords() {
+        let pb = ok(
+            "- hosts: all\n  serial: [1, '30%']\n  order: reverse_sorted\n  any_errors_fatal: true\n  max_fail_percentage: 25\n  tasks: []\n",
+        );
+        let play = &pb.plays[0];
+        assert_eq!(
+            play.keywords,
+            PlayKeywords {
+                serial: vec![BatchSize::Hosts(1), BatchSize::Percent(30.0)],
+                order: HostOrder::ReverseSorted,
+                any_errors_fatal: true,
+                max_fail_percentage: Some(25.0),
+            }
+        );
+        assert!(play.unsupported.is_empty());
+        assert_eq!(
+            ok("- hosts: all\n  serial: 2\n").plays[0].keywords.serial,
+            [BatchSize::Hosts(2)]
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  order: random\n"),
+            ("invalid play host order 'random'".into(), 2, 10)
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  serial: lots\n").0,
+            "serial must be a number of hosts or a percentage"
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  max_fail_percentage: 120\n").0,
+            "max_fail_percentage must be a number from 0 to 100"
+        );
+        let t = task("ping:\nany_errors_fatal: false");
+        assert_eq!(t.keywords.any_errors_fatal, Some(false));
     }
 
     #[test]

@@ -10,10 +10,12 @@ use serde_json::Value;
 
 use crate::template::{Templar, TemplateError};
 
+mod keywords;
 mod kv;
 mod load;
 mod loops;
 
+pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
 pub use load::{load_playbook, load_playbook_text};
 pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop};
@@ -66,6 +68,8 @@ pub struct Play {
     pub port: Option<String>,
     /// The play's `environment` (a mapping or a template), below blocks' and tasks'.
     pub environment: Option<Value>,
+    /// serial, order, any_errors_fatal, max_fail_percentage.
+    pub keywords: PlayKeywords,
     /// Keywords used but not supported yet (the executor warns).
     pub unsupported: Vec<String>,
     pub location: Location,
@@ -126,6 +130,8 @@ pub struct RunKeywords {
     pub no_log: bool,
     /// At most this many hosts run the task at once.
     pub throttle: Option<u64>,
+    /// `any_errors_fatal` on the task or a block (else the play's decides).
+    pub any_errors_fatal: Option<bool>,
 }
 
 impl Task {

@@ -345,3 +345,69 @@ fn throttle_limits_hosts_running_a_task_at_once() {
         assert!(pair[1].0 >= pair[0].1, "runs overlapped: {spans:?}");
     }
 }
+
+#[test]
+fn any_errors_fatal_and_max_fail_percentage_stop_every_host() {
+    let hosts = SshHosts::start(&["h1", "h2", "h3"]);
+    let tasks = r#"  tasks:
+    - fail:
+        msg: boom
+      when: inventory_hostname == 'h1'
+    - copy:
+        dest: ~/after
+        content: x
+"#;
+    for head in [
+        "- hosts: all\n  gather_facts: false\n  any_errors_fatal: true\n",
+        "- hosts: all\n  gather_facts: false\n  max_fail_percentage: 30\n",
+    ] {
+        let out = TestRun::new()
+            .playbook(&format!("{head}{tasks}"))
+            .inventory(&hosts.inventory())
+            .run();
+        out.assert_code(2);
+        assert_contains(&out, "NO MORE HOSTS LEFT");
+        for h in ["h1", "h2", "h3"] {
+            assert!(!hosts.user(h).home.join("after").exists(), "{head}: {h}");
+        }
+    }
+    // 1 of 3 failed is not more than 50%: the others go on.
+    let out = TestRun::new()
+        .playbook(&format!(
+            "- hosts: all\n  gather_facts: false\n  max_fail_percentage: 50\n{tasks}"
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(2);
+    assert!(hosts.user("h2").home.join("after").exists());
+}
+
+#[test]
+fn serial_runs_batches_in_turn_in_the_play_order() {
+    let hosts = SshHosts::start(&["b", "c", "a"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  serial: [1, "50%"]
+  order: sorted
+  tasks:
+    - command: echo {{ ansible_play_batch | join(',') }}
+      register: batch
+    - copy:
+        dest: ~/batch
+        content: "{{ batch.stdout }}"
+"#,
+        )
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "a", "batch"), "a");
+    assert_eq!(read(&hosts, "b", "batch"), "b");
+    assert_eq!(read(&hosts, "c", "batch"), "c");
+    assert_eq!(out.stdout.matches("PLAY [all]").count(), 3);
+    let first_a = out.stdout.find("changed: [a]").unwrap();
+    let first_b = out.stdout.find("changed: [b]").unwrap();
+    let first_c = out.stdout.find("changed: [c]").unwrap();
+    assert!(first_a < first_b && first_b < first_c, "{}", out.stdout);
+}

@@ -372,6 +372,16 @@ async fn run_batch(
         forks: &forks,
     };
     facts::gather(&run).await;
+    if play.keywords.free {
+        run_free(&run).await;
+        for host in hosts {
+            if host.flow.lock().expect("flow lock").end_of_play() {
+                host.out.store(true, Ordering::SeqCst);
+            }
+        }
+        run.flush_handlers().await;
+        return;
+    }
     let mut end_play = false;
     for task_index in 0..play.tasks.len() {
         let active: Vec<Arc<HostState>> =
@@ -423,6 +433,58 @@ async fn run_batch(
     }
     if !end_play {
         run.flush_handlers().await;
+    }
+}
+
+/// `strategy: free`: every host walks the task list on its own, as fast as it goes;
+/// `--forks` still bounds how many hosts run a task at once. A `meta` task acts on its
+/// own host only (`end_play` ends that host's play, `flush_handlers` its handlers).
+async fn run_free(run: &flow::PlayRun<'_>) {
+    let mut jobs = JoinSet::new();
+    for host in run.hosts.iter().filter(|h| flow::in_play(h)).cloned() {
+        let ctx = run.ctx.clone();
+        let playbook = run.playbook.clone();
+        let forks = run.forks.clone();
+        let play_hosts = run.play_hosts.to_vec();
+        let play_index = run.play_index;
+        jobs.spawn(async move {
+            let single = [host.clone()];
+            let own = flow::PlayRun {
+                ctx: &ctx,
+                playbook: &playbook,
+                play_index,
+                hosts: &single,
+                play_hosts: &play_hosts,
+                forks: &forks,
+            };
+            let play = &playbook.plays[play_index];
+            for (task_index, task) in play.tasks.iter().enumerate() {
+                if !flow::in_play(&host) {
+                    break;
+                }
+                if task.module.name() == "meta" {
+                    if own.meta(task, &single).await == flow::MetaEffect::EndPlay {
+                        break;
+                    }
+                    continue;
+                }
+                let runners = flow::runners(&single, task);
+                if runners.is_empty() {
+                    continue;
+                }
+                ctx.emit(Event::TaskStart {
+                    name: task.display_name(),
+                    hosts: 1,
+                });
+                run_task_on(&own, TaskRef::Task(task_index), runners).await;
+            }
+        });
+    }
+    while let Some(joined) = jobs.join_next().await {
+        if let Err(e) = joined {
+            run.ctx
+                .emit(Event::Warning(format!("internal error in a host job: {e}")));
+        }
     }
 }
 

@@ -95,6 +95,9 @@ pub struct PlayKeywords {
     pub any_errors_fatal: bool,
     /// The play ends for every host once more than this share of a batch failed.
     pub max_fail_percentage: Option<f64>,
+    /// `strategy: free` (or `host_pinned`): each host goes through the tasks at its own
+    /// pace instead of every host finishing a task before the next starts.
+    pub free: bool,
 }
 
 /// Ansible's serialized batches: sizes from `serial` in turn (the last repeats),

@@ -20,7 +20,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "become",
     "become_user",
     "become_method",
-    "strategy",
     "roles",
     "module_defaults",
     "check_mode",
@@ -62,6 +61,7 @@ const PLAY_KEYS: &[&str] = &[
     "order",
     "any_errors_fatal",
     "max_fail_percentage",
+    "strategy",
 ];
 
 /// Task keywords loaded and ignored for now (they do not change what a task does here).
@@ -322,6 +322,22 @@ impl Loader<'_> {
                     keywords.max_fail_percentage = Some(self.percentage(v)?);
                 }
                 "serial" => keywords.serial = self.serial(v)?,
+                "strategy" => {
+                    keywords.free = match self.scalar(v, key)?.as_str() {
+                        "linear" | "ansible.builtin.linear" | "debug" => false,
+                        "free"
+                        | "ansible.builtin.free"
+                        | "host_pinned"
+                        | "ansible.builtin.host_pinned" => true,
+                        other => {
+                            return Err(self.err(
+                                v.span,
+                                format!("Invalid play strategy specified: {other}"),
+                                Some("use `linear` or `free`".into()),
+                            ));
+                        }
+                    }
+                }
                 "order" => {
                     let text = self.scalar(v, key)?;
                     keywords.order = HostOrder::parse(&text).ok_or_else(|| {
@@ -1867,6 +1883,7 @@ failed_when: false
                 order: HostOrder::ReverseSorted,
                 any_errors_fatal: true,
                 max_fail_percentage: Some(25.0),
+                free: false,
             }
         );
         assert!(play.unsupported.is_empty());
@@ -1885,6 +1902,15 @@ failed_when: false
         assert_eq!(
             message_at("- hosts: all\n  max_fail_percentage: 120\n").0,
             "max_fail_percentage must be a number from 0 to 100"
+        );
+        assert!(
+            ok("- hosts: all\n  strategy: free\n").plays[0]
+                .keywords
+                .free
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  strategy: fast\n").0,
+            "Invalid play strategy specified: fast"
         );
         let t = task("ping:\nany_errors_fatal: false");
         assert_eq!(t.keywords.any_errors_fatal, Some(false));

@@ -411,3 +411,37 @@ fn serial_runs_batches_in_turn_in_the_play_order() {
     let first_c = out.stdout.find("changed: [c]").unwrap();
     assert!(first_a < first_b && first_b < first_c, "{}", out.stdout);
 }
+
+#[test]
+fn strategy_free_lets_fast_hosts_run_ahead() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  strategy: free
+  tasks:
+    - shell: "sleep {{ 1.5 if inventory_hostname == 'h1' else 0 }}; date +%s%N"
+      register: first
+    - shell: date +%s%N
+      register: second
+    - copy:
+        dest: ~/times
+        content: "{{ first.stdout }} {{ second.stdout }}"
+"#,
+        )
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let times = |h: &str| -> (u128, u128) {
+        let text = read(&hosts, h, "times");
+        let (a, b) = text.split_once(' ').unwrap();
+        (a.parse().unwrap(), b.parse().unwrap())
+    };
+    let (slow_first, _) = times("h1");
+    let (_, fast_second) = times("h2");
+    assert!(
+        fast_second < slow_first,
+        "h2 waited for h1: {fast_second} >= {slow_first}"
+    );
+}

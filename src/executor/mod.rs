@@ -441,7 +441,8 @@ async fn run_batch(
 /// own host only (`end_play` ends that host's play, `flush_handlers` its handlers).
 async fn run_free(run: &flow::PlayRun<'_>) {
     let mut jobs = JoinSet::new();
-    for host in run.hosts.iter().filter(|h| flow::in_play(h)).cloned() {
+    for host in run.hosts.iter().filter(|h| flow::in_play(h)) {
+        let host = host.clone();
         let ctx = run.ctx.clone();
         let playbook = run.playbook.clone();
         let forks = run.forks.clone();

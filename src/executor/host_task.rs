@@ -326,7 +326,7 @@ async fn send_remote(
         let session = match ctx.session(via, play).await {
             Ok(s) => s,
             Err(message) => {
-                ctx.unreachable(host, &message);
+                host_unreachable(ctx, task, host, &message);
                 return false;
             }
         };
@@ -345,7 +345,7 @@ async fn send_remote(
         let results = match sent {
             Ok(r) => r,
             Err(message) => {
-                ctx.unreachable(host, &message);
+                host_unreachable(ctx, task, host, &message);
                 return false;
             }
         };
@@ -801,6 +801,41 @@ fn add_environment(op: &mut Op, env: &[(String, String)]) {
         }
         Op::Batch(ops) => ops.iter_mut().for_each(|op| add_environment(op, env)),
         _ => {}
+    }
+}
+
+/// The host (or the one the task is delegated to) cannot be reached. With
+/// `ignore_unreachable` Ansible counts it ok and ignored, registers the result, and keeps
+/// the host in the play.
+fn host_unreachable(ctx: &RunContext, task: &Task, host: &HostState, message: &str) {
+    if !task.keywords.ignore_unreachable {
+        ctx.unreachable(host, message);
+        return;
+    }
+    let mut data = Map::new();
+    data.insert("changed".into(), false.into());
+    data.insert(
+        "msg".into(),
+        format!("Failed to connect to the host via ssh: {message}").into(),
+    );
+    data.insert("unreachable".into(), true.into());
+    ctx.emit(Event::HostResult(HostResult {
+        host: host.name.clone(),
+        status: Status::Unreachable,
+        item: None,
+        data: data.clone(),
+        ignored: true,
+        verbose_always: false,
+    }));
+    host.stat(|s| {
+        s.ok += 1;
+        s.ignored += 1;
+    });
+    if let Some(name) = &task.register {
+        host.registered
+            .lock()
+            .expect("registered lock")
+            .insert(name.clone(), Value::Object(data));
     }
 }
 

@@ -74,7 +74,6 @@ const IGNORED_TASK_KEYS: &[&str] = &[
     "connection",
     "check_mode",
     "diff",
-    "ignore_unreachable",
     "timeout",
     "debugger",
     "collections",
@@ -139,11 +138,13 @@ const BLOCK_KEYS: &[&str] = &[
     "no_log",
     "throttle",
     "any_errors_fatal",
+    "ignore_unreachable",
 ];
 
 /// Keywords a block hands down, parsed by `run_keyword`.
 const RUN_KEYWORDS: &[&str] = &[
     "any_errors_fatal",
+    "ignore_unreachable",
     "run_once",
     "delegate_to",
     "delegate_facts",
@@ -1178,6 +1179,7 @@ impl Loader<'_> {
             "delegate_facts" => into.delegate_facts = self.boolean(v, key)?,
             "no_log" => into.no_log = self.boolean(v, key)?,
             "any_errors_fatal" => into.any_errors_fatal = Some(self.boolean(v, key)?),
+            "ignore_unreachable" => into.ignore_unreachable = self.boolean(v, key)?,
             "environment" => into.environment.extend(self.environment(v)?),
             "throttle" => {
                 let n = self.count(v, key)?;
@@ -1847,6 +1849,7 @@ failed_when: false
                 no_log: true,
                 throttle: Some(2),
                 any_errors_fatal: None,
+                ignore_unreachable: false,
             }
         );
         let pb = ok(
@@ -1912,8 +1915,9 @@ failed_when: false
             message_at("- hosts: all\n  strategy: fast\n").0,
             "Invalid play strategy specified: fast"
         );
-        let t = task("ping:\nany_errors_fatal: false");
+        let t = task("ping:\nany_errors_fatal: false\nignore_unreachable: true");
         assert_eq!(t.keywords.any_errors_fatal, Some(false));
+        assert!(t.keywords.ignore_unreachable);
     }
 
     #[test]

@@ -132,6 +132,8 @@ pub struct RunKeywords {
     pub throttle: Option<u64>,
     /// `any_errors_fatal` on the task or a block (else the play's decides).
     pub any_errors_fatal: Option<bool>,
+    /// An unreachable host counts as ok (and ignored) and stays in the play.
+    pub ignore_unreachable: bool,
 }
 
 impl Task {

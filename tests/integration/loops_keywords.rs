@@ -445,3 +445,32 @@ fn strategy_free_lets_fast_hosts_run_ahead() {
         "h2 waited for h1: {fast_second} >= {slow_first}"
     );
 }
+
+#[test]
+fn ignore_unreachable_keeps_the_host_in_the_play() {
+    let hosts = SshHosts::start(&["h"]);
+    let inventory = format!(
+        "{}{}\n",
+        hosts.inventory(),
+        crate::support::hosts::refusing_host_line("down")
+    );
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - command: echo hi
+      ignore_unreachable: true
+      register: r
+    - debug:
+        msg: "unreachable={{ r.unreachable | default(false) }}"
+"#
+        ))
+        .inventory(&inventory)
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "fatal: [down]: UNREACHABLE! =>");
+    assert_contains(&out, "...ignoring");
+    assert_contains(&out, "\"msg\": \"unreachable=True\"");
+    let down = out.recap("down");
+    assert_eq!((down.ok, down.ignored, down.unreachable), (2, 1, 0));
+}

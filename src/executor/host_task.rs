@@ -11,7 +11,7 @@ use super::flow::Caught;
 use super::vars::{strip_omitted, task_vars};
 use super::{HostState, RunContext};
 use crate::agent_session::AgentSession;
-use crate::modules::{Plan, PlanContext, TaskOutcome, VERBOSE_ALWAYS};
+use crate::modules::{PAUSE_SECONDS, Plan, PlanContext, TaskOutcome, VERBOSE_ALWAYS};
 use crate::playbook::{LoopError, Play, Playbook, Task, ansible_loop};
 use crate::report::events::{Event, HostResult, Status};
 use crate::template::TemplateError;
@@ -126,6 +126,13 @@ pub(crate) async fn run(
             planned: ran.then(|| state.clone()),
             state,
         });
+    }
+    for run in &mut runs {
+        if let ItemState::Done(outcome) = &mut run.state
+            && let Some(wait) = outcome.data.remove(PAUSE_SECONDS)
+        {
+            take_pause(ctx, task, outcome, wait).await;
+        }
     }
     let pause = match loop_pause(ctx, task, &base) {
         Ok(p) => p,
@@ -802,6 +809,31 @@ fn add_environment(op: &mut Op, env: &[(String, String)]) {
         Op::Batch(ops) => ops.iter_mut().for_each(|op| add_environment(op, env)),
         _ => {}
     }
+}
+
+/// The `pause` module's wait, done here because planners cannot sleep.
+async fn take_pause(ctx: &RunContext, task: &Task, outcome: &mut TaskOutcome, wait: Value) {
+    if let Some(Value::Array(warnings)) = outcome.data.get("warnings") {
+        for warning in warnings.iter().filter_map(Value::as_str) {
+            ctx.emit(Event::Warning(format!("{}: {warning}", task.location)));
+        }
+    }
+    let seconds = wait.as_f64().unwrap_or(0.0);
+    let start = std::time::SystemTime::now();
+    if seconds > 0.0 {
+        tokio::time::sleep(std::time::Duration::from_secs_f64(seconds)).await;
+    }
+    let stamp = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+    };
+    outcome
+        .data
+        .insert("start".into(), stamp(start).to_string().into());
+    outcome.data.insert(
+        "stop".into(),
+        stamp(std::time::SystemTime::now()).to_string().into(),
+    );
 }
 
 /// The host (or the one the task is delegated to) cannot be reached. With

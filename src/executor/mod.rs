@@ -543,7 +543,9 @@ impl TaskRef {
 async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<HostState>>) {
     let play = &run.playbook.plays[run.play_index];
     let keywords = task.get(play).keywords.clone();
-    let (hosts, copy_to) = if keywords.run_once && hosts.len() > 1 {
+    // Ansible's pause bypasses the host loop: it waits once, for every host.
+    let once = keywords.run_once || task.get(play).module.name() == "pause";
+    let (hosts, copy_to) = if once && hosts.len() > 1 {
         let (first, rest) = hosts.split_at(1);
         (first.to_vec(), rest.to_vec())
     } else {

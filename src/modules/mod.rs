@@ -19,12 +19,14 @@ mod debug;
 mod file;
 mod include_vars;
 mod meta;
+mod pause;
 mod ping;
 mod set_fact;
 mod setup;
 mod template;
 
 pub use assert::VERBOSE_ALWAYS;
+pub use pause::PAUSE_SECONDS;
 
 /// Arguments after templating, as the registered result's `invocation.module_args` has them.
 pub type ModuleArgs = serde_json::Map<String, Value>;
@@ -174,6 +176,7 @@ static MODULES: &[&dyn Module] = &[
     &assert::Assert,
     &assert::Fail,
     &meta::Meta,
+    &pause::Pause,
 ];
 
 /// Every registered module.

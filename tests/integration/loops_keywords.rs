@@ -474,3 +474,33 @@ fn ignore_unreachable_keeps_the_host_in_the_play() {
     let down = out.recap("down");
     assert_eq!((down.ok, down.ignored, down.unreachable), (2, 1, 0));
 }
+
+#[test]
+fn pause_waits_once_for_every_host_and_never_prompts() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let started = std::time::Instant::now();
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - pause:
+        seconds: 1
+      register: waited
+    - pause:
+        prompt: Continue?
+    - copy:
+        dest: ~/paused
+        content: "{{ waited.stdout }}"
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let elapsed = started.elapsed();
+    assert!(elapsed >= std::time::Duration::from_secs(1), "{elapsed:?}");
+    assert_eq!(read(&hosts, "h1", "paused"), "Paused for 1.0 seconds");
+    assert_eq!(read(&hosts, "h2", "paused"), "Paused for 1.0 seconds");
+    assert_contains(&out, "[WARNING]:");
+    assert_contains(&out, "Not waiting for response to prompt as stdin is not interactive");
+    assert_eq!(out.stdout.matches("ok: [h2]").count(), 0, "{}", out.stdout);
+}

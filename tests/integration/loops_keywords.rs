@@ -501,6 +501,9 @@ fn pause_waits_once_for_every_host_and_never_prompts() {
     assert_eq!(read(&hosts, "h1", "paused"), "Paused for 1.0 seconds");
     assert_eq!(read(&hosts, "h2", "paused"), "Paused for 1.0 seconds");
     assert_contains(&out, "[WARNING]:");
-    assert_contains(&out, "Not waiting for response to prompt as stdin is not interactive");
+    assert_contains(
+        &out,
+        "Not waiting for response to prompt as stdin is not interactive",
+    );
     assert_eq!(out.stdout.matches("ok: [h2]").count(), 0, "{}", out.stdout);
 }

@@ -661,6 +661,7 @@ fn finish_loop(
     {
         let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
         absorb_facts(task, facts_host(task, host, delegate), &outcome);
+        absorb_inventory(ctx, host, &outcome);
         any_changed |= outcome.changed;
         any_failed |= outcome.failed;
         all_skipped &= outcome.skipped;
@@ -734,6 +735,7 @@ fn finish_task(
 ) {
     let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
     absorb_facts(task, facts_host(task, host, delegate), &outcome);
+    absorb_inventory(ctx, host, &outcome);
     let data = outcome.registered();
     let is_debug = task.module.name() == "debug" && !outcome.skipped;
     // debug shows only what it was asked to show, like Ansible's.
@@ -919,13 +921,54 @@ fn delegate_host(
         .render_str(raw, vars)
         .map_err(|e| template_failure(task, &e))?;
     let name = name.trim();
-    if ctx.inventory.host(name).is_none() {
+    let added = ctx.runtime.lock().expect("runtime lock").knows_host(name);
+    if ctx.inventory.host(name).is_none() && !added {
         return Err(format!(
             "delegate_to: '{name}' is not a host in the inventory\n\nThe error appears to be in '{}'",
             task.location
         ));
     }
     Ok(Some(ctx.host(name)))
+}
+
+/// `add_host` and `group_by` results change the run's inventory, as in Ansible.
+fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &TaskOutcome) {
+    if outcome.failed || outcome.skipped {
+        return;
+    }
+    if let Some(Value::Object(add)) = outcome.data.get("add_host")
+        && let Some(name) = add.get("host_name").and_then(Value::as_str)
+    {
+        let groups: Vec<String> = add
+            .get("groups")
+            .and_then(Value::as_array)
+            .map(|g| {
+                g.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let vars = add
+            .get("host_vars")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        ctx.runtime
+            .lock()
+            .expect("runtime lock")
+            .add_host(&ctx.inventory, name, &groups, &vars);
+    }
+    if let Some(group) = outcome.data.get("add_group").and_then(Value::as_str) {
+        let mut runtime = ctx.runtime.lock().expect("runtime lock");
+        runtime.add_to_group(&host.name, group);
+        let parents = outcome.data.get("parent_groups").and_then(Value::as_array);
+        for parent in parents.into_iter().flatten().filter_map(Value::as_str) {
+            if parent != "all" {
+                runtime.add_to_group(&host.name, parent);
+            }
+        }
+    }
 }
 
 /// A module hands variables back the way Ansible's do, under `ansible_facts` in its

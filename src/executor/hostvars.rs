@@ -75,11 +75,18 @@ impl Object for HostVars {
         let Some(ctx) = self.ctx.upgrade() else {
             return Enumerator::Empty;
         };
-        let names: Vec<MjValue> = ctx
+        let mut names: Vec<MjValue> = ctx
             .inventory
             .hosts()
             .map(|h| MjValue::from(h.name.clone()))
             .collect();
+        let runtime = ctx.runtime.lock().expect("runtime lock");
+        names.extend(
+            runtime
+                .added_hosts()
+                .filter(|h| ctx.inventory.host(h).is_none())
+                .map(MjValue::from),
+        );
         Enumerator::Values(names)
     }
 }
@@ -93,8 +100,18 @@ fn one_host(
     playbook_dir: &std::path::Path,
     name: &str,
 ) -> Option<Map<String, Value>> {
-    ctx.inventory.host(name)?;
+    let (added, group_names) = {
+        let runtime = ctx.runtime.lock().expect("runtime lock");
+        (
+            runtime.host_vars(name).cloned(),
+            runtime.group_names(&ctx.inventory, name),
+        )
+    };
+    if ctx.inventory.host(name).is_none() && added.is_none() {
+        return None;
+    }
     let mut vars = ctx.inventory.host_vars_for(name, playbook_dir).ok()?;
+    vars.extend(added.unwrap_or_default());
     let state = ctx.hosts.lock().expect("hosts lock").get(name).cloned();
     if let Some(state) = state {
         let facts = state.facts.lock().expect("facts lock").clone();
@@ -114,10 +131,7 @@ fn one_host(
     let short = name.split('.').next().unwrap_or(name);
     vars.insert("inventory_hostname".into(), name.into());
     vars.insert("inventory_hostname_short".into(), short.into());
-    vars.insert(
-        "group_names".into(),
-        Value::from(ctx.inventory.group_names(name)),
-    );
+    vars.insert("group_names".into(), Value::from(group_names));
     vars.insert(
         "playbook_dir".into(),
         Value::from(playbook_dir.display().to_string()),

@@ -9,6 +9,7 @@ mod facts;
 mod flow;
 mod host_task;
 mod hostvars;
+mod runtime_inventory;
 mod vars;
 
 use std::collections::HashMap;
@@ -115,6 +116,8 @@ pub(crate) struct RunContext {
     pub vars_files: crate::vars_file::VarsFileCache,
     /// This context itself, for the lazy `hostvars` object templates hold on to.
     pub me: std::sync::Weak<RunContext>,
+    /// Hosts and groups `add_host`/`group_by` added.
+    pub runtime: Mutex<runtime_inventory::RuntimeInventory>,
 }
 
 impl RunContext {
@@ -144,6 +147,14 @@ impl RunContext {
             .inventory
             .host_vars_for(&host.name, playbook_dir)
             .map_err(|e| e.to_string())?;
+        if let Some(added) = self
+            .runtime
+            .lock()
+            .expect("runtime lock")
+            .host_vars(&host.name)
+        {
+            vars.extend(added.clone());
+        }
         // Keywords give way to the host's own variables, as in Ansible.
         let keywords = [
             ("ansible_connection", &play.connection),
@@ -237,6 +248,7 @@ pub async fn run_playbooks(
         hosts: Mutex::new(HashMap::new()),
         vars_files: Default::default(),
         me: me.clone(),
+        runtime: Mutex::default(),
     });
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));
@@ -278,6 +290,16 @@ pub async fn run_playbooks(
 }
 
 fn select_hosts(ctx: &RunContext, play: &Play) -> Result<Vec<String>, String> {
+    {
+        let runtime = ctx.runtime.lock().expect("runtime lock");
+        if !runtime.is_empty() {
+            let hosts = runtime.select(&ctx.inventory, &play.hosts);
+            return match &ctx.opts.limit {
+                Some(limit) => ctx.inventory.limit(hosts, limit).map_err(|e| e.to_string()),
+                None => Ok(hosts),
+            };
+        }
+    }
     let selection = ctx
         .inventory
         .select_reporting(&play.hosts)
@@ -543,8 +565,8 @@ impl TaskRef {
 async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<HostState>>) {
     let play = &run.playbook.plays[run.play_index];
     let keywords = task.get(play).keywords.clone();
-    // Ansible's pause bypasses the host loop: it waits once, for every host.
-    let once = keywords.run_once || task.get(play).module.name() == "pause";
+    // Ansible's pause and add_host bypass the host loop: they run once, for every host.
+    let once = keywords.run_once || matches!(task.get(play).module.name(), "pause" | "add_host");
     let (hosts, copy_to) = if once && hosts.len() > 1 {
         let (first, rest) = hosts.split_at(1);
         (first.to_vec(), rest.to_vec())

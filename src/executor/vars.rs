@@ -26,6 +26,14 @@ pub fn task_vars(
         .inventory
         .host_vars_for(&host.name, &playbook.dir)
         .map_err(|e| e.to_string())?;
+    if let Some(added) = ctx
+        .runtime
+        .lock()
+        .expect("runtime lock")
+        .host_vars(&host.name)
+    {
+        extend(&mut vars, added);
+    }
     let facts_gathered;
     {
         let facts = host.facts.lock().expect("facts lock");
@@ -70,8 +78,20 @@ fn magic_vars(
     host: &HostState,
     play_hosts: &[String],
 ) -> Map<String, Value> {
-    let groups = ctx.inventory.groups();
-    let group_names = ctx.inventory.group_names(&host.name);
+    let (groups, group_names) = {
+        let runtime = ctx.runtime.lock().expect("runtime lock");
+        if runtime.is_empty() {
+            (
+                ctx.inventory.groups(),
+                ctx.inventory.group_names(&host.name),
+            )
+        } else {
+            (
+                runtime.groups(&ctx.inventory),
+                runtime.group_names(&ctx.inventory, &host.name),
+            )
+        }
+    };
     let short = host
         .name
         .split('.')

@@ -18,6 +18,7 @@ mod copy;
 mod debug;
 mod file;
 mod include_vars;
+mod inventory_edit;
 mod meta;
 mod pause;
 mod ping;
@@ -177,6 +178,8 @@ static MODULES: &[&dyn Module] = &[
     &assert::Fail,
     &meta::Meta,
     &pause::Pause,
+    &inventory_edit::AddHost,
+    &inventory_edit::GroupBy,
 ];
 
 /// Every registered module.

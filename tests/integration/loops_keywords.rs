@@ -507,3 +507,50 @@ fn pause_waits_once_for_every_host_and_never_prompts() {
     );
     assert_eq!(out.stdout.matches("ok: [h2]").count(), 0, "{}", out.stdout);
 }
+
+#[test]
+fn add_host_and_group_by_change_the_inventory_for_later_plays() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - group_by:
+        key: "grp_{{ inventory_hostname }}"
+    - add_host:
+        name: extra
+        groups: added
+        ansible_host: "{{ hostvars['h2'].ansible_host }}"
+        ansible_port: "{{ hostvars['h2'].ansible_port }}"
+        ansible_user: "{{ hostvars['h2'].ansible_user }}"
+        ansible_ssh_private_key_file: "{{ hostvars['h2'].ansible_ssh_private_key_file }}"
+        ansible_ssh_common_args: "{{ hostvars['h2'].ansible_ssh_common_args }}"
+        role: added-at-run-time
+- hosts: added
+  gather_facts: false
+  tasks:
+    - copy:
+        dest: ~/added
+        content: "{{ inventory_hostname }} {{ group_names }} {{ role }}"
+- hosts: grp_h1
+  gather_facts: false
+  tasks:
+    - copy:
+        dest: ~/grouped
+        content: "{{ groups['grp_h1'] }} {{ groups['added'] }} {{ hostvars['extra'].role }}"
+"#,
+        )
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        read(&hosts, "h2", "added"),
+        "extra ['added'] added-at-run-time"
+    );
+    assert_eq!(
+        read(&hosts, "h1", "grouped"),
+        "['h1'] ['extra'] added-at-run-time"
+    );
+    assert!(!hosts.user("h2").home.join("grouped").exists());
+}

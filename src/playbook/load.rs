@@ -25,8 +25,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "check_mode",
     "diff",
     "ignore_errors",
-    "ignore_unreachable",
-    "throttle",
     "vars_prompt",
 ];
 
@@ -62,6 +60,8 @@ const PLAY_KEYS: &[&str] = &[
     "any_errors_fatal",
     "max_fail_percentage",
     "strategy",
+    "throttle",
+    "ignore_unreachable",
 ];
 
 /// Task keywords loaded and ignored for now (they do not change what a task does here).
@@ -140,6 +140,9 @@ const BLOCK_KEYS: &[&str] = &[
     "any_errors_fatal",
     "ignore_unreachable",
 ];
+
+/// Play keywords that every task of the play takes on (a task's own wins).
+const PLAY_RUN_KEYWORDS: [&str; 2] = ["throttle", "ignore_unreachable"];
 
 /// Keywords a block hands down, parsed by `run_keyword`.
 const RUN_KEYWORDS: &[&str] = &[
@@ -286,7 +289,13 @@ impl Loader<'_> {
         let mut force_handlers = false;
         let mut environment = None;
         let mut keywords = PlayKeywords::default();
-        let top = Inherited::default();
+        // Play keywords every task takes on; read first because `tasks:` may come before them.
+        let mut top = Inherited::default();
+        for key in PLAY_RUN_KEYWORDS {
+            if let Some(v) = node.get(key) {
+                self.run_keyword(key, v, &mut top.keywords)?;
+            }
+        }
         for (k, v) in entries {
             let key = self.key(k)?;
             match key {
@@ -309,6 +318,7 @@ impl Loader<'_> {
                 "handlers" => {
                     let as_handlers = Inherited {
                         handler: true,
+                        keywords: top.keywords.clone(),
                         ..Inherited::default()
                     };
                     handlers = self.tasks(v, key, &as_handlers)?;
@@ -318,6 +328,7 @@ impl Loader<'_> {
                 "remote_user" => remote_user = Some(self.scalar(v, "remote_user")?),
                 "port" => port = Some(self.scalar(v, "port")?),
                 "environment" => environment = self.environment(v)?,
+                _ if PLAY_RUN_KEYWORDS.contains(&key) => {}
                 "any_errors_fatal" => keywords.any_errors_fatal = self.boolean(v, key)?,
                 "max_fail_percentage" => {
                     keywords.max_fail_percentage = Some(self.percentage(v)?);

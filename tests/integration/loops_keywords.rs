@@ -473,6 +473,19 @@ fn ignore_unreachable_keeps_the_host_in_the_play() {
     assert_contains(&out, "\"msg\": \"unreachable=True\"");
     let down = out.recap("down");
     assert_eq!((down.ok, down.ignored, down.unreachable), (2, 1, 0));
+
+    // On the play, every task takes it on.
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  ignore_unreachable: true\n{}",
+            "  tasks:\n    - command: echo hi\n    - command: echo again\n"
+        ))
+        .inventory(&inventory)
+        .run();
+    out.assert_code(0);
+    assert_not_contains(&out, "not supported yet");
+    let down = out.recap("down");
+    assert_eq!((down.ok, down.ignored, down.unreachable), (2, 2, 0));
 }
 
 #[test]

@@ -39,6 +39,7 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
         args,
         loop_spec: None,
         loop_var: "item".into(),
+        loop_control: crate::playbook::LoopControl::new(),
         when: Vec::new(),
         register: None,
         ignore_errors: false,
@@ -58,6 +59,7 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
         role: None,
         include_params: Map::new(),
         vars: Map::new(),
+        keywords: Default::default(),
         unsupported: Vec::new(),
         location: play.location.clone(),
     })

@@ -11,8 +11,8 @@ use super::flow::Caught;
 use super::vars::{strip_omitted, task_vars};
 use super::{HostState, RunContext};
 use crate::agent_session::AgentSession;
-use crate::modules::{Plan, PlanContext, TaskOutcome, VERBOSE_ALWAYS};
-use crate::playbook::{LoopError, Play, Playbook, Task};
+use crate::modules::{PAUSE_SECONDS, Plan, PlanContext, TaskOutcome, VERBOSE_ALWAYS};
+use crate::playbook::{LoopError, Play, Playbook, Task, ansible_loop};
 use crate::report::events::{Event, HostResult, Status};
 use crate::template::TemplateError;
 
@@ -52,7 +52,7 @@ pub(crate) async fn run(
     let base = match task_vars(ctx, playbook, play, task, host, play_hosts) {
         Ok(vars) => vars,
         Err(message) => {
-            finish_task(ctx, task, host, TaskOutcome::failed(message), &[]);
+            finish_task(ctx, task, host, None, TaskOutcome::failed(message), &[]);
             return;
         }
     };
@@ -64,10 +64,18 @@ pub(crate) async fn run(
     let attempts = match Attempts::of(task, &ctx.templar, &base) {
         Ok(a) => a,
         Err(message) => {
-            finish_task(ctx, task, host, TaskOutcome::failed(message), &[]);
+            finish_task(ctx, task, host, None, TaskOutcome::failed(message), &[]);
             return;
         }
     };
+    let delegate = match delegate_host(ctx, task, &base) {
+        Ok(d) => d,
+        Err(message) => {
+            finish_task(ctx, task, host, None, TaskOutcome::failed(message), &[]);
+            return;
+        }
+    };
+    let via: &HostState = delegate.as_deref().unwrap_or(host);
     let items = match &task.loop_spec {
         None => None,
         Some(spec) => match spec.items(&ctx.templar, &base) {
@@ -77,6 +85,7 @@ pub(crate) async fn run(
                     ctx,
                     task,
                     host,
+                    None,
                     TaskOutcome::failed(loop_failure(task, &e)),
                     &[],
                 );
@@ -96,16 +105,20 @@ pub(crate) async fn run(
         None => vec![None],
     };
     let mut runs: Vec<ItemRun> = Vec::with_capacity(item_list.len());
-    for item in item_list {
+    let all_items: Vec<Value> = item_list.iter().flatten().cloned().collect();
+    for (index, item) in item_list.into_iter().enumerate() {
         let vars = match &item {
-            Some(v) => {
-                let mut overlay = std::collections::BTreeMap::new();
-                overlay.insert(task.loop_var.clone(), minijinja::Value::from_serialize(v));
-                minijinja::context! { ..minijinja::Value::from(overlay), ..base.clone() }
-            }
+            Some(v) => item_vars(task, &base, v, &all_items, index),
             None => base.clone(),
         };
-        let (args, state, ran) = plan_item(ctx, playbook, task, &vars);
+        let (args, mut state, ran) = plan_item(ctx, playbook, task, &vars);
+        if let ItemState::Remote(op) = &mut state {
+            match task_environment(ctx, play, task, &vars) {
+                Ok(env) if env.is_empty() => {}
+                Ok(env) => add_environment(op, &env),
+                Err(message) => state = ItemState::Done(TaskOutcome::failed(message)),
+            }
+        }
         runs.push(ItemRun {
             item,
             vars,
@@ -114,6 +127,20 @@ pub(crate) async fn run(
             state,
         });
     }
+    for run in &mut runs {
+        if let ItemState::Done(outcome) = &mut run.state
+            && let Some(wait) = outcome.data.remove(PAUSE_SECONDS)
+        {
+            take_pause(ctx, task, outcome, wait).await;
+        }
+    }
+    let pause = match loop_pause(ctx, task, &base) {
+        Ok(p) => p,
+        Err(message) => {
+            finish_task(ctx, task, host, None, TaskOutcome::failed(message), &[]);
+            return;
+        }
+    };
 
     let notify = notify_names(ctx, task, &base);
 
@@ -122,7 +149,11 @@ pub(crate) async fn run(
     let mut running: Vec<usize> = (0..runs.len()).collect();
     let mut attempt = 1;
     loop {
-        if !send_remote(ctx, playbook, play, task, host, &mut runs, &running).await {
+        if !send_paced(
+            ctx, playbook, play, task, host, via, &mut runs, &running, pause,
+        )
+        .await
+        {
             return;
         }
         let mut again = Vec::new();
@@ -152,29 +183,144 @@ pub(crate) async fn run(
         running = again;
     }
 
-    let outcomes: Vec<(Option<Value>, TaskOutcome)> = runs
+    let outcomes: Vec<ItemOutcome> = runs
         .into_iter()
-        .map(|run| match run.state {
-            ItemState::Done(outcome) => (run.item, outcome),
-            ItemState::Remote(_) => unreachable!("every remote item got its reply"),
+        .enumerate()
+        .map(|(index, run)| {
+            let label = run
+                .item
+                .as_ref()
+                .map(|item| item_shown(ctx, task, &run.vars, item));
+            match run.state {
+                ItemState::Done(outcome) => ItemOutcome {
+                    item: run.item,
+                    index,
+                    label,
+                    outcome,
+                },
+                ItemState::Remote(_) => unreachable!("every remote item got its reply"),
+            }
         })
         .collect();
     if task.loop_spec.is_some() {
-        finish_loop(ctx, task, host, outcomes, &notify);
+        finish_loop(ctx, task, host, delegate.as_deref(), outcomes, &notify);
     } else {
-        let (_, outcome) = outcomes.into_iter().next().expect("one run without a loop");
-        finish_task(ctx, task, host, outcome, &notify);
+        let only = outcomes.into_iter().next().expect("one run without a loop");
+        finish_task(ctx, task, host, delegate.as_deref(), only.outcome, &notify);
+    }
+}
+
+/// `loop_control.pause` makes items wait for each other: each item must be done on the
+/// host before the pause starts (a rolling restart relies on it), so the items go one
+/// request at a time with the pause in between instead of as one batch.
+#[allow(clippy::too_many_arguments)]
+async fn send_paced(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    host: &HostState,
+    via: &HostState,
+    runs: &mut [ItemRun],
+    running: &[usize],
+    pause: Option<std::time::Duration>,
+) -> bool {
+    let Some(pause) = pause else {
+        return send_remote(ctx, playbook, play, task, host, via, runs, running).await;
+    };
+    for (n, &i) in running.iter().enumerate() {
+        if n > 0 {
+            tokio::time::sleep(pause).await;
+        }
+        if !send_remote(ctx, playbook, play, task, host, via, runs, &[i]).await {
+            return false;
+        }
+    }
+    true
+}
+
+/// A loop item's variables: the item under `loop_var`, plus `index_var` and
+/// `ansible_loop` when `loop_control` asks for them.
+fn item_vars(
+    task: &Task,
+    base: &minijinja::Value,
+    item: &Value,
+    all_items: &[Value],
+    index: usize,
+) -> minijinja::Value {
+    let control = &task.loop_control;
+    let mut overlay = std::collections::BTreeMap::new();
+    overlay.insert(
+        task.loop_var.clone(),
+        minijinja::Value::from_serialize(item),
+    );
+    overlay.insert(
+        "ansible_loop_var".to_string(),
+        minijinja::Value::from(task.loop_var.clone()),
+    );
+    if let Some(index_var) = &control.index_var {
+        overlay.insert(index_var.clone(), minijinja::Value::from(index));
+        overlay.insert(
+            "ansible_index_var".to_string(),
+            minijinja::Value::from(index_var.clone()),
+        );
+    }
+    if control.extended {
+        let position = ansible_loop(all_items, index, control.extended_allitems);
+        overlay.insert(
+            "ansible_loop".to_string(),
+            minijinja::Value::from_serialize(&position),
+        );
+    }
+    minijinja::context! { ..minijinja::Value::from(overlay), ..base.clone() }
+}
+
+/// `loop_control.pause` in seconds, templated; `None` without a pause.
+fn loop_pause(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Option<std::time::Duration>, String> {
+    let Some(raw) = &task.loop_control.pause else {
+        return Ok(None);
+    };
+    let value = ctx
+        .templar
+        .render_value(raw, vars)
+        .map_err(|e| template_failure(task, &e))?;
+    let seconds = match &value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    }
+    .filter(|s| s.is_finite() && *s >= 0.0)
+    .ok_or_else(|| format!("loop_control.pause must be a number of seconds, got {value}"))?;
+    Ok((seconds > 0.0).then(|| std::time::Duration::from_secs_f64(seconds)))
+}
+
+/// What the output shows for an item: its `loop_control.label` when set, else the item.
+fn item_shown(ctx: &RunContext, task: &Task, vars: &minijinja::Value, item: &Value) -> String {
+    match &task.loop_control.label {
+        None => item_label(item),
+        Some(label) => match ctx.templar.render_value(&Value::from(label.clone()), vars) {
+            Ok(shown) => item_label(&shown),
+            // An unrenderable label must not fail a task that ran: show it as written.
+            Err(_) => label.clone(),
+        },
     }
 }
 
 /// Sends the ops of the `running` items that wait for the agent as one batch and turns
-/// the replies into outcomes. False when the host turned out unreachable (reported).
+/// the replies into outcomes, through `via`'s session (the host itself, or the one the
+/// task is delegated to). False when that turned out unreachable (reported on `host`).
+#[allow(clippy::too_many_arguments)]
 async fn send_remote(
     ctx: &RunContext,
     playbook: &Playbook,
     play: &Play,
     task: &Task,
     host: &HostState,
+    via: &HostState,
     runs: &mut [ItemRun],
     running: &[usize],
 ) -> bool {
@@ -184,10 +330,10 @@ async fn send_remote(
         .filter(|&i| matches!(runs[i].state, ItemState::Remote(_)))
         .collect();
     if !remote.is_empty() {
-        let session = match ctx.session(host, play).await {
+        let session = match ctx.session(via, play).await {
             Ok(s) => s,
             Err(message) => {
-                ctx.unreachable(host, &message);
+                host_unreachable(ctx, task, host, &message);
                 return false;
             }
         };
@@ -207,7 +353,7 @@ async fn send_remote(
         let results = match sent {
             Ok(r) => r,
             Err(message) => {
-                ctx.unreachable(host, &message);
+                host_unreachable(ctx, task, host, &message);
                 return false;
             }
         };
@@ -479,11 +625,12 @@ fn loop_failure(task: &Task, e: &LoopError) -> String {
     }
 }
 
-/// Ansible shows a string item as it is, anything else as data.
+/// Ansible shows a string item as it is, anything else as Python shows data
+/// (`{'key': 'a', 'value': 1}`).
 fn item_label(item: &Value) -> String {
     match item {
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        other => crate::template::python_str(&minijinja::Value::from_serialize(other)),
     }
 }
 
@@ -499,31 +646,64 @@ fn status_of(outcome: &TaskOutcome) -> Status {
     }
 }
 
+/// One loop item's result with what the output shows for it.
+struct ItemOutcome {
+    item: Option<Value>,
+    index: usize,
+    label: Option<String>,
+    outcome: TaskOutcome,
+}
+
 fn finish_loop(
     ctx: &RunContext,
     task: &Task,
     host: &HostState,
-    outcomes: Vec<(Option<Value>, TaskOutcome)>,
+    delegate: Option<&HostState>,
+    outcomes: Vec<ItemOutcome>,
     notify: &[String],
 ) {
     let mut results = Vec::with_capacity(outcomes.len());
     let (mut any_changed, mut any_failed, mut all_skipped) = (false, false, true);
-    let last_failed = outcomes.iter().rposition(|(_, o)| o.failed);
-    for (index, (item, mut outcome)) in outcomes.into_iter().enumerate() {
+    let last_failed = outcomes.iter().rposition(|o| o.outcome.failed);
+    let control = &task.loop_control;
+    for ItemOutcome {
+        item,
+        index,
+        label,
+        mut outcome,
+    } in outcomes
+    {
         let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
-        absorb_facts(task, host, &outcome);
+        absorb_facts(task, facts_host(task, host, delegate), &outcome);
+        absorb_inventory(ctx, host, &outcome);
         any_changed |= outcome.changed;
         any_failed |= outcome.failed;
         all_skipped &= outcome.skipped;
         let mut data = outcome.registered();
-        let label = item.as_ref().map(item_label);
-        data.insert("item".into(), item.unwrap_or(Value::Null));
+        // Ansible's result keys: the item under its loop_var, the index under index_var.
+        data.insert(task.loop_var.clone(), item.unwrap_or(Value::Null));
         data.insert("ansible_loop_var".into(), task.loop_var.clone().into());
+        if let Some(index_var) = &control.index_var {
+            data.insert(index_var.clone(), index.into());
+            data.insert("ansible_index_var".into(), index_var.clone().into());
+        }
+        if control.label.is_some() {
+            data.insert(
+                "_ansible_item_label".into(),
+                label.clone().unwrap_or_default().into(),
+            );
+        }
+        let (label, shown) = if task.keywords.no_log {
+            // Ansible shows `(item=None)` and hides the whole result.
+            (Some("None".to_string()), censored(&outcome))
+        } else {
+            (label, data.clone())
+        };
         ctx.emit(Event::HostResult(HostResult {
-            host: host.name.clone(),
+            host: shown_host(host, delegate),
             status: status_of(&outcome),
             item: label,
-            data: data.clone(),
+            data: shown,
             ignored: task.ignore_errors && Some(index) == last_failed,
             verbose_always: verbose || (task.module.name() == "debug" && !outcome.skipped),
         }));
@@ -546,7 +726,7 @@ fn finish_loop(
     };
     if results.is_empty() {
         ctx.emit(Event::HostResult(HostResult {
-            host: host.name.clone(),
+            host: shown_host(host, delegate),
             status: Status::Skipped,
             item: None,
             data: Map::new(),
@@ -563,11 +743,13 @@ fn finish_task(
     ctx: &RunContext,
     task: &Task,
     host: &HostState,
+    delegate: Option<&HostState>,
     mut outcome: TaskOutcome,
     notify: &[String],
 ) {
     let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
-    absorb_facts(task, host, &outcome);
+    absorb_facts(task, facts_host(task, host, delegate), &outcome);
+    absorb_inventory(ctx, host, &outcome);
     let data = outcome.registered();
     let is_debug = task.module.name() == "debug" && !outcome.skipped;
     // debug shows only what it was asked to show, like Ansible's.
@@ -579,8 +761,13 @@ fn finish_task(
     } else {
         data.clone()
     };
+    let shown = if task.keywords.no_log {
+        censored(&outcome)
+    } else {
+        shown
+    };
     ctx.emit(Event::HostResult(HostResult {
-        host: host.name.clone(),
+        host: shown_host(host, delegate),
         status: status_of(&outcome),
         item: None,
         data: shown,
@@ -588,6 +775,214 @@ fn finish_task(
         verbose_always: is_debug || verbose,
     }));
     record(task, host, &outcome, data, notify);
+}
+
+/// The play's, blocks' and task's `environment`, templated and merged (inner wins).
+fn task_environment(
+    ctx: &RunContext,
+    play: &Play,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Vec<(String, String)>, String> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    for layer in play.environment.iter().chain(&task.keywords.environment) {
+        let rendered = ctx
+            .templar
+            .render_value(layer, vars)
+            .map_err(|e| template_failure(task, &e))?;
+        let Value::Object(map) = rendered else {
+            return Err(format!(
+                "environment must be a mapping, got {rendered}\n\nThe error appears to be in '{}'",
+                task.location
+            ));
+        };
+        for (k, v) in map {
+            let v = match v {
+                Value::String(s) => s,
+                other => crate::template::python_str(&minijinja::Value::from_serialize(&other)),
+            };
+            env.retain(|(name, _)| *name != k);
+            env.push((k, v));
+        }
+    }
+    Ok(env)
+}
+
+/// `environment` reaches commands only, as in Ansible (other modules ignore it). The
+/// module's own variables, set later, win.
+fn add_environment(op: &mut Op, env: &[(String, String)]) {
+    match op {
+        Op::Exec(exec) => {
+            let own = std::mem::take(&mut exec.env);
+            let mut merged: Vec<(String, String)> = env
+                .iter()
+                .filter(|(k, _)| !own.iter().any(|(o, _)| o == k))
+                .cloned()
+                .collect();
+            merged.extend(own);
+            exec.env = merged;
+        }
+        Op::Batch(ops) => ops.iter_mut().for_each(|op| add_environment(op, env)),
+        _ => {}
+    }
+}
+
+/// The `pause` module's wait, done here because planners cannot sleep.
+async fn take_pause(ctx: &RunContext, task: &Task, outcome: &mut TaskOutcome, wait: Value) {
+    if let Some(Value::Array(warnings)) = outcome.data.get("warnings") {
+        for warning in warnings.iter().filter_map(Value::as_str) {
+            ctx.emit(Event::Warning(format!("{}: {warning}", task.location)));
+        }
+    }
+    let seconds = wait.as_f64().unwrap_or(0.0);
+    let start = std::time::SystemTime::now();
+    if seconds > 0.0 {
+        tokio::time::sleep(std::time::Duration::from_secs_f64(seconds)).await;
+    }
+    let stamp = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+    };
+    outcome
+        .data
+        .insert("start".into(), stamp(start).to_string().into());
+    outcome.data.insert(
+        "stop".into(),
+        stamp(std::time::SystemTime::now()).to_string().into(),
+    );
+}
+
+/// The host (or the one the task is delegated to) cannot be reached. With
+/// `ignore_unreachable` Ansible counts it ok and ignored, registers the result, and keeps
+/// the host in the play.
+fn host_unreachable(ctx: &RunContext, task: &Task, host: &HostState, message: &str) {
+    if !task.keywords.ignore_unreachable {
+        ctx.unreachable(host, message);
+        return;
+    }
+    let mut data = Map::new();
+    data.insert("changed".into(), false.into());
+    data.insert(
+        "msg".into(),
+        format!("Failed to connect to the host via ssh: {message}").into(),
+    );
+    data.insert("unreachable".into(), true.into());
+    ctx.emit(Event::HostResult(HostResult {
+        host: host.name.clone(),
+        status: Status::Unreachable,
+        item: None,
+        data: data.clone(),
+        ignored: true,
+        verbose_always: false,
+    }));
+    host.stat(|s| {
+        s.ok += 1;
+        s.ignored += 1;
+    });
+    if let Some(name) = &task.register {
+        host.registered
+            .lock()
+            .expect("registered lock")
+            .insert(name.clone(), Value::Object(data));
+    }
+}
+
+/// What `no_log: true` leaves of a result in the output (the registered value keeps it
+/// all, as in Ansible).
+fn censored(outcome: &TaskOutcome) -> Map<String, Value> {
+    let mut data = Map::new();
+    data.insert(
+        "censored".into(),
+        "the output has been hidden due to the fact that 'no_log: true' was specified for this result"
+            .into(),
+    );
+    data.insert("changed".into(), outcome.changed.into());
+    data
+}
+
+/// Ansible's `h1 -> h2` for a delegated task.
+fn shown_host(host: &HostState, delegate: Option<&HostState>) -> String {
+    match delegate {
+        Some(d) => format!("{} -> {}", host.name, d.name),
+        None => host.name.clone(),
+    }
+}
+
+/// Where facts a task sets land: on the delegated host only with `delegate_facts`.
+fn facts_host<'a>(
+    task: &Task,
+    host: &'a HostState,
+    delegate: Option<&'a HostState>,
+) -> &'a HostState {
+    match delegate {
+        Some(d) if task.keywords.delegate_facts => d,
+        _ => host,
+    }
+}
+
+/// The host a `delegate_to` names (templated), or `None` without one. A name the
+/// inventory does not know is an error, except localhost, which always exists.
+fn delegate_host(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Option<std::sync::Arc<HostState>>, String> {
+    let Some(raw) = &task.keywords.delegate_to else {
+        return Ok(None);
+    };
+    let name = ctx
+        .templar
+        .render_str(raw, vars)
+        .map_err(|e| template_failure(task, &e))?;
+    let name = name.trim();
+    let added = ctx.runtime.lock().expect("runtime lock").knows_host(name);
+    if ctx.inventory.host(name).is_none() && !added {
+        return Err(format!(
+            "delegate_to: '{name}' is not a host in the inventory\n\nThe error appears to be in '{}'",
+            task.location
+        ));
+    }
+    Ok(Some(ctx.host(name)))
+}
+
+/// `add_host` and `group_by` results change the run's inventory, as in Ansible.
+fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &TaskOutcome) {
+    if outcome.failed || outcome.skipped {
+        return;
+    }
+    if let Some(Value::Object(add)) = outcome.data.get("add_host")
+        && let Some(name) = add.get("host_name").and_then(Value::as_str)
+    {
+        let groups: Vec<String> = add
+            .get("groups")
+            .and_then(Value::as_array)
+            .map(|g| {
+                g.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let vars = add
+            .get("host_vars")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        ctx.runtime
+            .lock()
+            .expect("runtime lock")
+            .add_host(&ctx.inventory, name, &groups, &vars);
+    }
+    if let Some(group) = outcome.data.get("add_group").and_then(Value::as_str) {
+        let mut runtime = ctx.runtime.lock().expect("runtime lock");
+        runtime.add_to_group(&host.name, group);
+        let parents = outcome.data.get("parent_groups").and_then(Value::as_array);
+        for parent in parents.into_iter().flatten().filter_map(Value::as_str) {
+            if parent != "all" {
+                runtime.add_to_group(&host.name, parent);
+            }
+        }
+    }
 }
 
 /// A module hands variables back the way Ansible's do, under `ansible_facts` in its
@@ -654,5 +1049,70 @@ fn record(
     });
     if caught == Some(Caught::Uncaught) {
         host.out.store(true, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use turbo_proto::{Command, Exec};
+
+    fn exec(env: &[(&str, &str)]) -> Op {
+        Op::Exec(Exec {
+            command: Command::Argv(vec!["env".into()]),
+            chdir: None,
+            creates: None,
+            removes: None,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            stdin: None,
+        })
+    }
+
+    fn stat() -> Op {
+        Op::Stat {
+            path: "/x".into(),
+            checksum: false,
+        }
+    }
+
+    #[test]
+    fn environment_reaches_exec_ops_only_and_the_modules_own_win() {
+        let env = vec![("A".to_string(), "1".to_string()), ("B".into(), "2".into())];
+        let mut op = Op::Batch(vec![exec(&[("B", "own")]), stat()]);
+        add_environment(&mut op, &env);
+        assert_eq!(
+            op,
+            Op::Batch(vec![exec(&[("A", "1"), ("B", "own")]), stat()])
+        );
+    }
+
+    #[test]
+    fn no_log_keeps_only_changed() {
+        let outcome = TaskOutcome {
+            changed: true,
+            msg: Some("secret".into()),
+            ..Default::default()
+        };
+        let shown = censored(&outcome);
+        assert_eq!(shown.len(), 2);
+        assert_eq!(shown["changed"], true);
+        assert!(
+            shown["censored"]
+                .as_str()
+                .unwrap()
+                .contains("'no_log: true'")
+        );
+    }
+
+    #[test]
+    fn labels_show_data_as_python_does() {
+        assert_eq!(item_label(&Value::from("a")), "a");
+        assert_eq!(
+            item_label(&serde_json::json!({"key": "k", "value": [1, true, null]})),
+            "{'key': 'k', 'value': [1, True, None]}"
+        );
     }
 }

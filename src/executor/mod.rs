@@ -8,6 +8,8 @@ mod control;
 mod facts;
 mod flow;
 mod host_task;
+mod hostvars;
+mod runtime_inventory;
 mod vars;
 
 use std::collections::HashMap;
@@ -123,6 +125,10 @@ pub(crate) struct RunContext {
     pub vars_files: crate::vars_file::VarsFileCache,
     /// `--start-at-task` until a task matched it.
     pub start_at: Mutex<Option<String>>,
+    /// This context itself, for the lazy `hostvars` object templates hold on to.
+    pub me: std::sync::Weak<RunContext>,
+    /// Hosts and groups `add_host`/`group_by` added.
+    pub runtime: Mutex<runtime_inventory::RuntimeInventory>,
 }
 
 impl RunContext {
@@ -152,6 +158,14 @@ impl RunContext {
             .inventory
             .host_vars_for(&host.name, playbook_dir)
             .map_err(|e| e.to_string())?;
+        if let Some(added) = self
+            .runtime
+            .lock()
+            .expect("runtime lock")
+            .host_vars(&host.name)
+        {
+            vars.extend(added.clone());
+        }
         // Keywords give way to the host's own variables, as in Ansible.
         let keywords = [
             (
@@ -241,7 +255,7 @@ pub async fn run_playbooks(
     events: EventSender,
 ) -> RunSummary {
     let start_at = Mutex::new(opts.start_at_task.clone());
-    let ctx = Arc::new(RunContext {
+    let ctx = Arc::new_cyclic(|me| RunContext {
         inventory,
         start_at,
         opts,
@@ -249,6 +263,8 @@ pub async fn run_playbooks(
         events,
         hosts: Mutex::new(HashMap::new()),
         vars_files: Default::default(),
+        me: me.clone(),
+        runtime: Mutex::default(),
     });
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));
@@ -299,6 +315,16 @@ pub async fn run_playbooks(
 }
 
 fn select_hosts(ctx: &RunContext, play: &Play) -> Result<Vec<String>, String> {
+    {
+        let runtime = ctx.runtime.lock().expect("runtime lock");
+        if !runtime.is_empty() {
+            let hosts = runtime.select(&ctx.inventory, &play.hosts);
+            return match &ctx.opts.limit {
+                Some(limit) => ctx.inventory.limit(hosts, limit).map_err(|e| e.to_string()),
+                None => Ok(hosts),
+            };
+        }
+    }
     let selection = ctx
         .inventory
         .select_reporting(&play.hosts)
@@ -328,15 +354,20 @@ async fn run_play(
     hosts: Vec<String>,
 ) {
     let play = &playbook.plays[play_index];
-    ctx.emit(Event::PlayStart {
-        name: play.name.clone(),
-    });
-    let hosts: Vec<Arc<HostState>> = hosts
-        .iter()
-        .map(|h| ctx.host(h))
-        .filter(|h| !h.out.load(Ordering::SeqCst))
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    let hosts: Vec<String> = play
+        .keywords
+        .order
+        .apply(hosts, seed)
+        .into_iter()
+        .filter(|h| !ctx.host(h).out.load(Ordering::SeqCst))
         .collect();
     if hosts.is_empty() {
+        ctx.emit(Event::PlayStart {
+            name: play.name.clone(),
+        });
         ctx.emit(Event::NoHostsMatched);
         return;
     }
@@ -346,16 +377,44 @@ async fn run_play(
             play.location
         )));
     }
+    // `serial`: each batch runs the whole play before the next starts, as in Ansible.
+    for batch in crate::playbook::batches(hosts, &play.keywords.serial) {
+        let batch: Vec<Arc<HostState>> = batch
+            .iter()
+            .map(|h| ctx.host(h))
+            .filter(|h| !h.out.load(Ordering::SeqCst))
+            .collect();
+        if batch.is_empty() {
+            continue;
+        }
+        ctx.emit(Event::PlayStart {
+            name: play.name.clone(),
+        });
+        run_batch(ctx, playbook, play_index, &batch).await;
+        // A batch whose every host failed stops the play (Ansible's RUN_FAILED_BREAK_PLAY).
+        if batch.iter().all(|h| h.out.load(Ordering::SeqCst)) {
+            break;
+        }
+    }
+}
+
+async fn run_batch(
+    ctx: &Arc<RunContext>,
+    playbook: &Arc<Playbook>,
+    play_index: usize,
+    hosts: &[Arc<HostState>],
+) {
+    let play = &playbook.plays[play_index];
     let play_hosts: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let forks = Arc::new(Semaphore::new(ctx.opts.forks.max(1)));
-    for host in &hosts {
+    for host in hosts {
         *host.flow.lock().expect("flow lock") = flow::Flow::default();
     }
     let run = flow::PlayRun {
         ctx,
         playbook,
         play_index,
-        hosts: &hosts,
+        hosts,
         play_hosts: &play_hosts,
         forks: &forks,
     };
@@ -364,6 +423,16 @@ async fn run_play(
         return;
     };
     facts::gather(&run).await;
+    if play.keywords.free {
+        run_free(&run, &task_indexes).await;
+        for host in hosts {
+            if host.flow.lock().expect("flow lock").end_of_play() {
+                host.out.store(true, Ordering::SeqCst);
+            }
+        }
+        run.flush_handlers().await;
+        return;
+    }
     let mut end_play = false;
     for task_index in task_indexes {
         let active: Vec<Arc<HostState>> =
@@ -398,9 +467,17 @@ async fn run_play(
                 task.location
             )));
         }
-        run_task_on(&run, TaskRef::Task(task_index), runners).await;
+        run_task_on(&run, TaskRef::Task(task_index), runners.clone()).await;
+        if failures_end_the_play(play, task, hosts, &runners) {
+            for host in hosts {
+                host.out.store(true, Ordering::SeqCst);
+            }
+            ctx.emit(Event::NoMoreHosts);
+            end_play = true;
+            break;
+        }
     }
-    for host in &hosts {
+    for host in hosts {
         if host.flow.lock().expect("flow lock").end_of_play() {
             host.out.store(true, Ordering::SeqCst);
         }
@@ -432,6 +509,91 @@ fn tasks_to_run(
     Some(chosen[first..].to_vec())
 }
 
+/// `strategy: free`: every host walks the task list on its own, as fast as it goes;
+/// `--forks` still bounds how many hosts run a task at once. A `meta` task acts on its
+/// own host only (`end_play` ends that host's play, `flush_handlers` its handlers).
+async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
+    let mut jobs = JoinSet::new();
+    for host in run.hosts.iter().filter(|h| flow::in_play(h)) {
+        let host = host.clone();
+        let ctx = run.ctx.clone();
+        let playbook = run.playbook.clone();
+        let forks = run.forks.clone();
+        let play_hosts = run.play_hosts.to_vec();
+        let play_index = run.play_index;
+        let task_indexes = task_indexes.to_vec();
+        jobs.spawn(async move {
+            let single = [host.clone()];
+            let own = flow::PlayRun {
+                ctx: &ctx,
+                playbook: &playbook,
+                play_index,
+                hosts: &single,
+                play_hosts: &play_hosts,
+                forks: &forks,
+            };
+            let play = &playbook.plays[play_index];
+            for task_index in task_indexes {
+                let task = &play.tasks[task_index];
+                if !flow::in_play(&host) {
+                    break;
+                }
+                if task.module.name() == "meta" {
+                    if own.meta(task, &single).await == flow::MetaEffect::EndPlay {
+                        break;
+                    }
+                    continue;
+                }
+                let runners = flow::runners(&single, task);
+                if runners.is_empty() {
+                    continue;
+                }
+                ctx.emit(Event::TaskStart {
+                    name: task.display_name(),
+                    hosts: 1,
+                });
+                run_task_on(&own, TaskRef::Task(task_index), runners).await;
+            }
+        });
+    }
+    while let Some(joined) = jobs.join_next().await {
+        if let Err(e) = joined {
+            run.ctx
+                .emit(Event::Warning(format!("internal error in a host job: {e}")));
+        }
+    }
+}
+
+/// `any_errors_fatal` (a `run_once` task's failure counts the same, as in Ansible) and
+/// `max_fail_percentage`: whether the task's failures end the play for every host.
+fn failures_end_the_play(
+    play: &Play,
+    task: &crate::playbook::Task,
+    batch: &[Arc<HostState>],
+    runners: &[Arc<HostState>],
+) -> bool {
+    let failed_now = runners
+        .iter()
+        .filter(|h| h.out.load(Ordering::SeqCst))
+        .count();
+    let fatal = task
+        .keywords
+        .any_errors_fatal
+        .unwrap_or(play.keywords.any_errors_fatal)
+        || task.keywords.run_once;
+    if fatal && failed_now > 0 {
+        return true;
+    }
+    let Some(max) = play.keywords.max_fail_percentage else {
+        return false;
+    };
+    let failed = batch
+        .iter()
+        .filter(|h| h.out.load(Ordering::SeqCst))
+        .count();
+    crate::playbook::too_many_failed(failed, batch.len(), max)
+}
+
 /// A task of the play, one of its handlers, or one the executor made (Gathering Facts).
 #[derive(Debug, Clone)]
 pub(crate) enum TaskRef {
@@ -450,18 +612,42 @@ impl TaskRef {
     }
 }
 
-/// Runs one task on the given hosts, at most `--forks` at once, and waits for all.
+/// Runs one task on the given hosts, at most `--forks` (and its `throttle`) at once, and
+/// waits for all. A `run_once` task runs on the first host and its result is copied to
+/// the others.
 async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<HostState>>) {
+    let play = &run.playbook.plays[run.play_index];
+    let keywords = task.get(play).keywords.clone();
+    // Ansible's pause and add_host bypass the host loop: they run once, for every host.
+    let once = keywords.run_once || matches!(task.get(play).module.name(), "pause" | "add_host");
+    let (hosts, copy_to) = if once && hosts.len() > 1 {
+        let (first, rest) = hosts.split_at(1);
+        (first.to_vec(), rest.to_vec())
+    } else {
+        (hosts, Vec::new())
+    };
+    let facts_before = copy_to
+        .first()
+        .map(|_| hosts[0].set_facts.lock().expect("set_facts lock").clone());
+    let throttle = keywords
+        .throttle
+        .map(|n| Arc::new(Semaphore::new(usize::try_from(n).unwrap_or(usize::MAX))));
     let mut jobs = JoinSet::new();
-    for host in hosts {
+    for host in &hosts {
+        let host = host.clone();
         let ctx = run.ctx.clone();
         let playbook = run.playbook.clone();
         let forks = run.forks.clone();
+        let throttle = throttle.clone();
         let play_hosts = run.play_hosts.to_vec();
         let play_index = run.play_index;
         let task = task.clone();
         jobs.spawn(async move {
             let _permit = forks.acquire_owned().await.expect("semaphore open");
+            let _throttled = match throttle {
+                Some(t) => Some(t.acquire_owned().await.expect("semaphore open")),
+                None => None,
+            };
             let play = &playbook.plays[play_index];
             host_task::run(&ctx, &playbook, play, task.get(play), &host, &play_hosts).await;
         });
@@ -470,6 +656,49 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
         if let Err(e) = joined {
             run.ctx
                 .emit(Event::Warning(format!("internal error in a host job: {e}")));
+        }
+    }
+    if let Some(before) = facts_before {
+        copy_run_once(task.get(play), &hosts[0], &before, &copy_to);
+    }
+}
+
+/// Ansible hands a `run_once` result to every host of the play: the registered variable
+/// and any facts the task set.
+fn copy_run_once(
+    task: &crate::playbook::Task,
+    ran: &HostState,
+    facts_before: &Map<String, Value>,
+    others: &[Arc<HostState>],
+) {
+    let registered = task.register.as_ref().and_then(|name| {
+        let value = ran
+            .registered
+            .lock()
+            .expect("registered lock")
+            .get(name)
+            .cloned();
+        value.map(|v| (name.clone(), v))
+    });
+    let set: Vec<(String, Value)> = ran
+        .set_facts
+        .lock()
+        .expect("set_facts lock")
+        .iter()
+        .filter(|(k, v)| facts_before.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for other in others {
+        if let Some((name, value)) = &registered {
+            other
+                .registered
+                .lock()
+                .expect("registered lock")
+                .insert(name.clone(), value.clone());
+        }
+        let mut facts = other.set_facts.lock().expect("set_facts lock");
+        for (k, v) in &set {
+            facts.insert(k.clone(), v.clone());
         }
     }
 }

@@ -27,6 +27,14 @@ pub fn task_vars(
         .inventory
         .host_vars_for(&host.name, &playbook.dir)
         .map_err(|e| e.to_string())?;
+    if let Some(added) = ctx
+        .runtime
+        .lock()
+        .expect("runtime lock")
+        .host_vars(&host.name)
+    {
+        extend(&mut vars, added);
+    }
     // Role defaults sit below everything: the play's roles', then the task's own role's.
     let roles = || play.roles.iter().chain(task.role.as_ref());
     if roles().next().is_some() {
@@ -80,7 +88,11 @@ pub fn task_vars(
         vars.insert("ansible_role_name".into(), Value::from(role.name.clone()));
         vars.insert("role_path".into(), path);
     }
-    Ok(minijinja::Value::from_serialize(&vars))
+    let hostvars = super::hostvars::HostVars::new(ctx.me.clone(), playbook.dir.clone());
+    Ok(minijinja::context! {
+        hostvars => minijinja::Value::from_object(hostvars),
+        ..minijinja::Value::from_serialize(&vars)
+    })
 }
 
 fn magic_vars(
@@ -89,8 +101,20 @@ fn magic_vars(
     host: &HostState,
     play_hosts: &[String],
 ) -> Map<String, Value> {
-    let groups = ctx.inventory.groups();
-    let group_names = ctx.inventory.group_names(&host.name);
+    let (groups, group_names) = {
+        let runtime = ctx.runtime.lock().expect("runtime lock");
+        if runtime.is_empty() {
+            (
+                ctx.inventory.groups(),
+                ctx.inventory.group_names(&host.name),
+            )
+        } else {
+            (
+                runtime.groups(&ctx.inventory),
+                runtime.group_names(&ctx.inventory, &host.name),
+            )
+        }
+    };
     let short = host
         .name
         .split('.')
@@ -105,6 +129,8 @@ fn magic_vars(
         ("play_hosts", Value::from(play_hosts.to_vec())),
         ("ansible_play_hosts", Value::from(play_hosts.to_vec())),
         ("ansible_play_batch", Value::from(play_hosts.to_vec())),
+        ("ansible_play_hosts_all", Value::from(play_hosts.to_vec())),
+        ("ansible_version", super::hostvars::ansible_version()),
         (
             "playbook_dir",
             Value::from(playbook.dir.display().to_string()),

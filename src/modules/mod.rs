@@ -18,13 +18,16 @@ mod copy;
 mod debug;
 mod file;
 mod include_vars;
+mod inventory_edit;
 mod meta;
+mod pause;
 mod ping;
 mod set_fact;
 mod setup;
 mod template;
 
 pub use assert::VERBOSE_ALWAYS;
+pub use pause::PAUSE_SECONDS;
 
 /// Arguments after templating, as the registered result's `invocation.module_args` has them.
 pub type ModuleArgs = serde_json::Map<String, Value>;
@@ -181,6 +184,9 @@ static MODULES: &[&dyn Module] = &[
     &assert::Assert,
     &assert::Fail,
     &meta::Meta,
+    &pause::Pause,
+    &inventory_edit::AddHost,
+    &inventory_edit::GroupBy,
 ];
 
 /// Every registered module.

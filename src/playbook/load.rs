@@ -7,7 +7,10 @@ use serde_json::Value as Json;
 
 use super::include::Shared;
 use super::kv::{FREE_FORM_OPTIONS, parse_kv};
-use super::{BlockFrame, Location, LoopSpec, Play, Playbook, Section, Task, Until};
+use super::{
+    BatchSize, BlockFrame, Combinator, HostOrder, LOOP_LOOKUPS, Location, LoopControl, LoopSpec,
+    Play, PlayKeywords, Playbook, RunKeywords, Section, Task, Until,
+};
 use crate::modules::{self, Module, closest};
 use crate::yaml::{LoadError, Node, Source, Span, Value};
 
@@ -18,18 +21,10 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "become",
     "become_user",
     "become_method",
-    "environment",
-    "serial",
-    "strategy",
-    "any_errors_fatal",
-    "max_fail_percentage",
-    "order",
     "run_once",
     "module_defaults",
     "diff",
     "ignore_errors",
-    "ignore_unreachable",
-    "throttle",
     "vars_prompt",
 ];
 
@@ -61,6 +56,14 @@ const PLAY_KEYS: &[&str] = &[
     "tags",
     "check_mode",
     "roles",
+    "environment",
+    "serial",
+    "order",
+    "any_errors_fatal",
+    "max_fail_percentage",
+    "strategy",
+    "throttle",
+    "ignore_unreachable",
 ];
 
 /// Task keywords loaded and ignored for now (they do not change what a task does here).
@@ -70,13 +73,7 @@ pub(super) const IGNORED_TASK_KEYS: &[&str] = &[
     "become_method",
     "remote_user",
     "connection",
-    "run_once",
-    "environment",
-    "no_log",
     "diff",
-    "any_errors_fatal",
-    "ignore_unreachable",
-    "throttle",
     "timeout",
     "debugger",
     "collections",
@@ -85,7 +82,7 @@ pub(super) const IGNORED_TASK_KEYS: &[&str] = &[
 
 /// Task keywords that change behaviour but are not implemented yet: loaded, and listed in
 /// [`Task::unsupported`] so the executor can warn.
-const UNSUPPORTED_TASK_KEYS: &[&str] = &["delegate_to", "async", "poll"];
+const UNSUPPORTED_TASK_KEYS: &[&str] = &["async", "poll"];
 
 const TASK_KEYS: &[&str] = &[
     "name",
@@ -109,6 +106,12 @@ const TASK_KEYS: &[&str] = &[
     "local_action",
     "tags",
     "check_mode",
+    "run_once",
+    "delegate_to",
+    "delegate_facts",
+    "environment",
+    "no_log",
+    "throttle",
 ];
 
 const LOOP_CONTROL_KEYS: &[&str] = &[
@@ -132,6 +135,29 @@ const BLOCK_KEYS: &[&str] = &[
     "ignore_errors",
     "tags",
     "check_mode",
+    "run_once",
+    "delegate_to",
+    "delegate_facts",
+    "environment",
+    "no_log",
+    "throttle",
+    "any_errors_fatal",
+    "ignore_unreachable",
+];
+
+/// Play keywords that every task of the play takes on (a task's own wins).
+const PLAY_RUN_KEYWORDS: [&str; 2] = ["throttle", "ignore_unreachable"];
+
+/// Keywords a block hands down, parsed by `run_keyword`.
+const RUN_KEYWORDS: &[&str] = &[
+    "any_errors_fatal",
+    "ignore_unreachable",
+    "run_once",
+    "delegate_to",
+    "delegate_facts",
+    "environment",
+    "no_log",
+    "throttle",
 ];
 
 /// `meta:` actions the executor knows.
@@ -160,6 +186,7 @@ pub(super) struct Inherited {
     pub(super) check_mode: Option<bool>,
     pub(super) role: Option<Arc<super::RoleInfo>>,
     pub(super) include_params: serde_json::Map<String, Json>,
+    pub(super) keywords: RunKeywords,
 }
 
 /// Settings that change how a playbook loads.
@@ -335,7 +362,15 @@ impl Loader<'_> {
         let mut check_mode = None;
         let mut host_patterns = Vec::new();
         let mut roles = Vec::new();
-        let top = Inherited::default();
+        let mut environment = None;
+        let mut keywords = PlayKeywords::default();
+        // Play keywords every task takes on; read first because `tasks:` may come before them.
+        let mut top = Inherited::default();
+        for key in PLAY_RUN_KEYWORDS {
+            if let Some(v) = node.get(key) {
+                self.run_keyword(key, v, &mut top.keywords)?;
+            }
+        }
         self.shared.start_play();
         for (k, v) in entries {
             let key = self.key(k)?;
@@ -364,6 +399,7 @@ impl Loader<'_> {
                 "handlers" => {
                     let as_handlers = Inherited {
                         handler: true,
+                        keywords: top.keywords.clone(),
                         ..Inherited::default()
                     };
                     handlers = self.tasks(v, key, &as_handlers)?;
@@ -372,6 +408,39 @@ impl Loader<'_> {
                 "connection" => connection = Some(self.scalar(v, "connection")?),
                 "remote_user" => remote_user = Some(self.scalar(v, "remote_user")?),
                 "port" => port = Some(self.scalar(v, "port")?),
+                "environment" => environment = self.environment(v)?,
+                _ if PLAY_RUN_KEYWORDS.contains(&key) => {}
+                "any_errors_fatal" => keywords.any_errors_fatal = self.boolean(v, key)?,
+                "max_fail_percentage" => {
+                    keywords.max_fail_percentage = Some(self.percentage(v)?);
+                }
+                "serial" => keywords.serial = self.serial(v)?,
+                "strategy" => {
+                    keywords.free = match self.scalar(v, key)?.as_str() {
+                        "linear" | "ansible.builtin.linear" | "debug" => false,
+                        "free"
+                        | "ansible.builtin.free"
+                        | "host_pinned"
+                        | "ansible.builtin.host_pinned" => true,
+                        other => {
+                            return Err(self.err(
+                                v.span,
+                                format!("Invalid play strategy specified: {other}"),
+                                Some("use `linear` or `free`".into()),
+                            ));
+                        }
+                    }
+                }
+                "order" => {
+                    let text = self.scalar(v, key)?;
+                    keywords.order = HostOrder::parse(&text).ok_or_else(|| {
+                        self.err(
+                            v.span,
+                            format!("invalid play host order '{text}'"),
+                            Some(format!("use one of: {}", HostOrder::NAMES.join(", "))),
+                        )
+                    })?;
+                }
                 _ if UNSUPPORTED_PLAY_KEYS.contains(&key) => unsupported.push(key.to_string()),
                 _ if IGNORED_PLAY_KEYS.contains(&key) => {}
                 _ => {
@@ -436,6 +505,8 @@ impl Loader<'_> {
             connection,
             remote_user,
             port,
+            environment,
+            keywords,
             unsupported,
             location: self.location(node.span),
         };
@@ -635,6 +706,9 @@ impl Loader<'_> {
                 "ignore_errors" => inner.ignore_errors = Some(self.boolean(v, key)?),
                 "tags" => inner.tags.extend(self.tags(v)?),
                 "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
+                _ if RUN_KEYWORDS.contains(&key) => {
+                    self.run_keyword(key, v, &mut inner.keywords)?
+                }
                 _ if IGNORED_TASK_KEYS.contains(&key) => {}
                 _ => {
                     return Err(self.err(
@@ -688,6 +762,7 @@ impl Loader<'_> {
         let mut extra_args_node: Option<&Node> = None;
         let mut loop_spec: Option<(LoopSpec, &str)> = None;
         let mut loop_var = "item".to_string();
+        let mut loop_control = LoopControl::new();
         let mut when = Vec::new();
         let mut register = None;
         let mut ignore_errors = None;
@@ -699,6 +774,7 @@ impl Loader<'_> {
         let mut unsupported = Vec::new();
         let mut tags = inherited.tags.clone();
         let mut check_mode = inherited.check_mode;
+        let mut keywords = inherited.keywords.clone();
 
         for (k, v) in entries {
             let key = self.key(k)?;
@@ -768,20 +844,50 @@ impl Loader<'_> {
                 "tags" => tags.extend(self.tags(v)?),
                 "check_mode" => check_mode = Some(self.boolean(v, key)?),
                 "loop_control" => {
-                    if let Some(var) = self.loop_control(v)? {
+                    let (var, control) = self.loop_control(v)?;
+                    if let Some(var) = var {
                         loop_var = var;
+                    }
+                    loop_control = control;
+                    // Stopping a loop part-way needs the items one at a time; not yet.
+                    if v.get("break_when").is_some() {
+                        unsupported.push("loop_control.break_when".to_string());
                     }
                 }
                 "args" => {
                     extra_args = self.mapping(v, "args")?;
                     extra_args_node = Some(v);
                 }
+                _ if RUN_KEYWORDS.contains(&key) => self.run_keyword(key, v, &mut keywords)?,
                 "action" | "local_action" => {
                     if key == "local_action" {
-                        unsupported.push("delegate_to".to_string());
+                        keywords.delegate_to = Some("localhost".to_string());
                     }
                     let (written, module, args) = self.action_keyword(v)?;
                     self.set_action(&mut action, written, module, args, k.span)?;
+                }
+                _ if key.starts_with("with_") => {
+                    let lookup = &key["with_".len()..];
+                    if !LOOP_LOOKUPS.contains(&lookup) {
+                        let help = closest(lookup, LOOP_LOOKUPS.iter().copied())
+                            .map(|s| format!("did you mean 'with_{s}'?"))
+                            .unwrap_or_else(|| {
+                                format!("loop lookups: with_{}", LOOP_LOOKUPS.join(", with_"))
+                            });
+                        return Err(self.err(
+                            k.span,
+                            format!("lookup plugin '{lookup}' for '{key}' is not supported"),
+                            Some(help),
+                        ));
+                    }
+                    let terms = v.to_json();
+                    set_loop(match Combinator::from_lookup(lookup) {
+                        Some(how) => LoopSpec::Combine { how, terms },
+                        None => LoopSpec::Lookup {
+                            name: lookup.to_string(),
+                            terms,
+                        },
+                    })?
                 }
                 _ if IGNORED_TASK_KEYS.contains(&key) => {}
                 _ if UNSUPPORTED_TASK_KEYS.contains(&key) => {
@@ -840,6 +946,7 @@ impl Loader<'_> {
             args,
             loop_spec: loop_spec.map(|(spec, _)| spec),
             loop_var,
+            loop_control,
             when: when_all,
             register,
             ignore_errors: ignore_errors.or(inherited.ignore_errors).unwrap_or(false),
@@ -862,6 +969,7 @@ impl Loader<'_> {
             role: inherited.role.clone(),
             include_params: inherited.include_params.clone(),
             vars: task_vars,
+            keywords,
             unsupported,
             location: self.location(node.span),
         })
@@ -1184,10 +1292,86 @@ impl Loader<'_> {
         }
     }
 
-    fn loop_control(&self, node: &Node) -> Result<Option<String>, LoadError> {
+    /// `max_fail_percentage`: a number from 0 to 100.
+    fn percentage(&self, node: &Node) -> Result<f64, LoadError> {
+        let value = match &node.value {
+            Value::Int(n) => Some(*n as f64),
+            Value::Float(f) => Some(*f),
+            Value::Str(s) => s.trim().trim_end_matches('%').parse().ok(),
+            _ => None,
+        };
+        value.filter(|p| (0.0..=100.0).contains(p)).ok_or_else(|| {
+            self.err(
+                node.span,
+                "max_fail_percentage must be a number from 0 to 100",
+                Some("write e.g. `max_fail_percentage: 30`".into()),
+            )
+        })
+    }
+
+    /// `serial`: a count, a percentage, or a list of them (the last repeats).
+    fn serial(&self, node: &Node) -> Result<Vec<BatchSize>, LoadError> {
+        let one = |n: &Node| -> Result<BatchSize, LoadError> {
+            n.scalar_to_string()
+                .and_then(|s| BatchSize::parse(&s))
+                .ok_or_else(|| {
+                    self.err(
+                        n.span,
+                        "serial must be a number of hosts or a percentage",
+                        Some("write e.g. `serial: 2`, `serial: \"30%\"` or `serial: [1, 5, \"50%\"]`".into()),
+                    )
+                })
+        };
+        match &node.value {
+            Value::Null => Ok(Vec::new()),
+            Value::Seq(items) => items.iter().map(one).collect(),
+            _ => Ok(vec![one(node)?]),
+        }
+    }
+
+    /// A keyword of [`RunKeywords`] on a task or a block.
+    fn run_keyword(&self, key: &str, v: &Node, into: &mut RunKeywords) -> Result<(), LoadError> {
+        match key {
+            "run_once" => into.run_once = self.boolean(v, key)?,
+            "delegate_to" => into.delegate_to = Some(self.scalar(v, key)?),
+            "delegate_facts" => into.delegate_facts = self.boolean(v, key)?,
+            "no_log" => into.no_log = self.boolean(v, key)?,
+            "any_errors_fatal" => into.any_errors_fatal = Some(self.boolean(v, key)?),
+            "ignore_unreachable" => into.ignore_unreachable = self.boolean(v, key)?,
+            "environment" => into.environment.extend(self.environment(v)?),
+            "throttle" => {
+                let n = self.count(v, key)?;
+                into.throttle = match &n.value {
+                    Value::Int(n) => Some(*n as u64),
+                    Value::Str(s) => s.trim().parse().ok(),
+                    _ => None,
+                }
+                .filter(|n| *n > 0);
+            }
+            _ => unreachable!("RUN_KEYWORDS lists what run_keyword takes"),
+        }
+        Ok(())
+    }
+
+    /// `environment`: a mapping (values templated later) or one template of a mapping.
+    fn environment(&self, node: &Node) -> Result<Option<Json>, LoadError> {
+        match &node.value {
+            Value::Null => Ok(None),
+            Value::Map(_) => Ok(Some(node.to_json())),
+            Value::Str(s) if crate::template::is_template(s) => Ok(Some(node.to_json())),
+            _ => Err(self.err(
+                node.span,
+                format!("environment must be a mapping, got {}", node.kind_name()),
+                Some("write e.g. `environment: {LANG: C}`".into()),
+            )),
+        }
+    }
+
+    fn loop_control(&self, node: &Node) -> Result<(Option<String>, LoopControl), LoadError> {
+        let mut control = LoopControl::new();
         let Some(entries) = node.as_map() else {
             if node.is_null() {
-                return Ok(None);
+                return Ok((None, control));
             }
             return Err(self.err(
                 node.span,
@@ -1199,7 +1383,25 @@ impl Loader<'_> {
         for (k, v) in entries {
             let key = self.key(k)?;
             match key {
-                "loop_var" => loop_var = Some(self.scalar(v, "loop_var")?),
+                "loop_var" => loop_var = Some(self.scalar(v, key)?),
+                "index_var" => control.index_var = Some(self.scalar(v, key)?),
+                "label" => control.label = Some(self.scalar(v, key)?),
+                "extended" => control.extended = self.boolean(v, key)?,
+                "extended_allitems" => control.extended_allitems = self.boolean(v, key)?,
+                "pause" => match &v.value {
+                    Value::Int(n) if *n >= 0 => control.pause = Some(v.to_json()),
+                    Value::Float(f) if *f >= 0.0 => control.pause = Some(v.to_json()),
+                    Value::Str(s) if crate::template::is_template(s) => {
+                        control.pause = Some(v.to_json())
+                    }
+                    _ => {
+                        return Err(self.err(
+                            v.span,
+                            "loop_control.pause must be a number of seconds",
+                            Some("write e.g. `pause: 2`".into()),
+                        ));
+                    }
+                },
                 _ if LOOP_CONTROL_KEYS.contains(&key) => {}
                 _ => {
                     return Err(self.err(
@@ -1211,7 +1413,7 @@ impl Loader<'_> {
                 }
             }
         }
-        Ok(loop_var)
+        Ok((loop_var, control))
     }
 }
 
@@ -1720,7 +1922,8 @@ failed_when: false
         );
         let t = task("local_action: command touch /x");
         assert_eq!(t.args["_raw_params"], json!("touch /x"));
-        assert_eq!(t.unsupported, ["delegate_to"]);
+        assert_eq!(t.keywords.delegate_to.as_deref(), Some("localhost"));
+        assert!(t.unsupported.is_empty());
     }
 
     #[test]
@@ -1734,6 +1937,174 @@ failed_when: false
         assert_eq!(
             t.loop_spec,
             Some(LoopSpec::Sequence("start=1 end=3".into()))
+        );
+    }
+
+    #[test]
+    fn with_lookup_forms() {
+        let t = task("debug: msg={{ item.key }}\nwith_dict: \"{{ users }}\"");
+        assert_eq!(
+            t.loop_spec,
+            Some(LoopSpec::Lookup {
+                name: "dict".into(),
+                terms: Json::from("{{ users }}"),
+            })
+        );
+        let t = task("debug: msg={{ item }}\nwith_fileglob: ['a/*', 'b/*']");
+        assert_eq!(
+            t.loop_spec,
+            Some(LoopSpec::Lookup {
+                name: "fileglob".into(),
+                terms: serde_json::json!(["a/*", "b/*"]),
+            })
+        );
+        for (key, how) in [
+            ("with_nested", Combinator::Nested),
+            ("with_cartesian", Combinator::Nested),
+            ("with_together", Combinator::Together),
+            ("with_subelements", Combinator::Subelements),
+            ("with_indexed_items", Combinator::IndexedItems),
+        ] {
+            let t = task(&format!("debug: msg=x\n{key}: [[1], [2]]"));
+            assert_eq!(
+                t.loop_spec,
+                Some(LoopSpec::Combine {
+                    how,
+                    terms: serde_json::json!([[1], [2]]),
+                }),
+                "{key}"
+            );
+        }
+        assert_eq!(
+            message_at("- hosts: all\n  tasks:\n    - debug: msg=x\n      with_dcit: {}\n"),
+            (
+                "lookup plugin 'dcit' for 'with_dcit' is not supported".into(),
+                4,
+                7
+            )
+        );
+        assert_eq!(
+            message_at(
+                "- hosts: all\n  tasks:\n    - debug: msg=x\n      with_dict: {}\n      loop: []\n"
+            )
+            .0,
+            "only one loop keyword per task: 'with_dict' and 'loop' both given"
+        );
+    }
+
+    #[test]
+    fn run_keywords_on_tasks_blocks_and_plays() {
+        let t = task(
+            "command: x\nrun_once: true\ndelegate_to: \"{{ other }}\"\ndelegate_facts: yes\nno_log: true\nthrottle: 2\nenvironment:\n  A: \"{{ a }}\"",
+        );
+        assert_eq!(
+            t.keywords,
+            RunKeywords {
+                run_once: true,
+                delegate_to: Some("{{ other }}".into()),
+                delegate_facts: true,
+                environment: vec![serde_json::json!({"A": "{{ a }}"})],
+                no_log: true,
+                throttle: Some(2),
+                any_errors_fatal: None,
+                ignore_unreachable: false,
+            }
+        );
+        let pb = ok(
+            "- hosts: all\n  environment: {P: 1}\n  tasks:\n    - block:\n        - command: x\n          environment: {T: 3}\n      environment: \"{{ block_env }}\"\n      run_once: true\n      no_log: true\n",
+        );
+        let play = &pb.plays[0];
+        assert_eq!(play.environment, Some(serde_json::json!({"P": 1})));
+        let t = &play.tasks[0];
+        assert!(t.keywords.run_once && t.keywords.no_log);
+        assert_eq!(
+            t.keywords.environment,
+            [
+                serde_json::json!("{{ block_env }}"),
+                serde_json::json!({"T": 3})
+            ]
+        );
+        assert!(play.unsupported.is_empty());
+        assert_eq!(
+            message_at("- hosts: all\n  tasks:\n    - command: x\n      environment: [A]\n").0,
+            "environment must be a mapping, got a list"
+        );
+    }
+
+    #[test]
+    fn play_run_keywords() {
+        let pb = ok(
+            "- hosts: all\n  serial: [1, '30%']\n  order: reverse_sorted\n  any_errors_fatal: true\n  max_fail_percentage: 25\n  tasks: []\n",
+        );
+        let play = &pb.plays[0];
+        assert_eq!(
+            play.keywords,
+            PlayKeywords {
+                serial: vec![BatchSize::Hosts(1), BatchSize::Percent(30.0)],
+                order: HostOrder::ReverseSorted,
+                any_errors_fatal: true,
+                max_fail_percentage: Some(25.0),
+                free: false,
+            }
+        );
+        assert!(play.unsupported.is_empty());
+        assert_eq!(
+            ok("- hosts: all\n  serial: 2\n").plays[0].keywords.serial,
+            [BatchSize::Hosts(2)]
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  order: random\n"),
+            ("invalid play host order 'random'".into(), 2, 10)
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  serial: lots\n").0,
+            "serial must be a number of hosts or a percentage"
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  max_fail_percentage: 120\n").0,
+            "max_fail_percentage must be a number from 0 to 100"
+        );
+        assert!(
+            ok("- hosts: all\n  strategy: free\n").plays[0]
+                .keywords
+                .free
+        );
+        assert_eq!(
+            message_at("- hosts: all\n  strategy: fast\n").0,
+            "Invalid play strategy specified: fast"
+        );
+        let t = task("ping:\nany_errors_fatal: false\nignore_unreachable: true");
+        assert_eq!(t.keywords.any_errors_fatal, Some(false));
+        assert!(t.keywords.ignore_unreachable);
+    }
+
+    #[test]
+    fn loop_control_fields() {
+        let t = task(
+            "debug: msg=x\nloop: [1]\nloop_control:\n  loop_var: f\n  index_var: i\n  label: \"{{ f }}\"\n  extended: true\n  extended_allitems: false\n  pause: 0.5",
+        );
+        assert_eq!(t.loop_var, "f");
+        assert_eq!(
+            t.loop_control,
+            LoopControl {
+                label: Some("{{ f }}".into()),
+                index_var: Some("i".into()),
+                extended: true,
+                extended_allitems: false,
+                pause: Some(Json::from(0.5)),
+            }
+        );
+        let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  break_when: item > 0");
+        assert_eq!(t.unsupported, ["loop_control.break_when"]);
+        let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  pause: \"{{ p }}\"");
+        assert_eq!(t.loop_control.pause, Some(Json::from("{{ p }}")));
+        assert!(t.loop_control.extended_allitems);
+        assert_eq!(
+            message_at(
+                "- hosts: all\n  tasks:\n    - debug: msg=x\n      loop: [1]\n      loop_control:\n        pause: soon\n"
+            )
+            .0,
+            "loop_control.pause must be a number of seconds"
         );
     }
 

@@ -11,12 +11,16 @@ use serde_json::Value;
 use crate::template::{Templar, TemplateError};
 
 mod include;
+mod keywords;
 mod kv;
 mod load;
+mod loops;
 mod tags;
 
+pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
 pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};
+pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop};
 pub use tags::{TagFilter, selected, split_tags};
 
 /// Where something was written, 1-based.
@@ -73,6 +77,10 @@ pub struct Play {
     pub connection: Option<String>,
     pub remote_user: Option<String>,
     pub port: Option<String>,
+    /// The play's `environment` (a mapping or a template), below blocks' and tasks'.
+    pub environment: Option<Value>,
+    /// serial, order, any_errors_fatal, max_fail_percentage.
+    pub keywords: PlayKeywords,
     /// Keywords used but not supported yet (the executor warns).
     pub unsupported: Vec<String>,
     pub location: Location,
@@ -88,6 +96,8 @@ pub struct Task {
     pub args: serde_json::Map<String, Value>,
     pub loop_spec: Option<LoopSpec>,
     pub loop_var: String,
+    /// The rest of `loop_control` (label, index_var, extended, pause).
+    pub loop_control: LoopControl,
     /// Raw Jinja expressions, all of which must hold.
     pub when: Vec<String>,
     pub register: Option<String>,
@@ -116,6 +126,8 @@ pub struct Task {
     /// `vars` of the `include_tasks`/`include_role` this task came from: Ansible's include
     /// params, above set facts and role parameters.
     pub include_params: serde_json::Map<String, Value>,
+    /// Where and how the task runs: run_once, delegate_to, environment, no_log, throttle.
+    pub keywords: RunKeywords,
     /// Keywords that were accepted but are not implemented yet (the executor warns).
     pub unsupported: Vec<String>,
     pub location: Location,
@@ -138,6 +150,30 @@ pub struct RoleInfo {
     pub keyword_vars: serde_json::Map<String, Value>,
     /// Inline parameters of the entry (`- {role: x, port: 80}`): above set facts.
     pub params: serde_json::Map<String, Value>,
+}
+
+/// Task keywords that change where and how a task runs, not what its module does. Blocks
+/// hand them down to their tasks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunKeywords {
+    /// Run on the first host only; every host gets its result, as in Ansible.
+    pub run_once: bool,
+    /// Run the module through this host's connection (a template), with the task's host's
+    /// variables; `local_action` is `delegate_to: localhost`.
+    pub delegate_to: Option<String>,
+    /// Facts the task sets go to the delegated host instead.
+    pub delegate_facts: bool,
+    /// `environment` layers, outermost block first (the play's is [`Play::environment`]);
+    /// each a mapping or a template of one. Only command/shell take them.
+    pub environment: Vec<Value>,
+    /// Results are hidden in the output.
+    pub no_log: bool,
+    /// At most this many hosts run the task at once.
+    pub throttle: Option<u64>,
+    /// `any_errors_fatal` on the task or a block (else the play's decides).
+    pub any_errors_fatal: Option<bool>,
+    /// An unreachable host counts as ok (and ignored) and stays in the play.
+    pub ignore_unreachable: bool,
 }
 
 impl Task {
@@ -270,6 +306,11 @@ pub enum LoopSpec {
     Items { value: Value, flatten: bool },
     /// `with_sequence`, raw (e.g. `start=1 end={{ n }}`): template it, then [`sequence_items`].
     Sequence(String),
+    /// `with_<lookup>` (dict, fileglob, first_found, ...): the lookup run on the templated
+    /// terms, as `query(name, terms)`.
+    Lookup { name: String, terms: Value },
+    /// `with_nested`, `with_together`, `with_subelements`, `with_indexed_items`.
+    Combine { how: Combinator, terms: Value },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -280,6 +321,8 @@ pub enum LoopError {
     NotAList(String),
     #[error("with_sequence: {0}")]
     Sequence(String),
+    #[error("{0}")]
+    Lookup(String),
 }
 
 impl LoopSpec {
@@ -298,6 +341,14 @@ impl LoopSpec {
                     .into_iter()
                     .map(Value::String)
                     .collect())
+            }
+            LoopSpec::Lookup { name, terms } => {
+                let terms = templar.render_value(terms, vars)?;
+                Ok(templar.query(name, &terms, vars)?)
+            }
+            LoopSpec::Combine { how, terms } => {
+                let terms = templar.render_value(terms, vars)?;
+                how.items(terms).map_err(LoopError::Lookup)
             }
             LoopSpec::Items { value, flatten } => {
                 let value = templar.render_value(value, vars)?;

@@ -251,11 +251,16 @@ impl<W: Write> ConsoleReporter<W> {
                 text
             }
             Status::Unreachable => {
-                format!(
+                let mut text = format!(
                     "fatal: [{}]: UNREACHABLE! => {}",
                     r.host,
                     dump(&r.data, self.verbosity)
-                )
+                );
+                // `ignore_unreachable: true`
+                if r.ignored {
+                    text.push_str("\n...ignoring");
+                }
+                text
             }
             _ if show_data && !r.data.is_empty() => {
                 format!(

@@ -11,6 +11,7 @@ mod chain;
 #[cfg(test)]
 mod dialect_tests;
 mod filters;
+pub use filters::python_str;
 mod lookups;
 mod sha_crypt;
 mod tests;

@@ -1,0 +1,569 @@
+//! Loop forms, loop_control, magic variables and play/task keywords over a real sshd.
+//! What a user checks: files on the target and Ansible's wording in the output.
+
+use crate::support::hosts::SshHosts;
+use crate::support::run::{Outcome, TestRun};
+
+const PLAY_HEAD: &str = "- hosts: all\n  gather_facts: false\n";
+
+#[track_caller]
+fn assert_contains(out: &Outcome, needle: &str) {
+    assert!(
+        out.stdout.contains(needle),
+        "expected {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+#[track_caller]
+fn assert_not_contains(out: &Outcome, needle: &str) {
+    assert!(
+        !out.stdout.contains(needle),
+        "did not expect {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+fn read(hosts: &SshHosts, host: &str, name: &str) -> String {
+    std::fs::read_to_string(hosts.user(host).home.join(name))
+        .unwrap_or_else(|e| panic!("{host}:~/{name}: {e}"))
+}
+
+#[test]
+fn every_with_form_gives_ansibles_items() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  vars:
+    users: {alice: 1, bob: 2}
+    people:
+      - {name: a, keys: [k1, k2]}
+      - {name: b, keys: [k3]}
+  tasks:
+    - command: echo {{ item.key }}={{ item.value }}
+      with_dict: "{{ users }}"
+      register: d
+    - debug: msg="{{ item }}"
+      with_nested: [[x, y], [1, 2]]
+      register: n
+    - debug: msg="{{ item }}"
+      with_cartesian: [[x], [1, 2]]
+      register: c
+    - debug: msg="{{ item }}"
+      with_together: [[x, y, z], [1, 2]]
+      register: t
+    - debug: msg="{{ item.0.name }}-{{ item.1 }}"
+      with_subelements: ["{{ people }}", keys]
+      register: s
+    - debug: msg="{{ item.0 }}:{{ item.1 }}"
+      with_indexed_items: [a, b]
+      register: ix
+    - debug: msg="{{ item | basename }}"
+      with_fileglob: "{{ playbook_dir }}/files/*.txt"
+      register: g
+    - debug: msg="{{ item | basename }}"
+      with_first_found: [missing.txt, b.txt]
+      register: ff
+    - debug: msg="{{ item }}"
+      with_list: [[1, 2], 3]
+      register: wl
+    - debug: msg="{{ item }}"
+      with_items: [[1, 2], 3]
+      register: wi
+    - copy:
+        dest: ~/loops
+        content: |
+          {{ d.results | map(attribute='stdout') | list }}
+          {{ n.results | map(attribute='msg') | list }}
+          {{ c.results | map(attribute='msg') | list }}
+          {{ t.results | map(attribute='msg') | list }}
+          {{ s.results | map(attribute='msg') | list }}
+          {{ ix.results | map(attribute='msg') | list }}
+          {{ g.results | map(attribute='msg') | sort }}
+          {{ ff.results | map(attribute='msg') | list }}
+          {{ wl.results | map(attribute='msg') | list }}
+          {{ wi.results | map(attribute='msg') | list }}
+"#
+        ))
+        .file("files/a.txt", "a")
+        .file("files/b.txt", "b")
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        read(&hosts, "h", "loops"),
+        "['alice=1', 'bob=2']\n\
+         [['x', 1], ['x', 2], ['y', 1], ['y', 2]]\n\
+         [['x', 1], ['x', 2]]\n\
+         [['x', 1], ['y', 2], ['z', None]]\n\
+         ['a-k1', 'a-k2', 'b-k3']\n\
+         ['0:a', '1:b']\n\
+         ['a.txt', 'b.txt']\n\
+         ['b.txt']\n\
+         [[1, 2], 3]\n\
+         [1, 2, 3]\n"
+    );
+    assert_contains(&out, "changed: [h] => (item={'key': 'alice', 'value': 1})");
+}
+
+#[test]
+fn loop_control_names_labels_and_describes_items() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - command: echo {{ ansible_loop.index }}/{{ ansible_loop.length }} {{ ansible_loop.revindex0 }} {{ ansible_loop.first }} {{ ansible_loop.last }} {{ ansible_loop.previtem | default('-') }} {{ ansible_loop.nextitem | default('-') }} {{ idx }} {{ it }} {{ ansible_loop.allitems | length }}
+      loop: [a, b, c]
+      loop_control:
+        loop_var: it
+        index_var: idx
+        label: "L{{ it }}"
+        extended: true
+      register: lc
+    - copy:
+        dest: ~/control
+        content: "{{ lc.results | map(attribute='stdout') | join('|') }} {{ lc.results[1].it }} {{ lc.results[2].idx }} {{ lc.results[0].ansible_loop_var }}"
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        read(&hosts, "h", "control"),
+        "1/3 2 True False - b 0 a 3|2/3 1 False False a c 1 b 3|3/3 0 False True b - 2 c 3 b 2 it"
+    );
+    assert_contains(&out, "changed: [h] => (item=La)");
+    assert_contains(&out, "changed: [h] => (item=Lc)");
+    assert_not_contains(&out, "(item=a)");
+}
+
+#[test]
+fn loop_pause_runs_items_apart() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - shell: date +%s%N
+      loop: [1, 2, 3]
+      loop_control:
+        pause: 0.6
+      register: p
+    - copy:
+        dest: ~/times
+        content: "{{ p.results | map(attribute='stdout') | join(',') }}"
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let times: Vec<u128> = read(&hosts, "h", "times")
+        .split(',')
+        .map(|t| t.trim().parse().unwrap())
+        .collect();
+    assert_eq!(times.len(), 3);
+    for pair in times.windows(2) {
+        let gap_ms = (pair[1] - pair[0]) / 1_000_000;
+        assert!(gap_ms >= 550, "items ran {gap_ms} ms apart: {times:?}");
+    }
+}
+
+#[test]
+fn magic_variables_reach_other_hosts_and_the_run() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  vars:
+    play_only: p
+  tasks:
+    - set_fact:
+        mine: "set-{{ inventory_hostname }}"
+    - command: echo reg-{{ inventory_hostname }}
+      register: said
+    - copy:
+        dest: ~/magic
+        content: |
+          {{ hostvars['h2'].gv }} {{ hostvars['h2'].hv | default('none') }} {{ hostvars['h1'].hv | default('none') }}
+          {{ hostvars['h2'].mine }} {{ hostvars['h2'].said.stdout }} {{ hostvars['h1'].inventory_hostname }}
+          {{ hostvars['h2'].play_only | default('no play vars') }} {{ hostvars | list | sort }}
+          {{ ansible_play_hosts_all }} {{ ansible_run_tags }} {{ ansible_skip_tags }}
+          {{ ansible_version.major }}.{{ ansible_version.minor }} {{ ansible_version.full is version('2.21', '>=') }}
+          {{ inventory_dir == playbook_dir }} {{ inventory_file | basename }}
+"#
+        ))
+        .file("group_vars/all.yml", "gv: g\n")
+        .file("host_vars/h2.yml", "hv: only-h2\n")
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let expected = "g only-h2 none\n\
+                    set-h2 reg-h2 h1\n\
+                    no play vars ['h1', 'h2']\n\
+                    ['h1', 'h2'] ['all'] []\n\
+                    2.21 True\n\
+                    True hosts\n";
+    assert_eq!(read(&hosts, "h1", "magic"), expected);
+    assert_eq!(read(&hosts, "h2", "magic"), expected);
+}
+
+#[test]
+fn run_once_runs_on_the_first_host_and_shares_its_result() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - shell: echo {{ inventory_hostname }} >> ~/ran; echo {{ inventory_hostname }}
+      run_once: true
+      register: once
+    - set_fact:
+        chosen: "{{ inventory_hostname }}"
+      run_once: true
+    - copy:
+        dest: ~/once
+        content: "{{ once.stdout }} {{ chosen }}"
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "h1", "ran"), "h1\n");
+    assert!(!hosts.user("h2").home.join("ran").exists());
+    assert_eq!(read(&hosts, "h1", "once"), "h1 h1");
+    assert_eq!(read(&hosts, "h2", "once"), "h1 h1");
+}
+
+#[test]
+fn delegate_to_runs_through_the_other_hosts_connection() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - copy:
+        dest: ~/delegated
+        content: "from {{ inventory_hostname }}"
+      delegate_to: h2
+      when: inventory_hostname == 'h1'
+    - local_action: command echo {{ inventory_hostname }}
+      register: local
+      when: inventory_hostname == 'h1'
+    - copy:
+        dest: ~/local
+        content: "{{ local.stdout }}"
+      when: inventory_hostname == 'h1'
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "h2", "delegated"), "from h1");
+    assert!(!hosts.user("h1").home.join("delegated").exists());
+    assert_eq!(read(&hosts, "h1", "local"), "h1");
+    assert_contains(&out, "changed: [h1 -> h2]");
+    assert_contains(&out, "changed: [h1 -> localhost]");
+}
+
+#[test]
+fn environment_reaches_commands_and_no_log_hides_results() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  environment:
+    FROM_PLAY: play
+    BOTH: play
+  vars:
+    secret: hunter2
+  tasks:
+    - block:
+        - shell: echo "$FROM_PLAY $FROM_BLOCK $BOTH $N"
+          environment:
+            BOTH: task
+            N: 3
+          register: env
+      environment:
+        FROM_BLOCK: "{{ 'blo' ~ 'ck' }}"
+    - command: echo {{ secret }}
+      no_log: true
+      register: hidden
+    - shell: echo {{ item }}-{{ secret }}
+      loop: [a]
+      no_log: true
+    - copy:
+        dest: ~/env
+        content: "{{ env.stdout }} {{ hidden.stdout }}"
+"#,
+        )
+        .arg("-v")
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "h", "env"), "play block task 3 hunter2");
+    assert_contains(
+        &out,
+        "\"censored\": \"the output has been hidden due to the fact that 'no_log: true' was specified for this result\"",
+    );
+    assert_contains(&out, "(item=None)");
+    assert_not_contains(&out, "hunter2");
+}
+
+#[test]
+fn throttle_limits_hosts_running_a_task_at_once() {
+    let hosts = SshHosts::start(&["h1", "h2", "h3"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - shell: date +%s%N; sleep 0.4; date +%s%N
+      throttle: 1
+      register: span
+    - copy:
+        dest: ~/span
+        content: "{{ span.stdout_lines | join(' ') }}"
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let mut spans: Vec<(u128, u128)> = ["h1", "h2", "h3"]
+        .iter()
+        .map(|h| {
+            let text = read(&hosts, h, "span");
+            let (a, b) = text.split_once(' ').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    spans.sort();
+    for pair in spans.windows(2) {
+        assert!(pair[1].0 >= pair[0].1, "runs overlapped: {spans:?}");
+    }
+}
+
+#[test]
+fn any_errors_fatal_and_max_fail_percentage_stop_every_host() {
+    let hosts = SshHosts::start(&["h1", "h2", "h3"]);
+    let tasks = r#"  tasks:
+    - fail:
+        msg: boom
+      when: inventory_hostname == 'h1'
+    - copy:
+        dest: ~/after
+        content: x
+"#;
+    for head in [
+        "- hosts: all\n  gather_facts: false\n  any_errors_fatal: true\n",
+        "- hosts: all\n  gather_facts: false\n  max_fail_percentage: 30\n",
+    ] {
+        let out = TestRun::new()
+            .playbook(&format!("{head}{tasks}"))
+            .inventory(&hosts.inventory())
+            .run();
+        out.assert_code(2);
+        assert_contains(&out, "NO MORE HOSTS LEFT");
+        for h in ["h1", "h2", "h3"] {
+            assert!(!hosts.user(h).home.join("after").exists(), "{head}: {h}");
+        }
+    }
+    // 1 of 3 failed is not more than 50%: the others go on.
+    let out = TestRun::new()
+        .playbook(&format!(
+            "- hosts: all\n  gather_facts: false\n  max_fail_percentage: 50\n{tasks}"
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(2);
+    assert!(hosts.user("h2").home.join("after").exists());
+}
+
+#[test]
+fn serial_runs_batches_in_turn_in_the_play_order() {
+    let hosts = SshHosts::start(&["b", "c", "a"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  serial: [1, "50%"]
+  order: sorted
+  tasks:
+    - command: echo {{ ansible_play_batch | join(',') }}
+      register: batch
+    - copy:
+        dest: ~/batch
+        content: "{{ batch.stdout }}"
+"#,
+        )
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "a", "batch"), "a");
+    assert_eq!(read(&hosts, "b", "batch"), "b");
+    assert_eq!(read(&hosts, "c", "batch"), "c");
+    assert_eq!(out.stdout.matches("PLAY [all]").count(), 3);
+    let first_a = out.stdout.find("changed: [a]").unwrap();
+    let first_b = out.stdout.find("changed: [b]").unwrap();
+    let first_c = out.stdout.find("changed: [c]").unwrap();
+    assert!(first_a < first_b && first_b < first_c, "{}", out.stdout);
+}
+
+#[test]
+fn strategy_free_lets_fast_hosts_run_ahead() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  strategy: free
+  tasks:
+    - shell: "sleep {{ 1.5 if inventory_hostname == 'h1' else 0 }}; date +%s%N"
+      register: first
+    - shell: date +%s%N
+      register: second
+    - copy:
+        dest: ~/times
+        content: "{{ first.stdout }} {{ second.stdout }}"
+"#,
+        )
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let times = |h: &str| -> (u128, u128) {
+        let text = read(&hosts, h, "times");
+        let (a, b) = text.split_once(' ').unwrap();
+        (a.parse().unwrap(), b.parse().unwrap())
+    };
+    let (slow_first, _) = times("h1");
+    let (_, fast_second) = times("h2");
+    assert!(
+        fast_second < slow_first,
+        "h2 waited for h1: {fast_second} >= {slow_first}"
+    );
+}
+
+#[test]
+fn ignore_unreachable_keeps_the_host_in_the_play() {
+    let hosts = SshHosts::start(&["h"]);
+    let inventory = format!(
+        "{}{}\n",
+        hosts.inventory(),
+        crate::support::hosts::refusing_host_line("down")
+    );
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - command: echo hi
+      ignore_unreachable: true
+      register: r
+    - debug:
+        msg: "unreachable={{ r.unreachable | default(false) }}"
+"#
+        ))
+        .inventory(&inventory)
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "fatal: [down]: UNREACHABLE! =>");
+    assert_contains(&out, "...ignoring");
+    assert_contains(&out, "\"msg\": \"unreachable=True\"");
+    let down = out.recap("down");
+    assert_eq!((down.ok, down.ignored, down.unreachable), (2, 1, 0));
+
+    // On the play, every task takes it on.
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  ignore_unreachable: true\n{}",
+            "  tasks:\n    - command: echo hi\n    - command: echo again\n"
+        ))
+        .inventory(&inventory)
+        .run();
+    out.assert_code(0);
+    assert_not_contains(&out, "not supported yet");
+    let down = out.recap("down");
+    assert_eq!((down.ok, down.ignored, down.unreachable), (2, 2, 0));
+}
+
+#[test]
+fn pause_waits_once_for_every_host_and_never_prompts() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let started = std::time::Instant::now();
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - pause:
+        seconds: 1
+      register: waited
+    - pause:
+        prompt: Continue?
+    - copy:
+        dest: ~/paused
+        content: "{{ waited.stdout }}"
+"#
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let elapsed = started.elapsed();
+    assert!(elapsed >= std::time::Duration::from_secs(1), "{elapsed:?}");
+    assert_eq!(read(&hosts, "h1", "paused"), "Paused for 1.0 seconds");
+    assert_eq!(read(&hosts, "h2", "paused"), "Paused for 1.0 seconds");
+    assert_contains(&out, "[WARNING]:");
+    assert_contains(
+        &out,
+        "Not waiting for response to prompt as stdin is not interactive",
+    );
+    assert_eq!(out.stdout.matches("ok: [h2]").count(), 0, "{}", out.stdout);
+}
+
+#[test]
+fn add_host_and_group_by_change_the_inventory_for_later_plays() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - group_by:
+        key: "grp_{{ inventory_hostname }}"
+    - add_host:
+        name: extra
+        groups: added
+        ansible_host: "{{ hostvars['h2'].ansible_host }}"
+        ansible_port: "{{ hostvars['h2'].ansible_port }}"
+        ansible_user: "{{ hostvars['h2'].ansible_user }}"
+        ansible_ssh_private_key_file: "{{ hostvars['h2'].ansible_ssh_private_key_file }}"
+        ansible_ssh_common_args: "{{ hostvars['h2'].ansible_ssh_common_args }}"
+        role: added-at-run-time
+- hosts: added
+  gather_facts: false
+  tasks:
+    - copy:
+        dest: ~/added
+        content: "{{ inventory_hostname }} {{ group_names }} {{ role }}"
+- hosts: grp_h1
+  gather_facts: false
+  tasks:
+    - copy:
+        dest: ~/grouped
+        content: "{{ groups['grp_h1'] }} {{ groups['added'] }} {{ hostvars['extra'].role }}"
+"#,
+        )
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        read(&hosts, "h2", "added"),
+        "extra ['added'] added-at-run-time"
+    );
+    assert_eq!(
+        read(&hosts, "h1", "grouped"),
+        "['h1'] ['extra'] added-at-run-time"
+    );
+    assert!(!hosts.user("h2").home.join("grouped").exists());
+}

@@ -3,29 +3,9 @@
 //! Ansible's wording in the output.
 
 use crate::support::hosts::SshHosts;
-use crate::support::run::{Outcome, Recap, TestRun};
-
-const PLAY_HEAD: &str = "- hosts: all\n  gather_facts: false\n";
-
-#[track_caller]
-fn assert_contains(out: &Outcome, needle: &str) {
-    assert!(
-        out.stdout.contains(needle),
-        "expected {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
-        out.stdout,
-        out.stderr
-    );
-}
-
-#[track_caller]
-fn assert_not_contains(out: &Outcome, needle: &str) {
-    assert!(
-        !out.stdout.contains(needle),
-        "did not expect {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
-        out.stdout,
-        out.stderr
-    );
-}
+use crate::support::run::{
+    Outcome, PLAY_HEAD, Recap, TestRun, assert_contains, assert_not_contains,
+};
 
 fn run(hosts: &SshHosts, tasks: &str) -> Outcome {
     TestRun::new()

@@ -3,25 +3,7 @@
 //! `setup` module's `gather_subset` and `filter`, and `gather_facts: false`.
 
 use crate::support::hosts::{SshHosts, refusing_host_line};
-use crate::support::run::{Outcome, Recap, TestRun, file_bytes_and_mode};
-
-fn recap(ok: u32, changed: u32) -> Recap {
-    Recap {
-        ok,
-        changed,
-        ..Recap::default()
-    }
-}
-
-#[track_caller]
-fn assert_contains(out: &Outcome, needle: &str) {
-    assert!(
-        out.stdout.contains(needle),
-        "expected {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
-        out.stdout,
-        out.stderr
-    );
-}
+use crate::support::run::{TestRun, assert_contains, file_bytes_and_mode, recap};
 
 #[track_caller]
 fn file_text(path: &std::path::Path) -> String {

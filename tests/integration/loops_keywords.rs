@@ -2,29 +2,7 @@
 //! What a user checks: files on the target and Ansible's wording in the output.
 
 use crate::support::hosts::SshHosts;
-use crate::support::run::{Outcome, TestRun};
-
-const PLAY_HEAD: &str = "- hosts: all\n  gather_facts: false\n";
-
-#[track_caller]
-fn assert_contains(out: &Outcome, needle: &str) {
-    assert!(
-        out.stdout.contains(needle),
-        "expected {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
-        out.stdout,
-        out.stderr
-    );
-}
-
-#[track_caller]
-fn assert_not_contains(out: &Outcome, needle: &str) {
-    assert!(
-        !out.stdout.contains(needle),
-        "did not expect {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
-        out.stdout,
-        out.stderr
-    );
-}
+use crate::support::run::{PLAY_HEAD, TestRun, assert_contains, assert_not_contains};
 
 fn read(hosts: &SshHosts, host: &str, name: &str) -> String {
     std::fs::read_to_string(hosts.user(host).home.join(name))

@@ -5,61 +5,15 @@
 use std::path::Path;
 
 use crate::support::hosts::{SshHosts, refusing_host_line};
-use crate::support::run::{Outcome, Recap, TestRun, file_bytes_and_mode};
+use crate::support::run::{
+    Outcome, PLAY_HEAD, Recap, TestRun, assert_contains, assert_file, assert_not_contains, recap,
+};
 use crate::support::sshd::keygen;
 
 const FILE_CREATION: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/playbooks/file_creation.yml"
 ));
-
-fn recap(ok: u32, changed: u32) -> Recap {
-    Recap {
-        ok,
-        changed,
-        ..Recap::default()
-    }
-}
-
-#[track_caller]
-fn assert_file(path: &Path, bytes: &[u8], mode: u32) {
-    let (got, got_mode) = file_bytes_and_mode(path);
-    assert_eq!(
-        got,
-        bytes,
-        "{}: {:?}",
-        path.display(),
-        String::from_utf8_lossy(&got)
-    );
-    assert_eq!(
-        got_mode,
-        mode,
-        "{}: mode {got_mode:o}, expected {mode:o}",
-        path.display()
-    );
-}
-
-#[track_caller]
-fn assert_contains(out: &Outcome, needle: &str) {
-    assert!(
-        out.stdout.contains(needle) || out.stderr.contains(needle),
-        "expected {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
-        out.stdout,
-        out.stderr
-    );
-}
-
-#[track_caller]
-fn assert_not_contains(out: &Outcome, needle: &str) {
-    assert!(
-        !out.stdout.contains(needle) && !out.stderr.contains(needle),
-        "did not expect {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
-        out.stdout,
-        out.stderr
-    );
-}
-
-const PLAY_HEAD: &str = "- hosts: all\n  gather_facts: false\n";
 
 // 1. The foundation issue's playbook on three hosts, then again.
 

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::support::hosts::SshHosts;
-use crate::support::run::{Outcome, TestRun};
+use crate::support::run::{TestRun, assert_contains};
 
 /// The layers of the table, lowest precedence first, as Ansible orders them; and whether
 /// each reaches `db1` (which is only in group `db`, with no host files).
@@ -75,16 +75,6 @@ fn expected(reaches: impl Fn(usize) -> bool) -> String {
         })
         .collect();
     format!("{}\n", values.join(","))
-}
-
-#[track_caller]
-fn assert_contains(out: &Outcome, needle: &str) {
-    assert!(
-        out.stdout.contains(needle) || out.stderr.contains(needle),
-        "expected {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
-        out.stdout,
-        out.stderr
-    );
 }
 
 #[test]

@@ -200,3 +200,54 @@ pub fn file_bytes_and_mode(path: &Path) -> (Vec<u8>, u32) {
 pub fn path_in(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
 }
+
+/// The head of a play that skips fact gathering, for short test playbooks.
+pub const PLAY_HEAD: &str = "- hosts: all\n  gather_facts: false\n";
+
+/// A recap with these ok/changed counts and nothing else.
+pub fn recap(ok: u32, changed: u32) -> Recap {
+    Recap {
+        ok,
+        changed,
+        ..Recap::default()
+    }
+}
+
+#[track_caller]
+pub fn assert_contains(out: &Outcome, needle: &str) {
+    assert!(
+        out.stdout.contains(needle) || out.stderr.contains(needle),
+        "expected {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+#[track_caller]
+pub fn assert_not_contains(out: &Outcome, needle: &str) {
+    assert!(
+        !out.stdout.contains(needle) && !out.stderr.contains(needle),
+        "did not expect {needle:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+/// The file on the target holds exactly these bytes with this mode.
+#[track_caller]
+pub fn assert_file(path: &Path, bytes: &[u8], mode: u32) {
+    let (got, got_mode) = file_bytes_and_mode(path);
+    assert_eq!(
+        got,
+        bytes,
+        "{}: {:?}",
+        path.display(),
+        String::from_utf8_lossy(&got)
+    );
+    assert_eq!(
+        got_mode,
+        mode,
+        "{}: mode {got_mode:o}, expected {mode:o}",
+        path.display()
+    );
+}

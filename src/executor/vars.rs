@@ -4,10 +4,13 @@
 //! registered results, role parameters, include params, extra vars; plus the magic
 //! variables.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use super::{HostState, RunContext};
 use crate::playbook::{Play, Playbook, Task};
+use crate::template::{Templar, is_template};
 use crate::vars_file::layer_play_vars_files;
 
 /// Ansible's placeholder that makes a module argument disappear (`default(omit)`).
@@ -88,11 +91,83 @@ pub fn task_vars(
         vars.insert("ansible_role_name".into(), Value::from(role.name.clone()));
         vars.insert("role_path".into(), path);
     }
-    let hostvars = super::hostvars::HostVars::new(ctx.me.clone(), playbook.dir.clone());
+    let hostvars = minijinja::Value::from_object(super::hostvars::HostVars::new(
+        ctx.me.clone(),
+        playbook.dir.clone(),
+    ));
+    // Results and facts came from the target: Ansible never templates them again.
+    let untrusted: HashSet<String> = {
+        let registered = host.registered.lock().expect("registered lock");
+        let facts = host.facts.lock().expect("facts lock");
+        registered
+            .keys()
+            .cloned()
+            .chain(facts.keys().map(|k| format!("ansible_{k}")))
+            .chain(["ansible_facts".to_string()])
+            .collect()
+    };
+    resolve_nested_templates(&ctx.templar, &mut vars, &untrusted, &hostvars);
     Ok(minijinja::context! {
-        hostvars => minijinja::Value::from_object(hostvars),
+        hostvars => hostvars,
         ..minijinja::Value::from_serialize(&vars)
     })
+}
+
+/// Passes a variable may need before every template inside it is resolved
+/// (`a: "{{ b }}"`, `b: "{{ c }}"`, ...); deeper chains are left as they are.
+const MAX_TEMPLATE_DEPTH: usize = 8;
+
+/// Ansible templates variables lazily: `conf: "{{ base }}/conf"` means the value of
+/// `base`. Every variable holding a template is rendered against the others until
+/// nothing changes. A variable whose template fails (say, an undefined name) keeps its
+/// text, so it only fails where a task actually uses it, as in Ansible.
+fn resolve_nested_templates(
+    templar: &Templar,
+    vars: &mut Map<String, Value>,
+    untrusted: &HashSet<String>,
+    hostvars: &minijinja::Value,
+) {
+    let mut pending: Vec<String> = vars
+        .iter()
+        .filter(|(k, v)| !untrusted.contains(*k) && holds_template(v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for _ in 0..MAX_TEMPLATE_DEPTH {
+        if pending.is_empty() {
+            return;
+        }
+        let context = minijinja::context! {
+            hostvars => hostvars.clone(),
+            ..minijinja::Value::from_serialize(&*vars)
+        };
+        let mut still = Vec::new();
+        let mut changed = false;
+        for key in pending {
+            let Ok(rendered) = templar.render_value(&vars[&key], &context) else {
+                continue;
+            };
+            if rendered != vars[&key] {
+                changed = true;
+                if holds_template(&rendered) {
+                    still.push(key.clone());
+                }
+                vars.insert(key, rendered);
+            }
+        }
+        if !changed {
+            return;
+        }
+        pending = still;
+    }
+}
+
+fn holds_template(value: &Value) -> bool {
+    match value {
+        Value::String(s) => is_template(s),
+        Value::Array(items) => items.iter().any(holds_template),
+        Value::Object(map) => map.values().any(holds_template),
+        _ => false,
+    }
 }
 
 fn magic_vars(

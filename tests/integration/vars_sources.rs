@@ -255,3 +255,35 @@ fn connection_variables_from_group_vars_and_host_vars_files() {
         "reached"
     );
 }
+
+#[test]
+fn variables_that_reference_variables_are_templated_lazily() {
+    let home = tempfile::tempdir().unwrap();
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: localhost
+  gather_facts: false
+  vars:
+    base: /opt/app
+    conf: \"{{ base }}/conf\"
+    files: \"{{ [conf, log] }}\"
+    log: \"{{ conf }}/log\"
+    unused: \"{{ nothing_defines_this }}\"
+  tasks:
+    - copy:
+        content: \"{{ files | join(',') }} {{ greeting }}\"
+        dest: ~/lazy
+",
+        )
+        .file(
+            "group_vars/all.yml",
+            "greeting: \"hello from {{ base }}\"\n",
+        )
+        .env("HOME", home.path().to_str().unwrap())
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("lazy")).unwrap(),
+        "/opt/app/conf,/opt/app/conf/log hello from /opt/app"
+    );
+}

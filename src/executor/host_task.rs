@@ -860,21 +860,8 @@ fn host_unreachable(ctx: &RunContext, task: &Task, host: &HostState, message: &s
         ctx.unreachable(host, message);
         return;
     }
-    let mut data = Map::new();
-    data.insert("changed".into(), false.into());
-    data.insert(
-        "msg".into(),
-        format!("Failed to connect to the host via ssh: {message}").into(),
-    );
-    data.insert("unreachable".into(), true.into());
-    ctx.emit(Event::HostResult(HostResult {
-        host: host.name.clone(),
-        status: Status::Unreachable,
-        item: None,
-        data: data.clone(),
-        ignored: true,
-        verbose_always: false,
-    }));
+    let data = super::unreachable_result(message);
+    ctx.emit_unreachable(host, data.clone(), true);
     host.stat(|s| {
         s.ok += 1;
         s.ignored += 1;

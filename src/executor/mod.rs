@@ -229,22 +229,31 @@ impl RunContext {
     pub fn unreachable(&self, host: &HostState, message: &str) {
         host.out.store(true, Ordering::SeqCst);
         host.stat(|s| s.unreachable += 1);
-        let mut data = Map::new();
-        data.insert("changed".into(), false.into());
-        data.insert(
-            "msg".into(),
-            format!("Failed to connect to the host via ssh: {message}").into(),
-        );
-        data.insert("unreachable".into(), true.into());
+        self.emit_unreachable(host, unreachable_result(message), false);
+    }
+
+    pub fn emit_unreachable(&self, host: &HostState, data: Map<String, Value>, ignored: bool) {
         self.emit(Event::HostResult(HostResult {
             host: host.name.clone(),
             status: Status::Unreachable,
             item: None,
             data,
-            ignored: false,
+            ignored,
             verbose_always: false,
         }));
     }
+}
+
+/// Ansible's result for a host it could not reach.
+pub(crate) fn unreachable_result(message: &str) -> Map<String, Value> {
+    let mut data = Map::new();
+    data.insert("changed".into(), false.into());
+    data.insert(
+        "msg".into(),
+        format!("Failed to connect to the host via ssh: {message}").into(),
+    );
+    data.insert("unreachable".into(), true.into());
+    data
 }
 
 /// Runs every play of every playbook in order, then the recap.

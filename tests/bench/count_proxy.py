@@ -24,7 +24,9 @@ async def pump(reader, writer, direction, seen):
             data = await reader.read(65536)
             if not data:
                 break
-            if not seen[0]:
+            # A connection counts once the client speaks: the bench's readiness probe
+            # (connect, read nothing, close) only ever sees sshd's banner.
+            if direction == "up" and not seen[0]:
                 seen[0] = True
                 totals["connections"] += 1
             totals[direction] += len(data)

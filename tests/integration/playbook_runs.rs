@@ -401,6 +401,27 @@ fn play_keyword_connection_local_runs_locally_and_warns_about_unsupported_keys()
 // 7. Failing commands, ignore_errors, creates.
 
 #[test]
+fn command_arguments_expand_home_and_variables_like_ansible() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  tasks:
+    - command: touch ~/by_tilde $HOME/by_var ${{HOME}}/by_braces
+    - command: touch ~/$NAME_FROM_TASK
+      environment:
+        NAME_FROM_TASK: from_environment
+"
+        ))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    let home = &hosts.user("h").home;
+    for name in ["by_tilde", "by_var", "by_braces", "from_environment"] {
+        assert!(home.join(name).exists(), "{name} missing\n{}", out.stdout);
+    }
+}
+
+#[test]
 fn a_failing_command_fails_the_host_with_rc_and_stderr() {
     let hosts = SshHosts::start(&["h"]);
     let out = TestRun::new()

@@ -66,6 +66,20 @@ pub fn exec(agent: &mut Agent, spec: Exec, flags: Flags) -> Result<OpResult, OpE
 
     let (program, mut process) = match &spec.command {
         Command::Argv(argv) => {
+            // Ansible's command module expands `$VAR` and `~` in each word
+            // (expand_argument_vars, on by default), with the task's environment.
+            let lookup = |name: &str| {
+                spec.env
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+                    .or_else(|| std::env::var(name).ok())
+            };
+            let argv: Vec<String> = argv
+                .iter()
+                .map(|a| expand_argument(a, &agent.home, &lookup))
+                .collect();
             let Some((program, args)) = argv.split_first() else {
                 return Err(op_error(ErrorKind::InvalidArgument, "no command given"));
             };
@@ -254,10 +268,65 @@ fn wildcard_match(pattern: &[u8], name: &[u8]) -> bool {
     }
 }
 
+/// Python's `os.path.expanduser(os.path.expandvars(word))`, as Ansible's command module
+/// applies it: `$NAME` and `${NAME}` become the variable's value when it is set (and stay
+/// as written when not), then a leading `~` or `~/` becomes the home directory.
+pub fn expand_argument(word: &str, home: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(word.len());
+    let mut rest = word;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (name, written_len) = if let Some(braced) = after.strip_prefix('{') {
+            match braced.find('}') {
+                Some(end) => (&braced[..end], end + 2),
+                None => ("", 0),
+            }
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], end)
+        };
+        match (written_len, lookup(name)) {
+            (n, Some(value)) if n > 0 && !name.is_empty() => out.push_str(&value),
+            (n, _) => out.push_str(&rest[at..at + 1 + n]),
+        }
+        rest = &after[written_len..];
+    }
+    out.push_str(rest);
+    if out == "~" {
+        home.to_string()
+    } else if let Some(tail) = out.strip_prefix("~/") {
+        format!("{}/{tail}", home.trim_end_matches('/'))
+    } else {
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testutil::*;
     use super::*;
+
+    #[test]
+    fn arguments_expand_variables_and_home_like_python() {
+        let env = |name: &str| match name {
+            "HOME" => Some("/home/u".to_string()),
+            "X" => Some("ex".to_string()),
+            _ => None,
+        };
+        let e = |w: &str| expand_argument(w, "/home/u", &env);
+        assert_eq!(e("~/file"), "/home/u/file");
+        assert_eq!(e("~"), "/home/u");
+        assert_eq!(e("a~b"), "a~b");
+        assert_eq!(e("$X/y"), "ex/y");
+        assert_eq!(e("${X}z"), "exz");
+        assert_eq!(e("$UNSET and ${UNSET}"), "$UNSET and ${UNSET}");
+        assert_eq!(e("cost$"), "cost$");
+        assert_eq!(e("${open"), "${open");
+        assert_eq!(e("$HOME/.x"), "/home/u/.x");
+    }
 
     fn argv(args: &[&str]) -> Command {
         Command::Argv(args.iter().map(|s| s.to_string()).collect())
@@ -294,12 +363,13 @@ mod tests {
         let mut a = agent(dir.path());
         let o = run(
             &mut a,
-            spec(argv(&["echo", "$HOME", "a b"])),
+            spec(argv(&["echo", "*", "a b", "$NOT_SET_ANYWHERE"])),
             Flags::default(),
         );
         assert!(o.ran);
         assert_eq!(o.rc, 0);
-        assert_eq!(o.stdout, b"$HOME a b\n");
+        // No shell: no globbing, words kept whole, unset variables left as written.
+        assert_eq!(o.stdout, b"* a b $NOT_SET_ANYWHERE\n");
         assert!(o.start_unix_micros > 1_600_000_000_000_000);
         let o = run(
             &mut a,

@@ -380,6 +380,14 @@ async fn run_play(
         ctx.emit(Event::NoHostsMatched);
         return;
     }
+    for (name, default) in &play.vars_prompt {
+        if default.is_none() && !ctx.opts.extra_vars.contains_key(name) {
+            ctx.emit(Event::Warning(format!(
+                "{}: vars_prompt '{name}' has no default and turbo-play does not prompt: pass -e {name}=...",
+                play.location
+            )));
+        }
+    }
     for keyword in &play.unsupported {
         ctx.emit(Event::Warning(format!(
             "{}: the play keyword '{keyword}' is not supported yet and was ignored",

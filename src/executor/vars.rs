@@ -58,6 +58,12 @@ pub fn task_vars(
     }
     let magic = magic_vars(ctx, playbook, host, play_hosts);
     extend(&mut vars, &play.vars);
+    // vars_prompt never prompts here: its default stands in (and -e, layered later, wins).
+    for (name, default) in &play.vars_prompt {
+        if let Some(value) = default {
+            vars.insert(name.clone(), value.clone());
+        }
+    }
     if !play.vars_files.is_empty() {
         let mut above = ctx.opts.extra_vars.clone();
         extend(&mut above, &magic);

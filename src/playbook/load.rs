@@ -24,8 +24,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "run_once",
     "module_defaults",
     "diff",
-    "ignore_errors",
-    "vars_prompt",
 ];
 
 /// Play keywords with no effect on the outcome here: accepted silently.
@@ -53,6 +51,8 @@ const PLAY_KEYS: &[&str] = &[
     "port",
     "handlers",
     "force_handlers",
+    "vars_prompt",
+    "ignore_errors",
     "tags",
     "check_mode",
     "roles",
@@ -351,6 +351,7 @@ impl Loader<'_> {
         let mut hosts = None;
         let mut vars = serde_json::Map::new();
         let mut vars_files = Vec::new();
+        let mut vars_prompt = Vec::new();
         let mut gather_facts = true;
         let mut gather_subset = Vec::new();
         let (mut connection, mut remote_user, mut port) = (None, None, None);
@@ -370,6 +371,9 @@ impl Loader<'_> {
             if let Some(v) = node.get(key) {
                 self.run_keyword(key, v, &mut top.keywords)?;
             }
+        }
+        if let Some(v) = node.get("ignore_errors") {
+            top.ignore_errors = Some(self.boolean(v, "ignore_errors")?);
         }
         self.shared.start_play();
         for (k, v) in entries {
@@ -391,6 +395,9 @@ impl Loader<'_> {
                 "check_mode" => check_mode = Some(self.boolean(v, key)?),
                 "vars" => vars = self.mapping(v, "vars")?,
                 "vars_files" => vars_files = self.vars_files(v)?,
+                "vars_prompt" => vars_prompt = self.vars_prompt(v)?,
+                // Read before the tasks (above): every task takes it on.
+                "ignore_errors" => {}
                 "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
                 "gather_subset" => gather_subset = self.string_list(v, "gather_subset")?,
                 "pre_tasks" => sections[0] = self.tasks(v, key, &top)?,
@@ -497,6 +504,7 @@ impl Loader<'_> {
             tags,
             vars,
             vars_files,
+            vars_prompt,
             gather_facts,
             gather_subset,
             tasks,
@@ -516,6 +524,30 @@ impl Loader<'_> {
 
     /// `vars_files`: a list whose items are paths, or lists of paths of which the first
     /// that exists is read; a lone path is a list of one, as Ansible takes it.
+    /// `vars_prompt`: a list of `{name, prompt, default, private, ...}`.
+    fn vars_prompt(&self, node: &Node) -> Result<Vec<(String, Option<Json>)>, LoadError> {
+        let Some(items) = node.as_seq() else {
+            return Err(self.err(
+                node.span,
+                format!("vars_prompt must be a list, got {}", node.kind_name()),
+                Some("write `vars_prompt: [{name: x, prompt: \"X?\", default: y}]`".into()),
+            ));
+        };
+        items
+            .iter()
+            .map(|item| {
+                let name = item.get("name").and_then(Node::as_str).ok_or_else(|| {
+                    self.err(
+                        item.span,
+                        "each vars_prompt entry needs a `name`",
+                        Some("write `- name: x` with an optional `default:`".into()),
+                    )
+                })?;
+                Ok((name.to_string(), item.get("default").map(Node::to_json)))
+            })
+            .collect()
+    }
+
     fn vars_files(&self, node: &Node) -> Result<Vec<Vec<String>>, LoadError> {
         let path = |n: &Node| self.scalar(n, "vars_files");
         match &node.value {

@@ -60,6 +60,9 @@ pub struct Play {
     /// `vars_files`, raw (templated per host at run time): each entry lists the paths to
     /// try, relative to the playbook, and the first that exists is read.
     pub vars_files: Vec<Vec<String>>,
+    /// `vars_prompt` names with their `default`. turbo-play never prompts: `-e` or the
+    /// default gives the value, else the variable stays undefined (with a warning).
+    pub vars_prompt: Vec<(String, Option<Value>)>,
     pub gather_facts: bool,
     /// The play's `gather_subset` for its fact gathering; empty means Ansible's default.
     pub gather_subset: Vec<String>,

@@ -287,3 +287,38 @@ fn variables_that_reference_variables_are_templated_lazily() {
         "/opt/app/conf,/opt/app/conf/log hello from /opt/app"
     );
 }
+
+#[test]
+fn vars_prompt_takes_extra_vars_or_the_default_and_never_waits() {
+    let home = tempfile::tempdir().unwrap();
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: localhost
+  gather_facts: false
+  ignore_errors: yes
+  vars_prompt:
+    - name: release
+      prompt: Which release?
+      default: stable
+    - name: owner
+      prompt: Who?
+    - name: color
+      prompt: Color?
+  tasks:
+    - command: /bin/false
+    - copy:
+        content: \"{{ release }} {{ owner }}\"
+        dest: ~/prompted
+",
+        )
+        .args(&["-e", "owner=ops"])
+        .env("HOME", home.path().to_str().unwrap())
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "...ignoring");
+    assert_contains(&out, "vars_prompt 'color' has no default");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("prompted")).unwrap(),
+        "stable ops"
+    );
+}

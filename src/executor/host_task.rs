@@ -146,14 +146,18 @@ pub(crate) async fn run(
 
     // Every attempt sends the items still running as one batch; `until` decides which
     // items go again.
+    let target = Target {
+        ctx,
+        playbook,
+        play,
+        task,
+        host,
+        via,
+    };
     let mut running: Vec<usize> = (0..runs.len()).collect();
     let mut attempt = 1;
     loop {
-        if !send_paced(
-            ctx, playbook, play, task, host, via, &mut runs, &running, pause,
-        )
-        .await
-        {
+        if !send_paced(&target, &mut runs, &running, pause).await {
             return;
         }
         let mut again = Vec::new();
@@ -210,29 +214,35 @@ pub(crate) async fn run(
     }
 }
 
+/// Where a task's ops go: the task, the host it runs for, and `via`, the host whose
+/// session carries them (itself, or the one the task is delegated to).
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    ctx: &'a RunContext,
+    playbook: &'a Playbook,
+    play: &'a Play,
+    task: &'a Task,
+    host: &'a HostState,
+    via: &'a HostState,
+}
+
 /// `loop_control.pause` makes items wait for each other: each item must be done on the
 /// host before the pause starts (a rolling restart relies on it), so the items go one
 /// request at a time with the pause in between instead of as one batch.
-#[allow(clippy::too_many_arguments)]
 async fn send_paced(
-    ctx: &RunContext,
-    playbook: &Playbook,
-    play: &Play,
-    task: &Task,
-    host: &HostState,
-    via: &HostState,
+    target: &Target<'_>,
     runs: &mut [ItemRun],
     running: &[usize],
     pause: Option<std::time::Duration>,
 ) -> bool {
     let Some(pause) = pause else {
-        return send_remote(ctx, playbook, play, task, host, via, runs, running).await;
+        return send_remote(target, runs, running).await;
     };
     for (n, &i) in running.iter().enumerate() {
         if n > 0 {
             tokio::time::sleep(pause).await;
         }
-        if !send_remote(ctx, playbook, play, task, host, via, runs, &[i]).await {
+        if !send_remote(target, runs, &[i]).await {
             return false;
         }
     }
@@ -313,17 +323,15 @@ fn item_shown(ctx: &RunContext, task: &Task, vars: &minijinja::Value, item: &Val
 /// Sends the ops of the `running` items that wait for the agent as one batch and turns
 /// the replies into outcomes, through `via`'s session (the host itself, or the one the
 /// task is delegated to). False when that turned out unreachable (reported on `host`).
-#[allow(clippy::too_many_arguments)]
-async fn send_remote(
-    ctx: &RunContext,
-    playbook: &Playbook,
-    play: &Play,
-    task: &Task,
-    host: &HostState,
-    via: &HostState,
-    runs: &mut [ItemRun],
-    running: &[usize],
-) -> bool {
+async fn send_remote(target: &Target<'_>, runs: &mut [ItemRun], running: &[usize]) -> bool {
+    let Target {
+        ctx,
+        playbook,
+        play,
+        task,
+        host,
+        via,
+    } = *target;
     let remote: Vec<usize> = running
         .iter()
         .copied()
@@ -562,18 +570,10 @@ fn plan_item(
             }
         }
     }
-    let args = match ctx
-        .templar
-        .render_value(&Value::Object(task.args.clone()), vars)
-    {
-        Ok(Value::Object(mut args)) => {
+    let args = match ctx.templar.render_map(&task.args, vars) {
+        Ok(mut args) => {
             strip_omitted(&mut args);
             args
-        }
-        Ok(_) => {
-            return done(TaskOutcome::failed(
-                "module arguments did not template to a mapping",
-            ));
         }
         Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
     };

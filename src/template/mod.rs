@@ -148,20 +148,28 @@ impl Templar {
                 .map(|v| self.render_value(v, vars))
                 .collect::<Result<Vec<_>, _>>()
                 .map(Value::Array),
-            Value::Object(map) => {
-                let mut out = serde_json::Map::with_capacity(map.len());
-                for (k, v) in map {
-                    let key = if is_template(k) {
-                        self.render_str(k, vars)?
-                    } else {
-                        k.clone()
-                    };
-                    out.insert(key, self.render_value(v, vars)?);
-                }
-                Ok(Value::Object(out))
-            }
+            Value::Object(map) => self.render_map(map, vars).map(Value::Object),
             other => Ok(other.clone()),
         }
+    }
+
+    /// [`Templar::render_value`] for a mapping (keys too), without wrapping it in a
+    /// `Value` first: module arguments are rendered this way once per loop item.
+    pub fn render_map(
+        &self,
+        map: &serde_json::Map<String, Value>,
+        vars: &MjValue,
+    ) -> Result<serde_json::Map<String, Value>, TemplateError> {
+        let mut out = serde_json::Map::with_capacity(map.len());
+        for (k, v) in map {
+            let key = if is_template(k) {
+                self.render_str(k, vars)?
+            } else {
+                k.clone()
+            };
+            out.insert(key, self.render_value(v, vars)?);
+        }
+        Ok(out)
     }
 
     fn render_string_value(&self, s: &str, vars: &MjValue) -> Result<Value, TemplateError> {

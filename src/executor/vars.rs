@@ -4,8 +4,6 @@
 //! registered results, role parameters, include params, extra vars; plus the magic
 //! variables.
 
-use std::collections::HashSet;
-
 use serde_json::{Map, Value};
 
 use super::{HostState, RunContext};
@@ -101,18 +99,24 @@ pub fn task_vars(
         ctx.me.clone(),
         playbook.dir.clone(),
     ));
-    // Results and facts came from the target: Ansible never templates them again.
-    let untrusted: HashSet<String> = {
+    // Results and facts came from the target: Ansible never templates them again. The
+    // locks are let go before rendering, which may read this host through `hostvars`.
+    let pending: Vec<String> = {
         let registered = host.registered.lock().expect("registered lock");
         let facts = host.facts.lock().expect("facts lock");
-        registered
-            .keys()
-            .cloned()
-            .chain(facts.keys().map(|k| format!("ansible_{k}")))
-            .chain(["ansible_facts".to_string()])
+        vars.iter()
+            .filter(|(k, v)| {
+                holds_template(v)
+                    && !registered.contains_key(*k)
+                    && k.as_str() != "ansible_facts"
+                    && !k
+                        .strip_prefix("ansible_")
+                        .is_some_and(|f| facts.contains_key(f))
+            })
+            .map(|(k, _)| k.clone())
             .collect()
     };
-    resolve_nested_templates(&ctx.templar, &mut vars, &untrusted, &hostvars);
+    resolve_nested_templates(&ctx.templar, &mut vars, pending, &hostvars);
     Ok(minijinja::context! {
         hostvars => hostvars,
         ..minijinja::Value::from_serialize(&vars)
@@ -130,14 +134,9 @@ const MAX_TEMPLATE_DEPTH: usize = 8;
 fn resolve_nested_templates(
     templar: &Templar,
     vars: &mut Map<String, Value>,
-    untrusted: &HashSet<String>,
+    mut pending: Vec<String>,
     hostvars: &minijinja::Value,
 ) {
-    let mut pending: Vec<String> = vars
-        .iter()
-        .filter(|(k, v)| !untrusted.contains(*k) && holds_template(v))
-        .map(|(k, _)| k.clone())
-        .collect();
     for _ in 0..MAX_TEMPLATE_DEPTH {
         if pending.is_empty() {
             return;

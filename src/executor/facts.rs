@@ -32,37 +32,16 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
             ),
         );
     }
-    Some(Task {
-        name: Some(GATHERING_FACTS.into()),
-        action: "gather_facts".into(),
-        module: crate::modules::find("setup").expect("setup is a registered module"),
-        args,
-        loop_spec: None,
-        loop_var: "item".into(),
-        loop_control: crate::playbook::LoopControl::new(),
-        when: Vec::new(),
-        register: None,
-        ignore_errors: false,
-        changed_when: None,
-        failed_when: None,
-        until: None,
-        notify: Vec::new(),
-        listen: Vec::new(),
-        frames: Vec::new(),
-        // Unless the play is tagged, gathering runs whatever --tags asks, as in Ansible.
-        tags: if play.tags.is_empty() {
-            vec!["always".to_string()]
-        } else {
-            play.tags.clone()
-        },
-        check_mode: None,
-        role: None,
-        include_params: Map::new(),
-        vars: Map::new(),
-        keywords: Default::default(),
-        unsupported: Vec::new(),
-        location: play.location.clone(),
-    })
+    let setup = crate::modules::find("setup").expect("setup is a registered module");
+    let mut task = Task::new("gather_facts", setup, args, play.location.clone());
+    task.name = Some(GATHERING_FACTS.into());
+    // Unless the play is tagged, gathering runs whatever --tags asks, as in Ansible.
+    task.tags = if play.tags.is_empty() {
+        vec!["always".to_string()]
+    } else {
+        play.tags.clone()
+    };
+    Some(task)
 }
 
 /// Runs the play's fact gathering on its active hosts, all at once up to `forks`. An

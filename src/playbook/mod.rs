@@ -180,6 +180,42 @@ pub struct RunKeywords {
 }
 
 impl Task {
+    /// A task with every keyword at its default, for tasks the executor makes itself
+    /// (Gathering Facts); the loader sets every field from the YAML instead.
+    pub fn new(
+        action: &str,
+        module: &'static dyn crate::modules::Module,
+        args: serde_json::Map<String, Value>,
+        location: Location,
+    ) -> Task {
+        Task {
+            name: None,
+            action: action.to_string(),
+            module,
+            args,
+            loop_spec: None,
+            loop_var: "item".into(),
+            loop_control: LoopControl::new(),
+            when: Vec::new(),
+            register: None,
+            ignore_errors: false,
+            changed_when: None,
+            failed_when: None,
+            until: None,
+            notify: Vec::new(),
+            listen: Vec::new(),
+            frames: Vec::new(),
+            tags: Vec::new(),
+            check_mode: None,
+            role: None,
+            include_params: serde_json::Map::new(),
+            vars: serde_json::Map::new(),
+            keywords: RunKeywords::default(),
+            unsupported: Vec::new(),
+            location,
+        }
+    }
+
     /// Whether a `notify` of `name` reaches this handler: its name, a `listen` topic, or
     /// (for a role's handler) `role : name`.
     pub fn answers_to(&self, name: &str) -> bool {

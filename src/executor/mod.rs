@@ -23,7 +23,7 @@ use tokio::task::JoinSet;
 use crate::agent_session::AgentSession;
 use crate::connection::{ConnectionDefaults, ConnectionSpec, open_agent};
 use crate::inventory::Inventory;
-use crate::playbook::{Play, Playbook, TagFilter, selected};
+use crate::playbook::{Play, Playbook, TagFilter, select_tasks};
 use crate::report::events::{Event, HostResult, HostStats, Status};
 use crate::template::Templar;
 
@@ -512,9 +512,7 @@ fn tasks_to_run(
     tags: &TagFilter,
     start_at: &Mutex<Option<String>>,
 ) -> Option<Vec<usize>> {
-    let chosen: Vec<usize> = (0..play.tasks.len())
-        .filter(|&i| selected(&play.tasks[i].tags, tags))
-        .collect();
+    let chosen = select_tasks(&play.tasks, tags);
     let mut start_at = start_at.lock().expect("start_at lock");
     let Some(pattern) = start_at.as_deref() else {
         return Some(chosen);

@@ -32,10 +32,19 @@ struct PlayRoles {
     /// Handlers of `import_role`/`include_role`: after the play's own.
     tail_handlers: Vec<Task>,
     /// Role uses (directory, parameters) that already ran in this play: a role runs once
-    /// per distinct parameters unless it allows duplicates.
-    ran: Vec<(PathBuf, Json)>,
+    /// per distinct parameters unless it allows duplicates. Each with the tag sets its
+    /// copies inherited: a copy under other tags is kept, and the executor runs only the
+    /// first copy that `--tags` selects (see [`RoleInfo::once_group`]), as Ansible skips a
+    /// role that already ran.
+    ran: Vec<RanRole>,
     /// Roles whose defaults and vars every task of the play sees, in load order.
     public: Vec<Arc<RoleInfo>>,
+}
+
+/// A role use that runs once per play, with the tag sets (sorted) its copies inherited.
+struct RanRole {
+    key: (PathBuf, Json),
+    tag_sets: Vec<Vec<String>>,
 }
 
 impl Shared {
@@ -142,6 +151,9 @@ struct RoleEntry {
     vars: serde_json::Map<String, Json>,
     params: serde_json::Map<String, Json>,
     when: Vec<String>,
+    /// `tags:` of a `roles:` entry or dependency: every task of the role (and of its
+    /// dependencies) takes them on, as in Ansible.
+    tags: Vec<String>,
     ignore_errors: Option<bool>,
     /// `public:` of include_role: its defaults and vars reach the rest of the play.
     public: bool,
@@ -159,6 +171,7 @@ impl RoleEntry {
             vars: Default::default(),
             params: Default::default(),
             when: Vec::new(),
+            tags: Vec::new(),
             ignore_errors: None,
             public: false,
             tasks_from: None,
@@ -331,7 +344,8 @@ impl Loader<'_> {
         for (k, v) in entries {
             let key = self.key(k)?;
             match key {
-                "role" | "name" | "tags" => {}
+                "role" | "name" => {}
+                "tags" => entry.tags = self.tags(v)?,
                 "vars" => entry.vars = self.mapping(v, key)?,
                 "when" => entry.when = self.conditions(v, key)?,
                 "ignore_errors" => entry.ignore_errors = Some(self.boolean(v, key)?),
@@ -422,20 +436,47 @@ impl Loader<'_> {
             },
             None => false,
         };
-        // As Ansible tells role uses apart: by parameters, vars and conditions.
+        // As Ansible tells role uses apart: by parameters, vars, conditions and tags.
         let key = (
             identity(&dir),
-            serde_json::json!({"params": entry.params, "vars": entry.vars, "when": entry.when}),
+            serde_json::json!({
+                "params": entry.params,
+                "vars": entry.vars,
+                "when": entry.when,
+                "tags": entry.tags,
+            }),
         );
+        let mut once_group = None;
         if used.once && !allow_duplicates {
+            let mut tags: Vec<String> = inherited.tags.clone();
+            tags.extend(entry.tags.iter().cloned());
+            tags.sort();
+            tags.dedup();
             let mut play = self.shared.play.borrow_mut();
-            if play.ran.contains(&key) {
-                return Ok(());
+            match play.ran.iter().position(|r| r.key == key) {
+                Some(i) if play.ran[i].tag_sets.contains(&tags) => return Ok(()),
+                Some(i) => {
+                    play.ran[i].tag_sets.push(tags);
+                    once_group = Some(i);
+                }
+                None => {
+                    play.ran.push(RanRole {
+                        key,
+                        tag_sets: vec![tags],
+                    });
+                    once_group = Some(play.ran.len() - 1);
+                }
             }
-            play.ran.push(key.clone());
         }
         self.shared.importing.borrow_mut().push(identity(&dir));
-        let expanded = self.expand_role_in(entry, inherited, used, &dir, meta.as_ref(), out);
+        let expanded = self.expand_role_in(
+            entry,
+            inherited,
+            used,
+            (&dir, once_group),
+            meta.as_ref(),
+            out,
+        );
         self.shared.importing.borrow_mut().pop();
         expanded?;
         Ok(())
@@ -446,14 +487,15 @@ impl Loader<'_> {
         entry: &RoleEntry,
         inherited: &Inherited,
         used: RoleUse,
-        dir: &Path,
+        (dir, once_group): (&Path, Option<usize>),
         meta: Option<&(Node, Loader)>,
         out: &mut Vec<Task>,
     ) -> Result<(), LoadError> {
-        // A role's conditions hold for its dependencies too.
+        // A role's conditions and tags hold for its dependencies too.
         let mut outer = inherited.clone();
         outer.role = None;
         outer.when.extend(entry.when.iter().cloned());
+        outer.tags.extend(entry.tags.iter().cloned());
         if entry.ignore_errors.is_some() {
             outer.ignore_errors = entry.ignore_errors;
         }
@@ -478,6 +520,7 @@ impl Loader<'_> {
             vars,
             keyword_vars: entry.vars.clone(),
             params: entry.params.clone(),
+            once_group,
         });
         if used.public {
             self.shared.play.borrow_mut().public.push(info.clone());
@@ -1343,6 +1386,90 @@ mod tests {
         let play = load(&dir).unwrap().plays.remove(0);
         assert_eq!(names(&play.tasks), ["a", "a", "d", "d"]);
         assert_eq!(play.tasks[1].when, ["x"]);
+    }
+
+    /// ansible-playbook 2.21 (checked): a role entry's `tags` go to every task of the role
+    /// and of its dependencies, before the tasks' own; the same role with other tags is
+    /// another use and runs again; `import_role`'s tags reach its tasks too.
+    #[test]
+    fn tags_on_role_entries_and_import_role_reach_every_task() {
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- hosts: all
+  tags: p
+  roles:
+    - {role: web, tags: [a, b]}
+    - role: web
+      tags: c
+  tasks:
+    - import_role:
+        name: common
+      tags: i
+",
+            ),
+            (
+                "roles/web/tasks/main.yml",
+                "- name: web
+  ping:
+  tags: own
+",
+            ),
+            (
+                "roles/web/meta/main.yml",
+                "dependencies: [common]
+",
+            ),
+            (
+                "roles/common/tasks/main.yml",
+                "- name: common
+  ping:
+",
+            ),
+        ]);
+        let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
+        let tags: Vec<(String, Vec<String>)> = play
+            .tasks
+            .iter()
+            .map(|t| (t.name.clone().unwrap(), t.tags.clone()))
+            .collect();
+        let t = |name: &str, tags: &[&str]| {
+            (
+                name.to_string(),
+                tags.iter().map(|s| s.to_string()).collect(),
+            )
+        };
+        assert_eq!(
+            tags,
+            [
+                t("common", &["p", "a", "b"]),
+                t("web", &["p", "a", "b", "own"]),
+                t("common", &["p", "c"]),
+                t("web", &["p", "c", "own"]),
+                t("common", &["p", "i"]),
+            ]
+        );
+        // The dependency is one role use reached under two tag sets: the executor runs
+        // the first copy that the tags select (Ansible skips a role that already ran).
+        let group = |i: usize| play.tasks[i].role.as_ref().unwrap().once_group;
+        assert_eq!(group(0), group(2));
+        assert!(group(0).is_some() && group(4).is_none());
+        let select = |tags: &str, skip: &str| {
+            let list = |s: &str| {
+                s.split(' ')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect::<Vec<_>>()
+            };
+            super::super::select_tasks(
+                &play.tasks,
+                &super::super::TagFilter::from_args(&list(tags), &list(skip)),
+            )
+        };
+        assert_eq!(select("", ""), [0, 1, 3, 4]);
+        assert_eq!(select("c", ""), [2, 3]);
+        assert_eq!(select("", "a"), [2, 3, 4]);
+        assert_eq!(select("own", ""), [1, 3]);
     }
 
     #[test]

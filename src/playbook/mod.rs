@@ -21,7 +21,7 @@ pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed}
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
 pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};
 pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop};
-pub use tags::{TagFilter, selected, split_tags};
+pub use tags::{TagFilter, select_tasks, selected, split_tags};
 
 /// Where something was written, 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +153,10 @@ pub struct RoleInfo {
     pub keyword_vars: serde_json::Map<String, Value>,
     /// Inline parameters of the entry (`- {role: x, port: 80}`): above set facts.
     pub params: serde_json::Map<String, Value>,
+    /// For a role that runs once per play (`roles:` entries and dependencies): the uses
+    /// it shares with other copies of itself that inherited other tags. Of these copies
+    /// only the first one `--tags` selects runs ([`select_tasks`]).
+    pub once_group: Option<usize>,
 }
 
 /// Task keywords that change where and how a task runs, not what its module does. Blocks

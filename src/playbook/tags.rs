@@ -5,7 +5,8 @@
 //! asked for by one of its tags, `tagged`/`untagged` match tasks with and without tags,
 //! and `all` matches everything but `never`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// The tag a task without tags is treated as having.
 const UNTAGGED: &str = "untagged";
@@ -89,6 +90,32 @@ pub fn selected(task_tags: &[String], filter: &TagFilter) -> bool {
         }
     }
     run
+}
+
+/// The indexes of the tasks that run under `filter`: those it selects, except that of the
+/// copies of a role that runs once per play ([`super::RoleInfo::once_group`]: the same
+/// role and parameters reached under different tags, typically a shared dependency) only
+/// the first copy with a selected task runs. Ansible skips a role that already ran, so
+/// `--tags db` runs a dependency shared by the `web` and `db` roles once, under `db`.
+pub fn select_tasks(tasks: &[super::Task], filter: &TagFilter) -> Vec<usize> {
+    let mut chosen: HashMap<usize, *const super::RoleInfo> = HashMap::new();
+    (0..tasks.len())
+        .filter(|&i| {
+            let task = &tasks[i];
+            if !selected(&task.tags, filter) {
+                return false;
+            }
+            let Some((group, role)) = task
+                .role
+                .as_ref()
+                .and_then(|role| Some((role.once_group?, role)))
+            else {
+                return true;
+            };
+            let copy = Arc::as_ptr(role);
+            *chosen.entry(group).or_insert(copy) == copy
+        })
+        .collect()
 }
 
 /// A `tags:` value as Ansible reads it: a list (items as written) or a comma string.

@@ -4,6 +4,7 @@ mod cli_features;
 mod connection;
 mod control_flow;
 mod facts;
+mod language_gaps;
 mod loops_keywords;
 mod playbook_runs;
 mod roles;

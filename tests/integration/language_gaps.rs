@@ -1,0 +1,84 @@
+//! Corners of the playbook language checked against ansible-playbook 2.21 over a real
+//! sshd: tags and conditions on role entries, the `diff` keyword, `serial` and the play's
+//! host lists, the precedence of include_vars below set_fact, run_once notifications,
+//! templated tags and regex look-around.
+
+use crate::support::hosts::SshHosts;
+use crate::support::run::{Outcome, PLAY_HEAD, TestRun, assert_contains, assert_not_contains};
+
+fn exists(hosts: &SshHosts, host: &str, file: &str) -> bool {
+    hosts.user(host).home.join(file).exists()
+}
+
+const TAGGED_ROLES: &str = "  vars:
+    wanted: false
+  roles:
+    - {role: web, tags: [web]}
+    - role: db
+      tags: db
+    - role: optional
+      when: wanted
+  tasks:
+    - import_role:
+        name: extra
+      tags: extra
+";
+
+fn tagged_roles_run(hosts: &SshHosts, args: &[&str]) -> Outcome {
+    let role = |name: &str| {
+        format!("- name: {name} file\n  copy: {{content: \"{name}\\n\", dest: ~/{name}}}\n")
+    };
+    TestRun::new()
+        .playbook(&format!("{PLAY_HEAD}{TAGGED_ROLES}"))
+        .inventory(&hosts.inventory())
+        .file("roles/common/tasks/main.yml", &role("common"))
+        .file("roles/web/tasks/main.yml", &role("web"))
+        .file("roles/web/meta/main.yml", "dependencies: [common]\n")
+        .file("roles/db/tasks/main.yml", &role("db"))
+        .file("roles/db/meta/main.yml", "dependencies: [common]\n")
+        .file("roles/optional/tasks/main.yml", &role("optional"))
+        .file("roles/extra/tasks/main.yml", &role("extra"))
+        .args(args)
+        .run()
+}
+
+/// ansible-playbook 2.21: every task of a role entry (and of its dependencies) takes the
+/// entry's tags; `common`, a dependency of both `web` and `db`, runs once, under the first
+/// of them the tags select; `when:` on an entry holds for all of the role's tasks.
+#[test]
+fn tags_and_when_on_role_entries_reach_every_task_of_the_role() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = tagged_roles_run(&hosts, &["--tags", "db"]);
+    out.assert_code(0);
+    assert_eq!(out.recap("h").changed, 2, "{}", out.stdout);
+    assert!(exists(&hosts, "h", "common") && exists(&hosts, "h", "db"));
+    assert!(!exists(&hosts, "h", "web") && !exists(&hosts, "h", "extra"));
+    assert_eq!(out.stdout.matches("TASK [common : common file]").count(), 1);
+
+    let again = tagged_roles_run(&hosts, &["--tags", "db"]);
+    again.assert_code(0);
+    assert_eq!(
+        (again.recap("h").ok, again.recap("h").changed),
+        (2, 0),
+        "{}",
+        again.stdout
+    );
+
+    let skip = tagged_roles_run(&hosts, &["--skip-tags", "db"]);
+    skip.assert_code(0);
+    assert!(exists(&hosts, "h", "web") && exists(&hosts, "h", "extra"));
+    // `optional` is listed but its entry's condition is false: its task is skipped.
+    assert!(!exists(&hosts, "h", "optional"));
+    let recap = skip.recap("h");
+    assert_eq!(
+        (recap.ok, recap.changed, recap.skipped),
+        (3, 2, 1),
+        "{}",
+        skip.stdout
+    );
+    assert_not_contains(&skip, "TASK [db : db file]");
+
+    let listed = tagged_roles_run(&hosts, &["--list-tags"]);
+    listed.assert_code(0);
+    assert_contains(&listed, "TASK TAGS: [db, extra, web]");
+}

@@ -352,11 +352,10 @@ async fn send_remote(target: &Target<'_>, runs: &mut [ItemRun], running: &[usize
                 ItemState::Done(_) => unreachable!("filtered to remote items"),
             })
             .collect();
-        let check = check_mode(ctx, task);
         let sent = if task.module.batchable() {
-            send_batched(ctx, &session, ops, check).await
+            send_batched(ctx, &session, ops, task).await
         } else {
-            send_one_by_one(ctx, &session, ops, check).await
+            send_one_by_one(ctx, &session, ops, task).await
         };
         let results = match sent {
             Ok(r) => r,
@@ -390,11 +389,11 @@ async fn send_batched(
     ctx: &RunContext,
     session: &AgentSession,
     ops: Vec<Op>,
-    check: bool,
+    task: &Task,
 ) -> Result<Vec<OpResult>, String> {
-    let diff = ctx.opts.diff;
+    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
     if ops.len() == 1 {
-        return send_one_by_one(ctx, session, ops, check).await;
+        return send_one_by_one(ctx, session, ops, task).await;
     }
     let mut pending = Vec::new();
     let mut ops = ops.into_iter().peekable();
@@ -422,13 +421,14 @@ async fn send_one_by_one(
     ctx: &RunContext,
     session: &AgentSession,
     ops: Vec<Op>,
-    check: bool,
+    task: &Task,
 ) -> Result<Vec<OpResult>, String> {
+    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
     let mut results = Vec::with_capacity(ops.len());
     for op in ops {
         results.push(
             session
-                .call(op, check, ctx.opts.diff)
+                .call(op, check, diff)
                 .await
                 .map_err(|e| e.to_string())?,
         );
@@ -468,7 +468,7 @@ async fn upload_content(
         Err(e) => return Err(TaskOutcome::failed(e.to_string())),
     };
     let upload_id = NEXT_UPLOAD.fetch_add(1, Ordering::Relaxed);
-    let (check, diff) = (check_mode(ctx, task), ctx.opts.diff);
+    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
     let failed = |e: String| TaskOutcome::failed(format!("uploading {}: {e}", ensure.path));
     if bytes.is_empty() {
         let inline = Op::EnsureFile(EnsureFile {
@@ -522,6 +522,11 @@ fn check_mode(ctx: &RunContext, task: &Task) -> bool {
     task.check_mode.unwrap_or(ctx.opts.check)
 }
 
+/// `--diff`, unless the task (or its block, role or play) says `diff: yes/no`.
+fn diff_mode(ctx: &RunContext, task: &Task) -> bool {
+    task.diff.unwrap_or(ctx.opts.diff)
+}
+
 fn plan_context<'a>(
     ctx: &'a RunContext,
     playbook: &'a Playbook,
@@ -533,7 +538,7 @@ fn plan_context<'a>(
         role_dir: task.role.as_ref().map(|r| r.path.as_path()),
         task_dir: task.location.file.parent(),
         check_mode: check_mode(ctx, task),
-        diff: ctx.opts.diff,
+        diff: diff_mode(ctx, task),
         vars: Some(vars),
         templar: Some(&ctx.templar),
     }

@@ -155,6 +155,8 @@ struct RoleEntry {
     /// dependencies) takes them on, as in Ansible.
     tags: Vec<String>,
     ignore_errors: Option<bool>,
+    check_mode: Option<bool>,
+    diff: Option<bool>,
     /// `public:` of include_role: its defaults and vars reach the rest of the play.
     public: bool,
     tasks_from: Option<String>,
@@ -173,6 +175,8 @@ impl RoleEntry {
             when: Vec::new(),
             tags: Vec::new(),
             ignore_errors: None,
+            check_mode: None,
+            diff: None,
             public: false,
             tasks_from: None,
             vars_from: None,
@@ -349,6 +353,8 @@ impl Loader<'_> {
                 "vars" => entry.vars = self.mapping(v, key)?,
                 "when" => entry.when = self.conditions(v, key)?,
                 "ignore_errors" => entry.ignore_errors = Some(self.boolean(v, key)?),
+                "check_mode" => entry.check_mode = Some(self.boolean(v, key)?),
+                "diff" => entry.diff = Some(self.boolean(v, key)?),
                 // What tasks accept and ignore, a role entry does too.
                 _ if IGNORED_TASK_KEYS.contains(&key) => {}
                 _ if NOT_YET_ON_REUSE.contains(&key) => {
@@ -498,6 +504,12 @@ impl Loader<'_> {
         outer.tags.extend(entry.tags.iter().cloned());
         if entry.ignore_errors.is_some() {
             outer.ignore_errors = entry.ignore_errors;
+        }
+        if entry.check_mode.is_some() {
+            outer.check_mode = entry.check_mode;
+        }
+        if entry.diff.is_some() {
+            outer.diff = entry.diff;
         }
         if let Some((root, loader)) = meta
             && let Some(deps) = root.get("dependencies")
@@ -696,6 +708,7 @@ impl Loader<'_> {
                 "ignore_errors" => inner.ignore_errors = Some(self.boolean(v, key)?),
                 "tags" => inner.tags.extend(self.tags(v)?),
                 "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
+                "diff" => inner.diff = Some(self.boolean(v, key)?),
                 "loop" | "loop_control" => return Err(self.loop_error(k.span, kind)),
                 _ if IGNORED_TASK_KEYS.contains(&key) => {}
                 _ if NOT_YET_ON_REUSE.contains(&key) => {
@@ -1482,11 +1495,12 @@ mod tests {
             dir.path().join("site.yml"),
             "- hosts: all
   roles:
-    - {role: a, ignore_errors: yes, become: yes}
+    - {role: a, ignore_errors: yes, become: yes, diff: no, check_mode: yes}
   tasks:
     - import_tasks: t.yml
       become: yes
       ignore_errors: true
+      diff: true
     - import_tasks: t.yml
 ",
         )
@@ -1495,6 +1509,10 @@ mod tests {
         let ignoring: Vec<bool> = play.tasks.iter().map(|t| t.ignore_errors).collect();
         assert_eq!(ignoring, [true, true, false]);
         assert!(play.tasks[0].role.as_ref().unwrap().params.is_empty());
+        // `diff` and `check_mode` on a role entry or an import are keywords for its tasks.
+        let diffs: Vec<Option<bool>> = play.tasks.iter().map(|t| t.diff).collect();
+        assert_eq!(diffs, [Some(false), Some(true), None]);
+        assert_eq!(play.tasks[0].check_mode, Some(true));
         std::fs::write(
             dir.path().join("site.yml"),
             "- hosts: all\n  roles:\n    - {role: a, delegate_to: x}\n",

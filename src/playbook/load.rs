@@ -23,7 +23,6 @@ const UNSUPPORTED_PLAY_KEYS: &[&str] = &[
     "become_method",
     "run_once",
     "module_defaults",
-    "diff",
 ];
 
 /// Play keywords with no effect on the outcome here: accepted silently.
@@ -55,6 +54,7 @@ const PLAY_KEYS: &[&str] = &[
     "ignore_errors",
     "tags",
     "check_mode",
+    "diff",
     "roles",
     "environment",
     "serial",
@@ -73,7 +73,6 @@ pub(super) const IGNORED_TASK_KEYS: &[&str] = &[
     "become_method",
     "remote_user",
     "connection",
-    "diff",
     "timeout",
     "debugger",
     "collections",
@@ -106,6 +105,7 @@ const TASK_KEYS: &[&str] = &[
     "local_action",
     "tags",
     "check_mode",
+    "diff",
     "run_once",
     "delegate_to",
     "delegate_facts",
@@ -135,6 +135,7 @@ const BLOCK_KEYS: &[&str] = &[
     "ignore_errors",
     "tags",
     "check_mode",
+    "diff",
     "run_once",
     "delegate_to",
     "delegate_facts",
@@ -184,6 +185,7 @@ pub(super) struct Inherited {
     pub(super) handler: bool,
     pub(super) tags: Vec<String>,
     pub(super) check_mode: Option<bool>,
+    pub(super) diff: Option<bool>,
     pub(super) role: Option<Arc<super::RoleInfo>>,
     pub(super) include_params: serde_json::Map<String, Json>,
     pub(super) keywords: RunKeywords,
@@ -361,6 +363,7 @@ impl Loader<'_> {
         let mut force_handlers = false;
         let mut tags = Vec::new();
         let mut check_mode = None;
+        let mut diff = None;
         let mut host_patterns = Vec::new();
         let mut roles = Vec::new();
         let mut environment = None;
@@ -393,6 +396,7 @@ impl Loader<'_> {
                 }
                 "tags" => tags = self.tags(v)?,
                 "check_mode" => check_mode = Some(self.boolean(v, key)?),
+                "diff" => diff = Some(self.boolean(v, key)?),
                 "vars" => vars = self.mapping(v, "vars")?,
                 "vars_files" => vars_files = self.vars_files(v)?,
                 "vars_prompt" => vars_prompt = self.vars_prompt(v)?,
@@ -492,9 +496,11 @@ impl Loader<'_> {
             task.tags.splice(0..0, tags.iter().cloned());
             dedup_in_order(&mut task.tags);
             task.check_mode = task.check_mode.or(check_mode);
+            task.diff = task.diff.or(diff);
         }
         for handler in &mut handlers {
             handler.check_mode = handler.check_mode.or(check_mode);
+            handler.diff = handler.diff.or(diff);
         }
         let play = Play {
             roles: self.shared.public_roles(),
@@ -738,6 +744,7 @@ impl Loader<'_> {
                 "ignore_errors" => inner.ignore_errors = Some(self.boolean(v, key)?),
                 "tags" => inner.tags.extend(self.tags(v)?),
                 "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
+                "diff" => inner.diff = Some(self.boolean(v, key)?),
                 _ if RUN_KEYWORDS.contains(&key) => {
                     self.run_keyword(key, v, &mut inner.keywords)?
                 }
@@ -806,6 +813,7 @@ impl Loader<'_> {
         let mut unsupported = Vec::new();
         let mut tags = inherited.tags.clone();
         let mut check_mode = inherited.check_mode;
+        let mut diff = inherited.diff;
         let mut keywords = inherited.keywords.clone();
 
         for (k, v) in entries {
@@ -875,6 +883,7 @@ impl Loader<'_> {
                 "vars" => vars = self.mapping(v, "vars")?,
                 "tags" => tags.extend(self.tags(v)?),
                 "check_mode" => check_mode = Some(self.boolean(v, key)?),
+                "diff" => diff = Some(self.boolean(v, key)?),
                 "loop_control" => {
                     let (var, control) = self.loop_control(v)?;
                     if let Some(var) = var {
@@ -998,6 +1007,7 @@ impl Loader<'_> {
                 tags
             },
             check_mode,
+            diff,
             role: inherited.role.clone(),
             include_params: inherited.include_params.clone(),
             vars: task_vars,
@@ -2369,6 +2379,42 @@ failed_when: false
             message.contains("tags must be specified as a list"),
             "{message}"
         );
+        assert_eq!(line, 4);
+    }
+
+    /// ansible-playbook 2.21 (checked): `diff` on a play, block or task shows or hides
+    /// that task's diffs whatever `-D` says, the innermost one winning.
+    #[test]
+    fn the_diff_keyword_is_inherited_from_play_and_blocks() {
+        let pb = ok("
+- hosts: all
+  diff: true
+  tasks:
+    - name: from the play
+      command: a
+    - block:
+        - name: from the block
+          command: b
+        - name: own
+          command: c
+          diff: yes
+      diff: false
+  handlers:
+    - name: h
+      command: e
+- hosts: all
+  tasks:
+    - name: unset
+      command: a
+");
+        let diffs: Vec<Option<bool>> = pb.plays[0].tasks.iter().map(|t| t.diff).collect();
+        assert_eq!(diffs, [Some(true), Some(false), Some(true)]);
+        assert_eq!(pb.plays[0].handlers[0].diff, Some(true));
+        assert_eq!(pb.plays[1].tasks[0].diff, None);
+        assert!(pb.plays[0].unsupported.is_empty());
+        let (message, line, _) =
+            message_at("- hosts: all\n  tasks:\n    - command: a\n      diff: maybe\n");
+        assert!(message.contains("diff"), "{message}");
         assert_eq!(line, 4);
     }
 }

@@ -123,6 +123,10 @@ pub struct Task {
     /// `check_mode` on the task, its blocks or its play: forces check mode on or off
     /// whatever `--check` says; `None` follows `--check`.
     pub check_mode: Option<bool>,
+    /// `diff` on the task, its blocks, role or play: shows (or hides) the task's diffs
+    /// whatever `--diff` says; `None` follows `--diff`. `ansible_diff_mode` still tells
+    /// `--diff` only, as in Ansible.
+    pub diff: Option<bool>,
     pub vars: serde_json::Map<String, Value>,
     /// The role this task (or handler) comes from; `None` for the play's own tasks.
     pub role: Option<Arc<RoleInfo>>,
@@ -211,6 +215,7 @@ impl Task {
             frames: Vec::new(),
             tags: Vec::new(),
             check_mode: None,
+            diff: None,
             role: None,
             include_params: serde_json::Map::new(),
             vars: serde_json::Map::new(),

@@ -82,3 +82,54 @@ fn tags_and_when_on_role_entries_reach_every_task_of_the_role() {
     listed.assert_code(0);
     assert_contains(&listed, "TASK TAGS: [db, extra, web]");
 }
+
+const DIFF_TASKS: &str = "  tasks:
+    - name: shown
+      copy: {content: \"{{ v }}\\n\", dest: ~/shown}
+      diff: true
+    - name: follows -D
+      copy: {content: \"{{ v }}\\n\", dest: ~/follows}
+    - block:
+        - name: hidden
+          copy: {content: \"{{ v }}\\n\", dest: ~/hidden}
+      diff: false
+";
+
+fn diff_run(hosts: &SshHosts, v: &str, args: &[&str]) -> Outcome {
+    TestRun::new()
+        .playbook(&format!("{PLAY_HEAD}{DIFF_TASKS}"))
+        .inventory(&hosts.inventory())
+        .args(&["-e", &format!("v={v}")])
+        .args(args)
+        .run()
+}
+
+/// ansible-playbook 2.21: `diff: true` shows a task's diff without `-D`, `diff: false`
+/// (here from its block) hides it under `-D`.
+#[test]
+fn the_diff_keyword_shows_or_hides_a_tasks_diff_whatever_the_flag() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = diff_run(&hosts, "one", &[]);
+    out.assert_code(0);
+    assert_eq!(out.recap("h").changed, 3, "{}", out.stdout);
+    assert_contains(&out, "+one");
+    assert_eq!(out.stdout.matches("+++ after").count(), 1, "{}", out.stdout);
+    assert_contains(&out, "/shown\n");
+    assert_not_contains(&out, "/follows\n");
+
+    let flagged = diff_run(&hosts, "two", &["-D"]);
+    flagged.assert_code(0);
+    assert_eq!(
+        flagged.stdout.matches("-one\n+two").count(),
+        2,
+        "{}",
+        flagged.stdout
+    );
+    assert_contains(&flagged, "/follows\n");
+    assert_not_contains(&flagged, "/hidden\n");
+
+    let again = diff_run(&hosts, "two", &["-D"]);
+    again.assert_code(0);
+    assert_eq!(again.recap("h").changed, 0, "{}", again.stdout);
+    assert_not_contains(&again, "+++ after");
+}

@@ -171,6 +171,11 @@ impl Flow {
     pub fn ended(&self) -> bool {
         self.ended
     }
+
+    #[cfg(test)]
+    pub fn end_host_for_tests(&mut self) {
+        self.ended = true;
+    }
 }
 
 /// The handler of a failure in `section` of the block at `level` (or further out).
@@ -222,6 +227,7 @@ pub fn runners(hosts: &[Arc<HostState>], task: &Task) -> Vec<Arc<HostState>> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetaEffect {
     Continue,
+    EndBatch,
     EndPlay,
 }
 
@@ -232,7 +238,7 @@ pub struct PlayRun<'a> {
     pub play_index: usize,
     /// Every host of the play, out or not.
     pub hosts: &'a [Arc<HostState>],
-    pub play_hosts: &'a [String],
+    pub play_hosts: &'a super::vars::PlayHosts,
     pub forks: &'a Arc<Semaphore>,
 }
 
@@ -252,7 +258,12 @@ impl PlayRun<'_> {
                 for host in self.hosts {
                     host.flow.lock().expect("flow lock").ended = true;
                 }
-                return MetaEffect::EndPlay;
+                // Under `serial`, end_batch lets the next batch run; end_play does not.
+                return if action == "end_batch" {
+                    MetaEffect::EndBatch
+                } else {
+                    MetaEffect::EndPlay
+                };
             }
             "end_host" => {
                 for host in targets.iter().filter(|h| self.holds(task, h)) {

@@ -47,7 +47,7 @@ pub(crate) async fn run(
     play: &Play,
     task: &Task,
     host: &HostState,
-    play_hosts: &[String],
+    play_hosts: &super::vars::PlayHosts,
 ) {
     let base = match task_vars(ctx, playbook, play, task, host, play_hosts) {
         Ok(vars) => vars,

@@ -280,7 +280,7 @@ pub async fn run_playbooks(
     }
     // Ansible's recap lists every host that took part, by name.
     let mut seen = std::collections::BTreeSet::new();
-    for playbook in playbooks {
+    'playbooks: for playbook in playbooks {
         let playbook = Arc::new(playbook);
         for play_index in 0..playbook.plays.len() {
             let hosts = match select_hosts(&ctx, &playbook.plays[play_index]) {
@@ -291,7 +291,9 @@ pub async fn run_playbooks(
                 }
             };
             seen.extend(hosts.iter().cloned());
-            run_play(&ctx, &playbook, play_index, hosts).await;
+            if run_play(&ctx, &playbook, play_index, hosts).await == PlayEnd::StopRun {
+                break 'playbooks;
+            }
         }
     }
     let mut sessions = Vec::new();
@@ -356,30 +358,39 @@ fn select_hosts(ctx: &RunContext, play: &Play) -> Result<Vec<String>, String> {
     Ok(hosts)
 }
 
+/// How a play (or one `serial` batch of it) ended, for what runs after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PlayEnd {
+    /// The next batch, and the next play, run.
+    Done,
+    /// `meta: end_play`: no further batch of this play runs; the next play does.
+    EndPlay,
+    /// Every host of a batch failed, or `any_errors_fatal`/`max_fail_percentage` stopped
+    /// the play: like ansible-playbook, nothing more of the run happens.
+    StopRun,
+}
+
 async fn run_play(
     ctx: &Arc<RunContext>,
     playbook: &Arc<Playbook>,
     play_index: usize,
     hosts: Vec<String>,
-) {
+) -> PlayEnd {
     let play = &playbook.plays[play_index];
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);
-    let hosts: Vec<String> = play
-        .keywords
-        .order
-        .apply(hosts, seed)
-        .into_iter()
-        .filter(|h| !ctx.host(h).out.load(Ordering::SeqCst))
-        .collect();
+    // Hosts that failed in an earlier play stay in the list: Ansible cuts the `serial`
+    // batches with them and lists them in `ansible_play_hosts_all`; they just do not run.
+    let hosts: Vec<String> = play.keywords.order.apply(hosts, seed);
     if hosts.is_empty() {
         ctx.emit(Event::PlayStart {
             name: play.name.clone(),
         });
         ctx.emit(Event::NoHostsMatched);
-        return;
+        return PlayEnd::Done;
     }
+    let all: Arc<[Arc<HostState>]> = hosts.iter().map(|h| ctx.host(h)).collect();
     for (name, default) in &play.vars_prompt {
         if default.is_none() && !ctx.opts.extra_vars.contains_key(name) {
             ctx.emit(Event::Warning(format!(
@@ -396,23 +407,37 @@ async fn run_play(
     }
     // `serial`: each batch runs the whole play before the next starts, as in Ansible.
     for batch in crate::playbook::batches(hosts, &play.keywords.serial) {
+        let cut = batch.len();
         let batch: Vec<Arc<HostState>> = batch
             .iter()
             .map(|h| ctx.host(h))
             .filter(|h| !h.out.load(Ordering::SeqCst))
             .collect();
-        if batch.is_empty() {
-            continue;
-        }
         ctx.emit(Event::PlayStart {
             name: play.name.clone(),
         });
-        run_batch(ctx, playbook, play_index, &batch).await;
-        // A batch whose every host failed stops the play (Ansible's RUN_FAILED_BREAK_PLAY).
-        if batch.iter().all(|h| h.out.load(Ordering::SeqCst)) {
-            break;
+        if batch.is_empty() {
+            continue;
+        }
+        let play_hosts = vars::PlayHosts {
+            all: all.clone(),
+            batch: batch.iter().cloned().collect(),
+        };
+        match run_batch(ctx, playbook, play_index, &batch, &play_hosts).await {
+            PlayEnd::Done => {}
+            end => return end,
+        }
+        // Every host of the batch failed in it (ansible-playbook counts the batch as cut,
+        // with hosts that failed before): the run stops, later plays included.
+        let failed_now = batch
+            .iter()
+            .filter(|h| h.out.load(Ordering::SeqCst))
+            .count();
+        if failed_now == cut {
+            return PlayEnd::StopRun;
         }
     }
+    PlayEnd::Done
 }
 
 async fn run_batch(
@@ -420,9 +445,9 @@ async fn run_batch(
     playbook: &Arc<Playbook>,
     play_index: usize,
     hosts: &[Arc<HostState>],
-) {
+    play_hosts: &vars::PlayHosts,
+) -> PlayEnd {
     let play = &playbook.plays[play_index];
-    let play_hosts: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let forks = Arc::new(Semaphore::new(ctx.opts.forks.max(1)));
     for host in hosts {
         *host.flow.lock().expect("flow lock") = flow::Flow::default();
@@ -432,12 +457,12 @@ async fn run_batch(
         playbook,
         play_index,
         hosts,
-        play_hosts: &play_hosts,
+        play_hosts,
         forks: &forks,
     };
     let Some(task_indexes) = tasks_to_run(play, &ctx.opts.tags, &ctx.start_at) else {
         // --start-at-task has not matched yet: nothing of this play runs, not even facts.
-        return;
+        return PlayEnd::Done;
     };
     facts::gather(&run).await;
     if play.keywords.free {
@@ -448,9 +473,11 @@ async fn run_batch(
             }
         }
         run.flush_handlers().await;
-        return;
+        return PlayEnd::Done;
     }
-    let mut end_play = false;
+    let mut end = PlayEnd::Done;
+    // Ended by `meta: end_play`/`end_batch` or by failures: handlers are not flushed.
+    let mut cut_short = false;
     for task_index in task_indexes {
         let active: Vec<Arc<HostState>> =
             hosts.iter().filter(|h| flow::in_play(h)).cloned().collect();
@@ -463,11 +490,13 @@ async fn run_batch(
         }
         let task = &play.tasks[task_index];
         if task.module.name() == "meta" {
-            if run.meta(task, &active).await == flow::MetaEffect::EndPlay {
-                end_play = true;
-                break;
+            match run.meta(task, &active).await {
+                flow::MetaEffect::Continue => continue,
+                flow::MetaEffect::EndBatch => {}
+                flow::MetaEffect::EndPlay => end = PlayEnd::EndPlay,
             }
-            continue;
+            cut_short = true;
+            break;
         }
         // Each host's block state decides (a rescue runs only where its block failed).
         let runners = flow::runners(&active, task);
@@ -490,7 +519,8 @@ async fn run_batch(
                 host.out.store(true, Ordering::SeqCst);
             }
             ctx.emit(Event::NoMoreHosts);
-            end_play = true;
+            end = PlayEnd::StopRun;
+            cut_short = true;
             break;
         }
     }
@@ -499,9 +529,10 @@ async fn run_batch(
             host.out.store(true, Ordering::SeqCst);
         }
     }
-    if !end_play {
+    if !cut_short {
         run.flush_handlers().await;
     }
+    end
 }
 
 /// The indexes of the play's tasks that run: those `--tags`/`--skip-tags` select, from
@@ -534,7 +565,7 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
         let ctx = run.ctx.clone();
         let playbook = run.playbook.clone();
         let forks = run.forks.clone();
-        let play_hosts = run.play_hosts.to_vec();
+        let play_hosts = run.play_hosts.clone();
         let play_index = run.play_index;
         let task_indexes = task_indexes.to_vec();
         jobs.spawn(async move {
@@ -554,7 +585,7 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
                     break;
                 }
                 if task.module.name() == "meta" {
-                    if own.meta(task, &single).await == flow::MetaEffect::EndPlay {
+                    if own.meta(task, &single).await != flow::MetaEffect::Continue {
                         break;
                     }
                     continue;
@@ -654,7 +685,7 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
         let playbook = run.playbook.clone();
         let forks = run.forks.clone();
         let throttle = throttle.clone();
-        let play_hosts = run.play_hosts.to_vec();
+        let play_hosts = run.play_hosts.clone();
         let play_index = run.play_index;
         let task = task.clone();
         jobs.spawn(async move {

@@ -4,6 +4,8 @@
 //! registered results, role parameters, include params, extra vars; plus the magic
 //! variables.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::{HostState, RunContext};
@@ -14,6 +16,39 @@ use crate::vars_file::layer_play_vars_files;
 /// Ansible's placeholder that makes a module argument disappear (`default(omit)`).
 pub const OMIT: &str = "__omit_place_holder__turbo_play__";
 
+/// The hosts of the running play, for its magic variables. Read when a task's variables
+/// are built, so a host that failed or ended its play (`meta: end_host`) has left them.
+#[derive(Clone)]
+pub struct PlayHosts {
+    /// Every host of the play, across all `serial` batches, in the play's order, with
+    /// those that failed in earlier plays (`ansible_play_hosts_all`).
+    pub all: Arc<[Arc<HostState>]>,
+    /// The batch that is running (every host when the play has no `serial`).
+    pub batch: Arc<[Arc<HostState>]>,
+}
+
+impl PlayHosts {
+    /// Ansible's four lists: `ansible_play_hosts_all` (every host), `ansible_play_hosts`
+    /// (those still in the play, in any batch), `ansible_play_batch` and `play_hosts`
+    /// (those still in the play in this batch).
+    fn magic(&self) -> [(&'static str, Value); 4] {
+        let names = |hosts: &[Arc<HostState>], active_only: bool| -> Value {
+            hosts
+                .iter()
+                .filter(|h| !active_only || super::flow::in_play(h))
+                .map(|h| Value::from(h.name.clone()))
+                .collect()
+        };
+        let batch = names(&self.batch, true);
+        [
+            ("ansible_play_hosts_all", names(&self.all, false)),
+            ("ansible_play_hosts", names(&self.all, true)),
+            ("play_hosts", batch.clone()),
+            ("ansible_play_batch", batch),
+        ]
+    }
+}
+
 /// Everything a task sees on a host. Fails when a `group_vars/`/`host_vars/` file or a
 /// `vars_files` entry cannot be read (the message names the file).
 pub fn task_vars(
@@ -22,7 +57,7 @@ pub fn task_vars(
     play: &Play,
     task: &Task,
     host: &HostState,
-    play_hosts: &[String],
+    play_hosts: &PlayHosts,
 ) -> Result<minijinja::Value, String> {
     let mut vars = ctx
         .inventory
@@ -179,7 +214,7 @@ fn magic_vars(
     ctx: &RunContext,
     playbook: &Playbook,
     host: &HostState,
-    play_hosts: &[String],
+    play_hosts: &PlayHosts,
 ) -> Map<String, Value> {
     let (groups, group_names) = {
         let runtime = ctx.runtime.lock().expect("runtime lock");
@@ -206,10 +241,6 @@ fn magic_vars(
         ("inventory_hostname_short", Value::from(short)),
         ("group_names", Value::from(group_names)),
         ("groups", serde_json::to_value(groups).unwrap_or_default()),
-        ("play_hosts", Value::from(play_hosts.to_vec())),
-        ("ansible_play_hosts", Value::from(play_hosts.to_vec())),
-        ("ansible_play_batch", Value::from(play_hosts.to_vec())),
-        ("ansible_play_hosts_all", Value::from(play_hosts.to_vec())),
         ("ansible_version", super::hostvars::ansible_version()),
         (
             "playbook_dir",
@@ -227,7 +258,11 @@ fn magic_vars(
         ),
         ("omit", Value::from(OMIT)),
     ];
-    magic.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    magic
+        .into_iter()
+        .chain(play_hosts.magic())
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
 }
 
 fn extend(into: &mut Map<String, Value>, from: &Map<String, Value>) {
@@ -239,4 +274,40 @@ fn extend(into: &mut Map<String, Value>, from: &Map<String, Value>) {
 /// Drops arguments whose value is the omit placeholder (after templating).
 pub fn strip_omitted(args: &mut Map<String, Value>) {
     args.retain(|_, v| v.as_str() != Some(OMIT));
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+
+    /// ansible-playbook 2.21 with `serial: 2` over h1..h5, h2 failed in the first batch
+    /// and h4 ended by `meta: end_host`: `ansible_play_hosts` keeps the hosts of every
+    /// batch still in the play, `ansible_play_batch` (and `play_hosts`) those of this one.
+    #[test]
+    fn play_host_lists_follow_batches_failures_and_ended_hosts() {
+        let hosts: Vec<Arc<HostState>> = ["h1", "h2", "h3", "h4", "h5"]
+            .iter()
+            .map(|n| Arc::new(HostState::new(n)))
+            .collect();
+        hosts[1].out.store(true, Ordering::SeqCst);
+        hosts[3].flow.lock().unwrap().end_host_for_tests();
+        let lists = PlayHosts {
+            all: hosts.iter().cloned().collect(),
+            batch: hosts[2..4].iter().cloned().collect(),
+        }
+        .magic();
+        let get = |name: &str| lists.iter().find(|(k, _)| *k == name).unwrap().1.clone();
+        assert_eq!(
+            get("ansible_play_hosts_all"),
+            serde_json::json!(["h1", "h2", "h3", "h4", "h5"])
+        );
+        assert_eq!(
+            get("ansible_play_hosts"),
+            serde_json::json!(["h1", "h3", "h5"])
+        );
+        assert_eq!(get("ansible_play_batch"), serde_json::json!(["h3"]));
+        assert_eq!(get("play_hosts"), serde_json::json!(["h3"]));
+    }
 }

@@ -133,3 +133,86 @@ fn the_diff_keyword_shows_or_hides_a_tasks_diff_whatever_the_flag() {
     assert_eq!(again.recap("h").changed, 0, "{}", again.stdout);
     assert_not_contains(&again, "+++ after");
 }
+
+#[track_caller]
+fn read(hosts: &SshHosts, host: &str, file: &str) -> String {
+    let path = hosts.user(host).home.join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// ansible-playbook 2.21, `serial: 2` over a..d with b failing in the first batch:
+/// `ansible_play_hosts` lists the play's hosts still in it across all batches,
+/// `ansible_play_batch`/`play_hosts` those of the running batch; a later play cuts its
+/// batches with the failed host still counted (`[a, b, c]` then `[d]` for `serial: 3`).
+#[test]
+fn serial_batches_see_the_plays_hosts_and_their_own_batch() {
+    let hosts = SshHosts::start(&["a", "b", "c", "d"]);
+    let playbook = format!(
+        "{PLAY_HEAD}  serial: 2
+  tasks:
+    - fail: msg=boom
+      when: inventory_hostname == 'b'
+    - copy:
+        dest: ~/lists
+        content: \"{{{{ ansible_play_hosts | join(',') }}}} {{{{ ansible_play_batch | join(',') }}}} {{{{ play_hosts | join(',') }}}} {{{{ ansible_play_hosts_all | join(',') }}}}\\n\"
+{PLAY_HEAD}  serial: 3
+  tasks:
+    - copy:
+        dest: ~/second
+        content: \"{{{{ ansible_play_batch | join(',') }}}}\\n\"
+"
+    );
+    let run = || {
+        TestRun::new()
+            .playbook(&playbook)
+            .inventory(&hosts.inventory())
+            .run()
+    };
+    let out = run();
+    out.assert_code(2);
+    assert_eq!(read(&hosts, "a", "lists"), "a,c,d a a a,b,c,d\n");
+    assert_eq!(read(&hosts, "c", "lists"), "a,c,d c,d c,d a,b,c,d\n");
+    assert!(!exists(&hosts, "b", "lists"));
+    assert_eq!(read(&hosts, "a", "second"), "a,c\n");
+    assert_eq!(read(&hosts, "d", "second"), "d\n");
+    let again = run();
+    again.assert_code(2);
+    assert_eq!(again.recap("a").changed, 0, "{}", again.stdout);
+}
+
+/// ansible-playbook 2.21: a batch whose every host failed stops the whole run (later
+/// plays too); `meta: end_play` under `serial` ends every batch, `end_batch` only its own.
+#[test]
+fn a_failed_batch_stops_the_run_and_end_play_ends_every_batch() {
+    let hosts = SshHosts::start(&["a", "b", "c"]);
+    let playbook = format!(
+        "{PLAY_HEAD}  serial: 1
+  tasks:
+    - meta: end_batch
+      when: inventory_hostname == 'a'
+    - copy: {{content: \"x\\n\", dest: ~/first}}
+    - meta: end_play
+      when: inventory_hostname == 'b'
+    - copy: {{content: \"x\\n\", dest: ~/never}}
+- hosts: c
+  gather_facts: false
+  tasks:
+    - command: /bin/false
+- hosts: a
+  gather_facts: false
+  tasks:
+    - copy: {{content: \"x\\n\", dest: ~/after}}
+"
+    );
+    let out = TestRun::new()
+        .playbook(&playbook)
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(2);
+    assert!(!exists(&hosts, "a", "first"));
+    assert!(exists(&hosts, "b", "first"));
+    assert!(!exists(&hosts, "c", "first"));
+    assert!(!exists(&hosts, "b", "never"));
+    assert!(!exists(&hosts, "a", "after"), "{}", out.stdout);
+    assert_eq!(out.recap("c").failed, 1, "{}", out.stdout);
+}

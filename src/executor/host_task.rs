@@ -872,10 +872,7 @@ fn host_unreachable(ctx: &RunContext, task: &Task, host: &HostState, message: &s
         s.ignored += 1;
     });
     if let Some(name) = &task.register {
-        host.registered
-            .lock()
-            .expect("registered lock")
-            .insert(name.clone(), Value::Object(data));
+        host.register(name, Value::Object(data));
     }
 }
 
@@ -978,8 +975,8 @@ fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &TaskOutcome) {
 }
 
 /// A module hands variables back the way Ansible's do, under `ansible_facts` in its
-/// result: `setup` fills the facts layer, anything else (set_fact, include_vars) the
-/// set-facts layer above task vars.
+/// result: `setup` fills the facts layer, `include_vars` its own layer above task vars,
+/// anything else (set_fact) the set-facts layer above that.
 fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome) {
     if outcome.failed || outcome.skipped {
         return;
@@ -996,11 +993,10 @@ fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome) {
                 v.clone(),
             );
         }
+    } else if task.module.name() == "include_vars" {
+        host.include_vars_from(new);
     } else {
-        let mut set = host.set_facts.lock().expect("set_facts lock");
-        for (k, v) in new {
-            set.insert(k.clone(), v.clone());
-        }
+        host.set_facts_from(new);
     }
 }
 
@@ -1019,10 +1015,7 @@ fn record(
         host.flow.lock().expect("flow lock").notify(notify);
     }
     if let Some(name) = &task.register {
-        host.registered
-            .lock()
-            .expect("registered lock")
-            .insert(name.clone(), Value::Object(data));
+        host.register(name, Value::Object(data));
     }
     host.stat(|s| match caught {
         // Ansible counts a failure a rescue takes as `rescued`, and nothing else.

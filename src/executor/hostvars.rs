@@ -92,7 +92,7 @@ impl Object for HostVars {
 }
 
 /// What `hostvars[name]` holds, as in Ansible: the host's inventory variables (with
-/// group_vars/host_vars files), facts, set facts, registered results, extra vars and its
+/// group_vars/host_vars files), facts, include_vars, set facts, registered results, extra vars and its
 /// own magic variables; not the play's or task's vars. `None` for a host the inventory
 /// does not know.
 fn one_host(
@@ -119,7 +119,7 @@ fn one_host(
             vars.insert(format!("ansible_{k}"), v.clone());
         }
         vars.insert("ansible_facts".into(), Value::Object(facts));
-        for layer in [&state.set_facts, &state.registered] {
+        for layer in [&state.included_vars, &state.set_facts, &state.registered] {
             for (k, v) in layer.lock().expect("vars lock").iter() {
                 vars.insert(k.clone(), v.clone());
             }

@@ -80,10 +80,16 @@ pub(crate) struct HostState {
     /// One session per distinct connection (plays may connect as another user or
     /// locally); in the usual case exactly one for the whole run.
     sessions: Mutex<HashMap<String, SessionCell>>,
+    /// Registered results. With `set_facts`, Ansible's one layer of "set_facts and
+    /// registered vars": the later of the two writes of a name wins (see [`Self::register`]).
     pub registered: Mutex<Map<String, Value>>,
     /// Gathered facts (`setup`): below play vars in precedence, as in Ansible.
     pub facts: Mutex<Map<String, Value>>,
-    /// Facts a task set (`set_fact`, `include_vars`): above task vars, as in Ansible.
+    /// Variables `include_vars` loaded: above task vars, below set facts (Ansible's
+    /// vars cache).
+    pub included_vars: Mutex<Map<String, Value>>,
+    /// Facts a task set (`set_fact`, any module's `ansible_facts` but setup's): above
+    /// include_vars, as in Ansible.
     pub set_facts: Mutex<Map<String, Value>>,
     pub stats: Mutex<HostStats>,
     /// Failed or unreachable hosts sit out the rest of the run, as in Ansible.
@@ -99,6 +105,7 @@ impl HostState {
             sessions: Mutex::new(HashMap::new()),
             registered: Mutex::new(Map::new()),
             facts: Mutex::new(Map::new()),
+            included_vars: Mutex::new(Map::new()),
             set_facts: Mutex::new(Map::new()),
             stats: Mutex::new(HostStats {
                 host: name.to_string(),
@@ -111,6 +118,37 @@ impl HostState {
 
     pub fn stat(&self, f: impl FnOnce(&mut HostStats)) {
         f(&mut self.stats.lock().expect("stats lock"));
+    }
+
+    /// `register:` a result. It replaces a fact of that name set earlier: Ansible keeps
+    /// both in one layer.
+    pub fn register(&self, name: &str, value: Value) {
+        self.set_facts.lock().expect("set_facts lock").remove(name);
+        self.registered
+            .lock()
+            .expect("registered lock")
+            .insert(name.to_string(), value);
+    }
+
+    /// Facts a task set; each replaces a registered result of that name.
+    pub fn set_facts_from(&self, new: &Map<String, Value>) {
+        {
+            let mut registered = self.registered.lock().expect("registered lock");
+            for k in new.keys() {
+                registered.remove(k);
+            }
+        }
+        let mut set = self.set_facts.lock().expect("set_facts lock");
+        for (k, v) in new {
+            set.insert(k.clone(), v.clone());
+        }
+    }
+
+    pub fn include_vars_from(&self, new: &Map<String, Value>) {
+        let mut included = self.included_vars.lock().expect("included_vars lock");
+        for (k, v) in new {
+            included.insert(k.clone(), v.clone());
+        }
     }
 }
 
@@ -672,9 +710,16 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
     } else {
         (hosts, Vec::new())
     };
-    let facts_before = copy_to
-        .first()
-        .map(|_| hosts[0].set_facts.lock().expect("set_facts lock").clone());
+    let facts_before = copy_to.first().map(|_| {
+        (
+            hosts[0].set_facts.lock().expect("set_facts lock").clone(),
+            hosts[0]
+                .included_vars
+                .lock()
+                .expect("included_vars lock")
+                .clone(),
+        )
+    });
     let throttle = keywords
         .throttle
         .map(|n| Arc::new(Semaphore::new(usize::try_from(n).unwrap_or(usize::MAX))));
@@ -710,11 +755,11 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
 }
 
 /// Ansible hands a `run_once` result to every host of the play: the registered variable
-/// and any facts the task set.
+/// and any facts or included variables the task set.
 fn copy_run_once(
     task: &crate::playbook::Task,
     ran: &HostState,
-    facts_before: &Map<String, Value>,
+    (facts_before, included_before): &(Map<String, Value>, Map<String, Value>),
     others: &[Arc<HostState>],
 ) {
     let registered = task.register.as_ref().and_then(|name| {
@@ -726,26 +771,23 @@ fn copy_run_once(
             .cloned();
         value.map(|v| (name.clone(), v))
     });
-    let set: Vec<(String, Value)> = ran
-        .set_facts
-        .lock()
-        .expect("set_facts lock")
-        .iter()
-        .filter(|(k, v)| facts_before.get(*k) != Some(*v))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let changed = |layer: &Mutex<Map<String, Value>>, before: &Map<String, Value>| {
+        layer
+            .lock()
+            .expect("vars layer lock")
+            .iter()
+            .filter(|(k, v)| before.get(*k) != Some(*v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<Map<String, Value>>()
+    };
+    let set = changed(&ran.set_facts, facts_before);
+    let included = changed(&ran.included_vars, included_before);
     for other in others {
         if let Some((name, value)) = &registered {
-            other
-                .registered
-                .lock()
-                .expect("registered lock")
-                .insert(name.clone(), value.clone());
+            other.register(name, value.clone());
         }
-        let mut facts = other.set_facts.lock().expect("set_facts lock");
-        for (k, v) in &set {
-            facts.insert(k.clone(), v.clone());
-        }
+        other.set_facts_from(&set);
+        other.include_vars_from(&included);
     }
 }
 
@@ -785,5 +827,41 @@ mod tests {
         // A task the tags leave out cannot be where the run starts.
         let start = Mutex::new(Some("c".to_string()));
         assert_eq!(tasks_to_run(&plays[1], &web, &start), None);
+    }
+
+    /// ansible-playbook 2.21 (checked): `register` and `set_fact` share one layer, so the
+    /// later write of a name wins; include_vars sits below both, and a run_once task hands
+    /// all three to the other hosts.
+    #[test]
+    fn set_facts_and_registered_results_share_a_layer_above_included_vars() {
+        let host = HostState::new("h1");
+        host.register("r", Value::from("registered"));
+        host.set_facts_from(&Map::from_iter([("r".to_string(), Value::from("fact"))]));
+        assert!(host.registered.lock().unwrap().get("r").is_none());
+        assert_eq!(host.set_facts.lock().unwrap()["r"], "fact");
+        host.register("r", Value::from("again"));
+        assert!(host.set_facts.lock().unwrap().get("r").is_none());
+        assert_eq!(host.registered.lock().unwrap()["r"], "again");
+
+        let task = load_playbook_text(
+            Path::new("site.yml"),
+            "- hosts: all\n  tasks:\n    - command: x\n      register: out\n      run_once: true\n",
+        )
+        .unwrap()
+        .plays
+        .remove(0)
+        .tasks
+        .remove(0);
+        let before = (host.set_facts.lock().unwrap().clone(), Map::new());
+        host.set_facts_from(&Map::from_iter([("f".to_string(), Value::from(1))]));
+        host.include_vars_from(&Map::from_iter([("i".to_string(), Value::from(2))]));
+        host.register("out", Value::from("result"));
+        let other = Arc::new(HostState::new("h2"));
+        other.register("r", Value::from("own"));
+        copy_run_once(&task, &host, &before, std::slice::from_ref(&other));
+        assert_eq!(other.registered.lock().unwrap()["out"], "result");
+        assert_eq!(other.registered.lock().unwrap()["r"], "own");
+        assert_eq!(other.set_facts.lock().unwrap()["f"], 1);
+        assert_eq!(other.included_vars.lock().unwrap()["i"], 2);
     }
 }

@@ -1,8 +1,8 @@
 //! The variables a task sees on a host, layered in Ansible's precedence order (low to
 //! high): role defaults, inventory (all, groups, group_vars/ files, host, host_vars/
-//! files), gathered facts, play vars, play vars_files, role vars, task vars, set facts and
-//! registered results, role parameters, include params, extra vars; plus the magic
-//! variables.
+//! files), gathered facts, play vars, play vars_files, role vars, task vars, include_vars,
+//! set facts and registered results (one layer: the later write wins), role parameters,
+//! include params, extra vars; plus the magic variables.
 
 use std::sync::Arc;
 
@@ -116,6 +116,10 @@ pub fn task_vars(
         extend(&mut vars, &role.keyword_vars);
     }
     extend(&mut vars, &task.vars);
+    extend(
+        &mut vars,
+        &host.included_vars.lock().expect("included_vars lock"),
+    );
     extend(&mut vars, &host.set_facts.lock().expect("set_facts lock"));
     extend(&mut vars, &host.registered.lock().expect("registered lock"));
     if let Some(role) = &task.role {

@@ -216,3 +216,44 @@ fn a_failed_batch_stops_the_run_and_end_play_ends_every_batch() {
     assert!(!exists(&hosts, "a", "after"), "{}", out.stdout);
     assert_eq!(out.recap("c").failed, 1, "{}", out.stdout);
 }
+
+/// ansible-playbook 2.21: include_vars sits above task vars and below set_fact, in
+/// whichever order they ran; `register` and `set_fact` share a layer, the later wins;
+/// `hostvars` and a later play see the same.
+#[test]
+fn include_vars_sits_below_set_fact_and_above_task_vars() {
+    let hosts = SshHosts::start(&["h"]);
+    let playbook = format!(
+        "{PLAY_HEAD}  tasks:
+    - set_fact: {{a: fact}}
+    - include_vars: file.yml
+    - command: echo registered
+      register: r
+      changed_when: false
+    - set_fact: {{r: fact}}
+    - copy:
+        dest: ~/precedence
+        content: \"{{{{ a }}}} {{{{ b }}}} {{{{ r }}}} {{{{ hostvars['h'].a }}}}\\n\"
+      vars:
+        b: task
+{PLAY_HEAD}  tasks:
+    - copy:
+        dest: ~/later
+        content: \"{{{{ a }}}} {{{{ b }}}}\\n\"
+"
+    );
+    let run = || {
+        TestRun::new()
+            .playbook(&playbook)
+            .inventory(&hosts.inventory())
+            .file("file.yml", "a: file\nb: file\nr: file\n")
+            .run()
+    };
+    let out = run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts, "h", "precedence"), "fact file fact fact\n");
+    assert_eq!(read(&hosts, "h", "later"), "fact file\n");
+    let again = run();
+    again.assert_code(0);
+    assert_eq!(again.recap("h").changed, 0, "{}", again.stdout);
+}

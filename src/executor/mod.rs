@@ -437,6 +437,16 @@ async fn run_play(
             )));
         }
     }
+    let fatal = |t: &crate::playbook::Task| t.keywords.any_errors_fatal == Some(true);
+    if play.keywords.free && (play.keywords.any_errors_fatal || play.tasks.iter().any(fatal)) {
+        // ansible-playbook 2.21 warns the same and goes on: under `free` no host waits
+        // for another, so one host's failure cannot stop the others.
+        ctx.emit(Event::Warning(
+            "Using any_errors_fatal with the free strategy is not supported, as tasks are \
+             executed independently on each host"
+                .into(),
+        ));
+    }
     for keyword in &play.unsupported {
         ctx.emit(Event::Warning(format!(
             "{}: the play keyword '{keyword}' is not supported yet and was ignored",

@@ -257,3 +257,62 @@ fn include_vars_sits_below_set_fact_and_above_task_vars() {
     again.assert_code(0);
     assert_eq!(again.recap("h").changed, 0, "{}", again.stdout);
 }
+
+/// ansible-playbook 2.21 notifies a handler from a run_once task on the host that ran it
+/// only (its strategy notifies `original_host`), though the result reaches every host.
+#[test]
+fn a_run_once_notification_runs_the_handler_on_the_host_that_ran() {
+    let hosts = SshHosts::start(&["a", "b"]);
+    let playbook = format!(
+        "{PLAY_HEAD}  tasks:
+    - copy: {{content: \"once\\n\", dest: ~/once}}
+      run_once: true
+      register: once
+      notify: mark
+    - copy: {{content: \"{{{{ once.changed }}}}\\n\", dest: ~/seen}}
+  handlers:
+    - name: mark
+      copy: {{content: \"handled\\n\", dest: ~/handled}}
+"
+    );
+    let out = TestRun::new()
+        .playbook(&playbook)
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert!(exists(&hosts, "a", "handled"));
+    assert!(!exists(&hosts, "b", "handled"), "{}", out.stdout);
+    assert_eq!(read(&hosts, "b", "seen"), "True\n");
+    assert!(exists(&hosts, "a", "once") && !exists(&hosts, "b", "once"));
+}
+
+/// ansible-playbook 2.21 warns that any_errors_fatal does nothing under `strategy: free`
+/// and runs on: the other hosts finish the play and the next play runs.
+#[test]
+fn any_errors_fatal_under_the_free_strategy_warns_and_runs_on() {
+    let hosts = SshHosts::start(&["a", "b"]);
+    let playbook = format!(
+        "{PLAY_HEAD}  strategy: free
+  any_errors_fatal: true
+  tasks:
+    - fail: msg=boom
+      when: inventory_hostname == 'a'
+    - copy: {{content: \"x\\n\", dest: ~/after}}
+- hosts: b
+  gather_facts: false
+  tasks:
+    - copy: {{content: \"x\\n\", dest: ~/next}}
+"
+    );
+    let out = TestRun::new()
+        .playbook(&playbook)
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(2);
+    assert_contains(
+        &out,
+        "[WARNING]: Using any_errors_fatal with the free strategy is not supported",
+    );
+    assert!(exists(&hosts, "b", "after") && exists(&hosts, "b", "next"));
+    assert!(!exists(&hosts, "a", "after"));
+}

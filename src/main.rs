@@ -11,7 +11,7 @@ use turbo_play::connection::ConnectionDefaults;
 use turbo_play::executor::{RunOptions, run_playbooks};
 use turbo_play::inventory::Inventory;
 use turbo_play::listing::{self, Listings};
-use turbo_play::playbook::{LoadOptions, TagFilter, load_playbooks};
+use turbo_play::playbook::{LoadOptions, TagFilter, load_playbooks, render_templated_tags};
 use turbo_play::report::console::ConsoleReporter;
 use turbo_play::report::events::Event;
 use turbo_play::report::json::JsonReporter;
@@ -87,6 +87,12 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         }
     }
     let tags = TagFilter::from_args(&cli.tags, &cli.skip_tags);
+    if !cli.syntax_check {
+        let templar = turbo_play::template::Templar::new();
+        for playbook in &mut playbooks {
+            render_templated_tags(playbook, &templar, &extra_vars).map_err(|e| (EXIT_ERROR, e))?;
+        }
+    }
     // Like ansible-playbook: --syntax-check and the listings stop before any connection
     // (their stdout is the listing alone, so warnings go to stderr).
     let listings = Listings {

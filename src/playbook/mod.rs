@@ -21,7 +21,7 @@ pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed}
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
 pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};
 pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop};
-pub use tags::{TagFilter, select_tasks, selected, split_tags};
+pub use tags::{TagFilter, render_templated_tags, select_tasks, selected, split_tags};
 
 /// Where something was written, 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]

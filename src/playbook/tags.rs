@@ -118,6 +118,90 @@ pub fn select_tasks(tasks: &[super::Task], filter: &TagFilter) -> Vec<usize> {
         .collect()
 }
 
+/// Passes a templated tag may need (`t: "{{ base }}"`, `base: web`).
+const MAX_TAG_DEPTH: usize = 8;
+
+/// Templated tags (`tags: "{{ x }}"`, on tasks, blocks, role entries or plays), rendered
+/// as ansible-playbook does before it selects tasks: with what the play knows without a
+/// host (its roles' defaults and vars, its vars and vars_prompt defaults, extra vars,
+/// `playbook_dir`), never host, group or task vars. A list value gives several tags.
+/// Fails, naming the task, when a tag's template does (an undefined name, say).
+pub fn render_templated_tags(
+    playbook: &mut super::Playbook,
+    templar: &crate::template::Templar,
+    extra_vars: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), String> {
+    use crate::template::is_template;
+    let dir = playbook.dir.display().to_string();
+    for play in &mut playbook.plays {
+        let templated = |tags: &[String]| tags.iter().any(|t| is_template(t));
+        if !templated(&play.tags)
+            && !play
+                .tasks
+                .iter()
+                .chain(&play.handlers)
+                .any(|t| templated(&t.tags))
+        {
+            continue;
+        }
+        let mut vars = serde_json::Map::new();
+        for role in &play.roles {
+            vars.extend(role.defaults.clone());
+        }
+        vars.extend(play.vars.clone());
+        for (name, default) in &play.vars_prompt {
+            if let Some(value) = default {
+                vars.insert(name.clone(), value.clone());
+            }
+        }
+        for role in &play.roles {
+            vars.extend(role.vars.clone());
+        }
+        vars.extend(extra_vars.clone());
+        vars.insert("playbook_dir".into(), dir.clone().into());
+        let context = minijinja::Value::from_serialize(&vars);
+        let render = |tags: &mut Vec<String>, at: &super::Location| -> Result<(), String> {
+            if !templated(tags) {
+                return Ok(());
+            }
+            let mut out = Vec::new();
+            for tag in tags.iter() {
+                let mut value = serde_json::Value::String(tag.clone());
+                for _ in 0..MAX_TAG_DEPTH {
+                    match &value {
+                        serde_json::Value::String(s) if is_template(s) => {
+                            value = templar
+                                .render_value(&value, &context)
+                                .map_err(|e| format!("{at}: templating the tag '{tag}': {e}"))?;
+                        }
+                        _ => break,
+                    }
+                }
+                match value {
+                    serde_json::Value::Array(items) => out.extend(items.iter().map(tag_text)),
+                    other => out.push(tag_text(&other)),
+                }
+            }
+            let mut seen = std::collections::HashSet::new();
+            out.retain(|t| seen.insert(t.clone()));
+            *tags = out;
+            Ok(())
+        };
+        render(&mut play.tags, &play.location)?;
+        for task in play.tasks.iter_mut().chain(play.handlers.iter_mut()) {
+            render(&mut task.tags, &task.location)?;
+        }
+    }
+    Ok(())
+}
+
+fn tag_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// A `tags:` value as Ansible reads it: a list (items as written) or a comma string.
 pub fn split_tags(value: &str) -> Vec<String> {
     value
@@ -226,5 +310,38 @@ mod tests {
         let listing = TagFilter::default().for_listing_tags(false);
         assert!(runs(&["never"], &listing));
         assert_eq!(split_tags(" a, b ,c"), ["a", "b", "c"]);
+    }
+
+    /// ansible-playbook 2.21 (checked): play vars (nested too) and extra vars render
+    /// tags, a list gives several, host vars are not seen, an undefined name fails.
+    #[test]
+    fn templated_tags_render_with_play_and_extra_vars() {
+        let text = "- hosts: all
+  vars:
+    base: web
+    t: \"{{ base }}\"
+    many: [a, b]
+  tags: \"{{ p | default('play') }}\"
+  tasks:
+    - {name: one, ping: , tags: \"{{ t }}\"}
+    - {name: two, ping: , tags: [\"{{ many }}\", \"{{ e }}\", fixed]}
+";
+        let mut pb =
+            super::super::load_playbook_text(std::path::Path::new("site.yml"), text).unwrap();
+        let templar = crate::template::Templar::new();
+        let extra = serde_json::Map::from_iter([("e".to_string(), serde_json::json!("extra"))]);
+        render_templated_tags(&mut pb, &templar, &extra).unwrap();
+        let play = &pb.plays[0];
+        assert_eq!(play.tags, ["play"]);
+        assert_eq!(play.tasks[0].tags, ["play", "web"]);
+        assert_eq!(play.tasks[1].tags, ["play", "a", "b", "extra", "fixed"]);
+
+        let mut pb =
+            super::super::load_playbook_text(std::path::Path::new("site.yml"), text).unwrap();
+        let err = render_templated_tags(&mut pb, &templar, &Default::default()).unwrap_err();
+        assert_eq!(
+            err,
+            "site.yml:9:7: templating the tag '{{ e }}': 'e' is undefined"
+        );
     }
 }

@@ -316,3 +316,46 @@ fn any_errors_fatal_under_the_free_strategy_warns_and_runs_on() {
     assert!(exists(&hosts, "b", "after") && exists(&hosts, "b", "next"));
     assert!(!exists(&hosts, "a", "after"));
 }
+
+/// ansible-playbook 2.21 renders templated tags with play and extra vars before it
+/// selects tasks (host vars are not seen: `hv` stays undefined here and the default
+/// holds); an undefined name stops the run with exit code 1.
+#[test]
+fn templated_tags_select_with_play_and_extra_vars() {
+    let hosts = SshHosts::start(&["h"]);
+    let inventory = format!("{} hv=from_host\n", hosts.line("h"));
+    let playbook = format!(
+        "{PLAY_HEAD}  vars:
+    role_tag: web
+  tasks:
+    - copy: {{content: \"x\\n\", dest: ~/web}}
+      tags: \"{{{{ role_tag }}}}\"
+    - copy: {{content: \"x\\n\", dest: ~/extra}}
+      tags: [\"{{{{ wanted }}}}\"]
+    - copy: {{content: \"x\\n\", dest: ~/host}}
+      tags: \"{{{{ hv | default('no_host_vars') }}}}\"
+"
+    );
+    let run = |args: &[&str]| {
+        TestRun::new()
+            .playbook(&playbook)
+            .inventory(&inventory)
+            .args(args)
+            .run()
+    };
+    let out = run(&["--tags", "web,picked,no_host_vars", "-e", "wanted=picked"]);
+    out.assert_code(0);
+    assert!(exists(&hosts, "h", "web") && exists(&hosts, "h", "extra"));
+    assert!(exists(&hosts, "h", "host"));
+    let again = run(&["--tags", "web", "-e", "wanted=picked"]);
+    again.assert_code(0);
+    assert_eq!(
+        (again.recap("h").ok, again.recap("h").changed),
+        (1, 0),
+        "{}",
+        again.stdout
+    );
+    let undefined = run(&["--tags", "web"]);
+    undefined.assert_code(1);
+    assert_contains(&undefined, "'wanted' is undefined");
+}

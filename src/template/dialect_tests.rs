@@ -234,6 +234,21 @@ fn regex_filters() {
         r("{{ '^f.*o(.*)$' | regex_escape }}"),
         "\\^f\\.\\*o\\(\\.\\*\\)\\$"
     );
+    // Look-around and back-references, as Python's `re` (ansible-playbook 2.21) gave them.
+    assert_eq!(
+        r("{{ 'foo=bar' | regex_replace('(?<==)bar', 'baz') }}"),
+        "foo=baz"
+    );
+    assert_eq!(
+        v(r"'price 100USD 7EUR' | regex_findall('\\d+(?=USD)')"),
+        json!(["100"])
+    );
+    assert_eq!(
+        v(r"'key: key' | regex_search('(?P<k>\\w+): (?P=k)', '\\g<k>')"),
+        json!(["key"])
+    );
+    assert_eq!(v(r"'xx' is match('(x)\\1')"), json!(true));
+    assert_eq!(v("'xy' is search('x(?!y)')"), json!(false));
 }
 
 #[test]

@@ -3,9 +3,9 @@
 use base64::Engine;
 use minijinja::value::{Kwargs, Rest, Value as MjValue, ValueKind};
 use minijinja::{Environment, Error as MjError, ErrorKind};
-use regex::{Regex, RegexBuilder};
 use serde_json::Value;
 
+use super::pyregex::{Anchor, PyRegex};
 use super::{python_json, to_json};
 
 pub fn register(env: &mut Environment<'static>) {
@@ -392,14 +392,9 @@ fn ternary(
     if value.is_true() { true_val } else { false_val }
 }
 
-/// A Python regex in the `regex` crate's dialect (`(?P<n>...)` is shared; `\Z` is `\z`).
-fn compile_regex(pattern: &str, ignorecase: bool, multiline: bool) -> Result<Regex, MjError> {
-    let translated = pattern.replace(r"\Z", r"\z");
-    RegexBuilder::new(&translated)
-        .case_insensitive(ignorecase)
-        .multi_line(multiline)
-        .build()
-        .map_err(|e| invalid(format!("invalid regular expression {pattern:?}: {e}")))
+/// A Python regex (look-around and back-references included, see `pyregex`).
+fn compile_regex(pattern: &str, ignorecase: bool, multiline: bool) -> Result<PyRegex, MjError> {
+    PyRegex::new(pattern, Anchor::Search, ignorecase, multiline).map_err(|e| invalid(e.to_string()))
 }
 
 fn regex_flags(kwargs: &Kwargs) -> Result<(bool, bool), MjError> {
@@ -471,7 +466,8 @@ fn regex_replace(
     let text = value_text(&value);
     let re = compile_regex(pattern, ignorecase, multiline)?;
     let replacement = python_replacement(replacement.unwrap_or(""));
-    Ok(re.replacen(&text, count, replacement.as_str()).into_owned())
+    re.replacen(&text, count, &replacement)
+        .map_err(|e| invalid(e.to_string()))
 }
 
 /// The text of a value as `str()` would give it (numbers included).
@@ -494,25 +490,31 @@ fn regex_search(
     kwargs.assert_all_used()?;
     let text = value_text(&value);
     let re = compile_regex(pattern, ignorecase, multiline)?;
-    let Some(caps) = re.captures(&text) else {
+    let Some(caps) = re.captures(&text).map_err(|e| invalid(e.to_string()))? else {
         return Ok(MjValue::from(()));
     };
+    let group = |i: Option<usize>| -> MjValue {
+        match i.and_then(|i| caps.get(i)).cloned().flatten() {
+            Some(text) => MjValue::from(text),
+            None => MjValue::from(()),
+        }
+    };
     if args.is_empty() {
-        return Ok(MjValue::from(caps.get(0).map_or("", |m| m.as_str())));
+        return Ok(MjValue::from(caps[0].clone().unwrap_or_default()));
     }
     let mut groups = Vec::new();
     for arg in args.iter() {
-        let group = if let Some(name) = arg.strip_prefix("\\g<").and_then(|a| a.strip_suffix('>')) {
+        let index = if let Some(name) = arg.strip_prefix("\\g<").and_then(|a| a.strip_suffix('>')) {
             match name.parse::<usize>() {
-                Ok(i) => caps.get(i),
-                Err(_) => caps.name(name),
+                Ok(i) => Some(i),
+                Err(_) => re.group_index(name),
             }
         } else if let Some(n) = arg.strip_prefix('\\').and_then(|a| a.parse::<usize>().ok()) {
-            caps.get(n)
+            Some(n)
         } else {
             return Err(invalid(format!("regex_search: unknown argument {arg:?}")));
         };
-        groups.push(group.map_or(MjValue::from(()), |m| MjValue::from(m.as_str())));
+        groups.push(group(index));
     }
     Ok(MjValue::from(groups))
 }
@@ -524,11 +526,13 @@ fn regex_findall(value: MjValue, pattern: &str, kwargs: Kwargs) -> Result<MjValu
     kwargs.assert_all_used()?;
     let text = value_text(&value);
     let re = compile_regex(pattern, ignorecase, multiline)?;
-    let groups = re.captures_len() - 1;
+    let groups = re.group_count();
     let found: Vec<MjValue> = re
-        .captures_iter(&text)
+        .captures_all(&text, usize::MAX)
+        .map_err(|e| invalid(e.to_string()))?
+        .into_iter()
         .map(|caps| {
-            let text_of = |i: usize| MjValue::from(caps.get(i).map_or("", |m| m.as_str()));
+            let text_of = |i: usize| MjValue::from(caps[i].clone().unwrap_or_default());
             match groups {
                 0 => text_of(0),
                 1 => text_of(1),

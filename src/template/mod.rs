@@ -13,6 +13,7 @@ mod dialect_tests;
 mod filters;
 pub use filters::python_str;
 mod lookups;
+mod pyregex;
 mod sha_crypt;
 mod tests;
 mod yaml_dump;

@@ -5,6 +5,8 @@ use std::cmp::Ordering;
 use minijinja::value::{Kwargs, Value as MjValue, ValueKind};
 use minijinja::{Environment, Error as MjError, ErrorKind};
 
+use super::pyregex::{Anchor, PyRegex};
+
 pub fn register(env: &mut Environment<'static>) {
     env.add_test("truthy", truthy);
     env.add_test("falsy", falsy);
@@ -125,57 +127,45 @@ fn text_of(value: &MjValue) -> String {
         .map_or_else(|| value.to_string(), str::to_string)
 }
 
-fn build_regex(pattern: &str, kwargs: &Kwargs) -> Result<regex::Regex, MjError> {
+/// Python's `re.search`, `re.match` (anchored at the start, not the end) and
+/// `re.fullmatch`, with look-around and back-references (see `pyregex`).
+fn regex_matches(
+    value: &MjValue,
+    pattern: &str,
+    anchor: Anchor,
+    kwargs: &Kwargs,
+) -> Result<bool, MjError> {
     let ignorecase = kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false);
     let multiline = kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false);
-    regex::RegexBuilder::new(&pattern.replace(r"\Z", r"\z"))
-        .case_insensitive(ignorecase)
-        .multi_line(multiline)
-        .build()
-        .map_err(|e| invalid(format!("invalid regular expression {pattern:?}: {e}")))
+    kwargs.assert_all_used()?;
+    PyRegex::new(pattern, anchor, ignorecase, multiline)
+        .and_then(|re| re.is_match(&text_of(value)))
+        .map_err(|e| invalid(e.to_string()))
 }
 
 fn regex_search(value: &MjValue, pattern: &str, kwargs: Kwargs) -> Result<bool, MjError> {
-    let re = build_regex(pattern, &kwargs)?;
-    kwargs.assert_all_used()?;
-    Ok(re.is_match(&text_of(value)))
+    regex_matches(value, pattern, Anchor::Search, &kwargs)
 }
 
-/// Python's `re.match`: anchored at the start, not the end.
 fn regex_match(value: &MjValue, pattern: &str, kwargs: Kwargs) -> Result<bool, MjError> {
-    let ignorecase = kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false);
-    let multiline = kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false);
-    kwargs.assert_all_used()?;
-    let re = regex::RegexBuilder::new(&format!(r"\A(?:{})", pattern.replace(r"\Z", r"\z")))
-        .case_insensitive(ignorecase)
-        .multi_line(multiline)
-        .build()
-        .map_err(|e| invalid(format!("invalid regular expression {pattern:?}: {e}")))?;
-    Ok(re.is_match(&text_of(value)))
+    regex_matches(value, pattern, Anchor::Start, &kwargs)
 }
 
 fn regex_test(value: &MjValue, pattern: &str, kwargs: Kwargs) -> Result<bool, MjError> {
     let match_type = kwargs
         .get::<Option<String>>("match_type")?
         .unwrap_or_else(|| "search".into());
-    match match_type.as_str() {
-        "match" => regex_match(value, pattern, kwargs),
-        "search" => regex_search(value, pattern, kwargs),
-        "fullmatch" => {
-            let ignorecase = kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false);
-            let multiline = kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false);
-            kwargs.assert_all_used()?;
-            let re = regex::RegexBuilder::new(&format!(r"\A(?:{})\z", pattern))
-                .case_insensitive(ignorecase)
-                .multi_line(multiline)
-                .build()
-                .map_err(|e| invalid(format!("invalid regular expression {pattern:?}: {e}")))?;
-            Ok(re.is_match(&text_of(value)))
+    let anchor = match match_type.as_str() {
+        "match" => Anchor::Start,
+        "search" => Anchor::Search,
+        "fullmatch" => Anchor::Full,
+        other => {
+            return Err(invalid(format!(
+                "regex: match_type must be match, search or fullmatch, got {other:?}"
+            )));
         }
-        other => Err(invalid(format!(
-            "regex: match_type must be match, search or fullmatch, got {other:?}"
-        ))),
-    }
+    };
+    regex_matches(value, pattern, anchor, &kwargs)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -359,3 +359,35 @@ fn templated_tags_select_with_play_and_extra_vars() {
     undefined.assert_code(1);
     assert_contains(&undefined, "'wanted' is undefined");
 }
+
+/// Python's look-around in Ansible's regex filters and tests (what ansible-playbook 2.21
+/// rendered): the `regex` crate refuses these patterns, the backtracking fallback runs them.
+#[test]
+fn regex_look_around_works_in_filters_and_tests() {
+    let hosts = SshHosts::start(&["h"]);
+    let playbook = format!(
+        "{PLAY_HEAD}  vars:
+    line: \"port=8080 user=web\"
+  tasks:
+    - copy:
+        dest: ~/regex
+        content: |
+          {{{{ line | regex_replace('(?<=port=)\\d+', '9090') }}}}
+          {{{{ line | regex_findall('\\w+(?==)') | join(',') }}}}
+          {{{{ line is search('user=(?!root)') }}}}
+"
+    );
+    let run = || {
+        TestRun::new()
+            .playbook(&playbook)
+            .inventory(&hosts.inventory())
+            .run()
+    };
+    let out = run();
+    out.assert_code(0);
+    assert_eq!(
+        read(&hosts, "h", "regex"),
+        "port=9090 user=web\nport,user\nTrue\n"
+    );
+    assert_eq!(run().recap("h").changed, 0);
+}

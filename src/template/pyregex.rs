@@ -1,0 +1,230 @@
+//! Python's `re`, for Ansible's regex filters and tests.
+//!
+//! Every pattern the `regex` crate accepts runs there, in linear time. That crate refuses
+//! look-around (`(?=..)`, `(?<=..)`, `(?!..)`, `(?<!..)`) and back-references (`\1`,
+//! `(?P=name)`), which Python has and playbooks use (`regex_replace('(?<==)old', ..)`):
+//! only a pattern it refuses goes to fancy-regex, a backtracking engine with Python's
+//! syntax for them, bounded by its backtrack limit so a pathological pattern fails
+//! instead of hanging.
+
+use std::fmt;
+
+/// A compiled Python pattern.
+pub(super) struct PyRegex {
+    engine: Engine,
+}
+
+enum Engine {
+    Linear(regex::Regex),
+    Backtracking(fancy_regex::Regex),
+}
+
+/// Where a match may lie, as Python's `re.search`, `re.match` and `re.fullmatch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Anchor {
+    Search,
+    Start,
+    Full,
+}
+
+/// A pattern that neither engine compiles, or a match that ran out of backtracking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PyRegexError(String);
+
+impl fmt::Display for PyRegexError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The text of each group of one match (`None` for a group that did not take part).
+pub(super) type Groups = Vec<Option<String>>;
+
+impl PyRegex {
+    pub(super) fn new(
+        pattern: &str,
+        anchor: Anchor,
+        ignorecase: bool,
+        multiline: bool,
+    ) -> Result<PyRegex, PyRegexError> {
+        // Python's `\Z` is the very end of the text: `\z` in both engines.
+        let body = pattern.replace(r"\Z", r"\z");
+        let full = match anchor {
+            Anchor::Search => body,
+            Anchor::Start => format!(r"\A(?:{body})"),
+            Anchor::Full => format!(r"\A(?:{body})\z"),
+        };
+        let linear = regex::RegexBuilder::new(&full)
+            .case_insensitive(ignorecase)
+            .multi_line(multiline)
+            .build();
+        let refused = match linear {
+            Ok(re) => {
+                return Ok(PyRegex {
+                    engine: Engine::Linear(re),
+                });
+            }
+            Err(e) => e.to_string(),
+        };
+        // Whatever the linear engine refuses gets a second chance: Python's `(?P=name)`
+        // reads as a bad flag to it, not as the back-reference it is.
+        match fancy_regex::RegexBuilder::new(&full)
+            .case_insensitive(ignorecase)
+            .multi_line(multiline)
+            .build()
+        {
+            Ok(re) => Ok(PyRegex {
+                engine: Engine::Backtracking(re),
+            }),
+            // The linear engine's message is the better one, unless it only objected to
+            // what the backtracking engine has.
+            Err(e) if refused.contains("look-around") || refused.contains("backreferences") => Err(
+                PyRegexError(format!("invalid regular expression {pattern:?}: {e}")),
+            ),
+            Err(_) => Err(PyRegexError(format!(
+                "invalid regular expression {pattern:?}: {refused}"
+            ))),
+        }
+    }
+
+    pub(super) fn is_match(&self, text: &str) -> Result<bool, PyRegexError> {
+        match &self.engine {
+            Engine::Linear(re) => Ok(re.is_match(text)),
+            Engine::Backtracking(re) => re.is_match(text).map_err(runtime),
+        }
+    }
+
+    /// The number of groups, without the whole match.
+    pub(super) fn group_count(&self) -> usize {
+        match &self.engine {
+            Engine::Linear(re) => re.captures_len() - 1,
+            Engine::Backtracking(re) => re.captures_len() - 1,
+        }
+    }
+
+    /// The index of the group `(?P<name>...)`.
+    pub(super) fn group_index(&self, name: &str) -> Option<usize> {
+        match &self.engine {
+            Engine::Linear(re) => re.capture_names().position(|n| n == Some(name)),
+            Engine::Backtracking(re) => re.capture_names().position(|n| n == Some(name)),
+        }
+    }
+
+    /// The groups of the first match (index 0 is the whole match).
+    pub(super) fn captures(&self, text: &str) -> Result<Option<Groups>, PyRegexError> {
+        Ok(self.captures_all(text, 1)?.pop())
+    }
+
+    /// The groups of up to `limit` matches, left to right (`usize::MAX` for all).
+    pub(super) fn captures_all(
+        &self,
+        text: &str,
+        limit: usize,
+    ) -> Result<Vec<Groups>, PyRegexError> {
+        let n = self.group_count() + 1;
+        match &self.engine {
+            Engine::Linear(re) => Ok(re
+                .captures_iter(text)
+                .take(limit)
+                .map(|caps| {
+                    (0..n)
+                        .map(|i| caps.get(i).map(|m| m.as_str().to_string()))
+                        .collect()
+                })
+                .collect()),
+            Engine::Backtracking(re) => re
+                .captures_iter(text)
+                .take(limit)
+                .map(|caps| {
+                    let caps = caps.map_err(runtime)?;
+                    Ok((0..n)
+                        .map(|i| caps.get(i).map(|m| m.as_str().to_string()))
+                        .collect())
+                })
+                .collect(),
+        }
+    }
+
+    /// Replaces the first `count` matches (all for 0); `replacement` is in the `regex`
+    /// crate's syntax (`${1}`, `${name}`, `$$`), which both engines expand alike.
+    pub(super) fn replacen(
+        &self,
+        text: &str,
+        count: usize,
+        replacement: &str,
+    ) -> Result<String, PyRegexError> {
+        match &self.engine {
+            Engine::Linear(re) => Ok(re.replacen(text, count, replacement).into_owned()),
+            Engine::Backtracking(re) => re
+                .try_replacen(text, count, replacement)
+                .map(|s| s.into_owned())
+                .map_err(runtime),
+        }
+    }
+}
+
+fn runtime(e: fancy_regex::Error) -> PyRegexError {
+    PyRegexError(format!(
+        "the regular expression could not be matched: {e} (a pattern with look-around or \
+         back-references backtracks; simplify it)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn re(pattern: &str) -> PyRegex {
+        PyRegex::new(pattern, Anchor::Search, false, false).unwrap()
+    }
+
+    #[test]
+    fn plain_patterns_stay_on_the_linear_engine() {
+        assert!(matches!(re(r"a+b").engine, Engine::Linear(_)));
+        assert!(matches!(re(r"(?P<k>\w+)=").engine, Engine::Linear(_)));
+        assert!(matches!(re(r"(?<==)b").engine, Engine::Backtracking(_)));
+        assert!(matches!(re(r"(x)\1").engine, Engine::Backtracking(_)));
+    }
+
+    /// Outcomes ansible-playbook 2.21 (Python's `re`) gave for these patterns.
+    #[test]
+    fn look_around_and_back_references_match_as_python() {
+        assert_eq!(
+            re(r"(?<==)bar").replacen("foo=bar", 0, "baz").unwrap(),
+            "foo=baz"
+        );
+        assert_eq!(re(r"(?<=a)").replacen("ab", 0, "-").unwrap(), "a-b");
+        let found = re(r"(\w+)\1").captures("abcabc x").unwrap().unwrap();
+        assert_eq!(found[0].as_deref(), Some("abcabc"));
+        let all = re(r"\d+(?=USD)")
+            .captures_all("price 100USD 7EUR", usize::MAX)
+            .unwrap();
+        assert_eq!(all, [vec![Some("100".to_string())]]);
+        assert!(!re(r"x(?!y)").is_match("xy").unwrap());
+        let named = re(r"(?P<k>\w+): (?P=k)");
+        assert_eq!(named.group_index("k"), Some(1));
+        let found = named.captures("key: key").unwrap().unwrap();
+        assert_eq!(found[0].as_deref(), Some("key: key"));
+        assert_eq!(found[1].as_deref(), Some("key"));
+        let start = PyRegex::new(r"(x)\1", Anchor::Start, false, false).unwrap();
+        assert!(start.is_match("xxy").unwrap());
+        assert!(!start.is_match("yxx").unwrap());
+        let full = PyRegex::new(r"(x)\1", Anchor::Full, true, false).unwrap();
+        assert!(full.is_match("XX").unwrap() && !full.is_match("XXy").unwrap());
+    }
+
+    #[test]
+    fn broken_patterns_name_the_pattern_and_the_fault() {
+        let err = |p: &str| PyRegex::new(p, Anchor::Search, false, false).err().unwrap();
+        assert!(
+            err("a(b")
+                .to_string()
+                .starts_with("invalid regular expression \"a(b\": ")
+        );
+        let both = err(r"(?<=a)(b").to_string();
+        assert!(
+            both.starts_with("invalid regular expression \"(?<=a)(b\": "),
+            "{both}"
+        );
+    }
+}

@@ -164,7 +164,7 @@ impl Templar {
         let mut out = serde_json::Map::with_capacity(map.len());
         for (k, v) in map {
             let key = if is_template(k) {
-                self.render_str(k, vars)?
+                self.render_text(&verbatim_backslashes(k), k, vars)?
             } else {
                 k.clone()
             };
@@ -177,10 +177,12 @@ impl Templar {
         if !is_template(s) {
             return Ok(Value::String(s.to_string()));
         }
+        // Values come from YAML: their backslashes were YAML's to interpret, not Jinja's.
+        let source = verbatim_backslashes(s);
         // Names of undefined variables are looked for in what was compiled: a rewritten
         // chain (`a.b | default`) is no longer a reference to `a.b`.
         let compiled_source;
-        if let Some(inner) = single_expression(s)
+        if let Some(inner) = single_expression(&source)
             && let Ok(expr) = {
                 compiled_source = rewrite_expr(inner);
                 self.env.compile_expression_owned(compiled_source.clone())
@@ -202,25 +204,38 @@ impl Templar {
                 message,
             });
         }
-        self.render_str(s, vars).map(Value::String)
+        self.render_text(&source, s, vars).map(Value::String)
     }
 
+    /// Renders a template as Jinja reads it (string constants keep their escapes, as in
+    /// a template file); [`Templar::render_value`] is for values written in YAML.
     pub fn render_str(&self, s: &str, vars: &MjValue) -> Result<String, TemplateError> {
         if !is_template(s) {
             return Ok(s.to_string());
         }
+        self.render_text(s, s, vars)
+    }
+
+    /// Renders `source`, reporting errors and keeping trailing newlines as of `shown`
+    /// (what the user wrote).
+    fn render_text(
+        &self,
+        source: &str,
+        shown: &str,
+        vars: &MjValue,
+    ) -> Result<String, TemplateError> {
         let rewritten;
-        let source = if chain::may_need_rewrite(s) {
-            rewritten = chain::rewrite_template(s);
+        let source = if chain::may_need_rewrite(source) {
+            rewritten = chain::rewrite_template(source);
             rewritten.as_str()
         } else {
-            s
+            source
         };
         let rendered = self
             .env
             .render_str(source, vars)
-            .map_err(|e| self.template_error(e, source, vars).shown_as(s))?;
-        Ok(preserve_trailing_newlines(s, rendered))
+            .map_err(|e| self.template_error(e, source, vars).shown_as(shown))?;
+        Ok(preserve_trailing_newlines(shown, rendered))
     }
 
     /// `when`-style bare expression -> Ansible truthiness.
@@ -386,6 +401,101 @@ fn preserve_trailing_newlines(source: &str, mut rendered: String) -> String {
     let missing = trailing(source).saturating_sub(trailing(&rendered));
     rendered.extend(std::iter::repeat_n('\n', missing));
     rendered
+}
+
+/// Ansible's `escape_backslashes` for templates written in YAML: inside `{{ }}` a string
+/// constant keeps its backslashes as written (`regex_replace('(a)', '\1')` in a
+/// double-quoted YAML string means the back-reference `\1`, not the character `\x01`), so
+/// each one is doubled before Jinja unescapes it. `{% %}` statements, comments and
+/// `{% raw %}` are left alone, as Ansible leaves them.
+fn verbatim_backslashes(source: &str) -> std::borrow::Cow<'_, str> {
+    if !source.contains('\\') || !source.contains("{{") {
+        return std::borrow::Cow::Borrowed(source);
+    }
+    let bytes = source.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + 8);
+    let at = |i: usize, s: &str| bytes[i..].starts_with(s.as_bytes());
+    // Copies through the end of the next `close`, or to the end of the text.
+    let copy_through = |out: &mut Vec<u8>, from: usize, close: &str| -> usize {
+        let end = source[from..]
+            .find(close)
+            .map_or(bytes.len(), |n| from + n + close.len());
+        out.extend_from_slice(&bytes[from..end]);
+        end
+    };
+    // The words of the `{% ... %}` starting at `i`, without whitespace control.
+    let tag_body = |i: usize| -> &str {
+        let body = &source[i + 2..];
+        body[..body.find("%}").unwrap_or(0)]
+            .trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace())
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        if at(i, "{#") {
+            i = copy_through(&mut out, i, "#}");
+        } else if at(i, "{%") {
+            let tag = tag_body(i);
+            i = copy_through(&mut out, i, "%}");
+            if tag == "raw" {
+                while i < bytes.len() {
+                    let next = source[i..].find("{%").map_or(bytes.len(), |n| i + n);
+                    out.extend_from_slice(&bytes[i..next]);
+                    i = next;
+                    if i >= bytes.len() {
+                        break;
+                    }
+                    let inner = tag_body(i);
+                    i = copy_through(&mut out, i, "%}");
+                    if inner == "endraw" {
+                        break;
+                    }
+                }
+            }
+        } else if at(i, "{{") {
+            out.extend_from_slice(b"{{");
+            i += 2;
+            let mut quote: Option<u8> = None;
+            while i < bytes.len() {
+                let b = bytes[i];
+                match quote {
+                    None if at(i, "}}") => {
+                        out.extend_from_slice(b"}}");
+                        i += 2;
+                        break;
+                    }
+                    None => {
+                        if b == b'\'' || b == b'"' {
+                            quote = Some(b);
+                        }
+                        out.push(b);
+                        i += 1;
+                    }
+                    Some(q) if b == b'\\' => {
+                        out.extend_from_slice(b"\\\\");
+                        if let Some(&next) = bytes.get(i + 1) {
+                            if next == q || next == b'\\' {
+                                out.push(b'\\');
+                            }
+                            out.push(next);
+                        }
+                        i += 2;
+                    }
+                    Some(q) => {
+                        if b == q {
+                            quote = None;
+                        }
+                        out.push(b);
+                        i += 1;
+                    }
+                }
+            }
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    // Only ASCII was added, and every original byte was copied in order.
+    std::borrow::Cow::Owned(String::from_utf8(out).expect("still UTF-8"))
 }
 
 /// Ansible's test for "does this string need templating".
@@ -869,5 +979,42 @@ mod unit_tests {
             "{per_string:?} per small string"
         );
         eprintln!("render_value: {per_string:?} per small string");
+    }
+
+    /// ansible-playbook 2.21 (checked): in a value written in YAML, string constants in
+    /// `{{ }}` keep their backslashes; statements, comments, raw blocks and template
+    /// files (render_str) read escapes as Jinja does.
+    #[test]
+    fn yaml_values_keep_backslashes_in_expression_strings() {
+        let v = MjValue::from_serialize(json!({"x": "ab"}));
+        let value = |s: &str| t().render_value(&json!(s), &v).unwrap();
+        assert_eq!(
+            value(r"{{ x | regex_replace('(a)', '\1\1') }}"),
+            json!("aab")
+        );
+        assert_eq!(value(r"{{ 'a\nb' | length }}"), json!(4));
+        assert_eq!(
+            value(r#"{{ 'it\'s' }} and {{ "q\"" }}"#),
+            json!(r#"it\'s and q\""#)
+        );
+        assert_eq!(value(r"{{ 'a\\b' }}"), json!(r"a\\b"));
+        assert_eq!(value(r"\1 {{ x }}"), json!(r"\1 ab"));
+        assert_eq!(
+            verbatim_backslashes(r"{% set y = 'a\nb' %}{{ y }}"),
+            r"{% set y = 'a\nb' %}{{ y }}"
+        );
+        assert_eq!(
+            verbatim_backslashes(r"{# '\1' #}{{ '\1' }}"),
+            r"{# '\1' #}{{ '\\1' }}"
+        );
+        assert_eq!(
+            verbatim_backslashes(r"{% raw %}{{ '\1' }}{% endraw %}{{ '\1' }}"),
+            r"{% raw %}{{ '\1' }}{% endraw %}{{ '\\1' }}"
+        );
+        assert_eq!(
+            verbatim_backslashes("{{ 'é\\é' }} {% é"),
+            "{{ 'é\\\\é' }} {% é"
+        );
+        assert_eq!(t().render_str(r"{{ 'a\nb' | length }}", &v).unwrap(), "3");
     }
 }

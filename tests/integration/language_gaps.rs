@@ -360,8 +360,10 @@ fn templated_tags_select_with_play_and_extra_vars() {
     assert_contains(&undefined, "'wanted' is undefined");
 }
 
-/// Python's look-around in Ansible's regex filters and tests (what ansible-playbook 2.21
-/// rendered): the `regex` crate refuses these patterns, the backtracking fallback runs them.
+/// Python's look-around and back-references in Ansible's regex filters and tests (what
+/// ansible-playbook 2.21 rendered): the `regex` crate refuses these patterns, the
+/// backtracking fallback runs them; backslashes in a YAML value's Jinja strings stay as
+/// YAML left them.
 #[test]
 fn regex_look_around_works_in_filters_and_tests() {
     let hosts = SshHosts::start(&["h"]);
@@ -375,6 +377,9 @@ fn regex_look_around_works_in_filters_and_tests() {
           {{{{ line | regex_replace('(?<=port=)\\d+', '9090') }}}}
           {{{{ line | regex_findall('\\w+(?==)') | join(',') }}}}
           {{{{ line is search('user=(?!root)') }}}}
+    - copy:
+        dest: ~/backref
+        content: \"{{{{ line | regex_replace('(\\\\w+)=(\\\\w+)', '\\\\2:\\\\1') }}}} {{{{ 'abab' is match('(ab)\\\\1') }}}}\\n\"
 "
     );
     let run = || {
@@ -389,5 +394,7 @@ fn regex_look_around_works_in_filters_and_tests() {
         read(&hosts, "h", "regex"),
         "port=9090 user=web\nport,user\nTrue\n"
     );
+    // A double-quoted YAML string's `\\1` reaches the filter as `\1`, a back-reference.
+    assert_eq!(read(&hosts, "h", "backref"), "8080:port web:user True\n");
     assert_eq!(run().recap("h").changed, 0);
 }

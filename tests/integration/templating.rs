@@ -28,7 +28,7 @@ const PLAYBOOK: &str = r#"- hosts: all
           enabled={{ enabled | bool }}
           merged={{ base | combine(extra, recursive=true) | to_json }}
           keys={{ base | dict2items | map(attribute='key') | join(',') }}
-          host={{ inventory_hostname | regex_replace('^web(\\d+)$', 'server-\\1') }}
+          host={{ inventory_hostname | regex_replace('^web(\d+)$', 'server-\1') }}
           missing={{ nope.deeper | default('fallback') }}
           newer={{ app_version is version('1.9', '>') }}
           motd={{ lookup('file', 'motd.txt') }}

@@ -83,9 +83,13 @@ pub fn render(
                     .copied()
                     .chain(task.tags.iter().map(String::as_str))
                     .collect();
+                // ansible-playbook lists an unnamed role task by its action alone.
+                let name = match &task.name {
+                    Some(_) => task.display_name(),
+                    None => task.action.clone(),
+                };
                 out.push_str(&format!(
-                    "      {}\tTAGS: [{}]\n",
-                    task.display_name(),
+                    "      {name}\tTAGS: [{}]\n",
                     tags.into_iter().collect::<Vec<_>>().join(", ")
                 ));
             }
@@ -205,6 +209,38 @@ mod tests {
              \n  play #2 (web,db): web,db\tTAGS: []\n    tasks:\n\
              \x20     second\tTAGS: []\n\
              \n  play #3 (web,db): web,db\tTAGS: []\n    tasks:\n"
+        );
+    }
+
+    /// ansible-playbook 2.21: a role's named task lists as `role : name`, an unnamed one
+    /// by its action alone (the banner still says `role : action`).
+    #[test]
+    fn role_tasks_list_as_ansible() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("roles/nr/tasks")).unwrap();
+        std::fs::write(
+            dir.path().join("roles/nr/tasks/main.yml"),
+            "- name: named one\n  debug: msg=x\n- debug: msg=y\n",
+        )
+        .unwrap();
+        let site = dir.path().join("site.yml");
+        std::fs::write(&site, "- hosts: all\n  roles: [{role: nr, tags: r}]\n").unwrap();
+        let pb = crate::playbook::load_playbook(&site).unwrap();
+        let what = Listings {
+            tasks: true,
+            ..Default::default()
+        };
+        let out = render(
+            &[pb],
+            "site.yml",
+            &inventory(),
+            None,
+            what,
+            &TagFilter::default(),
+        );
+        assert!(
+            out.unwrap()
+                .ends_with("    tasks:\n      nr : named one\tTAGS: [r]\n      debug\tTAGS: [r]\n"),
         );
     }
 

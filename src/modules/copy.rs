@@ -3,11 +3,11 @@
 use serde_json::{Value, json};
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
-use turbo_proto::{EnsureFile, FileContent, FileKind, FileMode, Op, OpResult};
+use turbo_proto::{EnsureFile, FileContent, FileKind, FileMode, Op, OpResult, Ownership};
 
 use super::{
     Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
-    find_local_source, mode_string, parse_mode, read_local, unexpected,
+    find_local_source, mode_string, ownership, parse_mode, read_local, unexpected,
 };
 use crate::template::python_json;
 
@@ -24,7 +24,9 @@ impl Module for Copy {
     }
 
     fn arg_names(&self) -> &'static [&'static str] {
-        &["src", "content", "dest", "mode", "force", "backup"]
+        &[
+            "src", "content", "dest", "mode", "owner", "group", "force", "backup",
+        ]
     }
 
     fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
@@ -33,7 +35,13 @@ impl Module for Copy {
         // Backups are accepted so playbooks load; the agent's atomic rename keeps no copy.
         arg_bool(args, "backup", false)?;
         let (dest, bytes) = self.resolve(args, ctx)?;
-        Ok(Plan::Remote(ensure_file_op(dest, bytes, mode, force)))
+        Ok(Plan::Remote(ensure_file_op(
+            dest,
+            bytes,
+            mode,
+            ownership(args)?,
+            force,
+        )))
     }
 
     fn content(
@@ -117,6 +125,7 @@ pub(super) fn ensure_file_op(
     path: String,
     bytes: Vec<u8>,
     mode: Option<FileMode>,
+    owner: Ownership,
     force: bool,
 ) -> Op {
     let content = if bytes.len() <= INLINE_LIMIT {
@@ -132,6 +141,7 @@ pub(super) fn ensure_file_op(
         content,
         mode,
         force,
+        owner,
     })
 }
 
@@ -207,7 +217,27 @@ mod tests {
             content: FileContent::Inline(bytes.to_vec()),
             mode,
             force,
+            owner: Ownership::default(),
         }))
+    }
+
+    #[test]
+    fn owner_and_group_travel_with_the_file() {
+        let planned = plan(
+            json!({"content": "x", "dest": "/etc/x", "owner": "root", "group": 0}),
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
+        let Plan::Remote(Op::EnsureFile(f)) = planned else {
+            panic!("{planned:?}")
+        };
+        assert_eq!(
+            f.owner,
+            Ownership {
+                user: Some("root".into()),
+                group: Some("0".into()),
+            }
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod pause;
 mod ping;
 mod set_fact;
 mod setup;
+mod stat;
 mod template;
 
 pub use assert::VERBOSE_ALWAYS;
@@ -178,6 +179,7 @@ static MODULES: &[&dyn Module] = &[
     &command::Shell,
     &debug::Debug,
     &ping::Ping,
+    &stat::Stat,
     &setup::Setup,
     &set_fact::SetFact,
     &include_vars::IncludeVars,
@@ -284,9 +286,17 @@ fn is_symbolic_mode(text: &str) -> bool {
         })
 }
 
-/// Ansible's `0644`-style mode text for result data.
+/// Ansible's `0644`-style mode text for file results (`'0%03o'`: set-id bits give `04755`).
 pub fn mode_string(mode: u32) -> String {
     format!("0{:03o}", mode & 0o7777)
+}
+
+/// Ansible's `owner`/`group` file arguments (a name or a numeric id each).
+pub(crate) fn ownership(args: &ModuleArgs) -> Result<turbo_proto::Ownership, ModuleError> {
+    Ok(turbo_proto::Ownership {
+        user: arg_str(args, "owner")?,
+        group: arg_str(args, "group")?,
+    })
 }
 
 /// A scalar argument as text (numbers and booleans as Ansible prints them).

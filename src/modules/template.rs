@@ -7,7 +7,7 @@ use turbo_proto::OpResult;
 use super::copy::{dest_for_src, ensure_file_op, file_result};
 use super::{
     Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
-    find_local_source, parse_mode, read_local,
+    find_local_source, ownership, parse_mode, read_local,
 };
 
 pub struct Template;
@@ -18,7 +18,7 @@ impl Module for Template {
     }
 
     fn arg_names(&self) -> &'static [&'static str] {
-        &["src", "dest", "mode", "force", "backup"]
+        &["src", "dest", "mode", "owner", "group", "force", "backup"]
     }
 
     fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
@@ -26,7 +26,13 @@ impl Module for Template {
         let force = arg_bool(args, "force", true)?;
         arg_bool(args, "backup", false)?;
         let (dest, rendered) = self.render(args, ctx)?;
-        Ok(Plan::Remote(ensure_file_op(dest, rendered, mode, force)))
+        Ok(Plan::Remote(ensure_file_op(
+            dest,
+            rendered,
+            mode,
+            ownership(args)?,
+            force,
+        )))
     }
 
     fn content(
@@ -113,6 +119,7 @@ mod tests {
                 content: FileContent::Inline(b"port=80\nhost=a\nhost=b\n".to_vec()),
                 mode: Some(FileMode::Bits(0o600)),
                 force: true,
+                owner: Default::default(),
             }))
         );
         let a = args(json!({"src": "app.conf.j2", "dest": "/etc/"}));

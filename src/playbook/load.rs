@@ -2272,15 +2272,15 @@ failed_when: false
     fn unknown_module_arguments() {
         let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
         let e = err(&play(
-            "    - copy:\n        content: x\n        dest: /x\n        owner: root\n",
+            "    - copy:\n        content: x\n        dest: /x\n        ownr: root\n",
         ));
         assert_eq!(
             e.message,
-            "Unsupported parameters for (copy) module: owner. Supported parameters include: backup, content, dest, force, mode, src."
+            "Unsupported parameters for (copy) module: ownr. Supported parameters include: backup, content, dest, force, group, mode, owner, src."
         );
         assert_eq!(e.span, Some(Span { line: 6, column: 9 }));
         let e = err(&play(
-            "    - vars:\n        owner: me\n      copy: content=x dest=/x\n      args:\n        owner: root\n",
+            "    - vars:\n        owner: me\n      copy: content=x dest=/x\n      args:\n        ownr: root\n",
         ));
         assert_eq!(e.span, Some(Span { line: 7, column: 9 }));
         let e = err(&play("    - copy: content=x dets=/x\n"));

@@ -819,6 +819,7 @@ mod tests {
                 content: FileContent::Inline(b"test file 2\n".to_vec()),
                 mode: None,
                 force: true,
+                owner: Default::default(),
             })
         );
     }

@@ -4,6 +4,7 @@ mod cli_features;
 mod connection;
 mod control_flow;
 mod facts;
+mod file_attributes;
 mod loops_keywords;
 mod playbook_runs;
 mod roles;

@@ -536,6 +536,7 @@ fn plan_context<'a>(
         diff: ctx.opts.diff,
         vars: Some(vars),
         templar: Some(&ctx.templar),
+        ansible_managed: ctx.opts.ansible_managed.as_deref(),
     }
 }
 

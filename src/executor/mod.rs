@@ -49,6 +49,8 @@ pub struct RunOptions {
     pub start_at_task: Option<String>,
     /// `-c`: the connection of hosts that neither their variables nor their play set.
     pub connection: Option<String>,
+    /// ansible.cfg `ansible_managed`, for templates.
+    pub ansible_managed: Option<String>,
 }
 
 /// What ansible-playbook's exit code is made of.

@@ -45,6 +45,8 @@ pub struct PlanContext<'a> {
     /// The task's variables, for modules that template on the controller (template, debug var=).
     pub vars: Option<&'a minijinja::Value>,
     pub templar: Option<&'a Templar>,
+    /// ansible.cfg's `ansible_managed`; `None` means Ansible's default text.
+    pub ansible_managed: Option<&'a str>,
 }
 
 impl<'a> PlanContext<'a> {
@@ -57,6 +59,7 @@ impl<'a> PlanContext<'a> {
             diff: false,
             vars: None,
             templar: None,
+            ansible_managed: None,
         }
     }
 }

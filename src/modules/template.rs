@@ -74,14 +74,32 @@ impl Template {
                 "internal error: template was planned without the task's variables".into(),
             ));
         };
+        // What the template module adds, below the play's own variables (Ansible 2.21
+        // lets a variable named `ansible_managed` win).
+        let extras = minijinja::context! {
+            ansible_managed => ctx.ansible_managed.unwrap_or("Ansible managed"),
+            template_path => src.as_str(),
+            template_fullpath => path.display().to_string(),
+            template_destpath => dest.as_str(),
+            template_host => controller_hostname(),
+        };
+        // The last map wins a lookup.
+        let vars = minijinja::value::merge_maps([extras, vars.clone()]);
         let rendered = templar
-            .render_str(&text, vars)
+            .render_str(&text, &vars)
             .map_err(|error| ModuleError::Template {
                 src: path.display().to_string(),
                 error,
             })?;
         Ok((dest_for_src(&dest, &src), rendered.into_bytes()))
     }
+}
+
+/// The controller's hostname, for `template_host`.
+fn controller_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -127,6 +145,43 @@ mod tests {
             panic!()
         };
         assert_eq!(f.path, "/etc/app.conf.j2");
+    }
+
+    #[test]
+    fn ansible_managed_and_template_vars_are_there_below_the_plays_own() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("t.j2"),
+            "# {{ ansible_managed }}\n# {{ template_path }} -> {{ template_destpath }}\n",
+        )
+        .unwrap();
+        let templar = Templar::new();
+        let render = |vars: Value, managed: Option<&str>| {
+            let vars = minijinja::Value::from_serialize(vars);
+            let ctx = PlanContext {
+                vars: Some(&vars),
+                templar: Some(&templar),
+                ansible_managed: managed,
+                ..PlanContext::new(dir.path())
+            };
+            let out = Template
+                .content(&args(json!({"src": "t.j2", "dest": "/etc/x"})), &ctx)
+                .unwrap()
+                .unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            render(json!({}), None),
+            "# Ansible managed\n# t.j2 -> /etc/x\n"
+        );
+        assert_eq!(
+            render(json!({}), Some("from ansible.cfg")),
+            "# from ansible.cfg\n# t.j2 -> /etc/x\n"
+        );
+        assert_eq!(
+            render(json!({"ansible_managed": "mine"}), Some("cfg")),
+            "# mine\n# t.j2 -> /etc/x\n"
+        );
     }
 
     #[test]

@@ -697,6 +697,8 @@ fn finish_loop(
         let (label, shown) = if task.keywords.no_log {
             // Ansible shows `(item=None)` and hides the whole result.
             (Some("None".to_string()), censored(&outcome))
+        } else if task.module.name() == "debug" {
+            (label, debug_shown(&data))
         } else {
             (label, data.clone())
         };
@@ -875,6 +877,23 @@ fn host_unreachable(ctx: &RunContext, task: &Task, host: &HostState, message: &s
     }
 }
 
+/// What Ansible's output keeps of a debug result: `msg` alone (with any warnings), or for
+/// `var=` the variable without the status keys. The registered value keeps everything.
+fn debug_shown(data: &Map<String, Value>) -> Map<String, Value> {
+    const WITH_MSG: &[&str] = &["msg", "exception", "warnings", "deprecations"];
+    const HIDDEN: &[&str] = &["changed", "failed", "skipped", "invocation", "skip_reason"];
+    data.iter()
+        .filter(|(k, _)| {
+            if data.contains_key("msg") {
+                WITH_MSG.contains(&k.as_str())
+            } else {
+                !HIDDEN.contains(&k.as_str())
+            }
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// What `no_log: true` leaves of a result in the output (the registered value keeps it
 /// all, as in Ansible).
 fn censored(outcome: &TaskOutcome) -> Map<String, Value> {
@@ -1044,6 +1063,25 @@ fn record(
 mod tests {
     use super::*;
     use turbo_proto::{Command, Exec};
+
+    #[test]
+    fn debug_items_show_what_ansible_shows() {
+        let data = |v: Value| v.as_object().unwrap().clone();
+        let with_msg = data(serde_json::json!({
+            "msg": "a", "changed": false, "failed": false, "item": "a", "ansible_loop_var": "item"
+        }));
+        assert_eq!(
+            Value::Object(debug_shown(&with_msg)),
+            serde_json::json!({"msg": "a"})
+        );
+        let with_var = data(serde_json::json!({
+            "x": 1, "changed": false, "failed": false, "item": "a", "ansible_loop_var": "item"
+        }));
+        assert_eq!(
+            Value::Object(debug_shown(&with_var)),
+            serde_json::json!({"x": 1, "item": "a", "ansible_loop_var": "item"})
+        );
+    }
 
     fn exec(env: &[(&str, &str)]) -> Op {
         Op::Exec(Exec {

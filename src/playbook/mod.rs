@@ -17,6 +17,7 @@ mod load;
 mod loops;
 mod tags;
 
+pub use include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
 pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};
@@ -134,6 +135,9 @@ pub struct Task {
     /// Keywords that were accepted but are not implemented yet (the executor warns).
     pub unsupported: Vec<String>,
     pub location: Location,
+    /// For `include_tasks`/`include_role`: how to load what they include when the
+    /// executor reaches them.
+    pub include: Option<Arc<DynamicInclude>>,
 }
 
 /// One use of a role (a `roles:` entry, `import_role`, `include_role` or a meta
@@ -213,6 +217,7 @@ impl Task {
             keywords: RunKeywords::default(),
             unsupported: Vec::new(),
             location,
+            include: None,
         }
     }
 

@@ -133,6 +133,15 @@ impl<W: Write> ConsoleReporter<W> {
                     bar.inc(1);
                 }
             }
+            Event::Included { file, hosts, item } => {
+                let item = item
+                    .as_deref()
+                    .map(|i| format!(" => (item={i})"))
+                    .unwrap_or_default();
+                let text = format!("included: {file} for {}{item}", hosts.join(", "));
+                let text = self.style(Style::new().cyan()).apply_to(text).to_string();
+                self.line(&text);
+            }
             Event::Retry {
                 host,
                 task,

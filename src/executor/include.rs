@@ -295,6 +295,7 @@ fn load_group(
                     .lock()
                     .expect("public roles lock")
                     .extend(role.public);
+                add_handlers(run, role.handlers);
                 role.tasks
             }),
     };
@@ -324,6 +325,23 @@ fn load_group(
         host.stat(|s| s.ok += 1);
     }
     Some(tasks.into_iter().map(Arc::new).collect())
+}
+
+/// Handlers of a role included at run time join the play's, after its own, unless the
+/// play has them already (a literal role's are found when the playbook loads). As with
+/// the play's roles, the last use of a role brings its handlers.
+fn add_handlers(run: &PlayRun<'_>, handlers: Vec<Task>) {
+    let play = &run.playbook.plays[run.play_index];
+    let role_path = |h: &Task| h.role.as_ref().map(|r| r.path.clone());
+    let mut known = run.ctx.dynamic_handlers.lock().expect("handlers lock");
+    for handler in handlers {
+        let path = role_path(&handler);
+        if play.handlers.iter().any(|h| role_path(h) == path) {
+            continue;
+        }
+        known.retain(|h| role_path(h) != path || h.name != handler.name);
+        known.push(Arc::new(handler));
+    }
 }
 
 /// Runs included tasks on `hosts` the way the linear strategy runs the play's (under

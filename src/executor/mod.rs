@@ -135,6 +135,8 @@ pub(crate) struct RunContext {
     /// Roles of the current play that `include_role` with `public: yes` ran: from then
     /// on every task of the play sees their defaults and vars, as in Ansible.
     pub public_roles: Mutex<Vec<Arc<crate::playbook::RoleInfo>>>,
+    /// Handlers of roles the current play included at run time, after the play's own.
+    pub dynamic_handlers: Mutex<Vec<Arc<crate::playbook::Task>>>,
 }
 
 impl RunContext {
@@ -282,6 +284,7 @@ pub async fn run_playbooks(
         runtime: Mutex::default(),
         includes: Default::default(),
         public_roles: Mutex::default(),
+        dynamic_handlers: Mutex::default(),
     });
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));
@@ -372,6 +375,7 @@ async fn run_play(
 ) {
     let play = &playbook.plays[play_index];
     ctx.public_roles.lock().expect("public roles lock").clear();
+    ctx.dynamic_handlers.lock().expect("handlers lock").clear();
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);

@@ -947,6 +947,9 @@ impl IncludeCache {
 pub struct IncludedRole {
     pub tasks: Vec<Task>,
     pub public: Vec<Arc<RoleInfo>>,
+    /// The role's handlers (and its dependencies'), for a play that does not list them
+    /// yet (a role whose name is a template is only known now).
+    pub handlers: Vec<Task>,
 }
 
 /// Where a tasks file named `written` may be, in Ansible's order: inside a role its
@@ -1094,7 +1097,12 @@ impl DynamicInclude {
                 _ => e.to_string(),
             })?;
         let public = shared.public_roles();
-        Ok(IncludedRole { tasks, public })
+        let handlers = shared.play_handlers(Vec::new());
+        Ok(IncludedRole {
+            tasks,
+            public,
+            handlers,
+        })
     }
 }
 

@@ -68,16 +68,12 @@ fn include_run(hosts: &SshHosts) -> TestRun {
         content: \"{{ role_default | default('unset') }}\\n\"
         dest: ~/after-public
 ";
-    let role = |colour: &str| {
-        (
-            format!("roles/role_{colour}/tasks/extra.yml"),
-            format!(
-                "- copy:\n    content: \"{{{{ role_name }}}} {{{{ role_default }}}} {{{{ flavour }}}}\\n\"\n    dest: ~/role-extra\n    mode: \"0640\"\n  notify: role handler\n"
-            ),
-        )
-    };
-    let (red_path, red_text) = role("red");
-    let (blue_path, blue_text) = role("blue");
+    const ROLE_EXTRA: &str = "- copy:
+    content: \"{{ role_name }} {{ role_default }} {{ flavour }}\\n\"
+    dest: ~/role-extra
+    mode: \"0640\"
+  notify: \"{{ role_name }} handler\"
+";
     TestRun::new()
         .playbook(playbook)
         .inventory(&inventory)
@@ -102,8 +98,8 @@ fn include_run(hosts: &SshHosts) -> TestRun {
             "only-h1.yml",
             "- copy: {content: \"h1 only\\n\", dest: ~/only}\n",
         )
-        .file(&red_path, &red_text)
-        .file(&blue_path, &blue_text)
+        .file("roles/role_red/tasks/extra.yml", ROLE_EXTRA)
+        .file("roles/role_blue/tasks/extra.yml", ROLE_EXTRA)
         .file(
             "roles/role_red/defaults/main.yml",
             "role_default: red-default\n",
@@ -115,11 +111,11 @@ fn include_run(hosts: &SshHosts) -> TestRun {
         .file("roles/role_red/tasks/main.yml", "- debug: msg=red-main\n")
         .file(
             "roles/role_red/handlers/main.yml",
-            "- name: role handler\n  copy: {content: \"handled\\n\", dest: ~/handled}\n",
+            "- name: role_red handler\n  copy: {content: \"handled by red\\n\", dest: ~/handled}\n",
         )
         .file(
             "roles/role_blue/handlers/main.yml",
-            "- name: role handler\n  copy: {content: \"handled\\n\", dest: ~/handled}\n",
+            "- name: role_blue handler\n  copy: {content: \"handled by blue\\n\", dest: ~/handled}\n",
         )
 }
 
@@ -140,7 +136,6 @@ fn includes_run_per_host_with_templated_names_loops_and_roles() {
         assert_file(&home.join("item-magenta"), b"col 1 magenta\n", 0o604);
         assert_eq!(read(&out, home, "after-private"), "unset\n");
         assert_eq!(read(&out, home, "after-public"), "red-default\n");
-        assert_eq!(read(&out, home, "handled"), "handled\n");
     }
     assert_file(&h1.join("only"), b"h1 only\n", 0o644);
     assert!(!h2.join("only").exists());
@@ -175,7 +170,11 @@ fn includes_run_per_host_with_templated_names_loops_and_roles() {
     );
     assert_contains(&out, "TASK [role_red : copy]");
     assert_contains(&out, "\"msg\": \"red-main\"");
-    assert_contains(&out, "RUNNING HANDLER [role_red : role handler]");
+    // Handlers of a role named by a template join the play when it is included.
+    assert_contains(&out, "RUNNING HANDLER [role_red : role_red handler]");
+    assert_contains(&out, "RUNNING HANDLER [role_blue : role_blue handler]");
+    assert_eq!(read(&out, h1, "handled"), "handled by red\n");
+    assert_eq!(read(&out, h2, "handled"), "handled by blue\n");
 
     // facts 1, includes (1 + 2 loop items + role + public role = 5, h1 one more), tasks
     // (setup, 2 items, role copy, 2 copies, h1's only-file; debug in role_red's main),
@@ -303,4 +302,53 @@ fn list_tasks_shows_the_include_and_syntax_check_reads_literal_files() {
         .run();
     assert_ne!(broken.code, 0);
     assert_contains(&broken, "inc.yml:3:3: couldn't resolve module/action 'cpy'");
+}
+
+/// Ansible (checked with 2.21): the include's own `when` is judged once, for the include;
+/// an enclosing block's `when` still holds for each included task, so a fact the file
+/// sets can end the rest of it. `strategy: free` gives every host its own include.
+#[test]
+fn the_includes_when_is_not_handed_down_but_its_blocks_is_and_free_runs_each_host() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let playbook = "- hosts: all
+  gather_facts: false
+  strategy: free
+  vars: {go: true, outer: true}
+  tasks:
+    - include_tasks: \"per-{{ inventory_hostname }}.yml\"
+      when: go
+    - block:
+        - include_tasks: blocked.yml
+      when: outer
+";
+    let per_host = "- set_fact: {go: false}\n- copy: {content: \"{{ inventory_hostname }} after\\n\", dest: ~/after}\n";
+    let run = TestRun::new()
+        .playbook(playbook)
+        .inventory(&hosts.inventory())
+        .file("per-h1.yml", per_host)
+        .file("per-h2.yml", per_host)
+        .file(
+            "blocked.yml",
+            "- set_fact: {outer: false}\n- copy: {content: \"x\\n\", dest: ~/blocked}\n",
+        );
+    let out = run.run();
+    out.assert_code(0);
+    let dir = run.dir().canonicalize().unwrap();
+    for name in ["h1", "h2"] {
+        let home = &hosts.user(name).home;
+        assert_eq!(read(&out, home, "after"), format!("{name} after\n"));
+        assert!(!home.join("blocked").exists(), "{}", out.stdout);
+        assert_contains(
+            &out,
+            &format!("included: {}/per-{name}.yml for {name}\n", dir.display()),
+        );
+        // 2 includes, 2 set_facts, the copy; the blocked copy is skipped.
+        let recap = out.recap(name);
+        assert_eq!(
+            (recap.ok, recap.changed, recap.skipped),
+            (5, 1, 1),
+            "{}",
+            out.stdout
+        );
+    }
 }

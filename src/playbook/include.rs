@@ -1119,6 +1119,13 @@ impl Loader<'_> {
         value: &Node,
         inherited: &Inherited,
     ) -> Result<Task, LoadError> {
+        if inherited.handler {
+            return Err(self.err(
+                item.span,
+                format!("{kind} in handlers is not supported yet"),
+                Some("use import_tasks/import_role in handlers, or notify the included tasks' own handlers".into()),
+            ));
+        }
         let entries = item.as_map().unwrap_or_default();
         let mut own_vars = serde_json::Map::new();
         let mut extra_args: Option<&Node> = None;
@@ -1711,6 +1718,152 @@ mod tests {
             text.contains("'task_from' is not a valid argument of import_role"),
             "{text}"
         );
+    }
+
+    /// The include task of the play's first task.
+    fn first_include(play: &super::super::Play) -> &DynamicInclude {
+        play.tasks[0].include.as_deref().expect("an include")
+    }
+
+    #[test]
+    fn included_files_are_found_in_ansibles_order_and_missing_ones_named() {
+        let dir = tree(&[
+            ("site.yml", "- hosts: all\n  roles: [r]\n"),
+            ("roles/r/tasks/main.yml", "- include_tasks: x.yml\n"),
+            ("roles/r/tasks/x.yml", "- name: in the role\n  ping:\n"),
+            ("x.yml", "- name: beside the playbook\n  ping:\n"),
+            ("only-here.yml", "- ping:\n"),
+        ]);
+        let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
+        let include = first_include(&play);
+        let including = dir.path().join("roles/r/tasks/main.yml");
+        let found = include.find_tasks_file("x.yml", &including).unwrap();
+        assert_eq!(found, dir.path().join("roles/r/tasks/x.yml"));
+        let found = include
+            .find_tasks_file("only-here.yml", &including)
+            .unwrap();
+        assert_eq!(found, dir.path().join("only-here.yml"));
+        let err = include.find_tasks_file("nope.yml", &including).unwrap_err();
+        // The role's tasks/ is also the including file's directory: looked at once.
+        assert_eq!(
+            err.replace(&dir.path().display().to_string(), "DIR"),
+            "Could not find or access 'nope.yml' on the controller \
+             (looked for DIR/roles/r/tasks/nope.yml, DIR/nope.yml)"
+        );
+    }
+
+    #[test]
+    fn loading_an_include_gives_fresh_blocks_params_and_the_surrounding_keywords() {
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- hosts: all
+  tasks:
+    - block:
+        - include_tasks: inc.yml
+          when: own
+          tags: [own]
+      when: outer
+      tags: [outer]
+",
+            ),
+            (
+                "inc.yml",
+                "- block:\n    - name: inner\n      ping:\n  rescue:\n    - name: saved\n      ping:\n",
+            ),
+        ]);
+        let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
+        let include = first_include(&play);
+        let cache = IncludeCache::default();
+        let path = dir.path().join("inc.yml");
+        let params: serde_json::Map<String, Json> =
+            [("item".to_string(), json!("a"))].into_iter().collect();
+        let first = include.load_tasks(&path, params.clone(), &cache).unwrap();
+        let second = include.load_tasks(&path, params, &cache).unwrap();
+        assert_eq!(names(&first), ["inner", "saved"]);
+        // The enclosing block's frame, then the file's own block, numbered afresh per load.
+        assert_eq!(first[0].frames.len(), 2);
+        assert_eq!(first[0].frames[0], play.tasks[0].frames[0]);
+        assert_ne!(first[0].frames[1].block, second[0].frames[1].block);
+        assert!(first[1].frames[1].block >= RUNTIME_BLOCK_BASE);
+        // What surrounds the include reaches its tasks; its own when and tags do not.
+        assert_eq!(first[0].when, ["outer"]);
+        assert_eq!(first[0].tags, ["outer"]);
+        assert_eq!(
+            Json::Object(first[0].include_params.clone()),
+            json!({"item": "a"})
+        );
+        // The file was read and parsed once.
+        let a = cache.get(&path).unwrap();
+        assert!(Arc::ptr_eq(&a, &cache.get(&path).unwrap()));
+    }
+
+    #[test]
+    fn an_included_role_loads_with_its_defaults_handlers_and_privacy() {
+        let dir = tree(ROLE_FILES);
+        std::fs::write(
+            dir.path().join("site.yml"),
+            "- hosts: all\n  tasks:\n    - include_role: {name: \"{{ r }}\"}\n",
+        )
+        .unwrap();
+        let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
+        // Nothing of a templated role is known before it runs.
+        assert!(play.handlers.is_empty() && play.roles.is_empty());
+        let include = first_include(&play);
+        let cache = IncludeCache::default();
+        let site = dir.path().join("site.yml");
+        let args = |extra: Json| {
+            let mut args = json!({"name": "web", "tasks_from": "other"});
+            args.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            args.as_object().unwrap().clone()
+        };
+        let role = include
+            .load_role(&args(json!({})), Default::default(), &site, 3, &cache)
+            .unwrap();
+        assert_eq!(names(&role.tasks), ["common task", "web other"]);
+        assert_eq!(
+            role.tasks[1].role.as_ref().unwrap().defaults["port"],
+            json!(80)
+        );
+        assert!(role.public.is_empty());
+        assert_eq!(names(&role.handlers), ["restart web"]);
+        let public = include
+            .load_role(
+                &args(json!({"public": true})),
+                Default::default(),
+                &site,
+                3,
+                &cache,
+            )
+            .unwrap();
+        let names_public: Vec<&str> = public.public.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names_public, ["common", "web"]);
+        let err = include
+            .load_role(
+                &json!({"name": "nope"}).as_object().unwrap().clone(),
+                Default::default(),
+                &site,
+                3,
+                &cache,
+            )
+            .err()
+            .unwrap();
+        assert!(
+            err.starts_with("the role 'nope' was not found in "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn includes_in_handlers_are_refused() {
+        let dir = tree(&[(
+            "site.yml",
+            "- hosts: all\n  handlers:\n    - name: h\n      include_tasks: x.yml\n",
+        )]);
+        let e = load(&dir).unwrap_err();
+        assert_eq!(e.message, "include_tasks in handlers is not supported yet");
     }
 
     #[test]

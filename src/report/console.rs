@@ -535,6 +535,29 @@ mod tests {
     }
 
     #[test]
+    fn included_lines_read_as_ansible() {
+        let out = render(
+            &[
+                Event::Included {
+                    file: "/srv/pb/setup.yml".into(),
+                    hosts: vec!["web1".into(), "web2".into()],
+                    item: None,
+                },
+                Event::Included {
+                    file: "/srv/pb/item.yml".into(),
+                    hosts: vec!["web1".into()],
+                    item: Some("a".into()),
+                },
+            ],
+            0,
+        );
+        assert_eq!(
+            out,
+            "included: /srv/pb/setup.yml for web1, web2\nincluded: /srv/pb/item.yml for web1 => (item=a)\n"
+        );
+    }
+
+    #[test]
     fn retries_read_as_ansible() {
         let out = render(
             &[Event::Retry {

@@ -374,7 +374,7 @@ async fn walk(
             continue;
         }
         ctx.emit(Event::TaskStart {
-            name: task.display_name(),
+            name: task.banner_name(),
             hosts: runners.len(),
         });
         if task.include.is_some() {

@@ -488,7 +488,7 @@ async fn run_batch(
             continue;
         }
         ctx.emit(Event::TaskStart {
-            name: task.display_name(),
+            name: task.banner_name(),
             hosts: runners.len(),
         });
         if task.include.is_some() {
@@ -586,7 +586,7 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
                     continue;
                 }
                 ctx.emit(Event::TaskStart {
-                    name: task.display_name(),
+                    name: task.banner_name(),
                     hosts: 1,
                 });
                 if task.include.is_some() {

@@ -1160,9 +1160,6 @@ impl Loader<'_> {
         }
         if kind == "include_role" {
             let entry = self.role_args(kind, value, extra_args)?;
-            if task.name.is_none() {
-                task.name = Some(format!("include_role : {}", entry.name));
-            }
             self.check_included_role(&entry, &children)?;
         } else {
             let file = task
@@ -1470,17 +1467,18 @@ mod tests {
         )
         .unwrap();
         let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
-        // include_role stays a task of its own, named as Ansible's banner shows it.
+        // include_role stays a task of its own, its banner as Ansible's.
         assert_eq!(
             names(&play.tasks),
             [
                 "common task",
                 "web other",
-                "include_role : common",
-                "include_role : common",
+                "include_role",
+                "include_role",
                 "common task"
             ]
         );
+        assert_eq!(play.tasks[2].banner_name(), "include_role : common");
         assert!(play.tasks[2].include.is_some() && play.tasks[0].include.is_none());
         assert_eq!(play.tasks[2].module.name(), "include_role");
         assert_eq!(play.tasks[3].args["public"], json!(true));

@@ -246,6 +246,22 @@ impl Task {
         }
     }
 
+    /// The `TASK [...]` banner: [`Task::display_name`], except that an unnamed
+    /// include_role shows the role it names, as Ansible's banner does
+    /// (`include_role : web`; `--list-tasks` shows just `include_role`).
+    pub fn banner_name(&self) -> String {
+        match (&self.name, self.args.get("name")) {
+            (None, Some(Value::String(role))) if self.module.name() == "include_role" => {
+                let own = format!("{} : {role}", self.action);
+                match &self.role {
+                    Some(outer) => format!("{} : {own}", outer.name),
+                    None => own,
+                }
+            }
+            _ => self.display_name(),
+        }
+    }
+
     /// Whether `--start-at-task PATTERN` names this task: its name (or, unnamed, its
     /// action) equal to the pattern or matching it as a shell glob, as Ansible's fnmatch.
     pub fn matches_name(&self, pattern: &str) -> bool {

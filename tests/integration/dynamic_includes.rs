@@ -169,6 +169,7 @@ fn includes_run_per_host_with_templated_names_loops_and_roles() {
         "included: role_red for h1\nincluded: role_blue for h2\n",
     );
     assert_contains(&out, "TASK [role_red : copy]");
+    assert_contains(&out, "TASK [include_role : role_red] ***");
     assert_contains(&out, "\"msg\": \"red-main\"");
     // Handlers of a role named by a template join the play when it is included.
     assert_contains(&out, "RUNNING HANDLER [role_red : role_red handler]");
@@ -291,7 +292,7 @@ fn list_tasks_shows_the_include_and_syntax_check_reads_literal_files() {
     let out = run.arg("--list-tasks").run();
     out.assert_code(0);
     assert_contains(&out, "      include_tasks\tTAGS: [t]\n");
-    assert_contains(&out, "      include_role : r\tTAGS: []\n");
+    assert_contains(&out, "      include_role\tTAGS: []\n");
     let broken = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}  tasks:\n    - include_tasks: inc.yml\n"

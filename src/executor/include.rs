@@ -19,7 +19,7 @@ use super::vars::task_vars;
 use super::{HostState, TaskRef, failures_end_the_play, run_task_on};
 use crate::modules::TaskOutcome;
 use crate::playbook::{DynamicInclude, MAX_INCLUDE_DEPTH, Task, ansible_loop, selected};
-use crate::report::events::Event;
+use crate::report::events::{Event, HostResult, Status};
 
 /// Whether the play goes on after an include's tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +145,18 @@ fn evaluate(
                 Ok(true) => {}
                 Ok(false) => {
                     false_condition = task.when.first().cloned();
+                    if let Some(item) = &item {
+                        // Shown per item as Ansible does; counted once, below, if no
+                        // item is included.
+                        ctx.emit(Event::HostResult(HostResult {
+                            host: host.name.clone(),
+                            status: Status::Skipped,
+                            item: Some(item_shown(ctx, task, &vars, item)),
+                            data: Map::new(),
+                            ignored: false,
+                            verbose_always: false,
+                        }));
+                    }
                     continue;
                 }
                 Err(message) => {

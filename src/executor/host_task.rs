@@ -251,7 +251,7 @@ async fn send_paced(
 
 /// A loop item's variables: the item under `loop_var`, plus `index_var` and
 /// `ansible_loop` when `loop_control` asks for them.
-fn item_vars(
+pub(super) fn item_vars(
     task: &Task,
     base: &minijinja::Value,
     item: &Value,
@@ -309,7 +309,12 @@ fn loop_pause(
 }
 
 /// What the output shows for an item: its `loop_control.label` when set, else the item.
-fn item_shown(ctx: &RunContext, task: &Task, vars: &minijinja::Value, item: &Value) -> String {
+pub(super) fn item_shown(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+    item: &Value,
+) -> String {
     match &task.loop_control.label {
         None => item_label(item),
         Some(label) => match ctx.templar.render_value(&Value::from(label.clone()), vars) {
@@ -742,7 +747,7 @@ fn finish_loop(
     record(task, host, &summary, data, notify);
 }
 
-fn finish_task(
+pub(super) fn finish_task(
     ctx: &RunContext,
     task: &Task,
     host: &HostState,

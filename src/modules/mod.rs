@@ -17,6 +17,7 @@ mod command;
 mod copy;
 mod debug;
 mod file;
+mod include;
 mod include_vars;
 mod inventory_edit;
 mod meta;
@@ -28,6 +29,7 @@ mod stat;
 mod template;
 
 pub use assert::VERBOSE_ALWAYS;
+pub use include::is_dynamic_include;
 pub use pause::PAUSE_SECONDS;
 
 /// Arguments after templating, as the registered result's `invocation.module_args` has them.
@@ -192,6 +194,8 @@ static MODULES: &[&dyn Module] = &[
     &pause::Pause,
     &inventory_edit::AddHost,
     &inventory_edit::GroupBy,
+    &include::IncludeTasks,
+    &include::IncludeRole,
 ];
 
 /// Every registered module.

@@ -779,7 +779,7 @@ impl Loader<'_> {
         Ok(())
     }
 
-    fn task(&self, node: &Node, inherited: &Inherited) -> Result<Task, LoadError> {
+    pub(super) fn task(&self, node: &Node, inherited: &Inherited) -> Result<Task, LoadError> {
         let Some(entries) = node.as_map() else {
             return Err(self.err(
                 node.span,
@@ -1004,6 +1004,7 @@ impl Loader<'_> {
             keywords,
             unsupported,
             location: self.location(node.span),
+            include: None,
         })
     }
 
@@ -1362,7 +1363,12 @@ impl Loader<'_> {
     }
 
     /// A keyword of [`RunKeywords`] on a task or a block.
-    fn run_keyword(&self, key: &str, v: &Node, into: &mut RunKeywords) -> Result<(), LoadError> {
+    pub(super) fn run_keyword(
+        &self,
+        key: &str,
+        v: &Node,
+        into: &mut RunKeywords,
+    ) -> Result<(), LoadError> {
         match key {
             "run_once" => into.run_once = self.boolean(v, key)?,
             "delegate_to" => into.delegate_to = Some(self.scalar(v, key)?),
@@ -2227,8 +2233,8 @@ failed_when: false
             ("'rescue' needs a `block:` beside it".into(), 3, 7)
         );
         assert_eq!(
-            message_at(&play("    - include_tasks: x.yml\n")),
-            ("could not find or access 'x.yml'".into(), 3, 22)
+            message_at(&play("    - import_tasks: x.yml\n")),
+            ("could not find or access 'x.yml'".into(), 3, 21)
         );
         assert_eq!(
             message_at(&play(

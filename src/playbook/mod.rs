@@ -17,6 +17,7 @@ mod load;
 mod loops;
 mod tags;
 
+pub use include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
 pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};
@@ -134,6 +135,9 @@ pub struct Task {
     /// Keywords that were accepted but are not implemented yet (the executor warns).
     pub unsupported: Vec<String>,
     pub location: Location,
+    /// For `include_tasks`/`include_role`: how to load what they include when the
+    /// executor reaches them.
+    pub include: Option<Arc<DynamicInclude>>,
 }
 
 /// One use of a role (a `roles:` entry, `import_role`, `include_role` or a meta
@@ -213,6 +217,7 @@ impl Task {
             keywords: RunKeywords::default(),
             unsupported: Vec::new(),
             location,
+            include: None,
         }
     }
 
@@ -238,6 +243,22 @@ impl Task {
         match &self.role {
             Some(role) => format!("{} : {own}", role.name),
             None => own,
+        }
+    }
+
+    /// The `TASK [...]` banner: [`Task::display_name`], except that an unnamed
+    /// include_role shows the role it names, as Ansible's banner does
+    /// (`include_role : web`; `--list-tasks` shows just `include_role`).
+    pub fn banner_name(&self) -> String {
+        match (&self.name, self.args.get("name")) {
+            (None, Some(Value::String(role))) if self.module.name() == "include_role" => {
+                let own = format!("{} : {role}", self.action);
+                match &self.role {
+                    Some(outer) => format!("{} : {own}", outer.name),
+                    None => own,
+                }
+            }
+            _ => self.display_name(),
         }
     }
 

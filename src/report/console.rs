@@ -133,6 +133,15 @@ impl<W: Write> ConsoleReporter<W> {
                     bar.inc(1);
                 }
             }
+            Event::Included { file, hosts, item } => {
+                let item = item
+                    .as_deref()
+                    .map(|i| format!(" => (item={i})"))
+                    .unwrap_or_default();
+                let text = format!("included: {file} for {}{item}", hosts.join(", "));
+                let text = self.style(Style::new().cyan()).apply_to(text).to_string();
+                self.line(&text);
+            }
             Event::Retry {
                 host,
                 task,
@@ -546,6 +555,29 @@ mod tests {
         assert_eq!(
             out,
             format!("\nRUNNING HANDLER [restart web] {}\n", "*".repeat(50))
+        );
+    }
+
+    #[test]
+    fn included_lines_read_as_ansible() {
+        let out = render(
+            &[
+                Event::Included {
+                    file: "/srv/pb/setup.yml".into(),
+                    hosts: vec!["web1".into(), "web2".into()],
+                    item: None,
+                },
+                Event::Included {
+                    file: "/srv/pb/item.yml".into(),
+                    hosts: vec!["web1".into()],
+                    item: Some("a".into()),
+                },
+            ],
+            0,
+        );
+        assert_eq!(
+            out,
+            "included: /srv/pb/setup.yml for web1, web2\nincluded: /srv/pb/item.yml for web1 => (item=a)\n"
         );
     }
 

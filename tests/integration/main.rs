@@ -3,6 +3,7 @@
 mod cli_features;
 mod connection;
 mod control_flow;
+mod dynamic_includes;
 mod facts;
 mod file_attributes;
 mod loops_keywords;

@@ -27,10 +27,12 @@ mod set_fact;
 mod setup;
 mod stat;
 mod template;
+mod unsupported;
 
 pub use assert::VERBOSE_ALWAYS;
 pub use include::is_dynamic_include;
 pub use pause::PAUSE_SECONDS;
+pub use unsupported::NOT_YET_SUPPORTED;
 
 /// Arguments after templating, as the registered result's `invocation.module_args` has them.
 pub type ModuleArgs = serde_json::Map<String, Value>;
@@ -209,7 +211,16 @@ pub fn find(name: &str) -> Option<&'static dyn Module> {
         .strip_prefix("ansible.builtin.")
         .or_else(|| name.strip_prefix("ansible.legacy."))
         .unwrap_or(name);
-    MODULES.iter().copied().find(|m| m.name() == short)
+    MODULES
+        .iter()
+        .copied()
+        .find(|m| m.name() == short)
+        .or_else(|| unsupported::find(short))
+}
+
+/// Whether turbo-play runs this module itself (not only knows Ansible has it).
+pub fn is_implemented(name: &str) -> bool {
+    find(name).is_some_and(|m| MODULES.iter().any(|r| std::ptr::eq(*r, m)))
 }
 
 /// The module a mistyped name most likely meant.
@@ -218,7 +229,8 @@ pub fn suggest(name: &str) -> Option<&'static str> {
         .strip_prefix("ansible.builtin.")
         .or_else(|| name.strip_prefix("ansible.legacy."))
         .unwrap_or(name);
-    closest(short, MODULES.iter().map(|m| m.name()))
+    let known = MODULES.iter().map(|m| m.name());
+    closest(short, known.chain(NOT_YET_SUPPORTED.iter().copied()))
 }
 
 /// The candidate within a small edit distance of `word`, if any (for "did you mean").
@@ -476,6 +488,16 @@ mod tests {
         assert_eq!(find("ansible.legacy.shell").unwrap().name(), "shell");
         assert!(find("community.general.copy").is_none());
         assert!(find("nope").is_none());
+        // Ansible's own modules load even when turbo-play cannot run them yet.
+        assert_eq!(find("ansible.builtin.service").unwrap().name(), "service");
+        assert_eq!(
+            find("ansible.legacy.lineinfile").unwrap().name(),
+            "lineinfile"
+        );
+        assert!(find("community.general.ufw").is_none());
+        assert!(is_implemented("ansible.builtin.copy"));
+        assert!(!is_implemented("service"));
+        assert!(!is_implemented("nope"));
         for m in all() {
             assert!(std::ptr::eq(find(m.name()).unwrap(), *m));
         }
@@ -485,6 +507,8 @@ mod tests {
     fn suggests_close_names() {
         assert_eq!(suggest("cpy"), Some("copy"));
         assert_eq!(suggest("comand"), Some("command"));
+        assert_eq!(suggest("servce"), Some("service"));
+        assert_eq!(suggest("ansible.builtin.linefile"), Some("lineinfile"));
         assert_eq!(suggest("ansible.builtin.templat"), Some("template"));
         assert_eq!(suggest("xyzzy"), None);
     }

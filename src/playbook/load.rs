@@ -2197,6 +2197,33 @@ failed_when: false
     }
 
     #[test]
+    fn ansible_modules_turbo_play_lacks_load_and_typos_do_not() {
+        let t = task("service: name=chronyd state=restarted\nwhen: false");
+        assert_eq!(t.action, "service");
+        assert_eq!(t.module.name(), "service");
+        assert_eq!(t.args["name"], json!("chronyd"));
+        let t = task("ansible.builtin.lineinfile:\n  path: /x\n  line: y\n  create: yes");
+        assert_eq!(t.module.name(), "lineinfile");
+        assert_eq!(t.args["create"], json!(true));
+        let t = task("action: ansible.legacy.package name=chrony");
+        assert_eq!(t.module.name(), "package");
+        let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
+        assert_eq!(
+            message_at(&play("    - servce:\n        name: x\n")),
+            (
+                "couldn't resolve module/action 'servce'. Did you mean 'service'?".into(),
+                3,
+                7
+            )
+        );
+        let e = err(&play("    - community.general.ufw: rule=allow\n"));
+        assert_eq!(
+            e.message,
+            "couldn't resolve module/action 'community.general.ufw'"
+        );
+    }
+
+    #[test]
     fn task_errors() {
         let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
         assert_eq!(

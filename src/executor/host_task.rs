@@ -78,7 +78,11 @@ pub(crate) async fn run(
     let via: &HostState = delegate.as_deref().unwrap_or(host);
     let items = match &task.loop_spec {
         None => None,
-        Some(spec) => match spec.items(&ctx.templar, &base) {
+        Some(spec) => match spec.items_searching(
+            &ctx.templar,
+            &base,
+            crate::playbook::lookup_subdir(&task.action),
+        ) {
             Ok(items) => Some(items),
             Err(e) => {
                 finish_task(

@@ -21,7 +21,7 @@ pub use include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH}
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
 pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};
-pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop};
+pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};
 pub use tags::{TagFilter, selected, split_tags};
 
 /// Where something was written, 1-based.
@@ -393,6 +393,17 @@ impl LoopSpec {
         templar: &Templar,
         vars: &minijinja::Value,
     ) -> Result<Vec<Value>, LoopError> {
+        self.items_searching(templar, vars, "files")
+    }
+
+    /// [`LoopSpec::items`], with a `with_<lookup>`'s relative names looked up in `subdir`
+    /// (see [`lookup_subdir`]).
+    pub fn items_searching(
+        &self,
+        templar: &Templar,
+        vars: &minijinja::Value,
+        subdir: &str,
+    ) -> Result<Vec<Value>, LoopError> {
         match self {
             LoopSpec::Sequence(raw) => {
                 let spec = templar.render_str(raw, vars)?;
@@ -404,7 +415,7 @@ impl LoopSpec {
             }
             LoopSpec::Lookup { name, terms } => {
                 let terms = templar.render_value(terms, vars)?;
-                Ok(templar.query(name, &terms, vars)?)
+                Ok(templar.query_in(name, &terms, vars, subdir)?)
             }
             LoopSpec::Combine { how, terms } => {
                 let terms = templar.render_value(terms, vars)?;

@@ -8,6 +8,7 @@ mod facts;
 mod file_attributes;
 mod loops_keywords;
 mod playbook_runs;
+mod real_roles;
 mod roles;
 mod support;
 mod templating;

@@ -504,6 +504,17 @@ mod tests {
     }
 
     #[test]
+    fn a_module_is_either_implemented_or_listed_as_not_yet() {
+        for m in all() {
+            assert!(
+                !NOT_YET_SUPPORTED.contains(&m.name()),
+                "{} is implemented: remove it from unsupported::NOT_YET_SUPPORTED",
+                m.name()
+            );
+        }
+    }
+
+    #[test]
     fn suggests_close_names() {
         assert_eq!(suggest("cpy"), Some("copy"));
         assert_eq!(suggest("comand"), Some("command"));

@@ -33,6 +33,10 @@ for entry in "${ROLES[@]}"; do
     wheel=$(find "$downloads" -maxdepth 1 -name "$wheel_prefix*.whl" | head -n 1)
     if [[ -z "$wheel" ]]; then
         echo "real-roles: downloading $requirement"
+        python3 -m pip --version >/dev/null 2>&1 || {
+            echo "real-roles: needs python3 with pip (apt-get install python3-pip)" >&2
+            exit 1
+        }
         python3 -m pip download --quiet --no-deps --only-binary=:all: \
             --dest "$downloads" "$requirement"
         wheel=$(find "$downloads" -maxdepth 1 -name "$wheel_prefix*.whl" | head -n 1)

@@ -23,7 +23,8 @@ mkdir -p "$downloads"
 for entry in "${ROLES[@]}"; do
     IFS='|' read -r name requirement sum role_dir <<<"$entry"
     stamp="$dest/$name/.fetched"
-    if [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" ]]; then
+    role_name=$(basename "$role_dir")
+    if [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" && -d "$dest/$name/roles/$role_name" ]]; then
         echo "real-roles: $name already fetched"
         continue
     fi
@@ -51,7 +52,6 @@ for entry in "${ROLES[@]}"; do
     unpacked=$(mktemp -d)
     python3 -m zipfile -e "$wheel" "$unpacked"
     source_dir=$(find "$unpacked" -maxdepth 3 -type d -path "*.data/data" | head -n 1)
-    role_name=$(basename "$role_dir")
     if [[ -z "$source_dir" || ! -d "$source_dir/$role_dir" ]]; then
         echo "real-roles: $wheel has no $role_dir" >&2
         rm -rf "$unpacked"

@@ -54,7 +54,6 @@ pub const NOT_YET_SUPPORTED: &[&str] = &[
     "service_facts",
     "set_stats",
     "slurp",
-    "stat",
     "subversion",
     "systemd",
     "systemd_service",

@@ -141,7 +141,7 @@ fn evaluate(
                 Some(v) => item_vars(task, &base, v, &all_items, index),
                 None => base.clone(),
             };
-            match holds(ctx, task, &vars) {
+            match super::control::all_hold(&ctx.templar, task, &task.when, &vars) {
                 Ok(true) => {}
                 Ok(false) => {
                     false_condition = task.when.first().cloned();
@@ -230,23 +230,6 @@ fn evaluate(
     }
     groups.retain(|g| !g.hosts.is_empty());
     groups
-}
-
-/// The include's `when` on one host (and item).
-fn holds(ctx: &super::RunContext, task: &Task, vars: &minijinja::Value) -> Result<bool, String> {
-    for condition in &task.when {
-        match ctx.templar.eval_condition(condition, vars) {
-            Ok(true) => {}
-            Ok(false) => return Ok(false),
-            Err(e) => {
-                return Err(format!(
-                    "The conditional check '{condition}' failed. The error was: {e}\n\nThe error appears to be in '{}'",
-                    task.location
-                ));
-            }
-        }
-    }
-    Ok(true)
 }
 
 /// The file or role the include names for one host (and item), templated.

@@ -40,17 +40,7 @@ impl Module for IncludeRole {
     }
 
     fn arg_names(&self) -> &'static [&'static str] {
-        &[
-            "name",
-            "tasks_from",
-            "vars_from",
-            "defaults_from",
-            "handlers_from",
-            "allow_duplicates",
-            "public",
-            "rolespec_validate",
-            "apply",
-        ]
+        crate::playbook::INCLUDE_ROLE_ARGS
     }
 
     fn plan(&self, _args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {

@@ -123,8 +123,8 @@ const INCLUDE_KINDS: &[&str] = &[
 /// Keywords an import/include takes besides its own key (others are rejected).
 const INCLUDE_KEYS: &[&str] = &["name", "when", "vars", "tags", "args", "ignore_errors"];
 
-/// Keys of `import_role`/`include_role` arguments.
-const ROLE_ARGS: &[&str] = &[
+/// Keys of `include_role` arguments: `import_role`'s, then `apply` (dynamic only).
+pub const INCLUDE_ROLE_ARGS: &[&str] = &[
     "name",
     "tasks_from",
     "vars_from",
@@ -133,7 +133,11 @@ const ROLE_ARGS: &[&str] = &[
     "allow_duplicates",
     "public",
     "rolespec_validate",
+    "apply",
 ];
+
+/// Keys of `import_role` arguments.
+const ROLE_ARGS: &[&str] = INCLUDE_ROLE_ARGS.split_at(INCLUDE_ROLE_ARGS.len() - 1).0;
 
 /// Keywords on a role entry or an import that change what its tasks do but are not
 /// implemented for them yet: refused rather than silently dropped.

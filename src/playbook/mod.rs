@@ -17,7 +17,9 @@ mod load;
 mod loops;
 mod tags;
 
-pub use include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH};
+pub use include::{
+    DynamicInclude, INCLUDE_ROLE_ARGS, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH,
+};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
 pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};

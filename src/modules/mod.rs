@@ -15,6 +15,7 @@ use crate::template::{Templar, TemplateError};
 mod assert;
 mod command;
 mod copy;
+mod copy_tree;
 mod debug;
 mod file;
 mod include;

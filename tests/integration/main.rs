@@ -5,7 +5,7 @@ mod connection;
 mod control_flow;
 mod dynamic_includes;
 mod facts;
-mod file_attributes;
+mod file_modules;
 mod loops_keywords;
 mod playbook_runs;
 mod real_roles;

@@ -1,5 +1,5 @@
-//! `owner`/`group` on copy, template and file, and the `stat` module: what a role that
-//! installs a config file for a service account does, checked on the target.
+//! What roles do with files beyond writing one: `owner`/`group` on copy, template and file,
+//! the `stat` module, and `copy` of a whole directory, checked on the target.
 
 use std::os::unix::fs::MetadataExt;
 
@@ -118,4 +118,42 @@ fn an_unknown_owner_or_a_refused_chown_fails_the_task_with_ansibles_words() {
         !home.join("b").exists(),
         "a refused chown leaves no file behind"
     );
+}
+
+#[test]
+fn a_directory_src_copies_the_tree_in_one_go_then_nothing_changes() {
+    let hosts = SshHosts::start(&["h"]);
+    let home = hosts.user("h").home.clone();
+    let playbook = format!(
+        "{PLAY_HEAD}  tasks:
+    - name: the directory's contents
+      copy: src=conf.d/ dest=~/etc/app mode=0640 directory_mode=0750
+    - name: the directory itself
+      copy: src=conf.d dest=~/etc/
+"
+    );
+    let run = TestRun::new()
+        .playbook(&playbook)
+        .inventory(&hosts.inventory())
+        .file("files/conf.d/a.conf", "a = 1\n")
+        .file("files/conf.d/z.conf", "z = 26\n")
+        .file("files/conf.d/sub/deep.conf", "deep\n");
+
+    let first = run.run();
+    first.assert_code(0);
+    assert_eq!(first.recap("h"), recap(2, 2), "{}", first.stdout);
+    assert_file(&home.join("etc/app/a.conf"), b"a = 1\n", 0o640);
+    assert_file(&home.join("etc/app/sub/deep.conf"), b"deep\n", 0o640);
+    let dir_mode = |p: &str| std::fs::metadata(home.join(p)).unwrap().mode() & 0o7777;
+    assert_eq!(dir_mode("etc/app/sub"), 0o750);
+    assert_file(&home.join("etc/conf.d/z.conf"), b"z = 26\n", 0o644);
+    assert_file(&home.join("etc/conf.d/sub/deep.conf"), b"deep\n", 0o644);
+
+    let second = run.run();
+    assert_eq!(second.recap("h"), recap(2, 0), "{}", second.stdout);
+
+    std::fs::write(home.join("etc/app/z.conf"), "edited\n").unwrap();
+    let third = run.run();
+    assert_eq!(third.recap("h"), recap(2, 1), "{}", third.stdout);
+    assert_file(&home.join("etc/app/z.conf"), b"z = 26\n", 0o640);
 }

@@ -27,6 +27,8 @@ pub struct Config {
     pub private_key_file: Option<PathBuf>,
     /// Connection timeout in seconds.
     pub timeout: Option<u64>,
+    /// `[defaults] ansible_managed`: what `{{ ansible_managed }}` says in templates.
+    pub ansible_managed: Option<String>,
     /// Printed as `[WARNING]: ...`.
     pub warnings: Vec<String>,
 }
@@ -242,6 +244,10 @@ impl Config {
                 value: value.clone(),
                 expected: "an integer",
             })?);
+        }
+        // Ansible reads this one from ansible.cfg only (no environment variable).
+        if let Some((value, _)) = ini.entry("defaults", "ansible_managed") {
+            config.ansible_managed = Some(value.to_string());
         }
         if let Some((value, origin)) = setting("ANSIBLE_TIMEOUT", "timeout") {
             config.timeout = Some(parse_int(&value).ok_or_else(|| ConfigError::Invalid {

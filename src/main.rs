@@ -153,6 +153,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         tags,
         start_at_task: cli.start_at_task.clone(),
         connection: cli.connection.clone(),
+        ansible_managed: config.ansible_managed,
     };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

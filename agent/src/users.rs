@@ -67,12 +67,27 @@ pub fn user_by_uid(uid: u32) -> Option<PasswdEntry> {
 pub struct Names {
     users: Option<HashMap<u32, String>>,
     groups: Option<HashMap<u32, String>>,
+    user_ids: Option<HashMap<String, u32>>,
+    group_ids: Option<HashMap<String, u32>>,
 }
 
 impl Names {
     pub fn user(&mut self, uid: u32) -> String {
         lookup(&mut self.users, uid, || {
             read_passwd().into_iter().map(|e| (e.uid, e.name)).collect()
+        })
+    }
+
+    /// The uid an `owner` argument names; `None` when no such user exists.
+    pub fn uid_of(&mut self, written: &str) -> Option<u32> {
+        id_of(&mut self.user_ids, written, || {
+            read_passwd().into_iter().map(|e| (e.name, e.uid)).collect()
+        })
+    }
+
+    pub fn gid_of(&mut self, written: &str) -> Option<u32> {
+        id_of(&mut self.group_ids, written, || {
+            parse_group(&std::fs::read_to_string("/etc/group").unwrap_or_default())
         })
     }
 
@@ -84,6 +99,26 @@ impl Names {
                 .collect()
         })
     }
+}
+
+/// An `owner`/`group` argument as an id: a number is taken as it is (as chown does), a
+/// name is looked up.
+fn id_of(
+    cache: &mut Option<HashMap<String, u32>>,
+    written: &str,
+    load: impl Fn() -> Vec<(String, u32)>,
+) -> Option<u32> {
+    if let Ok(id) = written.parse() {
+        return Some(id);
+    }
+    if let Some(id) = cache.as_ref().and_then(|m| m.get(written)) {
+        return Some(*id);
+    }
+    let mut map = HashMap::new();
+    for (name, id) in load() {
+        map.entry(name).or_insert(id);
+    }
+    cache.insert(map).get(written).copied()
 }
 
 fn lookup(
@@ -150,5 +185,15 @@ badid:x:abc:1:x:/x:/bin/sh
         assert_eq!(names.user(0), "root");
         assert_eq!(names.group(0), "root");
         assert_eq!(names.user(4_000_000_000), "4000000000");
+    }
+
+    #[test]
+    fn owner_arguments_are_names_or_numbers() {
+        let mut names = Names::default();
+        assert_eq!(names.uid_of("root"), Some(0));
+        assert_eq!(names.gid_of("root"), Some(0));
+        assert_eq!(names.uid_of("4242"), Some(4242));
+        assert_eq!(names.uid_of("no-such-user-here"), None);
+        assert_eq!(names.gid_of("no-such-group-here"), None);
     }
 }

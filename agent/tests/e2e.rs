@@ -152,6 +152,7 @@ fn hello_batches_exec_and_clean_exit() {
                         content: FileContent::Inline(format!("content {i}\n").into_bytes()),
                         mode: None,
                         force: true,
+                        owner: Default::default(),
                     })
                 })
                 .collect(),
@@ -265,6 +266,7 @@ fn digest_then_chunked_upload_over_the_wire() {
             content,
             mode: Some(turbo_proto::FileMode::Symbolic("u=rw,go=".into())),
             force: true,
+            owner: Default::default(),
         })
     };
     let digest = FileContent::Digest {

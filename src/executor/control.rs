@@ -62,6 +62,29 @@ pub enum Verdict {
     Retry,
 }
 
+/// Whether every condition holds, with Ansible's message (naming the task) for one that
+/// cannot be evaluated.
+pub(super) fn all_hold(
+    templar: &Templar,
+    task: &Task,
+    conditions: &[String],
+    vars: &minijinja::Value,
+) -> Result<bool, String> {
+    for condition in conditions {
+        match templar.eval_condition(condition, vars) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) => {
+                return Err(format!(
+                    "The conditional check '{condition}' failed. The error was: {e}\n\nThe error appears to be in '{}'",
+                    task.location
+                ));
+            }
+        }
+    }
+    Ok(true)
+}
+
 /// Applies the task's control keywords to one item's outcome from attempt `attempt`.
 /// `vars` are the item's variables; the result itself is added under the `register`
 /// name and, below every other variable, as bare names (`rc`, `stdout`...).
@@ -81,20 +104,7 @@ pub fn judge(
         outcome.data.insert("attempts".into(), attempt.into());
     }
     let holds = |conditions: &[String], outcome: &TaskOutcome| -> Result<bool, String> {
-        let vars = with_result(task, vars, outcome);
-        for condition in conditions {
-            match templar.eval_condition(condition, &vars) {
-                Ok(true) => {}
-                Ok(false) => return Ok(false),
-                Err(e) => {
-                    return Err(format!(
-                        "The conditional check '{condition}' failed. The error was: {e}\n\nThe error appears to be in '{}'",
-                        task.location
-                    ));
-                }
-            }
-        }
-        Ok(true)
+        all_hold(templar, task, conditions, &with_result(task, vars, outcome))
     };
     let fail = |outcome: &mut TaskOutcome, message: String| {
         outcome.failed = true;

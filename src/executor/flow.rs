@@ -314,9 +314,25 @@ impl PlayRun<'_> {
     pub async fn flush_handlers(&self) {
         let play = &self.playbook.plays[self.play_index];
         let force = self.ctx.opts.force_handlers || play.force_handlers;
-        for (index, handler) in play.handlers.iter().enumerate() {
+        // The play's handlers, then those of roles it included at run time.
+        let dynamic = self
+            .ctx
+            .dynamic_handlers
+            .lock()
+            .expect("handlers lock")
+            .clone();
+        let all: Vec<(TaskRef, &Task)> = (play.handlers.iter().enumerate())
+            .map(|(i, h)| (TaskRef::Handler(i), h))
+            .chain(
+                dynamic
+                    .iter()
+                    .map(|h| (TaskRef::Synthetic(h.clone()), &**h)),
+            )
+            .collect();
+        for (index, (task_ref, handler)) in all.iter().enumerate() {
+            let handler = *handler;
             let answers = |name: &String, h: &Task| h.answers_to(name);
-            let later = &play.handlers[index + 1..];
+            let later: Vec<&Task> = all[index + 1..].iter().map(|(_, h)| *h).collect();
             let mut targets = Vec::new();
             for host in self.hosts {
                 let eligible = {
@@ -342,7 +358,7 @@ impl PlayRun<'_> {
                 name: handler.display_name(),
                 hosts: targets.len(),
             });
-            run_task_on(self, TaskRef::Handler(index), targets).await;
+            run_task_on(self, task_ref.clone(), targets).await;
         }
         // A templated name that turned out to match nothing (Ansible stops the run here).
         for host in self.hosts {
@@ -350,7 +366,7 @@ impl PlayRun<'_> {
             let unknown: Vec<String> = flow
                 .notified
                 .iter()
-                .filter(|n| !play.handlers.iter().any(|h| h.answers_to(n)))
+                .filter(|n| !all.iter().any(|(_, h)| h.answers_to(n)))
                 .cloned()
                 .collect();
             for name in unknown {

@@ -78,7 +78,11 @@ pub(crate) async fn run(
     let via: &HostState = delegate.as_deref().unwrap_or(host);
     let items = match &task.loop_spec {
         None => None,
-        Some(spec) => match spec.items(&ctx.templar, &base) {
+        Some(spec) => match spec.items_searching(
+            &ctx.templar,
+            &base,
+            crate::playbook::lookup_subdir(&task.action),
+        ) {
             Ok(items) => Some(items),
             Err(e) => {
                 finish_task(
@@ -251,7 +255,7 @@ async fn send_paced(
 
 /// A loop item's variables: the item under `loop_var`, plus `index_var` and
 /// `ansible_loop` when `loop_control` asks for them.
-fn item_vars(
+pub(super) fn item_vars(
     task: &Task,
     base: &minijinja::Value,
     item: &Value,
@@ -309,7 +313,12 @@ fn loop_pause(
 }
 
 /// What the output shows for an item: its `loop_control.label` when set, else the item.
-fn item_shown(ctx: &RunContext, task: &Task, vars: &minijinja::Value, item: &Value) -> String {
+pub(super) fn item_shown(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+    item: &Value,
+) -> String {
     match &task.loop_control.label {
         None => item_label(item),
         Some(label) => match ctx.templar.render_value(&Value::from(label.clone()), vars) {
@@ -541,6 +550,7 @@ fn plan_context<'a>(
         diff: diff_mode(ctx, task),
         vars: Some(vars),
         templar: Some(&ctx.templar),
+        ansible_managed: ctx.opts.ansible_managed.as_deref(),
     }
 }
 
@@ -701,6 +711,8 @@ fn finish_loop(
         let (label, shown) = if task.keywords.no_log {
             // Ansible shows `(item=None)` and hides the whole result.
             (Some("None".to_string()), censored(&outcome))
+        } else if task.module.name() == "debug" {
+            (label, debug_shown(&data))
         } else {
             (label, data.clone())
         };
@@ -744,7 +756,7 @@ fn finish_loop(
     record(task, host, &summary, data, notify);
 }
 
-fn finish_task(
+pub(super) fn finish_task(
     ctx: &RunContext,
     task: &Task,
     host: &HostState,
@@ -874,6 +886,23 @@ fn host_unreachable(ctx: &RunContext, task: &Task, host: &HostState, message: &s
     if let Some(name) = &task.register {
         host.register(name, Value::Object(data));
     }
+}
+
+/// What Ansible's output keeps of a debug result: `msg` alone (with any warnings), or for
+/// `var=` the variable without the status keys. The registered value keeps everything.
+fn debug_shown(data: &Map<String, Value>) -> Map<String, Value> {
+    const WITH_MSG: &[&str] = &["msg", "exception", "warnings", "deprecations"];
+    const HIDDEN: &[&str] = &["changed", "failed", "skipped", "invocation", "skip_reason"];
+    data.iter()
+        .filter(|(k, _)| {
+            if data.contains_key("msg") {
+                WITH_MSG.contains(&k.as_str())
+            } else {
+                !HIDDEN.contains(&k.as_str())
+            }
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// What `no_log: true` leaves of a result in the output (the registered value keeps it
@@ -1041,6 +1070,25 @@ fn record(
 mod tests {
     use super::*;
     use turbo_proto::{Command, Exec};
+
+    #[test]
+    fn debug_items_show_what_ansible_shows() {
+        let data = |v: Value| v.as_object().unwrap().clone();
+        let with_msg = data(serde_json::json!({
+            "msg": "a", "changed": false, "failed": false, "item": "a", "ansible_loop_var": "item"
+        }));
+        assert_eq!(
+            Value::Object(debug_shown(&with_msg)),
+            serde_json::json!({"msg": "a"})
+        );
+        let with_var = data(serde_json::json!({
+            "x": 1, "changed": false, "failed": false, "item": "a", "ansible_loop_var": "item"
+        }));
+        assert_eq!(
+            Value::Object(debug_shown(&with_var)),
+            serde_json::json!({"x": 1, "item": "a", "ansible_loop_var": "item"})
+        );
+    }
 
     fn exec(env: &[(&str, &str)]) -> Op {
         Op::Exec(Exec {

@@ -9,6 +9,7 @@ mod facts;
 mod flow;
 mod host_task;
 mod hostvars;
+mod include;
 mod runtime_inventory;
 mod vars;
 
@@ -49,6 +50,8 @@ pub struct RunOptions {
     pub start_at_task: Option<String>,
     /// `-c`: the connection of hosts that neither their variables nor their play set.
     pub connection: Option<String>,
+    /// ansible.cfg `ansible_managed`, for templates.
+    pub ansible_managed: Option<String>,
 }
 
 /// What ansible-playbook's exit code is made of.
@@ -167,6 +170,13 @@ pub(crate) struct RunContext {
     pub me: std::sync::Weak<RunContext>,
     /// Hosts and groups `add_host`/`group_by` added.
     pub runtime: Mutex<runtime_inventory::RuntimeInventory>,
+    /// Files of dynamic includes, parsed once per run.
+    pub includes: crate::playbook::IncludeCache,
+    /// Roles of the current play that `include_role` with `public: yes` ran: from then
+    /// on every task of the play sees their defaults and vars, as in Ansible.
+    pub public_roles: Mutex<Vec<Arc<crate::playbook::RoleInfo>>>,
+    /// Handlers of roles the current play included at run time, after the play's own.
+    pub dynamic_handlers: Mutex<Vec<Arc<crate::playbook::Task>>>,
 }
 
 impl RunContext {
@@ -312,6 +322,9 @@ pub async fn run_playbooks(
         vars_files: Default::default(),
         me: me.clone(),
         runtime: Mutex::default(),
+        includes: Default::default(),
+        public_roles: Mutex::default(),
+        dynamic_handlers: Mutex::default(),
     });
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));
@@ -415,6 +428,8 @@ async fn run_play(
     hosts: Vec<String>,
 ) -> PlayEnd {
     let play = &playbook.plays[play_index];
+    ctx.public_roles.lock().expect("public roles lock").clear();
+    ctx.dynamic_handlers.lock().expect("handlers lock").clear();
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);
@@ -552,9 +567,17 @@ async fn run_batch(
             continue;
         }
         ctx.emit(Event::TaskStart {
-            name: task.display_name(),
+            name: task.banner_name(),
             hosts: runners.len(),
         });
+        if task.include.is_some() {
+            if let include::Walked::Ended(ended) = include::run(&run, task, runners, 0).await {
+                end = ended;
+                cut_short = true;
+                break;
+            }
+            continue;
+        }
         for unsupported in &task.unsupported {
             ctx.emit(Event::Warning(format!(
                 "{}: '{unsupported}' is not supported yet and was ignored",
@@ -643,9 +666,15 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
                     continue;
                 }
                 ctx.emit(Event::TaskStart {
-                    name: task.display_name(),
+                    name: task.banner_name(),
                     hosts: 1,
                 });
+                if task.include.is_some() {
+                    if include::run(&own, task, runners, 0).await != include::Walked::Continue {
+                        break;
+                    }
+                    continue;
+                }
                 run_task_on(&own, TaskRef::Task(task_index), runners).await;
             }
         });

@@ -71,8 +71,15 @@ pub fn task_vars(
     {
         extend(&mut vars, added);
     }
-    // Role defaults sit below everything: the play's roles', then the task's own role's.
-    let roles = || play.roles.iter().chain(task.role.as_ref());
+    // Role defaults sit below everything: the play's roles' (with those a public
+    // include_role added), then the task's own role's.
+    let public_included = ctx.public_roles.lock().expect("public roles lock").clone();
+    let roles = || {
+        play.roles
+            .iter()
+            .chain(&public_included)
+            .chain(task.role.as_ref())
+    };
     if roles().next().is_some() {
         let mut below = Map::new();
         roles().for_each(|role| extend(&mut below, &role.defaults));

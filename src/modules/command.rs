@@ -201,7 +201,7 @@ fn exec_result(module: &str, cmd: Value, args: &ModuleArgs, result: OpResult) ->
         data.insert("delta".into(), json!(format_delta(x.duration_micros)));
         if x.rc != 0 {
             let msg = if x.msg.is_empty() {
-                "non-zero return code".to_string()
+                "The command exited with a non-zero return code.".to_string()
             } else {
                 x.msg.clone()
             };
@@ -463,7 +463,10 @@ mod tests {
         );
         let out = Shell.finish(&a, outcome(true, 3, "", ""));
         assert!(out.failed && out.changed);
-        assert_eq!(out.msg.as_deref(), Some("non-zero return code"));
+        assert_eq!(
+            out.msg.as_deref(),
+            Some("The command exited with a non-zero return code.")
+        );
         assert_eq!(out.data["cmd"], json!("echo 'a b'"));
         assert_eq!(out.data["rc"], json!(3));
     }

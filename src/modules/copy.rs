@@ -1,13 +1,16 @@
 //! `copy`: make a file on the target hold `content`, or the bytes of a controller file.
 
+use std::path::PathBuf;
+
 use serde_json::{Value, json};
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
-use turbo_proto::{EnsureFile, FileContent, FileKind, FileMode, Op, OpResult};
+use turbo_proto::{EnsureFile, FileContent, FileKind, FileMode, Op, OpResult, Ownership};
 
+use super::copy_tree::{TreeSpec, tree_op, tree_result};
 use super::{
     Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
-    find_local_source, mode_string, parse_mode, read_local, unexpected,
+    find_local_source, mode_string, ownership, parse_mode, read_local, unexpected,
 };
 use crate::template::python_json;
 
@@ -24,7 +27,18 @@ impl Module for Copy {
     }
 
     fn arg_names(&self) -> &'static [&'static str] {
-        &["src", "content", "dest", "mode", "force", "backup"]
+        &[
+            "src",
+            "content",
+            "dest",
+            "mode",
+            "directory_mode",
+            "owner",
+            "group",
+            "force",
+            "backup",
+            "remote_src",
+        ]
     }
 
     fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
@@ -32,8 +46,27 @@ impl Module for Copy {
         let force = arg_bool(args, "force", true)?;
         // Backups are accepted so playbooks load; the agent's atomic rename keeps no copy.
         arg_bool(args, "backup", false)?;
-        let (dest, bytes) = self.resolve(args, ctx)?;
-        Ok(Plan::Remote(ensure_file_op(dest, bytes, mode, force)))
+        if arg_bool(args, "remote_src", false)? {
+            return Err(ModuleError::NotSupported("copy with remote_src"));
+        }
+        let op = match self.resolve(args, ctx)? {
+            Resolved::File { dest, bytes } => {
+                ensure_file_op(dest, bytes, mode, ownership(args)?, force)
+            }
+            Resolved::Tree { root, written_src } => {
+                let dest = arg_str(args, "dest")?.ok_or(ModuleError::Missing("dest"))?;
+                let spec = TreeSpec {
+                    written_src: &written_src,
+                    dest: &dest,
+                    mode,
+                    directory_mode: parse_mode(args.get("directory_mode").unwrap_or(&Value::Null))?,
+                    owner: ownership(args)?,
+                    force,
+                };
+                tree_op(&root, &spec)?
+            }
+        };
+        Ok(Plan::Remote(op))
     }
 
     fn content(
@@ -41,22 +74,39 @@ impl Module for Copy {
         args: &ModuleArgs,
         ctx: &PlanContext,
     ) -> Result<Option<Vec<u8>>, ModuleError> {
-        self.resolve(args, ctx).map(|(_, bytes)| Some(bytes))
+        match self.resolve(args, ctx)? {
+            Resolved::File { bytes, .. } => Ok(Some(bytes)),
+            // A tree's contents travel inline: the agent never asks for them.
+            Resolved::Tree { .. } => Ok(None),
+        }
     }
 
     fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        if let OpResult::Batch(results) = result {
+            let dest = args.get("dest").and_then(Value::as_str).unwrap_or_default();
+            return tree_result(args.get("src"), dest, results);
+        }
         let checksum = inline_content(args).ok().flatten().map(|b| sha1_hex(&b));
         file_result(self.name(), args, result, checksum)
     }
 }
 
+/// What `copy` was asked to put where.
+enum Resolved {
+    File {
+        dest: String,
+        bytes: Vec<u8>,
+    },
+    /// A directory on the controller (`src` as written decides contents vs itself).
+    Tree {
+        root: PathBuf,
+        written_src: String,
+    },
+}
+
 impl Copy {
     /// The destination path and the bytes it must hold.
-    fn resolve(
-        &self,
-        args: &ModuleArgs,
-        ctx: &PlanContext,
-    ) -> Result<(String, Vec<u8>), ModuleError> {
+    fn resolve(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Resolved, ModuleError> {
         let dest = arg_str(args, "dest")?.ok_or(ModuleError::Missing("dest"))?;
         let src = arg_str(args, "src")?;
         match (inline_content(args)?, src) {
@@ -72,18 +122,21 @@ impl Copy {
                         "can not use content with a dir as dest".into(),
                     ));
                 }
-                Ok((dest, bytes))
+                Ok(Resolved::File { dest, bytes })
             }
             (None, Some(src)) => {
-                if src.ends_with('/') {
-                    return Err(ModuleError::NotSupported("copying directories"));
-                }
                 let path = find_local_source(&src, ctx, "files")?;
                 if path.is_dir() {
-                    return Err(ModuleError::NotSupported("copying directories"));
+                    return Ok(Resolved::Tree {
+                        root: path,
+                        written_src: src,
+                    });
                 }
                 let bytes = read_local(&path)?;
-                Ok((dest_for_src(&dest, &src), bytes))
+                Ok(Resolved::File {
+                    dest: dest_for_src(&dest, &src),
+                    bytes,
+                })
             }
         }
     }
@@ -117,6 +170,7 @@ pub(super) fn ensure_file_op(
     path: String,
     bytes: Vec<u8>,
     mode: Option<FileMode>,
+    owner: Ownership,
     force: bool,
 ) -> Op {
     let content = if bytes.len() <= INLINE_LIMIT {
@@ -132,6 +186,7 @@ pub(super) fn ensure_file_op(
         content,
         mode,
         force,
+        owner,
     })
 }
 
@@ -207,7 +262,27 @@ mod tests {
             content: FileContent::Inline(bytes.to_vec()),
             mode,
             force,
+            owner: Ownership::default(),
         }))
+    }
+
+    #[test]
+    fn owner_and_group_travel_with_the_file() {
+        let planned = plan(
+            json!({"content": "x", "dest": "/etc/x", "owner": "root", "group": 0}),
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
+        let Plan::Remote(Op::EnsureFile(f)) = planned else {
+            panic!("{planned:?}")
+        };
+        assert_eq!(
+            f.owner,
+            Ownership {
+                user: Some("root".into()),
+                group: Some("0".into()),
+            }
+        );
     }
 
     #[test]
@@ -291,8 +366,12 @@ mod tests {
                 dir.path().display()
             )
         );
-        let err = plan(json!({"src": "files", "dest": "/x"}), dir.path()).unwrap_err();
-        assert_eq!(err.to_string(), "copying directories is not supported yet");
+        let Plan::Remote(Op::Batch(ops)) =
+            plan(json!({"src": "files", "dest": "/x"}), dir.path()).unwrap()
+        else {
+            panic!("a directory src is one batch of ops")
+        };
+        assert!(matches!(&ops[0], Op::EnsurePath(p) if p.path == "/x/files"));
     }
 
     #[test]

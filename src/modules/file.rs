@@ -6,7 +6,7 @@ use turbo_proto::{EnsurePath, FileKind, Op, OpResult, PathState};
 
 use super::{
     Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
-    mode_string, parse_mode, unexpected,
+    mode_string, ownership, parse_mode, unexpected,
 };
 
 pub struct File;
@@ -18,7 +18,7 @@ impl Module for File {
 
     fn arg_names(&self) -> &'static [&'static str] {
         &[
-            "path", "dest", "name", "state", "mode", "src", "force", "recurse",
+            "path", "dest", "name", "state", "mode", "owner", "group", "src", "force", "recurse",
         ]
     }
 
@@ -63,6 +63,7 @@ impl Module for File {
             state,
             mode,
             recurse_parents,
+            owner: ownership(args)?,
         })))
     }
 
@@ -116,6 +117,7 @@ mod tests {
             state,
             mode,
             recurse_parents: parents,
+            owner: Default::default(),
         }))
     }
 

@@ -15,8 +15,10 @@ use crate::template::{Templar, TemplateError};
 mod assert;
 mod command;
 mod copy;
+mod copy_tree;
 mod debug;
 mod file;
+mod include;
 mod include_vars;
 mod inventory_edit;
 mod meta;
@@ -24,10 +26,14 @@ mod pause;
 mod ping;
 mod set_fact;
 mod setup;
+mod stat;
 mod template;
+mod unsupported;
 
 pub use assert::VERBOSE_ALWAYS;
+pub use include::is_dynamic_include;
 pub use pause::PAUSE_SECONDS;
+pub use unsupported::NOT_YET_SUPPORTED;
 
 /// Arguments after templating, as the registered result's `invocation.module_args` has them.
 pub type ModuleArgs = serde_json::Map<String, Value>;
@@ -44,6 +50,8 @@ pub struct PlanContext<'a> {
     /// The task's variables, for modules that template on the controller (template, debug var=).
     pub vars: Option<&'a minijinja::Value>,
     pub templar: Option<&'a Templar>,
+    /// ansible.cfg's `ansible_managed`; `None` means Ansible's default text.
+    pub ansible_managed: Option<&'a str>,
 }
 
 impl<'a> PlanContext<'a> {
@@ -56,6 +64,7 @@ impl<'a> PlanContext<'a> {
             diff: false,
             vars: None,
             templar: None,
+            ansible_managed: None,
         }
     }
 }
@@ -178,6 +187,7 @@ static MODULES: &[&dyn Module] = &[
     &command::Shell,
     &debug::Debug,
     &ping::Ping,
+    &stat::Stat,
     &setup::Setup,
     &set_fact::SetFact,
     &include_vars::IncludeVars,
@@ -187,6 +197,8 @@ static MODULES: &[&dyn Module] = &[
     &pause::Pause,
     &inventory_edit::AddHost,
     &inventory_edit::GroupBy,
+    &include::IncludeTasks,
+    &include::IncludeRole,
 ];
 
 /// Every registered module.
@@ -200,7 +212,16 @@ pub fn find(name: &str) -> Option<&'static dyn Module> {
         .strip_prefix("ansible.builtin.")
         .or_else(|| name.strip_prefix("ansible.legacy."))
         .unwrap_or(name);
-    MODULES.iter().copied().find(|m| m.name() == short)
+    MODULES
+        .iter()
+        .copied()
+        .find(|m| m.name() == short)
+        .or_else(|| unsupported::find(short))
+}
+
+/// Whether turbo-play runs this module itself (not only knows Ansible has it).
+pub fn is_implemented(name: &str) -> bool {
+    find(name).is_some_and(|m| MODULES.iter().any(|r| std::ptr::eq(*r, m)))
 }
 
 /// The module a mistyped name most likely meant.
@@ -209,7 +230,8 @@ pub fn suggest(name: &str) -> Option<&'static str> {
         .strip_prefix("ansible.builtin.")
         .or_else(|| name.strip_prefix("ansible.legacy."))
         .unwrap_or(name);
-    closest(short, MODULES.iter().map(|m| m.name()))
+    let known = MODULES.iter().map(|m| m.name());
+    closest(short, known.chain(NOT_YET_SUPPORTED.iter().copied()))
 }
 
 /// The candidate within a small edit distance of `word`, if any (for "did you mean").
@@ -284,9 +306,17 @@ fn is_symbolic_mode(text: &str) -> bool {
         })
 }
 
-/// Ansible's `0644`-style mode text for result data.
+/// Ansible's `0644`-style mode text for file results (`'0%03o'`: set-id bits give `04755`).
 pub fn mode_string(mode: u32) -> String {
     format!("0{:03o}", mode & 0o7777)
+}
+
+/// Ansible's `owner`/`group` file arguments (a name or a numeric id each).
+pub(crate) fn ownership(args: &ModuleArgs) -> Result<turbo_proto::Ownership, ModuleError> {
+    Ok(turbo_proto::Ownership {
+        user: arg_str(args, "owner")?,
+        group: arg_str(args, "group")?,
+    })
 }
 
 /// A scalar argument as text (numbers and booleans as Ansible prints them).
@@ -459,8 +489,29 @@ mod tests {
         assert_eq!(find("ansible.legacy.shell").unwrap().name(), "shell");
         assert!(find("community.general.copy").is_none());
         assert!(find("nope").is_none());
+        // Ansible's own modules load even when turbo-play cannot run them yet.
+        assert_eq!(find("ansible.builtin.service").unwrap().name(), "service");
+        assert_eq!(
+            find("ansible.legacy.lineinfile").unwrap().name(),
+            "lineinfile"
+        );
+        assert!(find("community.general.ufw").is_none());
+        assert!(is_implemented("ansible.builtin.copy"));
+        assert!(!is_implemented("service"));
+        assert!(!is_implemented("nope"));
         for m in all() {
             assert!(std::ptr::eq(find(m.name()).unwrap(), *m));
+        }
+    }
+
+    #[test]
+    fn a_module_is_either_implemented_or_listed_as_not_yet() {
+        for m in all() {
+            assert!(
+                !NOT_YET_SUPPORTED.contains(&m.name()),
+                "{} is implemented: remove it from unsupported::NOT_YET_SUPPORTED",
+                m.name()
+            );
         }
     }
 
@@ -468,6 +519,8 @@ mod tests {
     fn suggests_close_names() {
         assert_eq!(suggest("cpy"), Some("copy"));
         assert_eq!(suggest("comand"), Some("command"));
+        assert_eq!(suggest("servce"), Some("service"));
+        assert_eq!(suggest("ansible.builtin.linefile"), Some("lineinfile"));
         assert_eq!(suggest("ansible.builtin.templat"), Some("template"));
         assert_eq!(suggest("xyzzy"), None);
     }

@@ -71,6 +71,8 @@ mod tests {
             size: 0,
             uid: 1,
             gid: 1,
+            owner: "u".into(),
+            group: "u".into(),
             mtime: 0,
             sha256: None,
             link_target: None,

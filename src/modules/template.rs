@@ -7,7 +7,7 @@ use turbo_proto::OpResult;
 use super::copy::{dest_for_src, ensure_file_op, file_result};
 use super::{
     Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
-    find_local_source, parse_mode, read_local,
+    find_local_source, ownership, parse_mode, read_local,
 };
 
 pub struct Template;
@@ -18,7 +18,7 @@ impl Module for Template {
     }
 
     fn arg_names(&self) -> &'static [&'static str] {
-        &["src", "dest", "mode", "force", "backup"]
+        &["src", "dest", "mode", "owner", "group", "force", "backup"]
     }
 
     fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
@@ -26,7 +26,13 @@ impl Module for Template {
         let force = arg_bool(args, "force", true)?;
         arg_bool(args, "backup", false)?;
         let (dest, rendered) = self.render(args, ctx)?;
-        Ok(Plan::Remote(ensure_file_op(dest, rendered, mode, force)))
+        Ok(Plan::Remote(ensure_file_op(
+            dest,
+            rendered,
+            mode,
+            ownership(args)?,
+            force,
+        )))
     }
 
     fn content(
@@ -68,14 +74,32 @@ impl Template {
                 "internal error: template was planned without the task's variables".into(),
             ));
         };
+        // What the template module adds, below the play's own variables (Ansible 2.21
+        // lets a variable named `ansible_managed` win).
+        let extras = minijinja::context! {
+            ansible_managed => ctx.ansible_managed.unwrap_or("Ansible managed"),
+            template_path => src.as_str(),
+            template_fullpath => path.display().to_string(),
+            template_destpath => dest.as_str(),
+            template_host => controller_hostname(),
+        };
+        // The last map wins a lookup.
+        let vars = minijinja::value::merge_maps([extras, vars.clone()]);
         let rendered = templar
-            .render_str(&text, vars)
+            .render_str(&text, &vars)
             .map_err(|error| ModuleError::Template {
                 src: path.display().to_string(),
                 error,
             })?;
         Ok((dest_for_src(&dest, &src), rendered.into_bytes()))
     }
+}
+
+/// The controller's hostname, for `template_host`.
+fn controller_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -113,6 +137,7 @@ mod tests {
                 content: FileContent::Inline(b"port=80\nhost=a\nhost=b\n".to_vec()),
                 mode: Some(FileMode::Bits(0o600)),
                 force: true,
+                owner: Default::default(),
             }))
         );
         let a = args(json!({"src": "app.conf.j2", "dest": "/etc/"}));
@@ -120,6 +145,43 @@ mod tests {
             panic!()
         };
         assert_eq!(f.path, "/etc/app.conf.j2");
+    }
+
+    #[test]
+    fn ansible_managed_and_template_vars_are_there_below_the_plays_own() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("t.j2"),
+            "# {{ ansible_managed }}\n# {{ template_path }} -> {{ template_destpath }}\n",
+        )
+        .unwrap();
+        let templar = Templar::new();
+        let render = |vars: Value, managed: Option<&str>| {
+            let vars = minijinja::Value::from_serialize(vars);
+            let ctx = PlanContext {
+                vars: Some(&vars),
+                templar: Some(&templar),
+                ansible_managed: managed,
+                ..PlanContext::new(dir.path())
+            };
+            let out = Template
+                .content(&args(json!({"src": "t.j2", "dest": "/etc/x"})), &ctx)
+                .unwrap()
+                .unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            render(json!({}), None),
+            "# Ansible managed\n# t.j2 -> /etc/x\n"
+        );
+        assert_eq!(
+            render(json!({}), Some("from ansible.cfg")),
+            "# from ansible.cfg\n# t.j2 -> /etc/x\n"
+        );
+        assert_eq!(
+            render(json!({"ansible_managed": "mine"}), Some("cfg")),
+            "# mine\n# t.j2 -> /etc/x\n"
+        );
     }
 
     #[test]

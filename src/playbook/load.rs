@@ -786,7 +786,7 @@ impl Loader<'_> {
         Ok(())
     }
 
-    fn task(&self, node: &Node, inherited: &Inherited) -> Result<Task, LoadError> {
+    pub(super) fn task(&self, node: &Node, inherited: &Inherited) -> Result<Task, LoadError> {
         let Some(entries) = node.as_map() else {
             return Err(self.err(
                 node.span,
@@ -1014,6 +1014,7 @@ impl Loader<'_> {
             keywords,
             unsupported,
             location: self.location(node.span),
+            include: None,
         })
     }
 
@@ -1372,7 +1373,12 @@ impl Loader<'_> {
     }
 
     /// A keyword of [`RunKeywords`] on a task or a block.
-    fn run_keyword(&self, key: &str, v: &Node, into: &mut RunKeywords) -> Result<(), LoadError> {
+    pub(super) fn run_keyword(
+        &self,
+        key: &str,
+        v: &Node,
+        into: &mut RunKeywords,
+    ) -> Result<(), LoadError> {
         match key {
             "run_once" => into.run_once = self.boolean(v, key)?,
             "delegate_to" => into.delegate_to = Some(self.scalar(v, key)?),
@@ -2201,6 +2207,33 @@ failed_when: false
     }
 
     #[test]
+    fn ansible_modules_turbo_play_lacks_load_and_typos_do_not() {
+        let t = task("service: name=chronyd state=restarted\nwhen: false");
+        assert_eq!(t.action, "service");
+        assert_eq!(t.module.name(), "service");
+        assert_eq!(t.args["name"], json!("chronyd"));
+        let t = task("ansible.builtin.lineinfile:\n  path: /x\n  line: y\n  create: yes");
+        assert_eq!(t.module.name(), "lineinfile");
+        assert_eq!(t.args["create"], json!(true));
+        let t = task("action: ansible.legacy.package name=chrony");
+        assert_eq!(t.module.name(), "package");
+        let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
+        assert_eq!(
+            message_at(&play("    - servce:\n        name: x\n")),
+            (
+                "couldn't resolve module/action 'servce'. Did you mean 'service'?".into(),
+                3,
+                7
+            )
+        );
+        let e = err(&play("    - community.general.ufw: rule=allow\n"));
+        assert_eq!(
+            e.message,
+            "couldn't resolve module/action 'community.general.ufw'"
+        );
+    }
+
+    #[test]
     fn task_errors() {
         let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
         assert_eq!(
@@ -2237,8 +2270,8 @@ failed_when: false
             ("'rescue' needs a `block:` beside it".into(), 3, 7)
         );
         assert_eq!(
-            message_at(&play("    - include_tasks: x.yml\n")),
-            ("could not find or access 'x.yml'".into(), 3, 22)
+            message_at(&play("    - import_tasks: x.yml\n")),
+            ("could not find or access 'x.yml'".into(), 3, 21)
         );
         assert_eq!(
             message_at(&play(
@@ -2282,15 +2315,15 @@ failed_when: false
     fn unknown_module_arguments() {
         let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
         let e = err(&play(
-            "    - copy:\n        content: x\n        dest: /x\n        owner: root\n",
+            "    - copy:\n        content: x\n        dest: /x\n        ownr: root\n",
         ));
         assert_eq!(
             e.message,
-            "Unsupported parameters for (copy) module: owner. Supported parameters include: backup, content, dest, force, mode, src."
+            "Unsupported parameters for (copy) module: ownr. Supported parameters include: backup, content, dest, directory_mode, force, group, mode, owner, remote_src, src."
         );
         assert_eq!(e.span, Some(Span { line: 6, column: 9 }));
         let e = err(&play(
-            "    - vars:\n        owner: me\n      copy: content=x dest=/x\n      args:\n        owner: root\n",
+            "    - vars:\n        owner: me\n      copy: content=x dest=/x\n      args:\n        ownr: root\n",
         ));
         assert_eq!(e.span, Some(Span { line: 7, column: 9 }));
         let e = err(&play("    - copy: content=x dets=/x\n"));

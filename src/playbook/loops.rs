@@ -26,6 +26,20 @@ pub const LOOP_LOOKUPS: &[&str] = &[
     "indexed_items",
 ];
 
+/// The directory a `with_<lookup>` loop's relative names are looked up in first (under
+/// the role, then the playbook), chosen by the task's action as Ansible's task executor
+/// does: `templates` for template, `vars` for include_vars, else `files`.
+pub fn lookup_subdir(action: &str) -> &'static str {
+    ["template", "var", "file"]
+        .into_iter()
+        .find(|word| action.contains(word))
+        .map_or("files", |word| match word {
+            "template" => "templates",
+            "var" => "vars",
+            _ => "files",
+        })
+}
+
 /// The loop forms that combine their terms here rather than through `query()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Combinator {
@@ -273,6 +287,16 @@ pub fn ansible_loop(items: &[Value], index: usize, allitems: bool) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loop_lookups_search_the_directory_the_action_implies() {
+        assert_eq!(lookup_subdir("include_vars"), "vars");
+        assert_eq!(lookup_subdir("ansible.builtin.include_vars"), "vars");
+        assert_eq!(lookup_subdir("template"), "templates");
+        assert_eq!(lookup_subdir("copy"), "files");
+        assert_eq!(lookup_subdir("file"), "files");
+        assert_eq!(lookup_subdir("debug"), "files");
+    }
     use serde_json::json;
 
     fn items(c: Combinator, terms: Value) -> Value {

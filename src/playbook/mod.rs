@@ -17,10 +17,13 @@ mod load;
 mod loops;
 mod tags;
 
+pub use include::{
+    DynamicInclude, INCLUDE_ROLE_ARGS, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH,
+};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
 pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};
-pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop};
+pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};
 pub use tags::{TagFilter, render_templated_tags, select_tasks, selected, split_tags};
 
 /// Where something was written, 1-based.
@@ -138,6 +141,9 @@ pub struct Task {
     /// Keywords that were accepted but are not implemented yet (the executor warns).
     pub unsupported: Vec<String>,
     pub location: Location,
+    /// For `include_tasks`/`include_role`: how to load what they include when the
+    /// executor reaches them.
+    pub include: Option<Arc<DynamicInclude>>,
 }
 
 /// One use of a role (a `roles:` entry, `import_role`, `include_role` or a meta
@@ -222,6 +228,7 @@ impl Task {
             keywords: RunKeywords::default(),
             unsupported: Vec::new(),
             location,
+            include: None,
         }
     }
 
@@ -247,6 +254,22 @@ impl Task {
         match &self.role {
             Some(role) => format!("{} : {own}", role.name),
             None => own,
+        }
+    }
+
+    /// The `TASK [...]` banner: [`Task::display_name`], except that an unnamed
+    /// include_role shows the role it names, as Ansible's banner does
+    /// (`include_role : web`; `--list-tasks` shows just `include_role`).
+    pub fn banner_name(&self) -> String {
+        match (&self.name, self.args.get("name")) {
+            (None, Some(Value::String(role))) if self.module.name() == "include_role" => {
+                let own = format!("{} : {role}", self.action);
+                match &self.role {
+                    Some(outer) => format!("{} : {own}", outer.name),
+                    None => own,
+                }
+            }
+            _ => self.display_name(),
         }
     }
 
@@ -381,6 +404,17 @@ impl LoopSpec {
         templar: &Templar,
         vars: &minijinja::Value,
     ) -> Result<Vec<Value>, LoopError> {
+        self.items_searching(templar, vars, "files")
+    }
+
+    /// [`LoopSpec::items`], with a `with_<lookup>`'s relative names looked up in `subdir`
+    /// (see [`lookup_subdir`]).
+    pub fn items_searching(
+        &self,
+        templar: &Templar,
+        vars: &minijinja::Value,
+        subdir: &str,
+    ) -> Result<Vec<Value>, LoopError> {
         match self {
             LoopSpec::Sequence(raw) => {
                 let spec = templar.render_str(raw, vars)?;
@@ -392,7 +426,7 @@ impl LoopSpec {
             }
             LoopSpec::Lookup { name, terms } => {
                 let terms = templar.render_value(terms, vars)?;
-                Ok(templar.query(name, &terms, vars)?)
+                Ok(templar.query_in(name, &terms, vars, subdir)?)
             }
             LoopSpec::Combine { how, terms } => {
                 let terms = templar.render_value(terms, vars)?;
@@ -828,6 +862,7 @@ mod tests {
                 content: FileContent::Inline(b"test file 2\n".to_vec()),
                 mode: None,
                 force: true,
+                owner: Default::default(),
             })
         );
     }

@@ -133,6 +133,15 @@ impl<W: Write> ConsoleReporter<W> {
                     bar.inc(1);
                 }
             }
+            Event::Included { file, hosts, item } => {
+                let item = item
+                    .as_deref()
+                    .map(|i| format!(" => (item={i})"))
+                    .unwrap_or_default();
+                let text = format!("included: {file} for {}{item}", hosts.join(", "));
+                let text = self.style(Style::new().cyan()).apply_to(text).to_string();
+                self.line(&text);
+            }
             Event::Retry {
                 host,
                 task,
@@ -269,6 +278,8 @@ impl<W: Write> ConsoleReporter<W> {
                     dump(&r.data, self.verbosity.max(u8::from(r.verbose_always) * 4))
                 )
             }
+            // Ansible's item skip line ends in a space.
+            Status::Skipped if r.item.is_some() => format!("{word}: [{}]{item} ", r.host),
             _ => format!("{word}: [{}]{item}", r.host),
         };
         style.apply_to(text).to_string()
@@ -341,7 +352,13 @@ fn banner(title: &str) -> String {
 /// Ansible dumps results as JSON with sorted keys: on one line by default, indented by 4
 /// when verbose output was asked for (debug always is).
 fn dump(data: &Map<String, Value>, verbosity: u8) -> String {
-    let sorted = sort_keys(&Value::Object(data.clone()));
+    // Internal keys (`_ansible_item_label`, ...) never show, as Ansible strips them.
+    let public: Map<String, Value> = data
+        .iter()
+        .filter(|(k, _)| !k.starts_with("_ansible_"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let sorted = sort_keys(&Value::Object(public));
     if verbosity >= 4 {
         let mut buf = Vec::new();
         let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
@@ -431,7 +448,7 @@ mod tests {
                 result(
                     Status::Failed,
                     None,
-                    serde_json::json!({"rc": 1, "msg": "non-zero return code"}),
+                    serde_json::json!({"rc": 1, "msg": "The command exited with a non-zero return code."}),
                 ),
                 Event::Recap(vec![HostStats {
                     host: "web1".into(),
@@ -449,7 +466,7 @@ mod tests {
         assert!(out.contains("changed: [web1] => (item=1)\n"), "{out}");
         assert!(out.contains("ok: [web1]\n"), "{out}");
         assert!(
-            out.contains(r#"fatal: [web1]: FAILED! => {"msg": "non-zero return code", "rc": 1}"#),
+            out.contains(r#"fatal: [web1]: FAILED! => {"msg": "The command exited with a non-zero return code.", "rc": 1}"#),
             "{out}"
         );
         assert!(
@@ -508,6 +525,22 @@ mod tests {
             1,
         );
         assert_eq!(out, "skipping: [web1] => {\"skip_reason\": \"r\"}\n");
+        // Ansible's item skip line ends in a space; internal keys never show.
+        let item = |status| {
+            result(
+                status,
+                Some("b"),
+                serde_json::json!({"item": "b", "_ansible_item_label": "b"}),
+            )
+        };
+        assert_eq!(
+            render(&[item(Status::Skipped)], 0),
+            "skipping: [web1] => (item=b) \n"
+        );
+        assert_eq!(
+            render(&[item(Status::Ok)], 1),
+            "ok: [web1] => (item=b) => {\"item\": \"b\"}\n"
+        );
     }
 
     #[test]
@@ -522,6 +555,29 @@ mod tests {
         assert_eq!(
             out,
             format!("\nRUNNING HANDLER [restart web] {}\n", "*".repeat(50))
+        );
+    }
+
+    #[test]
+    fn included_lines_read_as_ansible() {
+        let out = render(
+            &[
+                Event::Included {
+                    file: "/srv/pb/setup.yml".into(),
+                    hosts: vec!["web1".into(), "web2".into()],
+                    item: None,
+                },
+                Event::Included {
+                    file: "/srv/pb/item.yml".into(),
+                    hosts: vec!["web1".into()],
+                    item: Some("a".into()),
+                },
+            ],
+            0,
+        );
+        assert_eq!(
+            out,
+            "included: /srv/pb/setup.yml for web1, web2\nincluded: /srv/pb/item.yml for web1 => (item=a)\n"
         );
     }
 

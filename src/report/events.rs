@@ -42,6 +42,13 @@ pub enum Event {
     },
     /// One result: a whole task on a host, or one loop item when `item` is set.
     HostResult(HostResult),
+    /// A dynamic include loaded `file` (a path, or a role's name) for these hosts, whose
+    /// tasks run next (Ansible's `included: FILE for h1, h2`); `item` for a loop's item.
+    Included {
+        file: String,
+        hosts: Vec<String>,
+        item: Option<String>,
+    },
     /// The agent on a host is up (shown with -vv).
     AgentReady {
         host: String,

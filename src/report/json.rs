@@ -81,6 +81,13 @@ impl<W: Write> JsonReporter<W> {
                 "item": item,
                 "retries_left": retries_left,
             }),
+            Event::Included { file, hosts, item } => json!({
+                "event": "included",
+                "task": self.task,
+                "file": file,
+                "hosts": hosts,
+                "item": item,
+            }),
             Event::Warning(message) => json!({"event": "warning", "message": message}),
             Event::NoMoreHosts => json!({"event": "no_more_hosts"}),
             Event::Recap(stats) => {

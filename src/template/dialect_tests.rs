@@ -649,6 +649,21 @@ fn lookups() {
             .is_err()
     );
     assert_eq!(v("{{ query('first_found', ['x'], skip=True) }}"), json!([]));
+    // A role's `include_vars: "{{ item }}"` + `with_first_found` looks in the role's vars/
+    // (ansible-role-chrony's vars.yml relies on it); lookup() keeps files/.
+    let role = base.join("roles/r");
+    std::fs::create_dir_all(role.join("vars")).unwrap();
+    std::fs::write(role.join("vars/default.yml"), "").unwrap();
+    let in_role = MjValue::from_serialize(json!({
+        "playbook_dir": base.display().to_string(),
+        "role_path": role.display().to_string(),
+    }));
+    let terms = json!(["Debian.yml", "default.yml"]);
+    assert_eq!(
+        t.query_in("first_found", &terms, &in_role, "vars").unwrap(),
+        [json!(role.join("vars/default.yml").display().to_string())]
+    );
+    assert!(t.query("first_found", &terms, &in_role).is_err());
     assert_eq!(
         r("{{ lookup('pipe', 'echo hi; pwd') }}"),
         format!("hi\n{}", std::fs::canonicalize(base).unwrap().display())

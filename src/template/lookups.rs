@@ -62,7 +62,14 @@ fn run(
         "env" => env(terms, &kwargs),
         "template" => template(state, terms, &kwargs, &base),
         "fileglob" => fileglob(terms, &base),
-        "first_found" => first_found(terms, &kwargs, &base),
+        "first_found" => {
+            // A `with_first_found` loop searches the subdirectory its task's action implies.
+            let subdir = state
+                .lookup("__tp_lookup_subdir")
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| "files".into());
+            first_found(terms, &kwargs, &base, &subdir)
+        }
         "pipe" => pipe(terms, &base),
         "items" | "list" => Ok(flatten_terms(terms, name == "items")),
         "sequence" => sequence(terms),
@@ -305,6 +312,7 @@ fn first_found(
     terms: &[MjValue],
     kwargs: &Kwargs,
     base: &SearchPath,
+    subdir: &str,
 ) -> Result<Vec<MjValue>, MjError> {
     let mut files: Vec<String> = Vec::new();
     let mut paths: Vec<String> = Vec::new();
@@ -355,7 +363,7 @@ fn first_found(
     }
     for name in &files {
         let candidates: Vec<PathBuf> = if paths.is_empty() || Path::new(name).is_absolute() {
-            find(base, "files", name).into_iter().collect()
+            find(base, subdir, name).into_iter().collect()
         } else {
             paths
                 .iter()

@@ -254,11 +254,24 @@ impl Templar {
         terms: &Value,
         vars: &MjValue,
     ) -> Result<Vec<Value>, TemplateError> {
+        self.query_in(name, terms, vars, "files")
+    }
+
+    /// [`Templar::query`] for a `with_<name>` loop whose relative names are searched in
+    /// `subdir` first (`vars` for include_vars, `templates` for template): first_found's.
+    pub fn query_in(
+        &self,
+        name: &str,
+        terms: &Value,
+        vars: &MjValue,
+        subdir: &str,
+    ) -> Result<Vec<Value>, TemplateError> {
         const CALL: &str = "query(__tp_lookup_name, __tp_lookup_terms)";
         let shown = format!("with_{name}");
         let context = minijinja::context! {
             __tp_lookup_name => name,
             __tp_lookup_terms => terms,
+            __tp_lookup_subdir => subdir,
             ..vars.clone()
         };
         let value = self

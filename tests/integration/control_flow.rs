@@ -496,3 +496,61 @@ fn block_when_vars_and_ignore_errors_reach_every_task() {
         }
     );
 }
+
+/// An Ansible module turbo-play does not run yet loads, is skipped by `when` like any task,
+/// and fails only on a host that reaches it: an ordinary failure that ignore_errors and
+/// rescue handle. A misspelt module is still refused before anything runs.
+#[test]
+fn unsupported_ansible_modules_fail_only_when_they_run() {
+    let hosts = SshHosts::start(&["h"]);
+    let out = run(
+        &hosts,
+        r#"  tasks:
+    - name: skipped restart
+      service:
+        name: chronyd
+        state: restarted
+      when: false
+    - name: ignored restart
+      ansible.builtin.service: name=chronyd state=restarted
+      ignore_errors: true
+    - block:
+        - lineinfile:
+            path: /etc/hosts
+            line: x
+      rescue:
+        - copy:
+            dest: ~/rescued
+            content: "{{ ansible_failed_result.msg }}"
+"#,
+    );
+    out.assert_code(0);
+    assert_eq!(
+        out.recap("h"),
+        // As ansible-playbook counts them: the ignored failure is also ok.
+        Recap {
+            ok: 2,
+            skipped: 1,
+            ignored: 1,
+            rescued: 1,
+            changed: 1,
+            ..Recap::default()
+        }
+    );
+    assert_contains(
+        &out,
+        "fatal: [h]: FAILED! => {\"changed\": false, \"msg\": \"the 'service' module is not supported by turbo-play yet",
+    );
+    let rescued = std::fs::read_to_string(hosts.user("h").home.join("rescued")).unwrap();
+    assert!(
+        rescued.starts_with("the 'lineinfile' module is not supported by turbo-play yet"),
+        "{rescued}"
+    );
+
+    let typo = run(&hosts, "  tasks:\n    - servce: name=chronyd\n");
+    typo.assert_code(4);
+    assert_contains(
+        &typo,
+        "couldn't resolve module/action 'servce'. Did you mean 'service'?",
+    );
+}

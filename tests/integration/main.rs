@@ -3,10 +3,13 @@
 mod cli_features;
 mod connection;
 mod control_flow;
+mod dynamic_includes;
 mod facts;
+mod file_modules;
 mod language_gaps;
 mod loops_keywords;
 mod playbook_runs;
+mod real_roles;
 mod roles;
 mod support;
 mod templating;

@@ -240,6 +240,10 @@ mod tests {
                     content: FileContent::Inline(b"hello\n".to_vec()),
                     mode: Some(FileMode::Bits(0o644)),
                     force: true,
+                    owner: Ownership {
+                        user: Some("root".into()),
+                        group: None,
+                    },
                 }),
                 Op::Exec(Exec {
                     command: Command::Argv(vec!["echo".into(), "hi".into()]),
@@ -255,10 +259,10 @@ mod tests {
 
     // The wire format, committed. If one of these fails, the messages (or bincode's
     // options) changed: bump PROTOCOL_VERSION and update the constants on purpose.
-    const GOLDEN_HELLO_BINCODE: &str = "00000000020000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
-    const GOLDEN_HELLO_FRAME: &str = "0000003e78012589cd0d001018431bc2c9c1247e762271205cad614a63e817cd7b49d38251d45021851c9295464b5d7deeab01d17111629ba3c6ff1d0f3cf38f0aa0";
-    const GOLDEN_REQUEST_BINCODE: &str = "00000000070000000000000000010500000002000000000000000100000009000000000000002f6574632f6d6f746400000000060000000000000068656c6c6f0a0100000000a4010000010400000000000000020000000000000004000000000000006563686f02000000000000006869000106000000000000002f746d702f7800010000000000000004000000000000004c414e4701000000000000004300";
-    const GOLDEN_REQUEST_FRAME: &str = "000000637801354c5b0a80300c6bc5077a999e41fcf047bc840e266ccc8f7d78200f6a22b424290d490533803fb4c36a404221234858a887e5524f1e3d058c21a53231262f545b78843ff03b1cb1b8172f51ef5bcdb73d822a5be2f16dde57f716f900881c0c48";
+    const GOLDEN_HELLO_BINCODE: &str = "00000000030000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
+    const GOLDEN_HELLO_FRAME: &str = "0000003e78012589c10900200c030ba22f1f4ea275270b3e94fa750da7740c530c390839421cf0c0cab9660eb6409335745f7823e2b196ae53ca7727113df3ce0aa1";
+    const GOLDEN_REQUEST_BINCODE: &str = "00000000070000000000000000010500000002000000000000000100000009000000000000002f6574632f6d6f746400000000060000000000000068656c6c6f0a0100000000a401000001010400000000000000726f6f74000400000000000000020000000000000004000000000000006563686f02000000000000006869000106000000000000002f746d702f7800010000000000000004000000000000004c414e4701000000000000004300";
+    const GOLDEN_REQUEST_FRAME: &str = "0000006878013d4cdb0980400c6bc507bacccd207ef8232ea10727dc51917e3890839a0ab52429096d08d3811fb8c1aa4003437ad010a26ea188ee665a1330c59c65b0337aa0cc3542c325a2e4c6ebdcc72d8967e920f6b6a0e50c37a1c82afef7655c67cf267a017d1f0e11";
 
     #[test]
     fn golden_hello_bytes() {
@@ -329,6 +333,7 @@ mod tests {
                 content,
                 mode: Some(FileMode::Symbolic("u=rw,g=r".into())),
                 force: false,
+                owner: Ownership::default(),
             }));
         }
         for state in [
@@ -346,6 +351,10 @@ mod tests {
                 state,
                 mode: None,
                 recurse_parents: true,
+                owner: Ownership {
+                    user: Some("0".into()),
+                    group: Some("wheel".into()),
+                },
             }));
         }
         ops.push(Op::Exec(Exec {
@@ -377,6 +386,8 @@ mod tests {
                 size: 4,
                 uid: 0,
                 gid: 0,
+                owner: "root".into(),
+                group: "wheel".into(),
                 mtime: -5,
                 sha256: Some([2; 32]),
                 link_target: Some("/t".into()),

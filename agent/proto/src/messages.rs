@@ -85,6 +85,7 @@ pub struct EnsureFile {
     pub mode: Option<FileMode>,
     /// When false, an existing file is left as it is, whatever it holds (copy's `force: no`).
     pub force: bool,
+    pub owner: Ownership,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,6 +118,14 @@ pub struct EnsurePath {
     pub mode: Option<FileMode>,
     /// For `Directory`: create missing parents too (always true for Ansible's `file`).
     pub recurse_parents: bool,
+    pub owner: Ownership,
+}
+
+/// Ansible's `owner`/`group`: a name or a numeric id each; `None` leaves it as it is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ownership {
+    pub user: Option<String>,
+    pub group: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -195,6 +204,9 @@ pub struct StatInfo {
     pub size: u64,
     pub uid: u32,
     pub gid: u32,
+    /// `uid`/`gid` as names (the number when /etc/passwd or /etc/group lacks it).
+    pub owner: String,
+    pub group: String,
     pub mtime: i64,
     pub sha256: Option<[u8; 32]>,
     pub link_target: Option<String>,

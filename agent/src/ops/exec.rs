@@ -174,7 +174,7 @@ pub fn exec(agent: &mut Agent, spec: Exec, flags: Flags) -> Result<OpResult, OpE
         msg: if rc == 0 {
             String::new()
         } else {
-            "non-zero return code".into()
+            "The command exited with a non-zero return code.".into()
         },
     }))
 }
@@ -380,7 +380,7 @@ mod tests {
             (o.rc, &o.stdout[..], &o.stderr[..]),
             (3, &b"out\n"[..], &b"err\n"[..])
         );
-        assert_eq!(o.msg, "non-zero return code");
+        assert_eq!(o.msg, "The command exited with a non-zero return code.");
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use turbo_proto::{EnsureFile, ErrorKind, FileContent, FileKind, OpError, OpResult};
 
-use super::{Agent, Flags, chmod, io_error, mode, op_error, stat_follow, text_diff};
+use super::{
+    Agent, Flags, WantedIds, apply_ids, chmod, io_error, mode, op_error, stat_follow, text_diff,
+};
 use crate::sha256;
 
 pub fn write_chunk(agent: &mut Agent, upload_id: u64, data: &[u8]) -> Result<OpResult, OpError> {
@@ -42,6 +44,7 @@ pub fn ensure_file(agent: &mut Agent, spec: EnsureFile, flags: Flags) -> Result<
             format!("Destination directory {} does not exist", parent.display()),
         ));
     }
+    let ids = agent.wanted_ids(&spec.owner)?;
     let existing = stat_follow(&path)?;
     if let Some(meta) = &existing {
         if meta.is_dir() {
@@ -110,6 +113,7 @@ pub fn ensure_file(agent: &mut Agent, spec: EnsureFile, flags: Flags) -> Result<
         new_size,
         content_changed,
         spec.mode.as_ref(),
+        ids,
         flags,
     );
     if let Source::Staged(staged) = &source {
@@ -128,6 +132,7 @@ fn apply(
     new_size: u64,
     content_changed: bool,
     wanted_mode: Option<&turbo_proto::FileMode>,
+    ids: WantedIds,
     flags: Flags,
 ) -> Result<OpResult, OpError> {
     let current_mode = existing.map(|m| m.mode() & 0o7777);
@@ -139,7 +144,8 @@ fn apply(
         None => base_mode,
     };
     let mode_changed = current_mode.is_some_and(|m| m != target_mode);
-    let changed = content_changed || mode_changed;
+    let owner_changed = existing.is_some_and(|m| ids.differ(m));
+    let changed = content_changed || mode_changed || owner_changed;
 
     let diff = if flags.diff && content_changed {
         content_diff(path, existing, source)
@@ -154,12 +160,19 @@ fn apply(
         };
         o.mode = target_mode;
         o.size = new_size;
+        agent.predict_ids(&mut o, ids);
         o
     } else {
         if content_changed {
-            write_atomically(agent, path, existing, source, target_mode)?;
-        } else if mode_changed {
-            chmod(path, target_mode)?;
+            write_atomically(agent, path, existing, source, target_mode, ids)?;
+        } else {
+            if let Some(meta) = existing.filter(|_| owner_changed) {
+                apply_ids(path, meta, ids, true, false)?;
+            }
+            // chown clears set-id bits, so the mode goes on after it.
+            if mode_changed || (owner_changed && target_mode & 0o6000 != 0) {
+                chmod(path, target_mode)?;
+            }
         }
         let meta = fs::metadata(path).map_err(|e| io_error(e, path))?;
         agent.outcome(path, &meta, changed)
@@ -206,9 +219,14 @@ fn write_atomically(
     existing: Option<&Metadata>,
     source: &Source,
     mode: u32,
+    ids: WantedIds,
 ) -> Result<(), OpError> {
     let temp = agent.temp_path(path);
     let (uid, gid) = (agent.uid, agent.gid);
+    let wanted = (
+        ids.uid.or(existing.map(|m| m.uid())).unwrap_or(uid),
+        ids.gid.or(existing.map(|m| m.gid())).unwrap_or(gid),
+    );
     let result = (|| -> io::Result<()> {
         let mut file = OpenOptions::new()
             .write(true)
@@ -222,14 +240,16 @@ fn write_atomically(
             }
             Source::Existing => {}
         }
-        // The replacement keeps the old owner when we may give it away (root); anyone
+        // The new file gets its owner before it takes the old one's place. Without
+        // `owner`/`group` it keeps the old owner when we may give it away (root); anyone
         // else gets EPERM and owns the new file, as with Ansible.
-        if let Some(meta) = existing
-            && (meta.uid(), meta.gid()) != (uid, gid)
-        {
-            match std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid())) {
-                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {}
-                other => other?,
+        if wanted != (uid, gid) {
+            match std::os::unix::fs::fchown(&file, Some(wanted.0), Some(wanted.1)) {
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied && ids.is_empty() => {}
+                Err(e) => {
+                    return Err(io::Error::new(e.kind(), format!("chown failed: {e}")));
+                }
+                Ok(()) => {}
             }
         }
         // After chown, which clears set-id bits.
@@ -292,6 +312,7 @@ mod tests {
                 content,
                 mode,
                 force: true,
+                owner: Default::default(),
             },
             flags,
         )
@@ -359,6 +380,83 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"new");
     }
 
+    fn owned(
+        a: &mut Agent,
+        path: &str,
+        bytes: &[u8],
+        user: &str,
+        flags: Flags,
+    ) -> Result<FileOutcome, OpError> {
+        let spec = EnsureFile {
+            path: path.into(),
+            content: FileContent::Inline(bytes.to_vec()),
+            mode: Some(FileMode::Bits(0o640)),
+            force: true,
+            owner: turbo_proto::Ownership {
+                user: Some(user.into()),
+                group: Some("2".into()),
+            },
+        };
+        ensure_file(a, spec, flags).map(|r| match r {
+            OpResult::File(o) => o,
+            other => panic!("{other:?}"),
+        })
+    }
+
+    #[test]
+    fn owner_and_group_are_set_on_new_and_existing_files() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        let p = dir.join("conf");
+        let err = owned(
+            &mut a,
+            &dir.str("conf"),
+            b"x",
+            "no-such-user-here",
+            Flags::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "chown failed: failed to look up user no-such-user-here"
+        );
+        assert!(!p.exists(), "nothing is written when the owner is unknown");
+        if crate::sys::effective_uid() != 0 {
+            let err = owned(&mut a, &dir.str("conf"), b"x", "1", Flags::default()).unwrap_err();
+            assert!(err.message.starts_with("chown failed: "), "{}", err.message);
+            assert!(!p.exists(), "a refused chown leaves no file behind");
+            return;
+        }
+        let o = owned(&mut a, &dir.str("conf"), b"x", "1", Flags::default()).unwrap();
+        assert!(o.changed);
+        assert_eq!((o.uid, o.gid, o.mode), (1, 2, 0o640));
+        let meta = fs::metadata(&p).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (1, 2));
+        assert!(
+            !owned(&mut a, &dir.str("conf"), b"x", "1", Flags::default())
+                .unwrap()
+                .changed
+        );
+        // Only the owner differs: changed, content untouched.
+        std::os::unix::fs::chown(&p, Some(0), Some(0)).unwrap();
+        let check = Flags {
+            check: true,
+            diff: false,
+        };
+        let o = owned(&mut a, &dir.str("conf"), b"x", "1", check).unwrap();
+        assert!(o.changed);
+        assert_eq!((o.uid, o.gid), (1, 2), "check mode predicts the ids");
+        assert_eq!(
+            fs::metadata(&p).unwrap().uid(),
+            0,
+            "check mode changes nothing"
+        );
+        let o = owned(&mut a, &dir.str("conf"), b"x", "root", Flags::default()).unwrap();
+        assert!(o.changed);
+        assert_eq!((o.uid, o.gid, o.owner.as_str()), (0, 2, "root"));
+        assert_eq!(fs::read(&p).unwrap(), b"x");
+    }
+
     #[test]
     fn replacing_keeps_the_old_mode_unless_one_is_given() {
         let dir = TempDir::new();
@@ -423,6 +521,7 @@ mod tests {
             content: FileContent::Inline(b"other".to_vec()),
             mode: None,
             force,
+            owner: Default::default(),
         };
         let r = ensure_file(&mut a, spec(false), Flags::default()).unwrap();
         assert!(matches!(r, OpResult::File(ref o) if !o.changed));

@@ -14,7 +14,7 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use turbo_proto::{ErrorKind, FileKind, FileOutcome, Op, OpError, OpResult, Request};
+use turbo_proto::{ErrorKind, FileKind, FileOutcome, Op, OpError, OpResult, Ownership, Request};
 
 use crate::users::Names;
 
@@ -35,7 +35,7 @@ pub struct Agent {
     /// Suffix for temp file names, so that two writes in one batch never share one.
     temp_seq: u64,
     staging_dir: Option<PathBuf>,
-    names: Names,
+    pub names: Names,
 }
 
 impl Agent {
@@ -155,6 +155,41 @@ impl Agent {
         }
     }
 
+    /// `owner`/`group` arguments as ids, with Ansible's words when a name is unknown.
+    pub fn wanted_ids(&mut self, wanted: &Ownership) -> Result<WantedIds, OpError> {
+        let uid = match &wanted.user {
+            Some(user) => Some(self.names.uid_of(user).ok_or_else(|| {
+                op_error(
+                    ErrorKind::NotFound,
+                    format!("chown failed: failed to look up user {user}"),
+                )
+            })?),
+            None => None,
+        };
+        let gid = match &wanted.group {
+            Some(group) => Some(self.names.gid_of(group).ok_or_else(|| {
+                op_error(
+                    ErrorKind::NotFound,
+                    format!("chgrp failed: failed to look up group {group}"),
+                )
+            })?),
+            None => None,
+        };
+        Ok(WantedIds { uid, gid })
+    }
+
+    /// Gives `outcome` the ids it would have after `ids` (check mode's prediction).
+    pub fn predict_ids(&mut self, outcome: &mut FileOutcome, ids: WantedIds) {
+        if let Some(uid) = ids.uid {
+            outcome.uid = uid;
+            outcome.owner = self.names.user(uid);
+        }
+        if let Some(gid) = ids.gid {
+            outcome.gid = gid;
+            outcome.group = self.names.group(gid);
+        }
+    }
+
     /// The result of an op that did not (or in check mode, would) produce `kind`.
     pub fn predicted_outcome(
         &mut self,
@@ -230,6 +265,50 @@ pub fn stat_follow(path: &Path) -> Result<Option<Metadata>, OpError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_error(e, path)),
     }
+}
+
+/// Resolved `owner`/`group`; `None` leaves that id alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WantedIds {
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+}
+
+impl WantedIds {
+    pub fn is_empty(&self) -> bool {
+        self.uid.is_none() && self.gid.is_none()
+    }
+
+    /// Whether a path with `meta` needs a chown to match.
+    pub fn differ(&self, meta: &Metadata) -> bool {
+        self.uid.is_some_and(|u| u != meta.uid()) || self.gid.is_some_and(|g| g != meta.gid())
+    }
+}
+
+/// Makes `path` (the link itself when `follow` is false) have `ids`; true when it changed.
+pub fn apply_ids(
+    path: &Path,
+    meta: &Metadata,
+    ids: WantedIds,
+    follow: bool,
+    check: bool,
+) -> Result<bool, OpError> {
+    if !ids.differ(meta) {
+        return Ok(false);
+    }
+    if !check {
+        let done = if follow {
+            std::os::unix::fs::chown(path, ids.uid, ids.gid)
+        } else {
+            std::os::unix::fs::lchown(path, ids.uid, ids.gid)
+        };
+        done.map_err(|e| {
+            let mut err = io_error(e, path);
+            err.message = format!("chown failed: {}", err.message);
+            err
+        })?;
+    }
+    Ok(true)
 }
 
 pub fn chmod(path: &Path, mode: u32) -> Result<(), OpError> {
@@ -357,6 +436,7 @@ mod tests {
                     content: turbo_proto::FileContent::Inline(b"x".to_vec()),
                     mode: None,
                     force: true,
+                    owner: Default::default(),
                 }),
                 Op::Batch(vec![Op::Stat {
                     path: "~".into(),

@@ -7,13 +7,20 @@ use std::path::{Path, PathBuf};
 
 use turbo_proto::{EnsurePath, ErrorKind, FileKind, FileMode, OpError, OpResult, PathState};
 
-use super::{Agent, Flags, chmod, io_error, kind_of, lstat, mode, op_error, stat_follow};
+use super::{
+    Agent, Flags, WantedIds, apply_ids, chmod, io_error, kind_of, lstat, mode, op_error,
+    stat_follow,
+};
 use crate::sys;
 
 pub fn ensure_path(agent: &mut Agent, spec: EnsurePath, flags: Flags) -> Result<OpResult, OpError> {
     let path = agent.expand(&spec.path);
     let mode = spec.mode.as_ref();
-    let outcome = match spec.state {
+    let ids = agent.wanted_ids(&spec.owner)?;
+    // A link's own owner is set, not its target's (Ansible's `follow: false` for links).
+    let follow = !matches!(spec.state, PathState::Link { .. });
+    let removing = spec.state == PathState::Absent;
+    let mut outcome = match spec.state {
         PathState::Directory => directory(agent, &path, mode, spec.recurse_parents, flags)?,
         PathState::Absent => absent(agent, &path, flags)?,
         PathState::Touch => touch(agent, &path, mode, flags)?,
@@ -25,7 +32,40 @@ pub fn ensure_path(agent: &mut Agent, spec: EnsurePath, flags: Flags) -> Result<
             link(agent, &path, &target, force, flags)?
         }
     };
+    if !removing && !ids.is_empty() {
+        owner_after(agent, &path, &mut outcome, ids, follow, flags.check)?;
+    }
     Ok(OpResult::File(outcome))
+}
+
+/// `owner`/`group` once the state holds; in check mode a path that is not there yet only
+/// gets the prediction.
+fn owner_after(
+    agent: &mut Agent,
+    path: &Path,
+    outcome: &mut Outcome,
+    ids: WantedIds,
+    follow: bool,
+    check: bool,
+) -> Result<(), OpError> {
+    let meta = if follow {
+        stat_follow(path)?
+    } else {
+        lstat(path)?
+    };
+    let Some(meta) = meta else {
+        agent.predict_ids(outcome, ids);
+        return Ok(());
+    };
+    if apply_ids(path, &meta, ids, follow, check)? {
+        outcome.changed = true;
+        agent.predict_ids(outcome, ids);
+        // chown clears set-id bits: put back the mode the op settled on.
+        if !check && follow && outcome.mode & 0o6000 != 0 {
+            chmod(path, outcome.mode)?;
+        }
+    }
+    Ok(())
 }
 
 type Outcome = turbo_proto::FileOutcome;
@@ -321,6 +361,66 @@ mod tests {
         run_with(a, path, state, mode, Flags::default())
     }
 
+    #[test]
+    fn owner_applies_to_directories_and_to_links_themselves() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        let with_owner = |path: String, state: PathState, user: &str| EnsurePath {
+            path,
+            state,
+            mode: None,
+            recurse_parents: true,
+            owner: turbo_proto::Ownership {
+                user: Some(user.into()),
+                group: None,
+            },
+        };
+        let outcome = |r: Result<OpResult, OpError>| match r {
+            Ok(OpResult::File(o)) => o,
+            other => panic!("{other:?}"),
+        };
+        let err = ensure_path(
+            &mut a,
+            with_owner(dir.str("d"), PathState::Directory, "no-such-user-here"),
+            Flags::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "chown failed: failed to look up user no-such-user-here"
+        );
+        if crate::sys::effective_uid() != 0 {
+            return;
+        }
+        let spec = || with_owner(dir.str("d"), PathState::Directory, "1");
+        let o = outcome(ensure_path(&mut a, spec(), Flags::default()));
+        assert!(o.changed);
+        assert_eq!(fs::metadata(dir.join("d")).unwrap().uid(), 1);
+        assert!(!outcome(ensure_path(&mut a, spec(), Flags::default())).changed);
+        // An existing directory whose owner differs: changed by the chown alone.
+        std::os::unix::fs::chown(dir.join("d"), Some(0), None).unwrap();
+        let o = outcome(ensure_path(&mut a, spec(), Flags::default()));
+        assert!(o.changed);
+        assert_eq!((o.uid, o.owner.as_str()), (1, a.names.user(1).as_str()));
+
+        let link = with_owner(
+            dir.str("l"),
+            PathState::Link {
+                target: dir.str("d"),
+                force: false,
+            },
+            "2",
+        );
+        let o = outcome(ensure_path(&mut a, link, Flags::default()));
+        assert!(o.changed);
+        assert_eq!(fs::symlink_metadata(dir.join("l")).unwrap().uid(), 2);
+        assert_eq!(
+            fs::metadata(dir.join("d")).unwrap().uid(),
+            1,
+            "the target keeps its owner"
+        );
+    }
+
     fn run_with(
         a: &mut Agent,
         path: &str,
@@ -335,6 +435,7 @@ mod tests {
                 state,
                 mode,
                 recurse_parents: true,
+                owner: Default::default(),
             },
             flags,
         )? {
@@ -405,6 +506,7 @@ mod tests {
                 state: PathState::Directory,
                 mode: None,
                 recurse_parents: false,
+                owner: Default::default(),
             },
             Flags::default(),
         )

@@ -1,0 +1,220 @@
+//! `stat`: describe a path on the target, in Ansible's `stat` result shape. Read-only, so
+//! it runs in check mode too, and a loop of them is one batch like any other module.
+
+use serde_json::{Map, Value, json};
+use turbo_proto::{FileKind, Op, OpResult, StatInfo};
+
+use super::{
+    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str, unexpected,
+};
+
+pub struct Stat;
+
+impl Module for Stat {
+    fn name(&self) -> &'static str {
+        "stat"
+    }
+
+    fn arg_names(&self) -> &'static [&'static str] {
+        &[
+            "path",
+            "dest",
+            "name",
+            "follow",
+            "get_checksum",
+            "checksum_algorithm",
+            "checksum",
+            "checksum_algo",
+            "get_mime",
+            "mime",
+            "mime_type",
+            "mime-type",
+            "get_attributes",
+            "attr",
+            "attributes",
+            "get_md5",
+        ]
+    }
+
+    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let path = ["path", "dest", "name"]
+            .into_iter()
+            .find_map(|key| arg_str(args, key).transpose())
+            .transpose()?
+            .ok_or(ModuleError::Missing("path"))?;
+        if arg_bool(args, "follow", false)? {
+            return Err(ModuleError::NotSupported("stat with follow: true"));
+        }
+        Ok(Plan::Remote(Op::Stat {
+            path,
+            checksum: checksum_wanted(args)?,
+        }))
+    }
+
+    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        let OpResult::Stat(info) = result else {
+            return unexpected(self.name(), result);
+        };
+        let mut data = Map::new();
+        data.insert("stat".into(), Value::Object(stat_fields(&info)));
+        TaskOutcome {
+            data,
+            ..TaskOutcome::default()
+        }
+    }
+}
+
+/// The agent hashes with SHA-256 only, so a checksum is computed when asked for under
+/// that name; Ansible's default algorithm (sha1) leaves `checksum` out rather than
+/// reading a whole file for a digest nobody can compare.
+fn checksum_wanted(args: &ModuleArgs) -> Result<bool, ModuleError> {
+    let algorithm = ["checksum_algorithm", "checksum", "checksum_algo"]
+        .into_iter()
+        .find_map(|key| arg_str(args, key).transpose())
+        .transpose()?;
+    let get = arg_bool(args, "get_checksum", true)?;
+    match algorithm.as_deref() {
+        Some("sha256") => Ok(get),
+        None | Some("sha1" | "md5" | "sha224" | "sha384" | "sha512") => Ok(false),
+        Some(other) => Err(ModuleError::Invalid(format!(
+            "value of checksum_algorithm must be one of: md5, sha1, sha224, sha256, sha384, sha512, got: {other}"
+        ))),
+    }
+}
+
+/// Ansible's `stat` dictionary, from what the agent read.
+fn stat_fields(info: &StatInfo) -> Map<String, Value> {
+    let mut s = Map::new();
+    s.insert("exists".into(), json!(info.exists));
+    if !info.exists {
+        return s;
+    }
+    let mode = info.mode;
+    s.insert("path".into(), json!(info.path));
+    // stat prints `'%04o'` (`4750`), unlike file results' `'0%03o'` (`04750`).
+    s.insert("mode".into(), json!(format!("{:04o}", mode & 0o7777)));
+    s.insert("isdir".into(), json!(info.kind == FileKind::Directory));
+    s.insert("isreg".into(), json!(info.kind == FileKind::File));
+    s.insert("islnk".into(), json!(info.kind == FileKind::Symlink));
+    s.insert("uid".into(), json!(info.uid));
+    s.insert("gid".into(), json!(info.gid));
+    s.insert("pw_name".into(), json!(info.owner));
+    s.insert("gr_name".into(), json!(info.group));
+    s.insert("size".into(), json!(info.size));
+    s.insert("mtime".into(), json!(info.mtime));
+    for (name, bit) in [
+        ("rusr", 0o400),
+        ("wusr", 0o200),
+        ("xusr", 0o100),
+        ("rgrp", 0o040),
+        ("wgrp", 0o020),
+        ("xgrp", 0o010),
+        ("roth", 0o004),
+        ("woth", 0o002),
+        ("xoth", 0o001),
+        ("isuid", 0o4000),
+        ("isgid", 0o2000),
+    ] {
+        s.insert(name.into(), json!(mode & bit != 0));
+    }
+    if let Some(target) = &info.link_target {
+        s.insert("lnk_target".into(), json!(target));
+        let source = match (target.starts_with('/'), info.path.rsplit_once('/')) {
+            (false, Some((dir, _))) => format!("{dir}/{target}"),
+            _ => target.clone(),
+        };
+        s.insert("lnk_source".into(), json!(source));
+    }
+    if let Some(digest) = info.sha256 {
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        s.insert("checksum".into(), json!(hex));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn plan(v: Value) -> Result<Plan, ModuleError> {
+        Stat.plan(v.as_object().unwrap(), &PlanContext::new(Path::new("/")))
+    }
+
+    fn info(kind: FileKind, mode: u32, link: Option<&str>) -> StatInfo {
+        StatInfo {
+            path: "/etc/app/conf".into(),
+            exists: kind != FileKind::Missing,
+            kind,
+            mode,
+            size: 12,
+            uid: 0,
+            gid: 4,
+            owner: "root".into(),
+            group: "adm".into(),
+            mtime: 1_700_000_000,
+            sha256: None,
+            link_target: link.map(String::from),
+        }
+    }
+
+    #[test]
+    fn plans_one_stat_op_with_a_checksum_only_for_sha256() {
+        let stat = |path: &str, checksum| {
+            Plan::Remote(Op::Stat {
+                path: path.into(),
+                checksum,
+            })
+        };
+        assert_eq!(plan(json!({"path": "/x"})).unwrap(), stat("/x", false));
+        assert_eq!(
+            plan(json!({"path": "/x", "checksum_algorithm": "sha256"})).unwrap(),
+            stat("/x", true)
+        );
+        assert_eq!(
+            plan(json!({"dest": "/y", "checksum_algorithm": "sha256", "get_checksum": false}))
+                .unwrap(),
+            stat("/y", false)
+        );
+        assert_eq!(
+            plan(json!({})).unwrap_err().to_string(),
+            ModuleError::Missing("path").to_string()
+        );
+        assert!(plan(json!({"path": "/x", "checksum_algorithm": "crc"})).is_err());
+        assert!(plan(json!({"path": "/x", "follow": true})).is_err());
+    }
+
+    #[test]
+    fn result_has_ansibles_shape() {
+        let out = Stat.finish(
+            &Map::new(),
+            OpResult::Stat(info(FileKind::File, 0o4750, None)),
+        );
+        assert!(!out.changed && !out.failed);
+        let s = &out.data["stat"];
+        assert_eq!(s["exists"], json!(true));
+        assert_eq!(s["mode"], json!("4750"));
+        assert_eq!(s["isreg"], json!(true));
+        assert_eq!(s["isdir"], json!(false));
+        assert_eq!(s["pw_name"], json!("root"));
+        assert_eq!(s["gr_name"], json!("adm"));
+        assert_eq!(s["xgrp"], json!(true));
+        assert_eq!(s["woth"], json!(false));
+        assert_eq!(s["isuid"], json!(true));
+        assert!(s.get("checksum").is_none());
+
+        let missing = Stat.finish(
+            &Map::new(),
+            OpResult::Stat(info(FileKind::Missing, 0, None)),
+        );
+        assert_eq!(missing.data["stat"], json!({"exists": false}));
+
+        let link = Stat.finish(
+            &Map::new(),
+            OpResult::Stat(info(FileKind::Symlink, 0o777, Some("real.conf"))),
+        );
+        assert_eq!(link.data["stat"]["islnk"], json!(true));
+        assert_eq!(link.data["stat"]["lnk_source"], json!("/etc/app/real.conf"));
+        assert_eq!(link.data["stat"]["lnk_target"], json!("real.conf"));
+    }
+}

@@ -1,0 +1,355 @@
+//! Dynamic includes end to end over a real sshd: `include_tasks` and `include_role`
+//! evaluated per host when the play reaches them (templated names, loops, `when`, vars
+//! as include params, `apply`), blocks and handlers inside included files, public and
+//! private role variables, the `included:` lines and the recap.
+//!
+//! What ansible-playbook 2.21 did with the same shapes (run with `-c local`):
+//! - `included: /abs/path/file.yml for h1, h2` once per distinct file and params, one
+//!   line per loop item (`=> (item=x)`); all of a task's `included:` lines come before
+//!   the included tasks run.
+//! - Each include a host takes counts `ok` (a loop of 3 items counts 3); a skipped
+//!   include prints `skipping: [h]` and counts `skipped`; items a `when` skips inside a
+//!   loop where other items are included count nothing.
+//! - The include's own `when` and `tags` are not handed to the included tasks; those of
+//!   an enclosing block are (a block `when` that turns false mid-file skips the rest).
+//! - `include_role` prints the role's name (`included: r1 for h1`); without `public:
+//!   yes` its defaults are not seen after it, with it they are.
+//! - A missing file is a fatal result for the host naming the path.
+
+use crate::support::hosts::SshHosts;
+use crate::support::run::{Outcome, PLAY_HEAD, TestRun, assert_contains, assert_file};
+
+#[track_caller]
+fn read(out: &Outcome, home: &std::path::Path, name: &str) -> String {
+    std::fs::read_to_string(home.join(name))
+        .unwrap_or_else(|e| panic!("{name}: {e}\n{}\n{}", out.stdout, out.stderr))
+}
+
+fn include_run(hosts: &SshHosts) -> TestRun {
+    let inventory = format!(
+        "{} flavour=red\n{} flavour=blue\n",
+        hosts.line("h1"),
+        hosts.line("h2")
+    );
+    let playbook = "- hosts: all
+  gather_facts: true
+  vars:
+    colours: [cyan, magenta]
+  tasks:
+    - name: pick the file by a fact and a host var
+      include_tasks: \"setup-{{ ansible_system }}-{{ flavour }}.yml\"
+    - name: one include per item
+      include_tasks: item.yml
+      loop: \"{{ colours }}\"
+      loop_control:
+        loop_var: colour
+        index_var: idx
+      vars:
+        prefix: col
+    - name: only on h1
+      include_tasks: only-h1.yml
+      when: inventory_hostname == 'h1'
+    - name: never
+      include_tasks: only-h1.yml
+      when: false
+    - name: role by a template
+      include_role:
+        name: \"{{ 'ro' ~ 'le_' ~ flavour }}\"
+        tasks_from: \"{{ 'extra' }}\"
+    - name: private role defaults stay inside
+      copy:
+        content: \"{{ role_default | default('unset') }}\\n\"
+        dest: ~/after-private
+    - include_role:
+        name: role_red
+        public: yes
+    - name: public role defaults reach the play
+      copy:
+        content: \"{{ role_default | default('unset') }}\\n\"
+        dest: ~/after-public
+";
+    const ROLE_EXTRA: &str = "- copy:
+    content: \"{{ role_name }} {{ role_default }} {{ flavour }}\\n\"
+    dest: ~/role-extra
+    mode: \"0640\"
+  notify: \"{{ role_name }} handler\"
+";
+    TestRun::new()
+        .playbook(playbook)
+        .inventory(&inventory)
+        .file(
+            "setup-Linux-red.yml",
+            "- copy: {content: \"red setup\\n\", dest: ~/setup, mode: \"0600\"}\n",
+        )
+        .file(
+            "setup-Linux-blue.yml",
+            "- copy: {content: \"blue setup\\n\", dest: ~/setup, mode: \"0644\"}\n",
+        )
+        .file(
+            "item.yml",
+            "- name: a file per item
+  copy:
+    content: \"{{ prefix }} {{ idx }} {{ colour }}\\n\"
+    dest: \"~/item-{{ colour }}\"
+    mode: \"0604\"
+",
+        )
+        .file(
+            "only-h1.yml",
+            "- copy: {content: \"h1 only\\n\", dest: ~/only}\n",
+        )
+        .file("roles/role_red/tasks/extra.yml", ROLE_EXTRA)
+        .file("roles/role_blue/tasks/extra.yml", ROLE_EXTRA)
+        .file(
+            "roles/role_red/defaults/main.yml",
+            "role_default: red-default\n",
+        )
+        .file(
+            "roles/role_blue/defaults/main.yml",
+            "role_default: blue-default\n",
+        )
+        .file("roles/role_red/tasks/main.yml", "- debug: msg=red-main\n")
+        .file(
+            "roles/role_red/handlers/main.yml",
+            "- name: role_red handler\n  copy: {content: \"handled by red\\n\", dest: ~/handled}\n",
+        )
+        .file(
+            "roles/role_blue/handlers/main.yml",
+            "- name: role_blue handler\n  copy: {content: \"handled by blue\\n\", dest: ~/handled}\n",
+        )
+}
+
+#[test]
+fn includes_run_per_host_with_templated_names_loops_and_roles() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let run = include_run(&hosts);
+    let out = run.run();
+    out.assert_code(0);
+    let dir = run.dir().canonicalize().unwrap();
+    let dir = dir.display();
+    let h1 = &hosts.user("h1").home;
+    let h2 = &hosts.user("h2").home;
+    assert_file(&h1.join("setup"), b"red setup\n", 0o600);
+    assert_file(&h2.join("setup"), b"blue setup\n", 0o644);
+    for home in [h1, h2] {
+        assert_file(&home.join("item-cyan"), b"col 0 cyan\n", 0o604);
+        assert_file(&home.join("item-magenta"), b"col 1 magenta\n", 0o604);
+        assert_eq!(read(&out, home, "after-private"), "unset\n");
+        assert_eq!(read(&out, home, "after-public"), "red-default\n");
+    }
+    assert_file(&h1.join("only"), b"h1 only\n", 0o644);
+    assert!(!h2.join("only").exists());
+    assert_file(&h1.join("role-extra"), b"role_red red-default red\n", 0o640);
+    assert_file(
+        &h2.join("role-extra"),
+        b"role_blue blue-default blue\n",
+        0o640,
+    );
+
+    // Each host's own file, then the hosts that share one run its tasks together.
+    assert_contains(
+        &out,
+        &format!("included: {dir}/setup-Linux-red.yml for h1\n"),
+    );
+    assert_contains(
+        &out,
+        &format!("included: {dir}/setup-Linux-blue.yml for h2\n"),
+    );
+    assert_contains(
+        &out,
+        &format!(
+            "included: {dir}/item.yml for h1, h2 => (item=cyan)\nincluded: {dir}/item.yml for h1, h2 => (item=magenta)\n"
+        ),
+    );
+    assert_contains(&out, &format!("included: {dir}/only-h1.yml for h1\n"));
+    assert_contains(&out, "TASK [never] ***");
+    assert_contains(&out, "skipping: [h1]\nskipping: [h2]\n");
+    assert_contains(
+        &out,
+        "included: role_red for h1\nincluded: role_blue for h2\n",
+    );
+    assert_contains(&out, "TASK [role_red : copy]");
+    assert_contains(&out, "TASK [include_role : role_red] ***");
+    assert_contains(&out, "\"msg\": \"red-main\"");
+    // Handlers of a role named by a template join the play when it is included.
+    assert_contains(&out, "RUNNING HANDLER [role_red : role_red handler]");
+    assert_contains(&out, "RUNNING HANDLER [role_blue : role_blue handler]");
+    assert_eq!(read(&out, h1, "handled"), "handled by red\n");
+    assert_eq!(read(&out, h2, "handled"), "handled by blue\n");
+
+    // facts 1, includes (1 + 2 loop items + role + public role = 5, h1 one more), tasks
+    // (setup, 2 items, role copy, 2 copies, h1's only-file; debug in role_red's main),
+    // the handler; `never` is skipped.
+    let r1 = out.recap("h1");
+    assert_eq!(
+        (r1.ok, r1.changed, r1.skipped, r1.failed),
+        (1 + 6 + 8 + 1, 8, 1, 0),
+        "{}",
+        out.stdout
+    );
+    let r2 = out.recap("h2");
+    assert_eq!(
+        (r2.ok, r2.changed, r2.skipped, r2.failed),
+        (1 + 5 + 7 + 1, 7, 2, 0),
+        "{}",
+        out.stdout
+    );
+
+    let again = run.run();
+    again.assert_code(0);
+    assert_eq!(again.recap("h1").changed, 0, "{}", again.stdout);
+    assert_eq!(again.recap("h2").changed, 0, "{}", again.stdout);
+}
+
+#[test]
+fn blocks_apply_tags_and_missing_files_inside_includes() {
+    let hosts = SshHosts::start(&["h1"]);
+    let playbook = format!(
+        "{PLAY_HEAD}  tasks:
+    - include_tasks: rescued.yml
+    - name: tagged include
+      include_tasks:
+        file: tagged.yml
+        apply:
+          tags: [deploy]
+      tags: [deploy]
+    - block:
+        - include_tasks: \"{{{{ 'miss' ~ 'ing' }}}}.yml\"
+      rescue:
+        - copy: {{content: \"{{{{ ansible_failed_result.msg }}}}\\n\", dest: ~/missing-msg}}
+    - include_tasks: nowhere.yml
+    - copy: {{content: \"not reached\\n\", dest: ~/not-reached}}
+"
+    );
+    let build = || {
+        TestRun::new()
+        .playbook(&playbook)
+        .inventory(&format!("{}\n", hosts.line("h1")))
+        .file(
+            "rescued.yml",
+            "- block:
+    - command: /bin/false
+  rescue:
+    - copy: {content: \"rescued in the include\\n\", dest: ~/rescued}
+",
+        )
+        .file(
+            "tagged.yml",
+            "- copy: {content: \"applied\\n\", dest: ~/applied}\n- copy: {content: \"own\\n\", dest: ~/own-tag}\n  tags: [other]\n",
+        )
+    };
+    let out = build().args(&["--tags", "deploy,always"]).run();
+    let home = &hosts.user("h1").home;
+    // Only the tagged include ran; its `apply` tags select every task it includes.
+    assert_eq!(read(&out, home, "applied"), "applied\n");
+    assert!(!home.join("rescued").exists(), "{}", out.stdout);
+    out.assert_code(0);
+
+    let run = build();
+    let out = run.run();
+    out.assert_code(2);
+    assert_eq!(read(&out, home, "rescued"), "rescued in the include\n");
+    assert_eq!(read(&out, home, "own-tag"), "own\n");
+    let dir = run.dir().canonicalize().unwrap();
+    let msg = read(&out, home, "missing-msg");
+    assert!(
+        msg.starts_with("Could not find or access 'missing.yml' on the controller (looked for ")
+            && msg.contains(&format!("{}/missing.yml", dir.display())),
+        "{msg}"
+    );
+    assert_contains(
+        &out,
+        "fatal: [h1]: FAILED! => {\"changed\": false, \"msg\": \"Could not find or access 'nowhere.yml' on the controller",
+    );
+    assert!(!home.join("not-reached").exists());
+    let recap = out.recap("h1");
+    assert_eq!((recap.failed, recap.rescued), (1, 2), "{}", out.stdout);
+}
+
+#[test]
+fn an_include_that_never_stops_is_cut_at_the_depth_limit() {
+    let hosts = SshHosts::start(&["h1"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  tasks:\n    - include_tasks: again.yml\n"
+        ))
+        .inventory(&format!("{}\n", hosts.line("h1")))
+        .file("again.yml", "- include_tasks: again.yml\n")
+        .run();
+    out.assert_code(2);
+    assert_contains(&out, "again.yml:1:3: includes are nested more than 64 deep");
+}
+
+#[test]
+fn list_tasks_shows_the_include_and_syntax_check_reads_literal_files() {
+    let run = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  tasks:\n    - include_tasks: inc.yml\n      tags: [t]\n    - include_role: {{name: r}}\n"
+        ))
+        .inventory("h ansible_host=127.0.0.1 ansible_port=1\n")
+        .file("inc.yml", "- debug: msg=x\n")
+        .file("roles/r/tasks/main.yml", "- debug: msg=y\n");
+    let out = run.arg("--list-tasks").run();
+    out.assert_code(0);
+    assert_contains(&out, "      include_tasks\tTAGS: [t]\n");
+    assert_contains(&out, "      include_role\tTAGS: []\n");
+    let broken = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  tasks:\n    - include_tasks: inc.yml\n"
+        ))
+        .inventory("h ansible_host=127.0.0.1 ansible_port=1\n")
+        .file("inc.yml", "- debug: msg=x\n- name: bad\n  cpy: {}\n")
+        .arg("--syntax-check")
+        .run();
+    assert_ne!(broken.code, 0);
+    assert_contains(&broken, "inc.yml:3:3: couldn't resolve module/action 'cpy'");
+}
+
+/// Ansible (checked with 2.21): the include's own `when` is judged once, for the include;
+/// an enclosing block's `when` still holds for each included task, so a fact the file
+/// sets can end the rest of it. `strategy: free` gives every host its own include.
+#[test]
+fn the_includes_when_is_not_handed_down_but_its_blocks_is_and_free_runs_each_host() {
+    let hosts = SshHosts::start(&["h1", "h2"]);
+    let playbook = "- hosts: all
+  gather_facts: false
+  strategy: free
+  vars: {go: true, outer: true}
+  tasks:
+    - include_tasks: \"per-{{ inventory_hostname }}.yml\"
+      when: go
+    - block:
+        - include_tasks: blocked.yml
+      when: outer
+";
+    let per_host = "- set_fact: {go: false}\n- copy: {content: \"{{ inventory_hostname }} after\\n\", dest: ~/after}\n";
+    let run = TestRun::new()
+        .playbook(playbook)
+        .inventory(&hosts.inventory())
+        .file("per-h1.yml", per_host)
+        .file("per-h2.yml", per_host)
+        .file(
+            "blocked.yml",
+            "- set_fact: {outer: false}\n- copy: {content: \"x\\n\", dest: ~/blocked}\n",
+        );
+    let out = run.run();
+    out.assert_code(0);
+    let dir = run.dir().canonicalize().unwrap();
+    for name in ["h1", "h2"] {
+        let home = &hosts.user(name).home;
+        assert_eq!(read(&out, home, "after"), format!("{name} after\n"));
+        assert!(!home.join("blocked").exists(), "{}", out.stdout);
+        assert_contains(
+            &out,
+            &format!("included: {}/per-{name}.yml for {name}\n", dir.display()),
+        );
+        // 2 includes, 2 set_facts, the copy; the blocked copy is skipped.
+        let recap = out.recap(name);
+        assert_eq!(
+            (recap.ok, recap.changed, recap.skipped),
+            (5, 1, 1),
+            "{}",
+            out.stdout
+        );
+    }
+}

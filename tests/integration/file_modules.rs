@@ -1,0 +1,159 @@
+//! What roles do with files beyond writing one: `owner`/`group` on copy, template and file,
+//! the `stat` module, and `copy` of a whole directory, checked on the target.
+
+use std::os::unix::fs::MetadataExt;
+
+use crate::support::hosts::SshHosts;
+use crate::support::run::{PLAY_HEAD, TestRun, assert_contains, assert_file, recap};
+
+/// An inventory line logging in as root with the fixture's key (the sshd permits it).
+fn root_line(hosts: &SshHosts, name: &str) -> String {
+    hosts.line(name).replace(
+        &format!("ansible_user={}", hosts.user(name).name),
+        "ansible_user=root",
+    )
+}
+
+fn ids_of(name: &str) -> (u32, u32) {
+    let out = std::process::Command::new("id").arg(name).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let field = |key: &str| -> u32 {
+        let rest = text.split(key).nth(1).unwrap();
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    (field("uid="), field("gid="))
+}
+
+#[test]
+fn owner_and_group_as_root_then_nothing_changes_and_stat_reports_them() {
+    let hosts = SshHosts::start(&["h"]);
+    let account = &hosts.user("h").name;
+    let (uid, gid) = ids_of(account);
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("etc-app");
+    let playbook = format!(
+        "{PLAY_HEAD}  tasks:
+    - file: path={dir} state=directory owner={account} group={account} mode=0750
+    - copy:
+        content: \"key=1\\n\"
+        dest: {dir}/app.conf
+        owner: {account}
+        group: {gid}
+        mode: '0640'
+    - template: src=app.j2 dest={dir}/rendered.conf owner={uid} group=root mode=0600
+    - stat: path={dir}/app.conf
+      register: st
+    - stat: path={dir}/nothing-here
+      register: missing
+    - assert:
+        that:
+          - st.stat.exists and st.stat.isreg and not st.stat.isdir
+          - st.stat.pw_name == '{account}'
+          - st.stat.uid == {uid} and st.stat.gid == {gid}
+          - st.stat.mode == '0640'
+          - st.stat.rusr and st.stat.rgrp and not st.stat.roth
+          - not missing.stat.exists
+",
+        dir = dir.display()
+    );
+    let run = TestRun::new()
+        .playbook(&playbook)
+        .inventory(&format!("{}\n", root_line(&hosts, "h")))
+        .file("templates/app.j2", "owner={{ ansible_user }}\n");
+
+    let first = run.run();
+    first.assert_code(0);
+    assert_eq!(first.recap("h"), recap(6, 3), "{}", first.stdout);
+    let meta = |name: &str| std::fs::metadata(dir.join(name)).unwrap();
+    assert_eq!((meta("").uid(), meta("").gid()), (uid, gid));
+    assert_eq!((meta("app.conf").uid(), meta("app.conf").gid()), (uid, gid));
+    assert_eq!(
+        (meta("rendered.conf").uid(), meta("rendered.conf").gid()),
+        (uid, 0)
+    );
+    assert_file(&dir.join("app.conf"), b"key=1\n", 0o640);
+    assert_file(&dir.join("rendered.conf"), b"owner=root\n", 0o600);
+
+    let second = run.run();
+    second.assert_code(0);
+    assert_eq!(second.recap("h"), recap(6, 0), "{}", second.stdout);
+
+    // Someone chowned the file back: the next run puts the owner right, content untouched.
+    std::os::unix::fs::chown(dir.join("app.conf"), Some(0), Some(0)).unwrap();
+    let third = run.run();
+    assert_eq!(third.recap("h"), recap(6, 1), "{}", third.stdout);
+    assert_eq!(meta("app.conf").uid(), uid);
+}
+
+#[test]
+fn an_unknown_owner_or_a_refused_chown_fails_the_task_with_ansibles_words() {
+    let hosts = SshHosts::start(&["h"]);
+    let home = hosts.user("h").home.clone();
+    let playbook = format!(
+        "{PLAY_HEAD}  tasks:
+    - copy: content=x dest=~/a owner=no-such-user-anywhere
+      ignore_errors: true
+    - copy: content=x dest=~/b owner=root
+"
+    );
+    let out = TestRun::new()
+        .playbook(&playbook)
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(2);
+    assert_contains(
+        &out,
+        "chown failed: failed to look up user no-such-user-anywhere",
+    );
+    assert_contains(&out, "chown failed: Operation not permitted");
+    assert!(
+        !home.join("a").exists(),
+        "nothing is written for an unknown owner"
+    );
+    assert!(
+        !home.join("b").exists(),
+        "a refused chown leaves no file behind"
+    );
+}
+
+#[test]
+fn a_directory_src_copies_the_tree_in_one_go_then_nothing_changes() {
+    let hosts = SshHosts::start(&["h"]);
+    let home = hosts.user("h").home.clone();
+    let playbook = format!(
+        "{PLAY_HEAD}  tasks:
+    - name: the directory's contents
+      copy: src=conf.d/ dest=~/etc/app mode=0640 directory_mode=0750
+    - name: the directory itself
+      copy: src=conf.d dest=~/etc/
+"
+    );
+    let run = TestRun::new()
+        .playbook(&playbook)
+        .inventory(&hosts.inventory())
+        .file("files/conf.d/a.conf", "a = 1\n")
+        .file("files/conf.d/z.conf", "z = 26\n")
+        .file("files/conf.d/sub/deep.conf", "deep\n");
+
+    let first = run.run();
+    first.assert_code(0);
+    assert_eq!(first.recap("h"), recap(2, 2), "{}", first.stdout);
+    assert_file(&home.join("etc/app/a.conf"), b"a = 1\n", 0o640);
+    assert_file(&home.join("etc/app/sub/deep.conf"), b"deep\n", 0o640);
+    let dir_mode = |p: &str| std::fs::metadata(home.join(p)).unwrap().mode() & 0o7777;
+    assert_eq!(dir_mode("etc/app/sub"), 0o750);
+    assert_file(&home.join("etc/conf.d/z.conf"), b"z = 26\n", 0o644);
+    assert_file(&home.join("etc/conf.d/sub/deep.conf"), b"deep\n", 0o644);
+
+    let second = run.run();
+    assert_eq!(second.recap("h"), recap(2, 0), "{}", second.stdout);
+
+    std::fs::write(home.join("etc/app/z.conf"), "edited\n").unwrap();
+    let third = run.run();
+    assert_eq!(third.recap("h"), recap(2, 1), "{}", third.stdout);
+    assert_file(&home.join("etc/app/z.conf"), b"z = 26\n", 0o640);
+}

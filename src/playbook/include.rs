@@ -877,7 +877,41 @@ impl Loader<'_> {
         let mut name: Option<&Node> = None;
         let mut from: [Option<String>; 4] = Default::default();
         let mut public = false;
+        let mut kv_forms = Vec::new();
         for node in [Some(value), extra_args].into_iter().flatten() {
+            // `import_role: name=web tasks_from=x`, Ansible's k=v form of the mapping.
+            if let Value::Str(text) = &node.value {
+                let parsed = super::parse_kv(text, None);
+                if !parsed.raw.trim().is_empty() {
+                    return Err(self.err(
+                        node.span,
+                        format!(
+                            "{kind} takes name=... arguments, got '{}'",
+                            parsed.raw.trim()
+                        ),
+                        Some(format!(
+                            "write `{kind}: name=role_name` or `name: role_name` under it"
+                        )),
+                    ));
+                }
+                let at = |text: String| Node {
+                    value: Value::Str(text),
+                    span: node.span,
+                };
+                kv_forms.push(Node {
+                    value: Value::Map(
+                        parsed
+                            .pairs
+                            .into_iter()
+                            .map(|(k, v)| (at(k), at(v)))
+                            .collect(),
+                    ),
+                    span: node.span,
+                });
+            }
+        }
+        let given = [Some(value), extra_args].into_iter().flatten();
+        for node in given.filter(|n| n.as_str().is_none()).chain(&kv_forms) {
             let Some(pairs) = node.as_map() else {
                 return Err(self.err(
                     node.span,
@@ -2038,6 +2072,27 @@ mod tests {
         let play = load(&dir).unwrap().plays.remove(0);
         assert_eq!(names(&play.tasks), ["a", "a", "d", "d"]);
         assert_eq!(play.tasks[1].when, ["x"]);
+    }
+
+    /// ansible-playbook 2.21 (checked) takes `import_role`'s arguments as k=v too.
+    #[test]
+    fn import_role_takes_key_value_arguments() {
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- hosts: all\n  tasks:\n    - import_role: name=web tasks_from=other\n",
+            ),
+            ("roles/web/tasks/other.yml", "- name: other\n  ping:\n"),
+        ]);
+        let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
+        assert_eq!(names(&play.tasks), ["other"]);
+        std::fs::write(
+            dir.path().join("site.yml"),
+            "- hosts: all\n  tasks:\n    - import_role: web\n",
+        )
+        .unwrap();
+        let e = load(&dir).unwrap_err();
+        assert_eq!(e.message, "import_role takes name=... arguments, got 'web'");
     }
 
     /// ansible-playbook 2.21 (checked): a role entry's `tags` go to every task of the role

@@ -380,12 +380,7 @@ async fn walk(
             }
             continue;
         }
-        for unsupported in &task.unsupported {
-            ctx.emit(Event::Warning(format!(
-                "{}: '{unsupported}' is not supported yet and was ignored",
-                task.location
-            )));
-        }
+        ctx.warn_unsupported(task);
         run_task_on(run, TaskRef::Synthetic(task.clone()), runners.clone()).await;
         if failures_end_the_play(play, task, run.hosts, &runners) {
             for host in run.hosts {

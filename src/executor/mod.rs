@@ -177,9 +177,28 @@ pub(crate) struct RunContext {
     pub public_roles: Mutex<Vec<Arc<crate::playbook::RoleInfo>>>,
     /// Handlers of roles the current play included at run time, after the play's own.
     pub dynamic_handlers: Mutex<Vec<Arc<crate::playbook::Task>>>,
+    /// Task keywords already warned about: once per run is enough to be told.
+    warned_keywords: Mutex<std::collections::HashSet<String>>,
 }
 
 impl RunContext {
+    /// Warns about the task's keywords that turbo-play ignores, the first time each is met.
+    pub fn warn_unsupported(&self, task: &crate::playbook::Task) {
+        for keyword in &task.unsupported {
+            let first = self
+                .warned_keywords
+                .lock()
+                .expect("warned lock")
+                .insert(keyword.clone());
+            if first {
+                self.emit(Event::Warning(format!(
+                    "{}: '{keyword}' is not supported yet and was ignored (said once per run)",
+                    task.location
+                )));
+            }
+        }
+    }
+
     pub fn emit(&self, event: Event) {
         // The reporter outlives the run; a closed channel only means output is gone.
         let _ = self.events.send(event);
@@ -325,6 +344,7 @@ pub async fn run_playbooks(
         includes: Default::default(),
         public_roles: Mutex::default(),
         dynamic_handlers: Mutex::default(),
+        warned_keywords: Mutex::default(),
     });
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));
@@ -578,12 +598,7 @@ async fn run_batch(
             }
             continue;
         }
-        for unsupported in &task.unsupported {
-            ctx.emit(Event::Warning(format!(
-                "{}: '{unsupported}' is not supported yet and was ignored",
-                task.location
-            )));
-        }
+        ctx.warn_unsupported(task);
         run_task_on(&run, TaskRef::Task(task_index), runners.clone()).await;
         if failures_end_the_play(play, task, hosts, &runners) {
             for host in hosts {
@@ -675,6 +690,7 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
                     }
                     continue;
                 }
+                ctx.warn_unsupported(task);
                 run_task_on(&own, TaskRef::Task(task_index), runners).await;
             }
         });

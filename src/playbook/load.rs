@@ -66,7 +66,8 @@ const PLAY_KEYS: &[&str] = &[
     "ignore_unreachable",
 ];
 
-/// Task keywords loaded and ignored for now (they do not change what a task does here).
+/// Task keywords loaded and not acted on: `become` (warned about when true, see
+/// `Loader::task`) and keywords that do not change what a task does here.
 pub(super) const IGNORED_TASK_KEYS: &[&str] = &[
     "become",
     "become_user",
@@ -929,6 +930,11 @@ impl Loader<'_> {
                             terms,
                         },
                     })?
+                }
+                // Running as the login user when `become` asks for another changes what
+                // a task can do: say so (`become: false` changes nothing).
+                "become" if !matches!(v.value, Value::Bool(false)) => {
+                    unsupported.push(key.to_string())
                 }
                 _ if IGNORED_TASK_KEYS.contains(&key) => {}
                 _ if UNSUPPORTED_TASK_KEYS.contains(&key) => {

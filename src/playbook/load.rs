@@ -195,6 +195,10 @@ pub struct LoadOptions {
     /// ansible.cfg `roles_path` / `ANSIBLE_ROLES_PATH`: searched for roles after `roles/`
     /// beside the playbook and before the playbook's own directory.
     pub roles_path: Vec<PathBuf>,
+    /// ansible.cfg `collections_path` / `ANSIBLE_COLLECTIONS_PATH`: where
+    /// `namespace.collection.role` names are found (after `collections/` beside the
+    /// playbook).
+    pub collections_path: Vec<PathBuf>,
 }
 
 /// Keeps the first of each repeated tag.

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::template::{Templar, TemplateError};
 
+mod collections;
 mod include;
 mod keywords;
 mod kv;
@@ -17,6 +18,7 @@ mod load;
 mod loops;
 mod tags;
 
+pub use collections::{default_collections_path, split_role_fqcn};
 pub use include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};

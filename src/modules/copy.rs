@@ -25,7 +25,7 @@ impl Module for Copy {
 
     fn arg_names(&self) -> &'static [&'static str] {
         &[
-            "src", "content", "dest", "mode", "owner", "group", "force", "backup",
+            "src", "content", "dest", "mode", "owner", "group", "force", "backup", "validate",
         ]
     }
 
@@ -35,13 +35,8 @@ impl Module for Copy {
         // Backups are accepted so playbooks load; the agent's atomic rename keeps no copy.
         arg_bool(args, "backup", false)?;
         let (dest, bytes) = self.resolve(args, ctx)?;
-        Ok(Plan::Remote(ensure_file_op(
-            dest,
-            bytes,
-            mode,
-            ownership(args)?,
-            force,
-        )))
+        let op = ensure_file_op(dest, bytes, mode, ownership(args)?, force);
+        Ok(Plan::Remote(with_validate(op, args)?))
     }
 
     fn content(
@@ -111,6 +106,27 @@ fn inline_content(args: &ModuleArgs) -> Result<Option<Vec<u8>>, ModuleError> {
     })
 }
 
+/// `validate`: the command that must accept the new content (at `%s`) before it replaces
+/// the file, split into words as Ansible splits it (no shell).
+pub(super) fn with_validate(op: Op, args: &ModuleArgs) -> Result<Op, ModuleError> {
+    let Some(command) = arg_str(args, "validate")? else {
+        return Ok(op);
+    };
+    if !command.contains("%s") {
+        return Err(ModuleError::Invalid(format!(
+            "validate must contain %s: {command}"
+        )));
+    }
+    let words = crate::shell_words::split(&command).map_err(ModuleError::Invalid)?;
+    Ok(match op {
+        Op::EnsureFile(file) => Op::EnsureFile(EnsureFile {
+            validate: Some(words),
+            ..file
+        }),
+        other => other,
+    })
+}
+
 /// A `dest` ending in `/` is a directory: the file keeps the source's name.
 pub(super) fn dest_for_src(dest: &str, src: &str) -> String {
     if dest.ends_with('/') {
@@ -142,6 +158,7 @@ pub(super) fn ensure_file_op(
         mode,
         force,
         owner,
+        validate: None,
     })
 }
 
@@ -218,6 +235,7 @@ mod tests {
             mode,
             force,
             owner: Ownership::default(),
+            validate: None,
         }))
     }
 
@@ -238,6 +256,28 @@ mod tests {
                 group: Some("0".into()),
             }
         );
+    }
+
+    #[test]
+    fn validate_travels_as_words_and_must_name_the_file() {
+        let planned = plan(
+            json!({"content": "x", "dest": "/etc/x", "validate": "/usr/sbin/visudo -cf '%s'"}),
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
+        let Plan::Remote(Op::EnsureFile(f)) = planned else {
+            panic!("{planned:?}")
+        };
+        assert_eq!(
+            f.validate,
+            Some(vec!["/usr/sbin/visudo".into(), "-cf".into(), "%s".into()])
+        );
+        let err = plan(
+            json!({"content": "x", "dest": "/etc/x", "validate": "visudo -c"}),
+            Path::new("/nonexistent"),
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "validate must contain %s: visudo -c");
     }
 
     #[test]

@@ -2313,7 +2313,7 @@ failed_when: false
         ));
         assert_eq!(
             e.message,
-            "Unsupported parameters for (copy) module: ownr. Supported parameters include: backup, content, dest, force, group, mode, owner, src."
+            "Unsupported parameters for (copy) module: ownr. Supported parameters include: backup, content, dest, force, group, mode, owner, src, validate."
         );
         assert_eq!(e.span, Some(Span { line: 6, column: 9 }));
         let e = err(&play(

@@ -854,6 +854,7 @@ mod tests {
                 mode: None,
                 force: true,
                 owner: Default::default(),
+                validate: None,
             })
         );
     }

@@ -503,13 +503,21 @@ pipelining = True
             [d.cwd.join("colls"), d.home.join("more")]
         );
         let d = dirs(Some("[defaults]\ncollections_path = /a\n"), None);
-        assert_eq!(load(&d, &[]).unwrap().collections_path, [PathBuf::from("/a")]);
+        assert_eq!(
+            load(&d, &[]).unwrap().collections_path,
+            [PathBuf::from("/a")]
+        );
         let c = load(&d, &[("ANSIBLE_COLLECTIONS_PATH", "/e1:/e2")]).unwrap();
         assert_eq!(
             c.collections_path,
             [PathBuf::from("/e1"), PathBuf::from("/e2")]
         );
-        assert!(load(&dirs(None, None), &[]).unwrap().collections_path.is_empty());
+        assert!(
+            load(&dirs(None, None), &[])
+                .unwrap()
+                .collections_path
+                .is_empty()
+        );
     }
 
     #[test]

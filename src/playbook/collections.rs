@@ -107,7 +107,11 @@ mod tests {
         );
         assert_eq!(
             default_collections_path(Some(Path::new("/home/u"))),
-            ["/home/u/.ansible/collections", "/usr/share/ansible/collections"].map(PathBuf::from)
+            [
+                "/home/u/.ansible/collections",
+                "/usr/share/ansible/collections"
+            ]
+            .map(PathBuf::from)
         );
     }
 

@@ -404,7 +404,10 @@ impl Loader<'_> {
         if let Some((_, found)) = searched.iter().find(|(_, candidate)| candidate.is_dir()) {
             return Ok(found.clone());
         }
-        let places: Vec<String> = searched.iter().map(|(p, _)| p.display().to_string()).collect();
+        let places: Vec<String> = searched
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
         let help = match fqcn {
             Some((namespace, collection, role)) => format!(
                 "install the collection {namespace}.{collection} into a directory of \
@@ -2002,7 +2005,10 @@ mod tests {
                 "- hosts: all\n  roles: [ns.coll.app]\n  tasks:\n    - include_role: {name: ns.coll.helper}\n",
             ),
             // A short name inside the collection means the collection's role, not this.
-            ("roles/base/tasks/main.yml", "- name: playbook base\n  ping:\n"),
+            (
+                "roles/base/tasks/main.yml",
+                "- name: playbook base\n  ping:\n",
+            ),
         ]);
         let options = LoadOptions {
             collections_path: vec![colls.path().to_path_buf()],
@@ -2012,7 +2018,12 @@ mod tests {
         let play = &pb[0].plays[0];
         assert_eq!(
             names(&play.tasks),
-            ["collection base", "app", "collection helper", "include_role"]
+            [
+                "collection base",
+                "app",
+                "collection helper",
+                "include_role"
+            ]
         );
         let app = play.tasks[1].role.as_ref().unwrap();
         assert_eq!(
@@ -2032,7 +2043,9 @@ mod tests {
             "{err}"
         );
         assert!(
-            err.contains("help: install the collection ns.coll into a directory of collections_path"),
+            err.contains(
+                "help: install the collection ns.coll into a directory of collections_path"
+            ),
             "{err}"
         );
     }

@@ -313,7 +313,9 @@ fn run_validator(argv: &[String], temp: &Path) -> io::Result<()> {
         format!(
             "failed to validate: {} exited with {}{}{detail}",
             argv.join(" "),
-            out.status.code().map_or("a signal".into(), |c| c.to_string()),
+            out.status
+                .code()
+                .map_or("a signal".into(), |c| c.to_string()),
             if detail.is_empty() { "" } else { ": " }
         ),
     ))

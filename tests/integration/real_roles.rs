@@ -211,3 +211,13 @@ fn grafana_otel_collector_role_writes_the_same_config_as_ansible() {
         &[Fetched::Collection("grafana", "grafana.grafana")],
     );
 }
+
+/// The same role included at run time by its collection name, with a minimal
+/// configuration (the template's empty sections left out).
+#[test]
+fn grafana_otel_collector_role_included_at_run_time_writes_the_same_config_as_ansible() {
+    run_scenario(
+        "otel-collector-include",
+        &[Fetched::Collection("grafana", "grafana.grafana")],
+    );
+}

@@ -619,12 +619,27 @@ impl Loader<'_> {
         from: Option<&str>,
     ) -> Result<serde_json::Map<String, Json>, LoadError> {
         let Some(source) = read_role_file(dir, sub, from)? else {
-            return Ok(Default::default());
+            // `defaults/main/` (or `vars/<from>/`) as a directory: every file in it, in
+            // sorted order, later ones winning, as Ansible reads it.
+            let mut merged = serde_json::Map::new();
+            for file in role_vars_dir_files(&dir.join(sub).join(from.unwrap_or("main"))) {
+                let source = Source::read(&file)?;
+                merged.extend(self.role_vars_source(&source, sub)?);
+            }
+            return Ok(merged);
         };
+        self.role_vars_source(&source, sub)
+    }
+
+    fn role_vars_source(
+        &self,
+        source: &Source,
+        sub: &str,
+    ) -> Result<serde_json::Map<String, Json>, LoadError> {
         let root = source.parse()?;
         match &root.value {
-            Value::Map(_) | Value::Null => self.child(&source).mapping(&root, sub),
-            _ => Err(self.child(&source).err(
+            Value::Map(_) | Value::Null => self.child(source).mapping(&root, sub),
+            _ => Err(self.child(source).err(
                 root.span,
                 format!(
                     "a role's {sub} file must be a mapping of variables, got {}",
@@ -1342,6 +1357,36 @@ fn read_role_file(dir: &Path, sub: &str, name: Option<&str>) -> Result<Option<So
     Ok(None)
 }
 
+/// The variables files in a role's `defaults/main/`-style directory, as Ansible lists
+/// them: sorted by name, subdirectories (without an extension) searched in place, hidden
+/// files and `~` backups skipped, only `.yml`, `.yaml`, `.json` or no extension.
+fn role_vars_dir_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<std::ffi::OsString> = entries.flatten().map(|e| e.file_name()).collect();
+    names.sort();
+    let mut files = Vec::new();
+    for name in names {
+        let text = name.to_string_lossy();
+        if text.starts_with('.') || text.ends_with('~') {
+            continue;
+        }
+        let path = dir.join(&name);
+        let ext = path.extension().map(|e| e.to_string_lossy().into_owned());
+        if path.is_dir() && ext.is_none() {
+            files.extend(role_vars_dir_files(&path));
+        } else if path.is_file()
+            && ext
+                .as_deref()
+                .is_none_or(|e| matches!(e, "yml" | "yaml" | "json"))
+        {
+            files.push(path);
+        }
+    }
+    files
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::load::{load_playbook, load_playbooks};
@@ -2048,6 +2093,28 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn role_defaults_and_vars_may_be_directories_of_files() {
+        let dir = tree(&[
+            ("site.yml", "- hosts: all\n  roles: [r]\n"),
+            ("roles/r/tasks/main.yml", "- ping:\n"),
+            ("roles/r/defaults/main/a.yml", "a: 1\nshared: a\n"),
+            ("roles/r/defaults/main/b.yaml", "b: 2\nshared: b\n"),
+            ("roles/r/defaults/main/c/d.yml", "d: 4\nshared: d\n"),
+            ("roles/r/defaults/main/.hidden.yml", "hidden: 1\n"),
+            ("roles/r/defaults/main/notes.txt", "txt: 1\n"),
+            ("roles/r/defaults/main/e.yml~", "backup: 1\n"),
+            ("roles/r/vars/main/v.yml", "v: 1\n"),
+        ]);
+        let pb = load(&dir).unwrap();
+        let role = pb.plays[0].tasks[0].role.as_ref().unwrap();
+        assert_eq!(
+            Json::Object(role.defaults.clone()),
+            json!({"a": 1, "shared": "d", "b": 2, "d": 4})
+        );
+        assert_eq!(Json::Object(role.vars.clone()), json!({"v": 1}));
     }
 
     #[test]

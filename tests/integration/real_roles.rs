@@ -221,3 +221,13 @@ fn grafana_otel_collector_role_included_at_run_time_writes_the_same_config_as_an
         &[Fetched::Collection("grafana", "grafana.grafana")],
     );
 }
+
+/// dellemc.openmanage's idrac_os_deployment role rendering RHEL 8/9/10 and ESXi 8
+/// kickstart files, once per server through a looped include_role by collection name.
+#[test]
+fn dell_idrac_os_deployment_role_writes_the_same_kickstart_files_as_ansible() {
+    run_scenario(
+        "dell-kickstart",
+        &[Fetched::Collection("openmanage", "dellemc.openmanage")],
+    );
+}

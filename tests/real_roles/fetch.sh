@@ -18,6 +18,7 @@ downloads="$dest/downloads"
 ROLES=(
     "chrony|ansible-role-chrony==1.3.0|865f0f34689b10497f7cd29c603dd6cd027f169c9a73dd1c8fe0b8b08cd513c7|ansible_role_chrony-1.3.0.data/data/share/ansible/roles/chrony|roles/chrony|ansible_role_chrony-1.3.0.dist-info/LICENSE"
     "grafana|ansible==14.5.0|245623ccc2d31d0f6f4bdb63168d550cad305fb032cc43d96e8f61ce8ab0ba84|ansible_collections/grafana/grafana|ansible_collections/grafana/grafana|ansible_collections/grafana/grafana/LICENSE"
+    "openmanage|ansible==14.5.0|245623ccc2d31d0f6f4bdb63168d550cad305fb032cc43d96e8f61ce8ab0ba84|ansible_collections/dellemc/openmanage|ansible_collections/dellemc/openmanage|ansible_collections/dellemc/openmanage/LICENSE"
 )
 
 sha256() { sha256sum "$1" | cut -d' ' -f1; }

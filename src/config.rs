@@ -23,6 +23,9 @@ pub struct Config {
     /// `[defaults] roles_path` / `ANSIBLE_ROLES_PATH`: colon-separated directories where
     /// roles are searched after `roles/` beside the playbook.
     pub roles_path: Vec<PathBuf>,
+    /// `[defaults] collections_path` / `ANSIBLE_COLLECTIONS_PATH` (or their older plural
+    /// spellings): colon-separated directories holding `ansible_collections/`.
+    pub collections_path: Vec<PathBuf>,
     pub host_key_checking: Option<bool>,
     pub private_key_file: Option<PathBuf>,
     /// Connection timeout in seconds.
@@ -221,6 +224,16 @@ impl Config {
         }
         if let Some((value, origin)) = setting("ANSIBLE_ROLES_PATH", "roles_path") {
             config.roles_path = value
+                .split(':')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(|p| resolve_path(p, &origin.base, home))
+                .collect();
+        }
+        if let Some((value, origin)) = setting("ANSIBLE_COLLECTIONS_PATH", "collections_path")
+            .or_else(|| setting("ANSIBLE_COLLECTIONS_PATHS", "collections_paths"))
+        {
+            config.collections_path = value
                 .split(':')
                 .map(str::trim)
                 .filter(|p| !p.is_empty())
@@ -476,6 +489,35 @@ pipelining = True
         assert_eq!(c.private_key_file, Some(d.home.join(".ssh/deploy_key")));
         assert_eq!(c.timeout, Some(30));
         assert!(c.warnings.is_empty());
+    }
+
+    #[test]
+    fn collections_path_in_either_spelling() {
+        let d = dirs(
+            Some("[defaults]\ncollections_paths = ./colls:~/more\n"),
+            None,
+        );
+        let c = load(&d, &[]).unwrap();
+        assert_eq!(
+            c.collections_path,
+            [d.cwd.join("colls"), d.home.join("more")]
+        );
+        let d = dirs(Some("[defaults]\ncollections_path = /a\n"), None);
+        assert_eq!(
+            load(&d, &[]).unwrap().collections_path,
+            [PathBuf::from("/a")]
+        );
+        let c = load(&d, &[("ANSIBLE_COLLECTIONS_PATH", "/e1:/e2")]).unwrap();
+        assert_eq!(
+            c.collections_path,
+            [PathBuf::from("/e1"), PathBuf::from("/e2")]
+        );
+        assert!(
+            load(&dirs(None, None), &[])
+                .unwrap()
+                .collections_path
+                .is_empty()
+        );
     }
 
     #[test]

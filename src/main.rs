@@ -67,12 +67,17 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                 format!("the playbook: {} could not be found", path.display()),
             ));
         }
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
         let options = LoadOptions {
             roles_path: if config.roles_path.is_empty() {
-                let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
                 LoadOptions::default_roles_path(home.as_deref())
             } else {
                 config.roles_path.clone()
+            },
+            collections_path: if config.collections_path.is_empty() {
+                turbo_play::playbook::default_collections_path(home.as_deref())
+            } else {
+                config.collections_path.clone()
             },
         };
         let loaded =

@@ -153,6 +153,7 @@ fn hello_batches_exec_and_clean_exit() {
                         mode: None,
                         force: true,
                         owner: Default::default(),
+                        validate: None,
                     })
                 })
                 .collect(),
@@ -267,6 +268,7 @@ fn digest_then_chunked_upload_over_the_wire() {
             mode: Some(turbo_proto::FileMode::Symbolic("u=rw,go=".into())),
             force: true,
             owner: Default::default(),
+            validate: None,
         })
     };
     let digest = FileContent::Digest {

@@ -329,10 +329,15 @@ impl PlayRun<'_> {
                     .map(|h| (TaskRef::Synthetic(h.clone()), &**h)),
             )
             .collect();
+        // A name reaches only the last handler loaded under it (it shadows the earlier
+        // ones, as Ansible documents); a `listen` topic reaches every listener.
+        let reaches = |name: &str, at: usize| -> bool {
+            let handler = all[at].1;
+            handler.listens_to(name)
+                || (handler.is_named(name) && !all[at + 1..].iter().any(|(_, h)| h.is_named(name)))
+        };
         for (index, (task_ref, handler)) in all.iter().enumerate() {
             let handler = *handler;
-            let answers = |name: &String, h: &Task| h.answers_to(name);
-            let later: Vec<&Task> = all[index + 1..].iter().map(|(_, h)| *h).collect();
             let mut targets = Vec::new();
             for host in self.hosts {
                 let eligible = {
@@ -341,12 +346,13 @@ impl PlayRun<'_> {
                     !out || (force && !unreachable)
                 };
                 let mut flow = host.flow.lock().expect("flow lock");
-                if flow.ended || !flow.notified.iter().any(|n| answers(n, handler)) {
+                if flow.ended || !flow.notified.iter().any(|n| reaches(n, index)) {
                     continue;
                 }
                 // A name stays notified while a later handler still answers to it.
-                flow.notified
-                    .retain(|n| !answers(n, handler) || later.iter().any(|h| answers(n, h)));
+                flow.notified.retain(|n| {
+                    !reaches(n, index) || (index + 1..all.len()).any(|later| reaches(n, later))
+                });
                 if eligible {
                     targets.push(host.clone());
                 }

@@ -61,6 +61,19 @@ pub(crate) async fn run(
         Some(failed) => minijinja::context! { ..minijinja::Value::from_serialize(failed), ..base },
         None => base,
     };
+    // `no_log`/`ignore_errors` written as templates are decided here, per host.
+    let decided;
+    let task = match task.with_switches_decided(&ctx.templar, &base) {
+        Ok(None) => task,
+        Ok(Some(t)) => {
+            decided = t;
+            &decided
+        }
+        Err(message) => {
+            finish_task(ctx, task, host, None, TaskOutcome::failed(message), &[]);
+            return;
+        }
+    };
     let attempts = match Attempts::of(task, &ctx.templar, &base) {
         Ok(a) => a,
         Err(message) => {

@@ -137,7 +137,11 @@ pub fn task_vars(
     extend(&mut vars, &magic);
     if let Some(role) = &task.role {
         let path = Value::from(role.path.display().to_string());
-        vars.insert("role_name".into(), Value::from(role.name.clone()));
+        // A collection's role: `role_name` is its short name, `ansible_role_name` the
+        // namespace.collection.role one, as in Ansible.
+        let short =
+            crate::playbook::split_role_fqcn(&role.name).map_or(role.name.as_str(), |n| n.2);
+        vars.insert("role_name".into(), Value::from(short));
         vars.insert("ansible_role_name".into(), Value::from(role.name.clone()));
         vars.insert("role_path".into(), path);
     }

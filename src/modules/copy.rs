@@ -38,6 +38,7 @@ impl Module for Copy {
             "force",
             "backup",
             "remote_src",
+            "validate",
         ]
     }
 
@@ -66,7 +67,7 @@ impl Module for Copy {
                 tree_op(&root, &spec)?
             }
         };
-        Ok(Plan::Remote(op))
+        Ok(Plan::Remote(with_validate(op, args)?))
     }
 
     fn content(
@@ -156,6 +157,33 @@ fn inline_content(args: &ModuleArgs) -> Result<Option<Vec<u8>>, ModuleError> {
     })
 }
 
+/// `validate`: the command that must accept the new content (at `%s`) before it replaces
+/// the file, split into words as Ansible splits it (no shell).
+pub(super) fn with_validate(op: Op, args: &ModuleArgs) -> Result<Op, ModuleError> {
+    let Some(command) = arg_str(args, "validate")? else {
+        return Ok(op);
+    };
+    if !command.contains("%s") {
+        return Err(ModuleError::Invalid(format!(
+            "validate must contain %s: {command}"
+        )));
+    }
+    let words = crate::shell_words::split(&command).map_err(ModuleError::Invalid)?;
+    Ok(validating(op, &words))
+}
+
+/// Every file op in `op` (a directory copy's batch holds many) checked by `words`.
+fn validating(op: Op, words: &[String]) -> Op {
+    match op {
+        Op::EnsureFile(file) => Op::EnsureFile(EnsureFile {
+            validate: Some(words.to_vec()),
+            ..file
+        }),
+        Op::Batch(ops) => Op::Batch(ops.into_iter().map(|op| validating(op, words)).collect()),
+        other => other,
+    }
+}
+
 /// A `dest` ending in `/` is a directory: the file keeps the source's name.
 pub(super) fn dest_for_src(dest: &str, src: &str) -> String {
     if dest.ends_with('/') {
@@ -187,6 +215,7 @@ pub(super) fn ensure_file_op(
         mode,
         force,
         owner,
+        validate: None,
     })
 }
 
@@ -263,6 +292,7 @@ mod tests {
             mode,
             force,
             owner: Ownership::default(),
+            validate: None,
         }))
     }
 
@@ -283,6 +313,28 @@ mod tests {
                 group: Some("0".into()),
             }
         );
+    }
+
+    #[test]
+    fn validate_travels_as_words_and_must_name_the_file() {
+        let planned = plan(
+            json!({"content": "x", "dest": "/etc/x", "validate": "/usr/sbin/visudo -cf '%s'"}),
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
+        let Plan::Remote(Op::EnsureFile(f)) = planned else {
+            panic!("{planned:?}")
+        };
+        assert_eq!(
+            f.validate,
+            Some(vec!["/usr/sbin/visudo".into(), "-cf".into(), "%s".into()])
+        );
+        let err = plan(
+            json!({"content": "x", "dest": "/etc/x", "validate": "visudo -c"}),
+            Path::new("/nonexistent"),
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "validate must contain %s: visudo -c");
     }
 
     #[test]
@@ -372,6 +424,27 @@ mod tests {
             panic!("a directory src is one batch of ops")
         };
         assert!(matches!(&ops[0], Op::EnsurePath(p) if p.path == "/x/files"));
+        // validate checks every file of a directory copy.
+        let Plan::Remote(Op::Batch(ops)) = plan(
+            json!({"src": "files", "dest": "/x", "validate": "/bin/true %s"}),
+            dir.path(),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        let files: Vec<_> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::EnsureFile(f) => Some(f.validate.clone()),
+                _ => None,
+            })
+            .collect();
+        assert!(!files.is_empty());
+        assert!(
+            files
+                .iter()
+                .all(|v| v.as_deref() == Some(&["/bin/true".to_string(), "%s".to_string()][..]))
+        );
     }
 
     #[test]

@@ -76,6 +76,7 @@ pub(super) fn tree_op(root: &Path, spec: &TreeSpec) -> Result<Op, ModuleError> {
             mode: spec.mode.clone(),
             force: spec.force,
             owner: spec.owner.clone(),
+            validate: None,
         }));
     }
     Ok(Op::Batch(ops))

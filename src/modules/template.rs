@@ -4,7 +4,7 @@
 use serde_json::Value;
 use turbo_proto::OpResult;
 
-use super::copy::{dest_for_src, ensure_file_op, file_result};
+use super::copy::{dest_for_src, ensure_file_op, file_result, with_validate};
 use super::{
     Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
     find_local_source, ownership, parse_mode, read_local,
@@ -18,7 +18,9 @@ impl Module for Template {
     }
 
     fn arg_names(&self) -> &'static [&'static str] {
-        &["src", "dest", "mode", "owner", "group", "force", "backup"]
+        &[
+            "src", "dest", "mode", "owner", "group", "force", "backup", "validate",
+        ]
     }
 
     fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
@@ -26,13 +28,8 @@ impl Module for Template {
         let force = arg_bool(args, "force", true)?;
         arg_bool(args, "backup", false)?;
         let (dest, rendered) = self.render(args, ctx)?;
-        Ok(Plan::Remote(ensure_file_op(
-            dest,
-            rendered,
-            mode,
-            ownership(args)?,
-            force,
-        )))
+        let op = ensure_file_op(dest, rendered, mode, ownership(args)?, force);
+        Ok(Plan::Remote(with_validate(op, args)?))
     }
 
     fn content(
@@ -138,6 +135,7 @@ mod tests {
                 mode: Some(FileMode::Bits(0o600)),
                 force: true,
                 owner: Default::default(),
+                validate: None,
             }))
         );
         let a = args(json!({"src": "app.conf.j2", "dest": "/etc/"}));

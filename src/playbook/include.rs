@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::load::{IGNORED_TASK_KEYS, Inherited, LoadOptions, Loader, dir_of, load_plays};
-use super::{Playbook, RoleInfo, Task};
+use super::{Playbook, RoleInfo, Task, collections};
 use crate::template::is_template;
 use crate::yaml::{LoadError, Node, Source, Span, Value};
 
@@ -20,6 +20,7 @@ use crate::yaml::{LoadError, Node, Source, Span, Value};
 pub(super) struct Shared {
     pub(super) next_block: Cell<usize>,
     roles_path: Vec<PathBuf>,
+    collections_path: Vec<PathBuf>,
     /// Files and role directories being loaded, outermost first.
     importing: RefCell<Vec<PathBuf>>,
     play: RefCell<PlayRoles>,
@@ -55,6 +56,7 @@ impl Shared {
         Shared {
             next_block: Cell::new(0),
             roles_path: options.roles_path.clone(),
+            collections_path: options.collections_path.clone(),
             importing: RefCell::new(Vec::new()),
             play: RefCell::new(PlayRoles::default()),
             check_includes: true,
@@ -378,28 +380,70 @@ impl Loader<'_> {
     }
 
     /// A role's directory: `roles/` beside the playbook, then `roles_path`, then (for a
-    /// dependency) beside the role that depends on it, then the playbook's directory.
-    fn find_role(&self, entry: &RoleEntry, dependent: Option<&Path>) -> Result<PathBuf, LoadError> {
+    /// dependency) beside the role that depends on it, then the playbook's directory. A
+    /// `namespace.collection.role` name is looked up in that collection first; a short
+    /// name used inside a collection's role, in that collection first.
+    fn find_role(
+        &self,
+        entry: &RoleEntry,
+        dependent: Option<&Path>,
+        enclosing: Option<&Path>,
+    ) -> Result<PathBuf, LoadError> {
         let name = Path::new(&entry.name);
-        let mut searched: Vec<PathBuf> = Vec::new();
+        // (directory searched, the role's directory if it is there)
+        let mut searched: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let fqcn = collections::split_role_fqcn(&entry.name);
         if name.is_absolute() {
-            searched.push(name.to_path_buf());
+            searched.push((name.to_path_buf(), name.to_path_buf()));
         } else {
-            searched.push(self.playbook_dir.join("roles"));
-            searched.extend(self.shared.roles_path.iter().cloned());
+            if let Some((namespace, collection, role)) = fqcn {
+                for dir in collections::collection_roles_dirs(
+                    namespace,
+                    collection,
+                    &self.playbook_dir,
+                    &self.shared.collections_path,
+                ) {
+                    let candidate = dir.join(role);
+                    searched.push((dir, candidate));
+                }
+            } else if let Some(roles) = dependent
+                .or(enclosing)
+                .and_then(collections::enclosing_collection_roles)
+            {
+                searched.push((roles.to_path_buf(), roles.join(name)));
+            }
+            let mut dirs = vec![self.playbook_dir.join("roles")];
+            dirs.extend(self.shared.roles_path.iter().cloned());
             if let Some(parent) = dependent.and_then(Path::parent) {
-                searched.push(parent.to_path_buf());
+                dirs.push(parent.to_path_buf());
             }
-            searched.push(self.playbook_dir.clone());
-            searched.dedup();
-        }
-        for dir in &searched {
-            let candidate = dir.join(name);
-            if candidate.is_dir() {
-                return Ok(candidate);
+            dirs.push(self.playbook_dir.clone());
+            for dir in dirs {
+                if !searched.iter().any(|(seen, _)| *seen == dir) {
+                    let candidate = dir.join(name);
+                    searched.push((dir, candidate));
+                }
             }
         }
-        let places: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
+        if let Some((_, found)) = searched.iter().find(|(_, candidate)| candidate.is_dir()) {
+            return Ok(found.clone());
+        }
+        let places: Vec<String> = searched
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        let help = match fqcn {
+            Some((namespace, collection, role)) => format!(
+                "install the collection {namespace}.{collection} into a directory of \
+                 collections_path in ansible.cfg (or ANSIBLE_COLLECTIONS_PATH), so that \
+                 <that directory>/ansible_collections/{namespace}/{collection}/roles/{role} exists"
+            ),
+            None => format!(
+                "create roles/{}/tasks/main.yml beside the playbook, or add the directory \
+                 that holds it to roles_path in ansible.cfg (or ANSIBLE_ROLES_PATH)",
+                entry.name
+            ),
+        };
         Err(self.err(
             entry.span,
             format!(
@@ -407,11 +451,7 @@ impl Loader<'_> {
                 entry.name,
                 places.join(":")
             ),
-            Some(format!(
-                "create roles/{}/tasks/main.yml beside the playbook, or add the directory \
-                 that holds it to roles_path in ansible.cfg (or ANSIBLE_ROLES_PATH)",
-                entry.name
-            )),
+            Some(help),
         ))
     }
 
@@ -425,7 +465,8 @@ impl Loader<'_> {
         dependent: Option<&Path>,
         out: &mut Vec<Task>,
     ) -> Result<(), LoadError> {
-        let dir = self.find_role(entry, dependent)?;
+        let enclosing = inherited.role.as_ref().map(|r| r.path.as_path());
+        let dir = self.find_role(entry, dependent, enclosing)?;
         if self.shared.is_importing(&dir) {
             return Err(self.err(
                 entry.span,
@@ -637,12 +678,27 @@ impl Loader<'_> {
         from: Option<&str>,
     ) -> Result<serde_json::Map<String, Json>, LoadError> {
         let Some(source) = read_role_file(dir, sub, from)? else {
-            return Ok(Default::default());
+            // `defaults/main/` (or `vars/<from>/`) as a directory: every file in it, in
+            // sorted order, later ones winning, as Ansible reads it.
+            let mut merged = serde_json::Map::new();
+            for file in role_vars_dir_files(&dir.join(sub).join(from.unwrap_or("main"))) {
+                let source = Source::read(&file)?;
+                merged.extend(self.role_vars_source(&source, sub)?);
+            }
+            return Ok(merged);
         };
+        self.role_vars_source(&source, sub)
+    }
+
+    fn role_vars_source(
+        &self,
+        source: &Source,
+        sub: &str,
+    ) -> Result<serde_json::Map<String, Json>, LoadError> {
         let root = source.parse()?;
         match &root.value {
-            Value::Map(_) | Value::Null => self.child(&source).mapping(&root, sub),
-            _ => Err(self.child(&source).err(
+            Value::Map(_) | Value::Null => self.child(source).mapping(&root, sub),
+            _ => Err(self.child(source).err(
                 root.span,
                 format!(
                     "a role's {sub} file must be a mapping of variables, got {}",
@@ -1013,6 +1069,7 @@ pub struct DynamicInclude {
     children: Inherited,
     playbook_dir: PathBuf,
     roles_path: Vec<PathBuf>,
+    collections_path: Vec<PathBuf>,
 }
 
 /// Included files parsed during a run, by path: each is read and parsed once.
@@ -1094,6 +1151,7 @@ impl DynamicInclude {
     fn shared(&self) -> Shared {
         let shared = Shared::new(&LoadOptions {
             roles_path: self.roles_path.clone(),
+            collections_path: self.collections_path.clone(),
         });
         let base =
             NEXT_RUNTIME_BLOCK.fetch_add(RUNTIME_BLOCK_RANGE, std::sync::atomic::Ordering::Relaxed);
@@ -1279,6 +1337,7 @@ impl Loader<'_> {
             children,
             playbook_dir: self.playbook_dir.clone(),
             roles_path: self.shared.roles_path.clone(),
+            collections_path: self.shared.collections_path.clone(),
         }));
         Ok(task)
     }
@@ -1364,7 +1423,8 @@ impl Loader<'_> {
         if !self.shared.check_includes || !literal {
             return Ok(());
         }
-        let Ok(dir) = self.find_role(entry, None) else {
+        let enclosing = children.role.as_ref().map(|r| r.path.as_path());
+        let Ok(dir) = self.find_role(entry, None, enclosing) else {
             return Ok(());
         };
         if self.shared.is_importing(&dir) {
@@ -1391,6 +1451,36 @@ fn read_role_file(dir: &Path, sub: &str, name: Option<&str>) -> Result<Option<So
         }
     }
     Ok(None)
+}
+
+/// The variables files in a role's `defaults/main/`-style directory, as Ansible lists
+/// them: sorted by name, subdirectories (without an extension) searched in place, hidden
+/// files and `~` backups skipped, only `.yml`, `.yaml`, `.json` or no extension.
+fn role_vars_dir_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<std::ffi::OsString> = entries.flatten().map(|e| e.file_name()).collect();
+    names.sort();
+    let mut files = Vec::new();
+    for name in names {
+        let text = name.to_string_lossy();
+        if text.starts_with('.') || text.ends_with('~') {
+            continue;
+        }
+        let path = dir.join(&name);
+        let ext = path.extension().map(|e| e.to_string_lossy().into_owned());
+        if path.is_dir() && ext.is_none() {
+            files.extend(role_vars_dir_files(&path));
+        } else if path.is_file()
+            && ext
+                .as_deref()
+                .is_none_or(|e| matches!(e, "yml" | "yaml" | "json"))
+        {
+            files.push(path);
+        }
+    }
+    files
 }
 
 #[cfg(test)]
@@ -2022,11 +2112,105 @@ mod tests {
         let site = dir.path().join("site.yml");
         let options = LoadOptions {
             roles_path: vec![shared.path().to_path_buf()],
+            ..LoadOptions::default()
         };
         let pb = load_playbooks(&site, &options).unwrap();
         assert_eq!(names(&pb[0].plays[0].tasks), ["shared"]);
         let pb = load_playbooks(&site, &LoadOptions::default()).unwrap();
         assert_eq!(names(&pb[0].plays[0].tasks), ["beside the playbook"]);
+    }
+
+    #[test]
+    fn collection_roles_are_found_by_their_fqcn_and_find_their_siblings() {
+        let colls = tree(&[
+            (
+                "ansible_collections/ns/coll/roles/app/tasks/main.yml",
+                "- name: app\n  ping:\n- ansible.builtin.import_role: {name: helper}\n",
+            ),
+            (
+                "ansible_collections/ns/coll/roles/app/meta/main.yml",
+                "dependencies: [base]\n",
+            ),
+            (
+                "ansible_collections/ns/coll/roles/base/tasks/main.yml",
+                "- name: collection base\n  ping:\n",
+            ),
+            (
+                "ansible_collections/ns/coll/roles/helper/tasks/main.yml",
+                "- name: collection helper\n  ping:\n",
+            ),
+        ]);
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- hosts: all\n  roles: [ns.coll.app]\n  tasks:\n    - include_role: {name: ns.coll.helper}\n",
+            ),
+            // A short name inside the collection means the collection's role, not this.
+            (
+                "roles/base/tasks/main.yml",
+                "- name: playbook base\n  ping:\n",
+            ),
+        ]);
+        let options = LoadOptions {
+            collections_path: vec![colls.path().to_path_buf()],
+            ..LoadOptions::default()
+        };
+        let pb = load_playbooks(&dir.path().join("site.yml"), &options).unwrap();
+        let play = &pb[0].plays[0];
+        assert_eq!(
+            names(&play.tasks),
+            [
+                "collection base",
+                "app",
+                "collection helper",
+                "include_role"
+            ]
+        );
+        let app = play.tasks[1].role.as_ref().unwrap();
+        assert_eq!(
+            app.path,
+            colls.path().join("ansible_collections/ns/coll/roles/app")
+        );
+
+        let err = load_playbooks(&dir.path().join("site.yml"), &LoadOptions::default())
+            .unwrap_err()
+            .to_string()
+            .replace(&dir.path().display().to_string(), "DIR");
+        assert!(
+            err.starts_with(
+                "DIR/site.yml:2:11: the role 'ns.coll.app' was not found in \
+                 DIR/collections/ansible_collections/ns/coll/roles:DIR/roles:DIR\n"
+            ),
+            "{err}"
+        );
+        assert!(
+            err.contains(
+                "help: install the collection ns.coll into a directory of collections_path"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn role_defaults_and_vars_may_be_directories_of_files() {
+        let dir = tree(&[
+            ("site.yml", "- hosts: all\n  roles: [r]\n"),
+            ("roles/r/tasks/main.yml", "- ping:\n"),
+            ("roles/r/defaults/main/a.yml", "a: 1\nshared: a\n"),
+            ("roles/r/defaults/main/b.yaml", "b: 2\nshared: b\n"),
+            ("roles/r/defaults/main/c/d.yml", "d: 4\nshared: d\n"),
+            ("roles/r/defaults/main/.hidden.yml", "hidden: 1\n"),
+            ("roles/r/defaults/main/notes.txt", "txt: 1\n"),
+            ("roles/r/defaults/main/e.yml~", "backup: 1\n"),
+            ("roles/r/vars/main/v.yml", "v: 1\n"),
+        ]);
+        let pb = load(&dir).unwrap();
+        let role = pb.plays[0].tasks[0].role.as_ref().unwrap();
+        assert_eq!(
+            Json::Object(role.defaults.clone()),
+            json!({"a": 1, "shared": "d", "b": 2, "d": 4})
+        );
+        assert_eq!(Json::Object(role.vars.clone()), json!({"v": 1}));
     }
 
     #[test]

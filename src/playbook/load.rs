@@ -198,6 +198,10 @@ pub struct LoadOptions {
     /// ansible.cfg `roles_path` / `ANSIBLE_ROLES_PATH`: searched for roles after `roles/`
     /// beside the playbook and before the playbook's own directory.
     pub roles_path: Vec<PathBuf>,
+    /// ansible.cfg `collections_path` / `ANSIBLE_COLLECTIONS_PATH`: where
+    /// `namespace.collection.role` names are found (after `collections/` beside the
+    /// playbook).
+    pub collections_path: Vec<PathBuf>,
 }
 
 /// Keeps the first of each repeated tag.
@@ -674,6 +678,19 @@ impl Loader<'_> {
         }
     }
 
+    /// A yes/no keyword that may also be a template, decided when the task runs:
+    /// `Ok(value)` or `Err(template)`.
+    pub(super) fn switch(
+        &self,
+        node: &Node,
+        what: &str,
+    ) -> Result<Result<bool, String>, LoadError> {
+        match &node.value {
+            Value::Str(s) if crate::template::is_template(s) => Ok(Err(s.clone())),
+            _ => self.boolean(node, what).map(Ok),
+        }
+    }
+
     fn bool_error(&self, node: &Node, what: &str) -> LoadError {
         let shown = node
             .scalar_to_string()
@@ -742,7 +759,16 @@ impl Loader<'_> {
                 "when" => inner.when.extend(self.conditions(v, key)?),
                 // Block vars sit below the task's own.
                 "vars" => inner.vars.extend(self.mapping(v, key)?),
-                "ignore_errors" => inner.ignore_errors = Some(self.boolean(v, key)?),
+                "ignore_errors" => match self.switch(v, key)? {
+                    Ok(fixed) => {
+                        inner.ignore_errors = Some(fixed);
+                        inner.keywords.templated.ignore_errors = None;
+                    }
+                    Err(template) => {
+                        inner.ignore_errors = None;
+                        inner.keywords.templated.ignore_errors = Some(template);
+                    }
+                },
                 "tags" => inner.tags.extend(self.tags(v)?),
                 "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
                 "diff" => inner.diff = Some(self.boolean(v, key)?),
@@ -862,7 +888,13 @@ impl Loader<'_> {
                 "retries" => retries = Some(self.count(v, key)?),
                 "delay" => delay = Some(self.count(v, key)?),
                 "register" => register = Some(self.scalar(v, "register")?),
-                "ignore_errors" => ignore_errors = Some(self.boolean(v, "ignore_errors")?),
+                "ignore_errors" => match self.switch(v, key)? {
+                    Ok(fixed) => {
+                        ignore_errors = Some(fixed);
+                        keywords.templated.ignore_errors = None;
+                    }
+                    Err(template) => keywords.templated.ignore_errors = Some(template),
+                },
                 "notify" => notify = self.names(v, key)?,
                 "listen" if inherited.handler => listen = self.names(v, key)?,
                 "listen" => {
@@ -1389,7 +1421,13 @@ impl Loader<'_> {
             "run_once" => into.run_once = self.boolean(v, key)?,
             "delegate_to" => into.delegate_to = Some(self.scalar(v, key)?),
             "delegate_facts" => into.delegate_facts = self.boolean(v, key)?,
-            "no_log" => into.no_log = self.boolean(v, key)?,
+            "no_log" => match self.switch(v, key)? {
+                Ok(fixed) => {
+                    into.no_log = fixed;
+                    into.templated.no_log = None;
+                }
+                Err(template) => into.templated.no_log = Some(template),
+            },
             "any_errors_fatal" => into.any_errors_fatal = Some(self.boolean(v, key)?),
             "ignore_unreachable" => into.ignore_unreachable = self.boolean(v, key)?,
             "environment" => into.environment.extend(self.environment(v)?),
@@ -1490,6 +1528,8 @@ fn module_list() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::playbook::TemplatedSwitches;
+    use crate::template::Templar;
     use serde_json::json;
 
     fn load(text: &str) -> Result<Playbook, LoadError> {
@@ -2047,6 +2087,41 @@ failed_when: false
     }
 
     #[test]
+    fn no_log_and_ignore_errors_may_be_templates_decided_per_host() {
+        let t = task(
+            "command: x\nno_log: \"{{ 'false' if quiet is undefined else 'true' }}\"\nignore_errors: \"{{ lenient | bool }}\"",
+        );
+        assert_eq!(
+            t.keywords.templated,
+            TemplatedSwitches {
+                no_log: Some("{{ 'false' if quiet is undefined else 'true' }}".into()),
+                ignore_errors: Some("{{ lenient | bool }}".into()),
+            }
+        );
+        let templar = Templar::new();
+        let vars = minijinja::Value::from_serialize(serde_json::json!({"lenient": "yes"}));
+        let decided = t.with_switches_decided(&templar, &vars).unwrap().unwrap();
+        assert!(!decided.keywords.no_log && decided.ignore_errors);
+        assert!(decided.keywords.templated.is_empty());
+        let vars =
+            minijinja::Value::from_serialize(serde_json::json!({"lenient": false, "quiet": 1}));
+        let decided = t.with_switches_decided(&templar, &vars).unwrap().unwrap();
+        assert!(decided.keywords.no_log && !decided.ignore_errors);
+        // A fixed value on the task wins over a block's template.
+        let pb = ok(
+            "- hosts: all\n  tasks:\n    - block:\n        - command: x\n          ignore_errors: no\n      ignore_errors: \"{{ x }}\"\n",
+        );
+        let t = &pb.plays[0].tasks[0];
+        assert!(t.keywords.templated.is_empty() && !t.ignore_errors);
+        assert!(t.with_switches_decided(&templar, &vars).unwrap().is_none());
+        // A value that is no template is still checked when the playbook loads.
+        assert_eq!(
+            err("- hosts: all\n  tasks:\n    - command: x\n      no_log: maybe\n").message,
+            "no_log must be a boolean, got 'maybe'"
+        );
+    }
+
+    #[test]
     fn run_keywords_on_tasks_blocks_and_plays() {
         let t = task(
             "command: x\nrun_once: true\ndelegate_to: \"{{ other }}\"\ndelegate_facts: yes\nno_log: true\nthrottle: 2\nenvironment:\n  A: \"{{ a }}\"",
@@ -2062,6 +2137,7 @@ failed_when: false
                 throttle: Some(2),
                 any_errors_fatal: None,
                 ignore_unreachable: false,
+                templated: Default::default(),
             }
         );
         let pb = ok(
@@ -2325,7 +2401,7 @@ failed_when: false
         ));
         assert_eq!(
             e.message,
-            "Unsupported parameters for (copy) module: ownr. Supported parameters include: backup, content, dest, directory_mode, force, group, mode, owner, remote_src, src."
+            "Unsupported parameters for (copy) module: ownr. Supported parameters include: backup, content, dest, directory_mode, force, group, mode, owner, remote_src, src, validate."
         );
         assert_eq!(e.span, Some(Span { line: 6, column: 9 }));
         let e = err(&play(

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::template::{Templar, TemplateError};
 
+mod collections;
 mod include;
 mod keywords;
 mod kv;
@@ -17,6 +18,7 @@ mod load;
 mod loops;
 mod tags;
 
+pub use collections::{default_collections_path, split_role_fqcn};
 pub use include::{
     DynamicInclude, INCLUDE_ROLE_ARGS, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH,
 };
@@ -191,6 +193,63 @@ pub struct RunKeywords {
     pub any_errors_fatal: Option<bool>,
     /// An unreachable host counts as ok (and ignored) and stays in the play.
     pub ignore_unreachable: bool,
+    /// `no_log` and `ignore_errors` written as templates (`"{{ ansible_check_mode }}"`):
+    /// decided per host when the task runs, where they replace the fixed values.
+    pub templated: TemplatedSwitches,
+}
+
+/// Yes/no keywords whose value is a template, rendered with the task's variables and read
+/// as Ansible reads a boolean.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TemplatedSwitches {
+    pub no_log: Option<String>,
+    pub ignore_errors: Option<String>,
+}
+
+impl TemplatedSwitches {
+    pub fn is_empty(&self) -> bool {
+        self.no_log.is_none() && self.ignore_errors.is_none()
+    }
+}
+
+impl Task {
+    /// This task with its templated switches decided for one host; `None` when it has
+    /// none (the common case: no copy).
+    pub fn with_switches_decided(
+        &self,
+        templar: &Templar,
+        vars: &minijinja::Value,
+    ) -> Result<Option<Task>, String> {
+        let switches = &self.keywords.templated;
+        if switches.is_empty() {
+            return Ok(None);
+        }
+        let decide = |what: &str, template: &str| -> Result<bool, String> {
+            let rendered = templar
+                .render_value(&Value::String(template.to_string()), vars)
+                .map_err(|e| format!("{what}: {e}"))?;
+            match &rendered {
+                Value::Bool(b) => Ok(*b),
+                Value::Number(n) => Ok(n.as_f64() == Some(1.0)),
+                Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+                    "yes" | "true" | "on" | "y" | "1" | "t" => Ok(true),
+                    "no" | "false" | "off" | "n" | "0" | "f" | "" => Ok(false),
+                    _ => Err(format!("{what}: '{s}' is not a valid boolean")),
+                },
+                Value::Null => Ok(false),
+                other => Err(format!("{what}: {other} is not a valid boolean")),
+            }
+        };
+        let mut decided = self.clone();
+        if let Some(template) = &switches.no_log {
+            decided.keywords.no_log = decide("no_log", template)?;
+        }
+        if let Some(template) = &switches.ignore_errors {
+            decided.ignore_errors = decide("ignore_errors", template)?;
+        }
+        decided.keywords.templated = TemplatedSwitches::default();
+        Ok(Some(decided))
+    }
 }
 
 impl Task {
@@ -235,16 +294,28 @@ impl Task {
     /// Whether a `notify` of `name` reaches this handler: its name, a `listen` topic, or
     /// (for a role's handler) `role : name`.
     pub fn answers_to(&self, name: &str) -> bool {
+        self.is_named(name) || self.listens_to(name)
+    }
+
+    /// A handler's own name, or `role : name` (with the role's short or full collection
+    /// name).
+    pub fn is_named(&self, name: &str) -> bool {
         let Some(own) = &self.name else {
-            return self.listen.iter().any(|l| l == name);
+            return false;
         };
         own == name
-            || self.listen.iter().any(|l| l == name)
             || self.role.as_ref().is_some_and(|role| {
-                name.strip_prefix(role.name.as_str())
-                    .and_then(|rest| rest.trim_start().strip_prefix(':'))
-                    .is_some_and(|rest| rest.trim_start() == own)
+                let short = split_role_fqcn(&role.name).map_or(role.name.as_str(), |n| n.2);
+                [role.name.as_str(), short].iter().any(|role_name| {
+                    name.strip_prefix(role_name)
+                        .and_then(|rest| rest.trim_start().strip_prefix(':'))
+                        .is_some_and(|rest| rest.trim_start() == own)
+                })
             })
+    }
+
+    pub fn listens_to(&self, topic: &str) -> bool {
+        self.listen.iter().any(|l| l == topic)
     }
 
     /// What Ansible prints in the task banner: the name, else the action; a role's task
@@ -698,6 +769,37 @@ mod tests {
     }
 
     #[test]
+    fn a_collection_roles_handler_answers_to_its_short_and_full_role_name() {
+        let mut handler = Task::new(
+            "ping",
+            crate::modules::find("ping").expect("ping"),
+            Default::default(),
+            Location {
+                file: Arc::from(Path::new("handlers/main.yml")),
+                line: 1,
+                column: 3,
+            },
+        );
+        handler.name = Some("Restart it".into());
+        handler.listen = vec!["restarts".into()];
+        handler.role = Some(Arc::new(RoleInfo {
+            name: "ns.coll.app".into(),
+            path: PathBuf::from("/c/ansible_collections/ns/coll/roles/app"),
+            defaults: Default::default(),
+            vars: Default::default(),
+            keyword_vars: Default::default(),
+            params: Default::default(),
+            once_group: None,
+        }));
+        for name in ["Restart it", "app : Restart it", "ns.coll.app : Restart it"] {
+            assert!(handler.is_named(name), "{name}");
+        }
+        assert!(!handler.is_named("restarts") && handler.listens_to("restarts"));
+        assert!(!handler.is_named("other : Restart it"));
+        assert!(handler.answers_to("restarts") && handler.answers_to("app : Restart it"));
+    }
+
+    #[test]
     fn key_value_sequences() {
         assert_eq!(seq("start=1 end=3"), ["1", "2", "3"]);
         assert_eq!(seq("end=3"), ["1", "2", "3"]);
@@ -863,6 +965,7 @@ mod tests {
                 mode: None,
                 force: true,
                 owner: Default::default(),
+                validate: None,
             })
         );
     }

@@ -773,3 +773,23 @@ fn lookups_fall_back_to_the_base_dir() {
         "from base"
     );
 }
+
+/// What Jinja2 3.1 rendered for each (`{{ s | indent(...) }}`).
+#[test]
+fn indent_keeps_a_trailing_newline_as_jinja2_does() {
+    let t = |s: &str, args: &str| {
+        let vars = minijinja::Value::from_serialize(json!({ "s": s }));
+        Templar::new()
+            .render_str(&format!("{{{{ s | indent({args}) }}}}"), &vars)
+            .unwrap()
+    };
+    assert_eq!(t("a\nb\n", "2, true"), "  a\n  b\n");
+    assert_eq!(t("a\nb\n", "2"), "a\n  b\n");
+    assert_eq!(t("a\nb\n", "2, true, true"), "  a\n  b\n  ");
+    assert_eq!(t("a\nb", "2, true"), "  a\n  b");
+    assert_eq!(t("a\n\nb\n\n", "2, true"), "  a\n\n  b\n\n");
+    assert_eq!(t("", "2, true"), "  ");
+    assert_eq!(t("x\r\ny\n", "2, true"), "  x\n  y\n");
+    assert_eq!(t("a\nb", "width='> ', first=true"), "> a\n> b");
+    assert_eq!(t("a\nb", ""), "a\n    b");
+}

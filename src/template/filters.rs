@@ -17,6 +17,7 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("from_json", from_json);
     env.add_filter("to_yaml", to_yaml);
     env.add_filter("to_nice_yaml", to_nice_yaml);
+    env.add_filter("indent", indent);
     env.add_filter("from_yaml", from_yaml);
     env.add_filter("basename", basename);
     env.add_filter("dirname", dirname);
@@ -285,6 +286,67 @@ fn to_nice_yaml(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
         indent.unwrap_or(4),
         super::yaml_dump::Style::Block,
     ))
+}
+
+/// Jinja2's `indent` (minijinja's drops a trailing newline, which templates that indent
+/// `to_nice_yaml` output rely on): the text's lines after the first (and the first with
+/// `first`) get `width` spaces (or the `width` string); empty lines only with `blank`.
+fn indent(
+    text: &str,
+    width: Option<MjValue>,
+    first: Option<bool>,
+    blank: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<String, MjError> {
+    let width = match width {
+        Some(w) => Some(w),
+        None => kwargs.get::<Option<MjValue>>("width")?,
+    };
+    let first = first.map_or_else(|| kwargs.get::<Option<bool>>("first"), |f| Ok(Some(f)))?;
+    let blank = blank.map_or_else(|| kwargs.get::<Option<bool>>("blank"), |b| Ok(Some(b)))?;
+    kwargs.assert_all_used()?;
+    let padding = match width {
+        None => "    ".to_string(),
+        Some(w) => match w.as_str() {
+            Some(s) => s.to_string(),
+            None => " ".repeat(
+                usize::try_from(w.clone())
+                    .map_err(|_| invalid(format!("indent: width must be a count, got {w}")))?,
+            ),
+        },
+    };
+    // As Jinja2 does: a newline is added before Python's splitlines, so a text ending in
+    // a newline keeps it.
+    let text = format!("{text}\n");
+    let lines: Vec<&str> = text
+        .split_inclusive(['\n', '\r'])
+        .scan(false, |after_cr, piece| {
+            // "\r\n" is one line end: the "\n" piece after a "\r" is no empty line.
+            let skip = *after_cr && piece == "\n";
+            *after_cr = piece.ends_with('\r');
+            Some((skip, piece))
+        })
+        .filter(|(skip, _)| !skip)
+        .map(|(_, piece)| piece.trim_end_matches(['\n', '\r']))
+        .collect();
+    let mut out = String::new();
+    if blank.unwrap_or(false) {
+        out = lines.join(&format!("\n{padding}"));
+    } else {
+        let mut rest = lines.iter();
+        out.push_str(rest.next().copied().unwrap_or(""));
+        for line in rest {
+            out.push('\n');
+            if !line.is_empty() {
+                out.push_str(&padding);
+            }
+            out.push_str(line);
+        }
+    }
+    if first.unwrap_or(false) {
+        out.insert_str(0, &padding);
+    }
+    Ok(out)
 }
 
 fn from_yaml(text: &str) -> Result<MjValue, MjError> {

@@ -24,7 +24,7 @@ pub fn dump(value: &Value, indent: usize, style: Style) -> String {
         Value::Array(a) if !a.is_empty() => write_seq(&mut out, a, 0, indent, style),
         Value::Object(m) if !m.is_empty() => write_map(&mut out, m, 0, indent, style),
         scalar => {
-            out.push_str(&scalar_text(scalar));
+            write_scalar(&mut out, scalar, indent);
             out.push('\n');
             // PyYAML ends a lone plain scalar document with an explicit end marker.
             if !matches!(scalar, Value::Array(_) | Value::Object(_)) {
@@ -112,7 +112,7 @@ fn write_map(
             }
             v => {
                 out.push(' ');
-                out.push_str(&scalar_text(v));
+                write_scalar(out, v, col + indent);
                 out.push('\n');
             }
         }
@@ -136,7 +136,7 @@ fn write_seq(out: &mut String, items: &[Value], col: usize, indent: usize, style
             Value::Object(m) if !m.is_empty() => write_map(out, m, inner, indent, style),
             Value::Array(a) if !a.is_empty() => write_seq(out, a, inner, indent, style),
             v => {
-                out.push_str(&scalar_text(v));
+                write_scalar(out, v, inner);
                 out.push('\n');
             }
         }
@@ -145,6 +145,95 @@ fn write_seq(out: &mut String, items: &[Value], col: usize, indent: usize, style
 
 fn pad(out: &mut String, col: usize) {
     out.extend(std::iter::repeat_n(' ', col));
+}
+
+/// PyYAML's `best_width`: past this column a plain or single-quoted scalar breaks its
+/// line at the next single space.
+const BEST_WIDTH: usize = 80;
+
+/// A value scalar in block style, as PyYAML writes it: strings may fold onto lines
+/// indented to `indent`, and line breaks make single-quoted text with blank lines.
+fn write_scalar(out: &mut String, value: &Value, indent: usize) {
+    let Value::String(s) = value else {
+        out.push_str(&scalar_text(value));
+        return;
+    };
+    let breaks = s.contains('\n');
+    let special = s.chars().any(|c| c.is_control() && c != '\n');
+    if special || s.contains(" \n") || s.contains("\n ") {
+        out.push_str(&double_quoted(s));
+    } else if !breaks && is_plain_safe(s) {
+        write_folded(out, s, indent, false);
+    } else {
+        write_folded(out, s, indent, true);
+    }
+}
+
+fn current_column(out: &str) -> usize {
+    out[out.rfind('\n').map_or(0, |i| i + 1)..].chars().count()
+}
+
+/// PyYAML's `write_plain`/`write_single_quoted`: a lone space after the line passed
+/// `BEST_WIDTH` becomes a line break (not at either end of quoted text); in quoted text a
+/// line break is written as a blank line and `'` doubles.
+fn write_folded(out: &mut String, text: &str, indent: usize, quoted: bool) {
+    let chars: Vec<char> = text.chars().collect();
+    let mut column = current_column(out);
+    let emit = |out: &mut String, piece: &[char], column: &mut usize| {
+        out.extend(piece);
+        *column += piece.len();
+    };
+    let newline_indent = |out: &mut String, column: &mut usize| {
+        out.push('\n');
+        out.extend(std::iter::repeat_n(' ', indent));
+        *column = indent;
+    };
+    if quoted {
+        out.push('\'');
+        column += 1;
+    }
+    let (mut spaces, mut breaks) = (false, false);
+    let mut start = 0;
+    for end in 0..=chars.len() {
+        let ch = chars.get(end).copied();
+        if spaces {
+            if ch != Some(' ') {
+                let lone = start + 1 == end;
+                let inside = !quoted || (start != 0 && end != chars.len());
+                if lone && column > BEST_WIDTH && inside {
+                    newline_indent(out, &mut column);
+                } else {
+                    emit(out, &chars[start..end], &mut column);
+                }
+                start = end;
+            }
+        } else if breaks {
+            if ch != Some('\n') {
+                // One more break than the text has: a lone break would read as a space.
+                out.push('\n');
+                for _ in start..end {
+                    out.push('\n');
+                }
+                out.extend(std::iter::repeat_n(' ', indent));
+                column = indent;
+                start = end;
+            }
+        } else if (ch.is_none() || matches!(ch, Some(' ' | '\n' | '\''))) && start < end {
+            emit(out, &chars[start..end], &mut column);
+            start = end;
+        }
+        if quoted && ch == Some('\'') {
+            emit(out, &['\'', '\''], &mut column);
+            start = end + 1;
+        }
+        if let Some(c) = ch {
+            spaces = c == ' ';
+            breaks = c == '\n';
+        }
+    }
+    if quoted {
+        out.push('\'');
+    }
 }
 
 fn scalar_text(value: &Value) -> String {
@@ -280,7 +369,45 @@ mod tests {
             ),
             "a: []\nb: {}\nc: 1.0\nd: '1.5'\ne:\n- {}\n"
         );
-        assert_eq!(dump(&json!(["a\nb"]), 2, Style::Block), "- \"a\\nb\"\n");
+        assert_eq!(dump(&json!(["a\nb"]), 2, Style::Block), "- 'a\n\n  b'\n");
+    }
+
+    /// What PyYAML 6 (`yaml.dump(v, allow_unicode=True, default_flow_style=False)`)
+    /// wrote for each.
+    #[test]
+    fn long_and_multi_line_strings_fold_as_pyyaml_folds_them() {
+        let block = |v: Value| dump(&v, 2, Style::Block);
+        assert_eq!(
+            block(json!({"k": "line one\nline two\n"})),
+            "k: 'line one\n\n  line two\n\n  '\n"
+        );
+        assert_eq!(block(json!({"m": "\nlead"})), "m: '\n\n  lead'\n");
+        assert_eq!(block(json!({"x": "a \nb"})), "x: \"a \\nb\"\n");
+        assert_eq!(block(json!({"t": "tab\there"})), "t: \"tab\\there\"\n");
+        assert_eq!(
+            block(json!({"long": "word ".repeat(25)})),
+            "long: 'word word word word word word word word word word word word word word word\n  word word word word word word word word word word '\n"
+        );
+        assert_eq!(
+            block(json!([format!("{}end", "word ".repeat(20))])),
+            "- word word word word word word word word word word word word word word word word\n  word word word word end\n"
+        );
+        assert_eq!(
+            block(
+                json!({"q": "it's a quite long single quoted: value that should be folded at the eighty col mark yes"})
+            ),
+            "q: 'it''s a quite long single quoted: value that should be folded at the eighty col\n  mark yes'\n"
+        );
+        assert_eq!(
+            block(json!({"a": {"b": {"c": format!("{} y z", "x".repeat(90))}}})),
+            format!("a:\n  b:\n    c: {}\n      y z\n", "x".repeat(90))
+        );
+        assert_eq!(
+            block(
+                json!({"sp": "two  spaces  between words make no fold points here at all, nope, none at all really"})
+            ),
+            "sp: two  spaces  between words make no fold points here at all, nope, none at all\n  really\n"
+        );
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! Real-world roles, fetched from a package registry by tests/real_roles/fetch.sh, run over
+//! Real-world roles (a role of its own, or a collection's role found by its
+//! `namespace.collection.role` name), fetched from a package registry by
+//! tests/real_roles/fetch.sh, run over
 //! the loopback sshd and compared with what ansible-playbook did with the same playbook,
 //! inventory and role (recorded by tests/real_roles/record.sh in
 //! tests/real_roles/<scenario>/expected/): the same files byte for byte with the same
@@ -15,23 +17,65 @@ fn real_roles_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real_roles")
 }
 
-/// `target/real-roles/<name>/roles` for every fetched role, as a roles path; a role that is
+/// What a scenario needs from target/real-roles (fetched by tests/real_roles/fetch.sh).
+enum Fetched {
+    /// `<name>/roles/<name>`: a role of its own, found through the roles path.
+    Role(&'static str),
+    /// `<name>/ansible_collections/<namespace>/<collection>`: found through the
+    /// collections path.
+    Collection(&'static str, &'static str),
+}
+
+/// The roles path and the collections path that hold what a scenario needs; anything
 /// missing fails the test (rather than skipping it) with the command that fetches it.
-fn roles_path(needed: &[&str]) -> String {
+fn fetched_paths(needed: &[Fetched]) -> (String, String) {
     let fetched = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/real-roles");
-    let mut dirs = Vec::new();
-    for name in needed {
-        let dir = fetched.join(name).join("roles");
+    let (mut roles, mut collections) = (Vec::new(), Vec::new());
+    for need in needed {
+        let (name, dir, inside) = match need {
+            Fetched::Role(name) => (*name, fetched.join(name).join("roles"), name.to_string()),
+            Fetched::Collection(name, collection) => (
+                *name,
+                fetched.join(name),
+                format!("ansible_collections/{}", collection.replace('.', "/")),
+            ),
+        };
         assert!(
-            dir.join(name).is_dir(),
+            dir.join(&inside).is_dir(),
             "the real-world role '{name}' is not fetched ({} is missing): run \
              `bash tests/real_roles/fetch.sh` once (it downloads pinned, hash-checked \
              wheels into target/real-roles/)",
-            dir.join(name).display()
+            dir.join(&inside).display()
         );
-        dirs.push(dir.display().to_string());
+        match need {
+            Fetched::Role(_) => roles.push(dir.display().to_string()),
+            Fetched::Collection(..) => collections.push(dir.display().to_string()),
+        }
     }
-    dirs.join(":")
+    (roles.join(":"), collections.join(":"))
+}
+
+/// The scenario's own files (site.yml aside), relative to its directory: what sits beside
+/// the playbook when record.sh runs it (a local role, for instance).
+fn scenario_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).expect("scenario dir") {
+            let path = entry.expect("dir entry").path();
+            let relative = path.strip_prefix(dir).expect("inside").to_path_buf();
+            if relative == Path::new("expected") || relative == Path::new("site.yml") {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("scenario file");
+                files.push((relative.display().to_string(), bytes));
+            }
+        }
+    }
+    files
 }
 
 /// Ansible's recap line as record.sh kept it: `loopback : ok=10 changed=1 ...`.
@@ -89,8 +133,8 @@ fn assert_same_files(expected: &Path, got: &Path) {
 }
 
 /// Runs tests/real_roles/<scenario>/site.yml twice and compares with Ansible's record.
-fn run_scenario(scenario: &str, roles: &[&str]) {
-    let roles_path = roles_path(roles);
+fn run_scenario(scenario: &str, needed: &[Fetched]) {
+    let (roles_path, collections_path) = fetched_paths(needed);
     let dir = real_roles_dir().join(scenario);
     let expected = dir.join("expected");
     let playbook = std::fs::read_to_string(dir.join("site.yml")).expect("site.yml");
@@ -106,11 +150,15 @@ fn run_scenario(scenario: &str, roles: &[&str]) {
         .replace("@KEY@", &sshd.user_key.display().to_string())
         .replace("@KNOWN_HOSTS@", &known_hosts.display().to_string());
     let out_dir = tempfile::tempdir().expect("out dir");
-    let run = TestRun::new()
+    let mut run = TestRun::new()
         .playbook(&playbook)
         .inventory(&inventory)
         .args(&["-e", &format!("out_dir={}", out_dir.path().display())])
-        .env("ANSIBLE_ROLES_PATH", &roles_path);
+        .env("ANSIBLE_ROLES_PATH", &roles_path)
+        .env("ANSIBLE_COLLECTIONS_PATH", &collections_path);
+    for (relative, bytes) in scenario_files(&dir) {
+        run = run.file_bytes(&relative, &bytes);
+    }
 
     let first = run.run();
     first.assert_code(0);
@@ -144,11 +192,42 @@ fn run_scenario(scenario: &str, roles: &[&str]) {
 /// ansible-role-chrony 1.3.0 as its own tests run it, managing only the config file.
 #[test]
 fn chrony_role_writes_the_same_config_as_ansible() {
-    run_scenario("chrony", &["chrony"]);
+    run_scenario("chrony", &[Fetched::Role("chrony")]);
 }
 
 /// ansible-role-chrony 1.3.0 with every optional branch of its template in use.
 #[test]
 fn chrony_role_with_every_option_writes_the_same_config_as_ansible() {
-    run_scenario("chrony-full", &["chrony"]);
+    run_scenario("chrony-full", &[Fetched::Role("chrony")]);
+}
+
+/// grafana.grafana's opentelemetry_collector role (ansible 14.5.0), found by its
+/// collection name: its configure step with validate, a shadowed handler and a
+/// configuration written by to_nice_yaml.
+#[test]
+fn grafana_otel_collector_role_writes_the_same_config_as_ansible() {
+    run_scenario(
+        "otel-collector",
+        &[Fetched::Collection("grafana", "grafana.grafana")],
+    );
+}
+
+/// The same role included at run time by its collection name, with a minimal
+/// configuration (the template's empty sections left out).
+#[test]
+fn grafana_otel_collector_role_included_at_run_time_writes_the_same_config_as_ansible() {
+    run_scenario(
+        "otel-collector-include",
+        &[Fetched::Collection("grafana", "grafana.grafana")],
+    );
+}
+
+/// dellemc.openmanage's idrac_os_deployment role rendering RHEL 8/9/10 and ESXi 8
+/// kickstart files, once per server through a looped include_role by collection name.
+#[test]
+fn dell_idrac_os_deployment_role_writes_the_same_kickstart_files_as_ansible() {
+    run_scenario(
+        "dell-kickstart",
+        &[Fetched::Collection("openmanage", "dellemc.openmanage")],
+    );
 }

@@ -235,3 +235,52 @@ fn a_missing_imported_tasks_file_names_the_import() {
 fn out_dir_text(out: &Outcome) -> String {
     format!("{}{}", out.stdout, out.stderr)
 }
+
+/// Handlers of the same name: a notification by name reaches only the last one loaded
+/// (Ansible documents it: it shadows the earlier ones), here the play's own over the
+/// `roles:` role's, and an `import_role`'s over the play's; a `listen` topic reaches every
+/// listener. ansible-playbook 2.21 printed "play" and "imported" for these, and both
+/// listeners.
+#[test]
+fn a_handler_loaded_later_under_the_same_name_shadows_the_earlier() {
+    let hosts = SshHosts::start(&["web1"]);
+    let run = TestRun::new()
+        .playbook(
+            "- hosts: all
+  gather_facts: false
+  roles: [r]
+  handlers:
+    - name: h
+      shell: echo play >> ~/handlers.log
+    - name: g
+      shell: echo play-g >> ~/handlers.log
+    - name: one listener
+      listen: topic
+      shell: echo listener-1 >> ~/handlers.log
+  tasks:
+    - command: 'true'
+      notify: [h, g, topic]
+    - import_role:
+        name: later
+",
+        )
+        .inventory(&hosts.inventory())
+        .file("roles/r/tasks/main.yml", "- command: 'true'\n")
+        .file(
+            "roles/r/handlers/main.yml",
+            "- name: h\n  shell: echo role >> ~/handlers.log\n",
+        )
+        .file(
+            "roles/later/handlers/main.yml",
+            "- name: g\n  shell: echo imported >> ~/handlers.log\n- name: two listener\n  listen: topic\n  shell: echo listener-2 >> ~/handlers.log\n",
+        );
+    let out = run.run();
+    out.assert_code(0);
+    let log = std::fs::read_to_string(hosts.user("web1").home.join("handlers.log"))
+        .expect("handlers.log");
+    assert_eq!(
+        log, "play\nlistener-1\nimported\nlistener-2\n",
+        "{}",
+        out.stdout
+    );
+}

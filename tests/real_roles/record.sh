@@ -66,6 +66,7 @@ sed -e "s|@PORT@|$port|" -e "s|@KEY@|$work/user_key|" -e "s|@KNOWN_HOSTS@|$work/
     "$here/inventory.in" >"$work/inventory"
 
 roles_path=$(find "$repo/target/real-roles" -mindepth 2 -maxdepth 2 -type d -name roles | sort | paste -sd:)
+collections_path=$(find "$repo/target/real-roles" -mindepth 2 -maxdepth 2 -type d -name ansible_collections -printf '%h\n' | sort | paste -sd:)
 
 if [[ $# -gt 0 ]]; then
     scenarios=("$@")
@@ -79,7 +80,7 @@ for scenario in "${scenarios[@]}"; do
     out="$work/out-$scenario"
     mkdir -p "$out"
     run() {
-        ANSIBLE_ROLES_PATH="$roles_path" ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
+        ANSIBLE_ROLES_PATH="$roles_path" ANSIBLE_COLLECTIONS_PATH="$collections_path" ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
             "$ansible_playbook" -i "$work/inventory" "$dir/site.yml" -e "out_dir=$out" \
             >"$work/$scenario-$1.log" 2>&1 || {
             cat "$work/$scenario-$1.log" >&2

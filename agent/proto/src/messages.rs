@@ -86,6 +86,11 @@ pub struct EnsureFile {
     /// When false, an existing file is left as it is, whatever it holds (copy's `force: no`).
     pub force: bool,
     pub owner: Ownership,
+    /// A program and its arguments (copy's and template's `validate`) run on the new
+    /// content before it replaces the file, with `%s` in an argument standing for the new
+    /// content's path; a non-zero exit leaves the file as it was. Run only when the
+    /// content changes, never in check mode.
+    pub validate: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -115,6 +115,7 @@ pub fn ensure_file(agent: &mut Agent, spec: EnsureFile, flags: Flags) -> Result<
         spec.mode.as_ref(),
         ids,
         flags,
+        spec.validate.as_deref(),
     );
     if let Source::Staged(staged) = &source {
         // One use per upload: a later request stages again.
@@ -134,6 +135,7 @@ fn apply(
     wanted_mode: Option<&turbo_proto::FileMode>,
     ids: WantedIds,
     flags: Flags,
+    validate: Option<&[String]>,
 ) -> Result<OpResult, OpError> {
     let current_mode = existing.map(|m| m.mode() & 0o7777);
     // A replaced file keeps its mode unless one is given, as Ansible's atomic move does.
@@ -164,7 +166,7 @@ fn apply(
         o
     } else {
         if content_changed {
-            write_atomically(agent, path, existing, source, target_mode, ids)?;
+            write_atomically(agent, path, existing, source, target_mode, ids, validate)?;
         } else {
             if let Some(meta) = existing.filter(|_| owner_changed) {
                 apply_ids(path, meta, ids, true, false)?;
@@ -220,6 +222,7 @@ fn write_atomically(
     source: &Source,
     mode: u32,
     ids: WantedIds,
+    validate: Option<&[String]>,
 ) -> Result<(), OpError> {
     let temp = agent.temp_path(path);
     let (uid, gid) = (agent.uid, agent.gid);
@@ -254,6 +257,10 @@ fn write_atomically(
         }
         // After chown, which clears set-id bits.
         file.set_permissions(fs::Permissions::from_mode(mode))?;
+        drop(file);
+        if let Some(argv) = validate {
+            run_validator(argv, &temp)?;
+        }
         // No fsync: the rename already makes the change all-or-nothing for readers, and
         // Ansible does not fsync either; a flush per file would make us the disk's
         // bottleneck (1000 small files: 0.39 s with it, about a third without).
@@ -261,8 +268,57 @@ fn write_atomically(
     })();
     result.map_err(|e| {
         let _ = fs::remove_file(&temp);
-        io_error(e, path)
+        if e.kind() == io::ErrorKind::InvalidData {
+            // The validator's verdict, already worded.
+            op_error(ErrorKind::InvalidArgument, e.to_string())
+        } else {
+            io_error(e, path)
+        }
     })
+}
+
+/// Runs `validate` on the new content at `temp` (`%s` in an argument is its path), as
+/// Ansible's copy does before it moves a file into place.
+fn run_validator(argv: &[String], temp: &Path) -> io::Result<()> {
+    let temp = temp.to_string_lossy();
+    let argv: Vec<String> = argv.iter().map(|a| a.replace("%s", &temp)).collect();
+    let Some((program, args)) = argv.split_first() else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "failed to validate: the validate command is empty",
+        ));
+    };
+    let out = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("failed to validate: cannot run {program}: {e}"),
+            )
+        })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let detail = String::from_utf8_lossy(if out.stderr.is_empty() {
+        &out.stdout
+    } else {
+        &out.stderr
+    })
+    .trim()
+    .to_string();
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "failed to validate: {} exited with {}{}{detail}",
+            argv.join(" "),
+            out.status
+                .code()
+                .map_or("a signal".into(), |c| c.to_string()),
+            if detail.is_empty() { "" } else { ": " }
+        ),
+    ))
 }
 
 fn content_diff(
@@ -313,6 +369,7 @@ mod tests {
                 mode,
                 force: true,
                 owner: Default::default(),
+                validate: None,
             },
             flags,
         )
@@ -396,6 +453,7 @@ mod tests {
                 user: Some(user.into()),
                 group: Some("2".into()),
             },
+            validate: None,
         };
         ensure_file(a, spec, flags).map(|r| match r {
             OpResult::File(o) => o,
@@ -522,6 +580,7 @@ mod tests {
             mode: None,
             force,
             owner: Default::default(),
+            validate: None,
         };
         let r = ensure_file(&mut a, spec(false), Flags::default()).unwrap();
         assert!(matches!(r, OpResult::File(ref o) if !o.changed));
@@ -529,6 +588,49 @@ mod tests {
         fs::remove_file(dir.join("f")).unwrap();
         let r = ensure_file(&mut a, spec(false), Flags::default()).unwrap();
         assert!(matches!(r, OpResult::File(ref o) if o.changed));
+    }
+
+    #[test]
+    fn validate_runs_on_the_new_content_and_a_refusal_keeps_the_old_file() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        fs::write(dir.join("f"), b"old\n").unwrap();
+        let spec = |bytes: &[u8], argv: &[&str]| EnsureFile {
+            path: dir.str("f"),
+            content: FileContent::Inline(bytes.to_vec()),
+            mode: None,
+            force: true,
+            owner: Default::default(),
+            validate: Some(argv.iter().map(|s| s.to_string()).collect()),
+        };
+        // grep sees the new content, not the old file.
+        let refuse = spec(b"bad\n", &["grep", "-q", "good", "%s"]);
+        let err = ensure_file(&mut a, refuse, Flags::default()).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgument);
+        assert!(
+            err.message.starts_with("failed to validate: grep -q good ")
+                && err.message.ends_with(" exited with 1"),
+            "{}",
+            err.message
+        );
+        assert_eq!(fs::read(dir.join("f")).unwrap(), b"old\n");
+        assert!(leftovers(dir.path()).is_empty());
+
+        let accept = spec(b"good\n", &["grep", "-q", "good", "%s"]);
+        let r = ensure_file(&mut a, accept, Flags::default()).unwrap();
+        assert!(matches!(r, OpResult::File(ref o) if o.changed));
+        assert_eq!(fs::read(dir.join("f")).unwrap(), b"good\n");
+        // Unchanged content is not validated again (a validator that always refuses).
+        let r = ensure_file(&mut a, spec(b"good\n", &["false"]), Flags::default()).unwrap();
+        assert!(matches!(r, OpResult::File(ref o) if !o.changed));
+        // Nor in check mode.
+        let check = Flags {
+            check: true,
+            ..Flags::default()
+        };
+        let r = ensure_file(&mut a, spec(b"new\n", &["false"]), check).unwrap();
+        assert!(matches!(r, OpResult::File(ref o) if o.changed));
+        assert_eq!(fs::read(dir.join("f")).unwrap(), b"good\n");
     }
 
     #[test]

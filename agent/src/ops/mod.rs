@@ -437,6 +437,7 @@ mod tests {
                     mode: None,
                     force: true,
                     owner: Default::default(),
+                    validate: None,
                 }),
                 Op::Batch(vec![Op::Stat {
                     path: "~".into(),

@@ -4,6 +4,8 @@
 use serde_json::Value;
 use turbo_proto::OpResult;
 
+use crate::template::TextOptions;
+
 use super::copy::{dest_for_src, ensure_file_op, file_result, with_validate};
 use super::{
     Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
@@ -19,7 +21,18 @@ impl Module for Template {
 
     fn arg_names(&self) -> &'static [&'static str] {
         &[
-            "src", "dest", "mode", "owner", "group", "force", "backup", "validate",
+            "src",
+            "dest",
+            "mode",
+            "owner",
+            "group",
+            "force",
+            "backup",
+            "validate",
+            "trim_blocks",
+            "lstrip_blocks",
+            "newline_sequence",
+            "output_encoding",
         ]
     }
 
@@ -82,13 +95,48 @@ impl Template {
         };
         // The last map wins a lookup.
         let vars = minijinja::value::merge_maps([extras, vars.clone()]);
+        // The module's arguments set the whitespace rules; a `#jinja2:` line overrides them.
+        let asked = TextOptions {
+            trim_blocks: arg_bool(args, "trim_blocks", true)?,
+            lstrip_blocks: arg_bool(args, "lstrip_blocks", false)?,
+        };
+        let (options, body) = asked
+            .from_header(&text)
+            .map_err(|message| ModuleError::Read {
+                path: path.display().to_string(),
+                message,
+            })?;
         let rendered = templar
-            .render_str(&text, &vars)
+            .render_file_text(body, &vars, options)
             .map_err(|error| ModuleError::Template {
                 src: path.display().to_string(),
                 error,
             })?;
+        let rendered = match newline_sequence(args)? {
+            "\n" => rendered,
+            other => rendered.replace('\n', other),
+        };
         Ok((dest_for_src(&dest, &src), rendered.into_bytes()))
+    }
+}
+
+/// `newline_sequence` as the line break to write (Ansible's escaped spellings), after
+/// checking `output_encoding`, which can only be UTF-8 here.
+fn newline_sequence(args: &ModuleArgs) -> Result<&'static str, ModuleError> {
+    if let Some(encoding) = arg_str(args, "output_encoding")?
+        && !matches!(encoding.to_ascii_lowercase().as_str(), "utf-8" | "utf8")
+    {
+        return Err(ModuleError::NotSupported(
+            "output_encoding other than utf-8",
+        ));
+    }
+    match arg_str(args, "newline_sequence")?.as_deref() {
+        None | Some("\\n") | Some("\n") => Ok("\n"),
+        Some("\\r\\n") | Some("\r\n") => Ok("\r\n"),
+        Some("\\r") | Some("\r") => Ok("\r"),
+        Some(other) => Err(ModuleError::Invalid(format!(
+            "value of newline_sequence must be one of: \\n, \\r, \\r\\n, got: {other:?}"
+        ))),
     }
 }
 
@@ -180,6 +228,57 @@ mod tests {
             render(json!({"ansible_managed": "mine"}), Some("cfg")),
             "# mine\n# t.j2 -> /etc/x\n"
         );
+    }
+
+    #[test]
+    fn whitespace_rules_come_from_the_arguments_then_a_jinja2_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = "a\n    {% if true %}\n    yes\n    {% endif %}\nb\n";
+        std::fs::write(dir.path().join("p.j2"), body).unwrap();
+        std::fs::write(
+            dir.path().join("h.j2"),
+            format!("#jinja2: trim_blocks: False, lstrip_blocks: True\n{body}"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("bad.j2"), "#jinja2: newline: 1\nx\n").unwrap();
+        let templar = Templar::new();
+        let vars = minijinja::Value::from_serialize(json!({}));
+        let ctx = PlanContext {
+            vars: Some(&vars),
+            templar: Some(&templar),
+            ..PlanContext::new(dir.path())
+        };
+        let render = |a: Value| {
+            Template
+                .content(&args(a), &ctx)
+                .map(|out| String::from_utf8(out.unwrap()).unwrap())
+        };
+        // The byte-for-byte outputs ansible-playbook 2.21 wrote for the same files.
+        let p = |extra: Value| {
+            let mut a = json!({"src": "p.j2", "dest": "/x"});
+            a.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            render(a).unwrap()
+        };
+        assert_eq!(p(json!({})), "a\n        yes\n    b\n");
+        assert_eq!(p(json!({"lstrip_blocks": true})), "a\n    yes\nb\n");
+        assert_eq!(
+            p(json!({"trim_blocks": false})),
+            "a\n    \n    yes\n    \nb\n"
+        );
+        assert_eq!(
+            p(json!({"newline_sequence": "\\r\\n"})),
+            "a\r\n        yes\r\n    b\r\n"
+        );
+        let h = render(json!({"src": "h.j2", "dest": "/x"})).unwrap();
+        assert_eq!(h, "a\n\n    yes\n\nb\n");
+        let err = render(json!({"src": "bad.j2", "dest": "/x"})).unwrap_err();
+        assert!(
+            err.to_string().contains("'newline' is not supported"),
+            "{err}"
+        );
+        assert!(render(json!({"src": "p.j2", "dest": "/x", "newline_sequence": "x"})).is_err());
     }
 
     #[test]

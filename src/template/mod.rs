@@ -66,6 +66,62 @@ impl TemplateError {
     }
 }
 
+/// The Jinja whitespace settings a template file may change: by a `#jinja2:` first line
+/// (`#jinja2: trim_blocks: False, lstrip_blocks: True`) or the template module's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextOptions {
+    pub trim_blocks: bool,
+    pub lstrip_blocks: bool,
+}
+
+impl Default for TextOptions {
+    /// Ansible's template module: `trim_blocks` on, `lstrip_blocks` off.
+    fn default() -> Self {
+        TextOptions {
+            trim_blocks: true,
+            lstrip_blocks: false,
+        }
+    }
+}
+
+impl TextOptions {
+    /// Splits off a `#jinja2:` header line and applies what it sets. Ansible reads it as
+    /// `key: value` pairs separated by commas, values as Python literals.
+    pub fn from_header(mut self, text: &str) -> Result<(TextOptions, &str), String> {
+        let Some(rest) = text.strip_prefix("#jinja2:") else {
+            return Ok((self, text));
+        };
+        let (line, body) = rest.split_once('\n').unwrap_or((rest, ""));
+        for pair in line.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once(':')
+                .map(|(k, v)| (k.trim(), v.trim()))
+                .ok_or_else(|| format!("#jinja2: header: '{pair}' is not 'key: value'"))?;
+            let slot = match key {
+                "trim_blocks" => &mut self.trim_blocks,
+                "lstrip_blocks" => &mut self.lstrip_blocks,
+                // Trailing newlines are kept as written whatever this says.
+                "keep_trailing_newline" => continue,
+                other => {
+                    return Err(format!(
+                        "#jinja2: header: '{other}' is not supported (trim_blocks, lstrip_blocks and keep_trailing_newline are)"
+                    ));
+                }
+            };
+            *slot = match value {
+                "True" | "true" => true,
+                "False" | "false" => false,
+                _ => {
+                    return Err(format!(
+                        "#jinja2: header: {key} must be True or False, got {value}"
+                    ));
+                }
+            };
+        }
+        Ok((self, body))
+    }
+}
+
 pub struct Templar {
     env: Environment<'static>,
     /// Names the environment itself defines (`range`, `lookup`...): never "undefined".
@@ -216,10 +272,39 @@ impl Templar {
         self.render_text(s, s, vars)
     }
 
+    /// Renders a template file's text with the block whitespace settings it asks for
+    /// (Ansible's defaults: `trim_blocks` on, `lstrip_blocks` off).
+    pub fn render_file_text(
+        &self,
+        text: &str,
+        vars: &MjValue,
+        options: TextOptions,
+    ) -> Result<String, TemplateError> {
+        if options == TextOptions::default() {
+            return self.render_str(text, vars);
+        }
+        // Rare (a `#jinja2:` header or the module's arguments): a private copy of the
+        // environment is cheaper than making every render take the settings.
+        let mut env = self.env.clone();
+        env.set_trim_blocks(options.trim_blocks);
+        env.set_lstrip_blocks(options.lstrip_blocks);
+        self.render_in(&env, text, text, vars)
+    }
+
     /// Renders `source`, reporting errors and keeping trailing newlines as of `shown`
     /// (what the user wrote).
     fn render_text(
         &self,
+        source: &str,
+        shown: &str,
+        vars: &MjValue,
+    ) -> Result<String, TemplateError> {
+        self.render_in(&self.env, source, shown, vars)
+    }
+
+    fn render_in(
+        &self,
+        env: &Environment<'static>,
         source: &str,
         shown: &str,
         vars: &MjValue,
@@ -231,8 +316,7 @@ impl Templar {
         } else {
             source
         };
-        let rendered = self
-            .env
+        let rendered = env
             .render_str(source, vars)
             .map_err(|e| self.template_error(e, source, vars).shown_as(shown))?;
         Ok(preserve_trailing_newlines(shown, rendered))

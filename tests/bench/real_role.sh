@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark on real content: a real-world role scenario of tests/real_roles/ (default
-# chrony-full: ansible-role-chrony 1.3.0 with every template branch, facts gathered) run by
+# chrony-full: ansible-role-chrony 1.3.0 with every template branch, facts gathered; also
+# otel-collector, otel-collector-include, dell-kickstart, chrony) run by
 # turbo-play, ansible-playbook (pipelining) and Ansible+Mitogen against one throw-away sshd
 # on 127.0.0.1, directly and through ../shared/delay-proxy.py (15 ms each way). Every run's
 # recap must equal Ansible's recorded one. Not a test; not run in CI.
@@ -71,6 +72,7 @@ inventory() {
     echo "$work/inventory-$1"
 }
 roles=$(find "$ROOT/target/real-roles" -mindepth 2 -maxdepth 2 -type d -name roles | sort | paste -sd:)
+collections=$(find "$ROOT/target/real-roles" -mindepth 2 -maxdepth 2 -type d -name ansible_collections -printf '%h\n' | sort | paste -sd:)
 strategy=$("$VENV/bin/python" -c 'import ansible_mitogen, os; print(os.path.dirname(ansible_mitogen.__file__))')/plugins/strategy
 # One run: prints seconds; fails unless the recap equals the one Ansible left in
 # expected/$4 (recap.txt for a first run, recap-again.txt for the steady state).
@@ -78,7 +80,7 @@ run_once() {
     local tool=$1 inv=$2 out=$3 expected log="$work/last.log" start end recap
     expected=$(cat "$HERE/$SCENARIO/expected/$4")
     local cmd=("$VENV/bin/ansible-playbook")
-    local env=(ANSIBLE_ROLES_PATH="$roles" ANSIBLE_NOCOLOR=1 ANSIBLE_PIPELINING=1 ANSIBLE_RETRY_FILES_ENABLED=0)
+    local env=(ANSIBLE_ROLES_PATH="$roles" ANSIBLE_COLLECTIONS_PATH="$collections" ANSIBLE_NOCOLOR=1 ANSIBLE_PIPELINING=1 ANSIBLE_RETRY_FILES_ENABLED=0)
     case $tool in
         turbo-play) cmd=("$TURBO") ;;
         mitogen) env+=(ANSIBLE_STRATEGY=mitogen_linear ANSIBLE_STRATEGY_PLUGINS="$strategy") ;;

@@ -33,7 +33,7 @@ mod unsupported;
 pub use assert::VERBOSE_ALWAYS;
 pub use include::is_dynamic_include;
 pub use pause::PAUSE_SECONDS;
-pub use unsupported::NOT_YET_SUPPORTED;
+pub use unsupported::{NOT_YET_SUPPORTED, collection_module};
 
 /// Arguments after templating, as the registered result's `invocation.module_args` has them.
 pub type ModuleArgs = serde_json::Map<String, Value>;

@@ -93,6 +93,27 @@ pub fn find(short: &str) -> Option<&'static dyn Module> {
         .map(|m| m as &'static dyn Module)
 }
 
+/// A module of an installed Ansible collection (`community.general.ufw`): Python that
+/// turbo-play cannot run, but a name Ansible would resolve, so it loads and fails only on a
+/// host that reaches it. One placeholder per distinct name, kept for the run.
+pub fn collection_module(fqcn: &str) -> &'static dyn Module {
+    static KNOWN: LazyLock<std::sync::Mutex<Vec<&'static NotYetSupported>>> =
+        LazyLock::new(Default::default);
+    let mut known = KNOWN
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(module) = known.iter().find(|m| m.name == fqcn) {
+        return *module;
+    }
+    // Leaked on purpose: modules are `&'static` like the registry's, and a playbook names
+    // a bounded set of them.
+    let module: &'static NotYetSupported = Box::leak(Box::new(NotYetSupported {
+        name: Box::leak(fqcn.to_string().into_boxed_str()),
+    }));
+    known.push(module);
+    module
+}
+
 impl NotYetSupported {
     /// The failure a host reports when it reaches the task.
     pub fn message(name: &str) -> String {
@@ -159,6 +180,22 @@ mod tests {
                 .msg
                 .unwrap()
                 .starts_with("the 'service' module is not supported by turbo-play yet")
+        );
+    }
+
+    #[test]
+    fn a_collection_module_is_one_placeholder_per_name() {
+        let a = collection_module("community.general.ufw");
+        assert_eq!(a.name(), "community.general.ufw");
+        assert!(std::ptr::eq(a, collection_module("community.general.ufw")));
+        assert!(!std::ptr::eq(a, collection_module("ansible.posix.sysctl")));
+        let Ok(Plan::Done(outcome)) = a.plan(&ModuleArgs::new(), &PlanContext::new(Path::new(".")))
+        else {
+            panic!()
+        };
+        assert_eq!(
+            outcome.msg.as_deref(),
+            Some(NotYetSupported::message("community.general.ufw").as_str())
         );
     }
 

@@ -63,6 +63,17 @@ impl Shared {
         }
     }
 
+    /// A module named by its collection (`community.general.ufw`) that an installed
+    /// collection ships: it loads, and fails on a host that runs it.
+    pub(super) fn collection_module(
+        &self,
+        name: &str,
+        playbook_dir: &Path,
+    ) -> Option<&'static dyn crate::modules::Module> {
+        super::collections::collection_has_module(name, playbook_dir, &self.collections_path)
+            .then(|| crate::modules::collection_module(name))
+    }
+
     pub(super) fn load_playbook_source(&self, source: &Source) -> Result<Vec<Playbook>, LoadError> {
         let root = source.parse()?;
         self.importing.borrow_mut().push(identity(&source.path));

@@ -974,7 +974,7 @@ impl Loader<'_> {
                         unsupported.push(key.to_string());
                     }
                 }
-                _ => match modules::find(key) {
+                _ => match self.find_module(key) {
                     Some(module) => {
                         let args = ActionArgs::Node(v);
                         self.set_action(&mut action, key.to_string(), module, args, k.span)?
@@ -1075,6 +1075,12 @@ impl Loader<'_> {
         Ok(())
     }
 
+    /// A module by the name a task uses: Ansible's own, or one an installed collection
+    /// ships (which only fails when a host runs it).
+    fn find_module(&self, name: &str) -> Option<&'static dyn Module> {
+        modules::find(name).or_else(|| self.shared.collection_module(name, &self.playbook_dir))
+    }
+
     fn unknown_action(&self, key: &str, span: Span) -> LoadError {
         let suggestion = modules::suggest(key).or_else(|| {
             let keywords = TASK_KEYS
@@ -1137,8 +1143,9 @@ impl Loader<'_> {
                 ));
             }
         };
-        let module =
-            modules::find(&written).ok_or_else(|| self.unknown_action(&written, node.span))?;
+        let module = self
+            .find_module(&written)
+            .ok_or_else(|| self.unknown_action(&written, node.span))?;
         Ok((written, module, args))
     }
 

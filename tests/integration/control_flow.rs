@@ -554,3 +554,56 @@ fn unsupported_ansible_modules_fail_only_when_they_run() {
         "couldn't resolve module/action 'servce'. Did you mean 'service'?",
     );
 }
+
+/// A module named by its collection loads when that collection is installed (as Ansible
+/// resolves it), and fails like any unsupported module on a host that runs it; without the
+/// collection it is refused at load time, as ansible-playbook refuses it.
+#[test]
+fn installed_collection_modules_load_and_fail_only_when_they_run() {
+    let hosts = SshHosts::start(&["h"]);
+    let tasks = r#"  tasks:
+    - name: firewall, elsewhere only
+      community.general.ufw: rule=allow port=22
+      when: false
+    - name: sysctl
+      ansible.posix.sysctl: name=vm.swappiness value=10
+      ignore_errors: true
+"#;
+    let collections = tempfile::tempdir().unwrap();
+    for module in [
+        "community/general/plugins/modules/ufw.py",
+        "ansible/posix/plugins/modules/sysctl.py",
+    ] {
+        let path = collections.path().join("ansible_collections").join(module);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "# a collection's module\n").unwrap();
+    }
+    let run_with = |path: &str| {
+        TestRun::new()
+            .playbook(&format!("{PLAY_HEAD}{tasks}"))
+            .inventory(&hosts.inventory())
+            .env("ANSIBLE_COLLECTIONS_PATH", path)
+            .run()
+    };
+    let out = run_with(collections.path().to_str().unwrap());
+    out.assert_code(0);
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ok: 1,
+            skipped: 1,
+            ignored: 1,
+            ..Recap::default()
+        }
+    );
+    assert_contains(
+        &out,
+        "the 'ansible.posix.sysctl' module is not supported by turbo-play yet",
+    );
+    let missing = run_with("/nonexistent");
+    missing.assert_code(4);
+    assert_contains(
+        &missing,
+        "couldn't resolve module/action 'community.general.ufw'",
+    );
+}

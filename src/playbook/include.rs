@@ -241,15 +241,22 @@ impl RoleUse {
     }
 }
 
-impl Loader<'_> {
-    /// Another file's loader sharing this one's state.
-    fn child<'c>(&'c self, source: &'c Source) -> Loader<'c> {
+impl<'s> Loader<'s> {
+    /// The loader of `source`, with `shared`'s state.
+    fn of(source: &'s Source, shared: &'s Shared, playbook_dir: PathBuf) -> Loader<'s> {
         Loader {
             source,
             file: Arc::from(source.path.as_path()),
-            shared: self.shared,
-            playbook_dir: self.playbook_dir.clone(),
+            shared,
+            playbook_dir,
         }
+    }
+}
+
+impl Loader<'_> {
+    /// Another file's loader sharing this one's state.
+    fn child<'c>(&'c self, source: &'c Source) -> Loader<'c> {
+        Loader::of(source, self.shared, self.playbook_dir.clone())
     }
 
     /// A top-level `- import_playbook: other.yml`: its plays, in order; `None` when the
@@ -1190,12 +1197,7 @@ impl DynamicInclude {
         let parsed = cache.get(path)?;
         let (source, root) = &*parsed;
         let shared = self.shared();
-        let loader = Loader {
-            source,
-            file: Arc::from(source.path.as_path()),
-            shared: &shared,
-            playbook_dir: self.playbook_dir.clone(),
-        };
+        let loader = Loader::of(source, &shared, self.playbook_dir.clone());
         loader
             .tasks(root, "a tasks file", &self.children_with(params))
             .map_err(|e| e.to_string())
@@ -1232,12 +1234,7 @@ impl DynamicInclude {
         let parsed = cache.get(including)?;
         let (source, _) = &*parsed;
         let shared = self.shared();
-        let loader = Loader {
-            source,
-            file: Arc::from(source.path.as_path()),
-            shared: &shared,
-            playbook_dir: self.playbook_dir.clone(),
-        };
+        let loader = Loader::of(source, &shared, self.playbook_dir.clone());
         let mut entry = RoleEntry::named(name, Span { line, column: 1 });
         entry.tasks_from = text("tasks_from");
         entry.vars_from = text("vars_from");

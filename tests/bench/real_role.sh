@@ -29,50 +29,18 @@ pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-ssh-keygen -q -t ed25519 -N '' -f "$work/host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$work/user_key"
-cp "$work/user_key.pub" "$work/authorized_keys"
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_port() {
-    for _ in $(seq 100); do
-        python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.2)" 2>/dev/null && return
-        sleep 0.05
-    done
-    echo "port $1 never opened" >&2
-    exit 1
-}
-port=$(free_port)
-cat >"$work/sshd_config" <<EOF
-ListenAddress 127.0.0.1:$port
-HostKey $work/host_key
-AuthorizedKeysFile $work/authorized_keys
-UsePAM no
-StrictModes no
-PasswordAuthentication no
-PermitRootLogin prohibit-password
-PidFile $work/sshd.pid
-LogLevel ERROR
-MaxStartups 100
-Subsystem sftp internal-sftp
-EOF
-mkdir -p /run/sshd
-/usr/sbin/sshd -D -e -f "$work/sshd_config" 2>"$work/sshd.log" &
-pids+=($!)
-wait_port "$port"
+# shellcheck source=tests/real_roles/loopback.sh
+source "$HERE/loopback.sh"
+loopback_sshd "$work"
+pids+=("$sshd_pid")
 proxy_port=$(free_port)
 python3 "$ROOT/../shared/delay-proxy.py" "$proxy_port" "$port" "$DELAY_MS" >/dev/null 2>&1 &
 pids+=($!)
 wait_port "$proxy_port"
 
-key_line="$(cut -d' ' -f1,2 "$work/host_key.pub")"
-printf '[127.0.0.1]:%s %s\n[127.0.0.1]:%s %s\n' "$port" "$key_line" "$proxy_port" "$key_line" >"$work/known_hosts"
-inventory() {
-    sed -e "s|@PORT@|$1|" -e "s|@KEY@|$work/user_key|" -e "s|@KNOWN_HOSTS@|$work/known_hosts|" \
-        "$HERE/inventory.in" >"$work/inventory-$1"
-    echo "$work/inventory-$1"
-}
-roles=$(find "$ROOT/target/real-roles" -mindepth 2 -maxdepth 2 -type d -name roles | sort | paste -sd:)
-collections=$(find "$ROOT/target/real-roles" -mindepth 2 -maxdepth 2 -type d -name ansible_collections -printf '%h\n' | sort | paste -sd:)
+# The proxy forwards to the same sshd: one more known_hosts line for its port.
+echo "[127.0.0.1]:$proxy_port $(cut -d' ' -f1,2 "$work/host_key.pub")" >>"$work/known_hosts"
+real_roles_paths "$ROOT"
 strategy=$("$VENV/bin/python" -c 'import ansible_mitogen, os; print(os.path.dirname(ansible_mitogen.__file__))')/plugins/strategy
 # One run: prints seconds; fails unless the recap equals the one Ansible left in
 # expected/$4 (recap.txt for a first run, recap-again.txt for the steady state).
@@ -80,7 +48,7 @@ run_once() {
     local tool=$1 inv=$2 out=$3 expected log="$work/last.log" start end recap
     expected=$(cat "$HERE/$SCENARIO/expected/$4")
     local cmd=("$VENV/bin/ansible-playbook")
-    local env=(ANSIBLE_ROLES_PATH="$roles" ANSIBLE_COLLECTIONS_PATH="$collections" ANSIBLE_NOCOLOR=1 ANSIBLE_PIPELINING=1 ANSIBLE_RETRY_FILES_ENABLED=0)
+    local env=(ANSIBLE_ROLES_PATH="$roles_path" ANSIBLE_COLLECTIONS_PATH="$collections_path" ANSIBLE_NOCOLOR=1 ANSIBLE_PIPELINING=1 ANSIBLE_RETRY_FILES_ENABLED=0)
     case $tool in
         turbo-play) cmd=("$TURBO") ;;
         mitogen) env+=(ANSIBLE_STRATEGY=mitogen_linear ANSIBLE_STRATEGY_PLUGINS="$strategy") ;;
@@ -102,7 +70,7 @@ echo "| $SCENARIO, steady state (median of $RUNS) | turbo-play | Ansible+Mitogen
 echo "|---|---|---|---|"
 for link in "loopback:$port" "${DELAY_MS} ms each way:$proxy_port"; do
     name=${link%%:*}
-    inv=$(inventory "${link##*:}")
+    inv=$(loopback_inventory "$work" "${link##*:}")
     declare -A took=()
     for tool in turbo-play mitogen ansible; do
         out="$work/out-$tool-${link##*:}"

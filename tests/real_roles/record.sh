@@ -34,39 +34,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ssh-keygen -q -t ed25519 -N '' -f "$work/host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$work/user_key"
-cp "$work/user_key.pub" "$work/authorized_keys"
-chmod 755 "$work"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$work/sshd_config" <<EOF
-ListenAddress 127.0.0.1:$port
-HostKey $work/host_key
-AuthorizedKeysFile $work/authorized_keys
-UsePAM no
-StrictModes no
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-PidFile $work/sshd.pid
-LogLevel ERROR
-Subsystem sftp internal-sftp
-EOF
-mkdir -p /run/sshd
-/usr/sbin/sshd -D -e -f "$work/sshd_config" 2>"$work/sshd.log" &
-sshd_pid=$!
-for _ in $(seq 50); do
-    if python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null; then
-        break
-    fi
-    sleep 0.1
-done
-echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$work/host_key.pub")" >"$work/known_hosts"
-sed -e "s|@PORT@|$port|" -e "s|@KEY@|$work/user_key|" -e "s|@KNOWN_HOSTS@|$work/known_hosts|" \
-    "$here/inventory.in" >"$work/inventory"
-
-roles_path=$(find "$repo/target/real-roles" -mindepth 2 -maxdepth 2 -type d -name roles | sort | paste -sd:)
-collections_path=$(find "$repo/target/real-roles" -mindepth 2 -maxdepth 2 -type d -name ansible_collections -printf '%h\n' | sort | paste -sd:)
+# shellcheck source=tests/real_roles/loopback.sh
+source "$here/loopback.sh"
+loopback_sshd "$work"
+inventory=$(loopback_inventory "$work" "$port")
+real_roles_paths "$repo"
 
 if [[ $# -gt 0 ]]; then
     scenarios=("$@")
@@ -81,7 +53,7 @@ for scenario in "${scenarios[@]}"; do
     mkdir -p "$out"
     run() {
         ANSIBLE_ROLES_PATH="$roles_path" ANSIBLE_COLLECTIONS_PATH="$collections_path" ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
-            "$ansible_playbook" -i "$work/inventory" "$dir/site.yml" -e "out_dir=$out" \
+            "$ansible_playbook" -i "$inventory" "$dir/site.yml" -e "out_dir=$out" \
             >"$work/$scenario-$1.log" 2>&1 || {
             cat "$work/$scenario-$1.log" >&2
             echo "record.sh: $scenario: ansible-playbook failed" >&2

@@ -384,7 +384,7 @@ mod tests {
     fn stat_op(path: &str) -> Op {
         Op::Stat {
             path: path.into(),
-            checksum: false,
+            checksum: None,
         }
     }
 

@@ -2,7 +2,9 @@
 //! each with one [`Reply`] on stdout, in order. It speaks first with an [`AgentHello`].
 //! Exit status: 0 when the controller closes stdin, 2 when the stream breaks.
 
+mod md;
 mod ops;
+mod sha1;
 mod sha256;
 mod sys;
 mod users;
@@ -185,7 +187,7 @@ mod tests {
                     diff: false,
                     op: Op::Stat {
                         path: "/".into(),
-                        checksum: false,
+                        checksum: None,
                     },
                 }))
                 .unwrap(),

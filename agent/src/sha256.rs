@@ -5,6 +5,9 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
+pub use crate::md::hex;
+use crate::md::{Blocks, read_all};
+
 /// FIPS 180-4 §4.2.2: the first 32 bits of the fractional parts of the cube roots of the
 /// first 64 primes (a test below derives them again).
 const K: [u32; 64] = [
@@ -25,12 +28,9 @@ const H0: [u32; 8] = [
 ];
 
 /// Incremental hasher: feed with [`Sha256::update`], finish with [`Sha256::finish`].
-#[derive(Clone)]
 pub struct Sha256 {
     state: [u32; 8],
-    block: [u8; 64],
-    block_len: usize,
-    total_bytes: u64,
+    blocks: Blocks,
 }
 
 impl Default for Sha256 {
@@ -43,93 +43,64 @@ impl Sha256 {
     pub fn new() -> Self {
         Sha256 {
             state: H0,
-            block: [0; 64],
-            block_len: 0,
-            total_bytes: 0,
+            blocks: Blocks::new(),
         }
     }
 
-    pub fn update(&mut self, mut data: &[u8]) {
-        self.total_bytes = self.total_bytes.wrapping_add(data.len() as u64);
-        if self.block_len > 0 {
-            let take = (64 - self.block_len).min(data.len());
-            self.block[self.block_len..self.block_len + take].copy_from_slice(&data[..take]);
-            self.block_len += take;
-            data = &data[take..];
-            if self.block_len < 64 {
-                return;
-            }
-            let block = self.block;
-            self.compress(&block);
-            self.block_len = 0;
-        }
-        let mut blocks = data.chunks_exact(64);
-        for block in &mut blocks {
-            self.compress(block.try_into().expect("64-byte chunk"));
-        }
-        let rest = blocks.remainder();
-        self.block[..rest.len()].copy_from_slice(rest);
-        self.block_len = rest.len();
+    pub fn update(&mut self, data: &[u8]) {
+        let state = &mut self.state;
+        self.blocks
+            .update(data, &mut |block| compress(state, block));
     }
 
-    pub fn finish(mut self) -> [u8; 32] {
-        // §5.1.1: a 1 bit, zeros up to 56 mod 64, then the message length in bits.
-        let bit_len = self.total_bytes.wrapping_mul(8);
-        let mut padding = [0u8; 72];
-        padding[0] = 0x80;
-        let pad_len = if self.block_len < 56 {
-            56 - self.block_len
-        } else {
-            120 - self.block_len
-        };
-        padding[pad_len..pad_len + 8].copy_from_slice(&bit_len.to_be_bytes());
-        self.update(&padding[..pad_len + 8]);
-        debug_assert_eq!(self.block_len, 0);
+    pub fn finish(self) -> [u8; 32] {
+        let mut state = self.state;
+        self.blocks.finish(&mut |block| compress(&mut state, block));
         let mut out = [0u8; 32];
-        for (chunk, word) in out.chunks_exact_mut(4).zip(self.state) {
+        for (chunk, word) in out.chunks_exact_mut(4).zip(state) {
             chunk.copy_from_slice(&word.to_be_bytes());
         }
         out
     }
+}
 
-    /// §6.2.2: one 512-bit block into the state.
-    fn compress(&mut self, block: &[u8; 64]) {
-        let mut w = [0u32; 64];
-        for (t, word) in block.chunks_exact(4).enumerate() {
-            w[t] = u32::from_be_bytes(word.try_into().expect("4 bytes"));
-        }
-        for t in 16..64 {
-            let s0 = w[t - 15].rotate_right(7) ^ w[t - 15].rotate_right(18) ^ (w[t - 15] >> 3);
-            let s1 = w[t - 2].rotate_right(17) ^ w[t - 2].rotate_right(19) ^ (w[t - 2] >> 10);
-            w[t] = s1
-                .wrapping_add(w[t - 7])
-                .wrapping_add(s0)
-                .wrapping_add(w[t - 16]);
-        }
-        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = self.state;
-        for t in 0..64 {
-            let big_s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
-            let ch = (e & f) ^ (!e & g);
-            let t1 = h
-                .wrapping_add(big_s1)
-                .wrapping_add(ch)
-                .wrapping_add(K[t])
-                .wrapping_add(w[t]);
-            let big_s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
-            let maj = (a & b) ^ (a & c) ^ (b & c);
-            let t2 = big_s0.wrapping_add(maj);
-            h = g;
-            g = f;
-            f = e;
-            e = d.wrapping_add(t1);
-            d = c;
-            c = b;
-            b = a;
-            a = t1.wrapping_add(t2);
-        }
-        for (s, v) in self.state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
-            *s = s.wrapping_add(v);
-        }
+/// §6.2.2: one 512-bit block into the state.
+fn compress(state: &mut [u32; 8], block: &[u8; 64]) {
+    let mut w = [0u32; 64];
+    for (t, word) in block.chunks_exact(4).enumerate() {
+        w[t] = u32::from_be_bytes(word.try_into().expect("4 bytes"));
+    }
+    for t in 16..64 {
+        let s0 = w[t - 15].rotate_right(7) ^ w[t - 15].rotate_right(18) ^ (w[t - 15] >> 3);
+        let s1 = w[t - 2].rotate_right(17) ^ w[t - 2].rotate_right(19) ^ (w[t - 2] >> 10);
+        w[t] = s1
+            .wrapping_add(w[t - 7])
+            .wrapping_add(s0)
+            .wrapping_add(w[t - 16]);
+    }
+    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
+    for t in 0..64 {
+        let big_s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
+        let ch = (e & f) ^ (!e & g);
+        let t1 = h
+            .wrapping_add(big_s1)
+            .wrapping_add(ch)
+            .wrapping_add(K[t])
+            .wrapping_add(w[t]);
+        let big_s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
+        let maj = (a & b) ^ (a & c) ^ (b & c);
+        let t2 = big_s0.wrapping_add(maj);
+        h = g;
+        g = f;
+        f = e;
+        e = d.wrapping_add(t1);
+        d = c;
+        c = b;
+        b = a;
+        a = t1.wrapping_add(t2);
+    }
+    for (s, v) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
+        *s = s.wrapping_add(v);
     }
 }
 
@@ -140,31 +111,14 @@ pub fn digest(data: &[u8]) -> [u8; 32] {
     h.finish()
 }
 
-pub fn digest_reader<R: Read>(mut r: R) -> io::Result<[u8; 32]> {
+pub fn digest_reader<R: Read>(r: R) -> io::Result<[u8; 32]> {
     let mut h = Sha256::new();
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) => return Ok(h.finish()),
-            Ok(n) => h.update(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    read_all(r, |piece| h.update(piece))?;
+    Ok(h.finish())
 }
 
 pub fn digest_file(path: &Path) -> io::Result<[u8; 32]> {
     digest_reader(File::open(path)?)
-}
-
-pub fn hex(digest: &[u8; 32]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(64);
-    for b in digest {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    s
 }
 
 #[cfg(test)]

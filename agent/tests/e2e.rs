@@ -205,7 +205,7 @@ fn hello_batches_exec_and_clean_exit() {
             id,
             Op::Stat {
                 path: "~".into(),
-                checksum: false,
+                checksum: None,
             },
         );
     }
@@ -240,7 +240,7 @@ fn truncated_frame_at_eof_is_an_error_exit() {
         diff: false,
         op: Op::Stat {
             path: "/".into(),
-            checksum: false,
+            checksum: None,
         },
     }))
     .unwrap();

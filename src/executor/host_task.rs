@@ -1120,7 +1120,7 @@ mod tests {
     fn stat() -> Op {
         Op::Stat {
             path: "/x".into(),
-            checksum: false,
+            checksum: None,
         }
     }
 

@@ -24,7 +24,7 @@ impl Module for Ping {
         }
         Ok(Plan::Remote(Op::Stat {
             path: "~".into(),
-            checksum: false,
+            checksum: None,
         }))
     }
 
@@ -60,7 +60,7 @@ mod tests {
             Ping.plan(&none, &PlanContext::new(Path::new("/"))).unwrap(),
             Plan::Remote(Op::Stat {
                 path: "~".into(),
-                checksum: false
+                checksum: None
             })
         );
         let stat = StatInfo {
@@ -74,7 +74,7 @@ mod tests {
             owner: "u".into(),
             group: "u".into(),
             mtime: 0,
-            sha256: None,
+            checksum: None,
             link_target: None,
         };
         let out = Ping.finish(&none, OpResult::Stat(stat));

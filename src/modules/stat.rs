@@ -2,7 +2,7 @@
 //! it runs in check mode too, and a loop of them is one batch like any other module.
 
 use serde_json::{Map, Value, json};
-use turbo_proto::{FileKind, Op, OpResult, StatInfo};
+use turbo_proto::{Digest, FileKind, Op, OpResult, StatInfo};
 
 use super::{
     Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str, unexpected,
@@ -64,18 +64,23 @@ impl Module for Stat {
     }
 }
 
-/// The agent hashes with SHA-256 only, so a checksum is computed when asked for under
-/// that name; Ansible's default algorithm (sha1) leaves `checksum` out rather than
-/// reading a whole file for a digest nobody can compare.
-fn checksum_wanted(args: &ModuleArgs) -> Result<bool, ModuleError> {
+/// The digest `get_checksum`/`checksum_algorithm` ask for: Ansible's default is SHA-1.
+/// The agent computes SHA-1 and SHA-256; the other algorithms Ansible offers are refused
+/// rather than silently left out.
+fn checksum_wanted(args: &ModuleArgs) -> Result<Option<Digest>, ModuleError> {
+    if !arg_bool(args, "get_checksum", true)? {
+        return Ok(None);
+    }
     let algorithm = ["checksum_algorithm", "checksum", "checksum_algo"]
         .into_iter()
         .find_map(|key| arg_str(args, key).transpose())
         .transpose()?;
-    let get = arg_bool(args, "get_checksum", true)?;
     match algorithm.as_deref() {
-        Some("sha256") => Ok(get),
-        None | Some("sha1" | "md5" | "sha224" | "sha384" | "sha512") => Ok(false),
+        None | Some("sha1") => Ok(Some(Digest::Sha1)),
+        Some("sha256") => Ok(Some(Digest::Sha256)),
+        Some("md5" | "sha224" | "sha384" | "sha512") => Err(ModuleError::NotSupported(
+            "checksum_algorithm other than sha1 or sha256",
+        )),
         Some(other) => Err(ModuleError::Invalid(format!(
             "value of checksum_algorithm must be one of: md5, sha1, sha224, sha256, sha384, sha512, got: {other}"
         ))),
@@ -125,7 +130,7 @@ fn stat_fields(info: &StatInfo) -> Map<String, Value> {
         };
         s.insert("lnk_source".into(), json!(source));
     }
-    if let Some(digest) = info.sha256 {
+    if let Some(digest) = &info.checksum {
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         s.insert("checksum".into(), json!(hex));
     }
@@ -153,34 +158,38 @@ mod tests {
             owner: "root".into(),
             group: "adm".into(),
             mtime: 1_700_000_000,
-            sha256: None,
+            checksum: None,
             link_target: link.map(String::from),
         }
     }
 
     #[test]
-    fn plans_one_stat_op_with_a_checksum_only_for_sha256() {
+    fn plans_one_stat_op_with_ansibles_default_sha1_checksum() {
         let stat = |path: &str, checksum| {
             Plan::Remote(Op::Stat {
                 path: path.into(),
                 checksum,
             })
         };
-        assert_eq!(plan(json!({"path": "/x"})).unwrap(), stat("/x", false));
+        assert_eq!(
+            plan(json!({"path": "/x"})).unwrap(),
+            stat("/x", Some(Digest::Sha1))
+        );
         assert_eq!(
             plan(json!({"path": "/x", "checksum_algorithm": "sha256"})).unwrap(),
-            stat("/x", true)
+            stat("/x", Some(Digest::Sha256))
         );
         assert_eq!(
             plan(json!({"dest": "/y", "checksum_algorithm": "sha256", "get_checksum": false}))
                 .unwrap(),
-            stat("/y", false)
+            stat("/y", None)
         );
         assert_eq!(
             plan(json!({})).unwrap_err().to_string(),
             ModuleError::Missing("path").to_string()
         );
         assert!(plan(json!({"path": "/x", "checksum_algorithm": "crc"})).is_err());
+        assert!(plan(json!({"path": "/x", "checksum_algorithm": "md5"})).is_err());
         assert!(plan(json!({"path": "/x", "follow": true})).is_err());
     }
 

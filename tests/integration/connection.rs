@@ -22,7 +22,7 @@ fn cache_path(user: &TestUser) -> PathBuf {
 fn stat(path: &str) -> Op {
     Op::Stat {
         path: path.into(),
-        checksum: false,
+        checksum: None,
     }
 }
 

@@ -44,6 +44,7 @@ fn owner_and_group_as_root_then_nothing_changes_and_stat_reports_them() {
         owner: {account}
         group: {gid}
         mode: '0640'
+      register: copied
     - template: src=app.j2 dest={dir}/rendered.conf owner={uid} group=root mode=0600
     - stat: path={dir}/app.conf
       register: st
@@ -57,6 +58,8 @@ fn owner_and_group_as_root_then_nothing_changes_and_stat_reports_them() {
           - st.stat.mode == '0640'
           - st.stat.rusr and st.stat.rgrp and not st.stat.roth
           - not missing.stat.exists
+          - st.stat.checksum == copied.checksum
+          - st.stat.checksum == '373b273d74700f570c862a58571711df51d28d98'
 ",
         dir = dir.display()
     );

@@ -58,8 +58,12 @@ pub struct Reply {
 /// Paths may start with `~` or `~/`, meaning the agent user's home.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Op {
-    /// Describe a path (no error when it is missing).
-    Stat { path: String, checksum: bool },
+    /// Describe a path (no error when it is missing), with the digest of a regular
+    /// file's content when one is asked for.
+    Stat {
+        path: String,
+        checksum: Option<Digest>,
+    },
     /// Make a regular file hold exactly `content`, written atomically (temp file in the
     /// same directory, fsync, rename) and only when the bytes differ.
     EnsureFile(EnsureFile),
@@ -213,8 +217,17 @@ pub struct StatInfo {
     pub owner: String,
     pub group: String,
     pub mtime: i64,
-    pub sha256: Option<[u8; 32]>,
+    /// The asked-for digest of a regular file's content.
+    pub checksum: Option<Vec<u8>>,
     pub link_target: Option<String>,
+}
+
+/// The digests the agent computes: SHA-256 for its own comparisons, SHA-1 because it is
+/// what Ansible's `stat` reports by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Digest {
+    Sha1,
+    Sha256,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

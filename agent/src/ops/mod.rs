@@ -429,7 +429,7 @@ mod tests {
             op: Op::Batch(vec![
                 Op::Stat {
                     path: dir.str("missing/deeper"),
-                    checksum: false,
+                    checksum: None,
                 },
                 Op::EnsureFile(turbo_proto::EnsureFile {
                     path: dir.str("nodir/file"),
@@ -441,7 +441,7 @@ mod tests {
                 }),
                 Op::Batch(vec![Op::Stat {
                     path: "~".into(),
-                    checksum: false,
+                    checksum: None,
                 }]),
             ]),
         });

@@ -182,6 +182,17 @@ pub(crate) struct RunContext {
 }
 
 impl RunContext {
+    /// The hosts an Ansible pattern selects now: `add_host`'s hosts included, `--limit`
+    /// not applied (Ansible's `inventory_hostnames` reads the `groups` variable).
+    fn hosts_matching(&self, pattern: &str) -> Result<Vec<String>, String> {
+        let runtime = self.runtime.lock().expect("runtime lock");
+        if runtime.is_empty() {
+            drop(runtime);
+            return self.inventory.select(pattern).map_err(|e| e.to_string());
+        }
+        Ok(runtime.select(&self.inventory, pattern))
+    }
+
     /// Warns about the task's keywords that turbo-play ignores, the first time each is met.
     pub fn warn_unsupported(&self, task: &crate::playbook::Task) {
         for keyword in &task.unsupported {
@@ -331,11 +342,19 @@ pub async fn run_playbooks(
     events: EventSender,
 ) -> RunSummary {
     let start_at = Mutex::new(opts.start_at_task.clone());
-    let ctx = Arc::new_cyclic(|me| RunContext {
+    let ctx = Arc::new_cyclic(|me: &std::sync::Weak<RunContext>| RunContext {
         inventory,
         start_at,
         opts,
-        templar: Templar::new(),
+        templar: {
+            let mut templar = Templar::new();
+            let run = me.clone();
+            templar.set_host_selector(Arc::new(move |pattern: &str| {
+                let ctx = run.upgrade().ok_or("the run has ended")?;
+                ctx.hosts_matching(pattern)
+            }));
+            templar
+        },
         events,
         hosts: Mutex::new(HashMap::new()),
         vars_files: Default::default(),

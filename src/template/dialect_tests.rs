@@ -727,6 +727,47 @@ fn query_runs_a_lookup_for_with_loops() {
 }
 
 #[test]
+fn lookups_of_lines_varnames_and_inventory_hostnames() {
+    let vars = MjValue::from_serialize(json!({
+        "qz_1": "hello", "qz_2": "world", "qa": "no", "other": 1,
+    }));
+    let mut t = Templar::new();
+    let r = |t: &Templar, s: &str| {
+        t.render_str(s, &vars)
+            .unwrap_or_else(|e| panic!("{s}: {e}"))
+    };
+    assert_eq!(r(&t, "{{ lookup('lines', 'printf \"a\\nb\"') }}"), "a,b");
+    assert_eq!(
+        r(&t, "{{ query('lines', 'printf x', 'printf y') }}"),
+        "['x', 'y']"
+    );
+    assert_eq!(r(&t, "{{ lookup('varnames', '^qz_.+') }}"), "qz_1,qz_2");
+    assert_eq!(
+        r(&t, "{{ query('varnames', 'z_2', '^q') }}"),
+        "['qz_2', 'qa', 'qz_1', 'qz_2']"
+    );
+    // Without the run's inventory (a Templar outside a run) it says so.
+    let err = t
+        .render_str("{{ query('inventory_hostnames', 'all') }}", &vars)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("needs the run's inventory"),
+        "{err}"
+    );
+    t.set_host_selector(std::sync::Arc::new(|pattern: &str| match pattern {
+        "web" => Ok(vec!["w1".into(), "w2".into()]),
+        "web,!w1" => Ok(vec!["w2".into()]),
+        other => Err(format!("no such pattern {other}")),
+    }));
+    assert_eq!(
+        r(&t, "{{ query('inventory_hostnames', 'web', '!w1') }}"),
+        "['w2']"
+    );
+    assert_eq!(r(&t, "{{ lookup('inventory_hostnames', 'web') }}"), "w1,w2");
+    assert_eq!(r(&t, "{{ query('inventory_hostnames', 'nope[') }}"), "[]");
+}
+
+#[test]
 fn lookups_look_in_the_role_first() {
     let dir = tempfile::tempdir().unwrap();
     let role = dir.path().join("roles/web");

@@ -8,20 +8,31 @@ use std::path::{Path, PathBuf};
 use minijinja::value::{Kwargs, Rest, Value as MjValue, ValueKind, from_args};
 use minijinja::{Environment, Error as MjError, ErrorKind, State};
 
-pub fn register(env: &mut Environment<'static>, base_dir: Option<PathBuf>) {
-    let base = base_dir.clone();
-    env.add_function(
-        "lookup",
-        move |state: &State, name: String, args: Rest<MjValue>| {
-            run(state, &name, &args, base.as_deref(), false)
-        },
-    );
-    for alias in ["query", "q"] {
-        let base = base_dir.clone();
+/// The hosts an Ansible host pattern selects, for `inventory_hostnames`.
+pub type HostSelector = std::sync::Arc<dyn Fn(&str) -> Result<Vec<String>, String> + Send + Sync>;
+
+/// What lookups reach beyond the template's variables.
+#[derive(Clone)]
+struct Reach {
+    base: Option<PathBuf>,
+    hosts: Option<HostSelector>,
+}
+
+pub fn register(
+    env: &mut Environment<'static>,
+    base_dir: Option<PathBuf>,
+    hosts: Option<HostSelector>,
+) {
+    let reach = Reach {
+        base: base_dir,
+        hosts,
+    };
+    for (alias, always_list) in [("lookup", false), ("query", true), ("q", true)] {
+        let reach = reach.clone();
         env.add_function(
             alias,
             move |state: &State, name: String, args: Rest<MjValue>| {
-                run(state, &name, &args, base.as_deref(), true)
+                run(state, &name, &args, &reach, always_list)
             },
         );
     }
@@ -35,9 +46,10 @@ fn run(
     state: &State,
     name: &str,
     args: &[MjValue],
-    base: Option<&Path>,
+    reach: &Reach,
     always_list: bool,
 ) -> Result<MjValue, MjError> {
+    let base = reach.base.as_deref();
     let (terms, kwargs) = from_args::<(&[MjValue], Kwargs)>(args)?;
     let wantlist = always_list || kwargs.get::<Option<bool>>("wantlist")?.unwrap_or(false);
     let errors: String = kwargs
@@ -71,13 +83,17 @@ fn run(
             first_found(terms, &kwargs, &base, &subdir)
         }
         "pipe" => pipe(terms, &base),
+        "lines" => lines(terms, &base),
+        "inventory_hostnames" => inventory_hostnames(terms, reach.hosts.as_ref()),
+        "varnames" => varnames(state, terms),
         "items" | "list" => Ok(flatten_terms(terms, name == "items")),
         "sequence" => sequence(terms),
         "dict" => dict(terms),
         "vars" => vars(state, terms, &kwargs),
         other => Err(error(format!(
             "lookup plugin '{other}' is not supported (supported: file, env, template, \
-             fileglob, first_found, pipe, items, list, sequence, dict, vars)"
+             fileglob, first_found, pipe, lines, items, list, sequence, dict, vars, \
+             varnames, inventory_hostnames)"
         ))),
     };
     let results = match results {
@@ -388,6 +404,65 @@ fn first_found(
         "No file was found when using first_found. Use errors='ignore' to allow this task \
          to be skipped if no files are found",
     ))
+}
+
+/// `varnames`: the names of the variables each pattern (Python `re.search`) finds, sorted.
+fn varnames(state: &State, terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
+    let globals: std::collections::HashSet<String> = state
+        .env()
+        .globals()
+        .map(|(name, _)| name.to_string())
+        .collect();
+    let mut names: Vec<String> = state
+        .known_variables()
+        .into_iter()
+        .map(|n| n.into_owned())
+        .filter(|n| !globals.contains(n) && !n.starts_with("__tp_"))
+        .collect();
+    names.sort();
+    names.dedup();
+    let mut out = Vec::new();
+    for term in term_texts(terms) {
+        let pattern =
+            super::pyregex::PyRegex::new(&term, super::pyregex::Anchor::Search, false, false)
+                .map_err(|e| {
+                    error(format!(
+                        "Unable to use \"{term}\" as a search parameter: {e}"
+                    ))
+                })?;
+        for name in &names {
+            if pattern.is_match(name).map_err(|e| error(e.to_string()))? {
+                out.push(MjValue::from(name.clone()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `lines`: each command's output, one result per line.
+fn lines(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
+    let mut out = Vec::new();
+    for text in pipe(terms, base)? {
+        let text = text.as_str().unwrap_or_default().to_string();
+        out.extend(text.lines().map(|line| MjValue::from(line.to_string())));
+    }
+    Ok(out)
+}
+
+/// `inventory_hostnames`: the hosts the patterns select together (`['web', '!w1']` is
+/// one pattern, as Ansible evaluates them); a pattern Ansible cannot evaluate gives none.
+fn inventory_hostnames(
+    terms: &[MjValue],
+    hosts: Option<&HostSelector>,
+) -> Result<Vec<MjValue>, MjError> {
+    let Some(select) = hosts else {
+        return Err(error(
+            "lookup plugin 'inventory_hostnames' needs the run's inventory",
+        ));
+    };
+    let pattern = term_texts(terms).join(",");
+    let found = select(&pattern).unwrap_or_default();
+    Ok(found.into_iter().map(MjValue::from).collect())
 }
 
 fn pipe(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError> {

@@ -128,6 +128,8 @@ pub struct Templar {
     globals: HashSet<String>,
     /// Where lookups resolve relative paths when the variables carry no `playbook_dir`.
     base_dir: Option<PathBuf>,
+    /// The run's inventory, for `inventory_hostnames`.
+    hosts: Option<lookups::HostSelector>,
 }
 
 impl Default for Templar {
@@ -155,8 +157,15 @@ impl Templar {
 
     pub fn set_base_dir(&mut self, dir: impl Into<PathBuf>) {
         let dir = dir.into();
-        lookups::register(&mut self.env, Some(dir.clone()));
         self.base_dir = Some(dir);
+        lookups::register(&mut self.env, self.base_dir.clone(), self.hosts.clone());
+    }
+
+    /// Gives the `inventory_hostnames` lookup the run's inventory: `hosts(pattern)` is the
+    /// hosts an Ansible pattern selects (hosts `add_host` added included, `--limit` not).
+    pub fn set_host_selector(&mut self, hosts: lookups::HostSelector) {
+        self.hosts = Some(hosts);
+        lookups::register(&mut self.env, self.base_dir.clone(), self.hosts.clone());
     }
 
     pub fn base_dir(&self) -> Option<&Path> {
@@ -184,13 +193,14 @@ impl Templar {
         });
         filters::register(&mut env);
         tests::register(&mut env);
-        lookups::register(&mut env, base_dir.clone());
+        lookups::register(&mut env, base_dir.clone(), None);
         env.add_function(chain::CHAIN_FN, chain::chain);
         let globals = env.globals().map(|(name, _)| name.to_string()).collect();
         Templar {
             env,
             globals,
             base_dir,
+            hosts: None,
         }
     }
 

@@ -91,3 +91,47 @@ yaml=k:
     let result = std::fs::read_to_string(home.join("result.txt")).expect("result.txt");
     assert_eq!(result, "changed True");
 }
+
+/// Lookups that read the run itself: the inventory (`add_host`'s hosts too) and the
+/// variables' names; and `lines`, run on the controller. The expected text is what
+/// ansible-playbook 2.21 printed for the same expressions.
+#[test]
+fn inventory_hostnames_varnames_and_lines_lookups() {
+    let hosts = SshHosts::start(&["web1", "web2"]);
+    let inventory = format!(
+        "[web]\n{}\n{}\n[db]\ndb1 ansible_connection=local\n",
+        hosts.line("web1"),
+        hosts.line("web2")
+    );
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: web
+  gather_facts: false
+  vars:
+    qz_alpha: 1
+    qz_beta: 2
+  tasks:
+    - add_host: name=extra1 groups=web ansible_connection=local
+      run_once: true
+    - copy:
+        dest: ~/lookups.txt
+        content: |
+          web={{ query('inventory_hostnames', 'web') | join(',') }}
+          some={{ lookup('inventory_hostnames', 'web:db', '!web2') }}
+          names={{ lookup('varnames', '^qz_') }}
+          lines={{ query('lines', 'printf "one\ntwo\n"') }}
+"#,
+        )
+        .inventory(&inventory)
+        .run();
+    out.assert_code(0);
+    for host in ["web1", "web2"] {
+        let text = std::fs::read_to_string(hosts.user(host).home.join("lookups.txt")).unwrap();
+        assert_eq!(
+            text,
+            "web=web1,web2,extra1\nsome=web1,extra1,db1\nnames=qz_alpha,qz_beta\nlines=['one', 'two']\n",
+            "{}",
+            out.stdout
+        );
+    }
+}

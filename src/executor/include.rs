@@ -382,11 +382,13 @@ async fn walk(
         }
         ctx.warn_unsupported(task);
         run_task_on(run, TaskRef::Synthetic(task.clone()), runners.clone()).await;
-        if failures_end_the_play(play, task, run.hosts, &runners) {
+        if let Some(stop) = failures_end_the_play(play, task, run.hosts, &runners) {
             for host in run.hosts {
                 host.out.store(true, Ordering::SeqCst);
             }
-            ctx.emit(Event::NoMoreHosts);
+            if stop == super::FailStop::TooManyFailed {
+                ctx.emit(Event::NoMoreHosts);
+            }
             return Walked::Ended(super::PlayEnd::StopRun);
         }
     }

@@ -619,11 +619,13 @@ async fn run_batch(
         }
         ctx.warn_unsupported(task);
         run_task_on(&run, TaskRef::Task(task_index), runners.clone()).await;
-        if failures_end_the_play(play, task, hosts, &runners) {
+        if let Some(stop) = failures_end_the_play(play, task, hosts, &runners) {
             for host in hosts {
                 host.out.store(true, Ordering::SeqCst);
             }
-            ctx.emit(Event::NoMoreHosts);
+            if stop == FailStop::TooManyFailed {
+                ctx.emit(Event::NoMoreHosts);
+            }
             end = PlayEnd::StopRun;
             cut_short = true;
             break;
@@ -722,14 +724,24 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
     }
 }
 
+/// Why failures end the play for every host of the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FailStop {
+    /// `any_errors_fatal`, or a failed `run_once` task: Ansible ends the play quietly.
+    Fatal,
+    /// `max_fail_percentage` exceeded: Ansible says "NO MORE HOSTS LEFT".
+    TooManyFailed,
+}
+
+/// Whether the failures of this task end the play for every host of the batch:
 /// `any_errors_fatal` (a `run_once` task's failure counts the same, as in Ansible) and
-/// `max_fail_percentage`: whether the task's failures end the play for every host.
+/// `max_fail_percentage`.
 fn failures_end_the_play(
     play: &Play,
     task: &crate::playbook::Task,
     batch: &[Arc<HostState>],
     runners: &[Arc<HostState>],
-) -> bool {
+) -> Option<FailStop> {
     let failed_now = runners
         .iter()
         .filter(|h| h.out.load(Ordering::SeqCst))
@@ -740,16 +752,14 @@ fn failures_end_the_play(
         .unwrap_or(play.keywords.any_errors_fatal)
         || task.keywords.run_once;
     if fatal && failed_now > 0 {
-        return true;
+        return Some(FailStop::Fatal);
     }
-    let Some(max) = play.keywords.max_fail_percentage else {
-        return false;
-    };
+    let max = play.keywords.max_fail_percentage?;
     let failed = batch
         .iter()
         .filter(|h| h.out.load(Ordering::SeqCst))
         .count();
-    crate::playbook::too_many_failed(failed, batch.len(), max)
+    crate::playbook::too_many_failed(failed, batch.len(), max).then_some(FailStop::TooManyFailed)
 }
 
 /// A task of the play, one of its handlers, or one the executor made (Gathering Facts).

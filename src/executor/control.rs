@@ -85,6 +85,10 @@ pub(super) fn all_hold(
     Ok(true)
 }
 
+/// The `msg` of a result that `failed_when` failed.
+pub const FAILED_WHEN_MESSAGE: &str =
+    "Task failed: Action failed: A 'failed_when' expression evaluated to 'True'.";
+
 /// Applies the task's control keywords to one item's outcome from attempt `attempt`.
 /// `vars` are the item's variables; the result itself is added under the `register`
 /// name and, below every other variable, as bare names (`rc`, `stdout`...).
@@ -124,6 +128,10 @@ pub fn judge(
                 outcome
                     .data
                     .insert("failed_when_result".into(), failed.into());
+                if failed {
+                    // ansible-core 2.21's words; the module's own msg is replaced.
+                    outcome.msg = Some(FAILED_WHEN_MESSAGE.into());
+                }
             }
             Err(message) => return fail(outcome, message),
         }
@@ -210,6 +218,7 @@ mod tests {
         let mut out = outcome(0, "boom");
         judge(&t, &Templar::new(), &vars(), &mut out, 1, Attempts::ONCE);
         assert!(out.failed);
+        assert_eq!(out.msg.as_deref(), Some(FAILED_WHEN_MESSAGE));
         let t = task("      changed_when: rc == 'a task var wins'\n");
         let mut out = outcome(0, "");
         out.changed = false;

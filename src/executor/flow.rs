@@ -252,9 +252,34 @@ impl PlayRun<'_> {
             .unwrap_or("")
             .trim();
         let targets = runners(active, task);
+        // Ansible 2.21 prints every meta task's banner, and `skipping: [h]` (not counted)
+        // where an ending meta's `when` is false.
+        self.ctx.emit(Event::TaskStart {
+            name: task.banner_name(),
+            hosts: targets.len(),
+        });
+        let ends = matches!(action, "end_play" | "end_batch" | "end_host");
+        let holding: Vec<&Arc<HostState>> = if ends {
+            let (holding, skipped): (Vec<_>, Vec<_>) =
+                targets.iter().partition(|h| self.holds(task, h));
+            for host in skipped {
+                self.ctx
+                    .emit(Event::HostResult(crate::report::events::HostResult {
+                        host: host.name.clone(),
+                        status: crate::report::events::Status::Skipped,
+                        item: None,
+                        data: Map::new(),
+                        ignored: false,
+                        verbose_always: false,
+                    }));
+            }
+            holding
+        } else {
+            Vec::new()
+        };
         match action {
             "flush_handlers" => self.flush_handlers().await,
-            "end_play" | "end_batch" if targets.iter().any(|h| self.holds(task, h)) => {
+            "end_play" | "end_batch" if !holding.is_empty() => {
                 for host in self.hosts {
                     host.flow.lock().expect("flow lock").ended = true;
                 }
@@ -266,7 +291,7 @@ impl PlayRun<'_> {
                 };
             }
             "end_host" => {
-                for host in targets.iter().filter(|h| self.holds(task, h)) {
+                for host in holding {
                     host.flow.lock().expect("flow lock").ended = true;
                 }
             }

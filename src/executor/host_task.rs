@@ -195,7 +195,8 @@ pub(crate) async fn run(
                 host: host.name.clone(),
                 task: task.display_name(),
                 item: runs[i].item.as_ref().map(item_label),
-                retries_left: attempts.total - attempt,
+                // Ansible counts the attempt about to start as made.
+                retries_left: attempts.total.saturating_sub(attempt + 1),
             });
             runs[i].state = runs[i].planned.clone().expect("judged items were planned");
         }
@@ -724,10 +725,17 @@ fn finish_loop(
         let (label, shown) = if task.keywords.no_log {
             // Ansible shows `(item=None)` and hides the whole result.
             (Some("None".to_string()), censored(&outcome))
-        } else if task.module.name() == "debug" {
-            (label, debug_shown(&data))
         } else {
-            (label, data.clone())
+            let mut shown = if task.module.name() == "debug" {
+                debug_shown(&data)
+            } else {
+                data.clone()
+            };
+            if outcome.skipped {
+                // Ansible shows a skipped item without its loop variable's name.
+                shown.remove("ansible_loop_var");
+            }
+            (label, shown)
         };
         ctx.emit(Event::HostResult(HostResult {
             host: shown_host(host, delegate),
@@ -754,12 +762,19 @@ fn finish_loop(
         ),
         data: Map::new(),
     };
-    if results.is_empty() {
+    // Ansible closes a loop that ran no item with one `skipping: [h]` line of its own.
+    if all_skipped {
+        let mut data = Map::new();
+        if results.is_empty() {
+            data.insert("skipped_reason".into(), "No items in the list".into());
+        } else {
+            data.insert("msg".into(), "All items skipped".into());
+        }
         ctx.emit(Event::HostResult(HostResult {
             host: shown_host(host, delegate),
             status: Status::Skipped,
             item: None,
-            data: Map::new(),
+            data,
             ignored: false,
             verbose_always: false,
         }));

@@ -271,6 +271,14 @@ impl<W: Write> ConsoleReporter<W> {
                 }
                 text
             }
+            // Ansible's item skip line ends in a space, before the ` => ` of -v too.
+            Status::Skipped if show_data && !r.data.is_empty() && r.item.is_some() => {
+                format!(
+                    "{word}: [{}]{item}  => {}",
+                    r.host,
+                    dump(&r.data, self.verbosity.max(u8::from(r.verbose_always) * 4))
+                )
+            }
             _ if show_data && !r.data.is_empty() => {
                 format!(
                     "{word}: [{}]{item} => {}",
@@ -540,6 +548,10 @@ mod tests {
         assert_eq!(
             render(&[item(Status::Ok)], 1),
             "ok: [web1] => (item=b) => {\"item\": \"b\"}\n"
+        );
+        assert_eq!(
+            render(&[item(Status::Skipped)], 1),
+            "skipping: [web1] => (item=b)  => {\"item\": \"b\"}\n"
         );
     }
 

@@ -60,13 +60,16 @@ fn changed_when_failed_when_and_until_judge_each_result() {
     assert_contains(&out, "ok: [h]\n\nTASK [rc 3 is fine here]");
     assert_contains(
         &out,
-        "FAILED - RETRYING: [h]: count to three (5 retries left).",
+        "FAILED - RETRYING: [h]: count to three (4 retries left).",
     );
     assert_contains(
         &out,
-        "FAILED - RETRYING: [h]: count to three (4 retries left).",
+        "FAILED - RETRYING: [h]: count to three (3 retries left).",
     );
-    assert_not_contains(&out, "(3 retries left)");
+    // ansible-core 2.21 counts the attempt about to start: 5 retries leave 4 after the
+    // first failure.
+    assert_not_contains(&out, "(5 retries left)");
+    assert_not_contains(&out, "(2 retries left)");
     assert_contains(&out, "\"failed_when_result\": true");
     assert_contains(&out, "...ignoring");
     assert_eq!(
@@ -109,7 +112,7 @@ fn until_retries_only_the_items_that_need_it() {
     assert_eq!(out.stdout.matches("FAILED - RETRYING").count(), 2);
     assert_contains(
         &out,
-        "FAILED - RETRYING: [h]: per item counters (item=3) (4 retries left).",
+        "FAILED - RETRYING: [h]: per item counters (item=3) (3 retries left).",
     );
 }
 
@@ -130,8 +133,8 @@ fn until_gives_up_after_the_retries_and_fails_the_host() {
 "#,
     );
     out.assert_code(2);
-    assert_contains(&out, "(2 retries left).");
     assert_contains(&out, "(1 retries left).");
+    assert_contains(&out, "(0 retries left).");
     assert_contains(&out, "fatal: [h]: FAILED! => {\"attempts\": 2,");
     assert!(!hosts.user("h").home.join("reached").exists());
     assert_eq!(out.recap("h").failed, 1);
@@ -312,7 +315,8 @@ fn flush_handlers_runs_them_mid_play_and_only_once() {
     assert_eq!(read(&hosts, "h", "seen"), "ran");
     assert_eq!(read(&hosts, "h", "handler_log"), "ran\n");
     assert_eq!(out.stdout.matches("RUNNING HANDLER [h]").count(), 1);
-    assert_not_contains(&out, "TASK [meta]");
+    // ansible-core 2.21 prints a banner for every meta task.
+    assert_eq!(out.stdout.matches("TASK [meta]").count(), 2);
 }
 
 #[test]

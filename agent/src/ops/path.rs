@@ -272,7 +272,7 @@ fn link(
             return Err(op_error(
                 ErrorKind::NotFound,
                 format!(
-                    "src file does not exist, use \"force=yes\" if you really want to create the link: {}",
+                    "src file does not exist, use 'force=yes' if you really want to create the link: {}",
                     resolved.display()
                 ),
             ));

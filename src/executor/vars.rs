@@ -255,7 +255,7 @@ fn magic_vars(
         ("inventory_hostname", Value::from(host.name.clone())),
         ("inventory_hostname_short", Value::from(short)),
         ("group_names", Value::from(group_names)),
-        ("groups", serde_json::to_value(groups).unwrap_or_default()),
+        ("groups", ctx.inventory.groups_in_order(&groups)),
         ("ansible_version", super::hostvars::ansible_version()),
         (
             "playbook_dir",

@@ -314,6 +314,24 @@ impl Inventory {
         self.groups.clone()
     }
 
+    /// `groups` as templates see it: Ansible's dict keeps the order groups were defined in
+    /// (`all`, `ungrouped`, then as the inventory met them), and `{% for g in groups %}`
+    /// walks it in that order. Groups added at run time (not in `order`) follow, by name.
+    pub fn groups_in_order(&self, groups: &BTreeMap<String, Vec<String>>) -> serde_json::Value {
+        let mut ordered = serde_json::Map::new();
+        for name in self.data.groups.iter().map(|g| &g.name) {
+            if let Some(hosts) = groups.get(name) {
+                ordered.insert(name.clone(), serde_json::json!(hosts));
+            }
+        }
+        for (name, hosts) in groups {
+            if !ordered.contains_key(name) {
+                ordered.insert(name.clone(), serde_json::json!(hosts));
+            }
+        }
+        serde_json::Value::Object(ordered)
+    }
+
     /// Host names matching an Ansible pattern, in Ansible's order, without duplicates.
     /// Parts that match nothing are ignored (see [`Inventory::select_reporting`] to warn).
     pub fn select(&self, pattern: &str) -> Result<Vec<String>, InventoryError> {

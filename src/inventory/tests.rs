@@ -680,3 +680,21 @@ fn broken_vars_dir_files_are_load_errors_with_position() {
         "{err}"
     );
 }
+
+#[test]
+fn the_groups_variable_keeps_ansibles_definition_order() {
+    let inv = load_text(
+        "hosts",
+        "[web]\nw1\n[db]\nd1\n[prod:children]\nweb\ndb\n[app]\na1\n",
+    );
+    let ordered = inv.groups_in_order(&inv.groups());
+    let keys: Vec<&String> = ordered.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["all", "ungrouped", "web", "db", "prod", "app"]);
+    let mut with_runtime = inv.groups();
+    with_runtime.insert("added".into(), vec!["x".into()]);
+    let ordered = inv.groups_in_order(&with_runtime);
+    assert_eq!(
+        ordered.as_object().unwrap().keys().next_back().unwrap(),
+        "added"
+    );
+}

@@ -255,7 +255,7 @@ impl PlayRun<'_> {
         // Ansible 2.21 prints every meta task's banner, and `skipping: [h]` (not counted)
         // where an ending meta's `when` is false.
         self.ctx.emit(Event::TaskStart {
-            name: task.banner_name(),
+            name: self.banner(task, task.banner_name(), &targets),
             hosts: targets.len(),
         });
         let ends = matches!(action, "end_play" | "end_batch" | "end_host");
@@ -309,6 +309,27 @@ impl PlayRun<'_> {
         MetaEffect::Continue
     }
 
+    /// The banner name Ansible prints: templated with the first host's variables, or left
+    /// as written when anything in it is undefined there (Ansible templates task names
+    /// with `fail_on_undefined=False`; a loop's `item` is never defined yet).
+    pub fn banner(&self, task: &Task, name: String, runners: &[Arc<HostState>]) -> String {
+        let Some(first) = runners.first() else {
+            return name;
+        };
+        if !crate::template::is_template(&name) {
+            return name;
+        }
+        let play = &self.playbook.plays[self.play_index];
+        let Ok(vars) = task_vars(self.ctx, self.playbook, play, task, first, self.play_hosts)
+        else {
+            return name;
+        };
+        match self.ctx.templar.render_str(&name, &vars) {
+            Ok(rendered) => rendered,
+            Err(_) => name,
+        }
+    }
+
     /// The task's `when` for one host (a broken condition counts as false, with a warning).
     fn holds(&self, task: &Task, host: &HostState) -> bool {
         let play = &self.playbook.plays[self.play_index];
@@ -346,7 +367,17 @@ impl PlayRun<'_> {
             .lock()
             .expect("handlers lock")
             .clone();
+        // A role's handlers are in the play once: a role included at run time replaces
+        // the handlers an earlier use of it loaded, with its own variables.
+        let replaced = |h: &Task| {
+            h.role.as_ref().is_some_and(|role| {
+                dynamic.iter().any(|d| {
+                    d.name == h.name && d.role.as_ref().is_some_and(|r| r.path == role.path)
+                })
+            })
+        };
         let all: Vec<(TaskRef, &Task)> = (play.handlers.iter().enumerate())
+            .filter(|(_, h)| !replaced(h))
             .map(|(i, h)| (TaskRef::Handler(i), h))
             .chain(
                 dynamic
@@ -386,7 +417,7 @@ impl PlayRun<'_> {
                 continue;
             }
             self.ctx.emit(Event::HandlerStart {
-                name: handler.display_name(),
+                name: self.banner(handler, handler.display_name(), &targets),
                 hosts: targets.len(),
             });
             run_task_on(self, task_ref.clone(), targets).await;

@@ -285,6 +285,7 @@ fn load_group(
                 &task.location.file,
                 task.location.line,
                 &ctx.includes,
+                &ctx.ran_roles,
             )
             .map(|role| {
                 ctx.public_roles
@@ -326,15 +327,14 @@ fn load_group(
 /// Handlers of a role included at run time join the play's, after its own, unless the
 /// play has them already (a literal role's are found when the playbook loads). As with
 /// the play's roles, the last use of a role brings its handlers.
+/// An included role's handlers join the play; like a later use of a role at load time,
+/// they replace the handlers an earlier use of the same role loaded (see
+/// `PlayRun::flush_handlers`), so they run once, with this use's variables.
 fn add_handlers(run: &PlayRun<'_>, handlers: Vec<Task>) {
-    let play = &run.playbook.plays[run.play_index];
     let role_path = |h: &Task| h.role.as_ref().map(|r| r.path.clone());
     let mut known = run.ctx.dynamic_handlers.lock().expect("handlers lock");
     for handler in handlers {
         let path = role_path(&handler);
-        if play.handlers.iter().any(|h| role_path(h) == path) {
-            continue;
-        }
         known.retain(|h| role_path(h) != path || h.name != handler.name);
         known.push(Arc::new(handler));
     }
@@ -371,7 +371,7 @@ async fn walk(
             continue;
         }
         ctx.emit(Event::TaskStart {
-            name: task.banner_name(),
+            name: run.banner(task, task.banner_name(), &runners),
             hosts: runners.len(),
         });
         if task.include.is_some() {

@@ -177,6 +177,9 @@ pub(crate) struct RunContext {
     pub public_roles: Mutex<Vec<Arc<crate::playbook::RoleInfo>>>,
     /// Handlers of roles the current play included at run time, after the play's own.
     pub dynamic_handlers: Mutex<Vec<Arc<crate::playbook::Task>>>,
+    /// Role uses that ran once in the current play: a role included at run time does not
+    /// run such a dependency again.
+    pub ran_roles: Mutex<Vec<crate::playbook::RanRole>>,
     /// Task keywords already warned about: once per run is enough to be told.
     warned_keywords: Mutex<std::collections::HashSet<String>>,
 }
@@ -363,6 +366,7 @@ pub async fn run_playbooks(
         includes: Default::default(),
         public_roles: Mutex::default(),
         dynamic_handlers: Mutex::default(),
+        ran_roles: Mutex::default(),
         warned_keywords: Mutex::default(),
     });
     for warning in ctx.inventory.warnings() {
@@ -469,6 +473,7 @@ async fn run_play(
     let play = &playbook.plays[play_index];
     ctx.public_roles.lock().expect("public roles lock").clear();
     ctx.dynamic_handlers.lock().expect("handlers lock").clear();
+    *ctx.ran_roles.lock().expect("ran roles lock") = play.ran_roles.clone();
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);
@@ -606,7 +611,7 @@ async fn run_batch(
             continue;
         }
         ctx.emit(Event::TaskStart {
-            name: task.banner_name(),
+            name: run.banner(task, task.banner_name(), &runners),
             hosts: runners.len(),
         });
         if task.include.is_some() {
@@ -702,7 +707,7 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
                     continue;
                 }
                 ctx.emit(Event::TaskStart {
-                    name: task.banner_name(),
+                    name: own.banner(task, task.banner_name(), &runners),
                     hosts: 1,
                 });
                 if task.include.is_some() {

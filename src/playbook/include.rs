@@ -46,7 +46,10 @@ struct PlayRoles {
 }
 
 /// A role use that runs once per play, with the tag sets (sorted) its copies inherited.
-struct RanRole {
+/// The executor carries the play's list on to roles included at run time, whose
+/// dependencies that already ran are not run again.
+#[derive(Debug, Clone)]
+pub struct RanRole {
     key: (PathBuf, Json),
     tag_sets: Vec<Vec<String>>,
 }
@@ -85,6 +88,11 @@ impl Shared {
 
     pub(super) fn start_play(&self) {
         *self.play.borrow_mut() = PlayRoles::default();
+    }
+
+    /// The role uses that ran once in the play so far.
+    pub(super) fn ran_roles(&self) -> Vec<RanRole> {
+        self.play.borrow().ran.clone()
     }
 
     /// The roles whose defaults and vars the whole play sees.
@@ -615,9 +623,11 @@ impl Loader<'_> {
         }
         match read_role_file(dir, "handlers", entry.handlers_from.as_deref())? {
             Some(source) => {
+                // An included role's handlers see the include's vars, as its tasks do.
                 let as_handlers = Inherited {
                     handler: true,
                     role: Some(info),
+                    include_params: inherited.include_params.clone(),
                     ..Inherited::default()
                 };
                 let mut handlers = Vec::new();
@@ -1213,6 +1223,7 @@ impl DynamicInclude {
         including: &Path,
         line: usize,
         cache: &IncludeCache,
+        ran: &std::sync::Mutex<Vec<RanRole>>,
     ) -> Result<IncludedRole, String> {
         let text = |key: &str| -> Option<String> {
             args.get(key).map(|v| match v {
@@ -1234,6 +1245,7 @@ impl DynamicInclude {
         let parsed = cache.get(including)?;
         let (source, _) = &*parsed;
         let shared = self.shared();
+        shared.play.borrow_mut().ran = ran.lock().expect("ran roles lock").clone();
         let loader = Loader::of(source, &shared, self.playbook_dir.clone());
         let mut entry = RoleEntry::named(name, Span { line, column: 1 });
         entry.tasks_from = text("tasks_from");
@@ -1257,6 +1269,7 @@ impl DynamicInclude {
                 },
                 _ => e.to_string(),
             })?;
+        *ran.lock().expect("ran roles lock") = shared.ran_roles();
         let public = shared.public_roles();
         let handlers = shared.play_handlers(Vec::new());
         Ok(IncludedRole {
@@ -2011,10 +2024,17 @@ mod tests {
                 .extend(extra.as_object().unwrap().clone());
             args.as_object().unwrap().clone()
         };
+        let fresh = || std::sync::Mutex::new(Vec::new());
+        let ran = fresh();
         let role = include
-            .load_role(&args(json!({})), Default::default(), &site, 3, &cache)
+            .load_role(&args(json!({})), Default::default(), &site, 3, &cache, &ran)
             .unwrap();
         assert_eq!(names(&role.tasks), ["common task", "web other"]);
+        // Its dependency ran in this play now: the next include of web does not run it again.
+        let again = include
+            .load_role(&args(json!({})), Default::default(), &site, 3, &cache, &ran)
+            .unwrap();
+        assert_eq!(names(&again.tasks), ["web other"]);
         assert_eq!(
             role.tasks[1].role.as_ref().unwrap().defaults["port"],
             json!(80)
@@ -2028,6 +2048,7 @@ mod tests {
                 &site,
                 3,
                 &cache,
+                &fresh(),
             )
             .unwrap();
         let names_public: Vec<&str> = public.public.iter().map(|r| r.name.as_str()).collect();
@@ -2039,6 +2060,7 @@ mod tests {
                 &site,
                 3,
                 &cache,
+                &fresh(),
             )
             .err()
             .unwrap();

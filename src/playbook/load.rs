@@ -508,6 +508,7 @@ impl Loader<'_> {
             handler.diff = handler.diff.or(diff);
         }
         let play = Play {
+            ran_roles: self.shared.ran_roles(),
             roles: self.shared.public_roles(),
             name: name.unwrap_or_else(|| hosts.clone()),
             hosts,

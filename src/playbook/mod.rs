@@ -20,7 +20,7 @@ mod tags;
 
 pub use collections::{default_collections_path, split_role_fqcn};
 pub use include::{
-    DynamicInclude, INCLUDE_ROLE_ARGS, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH,
+    DynamicInclude, INCLUDE_ROLE_ARGS, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH, RanRole,
 };
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
@@ -80,6 +80,8 @@ pub struct Play {
     /// Roles of `roles:` and `import_role` (with their dependencies): as in Ansible, every
     /// task of the play sees their defaults and `vars/main.yml`.
     pub roles: Vec<Arc<RoleInfo>>,
+    /// The role uses that run once (see [`RanRole`]), for roles included at run time.
+    pub ran_roles: Vec<RanRole>,
     /// The play's `connection`, `remote_user` and `port` keywords. As in Ansible, a host's
     /// `ansible_connection`/`ansible_user`/`ansible_port` variables win over them.
     pub connection: Option<String>,

@@ -353,3 +353,45 @@ fn the_includes_when_is_not_handed_down_but_its_blocks_is_and_free_runs_each_hos
         );
     }
 }
+
+/// A role included at run time after a static use of it (checked against ansible-playbook
+/// 2.21): its dependency that already ran is not run again, its tasks see the include's
+/// vars, task banners are templated with them, and its handler replaces the static
+/// use's and runs once with the include's vars.
+#[test]
+fn an_included_role_after_a_static_use_shares_its_dependency_and_replaces_its_handlers() {
+    let hosts = SshHosts::start(&["h"]);
+    let home = hosts.user("h").home.clone();
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  roles:
+    - role: app
+  tasks:
+    - include_role:
+        name: app
+      vars:
+        app_name: second
+"
+        ))
+        .inventory(&hosts.inventory())
+        .file("roles/base/tasks/main.yml", "- name: base for {{ app_name }}\n  shell: echo base >> ~/base.log\n")
+        .file("roles/app/meta/main.yml", "dependencies:\n  - role: base\n")
+        .file("roles/app/defaults/main.yml", "app_name: demo\n")
+        .file(
+            "roles/app/tasks/main.yml",
+            "- name: write {{ app_name }}\n  copy:\n    dest: ~/{{ app_name }}.conf\n    content: \"name={{ app_name }}\\n\"\n  notify: restart app\n",
+        )
+        .file(
+            "roles/app/handlers/main.yml",
+            "- name: restart app\n  shell: echo {{ app_name }} >> ~/restarts.log\n",
+        )
+        .run();
+    out.assert_code(0);
+    assert_file(&home.join("demo.conf"), b"name=demo\n", 0o644);
+    assert_file(&home.join("second.conf"), b"name=second\n", 0o644);
+    assert_eq!(read(&out, &home, "base.log"), "base\n");
+    assert_eq!(read(&out, &home, "restarts.log"), "second\n");
+    assert_contains(&out, "TASK [app : write demo]");
+    assert_contains(&out, "TASK [app : write second]");
+    assert_eq!(out.stdout.matches("TASK [base : base for").count(), 1);
+}

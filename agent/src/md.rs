@@ -2,7 +2,67 @@
 //! padding of a 1 bit, zeros and the big-endian bit length. Each hash brings only its
 //! state and compression function.
 
+use std::fs::File;
 use std::io::{self, Read};
+use std::path::Path;
+
+/// What sets one hash apart: its state, its initial value and its compression function.
+/// The state is 32-bit words written out big-endian as the digest.
+pub trait Compression {
+    type State: Copy + AsRef<[u32]>;
+    type Digest: Default + AsMut<[u8]>;
+    const INIT: Self::State;
+    fn compress(state: &mut Self::State, block: &[u8; 64]);
+}
+
+/// An incremental hasher: feed with [`Hasher::update`], finish with [`Hasher::finish`].
+pub struct Hasher<C: Compression> {
+    state: C::State,
+    blocks: Blocks,
+}
+
+impl<C: Compression> Default for Hasher<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<C: Compression> Hasher<C> {
+    pub fn new() -> Self {
+        Hasher {
+            state: C::INIT,
+            blocks: Blocks::new(),
+        }
+    }
+
+    pub fn update(&mut self, data: &[u8]) {
+        let state = &mut self.state;
+        self.blocks
+            .update(data, &mut |block| C::compress(state, block));
+    }
+
+    pub fn finish(self) -> C::Digest {
+        let mut state = self.state;
+        self.blocks
+            .finish(&mut |block| C::compress(&mut state, block));
+        let mut out = C::Digest::default();
+        for (chunk, word) in out.as_mut().chunks_exact_mut(4).zip(state.as_ref()) {
+            chunk.copy_from_slice(&word.to_be_bytes());
+        }
+        out
+    }
+
+    /// The digest of everything `r` yields.
+    pub fn digest_reader<R: Read>(r: R) -> io::Result<C::Digest> {
+        let mut h = Self::new();
+        read_all(r, |piece| h.update(piece))?;
+        Ok(h.finish())
+    }
+
+    pub fn digest_file(path: &Path) -> io::Result<C::Digest> {
+        Self::digest_reader(File::open(path)?)
+    }
+}
 
 /// Bytes not yet making up a whole block, and the running length.
 pub struct Blocks {

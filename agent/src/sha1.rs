@@ -1,42 +1,26 @@
 //! SHA-1 (FIPS 180-4 §6.1), for the checksum Ansible's `stat` reports by default. Not for
 //! anything that must resist collisions: the agent's own comparisons use SHA-256.
 
-use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use crate::md::{Blocks, read_all};
+use crate::md::{Compression, Hasher};
 
 /// §5.3.1.
 const H0: [u32; 5] = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0];
 
-pub struct Sha1 {
-    state: [u32; 5],
-    blocks: Blocks,
-}
+/// SHA-1: [`Hasher`] with FIPS 180-4's §6.1 compression.
+pub type Sha1 = Hasher<Sha1Compression>;
 
-impl Sha1 {
-    pub fn new() -> Self {
-        Sha1 {
-            state: H0,
-            blocks: Blocks::new(),
-        }
-    }
+pub struct Sha1Compression;
 
-    pub fn update(&mut self, data: &[u8]) {
-        let state = &mut self.state;
-        self.blocks
-            .update(data, &mut |block| compress(state, block));
-    }
+impl Compression for Sha1Compression {
+    type State = [u32; 5];
+    type Digest = [u8; 20];
+    const INIT: [u32; 5] = H0;
 
-    pub fn finish(self) -> [u8; 20] {
-        let mut state = self.state;
-        self.blocks.finish(&mut |block| compress(&mut state, block));
-        let mut out = [0u8; 20];
-        for (chunk, word) in out.chunks_exact_mut(4).zip(state) {
-            chunk.copy_from_slice(&word.to_be_bytes());
-        }
-        out
+    fn compress(state: &mut [u32; 5], block: &[u8; 64]) {
+        compress(state, block)
     }
 }
 
@@ -76,9 +60,7 @@ fn compress(state: &mut [u32; 5], block: &[u8; 64]) {
 }
 
 pub fn digest_file(path: &Path) -> io::Result<[u8; 20]> {
-    let mut h = Sha1::new();
-    read_all(File::open(path)?, |piece| h.update(piece))?;
-    Ok(h.finish())
+    Sha1::digest_file(path)
 }
 
 #[cfg(test)]

@@ -1,12 +1,11 @@
 //! SHA-256 as FIPS 180-4 describes it, so the agent needs no hashing crate. Used to decide
 //! whether a file already holds the wanted bytes and to verify staged uploads.
 
-use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 
 pub use crate::md::hex;
-use crate::md::{Blocks, read_all};
+use crate::md::{Compression, Hasher};
 
 /// FIPS 180-4 §4.2.2: the first 32 bits of the fractional parts of the cube roots of the
 /// first 64 primes (a test below derives them again).
@@ -27,40 +26,18 @@ const H0: [u32; 8] = [
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
 ];
 
-/// Incremental hasher: feed with [`Sha256::update`], finish with [`Sha256::finish`].
-pub struct Sha256 {
-    state: [u32; 8],
-    blocks: Blocks,
-}
+/// SHA-256: [`Hasher`] with FIPS 180-4's §6.2 compression.
+pub type Sha256 = Hasher<Sha256Compression>;
 
-impl Default for Sha256 {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+pub struct Sha256Compression;
 
-impl Sha256 {
-    pub fn new() -> Self {
-        Sha256 {
-            state: H0,
-            blocks: Blocks::new(),
-        }
-    }
+impl Compression for Sha256Compression {
+    type State = [u32; 8];
+    type Digest = [u8; 32];
+    const INIT: [u32; 8] = H0;
 
-    pub fn update(&mut self, data: &[u8]) {
-        let state = &mut self.state;
-        self.blocks
-            .update(data, &mut |block| compress(state, block));
-    }
-
-    pub fn finish(self) -> [u8; 32] {
-        let mut state = self.state;
-        self.blocks.finish(&mut |block| compress(&mut state, block));
-        let mut out = [0u8; 32];
-        for (chunk, word) in out.chunks_exact_mut(4).zip(state) {
-            chunk.copy_from_slice(&word.to_be_bytes());
-        }
-        out
+    fn compress(state: &mut [u32; 8], block: &[u8; 64]) {
+        compress(state, block)
     }
 }
 
@@ -111,14 +88,8 @@ pub fn digest(data: &[u8]) -> [u8; 32] {
     h.finish()
 }
 
-pub fn digest_reader<R: Read>(r: R) -> io::Result<[u8; 32]> {
-    let mut h = Sha256::new();
-    read_all(r, |piece| h.update(piece))?;
-    Ok(h.finish())
-}
-
 pub fn digest_file(path: &Path) -> io::Result<[u8; 32]> {
-    digest_reader(File::open(path)?)
+    Sha256::digest_file(path)
 }
 
 #[cfg(test)]
@@ -167,7 +138,7 @@ mod tests {
             assert_eq!(h.finish(), want, "len {len} in pieces");
         }
         assert_eq!(
-            digest_reader(&data[..]).unwrap(),
+            Sha256::digest_reader(&data[..]).unwrap(),
             <[u8; 32]>::from(sha2::Sha256::digest(&data))
         );
     }

@@ -123,6 +123,9 @@ fn plan_exec(args: &ModuleArgs, ctx: &PlanContext, command: Command) -> Result<P
     if ctx.check_mode && creates.is_none() && removes.is_none() {
         let mut data = serde_json::Map::new();
         data.insert("cmd".into(), cmd_from(&command, args));
+        for key in ["start", "end", "delta"] {
+            data.insert(key.into(), Value::Null);
+        }
         data.insert("rc".into(), json!(0));
         data.insert("stdout".into(), json!(""));
         data.insert("stderr".into(), json!(""));

@@ -197,7 +197,8 @@ impl<W: Write> ConsoleReporter<W> {
                     self.line(&text);
                 }
                 self.line("");
-                if self.verbosity >= 1 {
+                // Not at -v, whose output stays ansible-playbook's line for line.
+                if self.verbosity >= 2 {
                     for s in stats {
                         self.line(&format!(
                             "<{}> agent protocol: {} bytes sent, {} bytes received",

@@ -400,7 +400,11 @@ async fn send_remote(target: &Target<'_>, runs: &mut [ItemRun], running: &[usize
                 }
                 other => other,
             };
-            let outcome = task.module.finish(&runs[i].args, result);
+            let outcome = if check_mode(ctx, task) {
+                task.module.finish_check(&runs[i].args, result)
+            } else {
+                task.module.finish(&runs[i].args, result)
+            };
             runs[i].state = ItemState::Done(outcome);
         }
     }

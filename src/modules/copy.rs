@@ -82,6 +82,10 @@ impl Module for Copy {
         }
     }
 
+    fn finish_check(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        would_change(self.finish(args, result))
+    }
+
     fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
         if let OpResult::Batch(results) = result {
             let dest = args.get("dest").and_then(Value::as_str).unwrap_or_default();
@@ -226,6 +230,21 @@ pub(super) fn sha1_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// In check mode Ansible's copy and template (action plugins that stop before the
+/// transfer) report a file they would change as only `changed` and the `diff` list; an
+/// unchanged file keeps its full result.
+pub(super) fn would_change(mut outcome: TaskOutcome) -> TaskOutcome {
+    if outcome.changed && !outcome.failed {
+        let diff = match outcome.data.remove("diff") {
+            Some(Value::Array(list)) => list,
+            Some(one) => vec![one],
+            None => Vec::new(),
+        };
+        outcome.data = serde_json::Map::from_iter([("diff".to_string(), Value::Array(diff))]);
+    }
+    outcome
+}
+
 /// The registered result of copy and template, in Ansible's shape.
 pub(super) fn file_result(
     module: &str,
@@ -259,7 +278,7 @@ pub(super) fn file_result(
     if let Some((before, after)) = f.diff {
         data.insert(
             "diff".into(),
-            json!({"before": before, "after": after, "before_header": f.path, "after_header": f.path}),
+            json!({"before_header": f.path, "before": before, "after_header": f.path, "after": after}),
         );
     }
     TaskOutcome {
@@ -294,6 +313,29 @@ mod tests {
             owner: Ownership::default(),
             validate: None,
         }))
+    }
+
+    #[test]
+    fn check_mode_reports_a_change_as_ansibles_action_plugin_does() {
+        let changed = TaskOutcome {
+            changed: true,
+            data: serde_json::Map::from_iter([
+                ("dest".to_string(), json!("/x")),
+                ("diff".to_string(), json!({"before": "a", "after": "b"})),
+            ]),
+            ..TaskOutcome::default()
+        };
+        let out = would_change(changed);
+        assert!(out.changed);
+        assert_eq!(
+            Value::Object(out.data),
+            json!({"diff": [{"before": "a", "after": "b"}]})
+        );
+        let same = TaskOutcome {
+            data: serde_json::Map::from_iter([("dest".to_string(), json!("/x"))]),
+            ..TaskOutcome::default()
+        };
+        assert_eq!(would_change(same.clone()), same);
     }
 
     #[test]

@@ -126,7 +126,7 @@ pub(super) fn tree_result(
             OpResult::File(f) => {
                 changed |= f.changed;
                 if let Some((before, after)) = f.diff {
-                    diffs.push(json!({"before": before, "after": after, "before_header": f.path, "after_header": f.path}));
+                    diffs.push(json!({"before_header": f.path, "before": before, "after_header": f.path, "after": after}));
                 }
             }
             OpResult::Error(e) => return TaskOutcome::failed(e.message),

@@ -97,6 +97,10 @@ pub trait Module: Send + Sync {
     }
     fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError>;
     fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome;
+    /// [`Module::finish`] for a request made in check mode (nothing was changed).
+    fn finish_check(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        self.finish(args, result)
+    }
     /// The bytes behind a planned `FileContent::Digest`, for when the agent answers
     /// `NeedContent`. Only modules that plan digests (copy, template) return `Some`.
     fn content(

@@ -6,7 +6,7 @@ use turbo_proto::OpResult;
 
 use crate::template::TextOptions;
 
-use super::copy::{dest_for_src, ensure_file_op, file_result, with_validate};
+use super::copy::{dest_for_src, ensure_file_op, file_result, with_validate, would_change};
 use super::{
     Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
     find_local_source, ownership, parse_mode, read_local,
@@ -51,6 +51,10 @@ impl Module for Template {
         ctx: &PlanContext,
     ) -> Result<Option<Vec<u8>>, ModuleError> {
         self.render(args, ctx).map(|(_, bytes)| Some(bytes))
+    }
+
+    fn finish_check(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        would_change(self.finish(args, result))
     }
 
     fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {

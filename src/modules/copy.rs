@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
-use turbo_proto::{EnsureFile, FileContent, FileKind, FileMode, Op, OpResult, Ownership};
+use turbo_proto::{EnsureFile, FileContent, FileDiff, FileKind, FileMode, Op, OpResult, Ownership};
 
 use super::copy_tree::{TreeSpec, tree_op, tree_result};
 use super::{
@@ -245,6 +245,19 @@ pub(super) fn would_change(mut outcome: TaskOutcome) -> TaskOutcome {
     outcome
 }
 
+/// A content change as Ansible's `diff` result: a file that was not there has no
+/// `before_header` (`--- before` in the output).
+pub(super) fn diff_json(path: &str, diff: FileDiff) -> Value {
+    let mut d = serde_json::Map::new();
+    if diff.before.is_some() {
+        d.insert("before_header".into(), json!(path));
+    }
+    d.insert("before".into(), json!(diff.before.unwrap_or_default()));
+    d.insert("after_header".into(), json!(path));
+    d.insert("after".into(), json!(diff.after));
+    Value::Object(d)
+}
+
 /// The registered result of copy and template, in Ansible's shape.
 pub(super) fn file_result(
     module: &str,
@@ -275,11 +288,8 @@ pub(super) fn file_result(
     data.insert("state".into(), json!(state));
     data.insert("uid".into(), json!(f.uid));
     data.insert("gid".into(), json!(f.gid));
-    if let Some((before, after)) = f.diff {
-        data.insert(
-            "diff".into(),
-            json!({"before_header": f.path, "before": before, "after_header": f.path, "after": after}),
-        );
+    if let Some(diff) = f.diff {
+        data.insert("diff".into(), diff_json(&f.path, diff));
     }
     TaskOutcome {
         changed: f.changed,

@@ -125,8 +125,8 @@ pub(super) fn tree_result(
         match result {
             OpResult::File(f) => {
                 changed |= f.changed;
-                if let Some((before, after)) = f.diff {
-                    diffs.push(json!({"before_header": f.path, "before": before, "after_header": f.path, "after": after}));
+                if let Some(diff) = f.diff {
+                    diffs.push(super::copy::diff_json(&f.path, diff));
                 }
             }
             OpResult::Error(e) => return TaskOutcome::failed(e.message),

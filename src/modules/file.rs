@@ -68,6 +68,18 @@ impl Module for File {
     }
 
     fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        if let OpResult::Error(e) = &result {
+            // Ansible's file module fails naming the path (and a link's src).
+            let mut out = TaskOutcome::failed(e.message.clone());
+            let path = ["path", "dest", "name"].iter().find_map(|k| args.get(*k));
+            if let Some(path) = path {
+                out.data.insert("path".into(), path.clone());
+            }
+            if let Some(src) = args.get("src") {
+                out.data.insert("src".into(), src.clone());
+            }
+            return out;
+        }
         let OpResult::File(f) = result else {
             return unexpected(self.name(), result);
         };
@@ -222,6 +234,20 @@ mod tests {
         assert_eq!(
             Value::Object(out.data),
             json!({"path": "/d", "state": "absent"})
+        );
+        let args = json!({"path": "/l", "src": "/t", "state": "link"});
+        let failed = File.finish(
+            args.as_object().unwrap(),
+            OpResult::Error(turbo_proto::OpError {
+                kind: turbo_proto::ErrorKind::NotFound,
+                message: "src file does not exist".into(),
+            }),
+        );
+        assert!(failed.failed);
+        assert_eq!(failed.msg.as_deref(), Some("src file does not exist"));
+        assert_eq!(
+            Value::Object(failed.data),
+            json!({"path": "/l", "src": "/t"})
         );
     }
 }

@@ -339,12 +339,17 @@ fn render_diffs(diff: &Value) -> Vec<String> {
             if before == after {
                 return None;
             }
+            // Ansible's `--- before` when there was no file (no header), else with the path.
+            let head = |side: &str, header: &str| match d.get(header).and_then(Value::as_str) {
+                Some(path) => format!("{side}: {path}"),
+                None => side.to_string(),
+            };
             let body = similar::TextDiff::from_lines(before, after)
                 .unified_diff()
                 .context_radius(3)
                 .header(
-                    &format!("before: {}", text("before_header")),
-                    &format!("after: {}", text("after_header")),
+                    &head("before", "before_header"),
+                    &head("after", "after_header"),
                 )
                 .to_string();
             Some(body)

@@ -252,8 +252,15 @@ pub struct FileOutcome {
     pub gid: u32,
     pub owner: String,
     pub group: String,
-    /// With diff mode and a content change: (before, after), when both are text.
-    pub diff: Option<(String, String)>,
+    /// With diff mode and a content change, when both sides are text.
+    pub diff: Option<FileDiff>,
+}
+
+/// A content change for `--diff`: `before` is `None` when there was no file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileDiff {
+    pub before: Option<String>,
+    pub after: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use turbo_proto::{EnsureFile, ErrorKind, FileContent, FileKind, OpError, OpResult};
+use turbo_proto::{EnsureFile, ErrorKind, FileContent, FileDiff, FileKind, OpError, OpResult};
 
 use super::{
     Agent, Flags, WantedIds, apply_ids, chmod, io_error, mode, op_error, stat_follow, text_diff,
@@ -321,11 +321,7 @@ fn run_validator(argv: &[String], temp: &Path) -> io::Result<()> {
     ))
 }
 
-fn content_diff(
-    path: &Path,
-    existing: Option<&Metadata>,
-    source: &Source,
-) -> Option<(String, String)> {
+fn content_diff(path: &Path, existing: Option<&Metadata>, source: &Source) -> Option<FileDiff> {
     const LIMIT: u64 = 1 << 20;
     let read_small = |p: &Path| -> Option<Vec<u8>> {
         let mut bytes = Vec::new();
@@ -341,11 +337,15 @@ fn content_diff(
         Some(_) => read_small(path)?,
         None => Vec::new(),
     };
-    match source {
+    let (before, after) = match source {
         Source::Bytes(after) => text_diff(&before, after),
         Source::Staged(staged) => text_diff(&before, &read_small(staged)?),
         Source::Existing => None,
-    }
+    }?;
+    Some(FileDiff {
+        before: existing.map(|_| before),
+        after,
+    })
 }
 
 #[cfg(test)]
@@ -681,7 +681,13 @@ mod tests {
         .unwrap();
         let OpResult::File(o) = r else { panic!() };
         assert!(o.changed);
-        assert_eq!(o.diff, Some((String::new(), "new\n".into())));
+        assert_eq!(
+            o.diff,
+            Some(FileDiff {
+                before: None,
+                after: "new\n".into()
+            })
+        );
         assert!(!dir.join("f").exists());
 
         fs::write(dir.join("f"), b"old\n").unwrap();
@@ -695,7 +701,13 @@ mod tests {
         .unwrap();
         let OpResult::File(o) = r else { panic!() };
         assert!(o.changed);
-        assert_eq!(o.diff, Some(("old\n".into(), "new\n".into())));
+        assert_eq!(
+            o.diff,
+            Some(FileDiff {
+                before: Some("old\n".into()),
+                after: "new\n".into()
+            })
+        );
         assert_eq!(fs::read(dir.join("f")).unwrap(), b"old\n");
 
         // Binary content: changed, but no diff text.

@@ -80,6 +80,23 @@ pub fn collection_has_module(
         })
 }
 
+/// For a role inside a collection, `namespace.collection.name` when that collection ships
+/// a module `name` (`plugins/modules/<name>.py`).
+pub fn enclosing_collection_module(role_dir: &Path, name: &str) -> Option<String> {
+    let collection = enclosing_collection_roles(role_dir)?.parent()?;
+    let namespace = collection.parent()?;
+    if !collection
+        .join("plugins/modules")
+        .join(format!("{name}.py"))
+        .is_file()
+    {
+        return None;
+    }
+    let namespace = namespace.file_name()?.to_string_lossy();
+    let collection = collection.file_name()?.to_string_lossy();
+    Some(format!("{namespace}.{collection}.{name}"))
+}
+
 /// For a role that lives in a collection, that collection's `roles/` directory: short
 /// role names used inside it resolve there first.
 pub fn enclosing_collection_roles(role_dir: &Path) -> Option<&Path> {
@@ -92,6 +109,22 @@ pub fn enclosing_collection_roles(role_dir: &Path) -> Option<&Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_collection_roles_short_module_names_resolve_in_its_collection() {
+        let dir = tempfile::tempdir().unwrap();
+        let coll = dir.path().join("ansible_collections/community/zabbix");
+        std::fs::create_dir_all(coll.join("plugins/modules")).unwrap();
+        std::fs::create_dir_all(coll.join("roles/agent")).unwrap();
+        std::fs::write(coll.join("plugins/modules/zabbix_host.py"), "").unwrap();
+        let role = coll.join("roles/agent");
+        assert_eq!(
+            enclosing_collection_module(&role, "zabbix_host").as_deref(),
+            Some("community.zabbix.zabbix_host")
+        );
+        assert_eq!(enclosing_collection_module(&role, "nope"), None);
+        assert_eq!(enclosing_collection_module(dir.path(), "zabbix_host"), None);
+    }
 
     #[test]
     fn a_module_file_of_an_installed_collection_is_found() {

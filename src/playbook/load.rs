@@ -938,7 +938,7 @@ impl Loader<'_> {
                     if key == "local_action" {
                         keywords.delegate_to = Some("localhost".to_string());
                     }
-                    let (written, module, args) = self.action_keyword(v)?;
+                    let (written, module, args) = self.action_keyword(v, inherited)?;
                     self.set_action(&mut action, written, module, args, k.span)?;
                 }
                 _ if key.starts_with("with_") => {
@@ -975,7 +975,7 @@ impl Loader<'_> {
                         unsupported.push(key.to_string());
                     }
                 }
-                _ => match self.find_module(key) {
+                _ => match self.find_module(key, inherited) {
                     Some(module) => {
                         let args = ActionArgs::Node(v);
                         self.set_action(&mut action, key.to_string(), module, args, k.span)?
@@ -1077,9 +1077,16 @@ impl Loader<'_> {
     }
 
     /// A module by the name a task uses: Ansible's own, or one an installed collection
-    /// ships (which only fails when a host runs it).
-    fn find_module(&self, name: &str) -> Option<&'static dyn Module> {
-        modules::find(name).or_else(|| self.shared.collection_module(name, &self.playbook_dir))
+    /// ships (which only fails when a host runs it). Inside a collection's role a short
+    /// name may be one of that collection's modules, as Ansible resolves it there.
+    fn find_module(&self, name: &str, inherited: &Inherited) -> Option<&'static dyn Module> {
+        modules::find(name)
+            .or_else(|| self.shared.collection_module(name, &self.playbook_dir))
+            .or_else(|| {
+                let role = inherited.role.as_ref()?;
+                let fqcn = super::collections::enclosing_collection_module(&role.path, name)?;
+                Some(modules::collection_module(&fqcn))
+            })
     }
 
     fn unknown_action(&self, key: &str, span: Span) -> LoadError {
@@ -1109,6 +1116,7 @@ impl Loader<'_> {
     fn action_keyword<'n>(
         &self,
         node: &'n Node,
+        inherited: &Inherited,
     ) -> Result<(String, &'static dyn Module, ActionArgs<'n>), LoadError> {
         let (written, args) = match &node.value {
             Value::Str(s) => {
@@ -1145,7 +1153,7 @@ impl Loader<'_> {
             }
         };
         let module = self
-            .find_module(&written)
+            .find_module(&written, inherited)
             .ok_or_else(|| self.unknown_action(&written, node.span))?;
         Ok((written, module, args))
     }

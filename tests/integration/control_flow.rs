@@ -611,3 +611,47 @@ fn installed_collection_modules_load_and_fail_only_when_they_run() {
         "couldn't resolve module/action 'community.general.ufw'",
     );
 }
+
+/// Inside a collection's role, a short module name is that collection's module when it
+/// ships one (Ansible looks there first): it loads, is skipped by `when`, and the role's
+/// other tasks run.
+#[test]
+fn a_collection_roles_short_module_names_resolve_in_its_collection() {
+    let hosts = SshHosts::start(&["h"]);
+    let collections = tempfile::tempdir().unwrap();
+    let general = collections
+        .path()
+        .join("ansible_collections/community/general");
+    std::fs::create_dir_all(general.join("plugins/modules")).unwrap();
+    std::fs::write(general.join("plugins/modules/ufw.py"), "# a module\n").unwrap();
+    std::fs::create_dir_all(general.join("roles/fw/tasks")).unwrap();
+    std::fs::write(
+        general.join("roles/fw/tasks/main.yml"),
+        "- ufw: rule=allow port=22\n  when: false\n- copy: content=fw dest=~/fw\n",
+    )
+    .unwrap();
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  roles:\n    - community.general.fw\n"
+        ))
+        .inventory(&hosts.inventory())
+        .env(
+            "ANSIBLE_COLLECTIONS_PATH",
+            collections.path().to_str().unwrap(),
+        )
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ok: 1,
+            changed: 1,
+            skipped: 1,
+            ..Recap::default()
+        }
+    );
+    assert_eq!(
+        std::fs::read_to_string(hosts.user("h").home.join("fw")).unwrap(),
+        "fw"
+    );
+}

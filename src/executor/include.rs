@@ -9,14 +9,13 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use serde_json::{Map, Value};
 
 use super::flow::{self, PlayRun};
 use super::host_task::{finish_task, item_shown, item_vars};
 use super::vars::task_vars;
-use super::{HostState, TaskRef, failures_end_the_play, run_task_on};
+use super::{HostState, TaskRef};
 use crate::modules::TaskOutcome;
 use crate::playbook::{DynamicInclude, MAX_INCLUDE_DEPTH, Task, ansible_loop, selected};
 use crate::report::events::{Event, HostResult, Status};
@@ -349,7 +348,6 @@ async fn walk(
     depth: usize,
 ) -> Walked {
     let ctx = run.ctx;
-    let play = &run.playbook.plays[run.play_index];
     for task in tasks {
         if !selected(&task.tags, &ctx.opts.tags) {
             continue;
@@ -359,37 +357,10 @@ async fn walk(
         if active.is_empty() {
             break;
         }
-        if task.module.name() == "meta" {
-            match run.meta(task, &active).await {
-                flow::MetaEffect::Continue => continue,
-                flow::MetaEffect::EndBatch => return Walked::Ended(super::PlayEnd::Done),
-                flow::MetaEffect::EndPlay => return Walked::Ended(super::PlayEnd::EndPlay),
-            }
-        }
-        let runners = flow::runners(&active, task);
-        if runners.is_empty() {
-            continue;
-        }
-        ctx.emit(Event::TaskStart {
-            name: run.banner(task, task.banner_name(), &runners),
-            hosts: runners.len(),
-        });
-        if task.include.is_some() {
-            if let ended @ Walked::Ended(_) = self::run(run, task, runners, depth).await {
-                return ended;
-            }
-            continue;
-        }
-        ctx.warn_unsupported(task);
-        run_task_on(run, TaskRef::Synthetic(task.clone()), runners.clone()).await;
-        if let Some(stop) = failures_end_the_play(play, task, run.hosts, &runners) {
-            for host in run.hosts {
-                host.out.store(true, Ordering::SeqCst);
-            }
-            if stop == super::FailStop::TooManyFailed {
-                ctx.emit(Event::NoMoreHosts);
-            }
-            return Walked::Ended(super::PlayEnd::StopRun);
+        let task_ref = TaskRef::Synthetic(task.clone());
+        let step = super::linear_step(run, task, task_ref, &active, depth).await;
+        if let ended @ Walked::Ended(_) = step {
+            return ended;
         }
     }
     Walked::Continue

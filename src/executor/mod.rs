@@ -596,42 +596,9 @@ async fn run_batch(
             break;
         }
         let task = &play.tasks[task_index];
-        if task.module.name() == "meta" {
-            match run.meta(task, &active).await {
-                flow::MetaEffect::Continue => continue,
-                flow::MetaEffect::EndBatch => {}
-                flow::MetaEffect::EndPlay => end = PlayEnd::EndPlay,
-            }
-            cut_short = true;
-            break;
-        }
-        // Each host's block state decides (a rescue runs only where its block failed).
-        let runners = flow::runners(&active, task);
-        if runners.is_empty() {
-            continue;
-        }
-        ctx.emit(Event::TaskStart {
-            name: run.banner(task, task.banner_name(), &runners),
-            hosts: runners.len(),
-        });
-        if task.include.is_some() {
-            if let include::Walked::Ended(ended) = include::run(&run, task, runners, 0).await {
-                end = ended;
-                cut_short = true;
-                break;
-            }
-            continue;
-        }
-        ctx.warn_unsupported(task);
-        run_task_on(&run, TaskRef::Task(task_index), runners.clone()).await;
-        if let Some(stop) = failures_end_the_play(play, task, hosts, &runners) {
-            for host in hosts {
-                host.out.store(true, Ordering::SeqCst);
-            }
-            if stop == FailStop::TooManyFailed {
-                ctx.emit(Event::NoMoreHosts);
-            }
-            end = PlayEnd::StopRun;
+        let step = linear_step(&run, task, TaskRef::Task(task_index), &active, 0).await;
+        if let include::Walked::Ended(ended) = step {
+            end = ended;
             cut_short = true;
             break;
         }
@@ -727,6 +694,52 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
                 .emit(Event::Warning(format!("internal error in a host job: {e}")));
         }
     }
+}
+
+/// One task of a linear walk (the play's list, or an included file's at `depth`) on the
+/// hosts still in the play: a meta acted on, or the banner and then the include or the
+/// task itself, and whether its failures end the play.
+async fn linear_step(
+    run: &flow::PlayRun<'_>,
+    task: &crate::playbook::Task,
+    task_ref: TaskRef,
+    active: &[Arc<HostState>],
+    depth: usize,
+) -> include::Walked {
+    use include::Walked;
+    let ctx = run.ctx;
+    if task.module.name() == "meta" {
+        return match run.meta(task, active).await {
+            flow::MetaEffect::Continue => Walked::Continue,
+            flow::MetaEffect::EndBatch => Walked::Ended(PlayEnd::Done),
+            flow::MetaEffect::EndPlay => Walked::Ended(PlayEnd::EndPlay),
+        };
+    }
+    // Each host's block state decides (a rescue runs only where its block failed).
+    let runners = flow::runners(active, task);
+    if runners.is_empty() {
+        return Walked::Continue;
+    }
+    ctx.emit(Event::TaskStart {
+        name: run.banner(task, task.banner_name(), &runners),
+        hosts: runners.len(),
+    });
+    if task.include.is_some() {
+        return include::run(run, task, runners, depth).await;
+    }
+    ctx.warn_unsupported(task);
+    run_task_on(run, task_ref, runners.clone()).await;
+    let play = &run.playbook.plays[run.play_index];
+    if let Some(stop) = failures_end_the_play(play, task, run.hosts, &runners) {
+        for host in run.hosts {
+            host.out.store(true, Ordering::SeqCst);
+        }
+        if stop == FailStop::TooManyFailed {
+            ctx.emit(Event::NoMoreHosts);
+        }
+        return Walked::Ended(PlayEnd::StopRun);
+    }
+    Walked::Continue
 }
 
 /// Why failures end the play for every host of the batch.

@@ -1,11 +1,8 @@
 //! `assert` and `fail`: judge conditions on the controller; nothing goes to the target.
 
 use serde_json::{Value, json};
-use turbo_proto::OpResult;
 
-use super::{
-    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, unexpected,
-};
+use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool};
 
 /// Marks a result to be shown even without -v, as Ansible's own key does; the executor
 /// takes it out before anything is registered.
@@ -86,10 +83,6 @@ impl Module for Assert {
             ..TaskOutcome::default()
         }))
     }
-
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        unexpected(self.name(), result)
-    }
 }
 
 pub struct Fail;
@@ -116,10 +109,6 @@ impl Module for Fail {
             data,
             ..TaskOutcome::default()
         }))
-    }
-
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        unexpected(self.name(), result)
     }
 }
 

@@ -2,9 +2,7 @@
 //! (it loads what they name and runs those tasks on the hosts that included them), so
 //! they never plan agent work; these entries give the loader their argument names.
 
-use turbo_proto::OpResult;
-
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
+use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext};
 
 pub struct IncludeTasks;
 
@@ -26,10 +24,6 @@ impl Module for IncludeTasks {
             "planning include_tasks as a module",
         ))
     }
-
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        unexpected(self.name(), result)
-    }
 }
 
 pub struct IncludeRole;
@@ -47,10 +41,6 @@ impl Module for IncludeRole {
         Err(ModuleError::NotSupported(
             "planning include_role as a module",
         ))
-    }
-
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        unexpected(self.name(), result)
     }
 }
 

@@ -4,10 +4,9 @@
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use turbo_proto::OpResult;
 
 use super::set_fact::is_identifier;
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_str, unexpected};
+use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_str};
 use crate::playbook::parse_kv;
 use crate::vars_file::{read_vars_file, vars_file_candidates};
 
@@ -84,10 +83,6 @@ impl Module for IncludeVars {
             data,
             ..TaskOutcome::default()
         }))
-    }
-
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        unexpected(self.name(), result)
     }
 }
 

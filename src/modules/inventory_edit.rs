@@ -3,9 +3,8 @@
 //! `add_group` (Ansible's result shape) to its runtime inventory.
 
 use serde_json::{Map, Value};
-use turbo_proto::OpResult;
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
+use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome};
 
 /// A list argument given as a list or a comma-separated string.
 fn names(value: Option<&Value>) -> Vec<String> {
@@ -81,10 +80,6 @@ impl Module for AddHost {
             ..TaskOutcome::default()
         }))
     }
-
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        unexpected(self.name(), result)
-    }
 }
 
 pub struct GroupBy;
@@ -125,10 +120,6 @@ impl Module for GroupBy {
             data,
             ..TaskOutcome::default()
         }))
-    }
-
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        unexpected(self.name(), result)
     }
 }
 

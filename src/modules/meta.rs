@@ -2,9 +2,8 @@
 //! The executor acts on them before any host job starts; planning one is a no-op.
 
 use serde_json::json;
-use turbo_proto::OpResult;
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
+use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct Meta;
 
@@ -31,9 +30,5 @@ impl Module for Meta {
             data,
             ..TaskOutcome::default()
         }))
-    }
-
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        unexpected(self.name(), result)
     }
 }

@@ -96,7 +96,13 @@ pub trait Module: Send + Sync {
         true
     }
     fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError>;
-    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome;
+    /// The agent's reply as the task's outcome. Modules that only ever plan
+    /// `Plan::Done` (debug, set_fact, assert...) keep this default: a reply can only be
+    /// an error.
+    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+        let _ = args;
+        unexpected(self.name(), result)
+    }
     /// [`Module::finish`] for a request made in check mode (nothing was changed).
     fn finish_check(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
         self.finish(args, result)

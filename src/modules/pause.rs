@@ -7,9 +7,8 @@
 //! in the outcome, and the executor sleeps and removes it.
 
 use serde_json::{Map, Value};
-use turbo_proto::OpResult;
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
+use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome};
 
 /// Outcome key the executor takes the pause from (never shown or registered).
 pub const PAUSE_SECONDS: &str = "_turbo_pause_seconds";
@@ -76,10 +75,6 @@ impl Module for Pause {
             data,
             ..TaskOutcome::default()
         }))
-    }
-
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        unexpected(self.name(), result)
     }
 }
 

@@ -2,11 +2,8 @@
 //! executor takes the variables from the result's `ansible_facts`.
 
 use serde_json::{Map, Value};
-use turbo_proto::OpResult;
 
-use super::{
-    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, unexpected,
-};
+use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool};
 
 pub struct SetFact;
 
@@ -49,10 +46,6 @@ impl Module for SetFact {
             data,
             ..TaskOutcome::default()
         }))
-    }
-
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        unexpected(self.name(), result)
     }
 }
 

@@ -9,9 +9,7 @@
 
 use std::sync::LazyLock;
 
-use turbo_proto::OpResult;
-
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
+use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome};
 
 /// The `ansible.builtin` modules of ansible-core 2.21 (`ansible-doc -t module -l
 /// ansible.builtin`) that have no planner here, plus `yum`, which ansible-core redirects to
@@ -144,10 +142,6 @@ impl Module for NotYetSupported {
 
     fn plan(&self, _args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
         Ok(Plan::Done(TaskOutcome::failed(Self::message(self.name))))
-    }
-
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        unexpected(self.name, result)
     }
 }
 

@@ -235,12 +235,13 @@ fn magic_vars(
         let runtime = ctx.runtime.lock().expect("runtime lock");
         if runtime.is_empty() {
             (
-                ctx.inventory.groups(),
+                ctx.inventory.groups_var().clone(),
                 ctx.inventory.group_names(&host.name),
             )
         } else {
             (
-                runtime.groups(&ctx.inventory),
+                ctx.inventory
+                    .groups_in_order(&runtime.groups(&ctx.inventory)),
                 runtime.group_names(&ctx.inventory, &host.name),
             )
         }
@@ -255,7 +256,7 @@ fn magic_vars(
         ("inventory_hostname", Value::from(host.name.clone())),
         ("inventory_hostname_short", Value::from(short)),
         ("group_names", Value::from(group_names)),
-        ("groups", ctx.inventory.groups_in_order(&groups)),
+        ("groups", groups),
         ("ansible_version", super::hostvars::ansible_version()),
         (
             "playbook_dir",

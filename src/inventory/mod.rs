@@ -72,6 +72,9 @@ pub struct Inventory {
     implicit: Vec<Host>,
     /// Ansible's `groups` variable, computed once.
     groups: BTreeMap<String, Vec<String>>,
+    /// `groups` as templates see it (see [`Inventory::groups_in_order`]), built once: every
+    /// task on every host gets it.
+    groups_var: serde_json::Value,
     source_dirs: Vec<PathBuf>,
     warnings: Vec<String>,
     /// Each group's depth below `all`, for ordering group variables.
@@ -167,17 +170,20 @@ impl Inventory {
                 )
             })
             .collect();
-        Inventory {
+        let mut inventory = Inventory {
             data,
             hosts,
             implicit,
             groups,
+            groups_var: serde_json::Value::Null,
             source_dirs,
             warnings,
             depths,
             vars_dirs: Arc::default(),
             merged: Arc::default(),
-        }
+        };
+        inventory.groups_var = inventory.groups_in_order(&inventory.groups);
+        inventory
     }
 
     /// Every inventory host, in the order they were first defined.
@@ -312,6 +318,11 @@ impl Inventory {
     /// `all` and `ungrouped`: Ansible's `groups` variable.
     pub fn groups(&self) -> BTreeMap<String, Vec<String>> {
         self.groups.clone()
+    }
+
+    /// The `groups` variable of the inventory as loaded (no run-time additions).
+    pub fn groups_var(&self) -> &serde_json::Value {
+        &self.groups_var
     }
 
     /// `groups` as templates see it: Ansible's dict keeps the order groups were defined in

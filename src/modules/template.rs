@@ -144,11 +144,14 @@ fn newline_sequence(args: &ModuleArgs) -> Result<&'static str, ModuleError> {
     }
 }
 
-/// The controller's hostname, for `template_host`.
-fn controller_hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default()
+/// The controller's hostname, for `template_host`: read once, not once per render.
+fn controller_hostname() -> &'static str {
+    static HOSTNAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOSTNAME.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default()
+    })
 }
 
 #[cfg(test)]

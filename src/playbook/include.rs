@@ -1234,14 +1234,7 @@ impl DynamicInclude {
         let Some(name) = text("name") else {
             return Err("include_role needs `name:` (the role to run)".into());
         };
-        let public = match args.get("public") {
-            Some(Json::Bool(b)) => *b,
-            Some(Json::String(s)) => matches!(
-                s.to_ascii_lowercase().as_str(),
-                "yes" | "true" | "on" | "1" | "y"
-            ),
-            _ => false,
-        };
+        let public = crate::modules::arg_bool(args, "public", false).map_err(|e| e.to_string())?;
         let parsed = cache.get(including)?;
         let (source, _) = &*parsed;
         let shared = self.shared();

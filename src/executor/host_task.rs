@@ -11,7 +11,7 @@ use super::flow::Caught;
 use super::vars::{strip_omitted, task_vars};
 use super::{HostState, RunContext};
 use crate::agent_session::AgentSession;
-use crate::modules::{PAUSE_SECONDS, Plan, PlanContext, TaskOutcome, VERBOSE_ALWAYS};
+use crate::modules::{Args, Effect, FactsLayer, Next, Plan, PlanContext, Shown, TaskOutcome};
 use crate::playbook::{LoopError, Play, Playbook, Task, ansible_loop};
 use crate::report::events::{Event, HostResult, Status};
 use crate::template::TemplateError;
@@ -27,18 +27,42 @@ const CHUNKS_PER_REQUEST: usize = 16;
 struct ItemRun {
     item: Option<Value>,
     vars: minijinja::Value,
-    args: Map<String, Value>,
+    /// The templated arguments, kept to plan the item again for `until` (Ansible templates
+    /// them once, before its retries).
+    raw_args: Map<String, Value>,
+    /// The arguments as the module's spec validated them; `None` until they passed.
+    args: Option<Args>,
     state: ItemState,
-    /// What the module planned, kept to run the item again for `until`; `None` when the
-    /// module never ran (a false `when`, a template error), which nothing then judges.
-    planned: Option<ItemState>,
+    /// The `environment` its commands run with.
+    env: Vec<(String, String)>,
+    /// Whether the module ran (so `failed_when`/`until` judge it): not for a false `when`
+    /// or a template error.
+    planned: bool,
 }
 
-#[derive(Clone)]
 enum ItemState {
     Done(TaskOutcome),
-    /// Waiting for the agent's reply to this op.
+    /// Waiting for the agent's reply to this op, which goes to the module's `finish`.
     Remote(Op),
+    /// Waiting for the agent's reply to this op, which goes to the plan's next step.
+    Step(Op, Next),
+}
+
+impl ItemState {
+    fn of(plan: Plan) -> ItemState {
+        match plan {
+            Plan::Done(outcome) => ItemState::Done(outcome),
+            Plan::Remote(op) => ItemState::Remote(op),
+            Plan::Step(op, next) => ItemState::Step(op, next),
+        }
+    }
+
+    fn op(&self) -> Option<&Op> {
+        match self {
+            ItemState::Done(_) => None,
+            ItemState::Remote(op) | ItemState::Step(op, _) => Some(op),
+        }
+    }
 }
 
 pub(crate) async fn run(
@@ -128,27 +152,37 @@ pub(crate) async fn run(
             Some(v) => item_vars(task, &base, v, &all_items, index),
             None => base.clone(),
         };
-        let (args, mut state, ran) = plan_item(ctx, playbook, task, &vars);
-        if let ItemState::Remote(op) = &mut state {
+        let (raw_args, args, mut state, planned) = plan_item(ctx, playbook, task, &vars);
+        let mut env = Vec::new();
+        if state.op().is_some() {
             match task_environment(ctx, play, task, &vars) {
-                Ok(env) if env.is_empty() => {}
-                Ok(env) => add_environment(op, &env),
+                Ok(found) => env = found,
                 Err(message) => state = ItemState::Done(TaskOutcome::failed(message)),
             }
         }
         runs.push(ItemRun {
             item,
             vars,
+            raw_args,
             args,
-            planned: ran.then(|| state.clone()),
+            env,
+            planned,
             state,
         });
     }
     for run in &mut runs {
-        if let ItemState::Done(outcome) = &mut run.state
-            && let Some(wait) = outcome.data.remove(PAUSE_SECONDS)
-        {
-            take_pause(ctx, task, outcome, wait).await;
+        if let ItemState::Done(outcome) = &mut run.state {
+            let waits: Vec<std::time::Duration> = outcome
+                .effects
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Wait(wait) => Some(*wait),
+                    _ => None,
+                })
+                .collect();
+            for wait in waits {
+                take_pause(ctx, task, outcome, wait).await;
+            }
         }
     }
     let pause = match loop_pause(ctx, task, &base) {
@@ -180,7 +214,7 @@ pub(crate) async fn run(
         let mut again = Vec::new();
         for &i in &running {
             let run = &mut runs[i];
-            let (Some(_), ItemState::Done(outcome)) = (&run.planned, &mut run.state) else {
+            let (true, ItemState::Done(outcome)) = (run.planned, &mut run.state) else {
                 continue;
             };
             if judge(task, &ctx.templar, &run.vars, outcome, attempt, attempts) == Verdict::Retry {
@@ -198,7 +232,10 @@ pub(crate) async fn run(
                 // Ansible counts the attempt about to start as made.
                 retries_left: attempts.total.saturating_sub(attempt + 1),
             });
-            runs[i].state = runs[i].planned.clone().expect("judged items were planned");
+            let run = &mut runs[i];
+            let (args, state) = plan_args(ctx, playbook, task, &run.vars, &run.raw_args);
+            run.args = args;
+            run.state = state;
         }
         tokio::time::sleep(attempts.delay).await;
         attempt += 1;
@@ -220,7 +257,9 @@ pub(crate) async fn run(
                     label,
                     outcome,
                 },
-                ItemState::Remote(_) => unreachable!("every remote item got its reply"),
+                ItemState::Remote(_) | ItemState::Step(..) => {
+                    unreachable!("every remote item got its reply")
+                }
             }
         })
         .collect();
@@ -345,7 +384,8 @@ pub(super) fn item_shown(
 
 /// Sends the ops of the `running` items that wait for the agent as one batch and turns
 /// the replies into outcomes, through `via`'s session (the host itself, or the one the
-/// task is delegated to). False when that turned out unreachable (reported on `host`).
+/// task is delegated to); items whose plan takes another step go again, together, until
+/// every item is done. False when that turned out unreachable (reported on `host`).
 async fn send_remote(target: &Target<'_>, runs: &mut [ItemRun], running: &[usize]) -> bool {
     let Target {
         ctx,
@@ -355,12 +395,15 @@ async fn send_remote(target: &Target<'_>, runs: &mut [ItemRun], running: &[usize
         host,
         via,
     } = *target;
-    let remote: Vec<usize> = running
-        .iter()
-        .copied()
-        .filter(|&i| matches!(runs[i].state, ItemState::Remote(_)))
-        .collect();
-    if !remote.is_empty() {
+    loop {
+        let remote: Vec<usize> = running
+            .iter()
+            .copied()
+            .filter(|&i| runs[i].state.op().is_some())
+            .collect();
+        if remote.is_empty() {
+            return true;
+        }
         let session = match ctx.session(via, play).await {
             Ok(s) => s,
             Err(message) => {
@@ -370,12 +413,19 @@ async fn send_remote(target: &Target<'_>, runs: &mut [ItemRun], running: &[usize
         };
         let ops: Vec<Op> = remote
             .iter()
-            .map(|&i| match &runs[i].state {
-                ItemState::Remote(op) => op.clone(),
-                ItemState::Done(_) => unreachable!("filtered to remote items"),
+            .map(|&i| {
+                let mut op = runs[i]
+                    .state
+                    .op()
+                    .expect("filtered to remote items")
+                    .clone();
+                if !runs[i].env.is_empty() {
+                    add_environment(&mut op, &runs[i].env);
+                }
+                op
             })
             .collect();
-        let sent = if task.module.batchable() {
+        let sent = if task.module.caps().batchable {
             send_batched(ctx, &session, ops, task).await
         } else {
             send_one_by_one(ctx, &session, ops, task).await
@@ -388,27 +438,40 @@ async fn send_remote(target: &Target<'_>, runs: &mut [ItemRun], running: &[usize
             }
         };
         for (&i, result) in remote.iter().zip(results) {
-            let result = match result {
-                OpResult::NeedContent => {
-                    match upload_content(ctx, playbook, task, &session, &runs[i]).await {
-                        Ok(r) => r,
-                        Err(outcome) => {
-                            runs[i].state = ItemState::Done(outcome);
-                            continue;
+            let state =
+                std::mem::replace(&mut runs[i].state, ItemState::Done(TaskOutcome::default()));
+            runs[i].state = match state {
+                ItemState::Step(_, next) => match next.resume(result) {
+                    Ok(plan) => ItemState::of(plan),
+                    Err(e) => ItemState::Done(TaskOutcome::failed(e.to_string())),
+                },
+                ItemState::Remote(op) => {
+                    let run = &runs[i];
+                    let args = run.args.as_ref().expect("a planned item has its arguments");
+                    let result = match result {
+                        OpResult::NeedContent => {
+                            match upload_content(ctx, playbook, task, &session, run, &op, args)
+                                .await
+                            {
+                                Ok(r) => r,
+                                Err(outcome) => {
+                                    runs[i].state = ItemState::Done(outcome);
+                                    continue;
+                                }
+                            }
                         }
-                    }
+                        other => other,
+                    };
+                    ItemState::Done(if check_mode(ctx, task) {
+                        task.module.finish_check(args, result)
+                    } else {
+                        task.module.finish(args, result)
+                    })
                 }
-                other => other,
+                done @ ItemState::Done(_) => done,
             };
-            let outcome = if check_mode(ctx, task) {
-                task.module.finish_check(&runs[i].args, result)
-            } else {
-                task.module.finish(&runs[i].args, result)
-            };
-            runs[i].state = ItemState::Done(outcome);
         }
     }
-    true
 }
 
 /// Sends the ops, one request per chunk, all chunks in flight at once.
@@ -471,9 +534,11 @@ async fn upload_content(
     task: &Task,
     session: &AgentSession,
     run: &ItemRun,
+    op: &Op,
+    args: &Args,
 ) -> Result<OpResult, TaskOutcome> {
     static NEXT_UPLOAD: AtomicU64 = AtomicU64::new(1);
-    let ItemState::Remote(Op::EnsureFile(ensure)) = &run.state else {
+    let Op::EnsureFile(ensure) = op else {
         return Err(TaskOutcome::failed(
             "the agent asked for content of an op that has none",
         ));
@@ -484,7 +549,7 @@ async fn upload_content(
         ));
     };
     let plan_ctx = plan_context(ctx, playbook, task, &run.vars);
-    let bytes = match task.module.content(&run.args, &plan_ctx) {
+    let bytes = match task.module.content(args, &plan_ctx) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => {
             return Err(TaskOutcome::failed(format!(
@@ -572,13 +637,15 @@ fn plan_context<'a>(
     }
 }
 
+/// The item's arguments and first state: skipped by `when`, failed by a template, or
+/// checked and planned by the module. The last value says whether the module ran.
 fn plan_item(
     ctx: &RunContext,
     playbook: &Playbook,
     task: &Task,
     vars: &minijinja::Value,
-) -> (Map<String, Value>, ItemState, bool) {
-    let done = |outcome| (Map::new(), ItemState::Done(outcome), false);
+) -> (Map<String, Value>, Option<Args>, ItemState, bool) {
+    let done = |outcome| (Map::new(), None, ItemState::Done(outcome), false);
     for condition in &task.when {
         match ctx.templar.eval_condition(condition, vars) {
             Ok(true) => {}
@@ -603,25 +670,38 @@ fn plan_item(
             }
         }
     }
-    let args = match ctx.templar.render_map(&task.args, vars) {
+    let raw_args = match ctx.templar.render_map(&task.args, vars) {
         Ok(mut args) => {
             strip_omitted(&mut args);
             args
         }
         Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
     };
-    match task
+    let (args, state) = plan_args(ctx, playbook, task, vars, &raw_args);
+    (raw_args, args, state, true)
+}
+
+/// Checks the templated arguments against the module's spec (a failure is the task's, in
+/// Ansible's words) and lets the module plan.
+fn plan_args(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    task: &Task,
+    vars: &minijinja::Value,
+    raw_args: &Map<String, Value>,
+) -> (Option<Args>, ItemState) {
+    let args = match task.module.spec().validate(&task.action, raw_args) {
+        Ok(args) => args,
+        Err(message) => return (None, ItemState::Done(TaskOutcome::failed(message))),
+    };
+    let state = match task
         .module
         .plan(&args, &plan_context(ctx, playbook, task, vars))
     {
-        Ok(Plan::Done(outcome)) => (args, ItemState::Done(outcome), true),
-        Ok(Plan::Remote(op)) => (args, ItemState::Remote(op), true),
-        Err(e) => (
-            args,
-            ItemState::Done(TaskOutcome::failed(e.to_string())),
-            true,
-        ),
-    }
+        Ok(plan) => ItemState::of(plan),
+        Err(e) => ItemState::Done(TaskOutcome::failed(e.to_string())),
+    };
+    (Some(args), state)
 }
 
 /// The task's `notify` names for this host (a name may be a template).
@@ -703,10 +783,10 @@ fn finish_loop(
         item,
         index,
         label,
-        mut outcome,
+        outcome,
     } in outcomes
     {
-        let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
+        let verbose = outcome.verbose_always;
         absorb_facts(task, facts_host(task, host, delegate), &outcome);
         absorb_inventory(ctx, host, &outcome);
         any_changed |= outcome.changed;
@@ -730,7 +810,8 @@ fn finish_loop(
             // Ansible shows `(item=None)` and hides the whole result.
             (Some("None".to_string()), censored(&outcome))
         } else {
-            let mut shown = if task.module.name() == "debug" {
+            let own_data = task.module.caps().shown == Shown::OwnData;
+            let mut shown = if own_data {
                 debug_shown(&data)
             } else {
                 data.clone()
@@ -747,7 +828,8 @@ fn finish_loop(
             item: label,
             data: shown,
             ignored: task.ignore_errors && Some(index) == last_failed,
-            verbose_always: verbose || (task.module.name() == "debug" && !outcome.skipped),
+            verbose_always: verbose
+                || (task.module.caps().shown == Shown::OwnData && !outcome.skipped),
         }));
         results.push(Value::Object(data));
     }
@@ -764,7 +846,7 @@ fn finish_loop(
             }
             .to_string(),
         ),
-        data: Map::new(),
+        ..TaskOutcome::default()
     };
     // Ansible closes a loop that ran no item with one `skipping: [h]` line of its own.
     if all_skipped {
@@ -793,18 +875,19 @@ pub(super) fn finish_task(
     task: &Task,
     host: &HostState,
     delegate: Option<&HostState>,
-    mut outcome: TaskOutcome,
+    outcome: TaskOutcome,
     notify: &[String],
 ) {
-    let verbose = outcome.data.remove(VERBOSE_ALWAYS).is_some();
+    let verbose = outcome.verbose_always;
     absorb_facts(task, facts_host(task, host, delegate), &outcome);
     absorb_inventory(ctx, host, &outcome);
     let data = outcome.registered();
-    let is_debug = task.module.name() == "debug" && !outcome.skipped;
+    let shown_as = task.module.caps().shown;
+    let is_debug = shown_as == Shown::OwnData && !outcome.skipped;
     // debug shows only what it was asked to show, like Ansible's.
     let shown = if is_debug && !outcome.failed {
         outcome.data.clone()
-    } else if task.module.name() == "setup" && !outcome.failed {
+    } else if shown_as == Shown::Nothing && !outcome.failed {
         // Ansible never prints gathered facts, even with -v (`_ansible_verbose_override`).
         Map::new()
     } else {
@@ -877,16 +960,20 @@ fn add_environment(op: &mut Op, env: &[(String, String)]) {
 }
 
 /// The `pause` module's wait, done here because planners cannot sleep.
-async fn take_pause(ctx: &RunContext, task: &Task, outcome: &mut TaskOutcome, wait: Value) {
+async fn take_pause(
+    ctx: &RunContext,
+    task: &Task,
+    outcome: &mut TaskOutcome,
+    wait: std::time::Duration,
+) {
     if let Some(Value::Array(warnings)) = outcome.data.get("warnings") {
         for warning in warnings.iter().filter_map(Value::as_str) {
             ctx.emit(Event::Warning(format!("{}: {warning}", task.location)));
         }
     }
-    let seconds = wait.as_f64().unwrap_or(0.0);
     let start = std::time::SystemTime::now();
-    if seconds > 0.0 {
-        tokio::time::sleep(std::time::Duration::from_secs_f64(seconds)).await;
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
     }
     let stamp = |t: std::time::SystemTime| {
         t.duration_since(std::time::UNIX_EPOCH)
@@ -1000,44 +1087,28 @@ fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &TaskOutcome) {
     if outcome.failed || outcome.skipped {
         return;
     }
-    if let Some(Value::Object(add)) = outcome.data.get("add_host")
-        && let Some(name) = add.get("host_name").and_then(Value::as_str)
-    {
-        let groups: Vec<String> = add
-            .get("groups")
-            .and_then(Value::as_array)
-            .map(|g| {
-                g.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let vars = add
-            .get("host_vars")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        ctx.runtime
-            .lock()
-            .expect("runtime lock")
-            .add_host(&ctx.inventory, name, &groups, &vars);
-    }
-    if let Some(group) = outcome.data.get("add_group").and_then(Value::as_str) {
-        let mut runtime = ctx.runtime.lock().expect("runtime lock");
-        runtime.add_to_group(&host.name, group);
-        let parents = outcome.data.get("parent_groups").and_then(Value::as_array);
-        for parent in parents.into_iter().flatten().filter_map(Value::as_str) {
-            if parent != "all" {
-                runtime.add_to_group(&host.name, parent);
+    for effect in &outcome.effects {
+        match effect {
+            Effect::AddHost { name, groups, vars } => ctx
+                .runtime
+                .lock()
+                .expect("runtime lock")
+                .add_host(&ctx.inventory, name, groups, vars),
+            Effect::JoinGroup { group, parents } => {
+                let mut runtime = ctx.runtime.lock().expect("runtime lock");
+                runtime.add_to_group(&host.name, group);
+                for parent in parents.iter().filter(|p| *p != "all") {
+                    runtime.add_to_group(&host.name, parent);
+                }
             }
+            Effect::Wait(_) => {}
         }
     }
 }
 
 /// A module hands variables back the way Ansible's do, under `ansible_facts` in its
-/// result: `setup` fills the facts layer, `include_vars` its own layer above task vars,
-/// anything else (set_fact) the set-facts layer above that.
+/// result, into the layer it declares: host facts (setup, and any module that returns
+/// facts), include_vars' layer above task vars, or set_fact's above that.
 fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome) {
     if outcome.failed || outcome.skipped {
         return;
@@ -1045,19 +1116,19 @@ fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome) {
     let Some(Value::Object(new)) = outcome.data.get("ansible_facts") else {
         return;
     };
-    if task.module.name() == "setup" {
-        // Kept without the prefix, as `ansible_facts.X`; vars.rs adds the `ansible_X` names.
-        let mut facts = host.facts.lock().expect("facts lock");
-        for (k, v) in new {
-            facts.insert(
-                k.strip_prefix("ansible_").unwrap_or(k).to_string(),
-                v.clone(),
-            );
+    match task.module.caps().facts {
+        FactsLayer::Gathered => {
+            // Kept without the prefix, as `ansible_facts.X`; vars.rs adds the `ansible_X` names.
+            let mut facts = host.facts.lock().expect("facts lock");
+            for (k, v) in new {
+                facts.insert(
+                    k.strip_prefix("ansible_").unwrap_or(k).to_string(),
+                    v.clone(),
+                );
+            }
         }
-    } else if task.module.name() == "include_vars" {
-        host.include_vars_from(new);
-    } else {
-        host.set_facts_from(new);
+        FactsLayer::IncludeVars => host.include_vars_from(new),
+        FactsLayer::SetFact => host.set_facts_from(new),
     }
 }
 

@@ -249,7 +249,7 @@ fn target(
             task.location
         ));
     };
-    if task.module.name() == "include_role" {
+    if task.module.caps().control == crate::modules::Control::IncludeRole {
         return Ok(Target::Role(args));
     }
     let written = match args.get("file") {

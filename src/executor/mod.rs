@@ -663,7 +663,7 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
                 if !flow::in_play(&host) {
                     break;
                 }
-                if task.module.name() == "meta" {
+                if task.module.caps().control == crate::modules::Control::Meta {
                     if own.meta(task, &single).await != flow::MetaEffect::Continue {
                         break;
                     }
@@ -708,7 +708,7 @@ async fn linear_step(
 ) -> include::Walked {
     use include::Walked;
     let ctx = run.ctx;
-    if task.module.name() == "meta" {
+    if task.module.caps().control == crate::modules::Control::Meta {
         return match run.meta(task, active).await {
             flow::MetaEffect::Continue => Walked::Continue,
             flow::MetaEffect::EndBatch => Walked::Ended(PlayEnd::Done),
@@ -805,7 +805,7 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
     let play = &run.playbook.plays[run.play_index];
     let keywords = task.get(play).keywords.clone();
     // Ansible's pause and add_host bypass the host loop: they run once, for every host.
-    let once = keywords.run_once || matches!(task.get(play).module.name(), "pause" | "add_host");
+    let once = keywords.run_once || task.get(play).module.caps().bypass_host_loop;
     let (hosts, copy_to) = if once && hosts.len() > 1 {
         let (first, rest) = hosts.split_at(1);
         (first.to_vec(), rest.to_vec())

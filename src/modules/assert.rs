@@ -2,32 +2,39 @@
 
 use serde_json::{Value, json};
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool};
-
-/// Marks a result to be shown even without -v, as Ansible's own key does; the executor
-/// takes it out before anything is registered.
-pub const VERBOSE_ALWAYS: &str = "_ansible_verbose_always";
+use super::spec::{Arg, Spec, Unknown};
+use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct Assert;
+
+/// `that` is taken as written: a string is one condition, as Ansible's strict list type.
+static ASSERT_SPEC: Spec = Spec::new(&[
+    Arg::raw("fail_msg")
+        .aliases(&["msg"])
+        .default_str("Assertion failed"),
+    Arg::raw("success_msg").default_str("All assertions passed"),
+    Arg::bool("quiet").default_bool(false),
+    Arg::raw("that").required(),
+]);
 
 impl Module for Assert {
     fn name(&self) -> &'static str {
         "assert"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &["that", "fail_msg", "msg", "success_msg", "quiet"]
+    fn spec(&self) -> &'static Spec {
+        &ASSERT_SPEC
     }
 
     /// Stops at the first condition that does not hold, and names it, as Ansible does.
-    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let (Some(templar), Some(vars)) = (ctx.templar, ctx.vars) else {
             return Err(ModuleError::Invalid(
                 "internal error: assert was planned without the task's variables".into(),
             ));
         };
-        let thats: Vec<&Value> = match args.get("that") {
-            None | Some(Value::Null) => {
+        let thats: Vec<&Value> = match args.raw("that") {
+            None => {
                 return Err(ModuleError::Invalid(
                     "conditional required in \"that\" string".into(),
                 ));
@@ -36,21 +43,15 @@ impl Module for Assert {
             Some(one) => vec![one],
         };
         let fail_msg = args
-            .get("fail_msg")
-            .or_else(|| args.get("msg"))
-            .filter(|v| !v.is_null())
+            .raw("fail_msg")
             .cloned()
             .unwrap_or_else(|| json!("Assertion failed"));
         let success_msg = args
-            .get("success_msg")
-            .filter(|v| !v.is_null())
+            .raw("success_msg")
             .cloned()
             .unwrap_or_else(|| json!("All assertions passed"));
-        let quiet = arg_bool(args, "quiet", false)?;
         let mut data = serde_json::Map::new();
-        if !quiet {
-            data.insert(VERBOSE_ALWAYS.into(), json!(true));
-        }
+        let verbose_always = !args.bool("quiet");
         for that in thats {
             // `that` was templated with the other arguments: a lone `{{ x }}` may already
             // be the value itself.
@@ -73,6 +74,7 @@ impl Module for Assert {
                 return Ok(Plan::Done(TaskOutcome {
                     failed: true,
                     data,
+                    verbose_always,
                     ..TaskOutcome::default()
                 }));
             }
@@ -80,6 +82,7 @@ impl Module for Assert {
         data.insert("msg".into(), success_msg);
         Ok(Plan::Done(TaskOutcome {
             data,
+            verbose_always,
             ..TaskOutcome::default()
         }))
     }
@@ -92,15 +95,17 @@ impl Module for Fail {
         "fail"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &["msg"]
+    fn spec(&self) -> &'static Spec {
+        static SPEC: Spec =
+            Spec::new(&[Arg::raw("msg").default_str("Failed as requested from task")])
+                .unknown(Unknown::InvalidOptions);
+        &SPEC
     }
 
-    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let mut data = serde_json::Map::new();
         let msg = args
-            .get("msg")
-            .filter(|v| !v.is_null())
+            .raw("msg")
             .cloned()
             .unwrap_or_else(|| json!("Failed as requested from task"));
         data.insert("msg".into(), msg);
@@ -133,7 +138,7 @@ mod tests {
     use crate::template::Templar;
     use std::path::Path;
 
-    fn plan(module: &dyn Module, args: Value) -> Result<TaskOutcome, ModuleError> {
+    fn plan(module: &dyn Module, args: Value) -> Result<TaskOutcome, String> {
         let templar = Templar::new();
         let vars = minijinja::Value::from_serialize(json!({"x": 2, "name": "web"}));
         let ctx = PlanContext {
@@ -141,7 +146,7 @@ mod tests {
             templar: Some(&templar),
             ..PlanContext::new(Path::new("/"))
         };
-        match module.plan(args.as_object().unwrap(), &ctx)? {
+        match crate::modules::try_plan(module, args, &ctx)? {
             Plan::Done(out) => Ok(out),
             other => panic!("{other:?}"),
         }
@@ -151,15 +156,17 @@ mod tests {
     fn passing_assertions_say_so_verbosely() {
         let out = plan(&Assert, json!({"that": ["x == 2", "name is string"]})).unwrap();
         assert!(!out.failed && !out.changed);
+        assert!(out.verbose_always);
         assert_eq!(
             Value::Object(out.data),
-            json!({"_ansible_verbose_always": true, "msg": "All assertions passed"})
+            json!({"msg": "All assertions passed"})
         );
         let out = plan(
             &Assert,
             json!({"that": "x > 1", "success_msg": "fine", "quiet": true}),
         )
         .unwrap();
+        assert!(!out.verbose_always);
         assert_eq!(Value::Object(out.data), json!({"msg": "fine"}));
     }
 
@@ -170,7 +177,6 @@ mod tests {
         assert_eq!(
             Value::Object(out.data),
             json!({
-                "_ansible_verbose_always": true,
                 "assertion": "x == 3",
                 "evaluated_to": false,
                 "msg": "Assertion failed"
@@ -190,12 +196,12 @@ mod tests {
     #[test]
     fn assert_errors() {
         assert_eq!(
-            plan(&Assert, json!({})).unwrap_err().to_string(),
-            "conditional required in \"that\" string"
+            plan(&Assert, json!({})).unwrap_err(),
+            "missing required arguments: that"
         );
         let err = plan(&Assert, json!({"that": "nope == 1"})).unwrap_err();
         assert_eq!(
-            err.to_string(),
+            err,
             "The conditional check 'nope == 1' failed. The error was: 'nope' is undefined"
         );
     }
@@ -207,5 +213,9 @@ mod tests {
         assert_eq!(Value::Object(out.data), json!({"msg": "stop"}));
         let out = plan(&Fail, json!({})).unwrap();
         assert_eq!(out.data["msg"], json!("Failed as requested from task"));
+        assert_eq!(
+            plan(&Fail, json!({"foo": 1})).unwrap_err(),
+            "Invalid options for fail: foo"
+        );
     }
 }

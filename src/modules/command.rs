@@ -3,72 +3,83 @@
 use serde_json::{Value, json};
 use turbo_proto::{Command, Exec, ExecOutcome, Op, OpResult};
 
-use super::{
-    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str, unexpected,
-};
+use super::spec::{Arg, Elem, Spec, Unknown};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
 
 pub struct CommandModule;
 pub struct Shell;
 
 const CHECK_MODE_MSG: &str = "Command would have run if not in check mode";
 
+/// Both actions hand their arguments to Ansible's `command` module (shell sets
+/// `_uses_shell`), so both check against its spec and name it in their messages.
+static SPEC: Spec = Spec::new(&[
+    Arg::str("_raw_params"),
+    Arg::bool("_uses_shell")
+        .default_bool(false)
+        .no_effect("set by the shell action itself"),
+    Arg::list("argv", Elem::Str),
+    Arg::path("chdir"),
+    Arg::str("cmd"),
+    Arg::path("creates"),
+    Arg::path("executable"),
+    Arg::bool("expand_argument_vars")
+        .default_bool(true)
+        .not_yet(),
+    Arg::path("removes"),
+    Arg::str("stdin"),
+    Arg::bool("stdin_add_newline").default_bool(true),
+    Arg::bool("strip_empty_ends").default_bool(true),
+])
+.mutually_exclusive(&[&["_raw_params", "cmd", "argv"]])
+.required_one_of(&[&["_raw_params", "cmd", "argv"]])
+.unknown(Unknown::ModuleAs("ansible.legacy.command"));
+
 impl Module for CommandModule {
     fn name(&self) -> &'static str {
         "command"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &[
-            "_raw_params",
-            "cmd",
-            "argv",
-            "chdir",
-            "creates",
-            "removes",
-            "stdin",
-            "stdin_add_newline",
-            "strip_empty_ends",
-        ]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
-    fn free_form(&self) -> bool {
-        true
+    fn caps(&self) -> Caps {
+        Caps::TASK.free_form()
     }
 
-    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        let line = command_line(args)?;
-        let argv = match (line, args.get("argv")) {
-            (Some(_), Some(argv)) if !argv.is_null() => {
-                return Err(ModuleError::Invalid(
-                    "only command or argv can be given, not both".into(),
-                ));
-            }
-            (Some(line), _) => crate::shell_words::split(&line).map_err(ModuleError::Invalid)?,
-            (None, Some(Value::Array(items))) => items
-                .iter()
-                .map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .collect(),
-            (None, Some(Value::Null) | None) => Vec::new(),
-            (None, Some(other)) => {
-                return Err(ModuleError::WrongType {
-                    what: "argv",
-                    expected: "a list",
-                    got: other.to_string(),
-                });
-            }
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let argv = match command_line(args) {
+            Some(line) => crate::shell_words::split(&line).map_err(ModuleError::Invalid)?,
+            None => args.str_list("argv"),
         };
         if argv.is_empty() {
             return Err(ModuleError::Invalid("no command given".into()));
         }
-        plan_exec(args, ctx, Command::Argv(argv))
+        let mut plan = plan_exec(args, ctx, Command::Argv(argv))?;
+        // Ansible's command module ignores `executable`, and says so.
+        if let (Some(executable), Plan::Done(outcome)) = (args.str("executable"), &mut plan) {
+            outcome
+                .data
+                .insert("warnings".into(), json!([executable_warning(executable)]));
+        }
+        Ok(plan)
     }
 
-    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
-        exec_result(self.name(), cmd_value(args, false), args, result)
+    fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
+        let mut out = exec_result(self.name(), cmd_value(args, false), args, result);
+        if let Some(executable) = args.str("executable") {
+            out.data
+                .insert("warnings".into(), json!([executable_warning(executable)]));
+        }
+        out
     }
+}
+
+fn executable_warning(executable: &str) -> String {
+    format!(
+        "As of Ansible 2.4, the parameter 'executable' is no longer supported with the 'command' module. Not using '{executable}'."
+    )
 }
 
 impl Module for Shell {
@@ -76,53 +87,46 @@ impl Module for Shell {
         "shell"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &[
-            "_raw_params",
-            "cmd",
-            "chdir",
-            "creates",
-            "removes",
-            "executable",
-            "stdin",
-            "stdin_add_newline",
-            "strip_empty_ends",
-        ]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
-    fn free_form(&self) -> bool {
-        true
+    fn caps(&self) -> Caps {
+        Caps::TASK.free_form()
     }
 
-    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        let script = command_line(args)?
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let script = command_line(args)
+            .or_else(|| {
+                let argv = args.str_list("argv");
+                (!argv.is_empty()).then(|| argv.join(" "))
+            })
             .filter(|s| !s.trim().is_empty())
             .ok_or_else(|| ModuleError::Invalid("no command given".into()))?;
-        let executable = arg_str(args, "executable")?;
+        let executable = args.str("executable").map(str::to_string);
         plan_exec(args, ctx, Command::Shell { script, executable })
     }
 
-    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+    fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
         exec_result(self.name(), cmd_value(args, true), args, result)
     }
 }
 
 /// The free-form command line, or `cmd:`.
-fn command_line(args: &ModuleArgs) -> Result<Option<String>, ModuleError> {
-    Ok(match arg_str(args, "_raw_params")? {
-        Some(raw) if !raw.is_empty() => Some(raw),
-        _ => arg_str(args, "cmd")?,
-    })
+fn command_line(args: &Args) -> Option<String> {
+    args.str("_raw_params")
+        .or_else(|| args.str("cmd"))
+        .map(str::to_string)
 }
 
-fn plan_exec(args: &ModuleArgs, ctx: &PlanContext, command: Command) -> Result<Plan, ModuleError> {
-    let creates = arg_str(args, "creates")?;
-    let removes = arg_str(args, "removes")?;
+fn plan_exec(args: &Args, ctx: &PlanContext, command: Command) -> Result<Plan, ModuleError> {
+    let creates = args.str("creates").map(str::to_string);
+    let removes = args.str("removes").map(str::to_string);
     // Check mode can only tell something when creates/removes may skip the command; the
     // agent checks those without running anything.
     if ctx.check_mode && creates.is_none() && removes.is_none() {
         let mut data = serde_json::Map::new();
-        data.insert("cmd".into(), cmd_from(&command, args));
+        data.insert("cmd".into(), cmd_from(&command));
         for key in ["start", "end", "delta"] {
             data.insert(key.into(), Value::Null);
         }
@@ -138,19 +142,16 @@ fn plan_exec(args: &ModuleArgs, ctx: &PlanContext, command: Command) -> Result<P
             ..TaskOutcome::default()
         }));
     }
-    let stdin = match arg_str(args, "stdin")? {
-        Some(mut text) => {
-            if arg_bool(args, "stdin_add_newline", true)? {
-                text.push('\n');
-            }
-            Some(text.into_bytes())
+    let stdin = args.str("stdin").map(|text| {
+        let mut text = text.to_string();
+        if args.bool("stdin_add_newline") {
+            text.push('\n');
         }
-        None => None,
-    };
-    arg_bool(args, "strip_empty_ends", true)?;
+        text.into_bytes()
+    });
     Ok(Plan::Remote(Op::Exec(Exec {
         command,
-        chdir: arg_str(args, "chdir")?,
+        chdir: args.str("chdir").map(str::to_string),
         creates,
         removes,
         env: Vec::new(),
@@ -159,32 +160,28 @@ fn plan_exec(args: &ModuleArgs, ctx: &PlanContext, command: Command) -> Result<P
 }
 
 /// The result's `cmd`: the argv list for command, the script text for shell.
-fn cmd_value(args: &ModuleArgs, shell: bool) -> Value {
-    let line = command_line(args).ok().flatten();
-    match (shell, line) {
+fn cmd_value(args: &Args, shell: bool) -> Value {
+    match (shell, command_line(args)) {
         (true, Some(line)) => json!(line),
         (false, Some(line)) => crate::shell_words::split(&line)
             .map(|argv| json!(argv))
             .unwrap_or(json!(line)),
-        (_, None) => args.get("argv").cloned().unwrap_or(Value::Null),
+        (_, None) => args.raw("argv").cloned().unwrap_or(Value::Null),
     }
 }
 
-fn cmd_from(command: &Command, args: &ModuleArgs) -> Value {
+fn cmd_from(command: &Command) -> Value {
     match command {
         Command::Argv(argv) => json!(argv),
-        Command::Shell { script, .. } => {
-            let _ = args;
-            json!(script)
-        }
+        Command::Shell { script, .. } => json!(script),
     }
 }
 
-fn exec_result(module: &str, cmd: Value, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+fn exec_result(module: &str, cmd: Value, args: &Args, result: OpResult) -> TaskOutcome {
     let OpResult::Exec(x) = result else {
         return unexpected(module, result);
     };
-    let strip = arg_bool(args, "strip_empty_ends", true).unwrap_or(true);
+    let strip = args.bool("strip_empty_ends");
     let text = |bytes: &[u8]| {
         let s = String::from_utf8_lossy(bytes).into_owned();
         if strip {
@@ -231,9 +228,9 @@ fn exec_result(module: &str, cmd: Value, args: &ModuleArgs, result: OpResult) ->
     TaskOutcome {
         changed,
         failed,
-        skipped: false,
         msg: Some(msg),
         data,
+        ..TaskOutcome::default()
     }
 }
 
@@ -319,8 +316,8 @@ mod tests {
     use std::path::Path;
     use turbo_proto::{ErrorKind, OpError};
 
-    fn args(v: Value) -> ModuleArgs {
-        v.as_object().unwrap().clone()
+    fn args(v: Value) -> Args {
+        crate::modules::check(&CommandModule, v)
     }
 
     fn exec(command: Command) -> Exec {
@@ -334,8 +331,8 @@ mod tests {
         }
     }
 
-    fn plan(m: &dyn Module, v: Value) -> Result<Plan, ModuleError> {
-        m.plan(&args(v), &PlanContext::new(Path::new("/")))
+    fn plan(m: &dyn Module, v: Value) -> Result<Plan, String> {
+        crate::modules::try_plan(m, v, &PlanContext::new(Path::new("/")))
     }
 
     fn argv(words: &[&str]) -> Command {
@@ -379,11 +376,18 @@ mod tests {
 
     #[test]
     fn command_argument_errors() {
-        let msg = |v: Value| plan(&CommandModule, v).unwrap_err().to_string();
-        assert_eq!(msg(json!({"chdir": "/"})), "no command given");
+        let msg = |v: Value| plan(&CommandModule, v).unwrap_err();
+        assert_eq!(
+            msg(json!({"chdir": "/"})),
+            "one of the following is required: _raw_params, cmd, argv"
+        );
         assert_eq!(
             msg(json!({"cmd": "ls", "argv": ["ls"]})),
-            "only command or argv can be given, not both"
+            "parameters are mutually exclusive: _raw_params|cmd|argv"
+        );
+        assert_eq!(
+            msg(json!({"cmd": "ls", "foo": 1})),
+            "Unsupported parameters for (ansible.legacy.command) module: foo. Supported parameters include: _raw_params, _uses_shell, argv, chdir, cmd, creates, executable, expand_argument_vars, removes, stdin, stdin_add_newline, strip_empty_ends."
         );
         assert!(msg(json!({"cmd": "echo 'x"})).starts_with("No closing quotation"));
         assert_eq!(msg(json!({"_raw_params": ""})), "no command given");
@@ -403,7 +407,7 @@ mod tests {
             })))
         );
         assert_eq!(
-            plan(&Shell, json!({})).unwrap_err().to_string(),
+            plan(&Shell, json!({"_raw_params": " "})).unwrap_err(),
             "no command given"
         );
     }

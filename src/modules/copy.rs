@@ -8,9 +8,10 @@ use sha2::{Digest, Sha256};
 use turbo_proto::{EnsureFile, FileContent, FileDiff, FileKind, FileMode, Op, OpResult, Ownership};
 
 use super::copy_tree::{TreeSpec, tree_op, tree_result};
+use super::spec::{Arg, Spec, Unknown};
 use super::{
-    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
-    find_local_source, mode_string, ownership, parse_mode, read_local, unexpected,
+    Args, Module, ModuleError, Plan, PlanContext, TaskOutcome, find_local_source, mode_string,
+    ownership, parse_mode, read_local, unexpected,
 };
 use crate::template::python_json;
 
@@ -21,47 +22,69 @@ pub(super) const INLINE_LIMIT: usize = 64 << 10;
 
 pub struct Copy;
 
+pub(super) const SELINUX: &str = "SELinux contexts are not set by turbo-play's agent";
+pub(super) const ATOMIC: &str = "the agent's writes are atomic renames either way";
+
+/// The copy action's arguments: the copy module's (which name `ansible.legacy.copy` in
+/// their messages) and `decrypt`, which the action takes first.
+static SPEC: Spec = Spec::new(&[
+    Arg::str("_original_basename").no_effect("Ansible's internal name of a copied file"),
+    Arg::str("attributes").aliases(&["attr"]).not_yet(),
+    Arg::bool("backup").default_bool(false).not_yet(),
+    Arg::str("checksum").not_yet(),
+    Arg::raw("content").no_log(),
+    Arg::bool("decrypt")
+        .default_bool(true)
+        .action_only()
+        .no_effect("turbo-play reads no Vault files yet, so there is nothing to decrypt"),
+    Arg::path("dest"),
+    Arg::raw("directory_mode"),
+    Arg::bool("follow").default_bool(false).not_yet(),
+    Arg::bool("force").default_bool(true),
+    Arg::str("group"),
+    Arg::bool("local_follow").not_yet(),
+    Arg::raw("mode"),
+    Arg::str("owner"),
+    Arg::bool("remote_src").default_bool(false),
+    Arg::str("selevel").no_effect(SELINUX),
+    Arg::str("serole").no_effect(SELINUX),
+    Arg::str("setype").no_effect(SELINUX),
+    Arg::str("seuser").no_effect(SELINUX),
+    Arg::path("src"),
+    Arg::bool("unsafe_writes")
+        .default_bool(false)
+        .no_effect(ATOMIC),
+    Arg::str("validate"),
+])
+.unknown(Unknown::ModuleAs("ansible.legacy.copy"));
+
 impl Module for Copy {
     fn name(&self) -> &'static str {
         "copy"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &[
-            "src",
-            "content",
-            "dest",
-            "mode",
-            "directory_mode",
-            "owner",
-            "group",
-            "force",
-            "backup",
-            "remote_src",
-            "validate",
-        ]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
-    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        let mode = parse_mode(args.get("mode").unwrap_or(&Value::Null))?;
-        let force = arg_bool(args, "force", true)?;
-        // Backups are accepted so playbooks load; the agent's atomic rename keeps no copy.
-        arg_bool(args, "backup", false)?;
-        if arg_bool(args, "remote_src", false)? {
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let mode = parse_mode(args.raw("mode").unwrap_or(&Value::Null))?;
+        let force = args.bool("force");
+        if args.bool("remote_src") {
             return Err(ModuleError::NotSupported("copy with remote_src"));
         }
         let op = match self.resolve(args, ctx)? {
             Resolved::File { dest, bytes } => {
-                ensure_file_op(dest, bytes, mode, ownership(args)?, force)
+                ensure_file_op(dest, bytes, mode, ownership(args), force)
             }
             Resolved::Tree { root, written_src } => {
-                let dest = arg_str(args, "dest")?.ok_or(ModuleError::Missing("dest"))?;
+                let dest = args.str("dest").unwrap_or_default();
                 let spec = TreeSpec {
                     written_src: &written_src,
-                    dest: &dest,
+                    dest,
                     mode,
-                    directory_mode: parse_mode(args.get("directory_mode").unwrap_or(&Value::Null))?,
-                    owner: ownership(args)?,
+                    directory_mode: parse_mode(args.raw("directory_mode").unwrap_or(&Value::Null))?,
+                    owner: ownership(args),
                     force,
                 };
                 tree_op(&root, &spec)?
@@ -70,11 +93,7 @@ impl Module for Copy {
         Ok(Plan::Remote(with_validate(op, args)?))
     }
 
-    fn content(
-        &self,
-        args: &ModuleArgs,
-        ctx: &PlanContext,
-    ) -> Result<Option<Vec<u8>>, ModuleError> {
+    fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<Vec<u8>>, ModuleError> {
         match self.resolve(args, ctx)? {
             Resolved::File { bytes, .. } => Ok(Some(bytes)),
             // A tree's contents travel inline: the agent never asks for them.
@@ -82,16 +101,16 @@ impl Module for Copy {
         }
     }
 
-    fn finish_check(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+    fn finish_check(&self, args: &Args, result: OpResult) -> TaskOutcome {
         would_change(self.finish(args, result))
     }
 
-    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+    fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
         if let OpResult::Batch(results) = result {
-            let dest = args.get("dest").and_then(Value::as_str).unwrap_or_default();
-            return tree_result(args.get("src"), dest, results);
+            let dest = args.str("dest").unwrap_or_default();
+            return tree_result(args.raw("src"), dest, results);
         }
-        let checksum = inline_content(args).ok().flatten().map(|b| sha1_hex(&b));
+        let checksum = inline_content(args).map(|b| sha1_hex(&b));
         file_result(self.name(), args, result, checksum)
     }
 }
@@ -111,16 +130,26 @@ enum Resolved {
 
 impl Copy {
     /// The destination path and the bytes it must hold.
-    fn resolve(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Resolved, ModuleError> {
-        let dest = arg_str(args, "dest")?.ok_or(ModuleError::Missing("dest"))?;
-        let src = arg_str(args, "src")?;
-        match (inline_content(args)?, src) {
+    /// With the copy action's own checks, in its order and words.
+    fn resolve(&self, args: &Args, ctx: &PlanContext) -> Result<Resolved, ModuleError> {
+        let src = args
+            .str("src")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        let content = inline_content(args);
+        if src.is_none() && content.is_none() {
+            return Err(ModuleError::Invalid("src (or content) is required".into()));
+        }
+        let dest = args
+            .str("dest")
+            .filter(|d| !d.is_empty())
+            .ok_or_else(|| ModuleError::Invalid("dest is required".into()))?
+            .to_string();
+        match (content, src) {
             (Some(_), Some(_)) => Err(ModuleError::Invalid(
                 "src and content are mutually exclusive".into(),
             )),
-            (None, None) => Err(ModuleError::Invalid(
-                "one of content or src is required".into(),
-            )),
+            (None, None) => unreachable!("checked above"),
             (Some(bytes), None) => {
                 if dest.ends_with('/') {
                     return Err(ModuleError::Invalid(
@@ -149,8 +178,8 @@ impl Copy {
 
 /// `content` as Ansible writes it: strings exactly, lists and mappings as Python's
 /// `json.dumps`, other scalars as Python prints them.
-fn inline_content(args: &ModuleArgs) -> Result<Option<Vec<u8>>, ModuleError> {
-    Ok(match args.get("content") {
+fn inline_content(args: &Args) -> Option<Vec<u8>> {
+    match args.raw("content") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.as_bytes().to_vec()),
         Some(v @ (Value::Array(_) | Value::Object(_))) => {
@@ -158,13 +187,13 @@ fn inline_content(args: &ModuleArgs) -> Result<Option<Vec<u8>>, ModuleError> {
         }
         Some(Value::Bool(b)) => Some(if *b { "True" } else { "False" }.as_bytes().to_vec()),
         Some(Value::Number(n)) => Some(n.to_string().into_bytes()),
-    })
+    }
 }
 
 /// `validate`: the command that must accept the new content (at `%s`) before it replaces
 /// the file, split into words as Ansible splits it (no shell).
-pub(super) fn with_validate(op: Op, args: &ModuleArgs) -> Result<Op, ModuleError> {
-    let Some(command) = arg_str(args, "validate")? else {
+pub(super) fn with_validate(op: Op, args: &Args) -> Result<Op, ModuleError> {
+    let Some(command) = args.str("validate") else {
         return Ok(op);
     };
     if !command.contains("%s") {
@@ -172,7 +201,7 @@ pub(super) fn with_validate(op: Op, args: &ModuleArgs) -> Result<Op, ModuleError
             "validate must contain %s: {command}"
         )));
     }
-    let words = crate::shell_words::split(&command).map_err(ModuleError::Invalid)?;
+    let words = crate::shell_words::split(command).map_err(ModuleError::Invalid)?;
     Ok(validating(op, &words))
 }
 
@@ -261,7 +290,7 @@ pub(super) fn diff_json(path: &str, diff: FileDiff) -> Value {
 /// The registered result of copy and template, in Ansible's shape.
 pub(super) fn file_result(
     module: &str,
-    args: &ModuleArgs,
+    args: &Args,
     result: OpResult,
     checksum: Option<String>,
 ) -> TaskOutcome {
@@ -270,7 +299,7 @@ pub(super) fn file_result(
     };
     let mut data = serde_json::Map::new();
     data.insert("dest".into(), json!(f.path));
-    if let Some(src) = args.get("src") {
+    if let Some(src) = args.raw("src") {
         data.insert("src".into(), src.clone());
     }
     if let Some(sum) = checksum {
@@ -306,12 +335,12 @@ mod tests {
     use std::path::Path;
     use turbo_proto::{ErrorKind, FileOutcome, OpError};
 
-    fn args(v: Value) -> ModuleArgs {
-        v.as_object().unwrap().clone()
+    fn args(v: Value) -> Args {
+        crate::modules::check(&Copy, v)
     }
 
-    fn plan(a: Value, dir: &Path) -> Result<Plan, ModuleError> {
-        Copy.plan(&args(a), &PlanContext::new(dir))
+    fn plan(a: Value, dir: &Path) -> Result<Plan, String> {
+        crate::modules::try_plan(&Copy, a, &PlanContext::new(dir))
     }
 
     fn file_op(path: &str, bytes: &[u8], mode: Option<FileMode>, force: bool) -> Plan {
@@ -398,7 +427,7 @@ mod tests {
         );
         assert_eq!(
             plan(
-                json!({"content": "x", "dest": "/t", "mode": 420, "force": "no", "backup": true}),
+                json!({"content": "x", "dest": "/t", "mode": 420, "force": "no", "backup": false}),
                 dir
             )
             .unwrap(),
@@ -502,14 +531,12 @@ mod tests {
     #[test]
     fn bad_arguments_are_explained() {
         let dir = Path::new("/");
-        let msg = |a: Value| plan(a, dir).unwrap_err().to_string();
+        let msg = |a: Value| plan(a, dir).unwrap_err();
+        assert_eq!(msg(json!({"dest": "/x"})), "src (or content) is required");
+        assert_eq!(msg(json!({"content": "x"})), "dest is required");
         assert_eq!(
-            msg(json!({"dest": "/x"})),
-            "one of content or src is required"
-        );
-        assert_eq!(
-            msg(json!({"content": "x"})),
-            "missing required arguments: dest"
+            msg(json!({"content": "x", "dest": "/x", "foo": 1})),
+            "Unsupported parameters for (ansible.legacy.copy) module: foo. Supported parameters include: _original_basename, attributes, backup, checksum, content, dest, directory_mode, follow, force, group, local_follow, mode, owner, remote_src, selevel, serole, setype, seuser, src, unsafe_writes, validate (attr)."
         );
         assert_eq!(
             msg(json!({"content": "x", "src": "y", "dest": "/x"})),
@@ -579,6 +606,6 @@ mod tests {
     #[test]
     fn registered_under_its_names() {
         assert_eq!(find("ansible.builtin.copy").unwrap().name(), "copy");
-        assert!(!Copy.free_form());
+        assert!(!Copy.caps().free_form);
     }
 }

@@ -2,36 +2,35 @@
 
 use serde_json::{Value, json};
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::spec::{Arg, Kind, Spec};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, Shown, TaskOutcome};
 use crate::template::TemplateError;
 
 pub struct Debug;
+
+static SPEC: Spec = Spec::new(&[
+    Arg::raw("msg").default_str("Hello world!"),
+    Arg::new("var", Kind::Raw),
+    Arg::int("verbosity").default_int(0),
+])
+.mutually_exclusive(&[&["msg", "var"]]);
 
 impl Module for Debug {
     fn name(&self) -> &'static str {
         "debug"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &["msg", "var", "verbosity"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn caps(&self) -> Caps {
+        Caps::TASK.shown(Shown::OwnData)
     }
 
     /// The outcome's `data` holds `msg` (the message, any type) or `<var>: value`.
-    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        let verbosity = match args.get("verbosity") {
-            None | Some(Value::Null) => 0,
-            Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().unwrap_or(0),
-            Some(Value::String(s)) if s.trim().parse::<u64>().is_ok() => {
-                s.trim().parse().unwrap_or(0)
-            }
-            Some(other) => {
-                return Err(ModuleError::WrongType {
-                    what: "verbosity",
-                    expected: "an integer",
-                    got: other.to_string(),
-                });
-            }
-        };
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let verbosity = args.int("verbosity").unwrap_or(0);
         let mut data = serde_json::Map::new();
         // Runs are at verbosity 0: anything asking for more is skipped, as Ansible does.
         if verbosity > 0 {
@@ -45,13 +44,8 @@ impl Module for Debug {
                 ..TaskOutcome::default()
             }));
         }
-        match (args.get("msg"), args.get("var")) {
-            (Some(_), Some(_)) => {
-                return Err(ModuleError::Invalid(
-                    "'msg' and 'var' are incompatible options".into(),
-                ));
-            }
-            (_, Some(var)) => {
+        match args.raw("var") {
+            Some(var) => {
                 let name = match var {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
@@ -72,10 +66,12 @@ impl Module for Debug {
                 };
                 data.insert(name, value);
             }
-            (msg, None) => {
+            None => {
                 data.insert(
                     "msg".into(),
-                    msg.cloned().unwrap_or_else(|| json!("Hello world!")),
+                    args.raw("msg")
+                        .cloned()
+                        .unwrap_or_else(|| json!("Hello world!")),
                 );
             }
         }
@@ -92,7 +88,7 @@ mod tests {
     use crate::template::Templar;
     use std::path::Path;
 
-    fn run(v: Value) -> Result<TaskOutcome, ModuleError> {
+    fn run(v: Value) -> Result<TaskOutcome, String> {
         let templar = Templar::new();
         let vars = minijinja::Value::from_serialize(json!({"x": {"a": [1]}, "n": 2}));
         let ctx = PlanContext {
@@ -100,7 +96,7 @@ mod tests {
             templar: Some(&templar),
             ..PlanContext::new(Path::new("/"))
         };
-        match Debug.plan(v.as_object().unwrap(), &ctx)? {
+        match crate::modules::try_plan(&Debug, v, &ctx)? {
             Plan::Done(out) => Ok(out),
             other => panic!("{other:?}"),
         }
@@ -137,10 +133,8 @@ mod tests {
         let out = run(json!({"msg": "x", "verbosity": 0})).unwrap();
         assert!(!out.skipped);
         assert_eq!(
-            run(json!({"msg": "x", "var": "n"}))
-                .unwrap_err()
-                .to_string(),
-            "'msg' and 'var' are incompatible options"
+            run(json!({"msg": "x", "var": "n"})).unwrap_err(),
+            "parameters are mutually exclusive: msg|var"
         );
     }
 }

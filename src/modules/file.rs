@@ -4,53 +4,74 @@
 use serde_json::{Value, json};
 use turbo_proto::{EnsurePath, FileKind, Op, OpResult, PathState};
 
+use super::spec::{Arg, Spec};
 use super::{
-    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
-    mode_string, ownership, parse_mode, unexpected,
+    Args, Module, ModuleError, Plan, PlanContext, TaskOutcome, mode_string, ownership, parse_mode,
+    unexpected,
 };
 
 pub struct File;
+
+const SELINUX: &str = "SELinux contexts are not set by turbo-play's agent";
+
+/// ansible-core 2.21's file module; the arguments it only uses internally are declared so
+/// that the unsupported-parameters message lists what Ansible lists.
+static SPEC: Spec = Spec::new(&[
+    Arg::raw("_diff_peek").no_effect("Ansible's internal diff probe"),
+    Arg::str("_original_basename").no_effect("Ansible's internal name of a copied file"),
+    Arg::str("access_time").not_yet(),
+    Arg::str("access_time_format")
+        .default_str("%Y%m%d%H%M.%S")
+        .not_yet(),
+    Arg::str("attributes").aliases(&["attr"]).not_yet(),
+    Arg::bool("follow").default_bool(true).not_yet(),
+    Arg::bool("force").default_bool(false),
+    Arg::str("group"),
+    Arg::raw("mode"),
+    Arg::str("modification_time").not_yet(),
+    Arg::str("modification_time_format")
+        .default_str("%Y%m%d%H%M.%S")
+        .not_yet(),
+    Arg::str("owner"),
+    Arg::path("path").aliases(&["dest", "name"]).required(),
+    Arg::bool("recurse").default_bool(false),
+    Arg::str("selevel").no_effect(SELINUX),
+    Arg::str("serole").no_effect(SELINUX),
+    Arg::str("setype").no_effect(SELINUX),
+    Arg::str("seuser").no_effect(SELINUX),
+    Arg::path("src"),
+    Arg::str("state").choices(&["absent", "directory", "file", "hard", "link", "touch"]),
+    Arg::bool("unsafe_writes")
+        .default_bool(false)
+        .no_effect("the agent's writes are atomic renames either way"),
+]);
 
 impl Module for File {
     fn name(&self) -> &'static str {
         "file"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &[
-            "path", "dest", "name", "state", "mode", "owner", "group", "src", "force", "recurse",
-        ]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
-    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        let path = match arg_str(args, "path")? {
-            Some(p) => p,
-            None => match arg_str(args, "dest")? {
-                Some(p) => p,
-                None => arg_str(args, "name")?.ok_or(ModuleError::Missing("path"))?,
-            },
-        };
-        let mode = parse_mode(args.get("mode").unwrap_or(&Value::Null))?;
-        let force = arg_bool(args, "force", false)?;
-        let recurse = arg_bool(args, "recurse", false)?;
-        let state_name = arg_str(args, "state")?.unwrap_or_else(|| "file".into());
-        let state = match state_name.as_str() {
+    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let path = args.str("path").unwrap_or_default().to_string();
+        let mode = parse_mode(args.raw("mode").unwrap_or(&Value::Null))?;
+        let force = args.bool("force");
+        let recurse = args.bool("recurse");
+        let state = match args.str("state").unwrap_or("file") {
             "file" => PathState::File,
             "directory" => PathState::Directory,
             "absent" => PathState::Absent,
             "touch" => PathState::Touch,
             "link" => PathState::Link {
-                target: arg_str(args, "src")?.ok_or_else(|| {
+                target: args.str("src").map(str::to_string).ok_or_else(|| {
                     ModuleError::Invalid("src is required when state is link".into())
                 })?,
                 force,
             },
-            "hard" => return Err(ModuleError::NotSupported("state=hard")),
-            other => {
-                return Err(ModuleError::Invalid(format!(
-                    "value of state must be one of: absent, directory, file, hard, link, touch, got: {other}"
-                )));
-            }
+            _ => return Err(ModuleError::NotSupported("state=hard")),
         };
         if recurse && state != PathState::Directory {
             return Err(ModuleError::Invalid(
@@ -63,19 +84,18 @@ impl Module for File {
             state,
             mode,
             recurse_parents,
-            owner: ownership(args)?,
+            owner: ownership(args),
         })))
     }
 
-    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+    fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
         if let OpResult::Error(e) = &result {
             // Ansible's file module fails naming the path (and a link's src).
             let mut out = TaskOutcome::failed(e.message.clone());
-            let path = ["path", "dest", "name"].iter().find_map(|k| args.get(*k));
-            if let Some(path) = path {
+            if let Some(path) = args.raw("path") {
                 out.data.insert("path".into(), path.clone());
             }
-            if let Some(src) = args.get("src") {
+            if let Some(src) = args.raw("src") {
                 out.data.insert("src".into(), src.clone());
             }
             return out;
@@ -94,7 +114,7 @@ impl Module for File {
         data.insert("state".into(), json!(state));
         if f.kind != FileKind::Missing {
             if f.kind == FileKind::Symlink
-                && let Some(src) = args.get("src")
+                && let Some(src) = args.raw("src")
             {
                 data.insert("src".into(), src.clone());
             }
@@ -119,8 +139,8 @@ mod tests {
     use std::path::Path;
     use turbo_proto::{FileMode, FileOutcome};
 
-    fn plan(v: Value) -> Result<Plan, ModuleError> {
-        File.plan(v.as_object().unwrap(), &PlanContext::new(Path::new("/")))
+    fn plan(v: Value) -> Result<Plan, String> {
+        crate::modules::try_plan(&File, v, &PlanContext::new(Path::new("/")))
     }
 
     fn op(path: &str, state: PathState, mode: Option<FileMode>, parents: bool) -> Plan {
@@ -181,7 +201,7 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_explained() {
-        let msg = |v: Value| plan(v).unwrap_err().to_string();
+        let msg = |v: Value| plan(v).unwrap_err();
         assert_eq!(
             msg(json!({"state": "file"})),
             "missing required arguments: path"
@@ -202,6 +222,14 @@ mod tests {
             msg(json!({"path": "/l", "recurse": true})),
             "recurse option requires state to be 'directory'"
         );
+        assert_eq!(
+            msg(json!({"path": "/x", "force": "maybe"})),
+            "argument 'force' is of type str and we were unable to convert to bool: The value 'maybe' is not a valid boolean. Valid booleans include: 'y', 'yes', 'on', '1', 'true', 't', 1, 1.0, 'n', 'no', 'off', '0', 'false', 'f', 0, 0.0"
+        );
+        assert_eq!(
+            msg(json!({"path": "/x", "foo": 1, "bar": 2})),
+            "Unsupported parameters for (file) module: bar, foo. Supported parameters include: _diff_peek, _original_basename, access_time, access_time_format, attributes, follow, force, group, mode, modification_time, modification_time_format, owner, path, recurse, selevel, serole, setype, seuser, src, state, unsafe_writes (attr, dest, name)."
+        );
     }
 
     #[test]
@@ -218,7 +246,8 @@ mod tests {
             group: "root".into(),
             diff: None,
         };
-        let out = File.finish(&Default::default(), OpResult::File(f.clone()));
+        let path = crate::modules::check(&File, json!({"path": "/d"}));
+        let out = File.finish(&path, OpResult::File(f.clone()));
         assert!(out.changed);
         assert_eq!(
             Value::Object(out.data),
@@ -230,14 +259,15 @@ mod tests {
             changed: false,
             ..f
         };
-        let out = File.finish(&Default::default(), OpResult::File(gone));
+        let out = File.finish(&path, OpResult::File(gone));
         assert_eq!(
             Value::Object(out.data),
             json!({"path": "/d", "state": "absent"})
         );
-        let args = json!({"path": "/l", "src": "/t", "state": "link"});
+        let args =
+            crate::modules::check(&File, json!({"path": "/l", "src": "/t", "state": "link"}));
         let failed = File.finish(
-            args.as_object().unwrap(),
+            &args,
             OpResult::Error(turbo_proto::OpError {
                 kind: turbo_proto::ErrorKind::NotFound,
                 message: "src file does not exist".into(),

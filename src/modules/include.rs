@@ -2,7 +2,8 @@
 //! (it loads what they name and runs those tasks on the hosts that included them), so
 //! they never plan agent work; these entries give the loader their argument names.
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext};
+use super::spec::{Arg, Spec};
+use super::{Args, Caps, Control, Module, ModuleError, Plan, PlanContext};
 
 pub struct IncludeTasks;
 
@@ -11,15 +12,17 @@ impl Module for IncludeTasks {
         "include_tasks"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &["_raw_params", "file", "apply"]
+    fn spec(&self) -> &'static Spec {
+        static SPEC: Spec =
+            Spec::new(&[Arg::str("_raw_params"), Arg::str("file"), Arg::raw("apply")]);
+        &SPEC
     }
 
-    fn free_form(&self) -> bool {
-        true
+    fn caps(&self) -> Caps {
+        Caps::TASK.free_form().control(Control::IncludeTasks)
     }
 
-    fn plan(&self, _args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    fn plan(&self, _args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
         Err(ModuleError::NotSupported(
             "planning include_tasks as a module",
         ))
@@ -33,18 +36,29 @@ impl Module for IncludeRole {
         "include_role"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        crate::playbook::INCLUDE_ROLE_ARGS
+    fn spec(&self) -> &'static Spec {
+        static SPEC: Spec = Spec::new(&[
+            Arg::bool("allow_duplicates").default_bool(true),
+            Arg::raw("apply"),
+            Arg::str("defaults_from").default_str("main"),
+            Arg::str("handlers_from").default_str("main"),
+            Arg::str("name").required(),
+            Arg::bool("public").default_bool(false),
+            Arg::bool("rescuable").default_bool(true),
+            Arg::bool("rolespec_validate").default_bool(true),
+            Arg::str("tasks_from").default_str("main"),
+            Arg::str("vars_from").default_str("main"),
+        ]);
+        &SPEC
     }
 
-    fn plan(&self, _args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    fn caps(&self) -> Caps {
+        Caps::TASK.control(Control::IncludeRole)
+    }
+
+    fn plan(&self, _args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
         Err(ModuleError::NotSupported(
             "planning include_role as a module",
         ))
     }
-}
-
-/// Whether a task is a dynamic include the executor expands when it reaches it.
-pub fn is_dynamic_include(module: &dyn Module) -> bool {
-    matches!(module.name(), "include_tasks" | "include_role")
 }

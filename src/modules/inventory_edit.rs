@@ -1,27 +1,31 @@
 //! `add_host` and `group_by`: change the in-memory inventory for the rest of the run.
-//! Both run on the controller; the executor applies the result's `add_host` /
-//! `add_group` (Ansible's result shape) to its runtime inventory.
+//! Both run on the controller; their results carry Ansible's `add_host` / `add_group`
+//! keys for `register`, and the typed [`Effect`] the executor applies to its runtime
+//! inventory.
 
 use serde_json::{Map, Value};
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::spec::{Arg, Elem, Spec, Unknown};
+use super::{Args, Caps, Effect, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 
-/// A list argument given as a list or a comma-separated string.
-fn names(value: Option<&Value>) -> Vec<String> {
-    match value {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-            .collect(),
-        Some(Value::String(s)) => s
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect(),
-        Some(other) => vec![other.to_string()],
-    }
+/// Other arguments are the new host's variables.
+static ADD_HOST_SPEC: Spec = Spec::new(&[
+    Arg::list("groups", Elem::Str).aliases(&["group", "groupname"]),
+    Arg::str("name").aliases(&["host", "hostname"]).required(),
+])
+.unknown(Unknown::Accepted);
+
+static GROUP_BY_SPEC: Spec =
+    Spec::new(&[Arg::str("key").required(), Arg::list("parents", Elem::Str)])
+        .unknown(Unknown::InvalidOptions);
+
+/// A list argument's names, trimmed, empty ones left out (`groups: "web, new"`).
+fn names(args: &Args, key: &str) -> Vec<String> {
+    args.str_list(key)
+        .into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 pub struct AddHost;
@@ -31,37 +35,29 @@ impl Module for AddHost {
         "add_host"
     }
 
-    /// Other arguments are the new host's variables.
-    fn arg_names(&self) -> &'static [&'static str] {
-        &["name", "hostname", "host", "groups", "group", "groupname"]
+    fn spec(&self) -> &'static Spec {
+        &ADD_HOST_SPEC
     }
 
-    fn accepts_any_args(&self) -> bool {
-        true
+    fn caps(&self) -> Caps {
+        Caps::TASK.bypass_host_loop()
     }
 
-    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        let name = ["name", "hostname", "host"]
-            .iter()
-            .find_map(|k| args.get(*k).and_then(Value::as_str))
+    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let name = args
+            .str("name")
             .map(str::trim)
             .filter(|n| !n.is_empty())
-            .ok_or(ModuleError::Missing("name"))?;
+            .ok_or_else(|| {
+                ModuleError::Invalid("name, host or hostname needs to be provided".into())
+            })?;
         // `name: host:port` sets the port, as in Ansible.
         let (host_name, port) = match name.rsplit_once(':') {
             Some((h, p)) if !h.contains(':') && p.parse::<u16>().is_ok() => (h, Some(p)),
             _ => (name, None),
         };
-        let mut groups = Vec::new();
-        for key in ["groups", "group", "groupname"] {
-            groups.extend(names(args.get(key)));
-        }
-        let mut host_vars = Map::new();
-        for (k, v) in args {
-            if !self.arg_names().contains(&k.as_str()) {
-                host_vars.insert(k.clone(), v.clone());
-            }
-        }
+        let groups = names(args, "groups");
+        let mut host_vars = args.extra().clone();
         if let Some(port) = port {
             host_vars.insert(
                 "ansible_port".into(),
@@ -70,13 +66,18 @@ impl Module for AddHost {
         }
         let mut add = Map::new();
         add.insert("host_name".into(), host_name.into());
-        add.insert("groups".into(), Value::from(groups));
-        add.insert("host_vars".into(), Value::Object(host_vars));
+        add.insert("groups".into(), Value::from(groups.clone()));
+        add.insert("host_vars".into(), Value::Object(host_vars.clone()));
         let mut data = Map::new();
         data.insert("add_host".into(), Value::Object(add));
         Ok(Plan::Done(TaskOutcome {
             changed: true,
             data,
+            effects: vec![Effect::AddHost {
+                name: host_name.to_string(),
+                groups,
+                vars: host_vars,
+            }],
             ..TaskOutcome::default()
         }))
     }
@@ -89,15 +90,12 @@ impl Module for GroupBy {
         "group_by"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &["key", "parents"]
+    fn spec(&self) -> &'static Spec {
+        &GROUP_BY_SPEC
     }
 
-    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        let key = args
-            .get("key")
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-            .ok_or(ModuleError::Missing("key"))?;
+    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let key = args.str("key").unwrap_or_default();
         // Ansible turns characters invalid in group names into underscores.
         let group: String = key
             .chars()
@@ -109,15 +107,16 @@ impl Module for GroupBy {
                 }
             })
             .collect();
-        let mut parents = names(args.get("parents"));
+        let mut parents = names(args, "parents");
         if parents.is_empty() {
             parents.push("all".into());
         }
         let mut data = Map::new();
-        data.insert("add_group".into(), group.into());
-        data.insert("parent_groups".into(), Value::from(parents));
+        data.insert("add_group".into(), group.clone().into());
+        data.insert("parent_groups".into(), Value::from(parents.clone()));
         Ok(Plan::Done(TaskOutcome {
             data,
+            effects: vec![Effect::JoinGroup { group, parents }],
             ..TaskOutcome::default()
         }))
     }
@@ -128,9 +127,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn plan(module: &dyn Module, args: Value) -> Result<TaskOutcome, ModuleError> {
-        let args = args.as_object().unwrap().clone();
-        match module.plan(&args, &PlanContext::new(std::path::Path::new(".")))? {
+    fn plan(module: &dyn Module, args: Value) -> Result<TaskOutcome, String> {
+        match crate::modules::try_plan(module, args, &PlanContext::new(std::path::Path::new(".")))?
+        {
             Plan::Done(outcome) => Ok(outcome),
             other => panic!("{other:?}"),
         }

@@ -3,7 +3,21 @@
 
 use serde_json::json;
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::spec::{Arg, Spec};
+use super::{Args, Caps, Control, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+
+static SPEC: Spec = Spec::new(&[Arg::str("_raw_params").choices(&[
+    "clear_facts",
+    "clear_host_errors",
+    "end_host",
+    "end_play",
+    "flush_handlers",
+    "noop",
+    "refresh_inventory",
+    "reset_connection",
+    "end_batch",
+    "end_role",
+])]);
 
 pub struct Meta;
 
@@ -12,19 +26,19 @@ impl Module for Meta {
         "meta"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &["_raw_params"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
-    fn free_form(&self) -> bool {
-        true
+    fn caps(&self) -> Caps {
+        Caps::TASK.free_form().control(Control::Meta)
     }
 
-    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let mut data = serde_json::Map::new();
         data.insert(
             "msg".into(),
-            json!(args.get("_raw_params").cloned().unwrap_or_default()),
+            json!(args.str("_raw_params").unwrap_or_default()),
         );
         Ok(Plan::Done(TaskOutcome {
             data,

@@ -3,21 +3,28 @@
 //! A `prompt` without a time cannot be answered by a non-interactive run: it returns at
 //! once with a warning, as Ansible does when stdin is not a terminal.
 //!
-//! The planner cannot sleep (it is synchronous); it leaves the wait under [`PAUSE_SECONDS`]
-//! in the outcome, and the executor sleeps and removes it.
+//! The planner cannot sleep (it is synchronous); its outcome carries the wait as an
+//! [`Effect::Wait`] for the executor.
 
 use serde_json::{Map, Value};
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome};
-
-/// Outcome key the executor takes the pause from (never shown or registered).
-pub const PAUSE_SECONDS: &str = "_turbo_pause_seconds";
+use super::spec::{Arg, Spec};
+use super::{Args, Caps, Effect, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct Pause;
 
-fn number(args: &ModuleArgs, name: &'static str) -> Result<Option<f64>, ModuleError> {
-    let value = match args.get(name) {
-        None | Some(Value::Null) => return Ok(None),
+/// `minutes` and `seconds` are numbers that may be fractional (Ansible's "int callable").
+static SPEC: Spec = Spec::new(&[
+    Arg::bool("echo").default_bool(true),
+    Arg::raw("minutes"),
+    Arg::str("prompt"),
+    Arg::raw("seconds"),
+])
+.mutually_exclusive(&[&["minutes", "seconds"]]);
+
+fn number(args: &Args, name: &'static str) -> Result<Option<f64>, ModuleError> {
+    let value = match args.raw(name) {
+        None => return Ok(None),
         Some(Value::Number(n)) => n.as_f64(),
         Some(Value::String(s)) => s.trim().parse().ok(),
         Some(_) => None,
@@ -37,19 +44,18 @@ impl Module for Pause {
         "pause"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &["seconds", "minutes", "prompt", "echo"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
-    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    fn caps(&self) -> Caps {
+        Caps::TASK.bypass_host_loop()
+    }
+
+    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let seconds = number(args, "seconds")?;
         let minutes = number(args, "minutes")?;
-        if seconds.is_some() && minutes.is_some() {
-            return Err(ModuleError::Invalid(
-                "parameters are mutually exclusive: minutes|seconds".into(),
-            ));
-        }
-        let echo = !matches!(args.get("echo"), Some(Value::Bool(false)));
+        let echo = args.bool("echo");
         let mut data = Map::new();
         let (wait, stdout) = match (seconds, minutes) {
             (Some(s), _) => (s, format!("Paused for {:?} seconds", s)),
@@ -70,9 +76,9 @@ impl Module for Pause {
         data.insert("stderr".into(), "".into());
         data.insert("user_input".into(), "".into());
         data.insert("delta".into(), Value::from(wait as i64));
-        data.insert(PAUSE_SECONDS.into(), Value::from(wait));
         Ok(Plan::Done(TaskOutcome {
             data,
+            effects: vec![Effect::Wait(std::time::Duration::from_secs_f64(wait))],
             ..TaskOutcome::default()
         }))
     }
@@ -83,9 +89,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn plan(args: Value) -> Result<TaskOutcome, ModuleError> {
-        let args = args.as_object().unwrap().clone();
-        match Pause.plan(&args, &PlanContext::new(std::path::Path::new(".")))? {
+    fn plan(args: Value) -> Result<TaskOutcome, String> {
+        match crate::modules::try_plan(&Pause, args, &PlanContext::new(std::path::Path::new(".")))?
+        {
             Plan::Done(outcome) => Ok(outcome),
             other => panic!("{other:?}"),
         }
@@ -94,18 +100,21 @@ mod tests {
     #[test]
     fn seconds_and_minutes_become_a_wait() {
         let o = plan(json!({"seconds": 2})).unwrap();
-        assert_eq!(o.data[PAUSE_SECONDS], json!(2.0));
+        assert_eq!(o.effects, [Effect::Wait(std::time::Duration::from_secs(2))]);
         assert_eq!(o.data["stdout"], "Paused for 2.0 seconds");
         assert!(!o.changed && !o.failed);
         let o = plan(json!({"minutes": "0.5"})).unwrap();
-        assert_eq!(o.data[PAUSE_SECONDS], json!(30.0));
+        assert_eq!(
+            o.effects,
+            [Effect::Wait(std::time::Duration::from_secs(30))]
+        );
         assert_eq!(o.data["stdout"], "Paused for 0.5 minutes");
     }
 
     #[test]
     fn a_prompt_without_a_time_returns_at_once_with_a_warning() {
         let o = plan(json!({"prompt": "Continue?"})).unwrap();
-        assert_eq!(o.data[PAUSE_SECONDS], json!(0.0));
+        assert_eq!(o.effects, [Effect::Wait(std::time::Duration::ZERO)]);
         assert_eq!(o.data["user_input"], "");
         assert!(
             o.data["warnings"][0]
@@ -118,6 +127,9 @@ mod tests {
     #[test]
     fn bad_durations_fail() {
         assert!(plan(json!({"seconds": "soon"})).is_err());
-        assert!(plan(json!({"seconds": 1, "minutes": 1})).is_err());
+        assert_eq!(
+            plan(json!({"seconds": 1, "minutes": 1})).unwrap_err(),
+            "parameters are mutually exclusive: minutes|seconds"
+        );
     }
 }

@@ -1,10 +1,13 @@
 //! `ping`: prove the target answers. A cheap `Stat` of the home directory makes the
 //! round trip real.
 
-use serde_json::{Value, json};
+use serde_json::json;
 use turbo_proto::{Op, OpResult};
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
+use super::spec::{Arg, Spec};
+use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
+
+static SPEC: Spec = Spec::new(&[Arg::str("data").default_str("pong")]);
 
 pub struct Ping;
 
@@ -13,13 +16,13 @@ impl Module for Ping {
         "ping"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &["data"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
-    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
         // Ansible's documented way to make ping fail on purpose.
-        if args.get("data") == Some(&json!("crash")) {
+        if args.str("data") == Some("crash") {
             return Ok(Plan::Done(TaskOutcome::failed("boom")));
         }
         Ok(Plan::Remote(Op::Stat {
@@ -28,15 +31,11 @@ impl Module for Ping {
         }))
     }
 
-    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+    fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
         match result {
             OpResult::Stat(_) => {
                 let mut data = serde_json::Map::new();
-                let pong = match args.get("data") {
-                    None | Some(Value::Null) => json!("pong"),
-                    Some(v) => v.clone(),
-                };
-                data.insert("ping".into(), pong);
+                data.insert("ping".into(), json!(args.str("data").unwrap_or("pong")));
                 TaskOutcome {
                     data,
                     ..TaskOutcome::default()
@@ -50,12 +49,13 @@ impl Module for Ping {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use std::path::Path;
     use turbo_proto::{FileKind, StatInfo};
 
     #[test]
     fn stats_home_and_answers_pong() {
-        let none = serde_json::Map::new();
+        let none = crate::modules::check(&Ping, json!({}));
         assert_eq!(
             Ping.plan(&none, &PlanContext::new(Path::new("/"))).unwrap(),
             Plan::Remote(Op::Stat {
@@ -80,7 +80,7 @@ mod tests {
         let out = Ping.finish(&none, OpResult::Stat(stat));
         assert!(!out.changed && !out.failed);
         assert_eq!(Value::Object(out.data), json!({"ping": "pong"}));
-        let crash = json!({"data": "crash"}).as_object().unwrap().clone();
+        let crash = crate::modules::check(&Ping, json!({"data": "crash"}));
         let Plan::Done(out) = Ping
             .plan(&crash, &PlanContext::new(Path::new("/")))
             .unwrap()

@@ -3,7 +3,12 @@
 
 use serde_json::{Map, Value};
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool};
+use super::spec::{Arg, Spec, Unknown};
+use super::{Args, Caps, FactsLayer, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+
+/// Any other argument is a variable to set.
+static SPEC: Spec =
+    Spec::new(&[Arg::bool("cacheable").default_bool(false)]).unknown(Unknown::Accepted);
 
 pub struct SetFact;
 
@@ -12,21 +17,19 @@ impl Module for SetFact {
         "set_fact"
     }
 
-    /// Any other argument is a variable to set.
-    fn arg_names(&self) -> &'static [&'static str] {
-        &["cacheable"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
-    fn accepts_any_args(&self) -> bool {
-        true
+    fn caps(&self) -> Caps {
+        Caps::TASK.facts(FactsLayer::SetFact)
     }
 
     /// `cacheable` is accepted: with no fact cache between runs, a cacheable fact behaves
     /// as a plain one for the rest of this run.
-    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        arg_bool(args, "cacheable", false)?;
+    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let mut facts = Map::new();
-        for (name, value) in args.iter().filter(|(k, _)| k.as_str() != "cacheable") {
+        for (name, value) in args.extra() {
             if !is_identifier(name) {
                 return Err(ModuleError::Invalid(format!(
                     "The variable name '{name}' is not valid. Variables must start with a letter or underscore character, and contain only letters, numbers and underscores."
@@ -77,8 +80,8 @@ mod tests {
     use serde_json::json;
     use std::path::Path;
 
-    fn plan(args: Value) -> Result<TaskOutcome, ModuleError> {
-        match SetFact.plan(args.as_object().unwrap(), &PlanContext::new(Path::new("/")))? {
+    fn plan(args: Value) -> Result<TaskOutcome, String> {
+        match crate::modules::try_plan(&SetFact, args, &PlanContext::new(Path::new("/")))? {
             Plan::Done(out) => Ok(out),
             other => panic!("{other:?}"),
         }
@@ -99,17 +102,16 @@ mod tests {
     #[test]
     fn bad_names_and_no_pairs_fail() {
         assert_eq!(
-            plan(json!({})).unwrap_err().to_string(),
+            plan(json!({})).unwrap_err(),
             "No key/value pairs provided, at least one is required for this action to succeed"
         );
         assert_eq!(
-            plan(json!({"cacheable": true})).unwrap_err().to_string(),
+            plan(json!({"cacheable": true})).unwrap_err(),
             "No key/value pairs provided, at least one is required for this action to succeed"
         );
         assert!(
             plan(json!({"1x": 1}))
                 .unwrap_err()
-                .to_string()
                 .starts_with("The variable name '1x' is not valid.")
         );
         assert!(plan(json!({"a": 1, "cacheable": "maybe"})).is_err());

@@ -5,34 +5,47 @@
 use serde_json::{Map, Value};
 use turbo_proto::{FactValue, Op, OpResult};
 
-use super::{Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
+use super::spec::{Arg, Elem, Spec};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, Shown, TaskOutcome, unexpected};
 use crate::inventory::Matcher;
 
 pub struct Setup;
+
+static SPEC: Spec = Spec::new(&[
+    Arg::path("fact_path")
+        .default_str("/etc/ansible/facts.d")
+        .not_yet(),
+    Arg::list("filter", Elem::Str),
+    Arg::list("gather_subset", Elem::Str).default_str("all"),
+    Arg::int("gather_timeout")
+        .default_int(10)
+        .no_effect("the agent reads facts natively, without the collectors that time out"),
+]);
 
 impl Module for Setup {
     fn name(&self) -> &'static str {
         "setup"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &["gather_subset", "filter", "gather_timeout", "fact_path"]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
-    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    fn caps(&self) -> Caps {
+        Caps::TASK.shown(Shown::Nothing)
+    }
+
+    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
         Ok(Plan::Remote(Op::Facts {
-            subsets: gather_subset(args)?,
+            subsets: gather_subset(args),
         }))
     }
 
-    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+    fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
         let OpResult::Facts(facts) = result else {
             return unexpected(self.name(), result);
         };
-        let (subsets, filters) = match (gather_subset(args), list_arg(args, "filter")) {
-            (Ok(s), Ok(f)) => (s, f),
-            (Err(e), _) | (_, Err(e)) => return TaskOutcome::failed(e.to_string()),
-        };
+        let (subsets, filters) = (gather_subset(args), trimmed(args, "filter"));
         let matchers: Vec<Matcher> = filters
             .iter()
             .filter(|f| !f.is_empty())
@@ -65,44 +78,23 @@ impl Module for Setup {
     }
 }
 
-/// `gather_subset` as a list or a comma-separated string; Ansible's default is `all`.
-fn gather_subset(args: &ModuleArgs) -> Result<Vec<String>, ModuleError> {
-    let subsets = list_arg(args, "gather_subset")?;
-    Ok(if subsets.is_empty() {
+/// `gather_subset`, trimmed; Ansible's default is `all`.
+fn gather_subset(args: &Args) -> Vec<String> {
+    let subsets = trimmed(args, "gather_subset");
+    if subsets.is_empty() {
         vec!["all".to_string()]
     } else {
         subsets
-    })
+    }
 }
 
-fn list_arg(args: &ModuleArgs, key: &'static str) -> Result<Vec<String>, ModuleError> {
-    let split = |s: &str| -> Vec<String> {
-        s.split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::String(s)) => Ok(split(s)),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|item| match item {
-                Value::String(s) => Ok(s.trim().to_string()),
-                other => Err(ModuleError::WrongType {
-                    what: key,
-                    expected: "a list of strings",
-                    got: other.to_string(),
-                }),
-            })
-            .collect(),
-        Some(other) => Err(ModuleError::WrongType {
-            what: key,
-            expected: "a list of strings",
-            got: other.to_string(),
-        }),
-    }
+/// A list argument's strings, trimmed, empty ones left out (`"!all, network"`).
+fn trimmed(args: &Args, key: &str) -> Vec<String> {
+    args.str_list(key)
+        .into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 pub fn to_json(value: FactValue) -> Value {
@@ -125,8 +117,8 @@ mod tests {
     use serde_json::json;
     use std::path::Path;
 
-    fn args(v: Value) -> ModuleArgs {
-        v.as_object().unwrap().clone()
+    fn args(v: Value) -> Args {
+        crate::modules::check(&Setup, v)
     }
 
     fn plan(v: Value) -> Op {
@@ -184,13 +176,14 @@ mod tests {
                 subsets: vec!["min".into()]
             }
         );
-        assert!(
-            Setup
-                .plan(
-                    &args(json!({"gather_subset": {"a": 1}})),
-                    &PlanContext::new(Path::new("/"))
-                )
-                .is_err()
+        assert_eq!(
+            crate::modules::try_plan(
+                &Setup,
+                json!({"gather_subset": {"a": 1}}),
+                &PlanContext::new(Path::new("/"))
+            )
+            .unwrap_err(),
+            "argument 'gather_subset' is of type dict and we were unable to convert to list: <class 'dict'> cannot be converted to a list"
         );
     }
 

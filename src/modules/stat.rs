@@ -4,45 +4,44 @@
 use serde_json::{Map, Value, json};
 use turbo_proto::{Digest, FileKind, Op, OpResult, StatInfo};
 
-use super::{
-    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str, unexpected,
-};
+use super::spec::{Arg, Spec};
+use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
 
 pub struct Stat;
+
+static SPEC: Spec = Spec::new(&[
+    Arg::str("checksum_algorithm")
+        .aliases(&["checksum", "checksum_algo"])
+        .choices(&["md5", "sha1", "sha224", "sha256", "sha384", "sha512"])
+        .default_str("sha1"),
+    Arg::bool("follow").default_bool(false),
+    Arg::bool("get_attributes")
+        .aliases(&["attr", "attributes"])
+        .default_bool(true)
+        .no_effect("lsattr attributes are not read yet; the result has no 'attributes' key"),
+    Arg::bool("get_checksum").default_bool(true),
+    Arg::bool("get_mime")
+        .aliases(&["mime", "mime_type", "mime-type"])
+        .default_bool(true)
+        .no_effect("the agent has no libmagic; the result has no 'mimetype' key"),
+    Arg::bool("get_selinux_context")
+        .default_bool(false)
+        .no_effect("SELinux contexts are not read by turbo-play's agent"),
+    Arg::path("path").aliases(&["dest", "name"]).required(),
+]);
 
 impl Module for Stat {
     fn name(&self) -> &'static str {
         "stat"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &[
-            "path",
-            "dest",
-            "name",
-            "follow",
-            "get_checksum",
-            "checksum_algorithm",
-            "checksum",
-            "checksum_algo",
-            "get_mime",
-            "mime",
-            "mime_type",
-            "mime-type",
-            "get_attributes",
-            "attr",
-            "attributes",
-            "get_md5",
-        ]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
-    fn plan(&self, args: &ModuleArgs, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        let path = ["path", "dest", "name"]
-            .into_iter()
-            .find_map(|key| arg_str(args, key).transpose())
-            .transpose()?
-            .ok_or(ModuleError::Missing("path"))?;
-        if arg_bool(args, "follow", false)? {
+    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let path = args.str("path").unwrap_or_default().to_string();
+        if args.bool("follow") {
             return Err(ModuleError::NotSupported("stat with follow: true"));
         }
         Ok(Plan::Remote(Op::Stat {
@@ -51,7 +50,7 @@ impl Module for Stat {
         }))
     }
 
-    fn finish(&self, _args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+    fn finish(&self, _args: &Args, result: OpResult) -> TaskOutcome {
         let OpResult::Stat(info) = result else {
             return unexpected(self.name(), result);
         };
@@ -67,23 +66,16 @@ impl Module for Stat {
 /// The digest `get_checksum`/`checksum_algorithm` ask for: Ansible's default is SHA-1.
 /// The agent computes SHA-1 and SHA-256; the other algorithms Ansible offers are refused
 /// rather than silently left out.
-fn checksum_wanted(args: &ModuleArgs) -> Result<Option<Digest>, ModuleError> {
-    if !arg_bool(args, "get_checksum", true)? {
+fn checksum_wanted(args: &Args) -> Result<Option<Digest>, ModuleError> {
+    if !args.bool("get_checksum") {
         return Ok(None);
     }
-    let algorithm = ["checksum_algorithm", "checksum", "checksum_algo"]
-        .into_iter()
-        .find_map(|key| arg_str(args, key).transpose())
-        .transpose()?;
-    match algorithm.as_deref() {
-        None | Some("sha1") => Ok(Some(Digest::Sha1)),
+    match args.str("checksum_algorithm") {
         Some("sha256") => Ok(Some(Digest::Sha256)),
         Some("md5" | "sha224" | "sha384" | "sha512") => Err(ModuleError::NotSupported(
             "checksum_algorithm other than sha1 or sha256",
         )),
-        Some(other) => Err(ModuleError::Invalid(format!(
-            "value of checksum_algorithm must be one of: md5, sha1, sha224, sha256, sha384, sha512, got: {other}"
-        ))),
+        _ => Ok(Some(Digest::Sha1)),
     }
 }
 
@@ -142,8 +134,8 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    fn plan(v: Value) -> Result<Plan, ModuleError> {
-        Stat.plan(v.as_object().unwrap(), &PlanContext::new(Path::new("/")))
+    fn plan(v: Value) -> Result<Plan, String> {
+        crate::modules::try_plan(&Stat, v, &PlanContext::new(Path::new("/")))
     }
 
     fn info(kind: FileKind, mode: u32, link: Option<&str>) -> StatInfo {
@@ -185,8 +177,8 @@ mod tests {
             stat("/y", None)
         );
         assert_eq!(
-            plan(json!({})).unwrap_err().to_string(),
-            ModuleError::Missing("path").to_string()
+            plan(json!({})).unwrap_err(),
+            "missing required arguments: path"
         );
         assert!(plan(json!({"path": "/x", "checksum_algorithm": "crc"})).is_err());
         assert!(plan(json!({"path": "/x", "checksum_algorithm": "md5"})).is_err());
@@ -196,7 +188,7 @@ mod tests {
     #[test]
     fn result_has_ansibles_shape() {
         let out = Stat.finish(
-            &Map::new(),
+            &crate::modules::check(&Stat, json!({"path": "/x"})),
             OpResult::Stat(info(FileKind::File, 0o4750, None)),
         );
         assert!(!out.changed && !out.failed);
@@ -213,13 +205,13 @@ mod tests {
         assert!(s.get("checksum").is_none());
 
         let missing = Stat.finish(
-            &Map::new(),
+            &crate::modules::check(&Stat, json!({"path": "/x"})),
             OpResult::Stat(info(FileKind::Missing, 0, None)),
         );
         assert_eq!(missing.data["stat"], json!({"exists": false}));
 
         let link = Stat.finish(
-            &Map::new(),
+            &crate::modules::check(&Stat, json!({"path": "/x"})),
             OpResult::Stat(info(FileKind::Symlink, 0o777, Some("real.conf"))),
         );
         assert_eq!(link.data["stat"]["islnk"], json!(true));

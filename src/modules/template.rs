@@ -6,71 +6,107 @@ use turbo_proto::OpResult;
 
 use crate::template::TextOptions;
 
-use super::copy::{dest_for_src, ensure_file_op, file_result, with_validate, would_change};
+use super::copy::{
+    ATOMIC, SELINUX, dest_for_src, ensure_file_op, file_result, with_validate, would_change,
+};
+use super::spec::{Arg, Spec, Unknown};
 use super::{
-    Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome, arg_bool, arg_str,
-    find_local_source, ownership, parse_mode, read_local,
+    Args, Module, ModuleError, Plan, PlanContext, TaskOutcome, find_local_source, ownership,
+    parse_mode, read_local,
 };
 
 pub struct Template;
+
+/// The template action's own arguments, then those of the copy module it hands the
+/// rendered file to (whose messages name `ansible.legacy.copy`).
+static SPEC: Spec = Spec::new(&[
+    Arg::str("attributes").aliases(&["attr"]).not_yet(),
+    Arg::bool("backup").default_bool(false).not_yet(),
+    Arg::str("block_end_string")
+        .action_only()
+        .default_str("%}")
+        .not_yet(),
+    Arg::str("block_start_string")
+        .action_only()
+        .default_str("{%")
+        .not_yet(),
+    Arg::str("comment_end_string").action_only().not_yet(),
+    Arg::str("comment_start_string").action_only().not_yet(),
+    Arg::path("dest"),
+    Arg::bool("follow").default_bool(false).not_yet(),
+    Arg::bool("force").default_bool(true),
+    Arg::str("group"),
+    Arg::bool("lstrip_blocks").action_only().default_bool(false),
+    Arg::raw("mode"),
+    Arg::str("newline_sequence").action_only(),
+    Arg::str("output_encoding").action_only(),
+    Arg::str("owner"),
+    Arg::str("selevel").no_effect(SELINUX),
+    Arg::str("serole").no_effect(SELINUX),
+    Arg::str("setype").no_effect(SELINUX),
+    Arg::str("seuser").no_effect(SELINUX),
+    Arg::path("src"),
+    Arg::raw("state").action_only(),
+    Arg::bool("trim_blocks").action_only().default_bool(true),
+    Arg::bool("unsafe_writes")
+        .default_bool(false)
+        .no_effect(ATOMIC),
+    Arg::str("validate"),
+    Arg::str("variable_end_string")
+        .action_only()
+        .default_str("}}")
+        .not_yet(),
+    Arg::str("variable_start_string")
+        .action_only()
+        .default_str("{{")
+        .not_yet(),
+])
+.unknown(Unknown::ModuleAs("ansible.legacy.copy"));
 
 impl Module for Template {
     fn name(&self) -> &'static str {
         "template"
     }
 
-    fn arg_names(&self) -> &'static [&'static str] {
-        &[
-            "src",
-            "dest",
-            "mode",
-            "owner",
-            "group",
-            "force",
-            "backup",
-            "validate",
-            "trim_blocks",
-            "lstrip_blocks",
-            "newline_sequence",
-            "output_encoding",
-        ]
+    fn spec(&self) -> &'static Spec {
+        &SPEC
     }
 
-    fn plan(&self, args: &ModuleArgs, ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        let mode = parse_mode(args.get("mode").unwrap_or(&Value::Null))?;
-        let force = arg_bool(args, "force", true)?;
-        arg_bool(args, "backup", false)?;
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let mode = parse_mode(args.raw("mode").unwrap_or(&Value::Null))?;
+        let force = args.bool("force");
         let (dest, rendered) = self.render(args, ctx)?;
-        let op = ensure_file_op(dest, rendered, mode, ownership(args)?, force);
+        let op = ensure_file_op(dest, rendered, mode, ownership(args), force);
         Ok(Plan::Remote(with_validate(op, args)?))
     }
 
-    fn content(
-        &self,
-        args: &ModuleArgs,
-        ctx: &PlanContext,
-    ) -> Result<Option<Vec<u8>>, ModuleError> {
+    fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<Vec<u8>>, ModuleError> {
         self.render(args, ctx).map(|(_, bytes)| Some(bytes))
     }
 
-    fn finish_check(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+    fn finish_check(&self, args: &Args, result: OpResult) -> TaskOutcome {
         would_change(self.finish(args, result))
     }
 
-    fn finish(&self, args: &ModuleArgs, result: OpResult) -> TaskOutcome {
+    fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
         // The rendered text is gone by now, so no checksum (Ansible's is of the rendered file).
         file_result(self.name(), args, result, None)
     }
 }
 
 impl Template {
-    fn render(
-        &self,
-        args: &ModuleArgs,
-        ctx: &PlanContext,
-    ) -> Result<(String, Vec<u8>), ModuleError> {
-        let src = arg_str(args, "src")?.ok_or(ModuleError::Missing("src"))?;
-        let dest = arg_str(args, "dest")?.ok_or(ModuleError::Missing("dest"))?;
+    fn render(&self, args: &Args, ctx: &PlanContext) -> Result<(String, Vec<u8>), ModuleError> {
+        // The template action's own checks, in its order and words.
+        if args.is_set("state") {
+            return Err(ModuleError::Invalid(
+                "'state' cannot be specified on a template".into(),
+            ));
+        }
+        let (Some(src), Some(dest)) = (args.str("src"), args.str("dest")) else {
+            return Err(ModuleError::Invalid("src and dest are required".into()));
+        };
+        let newline = newline_sequence(args)?;
+        let (src, dest) = (src.to_string(), dest.to_string());
         let path = find_local_source(&src, ctx, "templates")?;
         if path.is_dir() {
             return Err(ModuleError::Invalid(format!(
@@ -101,8 +137,8 @@ impl Template {
         let vars = minijinja::value::merge_maps([extras, vars.clone()]);
         // The module's arguments set the whitespace rules; a `#jinja2:` line overrides them.
         let asked = TextOptions {
-            trim_blocks: arg_bool(args, "trim_blocks", true)?,
-            lstrip_blocks: arg_bool(args, "lstrip_blocks", false)?,
+            trim_blocks: args.bool("trim_blocks"),
+            lstrip_blocks: args.bool("lstrip_blocks"),
         };
         let (options, body) = asked
             .from_header(&text)
@@ -116,7 +152,7 @@ impl Template {
                 src: path.display().to_string(),
                 error,
             })?;
-        let rendered = match newline_sequence(args)? {
+        let rendered = match newline {
             "\n" => rendered,
             other => rendered.replace('\n', other),
         };
@@ -126,21 +162,21 @@ impl Template {
 
 /// `newline_sequence` as the line break to write (Ansible's escaped spellings), after
 /// checking `output_encoding`, which can only be UTF-8 here.
-fn newline_sequence(args: &ModuleArgs) -> Result<&'static str, ModuleError> {
-    if let Some(encoding) = arg_str(args, "output_encoding")?
+fn newline_sequence(args: &Args) -> Result<&'static str, ModuleError> {
+    if let Some(encoding) = args.str("output_encoding")
         && !matches!(encoding.to_ascii_lowercase().as_str(), "utf-8" | "utf8")
     {
         return Err(ModuleError::NotSupported(
             "output_encoding other than utf-8",
         ));
     }
-    match arg_str(args, "newline_sequence")?.as_deref() {
+    match args.str("newline_sequence") {
         None | Some("\\n") | Some("\n") => Ok("\n"),
         Some("\\r\\n") | Some("\r\n") => Ok("\r\n"),
         Some("\\r") | Some("\r") => Ok("\r"),
-        Some(other) => Err(ModuleError::Invalid(format!(
-            "value of newline_sequence must be one of: \\n, \\r, \\r\\n, got: {other:?}"
-        ))),
+        Some(_) => Err(ModuleError::Invalid(
+            "newline_sequence needs to be one of: \n, \r or \r\n".into(),
+        )),
     }
 }
 
@@ -161,8 +197,8 @@ mod tests {
     use serde_json::json;
     use turbo_proto::{EnsureFile, FileContent, FileMode, Op};
 
-    fn args(v: Value) -> ModuleArgs {
-        v.as_object().unwrap().clone()
+    fn args(v: Value) -> Args {
+        crate::modules::check(&Template, v)
     }
 
     #[test]
@@ -315,14 +351,12 @@ mod tests {
     fn missing_args_and_files() {
         let dir = tempfile::tempdir().unwrap();
         let ctx = PlanContext::new(dir.path());
-        let msg = |v: Value| Template.plan(&args(v), &ctx).unwrap_err().to_string();
+        let msg = |v: Value| crate::modules::try_plan(&Template, v, &ctx).unwrap_err();
+        assert_eq!(msg(json!({"dest": "/x"})), "src and dest are required");
+        assert_eq!(msg(json!({"src": "a.j2"})), "src and dest are required");
         assert_eq!(
-            msg(json!({"dest": "/x"})),
-            "missing required arguments: src"
-        );
-        assert_eq!(
-            msg(json!({"src": "a.j2"})),
-            "missing required arguments: dest"
+            msg(json!({"src": "a.j2", "dest": "/x", "state": "file"})),
+            "'state' cannot be specified on a template"
         );
         assert!(
             msg(json!({"src": "a.j2", "dest": "/x"}))

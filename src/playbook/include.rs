@@ -1234,7 +1234,11 @@ impl DynamicInclude {
         let Some(name) = text("name") else {
             return Err("include_role needs `name:` (the role to run)".into());
         };
-        let public = crate::modules::arg_bool(args, "public", false).map_err(|e| e.to_string())?;
+        let public = match args.get("public") {
+            None | Some(Json::Null) => false,
+            Some(v) => crate::modules::spec::parse_bool(v)
+                .map_err(|e| format!("argument 'public' of include_role: {e}"))?,
+        };
         let parsed = cache.get(including)?;
         let (source, _) = &*parsed;
         let shared = self.shared();

@@ -335,7 +335,9 @@ impl Task {
     /// (`include_role : web`; `--list-tasks` shows just `include_role`).
     pub fn banner_name(&self) -> String {
         match (&self.name, self.args.get("name")) {
-            (None, Some(Value::String(role))) if self.module.name() == "include_role" => {
+            (None, Some(Value::String(role)))
+                if self.module.caps().control == crate::modules::Control::IncludeRole =>
+            {
                 let own = format!("{} : {role}", self.action);
                 match &self.role {
                     Some(outer) => format!("{} : {own}", outer.name),
@@ -954,7 +956,7 @@ mod tests {
                 .render_value(&Value::Object(task.args.clone()), &item_vars)
                 .unwrap();
             let ctx = PlanContext::new(&pb.dir);
-            match task.module.plan(args.as_object().unwrap(), &ctx).unwrap() {
+            match crate::modules::try_plan(task.module, args, &ctx).unwrap() {
                 Plan::Remote(op) => ops.push(op),
                 other => panic!("{other:?}"),
             }

@@ -1,0 +1,360 @@
+//! The one table of modules: every `ansible.builtin` module of ansible-core 2.21
+//! (`ansible-doc -t module -l ansible.builtin`, plus `yum`, which ansible-core redirects to
+//! `dnf`), each either run by turbo-play or not yet.
+//!
+//! Real roles carry tasks for every platform and option (`service`, `package`, `lineinfile`
+//! ...), most of them skipped by `when` on any one run. Refusing such a playbook at load time
+//! would refuse most roles, so a module Ansible itself ships loads like any other and fails
+//! only when a host actually runs it: an ordinary failed result, so `ignore_errors`,
+//! `failed_when` and `rescue` see it as they would any failure. A name Ansible does not know
+//! either (a typo) is still a load error.
+
+use std::sync::LazyLock;
+
+use super::spec::{Spec, Unknown};
+use super::{
+    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, command, copy, debug,
+    file, include, include_vars, inventory_edit, meta, pause, ping, set_fact, setup, stat,
+    template,
+};
+
+/// What turbo-play does with one of Ansible's modules.
+#[derive(Clone, Copy)]
+pub enum Entry {
+    Native(&'static dyn Module),
+    /// Loads with any arguments and fails when it runs; `free_form` when a plain string
+    /// argument is a command line or path rather than `k=v` pairs.
+    NotYet {
+        free_form: bool,
+    },
+}
+
+use Entry::{Native, NotYet};
+
+const NOT_YET: Entry = NotYet { free_form: false };
+
+/// Sorted by name; a test keeps it so.
+static MODULES: &[(&str, Entry)] = &[
+    ("add_host", Native(&inventory_edit::AddHost)),
+    ("apt", NOT_YET),
+    ("apt_key", NOT_YET),
+    ("apt_repository", NOT_YET),
+    ("assemble", NOT_YET),
+    ("assert", Native(&assert::Assert)),
+    ("async_status", NOT_YET),
+    ("blockinfile", NOT_YET),
+    ("command", Native(&command::CommandModule)),
+    ("copy", Native(&copy::Copy)),
+    ("cron", NOT_YET),
+    ("deb822_repository", NOT_YET),
+    ("debconf", NOT_YET),
+    ("debug", Native(&debug::Debug)),
+    ("dnf", NOT_YET),
+    ("dnf5", NOT_YET),
+    ("dpkg_selections", NOT_YET),
+    ("expect", NOT_YET),
+    ("fail", Native(&assert::Fail)),
+    ("fetch", NOT_YET),
+    ("file", Native(&file::File)),
+    ("find", NOT_YET),
+    ("gather_facts", NOT_YET),
+    ("get_url", NOT_YET),
+    ("getent", NOT_YET),
+    ("git", NOT_YET),
+    ("group", NOT_YET),
+    ("group_by", Native(&inventory_edit::GroupBy)),
+    ("hostname", NOT_YET),
+    ("include_role", Native(&include::IncludeRole)),
+    ("include_tasks", Native(&include::IncludeTasks)),
+    ("include_vars", Native(&include_vars::IncludeVars)),
+    ("iptables", NOT_YET),
+    ("known_hosts", NOT_YET),
+    ("lineinfile", NOT_YET),
+    ("meta", Native(&meta::Meta)),
+    ("mount_facts", NOT_YET),
+    ("package", NOT_YET),
+    ("package_facts", NOT_YET),
+    ("pause", Native(&pause::Pause)),
+    ("ping", Native(&ping::Ping)),
+    ("pip", NOT_YET),
+    ("raw", NotYet { free_form: true }),
+    ("reboot", NOT_YET),
+    ("replace", NOT_YET),
+    ("rpm_key", NOT_YET),
+    ("script", NotYet { free_form: true }),
+    ("service", NOT_YET),
+    ("service_facts", NOT_YET),
+    ("set_fact", Native(&set_fact::SetFact)),
+    ("set_stats", NOT_YET),
+    ("setup", Native(&setup::Setup)),
+    ("shell", Native(&command::Shell)),
+    ("slurp", NOT_YET),
+    ("stat", Native(&stat::Stat)),
+    ("subversion", NOT_YET),
+    ("systemd", NOT_YET),
+    ("systemd_service", NOT_YET),
+    ("sysvinit", NOT_YET),
+    ("tempfile", NOT_YET),
+    ("template", Native(&template::Template)),
+    ("unarchive", NOT_YET),
+    ("uri", NOT_YET),
+    ("user", NOT_YET),
+    ("validate_argument_spec", NOT_YET),
+    ("wait_for", NOT_YET),
+    ("wait_for_connection", NOT_YET),
+    ("yum", NOT_YET),
+    ("yum_repository", NOT_YET),
+];
+
+/// The short name of `copy`, `ansible.builtin.copy` or `ansible.legacy.copy`.
+fn short_name(name: &str) -> &str {
+    name.strip_prefix("ansible.builtin.")
+        .or_else(|| name.strip_prefix("ansible.legacy."))
+        .unwrap_or(name)
+}
+
+fn row(name: &str) -> Option<&'static (&'static str, Entry)> {
+    let short = short_name(name);
+    MODULES
+        .binary_search_by(|(n, _)| n.cmp(&short))
+        .ok()
+        .map(|i| &MODULES[i])
+}
+
+/// Every module turbo-play runs.
+pub fn all() -> impl Iterator<Item = &'static dyn Module> {
+    MODULES.iter().filter_map(|(_, entry)| match entry {
+        Native(m) => Some(*m),
+        NotYet { .. } => None,
+    })
+}
+
+/// The module a task names (short, `ansible.builtin.` or `ansible.legacy.`): the real one,
+/// or the placeholder of one turbo-play does not run yet.
+pub fn find(name: &str) -> Option<&'static dyn Module> {
+    static PLACEHOLDERS: LazyLock<Vec<NotYetSupported>> = LazyLock::new(|| {
+        MODULES
+            .iter()
+            .filter_map(|(name, entry)| match entry {
+                NotYet { free_form } => Some(NotYetSupported {
+                    name,
+                    free_form: *free_form,
+                }),
+                Native(_) => None,
+            })
+            .collect()
+    });
+    let (short, entry) = row(name)?;
+    match entry {
+        Native(m) => Some(*m),
+        NotYet { .. } => PLACEHOLDERS
+            .iter()
+            .find(|p| p.name == *short)
+            .map(|p| p as &'static dyn Module),
+    }
+}
+
+/// Whether turbo-play runs this module itself (not only knows Ansible has it).
+pub fn is_implemented(name: &str) -> bool {
+    matches!(row(name), Some((_, Native(_))))
+}
+
+/// The module a mistyped name most likely meant.
+pub fn suggest(name: &str) -> Option<&'static str> {
+    super::closest(short_name(name), MODULES.iter().map(|(n, _)| *n))
+}
+
+/// A module of an installed Ansible collection (`community.general.ufw`): Python that
+/// turbo-play cannot run, but a name Ansible would resolve, so it loads and fails only on a
+/// host that reaches it. One placeholder per distinct name, kept for the run.
+pub fn collection_module(fqcn: &str) -> &'static dyn Module {
+    static KNOWN: LazyLock<std::sync::Mutex<Vec<&'static NotYetSupported>>> =
+        LazyLock::new(Default::default);
+    let mut known = KNOWN
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(module) = known.iter().find(|m| m.name == fqcn) {
+        return *module;
+    }
+    // Leaked on purpose: modules are `&'static` like the registry's, and a playbook names
+    // a bounded set of them.
+    let module: &'static NotYetSupported = Box::leak(Box::new(NotYetSupported {
+        name: Box::leak(fqcn.to_string().into_boxed_str()),
+        free_form: false,
+    }));
+    known.push(module);
+    module
+}
+
+/// A module Ansible has and turbo-play does not run yet.
+#[derive(Debug)]
+pub struct NotYetSupported {
+    name: &'static str,
+    free_form: bool,
+}
+
+/// Argument names are only known to the real module; checking them waits for it.
+static ANY_ARGS: Spec = Spec::new(&[]).unknown(Unknown::Accepted);
+
+impl NotYetSupported {
+    /// The failure a host reports when it reaches the task.
+    pub fn message(name: &str) -> String {
+        format!(
+            "the '{name}' module is not supported by turbo-play yet; guard the task with \
+             `when:` or run this playbook with ansible-playbook"
+        )
+    }
+}
+
+impl Module for NotYetSupported {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn spec(&self) -> &'static Spec {
+        &ANY_ARGS
+    }
+
+    fn caps(&self) -> Caps {
+        if self.free_form {
+            Caps::TASK.free_form()
+        } else {
+            Caps::TASK
+        }
+    }
+
+    fn plan(&self, _args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        Ok(Plan::Done(TaskOutcome::failed(Self::message(self.name))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::modules::ModuleArgs;
+
+    fn placeholder_outcome(module: &dyn Module) -> TaskOutcome {
+        let args = module
+            .spec()
+            .validate(module.name(), &ModuleArgs::new())
+            .unwrap();
+        match module
+            .plan(&args, &PlanContext::new(Path::new(".")))
+            .unwrap()
+        {
+            Plan::Done(outcome) => outcome,
+            other => panic!("an unsupported module must not plan remote work: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_table_is_sorted_and_names_each_module_once() {
+        for pair in MODULES.windows(2) {
+            assert!(pair[0].0 < pair[1].0, "{} before {}", pair[0].0, pair[1].0);
+        }
+        for (name, entry) in MODULES {
+            if let Native(m) = entry {
+                assert_eq!(m.name(), *name, "the row and the module disagree");
+            }
+        }
+    }
+
+    #[test]
+    fn finds_modules_by_short_and_qualified_names() {
+        assert_eq!(find("copy").unwrap().name(), "copy");
+        assert_eq!(find("ansible.builtin.copy").unwrap().name(), "copy");
+        assert_eq!(find("ansible.legacy.shell").unwrap().name(), "shell");
+        assert!(find("community.general.copy").is_none());
+        assert!(find("nope").is_none());
+        // Ansible's own modules load even when turbo-play cannot run them yet.
+        assert_eq!(find("ansible.builtin.service").unwrap().name(), "service");
+        assert_eq!(
+            find("ansible.legacy.lineinfile").unwrap().name(),
+            "lineinfile"
+        );
+        assert!(find("community.general.ufw").is_none());
+        assert!(is_implemented("ansible.builtin.copy"));
+        assert!(!is_implemented("service"));
+        assert!(!is_implemented("nope"));
+        for m in all() {
+            assert!(std::ptr::eq(find(m.name()).unwrap(), m));
+        }
+    }
+
+    #[test]
+    fn an_unsupported_module_fails_when_it_runs() {
+        let service = find("service").expect("service is an Ansible module");
+        let outcome = placeholder_outcome(service);
+        assert!(outcome.failed);
+        assert!(!outcome.changed);
+        assert!(
+            outcome
+                .msg
+                .unwrap()
+                .starts_with("the 'service' module is not supported by turbo-play yet")
+        );
+        assert!(find("script").unwrap().caps().free_form);
+        assert!(!find("package").unwrap().caps().free_form);
+    }
+
+    #[test]
+    fn a_collection_module_is_one_placeholder_per_name() {
+        let a = collection_module("community.general.ufw");
+        assert_eq!(a.name(), "community.general.ufw");
+        assert!(std::ptr::eq(a, collection_module("community.general.ufw")));
+        assert!(!std::ptr::eq(a, collection_module("ansible.posix.sysctl")));
+        assert_eq!(
+            placeholder_outcome(a).msg.as_deref(),
+            Some(NotYetSupported::message("community.general.ufw").as_str())
+        );
+    }
+
+    #[test]
+    fn suggests_close_names() {
+        assert_eq!(suggest("cpy"), Some("copy"));
+        assert_eq!(suggest("comand"), Some("command"));
+        assert_eq!(suggest("servce"), Some("service"));
+        assert_eq!(suggest("ansible.builtin.linefile"), Some("lineinfile"));
+        assert_eq!(suggest("ansible.builtin.templat"), Some("template"));
+        assert_eq!(suggest("xyzzy"), None);
+    }
+
+    /// Every declared argument's default and choices agree with its kind, so a spec
+    /// mistake shows here rather than as a failed task.
+    #[test]
+    fn every_spec_validates_its_own_defaults() {
+        for m in all() {
+            let spec = m.spec();
+            for arg in spec.args {
+                if let Some(default) = arg.default
+                    && !arg.choices.is_empty()
+                    && let super::super::spec::Lit::Str(s) = default
+                {
+                    assert!(
+                        arg.choices.contains(&s),
+                        "{}: {} default",
+                        m.name(),
+                        arg.name
+                    );
+                }
+            }
+            // No two arguments share a name or alias.
+            let mut names: Vec<&str> = spec
+                .args
+                .iter()
+                .flat_map(|a| std::iter::once(a.name).chain(a.aliases.iter().copied()))
+                .collect();
+            names.sort_unstable();
+            let before = names.len();
+            names.dedup();
+            assert_eq!(
+                before,
+                names.len(),
+                "{}: a name is declared twice",
+                m.name()
+            );
+        }
+    }
+}

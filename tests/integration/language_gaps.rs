@@ -100,7 +100,7 @@ const DIFF_TASKS: &str = "  tasks:
 fn diff_run(hosts: &LocalHosts, v: &str, args: &[&str]) -> Outcome {
     TestRun::new()
         .playbook(&format!("{PLAY_HEAD}{DIFF_TASKS}"))
-        .local_hosts(&hosts)
+        .local_hosts(hosts)
         .args(&["-e", &format!("v={v}")])
         .args(args)
         .run()

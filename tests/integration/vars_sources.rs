@@ -1,8 +1,8 @@
-//! Where variables and settings come from, end to end on local hosts (connection
-//! variables from vars files over a real sshd): group_vars/ and
+//! Where variables and settings come from, end to end on local hosts: group_vars/ and
 //! host_vars/ beside the inventory and beside the playbook, play vars and vars_files,
 //! task vars, include_vars, set_fact, extra vars (one precedence table, written to the
-//! target with `copy`), and ansible.cfg in the current directory.
+//! target with `copy`), and ansible.cfg in the current directory; connection variables
+//! from vars files over a real sshd.
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! The tag selections, the listings and the check-mode outcome (recap and files) were
 //! compared with ansible-playbook 2.19 on the same playbooks (connection local).
 
-use crate::support::hosts::{SshHosts, refusing_host_line};
+use crate::support::hosts::{LocalHosts, refusing_host_line};
 use crate::support::run::{Outcome, Recap, TestRun};
 
 #[track_caller]
@@ -41,12 +41,12 @@ const TAGGED: &str = r#"- hosts: all
       tags: [never, debug]
 "#;
 
-fn ran(hosts: &SshHosts, args: &[&str]) -> (Outcome, Vec<String>) {
-    let home = &hosts.user("h").home;
+fn ran(hosts: &LocalHosts, args: &[&str]) -> (Outcome, Vec<String>) {
+    let home = hosts.home();
     let _ = std::fs::remove_file(home.join("ran"));
     let out = TestRun::new()
         .playbook(TAGGED)
-        .inventory(&hosts.inventory())
+        .local_hosts(hosts)
         .args(args)
         .run();
     let ran = std::fs::read_to_string(home.join("ran"))
@@ -59,7 +59,7 @@ fn ran(hosts: &SshHosts, args: &[&str]) -> (Outcome, Vec<String>) {
 
 #[test]
 fn tags_choose_the_tasks_that_run() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
 
     let (out, list) = ran(&hosts, &[]);
     out.assert_code(0);
@@ -179,7 +179,7 @@ fn listings_and_syntax_check_connect_to_nothing() {
 
 #[test]
 fn start_at_task_skips_until_the_named_task_across_plays() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let playbook = r#"- hosts: all
   gather_facts: false
   tasks:
@@ -199,12 +199,12 @@ fn start_at_task_skips_until_the_named_task_across_plays() {
     - name: five
       shell: echo five >> ~/ran
 "#;
-    let home = &hosts.user("h").home;
+    let home = hosts.home();
     let run = |pattern: &str| {
         let _ = std::fs::remove_file(home.join("ran"));
         let out = TestRun::new()
             .playbook(playbook)
-            .inventory(&hosts.inventory())
+            .local_hosts(&hosts)
             .args(&["--start-at-task", pattern])
             .run();
         let ran = std::fs::read_to_string(home.join("ran")).unwrap_or_default();
@@ -255,8 +255,8 @@ fn connection_flag_is_the_default_for_hosts_without_one() {
 
 #[test]
 fn check_mode_changes_nothing_and_command_runs_only_when_forced() {
-    let hosts = SshHosts::start(&["h"]);
-    let home = hosts.user("h").home.clone();
+    let hosts = LocalHosts::new(&["h"]);
+    let home = hosts.home().to_path_buf();
     // `command` gets absolute paths: it does not expand `~` here yet (Ansible does).
     let playbook = r#"- hosts: all
   gather_facts: false
@@ -287,7 +287,7 @@ fn check_mode_changes_nothing_and_command_runs_only_when_forced() {
         TestRun::new()
             .playbook(&playbook)
             .file("templates/t.j2", "{{ inventory_hostname }}\n")
-            .inventory(&hosts.inventory())
+            .local_hosts(&hosts)
             .args(args)
             .run()
     };
@@ -324,7 +324,7 @@ fn check_mode_changes_nothing_and_command_runs_only_when_forced() {
 
 #[test]
 fn json_stream_has_one_event_per_line() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = TestRun::new()
         .playbook(
             r#"- name: Stream
@@ -343,7 +343,7 @@ fn json_stream_has_one_event_per_line() {
       when: false
 "#,
         )
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .arg("--json")
         .run();
     out.assert_code(0);

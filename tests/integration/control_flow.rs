@@ -1,22 +1,24 @@
-//! Task control flow over a real sshd: changed_when/failed_when/until, assert/fail,
+//! Task control flow on local hosts: changed_when/failed_when/until, assert/fail,
 //! handlers, block/rescue/always. What a user checks: files on the target, the recap,
 //! Ansible's wording in the output.
 
-use crate::support::hosts::SshHosts;
+use std::path::Path;
+
+use crate::support::hosts::LocalHosts;
 use crate::support::run::{
     Outcome, PLAY_HEAD, Recap, TestRun, assert_contains, assert_not_contains,
 };
 
-fn run(hosts: &SshHosts, tasks: &str) -> Outcome {
+fn run(hosts: &LocalHosts, tasks: &str) -> Outcome {
     TestRun::new()
         .playbook(&format!("{PLAY_HEAD}{tasks}"))
-        .inventory(&hosts.inventory())
+        .local_hosts(hosts)
         .run()
 }
 
 #[test]
 fn changed_when_failed_when_and_until_judge_each_result() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = run(
         &hosts,
         r#"  tasks:
@@ -52,7 +54,7 @@ fn changed_when_failed_when_and_until_judge_each_result() {
 "#,
     );
     out.assert_code(0);
-    let home = &hosts.user("h").home;
+    let home = hosts.home();
     assert_eq!(
         std::fs::read_to_string(home.join("summary")).unwrap(),
         "3 3 False True [False, True]"
@@ -85,7 +87,7 @@ fn changed_when_failed_when_and_until_judge_each_result() {
 
 #[test]
 fn until_retries_only_the_items_that_need_it() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = run(
         &hosts,
         r#"  tasks:
@@ -102,7 +104,7 @@ fn until_retries_only_the_items_that_need_it() {
 "#,
     );
     out.assert_code(0);
-    let home = &hosts.user("h").home;
+    let home = hosts.home();
     assert_eq!(
         std::fs::read_to_string(home.join("attempts")).unwrap(),
         "[1, 3]"
@@ -118,7 +120,7 @@ fn until_retries_only_the_items_that_need_it() {
 
 #[test]
 fn until_gives_up_after_the_retries_and_fails_the_host() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = run(
         &hosts,
         r#"  tasks:
@@ -136,13 +138,13 @@ fn until_gives_up_after_the_retries_and_fails_the_host() {
     assert_contains(&out, "(1 retries left).");
     assert_contains(&out, "(0 retries left).");
     assert_contains(&out, "fatal: [h]: FAILED! => {\"attempts\": 2,");
-    assert!(!hosts.user("h").home.join("reached").exists());
+    assert!(!hosts.home().join("reached").exists());
     assert_eq!(out.recap("h").failed, 1);
 }
 
 #[test]
 fn assert_and_fail_speak_ansibles_words() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = run(
         &hosts,
         r#"  vars:
@@ -192,7 +194,7 @@ fn assert_and_fail_speak_ansibles_words() {
         &out,
         "fatal: [h]: FAILED! => {\"changed\": false, \"msg\": \"stopping on h\"}",
     );
-    let home = &hosts.user("h").home;
+    let home = hosts.home();
     assert_eq!(
         std::fs::read_to_string(home.join("assert")).unwrap(),
         "port 80 is fine|port == 443|False|port is 80"
@@ -210,18 +212,18 @@ fn assert_and_fail_speak_ansibles_words() {
     );
 }
 
-fn read(hosts: &SshHosts, host: &str, file: &str) -> String {
-    let path = hosts.user(host).home.join(file);
+fn read(dir: &Path, file: &str) -> String {
+    let path = dir.join(file);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn exists(hosts: &SshHosts, host: &str, file: &str) -> bool {
-    hosts.user(host).home.join(file).exists()
+fn exists(dir: &Path, file: &str) -> bool {
+    dir.join(file).exists()
 }
 
 #[test]
 fn handlers_run_once_at_the_end_in_handler_order() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = run(
         &hosts,
         r#"  vars:
@@ -252,7 +254,7 @@ fn handlers_run_once_at_the_end_in_handler_order() {
 "#,
     );
     out.assert_code(0);
-    assert_eq!(read(&hosts, "h", "handler_log"), "restarted\nreloaded\n");
+    assert_eq!(read(hosts.home(), "handler_log"), "restarted\nreloaded\n");
     let last = out.stdout.find("TASK [last task]").expect("last task");
     let restart = out
         .stdout
@@ -288,12 +290,12 @@ fn handlers_run_once_at_the_end_in_handler_order() {
     );
     again.assert_code(0);
     assert_not_contains(&again, "RUNNING HANDLER");
-    assert_eq!(read(&hosts, "h", "handler_log"), "restarted\nreloaded\n");
+    assert_eq!(read(hosts.home(), "handler_log"), "restarted\nreloaded\n");
 }
 
 #[test]
 fn flush_handlers_runs_them_mid_play_and_only_once() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = run(
         &hosts,
         r#"  handlers:
@@ -312,8 +314,8 @@ fn flush_handlers_runs_them_mid_play_and_only_once() {
 "#,
     );
     out.assert_code(0);
-    assert_eq!(read(&hosts, "h", "seen"), "ran");
-    assert_eq!(read(&hosts, "h", "handler_log"), "ran\n");
+    assert_eq!(read(hosts.home(), "seen"), "ran");
+    assert_eq!(read(hosts.home(), "handler_log"), "ran\n");
     assert_eq!(out.stdout.matches("RUNNING HANDLER [h]").count(), 1);
     // ansible-core 2.21 prints a banner for every meta task.
     assert_eq!(out.stdout.matches("TASK [meta]").count(), 2);
@@ -321,7 +323,7 @@ fn flush_handlers_runs_them_mid_play_and_only_once() {
 
 #[test]
 fn force_handlers_runs_notified_handlers_on_failed_hosts() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let playbook = r#"  handlers:
     - name: h
       shell: echo ran >> ~/handler_log
@@ -332,48 +334,48 @@ fn force_handlers_runs_notified_handlers_on_failed_hosts() {
 "#;
     let plain = run(&hosts, playbook);
     plain.assert_code(2);
-    assert!(!exists(&hosts, "h", "handler_log"));
+    assert!(!exists(hosts.home(), "handler_log"));
     assert_not_contains(&plain, "RUNNING HANDLER");
 
     let forced = TestRun::new()
         .playbook(&format!("{PLAY_HEAD}{playbook}"))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .arg("--force-handlers")
         .run();
     forced.assert_code(2);
     assert_contains(&forced, "RUNNING HANDLER [h]");
-    assert_eq!(read(&hosts, "h", "handler_log"), "ran\n");
+    assert_eq!(read(hosts.home(), "handler_log"), "ran\n");
     assert_eq!(forced.recap("h").failed, 1);
 
     // The play keyword does the same.
     let keyword = run(&hosts, &format!("  force_handlers: true\n{playbook}"));
     keyword.assert_code(2);
-    assert_eq!(read(&hosts, "h", "handler_log"), "ran\nran\n");
+    assert_eq!(read(hosts.home(), "handler_log"), "ran\nran\n");
 }
 
 #[test]
 fn end_host_and_end_play() {
-    let hosts = SshHosts::start(&["h1", "h2"]);
+    let hosts = LocalHosts::new(&["h1", "h2"]);
     let out = TestRun::new()
         .playbook(&format!(
             r#"{PLAY_HEAD}  tasks:
     - meta: end_host
       when: inventory_hostname == 'h1'
-    - shell: touch ~/after_end_host
+    - shell: touch ~/{{{{ inventory_hostname }}}}/after_end_host
     - meta: end_play
-    - shell: touch ~/after_end_play
+    - shell: touch ~/{{{{ inventory_hostname }}}}/after_end_play
 {PLAY_HEAD}  tasks:
-    - shell: touch ~/second_play
+    - shell: touch ~/{{{{ inventory_hostname }}}}/second_play
 "#
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
-    assert!(!exists(&hosts, "h1", "after_end_host"));
-    assert!(exists(&hosts, "h2", "after_end_host"));
+    assert!(!exists(&hosts.dir("h1"), "after_end_host"));
+    assert!(exists(&hosts.dir("h2"), "after_end_host"));
     for host in ["h1", "h2"] {
-        assert!(!exists(&hosts, host, "after_end_play"));
-        assert!(exists(&hosts, host, "second_play"));
+        assert!(!exists(&hosts.dir(host), "after_end_play"));
+        assert!(exists(&hosts.dir(host), "second_play"));
     }
     assert_eq!(out.recap("h1").ok, 1);
     assert_eq!(out.recap("h2").ok, 2);
@@ -381,7 +383,7 @@ fn end_host_and_end_play() {
 
 #[test]
 fn rescue_takes_the_failure_and_always_runs() {
-    let hosts = SshHosts::start(&["bad", "good"]);
+    let hosts = LocalHosts::new(&["bad", "good"]);
     let out = TestRun::new()
         .playbook(&format!(
             r#"{PLAY_HEAD}  tasks:
@@ -390,30 +392,30 @@ fn rescue_takes_the_failure_and_always_runs() {
         - command: echo before
         - name: maybe fail
           command: "{{{{ '/bin/false' if inventory_hostname == 'bad' else '/bin/true' }}}}"
-        - shell: touch ~/rest_of_block
+        - shell: touch ~/{{{{ inventory_hostname }}}}/rest_of_block
       rescue:
         - debug:
             msg: "rescued {{{{ ansible_failed_task.name }}}}"
         - copy:
             content: "{{{{ ansible_failed_result.rc }}}} {{{{ ansible_failed_task.action }}}}"
-            dest: ~/rescued
+            dest: ~/{{{{ inventory_hostname }}}}/rescued
       always:
         - copy:
             content: always
-            dest: ~/always
-    - shell: touch ~/after
+            dest: ~/{{{{ inventory_hostname }}}}/always
+    - shell: touch ~/{{{{ inventory_hostname }}}}/after
 "#
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
-    assert_eq!(read(&hosts, "bad", "rescued"), "1 command");
-    assert!(!exists(&hosts, "bad", "rest_of_block"));
-    assert!(!exists(&hosts, "good", "rescued"));
-    assert!(exists(&hosts, "good", "rest_of_block"));
+    assert_eq!(read(&hosts.dir("bad"), "rescued"), "1 command");
+    assert!(!exists(&hosts.dir("bad"), "rest_of_block"));
+    assert!(!exists(&hosts.dir("good"), "rescued"));
+    assert!(exists(&hosts.dir("good"), "rest_of_block"));
     for host in ["bad", "good"] {
-        assert_eq!(read(&hosts, host, "always"), "always");
-        assert!(exists(&hosts, host, "after"));
+        assert_eq!(read(&hosts.dir(host), "always"), "always");
+        assert!(exists(&hosts.dir(host), "after"));
     }
     assert_contains(&out, "fatal: [bad]: FAILED! =>");
     assert_contains(&out, "\"msg\": \"rescued maybe fail\"");
@@ -438,7 +440,7 @@ fn rescue_takes_the_failure_and_always_runs() {
 
 #[test]
 fn an_unrescued_block_runs_always_then_fails_the_host() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = run(
         &hosts,
         r#"  tasks:
@@ -452,8 +454,8 @@ fn an_unrescued_block_runs_always_then_fails_the_host() {
 "#,
     );
     out.assert_code(2);
-    assert_eq!(read(&hosts, "h", "cleanup"), "cleaned");
-    assert!(!exists(&hosts, "h", "after"));
+    assert_eq!(read(hosts.home(), "cleanup"), "cleaned");
+    assert!(!exists(hosts.home(), "after"));
     assert_eq!(
         out.recap("h"),
         Recap {
@@ -467,7 +469,7 @@ fn an_unrescued_block_runs_always_then_fails_the_host() {
 
 #[test]
 fn block_when_vars_and_ignore_errors_reach_every_task() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = run(
         &hosts,
         r#"  tasks:
@@ -486,8 +488,8 @@ fn block_when_vars_and_ignore_errors_reach_every_task() {
 "#,
     );
     out.assert_code(0);
-    assert!(!exists(&hosts, "h", "skipped1") && !exists(&hosts, "h", "skipped2"));
-    assert_eq!(read(&hosts, "h", "greeting"), "hello");
+    assert!(!exists(hosts.home(), "skipped1") && !exists(hosts.home(), "skipped2"));
+    assert_eq!(read(hosts.home(), "greeting"), "hello");
     assert_contains(&out, "...ignoring");
     assert_eq!(
         out.recap("h"),
@@ -506,7 +508,7 @@ fn block_when_vars_and_ignore_errors_reach_every_task() {
 /// rescue handle. A misspelt module is still refused before anything runs.
 #[test]
 fn unsupported_ansible_modules_fail_only_when_they_run() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = run(
         &hosts,
         r#"  tasks:
@@ -545,7 +547,7 @@ fn unsupported_ansible_modules_fail_only_when_they_run() {
         &out,
         "fatal: [h]: FAILED! => {\"changed\": false, \"msg\": \"the 'service' module is not supported by turbo-play yet",
     );
-    let rescued = std::fs::read_to_string(hosts.user("h").home.join("rescued")).unwrap();
+    let rescued = std::fs::read_to_string(hosts.home().join("rescued")).unwrap();
     assert!(
         rescued.starts_with("the 'lineinfile' module is not supported by turbo-play yet"),
         "{rescued}"
@@ -564,7 +566,7 @@ fn unsupported_ansible_modules_fail_only_when_they_run() {
 /// collection it is refused at load time, as ansible-playbook refuses it.
 #[test]
 fn installed_collection_modules_load_and_fail_only_when_they_run() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let tasks = r#"  tasks:
     - name: firewall, elsewhere only
       community.general.ufw: rule=allow port=22
@@ -585,7 +587,7 @@ fn installed_collection_modules_load_and_fail_only_when_they_run() {
     let run_with = |path: &str| {
         TestRun::new()
             .playbook(&format!("{PLAY_HEAD}{tasks}"))
-            .inventory(&hosts.inventory())
+            .local_hosts(&hosts)
             .env("ANSIBLE_COLLECTIONS_PATH", path)
             .run()
     };
@@ -617,7 +619,7 @@ fn installed_collection_modules_load_and_fail_only_when_they_run() {
 /// other tasks run.
 #[test]
 fn a_collection_roles_short_module_names_resolve_in_its_collection() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let collections = tempfile::tempdir().unwrap();
     let general = collections
         .path()
@@ -634,7 +636,7 @@ fn a_collection_roles_short_module_names_resolve_in_its_collection() {
         .playbook(&format!(
             "{PLAY_HEAD}  roles:\n    - community.general.fw\n"
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .env(
             "ANSIBLE_COLLECTIONS_PATH",
             collections.path().to_str().unwrap(),
@@ -651,7 +653,7 @@ fn a_collection_roles_short_module_names_resolve_in_its_collection() {
         }
     );
     assert_eq!(
-        std::fs::read_to_string(hosts.user("h").home.join("fw")).unwrap(),
+        std::fs::read_to_string(hosts.home().join("fw")).unwrap(),
         "fw"
     );
 }

@@ -1,4 +1,4 @@
-//! Dynamic includes end to end over a real sshd: `include_tasks` and `include_role`
+//! Dynamic includes end to end on local hosts: `include_tasks` and `include_role`
 //! evaluated per host when the play reaches them (templated names, loops, `when`, vars
 //! as include params, `apply`), blocks and handlers inside included files, public and
 //! private role variables, the `included:` lines and the recap.
@@ -16,7 +16,7 @@
 //!   yes` its defaults are not seen after it, with it they are.
 //! - A missing file is a fatal result for the host naming the path.
 
-use crate::support::hosts::SshHosts;
+use crate::support::hosts::LocalHosts;
 use crate::support::run::{Outcome, PLAY_HEAD, TestRun, assert_contains, assert_file};
 
 #[track_caller]
@@ -25,7 +25,7 @@ fn read(out: &Outcome, home: &std::path::Path, name: &str) -> String {
         .unwrap_or_else(|e| panic!("{name}: {e}\n{}\n{}", out.stdout, out.stderr))
 }
 
-fn include_run(hosts: &SshHosts) -> TestRun {
+fn include_run(hosts: &LocalHosts) -> TestRun {
     let inventory = format!(
         "{} flavour=red\n{} flavour=blue\n",
         hosts.line("h1"),
@@ -59,44 +59,45 @@ fn include_run(hosts: &SshHosts) -> TestRun {
     - name: private role defaults stay inside
       copy:
         content: \"{{ role_default | default('unset') }}\\n\"
-        dest: ~/after-private
+        dest: ~/{{ inventory_hostname }}/after-private
     - include_role:
         name: role_red
         public: yes
     - name: public role defaults reach the play
       copy:
         content: \"{{ role_default | default('unset') }}\\n\"
-        dest: ~/after-public
+        dest: ~/{{ inventory_hostname }}/after-public
 ";
     const ROLE_EXTRA: &str = "- copy:
     content: \"{{ role_name }} {{ role_default }} {{ flavour }}\\n\"
-    dest: ~/role-extra
+    dest: ~/{{ inventory_hostname }}/role-extra
     mode: \"0640\"
   notify: \"{{ role_name }} handler\"
 ";
     TestRun::new()
         .playbook(playbook)
         .inventory(&inventory)
+        .local_home(hosts)
         .file(
             "setup-Linux-red.yml",
-            "- copy: {content: \"red setup\\n\", dest: ~/setup, mode: \"0600\"}\n",
+            "- copy: {content: \"red setup\\n\", dest: \"~/{{ inventory_hostname }}/setup\", mode: \"0600\"}\n",
         )
         .file(
             "setup-Linux-blue.yml",
-            "- copy: {content: \"blue setup\\n\", dest: ~/setup, mode: \"0644\"}\n",
+            "- copy: {content: \"blue setup\\n\", dest: \"~/{{ inventory_hostname }}/setup\", mode: \"0644\"}\n",
         )
         .file(
             "item.yml",
             "- name: a file per item
   copy:
     content: \"{{ prefix }} {{ idx }} {{ colour }}\\n\"
-    dest: \"~/item-{{ colour }}\"
+    dest: \"~/{{ inventory_hostname }}/item-{{ colour }}\"
     mode: \"0604\"
 ",
         )
         .file(
             "only-h1.yml",
-            "- copy: {content: \"h1 only\\n\", dest: ~/only}\n",
+            "- copy: {content: \"h1 only\\n\", dest: \"~/{{ inventory_hostname }}/only\"}\n",
         )
         .file("roles/role_red/tasks/extra.yml", ROLE_EXTRA)
         .file("roles/role_blue/tasks/extra.yml", ROLE_EXTRA)
@@ -111,24 +112,24 @@ fn include_run(hosts: &SshHosts) -> TestRun {
         .file("roles/role_red/tasks/main.yml", "- debug: msg=red-main\n")
         .file(
             "roles/role_red/handlers/main.yml",
-            "- name: role_red handler\n  copy: {content: \"handled by red\\n\", dest: ~/handled}\n",
+            "- name: role_red handler\n  copy: {content: \"handled by red\\n\", dest: \"~/{{ inventory_hostname }}/handled\"}\n",
         )
         .file(
             "roles/role_blue/handlers/main.yml",
-            "- name: role_blue handler\n  copy: {content: \"handled by blue\\n\", dest: ~/handled}\n",
+            "- name: role_blue handler\n  copy: {content: \"handled by blue\\n\", dest: \"~/{{ inventory_hostname }}/handled\"}\n",
         )
 }
 
 #[test]
 fn includes_run_per_host_with_templated_names_loops_and_roles() {
-    let hosts = SshHosts::start(&["h1", "h2"]);
+    let hosts = LocalHosts::new(&["h1", "h2"]);
     let run = include_run(&hosts);
     let out = run.run();
     out.assert_code(0);
     let dir = run.dir().canonicalize().unwrap();
     let dir = dir.display();
-    let h1 = &hosts.user("h1").home;
-    let h2 = &hosts.user("h2").home;
+    let h1 = &hosts.dir("h1");
+    let h2 = &hosts.dir("h2");
     assert_file(&h1.join("setup"), b"red setup\n", 0o600);
     assert_file(&h2.join("setup"), b"blue setup\n", 0o644);
     for home in [h1, h2] {
@@ -203,7 +204,7 @@ fn includes_run_per_host_with_templated_names_loops_and_roles() {
 
 #[test]
 fn blocks_apply_tags_and_missing_files_inside_includes() {
-    let hosts = SshHosts::start(&["h1"]);
+    let hosts = LocalHosts::new(&["h1"]);
     let playbook = format!(
         "{PLAY_HEAD}  tasks:
     - include_tasks: rescued.yml
@@ -224,7 +225,7 @@ fn blocks_apply_tags_and_missing_files_inside_includes() {
     let build = || {
         TestRun::new()
         .playbook(&playbook)
-        .inventory(&format!("{}\n", hosts.line("h1")))
+        .local_hosts(&hosts)
         .file(
             "rescued.yml",
             "- block:
@@ -239,7 +240,7 @@ fn blocks_apply_tags_and_missing_files_inside_includes() {
         )
     };
     let out = build().args(&["--tags", "deploy,always"]).run();
-    let home = &hosts.user("h1").home;
+    let home = hosts.home();
     // Only the tagged include ran; its `apply` tags select every task it includes.
     assert_eq!(read(&out, home, "applied"), "applied\n");
     assert!(!home.join("rescued").exists(), "{}", out.stdout);
@@ -268,12 +269,12 @@ fn blocks_apply_tags_and_missing_files_inside_includes() {
 
 #[test]
 fn an_include_that_never_stops_is_cut_at_the_depth_limit() {
-    let hosts = SshHosts::start(&["h1"]);
+    let hosts = LocalHosts::new(&["h1"]);
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}  tasks:\n    - include_tasks: again.yml\n"
         ))
-        .inventory(&format!("{}\n", hosts.line("h1")))
+        .local_hosts(&hosts)
         .file("again.yml", "- include_tasks: again.yml\n")
         .run();
     out.assert_code(2);
@@ -310,7 +311,7 @@ fn list_tasks_shows_the_include_and_syntax_check_reads_literal_files() {
 /// sets can end the rest of it. `strategy: free` gives every host its own include.
 #[test]
 fn the_includes_when_is_not_handed_down_but_its_blocks_is_and_free_runs_each_host() {
-    let hosts = SshHosts::start(&["h1", "h2"]);
+    let hosts = LocalHosts::new(&["h1", "h2"]);
     let playbook = "- hosts: all
   gather_facts: false
   strategy: free
@@ -322,21 +323,21 @@ fn the_includes_when_is_not_handed_down_but_its_blocks_is_and_free_runs_each_hos
         - include_tasks: blocked.yml
       when: outer
 ";
-    let per_host = "- set_fact: {go: false}\n- copy: {content: \"{{ inventory_hostname }} after\\n\", dest: ~/after}\n";
+    let per_host = "- set_fact: {go: false}\n- copy: {content: \"{{ inventory_hostname }} after\\n\", dest: \"~/{{ inventory_hostname }}/after\"}\n";
     let run = TestRun::new()
         .playbook(playbook)
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .file("per-h1.yml", per_host)
         .file("per-h2.yml", per_host)
         .file(
             "blocked.yml",
-            "- set_fact: {outer: false}\n- copy: {content: \"x\\n\", dest: ~/blocked}\n",
+            "- set_fact: {outer: false}\n- copy: {content: \"x\\n\", dest: \"~/{{ inventory_hostname }}/blocked\"}\n",
         );
     let out = run.run();
     out.assert_code(0);
     let dir = run.dir().canonicalize().unwrap();
     for name in ["h1", "h2"] {
-        let home = &hosts.user(name).home;
+        let home = &hosts.dir(name);
         assert_eq!(read(&out, home, "after"), format!("{name} after\n"));
         assert!(!home.join("blocked").exists(), "{}", out.stdout);
         assert_contains(
@@ -360,8 +361,8 @@ fn the_includes_when_is_not_handed_down_but_its_blocks_is_and_free_runs_each_hos
 /// use's and runs once with the include's vars.
 #[test]
 fn an_included_role_after_a_static_use_shares_its_dependency_and_replaces_its_handlers() {
-    let hosts = SshHosts::start(&["h"]);
-    let home = hosts.user("h").home.clone();
+    let hosts = LocalHosts::new(&["h"]);
+    let home = hosts.home().to_path_buf();
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}  roles:
@@ -373,7 +374,7 @@ fn an_included_role_after_a_static_use_shares_its_dependency_and_replaces_its_ha
         app_name: second
 "
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .file("roles/base/tasks/main.yml", "- name: base for {{ app_name }}\n  shell: echo base >> ~/base.log\n")
         .file("roles/app/meta/main.yml", "dependencies:\n  - role: base\n")
         .file("roles/app/defaults/main.yml", "app_name: demo\n")

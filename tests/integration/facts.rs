@@ -1,8 +1,9 @@
 //! Fact gathering end to end: the implicit `Gathering Facts` task, the facts it makes
-//! available (checked against what this machine reports, since the sshd runs here), the
-//! `setup` module's `gather_subset` and `filter`, and `gather_facts: false`.
+//! available (checked against what this machine reports, since the sshd runs here, and
+//! against the user the sshd logs in as), the `setup` module's `gather_subset` and
+//! `filter`, and `gather_facts: false` (those on local hosts).
 
-use crate::support::hosts::{SshHosts, refusing_host_line};
+use crate::support::hosts::{LocalHosts, SshHosts, refusing_host_line};
 use crate::support::run::{TestRun, assert_contains, file_bytes_and_mode, recap};
 
 #[track_caller]
@@ -73,7 +74,7 @@ fn plays_gather_facts_by_default_and_expose_them_both_ways() {
 
 #[test]
 fn gather_facts_false_gathers_nothing() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = TestRun::new()
         .playbook(
             "- hosts: all
@@ -84,17 +85,17 @@ fn gather_facts_false_gathers_nothing() {
         dest: ~/defined
 ",
         )
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
     assert!(!out.stdout.contains("Gathering Facts"), "{}", out.stdout);
     assert_eq!(out.recap("h"), recap(1, 1));
-    assert_eq!(file_text(&hosts.user("h").home.join("defined")), "False");
+    assert_eq!(file_text(&hosts.home().join("defined")), "False");
 }
 
 #[test]
 fn play_gather_subset_and_the_setup_module_with_filter() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = TestRun::new()
         .playbook(
             "- hosts: all
@@ -116,10 +117,10 @@ fn play_gather_subset_and_the_setup_module_with_filter() {
         dest: ~/filtered
 ",
         )
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
-    let home = &hosts.user("h").home;
+    let home = hosts.home();
     assert_eq!(file_text(&home.join("min")), "False True");
     assert_eq!(
         file_text(&home.join("filtered")),
@@ -129,16 +130,17 @@ fn play_gather_subset_and_the_setup_module_with_filter() {
 
 #[test]
 fn an_unreachable_host_fails_at_gathering_facts() {
-    let hosts = SshHosts::start(&["good"]);
+    let hosts = LocalHosts::new(&["good"]);
     let inventory = format!("{}\n{}\n", hosts.line("good"), refusing_host_line("bad"));
     let out = TestRun::new()
         .playbook("- hosts: all\n  tasks:\n    - copy: content=x dest=~/after\n")
         .inventory(&inventory)
+        .local_home(&hosts)
         .run();
     out.assert_code(4);
     assert_contains(&out, "TASK [Gathering Facts]");
     assert_contains(&out, "fatal: [bad]: UNREACHABLE!");
     assert_eq!(out.recap("bad").unreachable, 1);
     assert_eq!(out.recap("good"), recap(2, 1));
-    assert_eq!(file_text(&hosts.user("good").home.join("after")), "x");
+    assert_eq!(file_text(&hosts.home().join("after")), "x");
 }

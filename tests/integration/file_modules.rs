@@ -1,9 +1,10 @@
 //! What roles do with files beyond writing one: `owner`/`group` on copy, template and file,
-//! the `stat` module, and `copy` of a whole directory, checked on the target.
+//! the `stat` module (over the sshd, as root and as a user of its own), and `copy` of a
+//! whole directory (on a local host), checked on the target.
 
 use std::os::unix::fs::MetadataExt;
 
-use crate::support::hosts::SshHosts;
+use crate::support::hosts::{LocalHosts, SshHosts};
 use crate::support::run::{PLAY_HEAD, TestRun, assert_contains, assert_file, recap};
 
 /// An inventory line logging in as root with the fixture's key (the sshd permits it).
@@ -125,8 +126,8 @@ fn an_unknown_owner_or_a_refused_chown_fails_the_task_with_ansibles_words() {
 
 #[test]
 fn a_directory_src_copies_the_tree_in_one_go_then_nothing_changes() {
-    let hosts = SshHosts::start(&["h"]);
-    let home = hosts.user("h").home.clone();
+    let hosts = LocalHosts::new(&["h"]);
+    let home = hosts.home().to_path_buf();
     let playbook = format!(
         "{PLAY_HEAD}  tasks:
     - name: the directory's contents
@@ -137,7 +138,7 @@ fn a_directory_src_copies_the_tree_in_one_go_then_nothing_changes() {
     );
     let run = TestRun::new()
         .playbook(&playbook)
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .file("files/conf.d/a.conf", "a = 1\n")
         .file("files/conf.d/z.conf", "z = 26\n")
         .file("files/conf.d/sub/deep.conf", "deep\n");

@@ -1,13 +1,15 @@
-//! Corners of the playbook language checked against ansible-playbook 2.21 over a real
-//! sshd: tags and conditions on role entries, the `diff` keyword, `serial` and the play's
+//! Corners of the playbook language checked against ansible-playbook 2.21 on local
+//! hosts: tags and conditions on role entries, the `diff` keyword, `serial` and the play's
 //! host lists, the precedence of include_vars below set_fact, run_once notifications,
 //! templated tags and regex look-around.
 
-use crate::support::hosts::SshHosts;
+use std::path::Path;
+
+use crate::support::hosts::LocalHosts;
 use crate::support::run::{Outcome, PLAY_HEAD, TestRun, assert_contains, assert_not_contains};
 
-fn exists(hosts: &SshHosts, host: &str, file: &str) -> bool {
-    hosts.user(host).home.join(file).exists()
+fn exists(dir: &Path, file: &str) -> bool {
+    dir.join(file).exists()
 }
 
 const TAGGED_ROLES: &str = "  vars:
@@ -24,13 +26,13 @@ const TAGGED_ROLES: &str = "  vars:
       tags: extra
 ";
 
-fn tagged_roles_run(hosts: &SshHosts, args: &[&str]) -> Outcome {
+fn tagged_roles_run(hosts: &LocalHosts, args: &[&str]) -> Outcome {
     let role = |name: &str| {
         format!("- name: {name} file\n  copy: {{content: \"{name}\\n\", dest: ~/{name}}}\n")
     };
     TestRun::new()
         .playbook(&format!("{PLAY_HEAD}{TAGGED_ROLES}"))
-        .inventory(&hosts.inventory())
+        .local_hosts(hosts)
         .file("roles/common/tasks/main.yml", &role("common"))
         .file("roles/web/tasks/main.yml", &role("web"))
         .file("roles/web/meta/main.yml", "dependencies: [common]\n")
@@ -47,12 +49,12 @@ fn tagged_roles_run(hosts: &SshHosts, args: &[&str]) -> Outcome {
 /// of them the tags select; `when:` on an entry holds for all of the role's tasks.
 #[test]
 fn tags_and_when_on_role_entries_reach_every_task_of_the_role() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = tagged_roles_run(&hosts, &["--tags", "db"]);
     out.assert_code(0);
     assert_eq!(out.recap("h").changed, 2, "{}", out.stdout);
-    assert!(exists(&hosts, "h", "common") && exists(&hosts, "h", "db"));
-    assert!(!exists(&hosts, "h", "web") && !exists(&hosts, "h", "extra"));
+    assert!(exists(hosts.home(), "common") && exists(hosts.home(), "db"));
+    assert!(!exists(hosts.home(), "web") && !exists(hosts.home(), "extra"));
     assert_eq!(out.stdout.matches("TASK [common : common file]").count(), 1);
 
     let again = tagged_roles_run(&hosts, &["--tags", "db"]);
@@ -66,9 +68,9 @@ fn tags_and_when_on_role_entries_reach_every_task_of_the_role() {
 
     let skip = tagged_roles_run(&hosts, &["--skip-tags", "db"]);
     skip.assert_code(0);
-    assert!(exists(&hosts, "h", "web") && exists(&hosts, "h", "extra"));
+    assert!(exists(hosts.home(), "web") && exists(hosts.home(), "extra"));
     // `optional` is listed but its entry's condition is false: its task is skipped.
-    assert!(!exists(&hosts, "h", "optional"));
+    assert!(!exists(hosts.home(), "optional"));
     let recap = skip.recap("h");
     assert_eq!(
         (recap.ok, recap.changed, recap.skipped),
@@ -95,10 +97,10 @@ const DIFF_TASKS: &str = "  tasks:
       diff: false
 ";
 
-fn diff_run(hosts: &SshHosts, v: &str, args: &[&str]) -> Outcome {
+fn diff_run(hosts: &LocalHosts, v: &str, args: &[&str]) -> Outcome {
     TestRun::new()
         .playbook(&format!("{PLAY_HEAD}{DIFF_TASKS}"))
-        .inventory(&hosts.inventory())
+        .local_hosts(hosts)
         .args(&["-e", &format!("v={v}")])
         .args(args)
         .run()
@@ -108,7 +110,7 @@ fn diff_run(hosts: &SshHosts, v: &str, args: &[&str]) -> Outcome {
 /// (here from its block) hides it under `-D`.
 #[test]
 fn the_diff_keyword_shows_or_hides_a_tasks_diff_whatever_the_flag() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = diff_run(&hosts, "one", &[]);
     out.assert_code(0);
     assert_eq!(out.recap("h").changed, 3, "{}", out.stdout);
@@ -135,8 +137,8 @@ fn the_diff_keyword_shows_or_hides_a_tasks_diff_whatever_the_flag() {
 }
 
 #[track_caller]
-fn read(hosts: &SshHosts, host: &str, file: &str) -> String {
-    let path = hosts.user(host).home.join(file);
+fn read(dir: &Path, file: &str) -> String {
+    let path = dir.join(file);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -146,35 +148,30 @@ fn read(hosts: &SshHosts, host: &str, file: &str) -> String {
 /// batches with the failed host still counted (`[a, b, c]` then `[d]` for `serial: 3`).
 #[test]
 fn serial_batches_see_the_plays_hosts_and_their_own_batch() {
-    let hosts = SshHosts::start(&["a", "b", "c", "d"]);
+    let hosts = LocalHosts::new(&["a", "b", "c", "d"]);
     let playbook = format!(
         "{PLAY_HEAD}  serial: 2
   tasks:
     - fail: msg=boom
       when: inventory_hostname == 'b'
     - copy:
-        dest: ~/lists
+        dest: ~/{{{{ inventory_hostname }}}}/lists
         content: \"{{{{ ansible_play_hosts | join(',') }}}} {{{{ ansible_play_batch | join(',') }}}} {{{{ play_hosts | join(',') }}}} {{{{ ansible_play_hosts_all | join(',') }}}}\\n\"
 {PLAY_HEAD}  serial: 3
   tasks:
     - copy:
-        dest: ~/second
+        dest: ~/{{{{ inventory_hostname }}}}/second
         content: \"{{{{ ansible_play_batch | join(',') }}}}\\n\"
 "
     );
-    let run = || {
-        TestRun::new()
-            .playbook(&playbook)
-            .inventory(&hosts.inventory())
-            .run()
-    };
+    let run = || TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
     let out = run();
     out.assert_code(2);
-    assert_eq!(read(&hosts, "a", "lists"), "a,c,d a a a,b,c,d\n");
-    assert_eq!(read(&hosts, "c", "lists"), "a,c,d c,d c,d a,b,c,d\n");
-    assert!(!exists(&hosts, "b", "lists"));
-    assert_eq!(read(&hosts, "a", "second"), "a,c\n");
-    assert_eq!(read(&hosts, "d", "second"), "d\n");
+    assert_eq!(read(&hosts.dir("a"), "lists"), "a,c,d a a a,b,c,d\n");
+    assert_eq!(read(&hosts.dir("c"), "lists"), "a,c,d c,d c,d a,b,c,d\n");
+    assert!(!exists(&hosts.dir("b"), "lists"));
+    assert_eq!(read(&hosts.dir("a"), "second"), "a,c\n");
+    assert_eq!(read(&hosts.dir("d"), "second"), "d\n");
     let again = run();
     again.assert_code(2);
     assert_eq!(again.recap("a").changed, 0, "{}", again.stdout);
@@ -184,16 +181,16 @@ fn serial_batches_see_the_plays_hosts_and_their_own_batch() {
 /// plays too); `meta: end_play` under `serial` ends every batch, `end_batch` only its own.
 #[test]
 fn a_failed_batch_stops_the_run_and_end_play_ends_every_batch() {
-    let hosts = SshHosts::start(&["a", "b", "c"]);
+    let hosts = LocalHosts::new(&["a", "b", "c"]);
     let playbook = format!(
         "{PLAY_HEAD}  serial: 1
   tasks:
     - meta: end_batch
       when: inventory_hostname == 'a'
-    - copy: {{content: \"x\\n\", dest: ~/first}}
+    - copy: {{content: \"x\\n\", dest: \"~/{{{{ inventory_hostname }}}}/first\"}}
     - meta: end_play
       when: inventory_hostname == 'b'
-    - copy: {{content: \"x\\n\", dest: ~/never}}
+    - copy: {{content: \"x\\n\", dest: \"~/{{{{ inventory_hostname }}}}/never\"}}
 - hosts: c
   gather_facts: false
   tasks:
@@ -201,19 +198,16 @@ fn a_failed_batch_stops_the_run_and_end_play_ends_every_batch() {
 - hosts: a
   gather_facts: false
   tasks:
-    - copy: {{content: \"x\\n\", dest: ~/after}}
+    - copy: {{content: \"x\\n\", dest: \"~/{{{{ inventory_hostname }}}}/after\"}}
 "
     );
-    let out = TestRun::new()
-        .playbook(&playbook)
-        .inventory(&hosts.inventory())
-        .run();
+    let out = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
     out.assert_code(2);
-    assert!(!exists(&hosts, "a", "first"));
-    assert!(exists(&hosts, "b", "first"));
-    assert!(!exists(&hosts, "c", "first"));
-    assert!(!exists(&hosts, "b", "never"));
-    assert!(!exists(&hosts, "a", "after"), "{}", out.stdout);
+    assert!(!exists(&hosts.dir("a"), "first"));
+    assert!(exists(&hosts.dir("b"), "first"));
+    assert!(!exists(&hosts.dir("c"), "first"));
+    assert!(!exists(&hosts.dir("b"), "never"));
+    assert!(!exists(&hosts.dir("a"), "after"), "{}", out.stdout);
     assert_eq!(out.recap("c").failed, 1, "{}", out.stdout);
 }
 
@@ -222,7 +216,7 @@ fn a_failed_batch_stops_the_run_and_end_play_ends_every_batch() {
 /// `hostvars` and a later play see the same.
 #[test]
 fn include_vars_sits_below_set_fact_and_above_task_vars() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let playbook = format!(
         "{PLAY_HEAD}  tasks:
     - set_fact: {{a: fact}}
@@ -245,14 +239,14 @@ fn include_vars_sits_below_set_fact_and_above_task_vars() {
     let run = || {
         TestRun::new()
             .playbook(&playbook)
-            .inventory(&hosts.inventory())
+            .local_hosts(&hosts)
             .file("file.yml", "a: file\nb: file\nr: file\n")
             .run()
     };
     let out = run();
     out.assert_code(0);
-    assert_eq!(read(&hosts, "h", "precedence"), "fact file fact fact\n");
-    assert_eq!(read(&hosts, "h", "later"), "fact file\n");
+    assert_eq!(read(hosts.home(), "precedence"), "fact file fact fact\n");
+    assert_eq!(read(hosts.home(), "later"), "fact file\n");
     let again = run();
     again.assert_code(0);
     assert_eq!(again.recap("h").changed, 0, "{}", again.stdout);
@@ -262,59 +256,53 @@ fn include_vars_sits_below_set_fact_and_above_task_vars() {
 /// only (its strategy notifies `original_host`), though the result reaches every host.
 #[test]
 fn a_run_once_notification_runs_the_handler_on_the_host_that_ran() {
-    let hosts = SshHosts::start(&["a", "b"]);
+    let hosts = LocalHosts::new(&["a", "b"]);
     let playbook = format!(
         "{PLAY_HEAD}  tasks:
-    - copy: {{content: \"once\\n\", dest: ~/once}}
+    - copy: {{content: \"once\\n\", dest: \"~/{{{{ inventory_hostname }}}}/once\"}}
       run_once: true
       register: once
       notify: mark
-    - copy: {{content: \"{{{{ once.changed }}}}\\n\", dest: ~/seen}}
+    - copy: {{content: \"{{{{ once.changed }}}}\\n\", dest: \"~/{{{{ inventory_hostname }}}}/seen\"}}
   handlers:
     - name: mark
-      copy: {{content: \"handled\\n\", dest: ~/handled}}
+      copy: {{content: \"handled\\n\", dest: \"~/{{{{ inventory_hostname }}}}/handled\"}}
 "
     );
-    let out = TestRun::new()
-        .playbook(&playbook)
-        .inventory(&hosts.inventory())
-        .run();
+    let out = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
     out.assert_code(0);
-    assert!(exists(&hosts, "a", "handled"));
-    assert!(!exists(&hosts, "b", "handled"), "{}", out.stdout);
-    assert_eq!(read(&hosts, "b", "seen"), "True\n");
-    assert!(exists(&hosts, "a", "once") && !exists(&hosts, "b", "once"));
+    assert!(exists(&hosts.dir("a"), "handled"));
+    assert!(!exists(&hosts.dir("b"), "handled"), "{}", out.stdout);
+    assert_eq!(read(&hosts.dir("b"), "seen"), "True\n");
+    assert!(exists(&hosts.dir("a"), "once") && !exists(&hosts.dir("b"), "once"));
 }
 
 /// ansible-playbook 2.21 warns that any_errors_fatal does nothing under `strategy: free`
 /// and runs on: the other hosts finish the play and the next play runs.
 #[test]
 fn any_errors_fatal_under_the_free_strategy_warns_and_runs_on() {
-    let hosts = SshHosts::start(&["a", "b"]);
+    let hosts = LocalHosts::new(&["a", "b"]);
     let playbook = format!(
         "{PLAY_HEAD}  strategy: free
   any_errors_fatal: true
   tasks:
     - fail: msg=boom
       when: inventory_hostname == 'a'
-    - copy: {{content: \"x\\n\", dest: ~/after}}
+    - copy: {{content: \"x\\n\", dest: \"~/{{{{ inventory_hostname }}}}/after\"}}
 - hosts: b
   gather_facts: false
   tasks:
-    - copy: {{content: \"x\\n\", dest: ~/next}}
+    - copy: {{content: \"x\\n\", dest: \"~/{{{{ inventory_hostname }}}}/next\"}}
 "
     );
-    let out = TestRun::new()
-        .playbook(&playbook)
-        .inventory(&hosts.inventory())
-        .run();
+    let out = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
     out.assert_code(2);
     assert_contains(
         &out,
         "[WARNING]: Using any_errors_fatal with the free strategy is not supported",
     );
-    assert!(exists(&hosts, "b", "after") && exists(&hosts, "b", "next"));
-    assert!(!exists(&hosts, "a", "after"));
+    assert!(exists(&hosts.dir("b"), "after") && exists(&hosts.dir("b"), "next"));
+    assert!(!exists(&hosts.dir("a"), "after"));
 }
 
 /// ansible-playbook 2.21 renders templated tags with play and extra vars before it
@@ -322,7 +310,7 @@ fn any_errors_fatal_under_the_free_strategy_warns_and_runs_on() {
 /// holds); an undefined name stops the run with exit code 1.
 #[test]
 fn templated_tags_select_with_play_and_extra_vars() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let inventory = format!("{} hv=from_host\n", hosts.line("h"));
     let playbook = format!(
         "{PLAY_HEAD}  vars:
@@ -340,13 +328,14 @@ fn templated_tags_select_with_play_and_extra_vars() {
         TestRun::new()
             .playbook(&playbook)
             .inventory(&inventory)
+            .local_home(&hosts)
             .args(args)
             .run()
     };
     let out = run(&["--tags", "web,picked,no_host_vars", "-e", "wanted=picked"]);
     out.assert_code(0);
-    assert!(exists(&hosts, "h", "web") && exists(&hosts, "h", "extra"));
-    assert!(exists(&hosts, "h", "host"));
+    assert!(exists(hosts.home(), "web") && exists(hosts.home(), "extra"));
+    assert!(exists(hosts.home(), "host"));
     let again = run(&["--tags", "web", "-e", "wanted=picked"]);
     again.assert_code(0);
     assert_eq!(
@@ -366,7 +355,7 @@ fn templated_tags_select_with_play_and_extra_vars() {
 /// YAML left them.
 #[test]
 fn regex_look_around_works_in_filters_and_tests() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let playbook = format!(
         "{PLAY_HEAD}  vars:
     line: \"port=8080 user=web\"
@@ -382,19 +371,14 @@ fn regex_look_around_works_in_filters_and_tests() {
         content: \"{{{{ line | regex_replace('(\\\\w+)=(\\\\w+)', '\\\\2:\\\\1') }}}} {{{{ 'abab' is match('(ab)\\\\1') }}}}\\n\"
 "
     );
-    let run = || {
-        TestRun::new()
-            .playbook(&playbook)
-            .inventory(&hosts.inventory())
-            .run()
-    };
+    let run = || TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
     let out = run();
     out.assert_code(0);
     assert_eq!(
-        read(&hosts, "h", "regex"),
+        read(hosts.home(), "regex"),
         "port=9090 user=web\nport,user\nTrue\n"
     );
     // A double-quoted YAML string's `\\1` reaches the filter as `\1`, a back-reference.
-    assert_eq!(read(&hosts, "h", "backref"), "8080:port web:user True\n");
+    assert_eq!(read(hosts.home(), "backref"), "8080:port web:user True\n");
     assert_eq!(run().recap("h").changed, 0);
 }

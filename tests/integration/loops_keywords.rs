@@ -1,17 +1,20 @@
-//! Loop forms, loop_control, magic variables and play/task keywords over a real sshd.
-//! What a user checks: files on the target and Ansible's wording in the output.
+//! Loop forms, loop_control, magic variables and play/task keywords on local hosts
+//! (delegate_to between hosts over a real sshd). What a user checks: files on the target
+//! and Ansible's wording in the output.
 
-use crate::support::hosts::SshHosts;
+use std::path::Path;
+
+use crate::support::hosts::{LocalHosts, SshHosts};
 use crate::support::run::{PLAY_HEAD, TestRun, assert_contains, assert_not_contains};
 
-fn read(hosts: &SshHosts, host: &str, name: &str) -> String {
-    std::fs::read_to_string(hosts.user(host).home.join(name))
-        .unwrap_or_else(|e| panic!("{host}:~/{name}: {e}"))
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.join(name).display()))
 }
 
 #[test]
 fn every_with_form_gives_ansibles_items() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}{}",
@@ -68,11 +71,11 @@ fn every_with_form_gives_ansibles_items() {
         ))
         .file("files/a.txt", "a")
         .file("files/b.txt", "b")
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
     assert_eq!(
-        read(&hosts, "h", "loops"),
+        read(hosts.home(), "loops"),
         "['alice=1', 'bob=2']\n\
          [['x', 1], ['x', 2], ['y', 1], ['y', 2]]\n\
          [['x', 1], ['x', 2]]\n\
@@ -89,7 +92,7 @@ fn every_with_form_gives_ansibles_items() {
 
 #[test]
 fn loop_control_names_labels_and_describes_items() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}{}",
@@ -107,11 +110,11 @@ fn loop_control_names_labels_and_describes_items() {
         content: "{{ lc.results | map(attribute='stdout') | join('|') }} {{ lc.results[1].it }} {{ lc.results[2].idx }} {{ lc.results[0].ansible_loop_var }}"
 "#
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
     assert_eq!(
-        read(&hosts, "h", "control"),
+        read(hosts.home(), "control"),
         "1/3 2 True False - b 0 a 3|2/3 1 False False a c 1 b 3|3/3 0 False True b - 2 c 3 b 2 it"
     );
     assert_contains(&out, "changed: [h] => (item=La)");
@@ -121,7 +124,7 @@ fn loop_control_names_labels_and_describes_items() {
 
 #[test]
 fn loop_pause_runs_items_apart() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}{}",
@@ -136,10 +139,10 @@ fn loop_pause_runs_items_apart() {
         content: "{{ p.results | map(attribute='stdout') | join(',') }}"
 "#
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
-    let times: Vec<u128> = read(&hosts, "h", "times")
+    let times: Vec<u128> = read(hosts.home(), "times")
         .split(',')
         .map(|t| t.trim().parse().unwrap())
         .collect();
@@ -152,7 +155,7 @@ fn loop_pause_runs_items_apart() {
 
 #[test]
 fn magic_variables_reach_other_hosts_and_the_run() {
-    let hosts = SshHosts::start(&["h1", "h2"]);
+    let hosts = LocalHosts::new(&["h1", "h2"]);
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}{}",
@@ -164,7 +167,7 @@ fn magic_variables_reach_other_hosts_and_the_run() {
     - command: echo reg-{{ inventory_hostname }}
       register: said
     - copy:
-        dest: ~/magic
+        dest: ~/{{ inventory_hostname }}/magic
         content: |
           {{ hostvars['h2'].gv }} {{ hostvars['h2'].hv | default('none') }} {{ hostvars['h1'].hv | default('none') }}
           {{ hostvars['h2'].mine }} {{ hostvars['h2'].said.stdout }} {{ hostvars['h1'].inventory_hostname }}
@@ -176,7 +179,7 @@ fn magic_variables_reach_other_hosts_and_the_run() {
         ))
         .file("group_vars/all.yml", "gv: g\n")
         .file("host_vars/h2.yml", "hv: only-h2\n")
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
     let expected = "g only-h2 none\n\
@@ -185,35 +188,35 @@ fn magic_variables_reach_other_hosts_and_the_run() {
                     ['h1', 'h2'] ['all'] []\n\
                     2.21 True\n\
                     True hosts\n";
-    assert_eq!(read(&hosts, "h1", "magic"), expected);
-    assert_eq!(read(&hosts, "h2", "magic"), expected);
+    assert_eq!(read(&hosts.dir("h1"), "magic"), expected);
+    assert_eq!(read(&hosts.dir("h2"), "magic"), expected);
 }
 
 #[test]
 fn run_once_runs_on_the_first_host_and_shares_its_result() {
-    let hosts = SshHosts::start(&["h1", "h2"]);
+    let hosts = LocalHosts::new(&["h1", "h2"]);
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}{}",
             r#"  tasks:
-    - shell: echo {{ inventory_hostname }} >> ~/ran; echo {{ inventory_hostname }}
+    - shell: echo {{ inventory_hostname }} >> ~/{{ inventory_hostname }}/ran; echo {{ inventory_hostname }}
       run_once: true
       register: once
     - set_fact:
         chosen: "{{ inventory_hostname }}"
       run_once: true
     - copy:
-        dest: ~/once
+        dest: ~/{{ inventory_hostname }}/once
         content: "{{ once.stdout }} {{ chosen }}"
 "#
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
-    assert_eq!(read(&hosts, "h1", "ran"), "h1\n");
-    assert!(!hosts.user("h2").home.join("ran").exists());
-    assert_eq!(read(&hosts, "h1", "once"), "h1 h1");
-    assert_eq!(read(&hosts, "h2", "once"), "h1 h1");
+    assert_eq!(read(&hosts.dir("h1"), "ran"), "h1\n");
+    assert!(!hosts.dir("h2").join("ran").exists());
+    assert_eq!(read(&hosts.dir("h1"), "once"), "h1 h1");
+    assert_eq!(read(&hosts.dir("h2"), "once"), "h1 h1");
 }
 
 #[test]
@@ -240,16 +243,16 @@ fn delegate_to_runs_through_the_other_hosts_connection() {
         .inventory(&hosts.inventory())
         .run();
     out.assert_code(0);
-    assert_eq!(read(&hosts, "h2", "delegated"), "from h1");
+    assert_eq!(read(&hosts.user("h2").home, "delegated"), "from h1");
     assert!(!hosts.user("h1").home.join("delegated").exists());
-    assert_eq!(read(&hosts, "h1", "local"), "h1");
+    assert_eq!(read(&hosts.user("h1").home, "local"), "h1");
     assert_contains(&out, "changed: [h1 -> h2]");
     assert_contains(&out, "changed: [h1 -> localhost]");
 }
 
 #[test]
 fn environment_reaches_commands_and_no_log_hides_results() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = TestRun::new()
         .playbook(
             r#"- hosts: all
@@ -280,10 +283,10 @@ fn environment_reaches_commands_and_no_log_hides_results() {
 "#,
         )
         .arg("-v")
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
-    assert_eq!(read(&hosts, "h", "env"), "play block task 3 hunter2");
+    assert_eq!(read(hosts.home(), "env"), "play block task 3 hunter2");
     assert_contains(
         &out,
         "\"censored\": \"the output has been hidden due to the fact that 'no_log: true' was specified for this result\"",
@@ -294,7 +297,7 @@ fn environment_reaches_commands_and_no_log_hides_results() {
 
 #[test]
 fn throttle_limits_hosts_running_a_task_at_once() {
-    let hosts = SshHosts::start(&["h1", "h2", "h3"]);
+    let hosts = LocalHosts::new(&["h1", "h2", "h3"]);
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}{}",
@@ -303,17 +306,17 @@ fn throttle_limits_hosts_running_a_task_at_once() {
       throttle: 1
       register: span
     - copy:
-        dest: ~/span
+        dest: ~/{{ inventory_hostname }}/span
         content: "{{ span.stdout_lines | join(' ') }}"
 "#
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
     let mut spans: Vec<(u128, u128)> = ["h1", "h2", "h3"]
         .iter()
         .map(|h| {
-            let text = read(&hosts, h, "span");
+            let text = read(&hosts.dir(h), "span");
             let (a, b) = text.split_once(' ').unwrap();
             (a.parse().unwrap(), b.parse().unwrap())
         })
@@ -326,13 +329,13 @@ fn throttle_limits_hosts_running_a_task_at_once() {
 
 #[test]
 fn any_errors_fatal_and_max_fail_percentage_stop_every_host() {
-    let hosts = SshHosts::start(&["h1", "h2", "h3"]);
+    let hosts = LocalHosts::new(&["h1", "h2", "h3"]);
     let tasks = r#"  tasks:
     - fail:
         msg: boom
       when: inventory_hostname == 'h1'
     - copy:
-        dest: ~/after
+        dest: ~/{{ inventory_hostname }}/after
         content: x
 "#;
     // ansible-playbook 2.21 ends an any_errors_fatal play quietly, but says "NO MORE
@@ -349,7 +352,7 @@ fn any_errors_fatal_and_max_fail_percentage_stop_every_host() {
     ] {
         let out = TestRun::new()
             .playbook(&format!("{head}{tasks}"))
-            .inventory(&hosts.inventory())
+            .local_hosts(&hosts)
             .run();
         out.assert_code(2);
         assert_eq!(
@@ -359,7 +362,7 @@ fn any_errors_fatal_and_max_fail_percentage_stop_every_host() {
             out.stdout
         );
         for h in ["h1", "h2", "h3"] {
-            assert!(!hosts.user(h).home.join("after").exists(), "{head}: {h}");
+            assert!(!hosts.dir(h).join("after").exists(), "{head}: {h}");
         }
     }
     // 1 of 3 failed is not more than 50%: the others go on.
@@ -367,15 +370,15 @@ fn any_errors_fatal_and_max_fail_percentage_stop_every_host() {
         .playbook(&format!(
             "- hosts: all\n  gather_facts: false\n  max_fail_percentage: 50\n{tasks}"
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(2);
-    assert!(hosts.user("h2").home.join("after").exists());
+    assert!(hosts.dir("h2").join("after").exists());
 }
 
 #[test]
 fn serial_runs_batches_in_turn_in_the_play_order() {
-    let hosts = SshHosts::start(&["b", "c", "a"]);
+    let hosts = LocalHosts::new(&["b", "c", "a"]);
     let out = TestRun::new()
         .playbook(
             r#"- hosts: all
@@ -386,16 +389,16 @@ fn serial_runs_batches_in_turn_in_the_play_order() {
     - command: echo {{ ansible_play_batch | join(',') }}
       register: batch
     - copy:
-        dest: ~/batch
+        dest: ~/{{ inventory_hostname }}/batch
         content: "{{ batch.stdout }}"
 "#,
         )
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
-    assert_eq!(read(&hosts, "a", "batch"), "a");
-    assert_eq!(read(&hosts, "b", "batch"), "b");
-    assert_eq!(read(&hosts, "c", "batch"), "c");
+    assert_eq!(read(&hosts.dir("a"), "batch"), "a");
+    assert_eq!(read(&hosts.dir("b"), "batch"), "b");
+    assert_eq!(read(&hosts.dir("c"), "batch"), "c");
     assert_eq!(out.stdout.matches("PLAY [all]").count(), 3);
     let first_a = out.stdout.find("changed: [a]").unwrap();
     let first_b = out.stdout.find("changed: [b]").unwrap();
@@ -405,7 +408,7 @@ fn serial_runs_batches_in_turn_in_the_play_order() {
 
 #[test]
 fn strategy_free_lets_fast_hosts_run_ahead() {
-    let hosts = SshHosts::start(&["h1", "h2"]);
+    let hosts = LocalHosts::new(&["h1", "h2"]);
     let out = TestRun::new()
         .playbook(
             r#"- hosts: all
@@ -417,15 +420,15 @@ fn strategy_free_lets_fast_hosts_run_ahead() {
     - shell: date +%s%N
       register: second
     - copy:
-        dest: ~/times
+        dest: ~/{{ inventory_hostname }}/times
         content: "{{ first.stdout }} {{ second.stdout }}"
 "#,
         )
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
     let times = |h: &str| -> (u128, u128) {
-        let text = read(&hosts, h, "times");
+        let text = read(&hosts.dir(h), "times");
         let (a, b) = text.split_once(' ').unwrap();
         (a.parse().unwrap(), b.parse().unwrap())
     };
@@ -439,7 +442,7 @@ fn strategy_free_lets_fast_hosts_run_ahead() {
 
 #[test]
 fn ignore_unreachable_keeps_the_host_in_the_play() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let inventory = format!(
         "{}{}\n",
         hosts.inventory(),
@@ -457,6 +460,7 @@ fn ignore_unreachable_keeps_the_host_in_the_play() {
 "#
         ))
         .inventory(&inventory)
+        .local_home(&hosts)
         .run();
     out.assert_code(0);
     assert_contains(&out, "fatal: [down]: UNREACHABLE! =>");
@@ -472,6 +476,7 @@ fn ignore_unreachable_keeps_the_host_in_the_play() {
             "  tasks:\n    - command: echo hi\n    - command: echo again\n"
         ))
         .inventory(&inventory)
+        .local_home(&hosts)
         .run();
     out.assert_code(0);
     assert_not_contains(&out, "not supported yet");
@@ -481,7 +486,7 @@ fn ignore_unreachable_keeps_the_host_in_the_play() {
 
 #[test]
 fn pause_waits_once_for_every_host_and_never_prompts() {
-    let hosts = SshHosts::start(&["h1", "h2"]);
+    let hosts = LocalHosts::new(&["h1", "h2"]);
     let started = std::time::Instant::now();
     let out = TestRun::new()
         .playbook(&format!(
@@ -493,17 +498,17 @@ fn pause_waits_once_for_every_host_and_never_prompts() {
     - pause:
         prompt: Continue?
     - copy:
-        dest: ~/paused
+        dest: ~/{{ inventory_hostname }}/paused
         content: "{{ waited.stdout }}"
 "#
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
     let elapsed = started.elapsed();
     assert!(elapsed >= std::time::Duration::from_secs(1), "{elapsed:?}");
-    assert_eq!(read(&hosts, "h1", "paused"), "Paused for 1.0 seconds");
-    assert_eq!(read(&hosts, "h2", "paused"), "Paused for 1.0 seconds");
+    assert_eq!(read(&hosts.dir("h1"), "paused"), "Paused for 1.0 seconds");
+    assert_eq!(read(&hosts.dir("h2"), "paused"), "Paused for 1.0 seconds");
     assert_contains(&out, "[WARNING]:");
     assert_contains(
         &out,
@@ -514,7 +519,7 @@ fn pause_waits_once_for_every_host_and_never_prompts() {
 
 #[test]
 fn add_host_and_group_by_change_the_inventory_for_later_plays() {
-    let hosts = SshHosts::start(&["h1", "h2"]);
+    let hosts = LocalHosts::new(&["h1", "h2"]);
     let out = TestRun::new()
         .playbook(
             r#"- hosts: all
@@ -525,11 +530,7 @@ fn add_host_and_group_by_change_the_inventory_for_later_plays() {
     - add_host:
         name: extra
         groups: added
-        ansible_host: "{{ hostvars['h2'].ansible_host }}"
-        ansible_port: "{{ hostvars['h2'].ansible_port }}"
-        ansible_user: "{{ hostvars['h2'].ansible_user }}"
-        ansible_ssh_private_key_file: "{{ hostvars['h2'].ansible_ssh_private_key_file }}"
-        ansible_ssh_common_args: "{{ hostvars['h2'].ansible_ssh_common_args }}"
+        ansible_connection: "{{ hostvars['h2'].ansible_connection }}"
         role: added-at-run-time
 - hosts: added
   gather_facts: false
@@ -541,20 +542,21 @@ fn add_host_and_group_by_change_the_inventory_for_later_plays() {
   gather_facts: false
   tasks:
     - copy:
-        dest: ~/grouped
+        dest: ~/{{ inventory_hostname }}/grouped
         content: "{{ groups['grp_h1'] }} {{ groups['added'] }} {{ hostvars['extra'].role }}"
 "#,
         )
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
+    // Only `extra` runs the second play: its file is the one in the shared home.
     assert_eq!(
-        read(&hosts, "h2", "added"),
+        read(hosts.home(), "added"),
         "extra ['added'] added-at-run-time"
     );
     assert_eq!(
-        read(&hosts, "h1", "grouped"),
+        read(&hosts.dir("h1"), "grouped"),
         "['h1'] ['extra'] added-at-run-time"
     );
-    assert!(!hosts.user("h2").home.join("grouped").exists());
+    assert!(!hosts.dir("h2").join("grouped").exists());
 }

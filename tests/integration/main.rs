@@ -1,4 +1,5 @@
-//! Integration tests against real services (a throw-away sshd per test; see support/).
+//! Integration tests of the real binary: on local hosts where a test is about the language,
+//! against a throw-away sshd where the ssh connection is what it checks (see support/).
 
 mod cli_features;
 mod connection;

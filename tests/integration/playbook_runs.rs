@@ -1,10 +1,11 @@
-//! Whole runs of the real binary against a real sshd: what a user checks after
-//! `turbo-play site.yml -i hosts` (files on the target, the recap, the exit code, the
-//! error text).
+//! Whole runs of the real binary: what a user checks after `turbo-play site.yml -i hosts`
+//! (files on the target, the recap, the exit code, the error text). On local hosts, but
+//! for what the ssh connection itself does (the agent's upload and cache, host keys, the
+//! user and key, a large transfer), which runs against a real sshd.
 
 use std::path::Path;
 
-use crate::support::hosts::{SshHosts, refusing_host_line};
+use crate::support::hosts::{LocalHosts, SshHosts, refusing_host_line};
 use crate::support::run::{
     Outcome, PLAY_HEAD, Recap, TestRun, assert_contains, assert_file, assert_not_contains, recap,
 };
@@ -56,8 +57,8 @@ fn file_creation_on_three_hosts_then_nothing_changes_and_the_agent_is_cached() {
 
 #[test]
 fn modes_in_every_spelling_are_exact_and_a_mode_change_alone_is_a_change() {
-    let hosts = SshHosts::start(&["h"]);
-    let user = hosts.user("h");
+    let hosts = LocalHosts::new(&["h"]);
+    let home = hosts.home();
     let playbook = |second_mode: &str| {
         format!(
             "{PLAY_HEAD}  tasks:
@@ -82,19 +83,19 @@ fn modes_in_every_spelling_are_exact_and_a_mode_change_alone_is_a_change() {
     };
     let out = TestRun::new()
         .playbook(&playbook("\"0640\""))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
     assert_eq!(out.recap("h"), recap(4, 4));
-    assert_file(&user.home.join("octal"), b"octal\n", 0o600);
-    assert_file(&user.home.join("quoted"), b"quoted\n", 0o640);
-    assert_file(&user.home.join("symbolic"), b"symbolic\n", 0o640);
+    assert_file(&home.join("octal"), b"octal\n", 0o600);
+    assert_file(&home.join("quoted"), b"quoted\n", 0o640);
+    assert_file(&home.join("symbolic"), b"symbolic\n", 0o640);
     // Classes a symbolic mode leaves out keep the new file's umask default (0644).
-    assert_file(&user.home.join("partial"), b"partial\n", 0o744);
+    assert_file(&home.join("partial"), b"partial\n", 0o744);
 
     let again = TestRun::new()
         .playbook(&playbook("\"0640\""))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     again.assert_code(0);
     assert_eq!(again.recap("h"), recap(4, 0));
@@ -102,27 +103,28 @@ fn modes_in_every_spelling_are_exact_and_a_mode_change_alone_is_a_change() {
     // Same content, another mode: only the mode changes, and that is a change.
     let mode_only = TestRun::new()
         .playbook(&playbook("0604"))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     mode_only.assert_code(0);
     assert_eq!(mode_only.recap("h"), recap(4, 1));
-    assert_file(&user.home.join("quoted"), b"quoted\n", 0o604);
+    assert_file(&home.join("quoted"), b"quoted\n", 0o604);
 }
 
 // 3. One unreachable host among good ones.
 
 #[test]
 fn an_unreachable_host_does_not_stop_the_others() {
-    let hosts = SshHosts::start(&["good1", "good2"]);
+    let hosts = LocalHosts::new(&["good1", "good2"]);
     let inventory = format!("{}{}\n", hosts.inventory(), refusing_host_line("bad"));
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}  tasks:
-    - copy: content=one dest=~/one
-    - copy: content=two dest=~/two
+    - copy: content=one dest=~/{{{{ inventory_hostname }}}}/one
+    - copy: content=two dest=~/{{{{ inventory_hostname }}}}/two
 "
         ))
         .inventory(&inventory)
+        .local_home(&hosts)
         .run();
     out.assert_code(4);
     assert_contains(&out, "fatal: [bad]: UNREACHABLE!");
@@ -136,7 +138,7 @@ fn an_unreachable_host_does_not_stop_the_others() {
     );
     for name in ["good1", "good2"] {
         assert_eq!(out.recap(name), recap(2, 2));
-        let home = &hosts.user(name).home;
+        let home = &hosts.dir(name);
         assert_file(&home.join("one"), b"one", 0o644);
         assert_file(&home.join("two"), b"two", 0o644);
     }
@@ -144,7 +146,7 @@ fn an_unreachable_host_does_not_stop_the_others() {
 
 #[test]
 fn unreachable_beats_failed_in_the_exit_code() {
-    let hosts = SshHosts::start(&["fails"]);
+    let hosts = LocalHosts::new(&["fails"]);
     let inventory = format!("{}{}\n", hosts.inventory(), refusing_host_line("gone"));
     let out = TestRun::new()
         .playbook(&format!(
@@ -153,6 +155,7 @@ fn unreachable_beats_failed_in_the_exit_code() {
 "
         ))
         .inventory(&inventory)
+        .local_home(&hosts)
         .run();
     // As ansible-playbook: 4 when any host was unreachable, even if another failed.
     out.assert_code(4);
@@ -162,11 +165,12 @@ fn unreachable_beats_failed_in_the_exit_code() {
 
 #[test]
 fn the_recap_lists_hosts_sorted_by_name() {
-    let hosts = SshHosts::start(&["zeta", "alpha"]);
+    let hosts = LocalHosts::new(&["zeta", "alpha"]);
     let inventory = format!("{}{}\n", hosts.inventory(), refusing_host_line("beta"));
     let out = TestRun::new()
         .playbook(TOUCH_PLAYBOOK)
         .inventory(&inventory)
+        .local_home(&hosts)
         .run();
     out.assert_code(4);
     let (_, tail) = out.stdout.split_once("PLAY RECAP").expect("recap");
@@ -416,7 +420,7 @@ fn play_keyword_connection_local_runs_locally_and_warns_about_unsupported_keys()
 
 #[test]
 fn command_arguments_expand_home_and_variables_like_ansible() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}  tasks:
@@ -426,10 +430,10 @@ fn command_arguments_expand_home_and_variables_like_ansible() {
         NAME_FROM_TASK: from_environment
 "
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
-    let home = &hosts.user("h").home;
+    let home = hosts.home();
     for name in ["by_tilde", "by_var", "by_braces", "from_environment"] {
         assert!(home.join(name).exists(), "{name} missing\n{}", out.stdout);
     }
@@ -437,7 +441,7 @@ fn command_arguments_expand_home_and_variables_like_ansible() {
 
 #[test]
 fn a_failing_command_fails_the_host_with_rc_and_stderr() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}  tasks:
@@ -447,7 +451,7 @@ fn a_failing_command_fails_the_host_with_rc_and_stderr() {
       copy: content=x dest=~/after
 "
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(2);
     assert_contains(&out, "fatal: [h]: FAILED! =>");
@@ -460,13 +464,13 @@ fn a_failing_command_fails_the_host_with_rc_and_stderr() {
             ..Recap::default()
         }
     );
-    assert!(!hosts.user("h").home.join("after").exists());
+    assert!(!hosts.home().join("after").exists());
 }
 
 #[test]
 fn ignore_errors_goes_on_and_creates_skips_the_command() {
-    let hosts = SshHosts::start(&["h"]);
-    let home = &hosts.user("h").home;
+    let hosts = LocalHosts::new(&["h"]);
+    let home = hosts.home();
     std::fs::write(home.join("exists"), "").unwrap();
     let out = TestRun::new()
         .playbook(&format!(
@@ -484,7 +488,7 @@ fn ignore_errors_goes_on_and_creates_skips_the_command() {
         creates: ~/missing
 "
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
     assert_contains(&out, "fatal: [h]: FAILED! =>");
@@ -509,7 +513,7 @@ fn ignore_errors_goes_on_and_creates_skips_the_command() {
 
 #[test]
 fn register_when_and_debug() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}  tasks:
@@ -527,7 +531,7 @@ fn register_when_and_debug() {
       when: result.rc != 0
 "
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(0);
     assert_contains(&out, "\"result.stdout\": \"hello from h\"");
@@ -541,7 +545,7 @@ fn register_when_and_debug() {
             ..Recap::default()
         }
     );
-    let home = &hosts.user("h").home;
+    let home = hosts.home();
     assert_file(&home.join("worked"), b"rc=0 out=hello from h", 0o644);
     assert!(!home.join("failed").exists());
 }
@@ -585,7 +589,7 @@ fn a_skipped_task_prints_just_the_host_at_default_verbosity() {
 
 #[test]
 fn an_undefined_variable_names_the_variable_and_the_task() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}  tasks:
@@ -595,7 +599,7 @@ fn an_undefined_variable_names_the_variable_and_the_task() {
         dest: ~/x_{{{{ nope }}}}
 "
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(2);
     assert_contains(&out, "TASK [uses nope]");
@@ -603,7 +607,7 @@ fn an_undefined_variable_names_the_variable_and_the_task() {
     assert_contains(&out, "'nope' is undefined");
     assert_contains(&out, "site.yml:4:7");
     assert_eq!(out.recap("h").failed, 1);
-    let leftovers: Vec<_> = std::fs::read_dir(&hosts.user("h").home)
+    let leftovers: Vec<_> = std::fs::read_dir(hosts.home())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .filter(|n| n.to_string_lossy().starts_with("x_"))
@@ -615,7 +619,7 @@ fn an_undefined_variable_names_the_variable_and_the_task() {
 
 #[test]
 fn extra_vars_beat_play_vars() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let playbook = "- hosts: all
   gather_facts: false
   vars:
@@ -628,19 +632,19 @@ fn extra_vars_beat_play_vars() {
 ";
     let out = TestRun::new()
         .playbook(playbook)
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .args(&["-e", "word=extra"])
         .run();
     out.assert_code(0);
-    assert_file(&hosts.user("h").home.join("word"), b"extra kept", 0o644);
+    assert_file(&hosts.home().join("word"), b"extra kept", 0o644);
 
     let json = TestRun::new()
         .playbook(playbook)
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .args(&["-e", r#"{"word": "json"}"#])
         .run();
     json.assert_code(0);
-    assert_file(&hosts.user("h").home.join("word"), b"json kept", 0o644);
+    assert_file(&hosts.home().join("word"), b"json kept", 0o644);
 }
 
 // 11. The file module.
@@ -649,8 +653,8 @@ fn extra_vars_beat_play_vars() {
 fn file_module_directory_touch_absent_and_link() {
     use std::os::unix::fs::PermissionsExt;
 
-    let hosts = SshHosts::start(&["h"]);
-    let home = hosts.user("h").home.clone();
+    let hosts = LocalHosts::new(&["h"]);
+    let home = hosts.home().to_path_buf();
     std::fs::write(home.join("doomed"), "bye").unwrap();
     let playbook = format!(
         "{PLAY_HEAD}  tasks:
@@ -664,10 +668,7 @@ fn file_module_directory_touch_absent_and_link() {
     - file: src=e/touched dest=~/d/relative state=link
 "
     );
-    let out = TestRun::new()
-        .playbook(&playbook)
-        .inventory(&hosts.inventory())
-        .run();
+    let out = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
     out.assert_code(0);
     assert_eq!(out.recap("h"), recap(5, 5));
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
@@ -685,10 +686,7 @@ fn file_module_directory_touch_absent_and_link() {
     );
 
     // Again: only touch reports a change (it always does, as in Ansible).
-    let again = TestRun::new()
-        .playbook(&playbook)
-        .inventory(&hosts.inventory())
-        .run();
+    let again = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
     again.assert_code(0);
     assert_eq!(again.recap("h"), recap(5, 1));
 }
@@ -697,7 +695,7 @@ fn file_module_directory_touch_absent_and_link() {
 
 #[test]
 fn template_renders_vars_beside_the_playbook() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let run = TestRun::new()
         .playbook(
             "- hosts: all
@@ -717,12 +715,12 @@ fn template_renders_vars_beside_the_playbook() {
             "Hello {{ who }} from {{ inventory_hostname }}\n\
              {% for i in items %}{{ i }}{{ loop.index }} {% endfor %}\n",
         )
-        .inventory(&hosts.inventory());
+        .local_hosts(&hosts);
     let out = run.run();
     out.assert_code(0);
     assert_eq!(out.recap("h"), recap(1, 1));
     assert_file(
-        &hosts.user("h").home.join("rendered"),
+        &hosts.home().join("rendered"),
         b"Hello world from h\na1 b2 c3 \n",
         0o640,
     );
@@ -735,27 +733,27 @@ fn template_renders_vars_beside_the_playbook() {
 
 #[test]
 fn limit_selects_hosts_and_one_fork_still_runs_them_all() {
-    let hosts = SshHosts::start(&["h1", "h2", "h3"]);
+    let hosts = LocalHosts::new(&["h1", "h2", "h3"]);
     let playbook = format!(
         "{PLAY_HEAD}  tasks:
-    - copy: content={{{{ inventory_hostname }}}} dest=~/who
+    - copy: content={{{{ inventory_hostname }}}} dest=~/{{{{ inventory_hostname }}}}/who
 "
     );
     let limited = TestRun::new()
         .playbook(&playbook)
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .args(&["--limit", "h2"])
         .run();
     limited.assert_code(0);
     assert_eq!(limited.recaps().len(), 1, "{}", limited.stdout);
     assert_eq!(limited.recap("h2"), recap(1, 1));
-    assert_file(&hosts.user("h2").home.join("who"), b"h2", 0o644);
-    assert!(!hosts.user("h1").home.join("who").exists());
-    assert!(!hosts.user("h3").home.join("who").exists());
+    assert_file(&hosts.dir("h2").join("who"), b"h2", 0o644);
+    assert!(!hosts.dir("h1").join("who").exists());
+    assert!(!hosts.dir("h3").join("who").exists());
 
     let serial = TestRun::new()
         .playbook(&playbook)
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .args(&["-f", "1"])
         .run();
     serial.assert_code(0);
@@ -764,7 +762,7 @@ fn limit_selects_hosts_and_one_fork_still_runs_them_all() {
     assert_eq!(serial.recap("h2"), recap(1, 0));
     assert_eq!(serial.recap("h3"), recap(1, 1));
     for name in ["h1", "h2", "h3"] {
-        assert_file(&hosts.user(name).home.join("who"), name.as_bytes(), 0o644);
+        assert_file(&hosts.dir(name).join("who"), name.as_bytes(), 0o644);
     }
 }
 
@@ -813,7 +811,7 @@ fn copy_of_a_large_local_file_is_exact_and_then_unchanged() {
 
 #[test]
 fn groups_group_vars_and_several_plays() {
-    let hosts = SshHosts::start(&["web1", "web2", "db1"]);
+    let hosts = LocalHosts::new(&["web1", "web2", "db1"]);
     let inventory = format!(
         "[web]\n{}\n{} who=special\n\n[db]\n{}\n\n[web:vars]\nwho=web\nrole=frontend\n\n[all:vars]\nrole=generic\n",
         hosts.line("web1"),
@@ -827,34 +825,27 @@ fn groups_group_vars_and_several_plays() {
   tasks:
     - copy:
         content: \"{{ who }} {{ role }} {{ groups['web'] | length }}\"
-        dest: ~/web
+        dest: ~/{{ inventory_hostname }}/web
 - name: second play
   hosts: db
   gather_facts: false
   tasks:
     - copy:
         content: \"{{ role }} {{ group_names | join(',') }}\"
-        dest: ~/db
+        dest: ~/{{ inventory_hostname }}/db
 ",
         )
         .inventory(&inventory)
+        .local_home(&hosts)
         .run();
     out.assert_code(0);
     assert_contains(&out, "PLAY [web]");
     assert_contains(&out, "PLAY [second play]");
     // Host vars beat group vars; a child group's vars beat all's.
-    assert_file(
-        &hosts.user("web1").home.join("web"),
-        b"web frontend 2",
-        0o644,
-    );
-    assert_file(
-        &hosts.user("web2").home.join("web"),
-        b"special frontend 2",
-        0o644,
-    );
-    assert_file(&hosts.user("db1").home.join("db"), b"generic db", 0o644);
-    assert!(!hosts.user("db1").home.join("web").exists());
+    assert_file(&hosts.dir("web1").join("web"), b"web frontend 2", 0o644);
+    assert_file(&hosts.dir("web2").join("web"), b"special frontend 2", 0o644);
+    assert_file(&hosts.dir("db1").join("db"), b"generic db", 0o644);
+    assert!(!hosts.dir("db1").join("web").exists());
     assert_eq!(out.recap("web1"), recap(1, 1));
     assert_eq!(out.recap("db1"), recap(1, 1));
 }
@@ -906,10 +897,10 @@ fn accept_new_records_the_key_then_trusts_it() {
 
 #[test]
 fn copy_small_src_force_no_and_command_chdir_removes() {
-    let hosts = SshHosts::start(&["h"]);
-    let home = &hosts.user("h").home;
+    let hosts = LocalHosts::new(&["h"]);
+    let home = hosts.home();
     std::fs::write(home.join("keep"), "mine").unwrap();
-    let out = TestRun::new()
+    let run = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}  tasks:
     - copy: src=small.txt dest=~/small.txt
@@ -926,21 +917,24 @@ fn copy_small_src_force_no_and_command_chdir_removes() {
 "
         ))
         .file("files/small.txt", "small\n")
-        .inventory(&hosts.inventory())
-        .run();
+        .local_hosts(&hosts);
+    let out = run.run();
     out.assert_code(0);
     assert_file(&home.join("small.txt"), b"small\n", 0o644);
     assert_file(&home.join("keep"), b"mine", 0o644);
     assert_file(&home.join("where"), b"/tmp", 0o644);
     assert!(!home.join("never").exists());
-    assert!(!home.join("~").exists(), "a literal ~ directory");
+    // The local agent's working directory is the run's, not the home.
+    for dir in [home, run.dir()] {
+        assert!(!dir.join("~").exists(), "a literal ~ directory");
+    }
     assert_file(&home.join("answer"), b"42", 0o644);
     assert_eq!(out.recap("h"), recap(6, 4));
 }
 
 #[test]
 fn several_playbooks_and_extra_vars_from_a_file() {
-    let hosts = SshHosts::start(&["h"]);
+    let hosts = LocalHosts::new(&["h"]);
     let run = TestRun::new()
         .file(
             "second.yml",
@@ -950,14 +944,14 @@ fn several_playbooks_and_extra_vars_from_a_file() {
         .playbook(&format!(
             "{PLAY_HEAD}  tasks:\n    - copy: content={{{{ word }}}} dest=~/first\n"
         ))
-        .inventory(&hosts.inventory());
+        .local_hosts(&hosts);
     let second = run.dir().join("second.yml");
     let out = run
         .arg(second.to_str().unwrap())
         .args(&["-e", "@vars.yml"])
         .run();
     out.assert_code(0);
-    let home = &hosts.user("h").home;
+    let home = hosts.home();
     assert_file(&home.join("first"), b"from-file", 0o644);
     assert_file(&home.join("second"), b"from-file", 0o644);
 }
@@ -982,8 +976,8 @@ fn a_limit_that_matches_nothing_is_an_error_before_anything_runs() {
 
 #[test]
 fn check_mode_reports_changes_and_makes_none() {
-    let hosts = SshHosts::start(&["h"]);
-    let home = &hosts.user("h").home;
+    let hosts = LocalHosts::new(&["h"]);
+    let home = hosts.home();
     std::fs::write(home.join("existing"), "old\n").unwrap();
     let out = TestRun::new()
         .playbook(&format!(
@@ -993,7 +987,7 @@ fn check_mode_reports_changes_and_makes_none() {
     - file: path=~/dir state=directory
 "
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .arg("--check")
         .run();
     out.assert_code(0);
@@ -1008,8 +1002,8 @@ fn check_mode_reports_changes_and_makes_none() {
 
 #[test]
 fn diff_shows_the_change_of_a_file() {
-    let hosts = SshHosts::start(&["h"]);
-    std::fs::write(hosts.user("h").home.join("existing"), "old\n").unwrap();
+    let hosts = LocalHosts::new(&["h"]);
+    std::fs::write(hosts.home().join("existing"), "old\n").unwrap();
     let out = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}  tasks:
@@ -1018,7 +1012,7 @@ fn diff_shows_the_change_of_a_file() {
         dest: ~/existing
 "
         ))
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .args(&["--check", "--diff"])
         .run();
     out.assert_code(0);

@@ -1,10 +1,10 @@
-//! Roles and static reuse end to end over a real sshd: a role with defaults, vars, files,
+//! Roles and static reuse end to end on a local host: a role with defaults, vars, files,
 //! templates, handlers and a meta dependency, used through `roles:` and `import_role`;
 //! a role found through ANSIBLE_ROLES_PATH; `import_tasks`; `import_playbook` from another
 //! directory; and the precedence of role defaults, inventory vars, play vars, role vars
 //! and role parameters.
 
-use crate::support::hosts::SshHosts;
+use crate::support::hosts::LocalHosts;
 use crate::support::run::{Outcome, TestRun};
 
 const PLAYBOOK: &str = "- hosts: all
@@ -40,7 +40,7 @@ param={{ p_param }}
 role={{ role_name }} {{ role_path | basename }}
 ";
 
-fn role_run(hosts: &SshHosts) -> TestRun {
+fn role_run(hosts: &LocalHosts) -> TestRun {
     let shared_roles = tempfile::tempdir().expect("tempdir").keep();
     let common = shared_roles.join("common/tasks");
     std::fs::create_dir_all(&common).expect("mkdir");
@@ -56,6 +56,7 @@ fn role_run(hosts: &SshHosts) -> TestRun {
     TestRun::new()
         .playbook(PLAYBOOK)
         .inventory(&inventory)
+        .local_home(hosts)
         .env("ANSIBLE_ROLES_PATH", &shared_roles.display().to_string())
         .file(
             "roles/web/defaults/main.yml",
@@ -127,10 +128,10 @@ fn read(out: &Outcome, home: &std::path::Path, name: &str) -> String {
 
 #[test]
 fn a_role_with_defaults_vars_files_templates_handlers_and_a_dependency() {
-    let hosts = SshHosts::start(&["web1"]);
+    let hosts = LocalHosts::new(&["web1"]);
     let out = role_run(&hosts).run();
     out.assert_code(0);
-    let home = &hosts.user("web1").home;
+    let home = hosts.home();
     assert_eq!(
         read(&out, home, "order.log"),
         "pre\ncommon\nweb\nimported\nweb-extra\nsecond\n"
@@ -243,7 +244,7 @@ fn out_dir_text(out: &Outcome) -> String {
 /// listeners.
 #[test]
 fn a_handler_loaded_later_under_the_same_name_shadows_the_earlier() {
-    let hosts = SshHosts::start(&["web1"]);
+    let hosts = LocalHosts::new(&["web1"]);
     let run = TestRun::new()
         .playbook(
             "- hosts: all
@@ -264,7 +265,7 @@ fn a_handler_loaded_later_under_the_same_name_shadows_the_earlier() {
         name: later
 ",
         )
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .file("roles/r/tasks/main.yml", "- command: 'true'\n")
         .file(
             "roles/r/handlers/main.yml",
@@ -276,8 +277,7 @@ fn a_handler_loaded_later_under_the_same_name_shadows_the_earlier() {
         );
     let out = run.run();
     out.assert_code(0);
-    let log = std::fs::read_to_string(hosts.user("web1").home.join("handlers.log"))
-        .expect("handlers.log");
+    let log = std::fs::read_to_string(hosts.home().join("handlers.log")).expect("handlers.log");
     assert_eq!(
         log, "play\nlistener-1\nimported\nlistener-2\n",
         "{}",

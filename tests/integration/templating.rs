@@ -1,7 +1,7 @@
 //! Ansible's Jinja dialect in a real run: filters, tests and lookups in module arguments,
-//! checked in the files they produce on the target.
+//! checked in the files they produce on local hosts.
 
-use crate::support::hosts::SshHosts;
+use crate::support::hosts::LocalHosts;
 use crate::support::run::TestRun;
 
 const PLAYBOOK: &str = r#"- hosts: all
@@ -51,15 +51,15 @@ const PLAYBOOK: &str = r#"- hosts: all
 
 #[test]
 fn filters_tests_and_lookups_render_into_files() {
-    let hosts = SshHosts::start(&["web1"]);
+    let hosts = LocalHosts::new(&["web1"]);
     let out = TestRun::new()
         .playbook(PLAYBOOK)
         .file("files/motd.txt", "Welcome to turbo-play\n")
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .env("TURBO_TEMPLATING_TEST", "from-the-controller")
         .run();
     out.assert_code(0);
-    let home = &hosts.user("web1").home;
+    let home = hosts.home();
     let report = std::fs::read_to_string(home.join("report.txt")).expect("report.txt");
     assert_eq!(
         report,
@@ -97,7 +97,7 @@ yaml=k:
 /// ansible-playbook 2.21 printed for the same expressions.
 #[test]
 fn inventory_hostnames_varnames_and_lines_lookups() {
-    let hosts = SshHosts::start(&["web1", "web2"]);
+    let hosts = LocalHosts::new(&["web1", "web2"]);
     let inventory = format!(
         "[web]\n{}\n{}\n[db]\ndb1 ansible_connection=local\n",
         hosts.line("web1"),
@@ -114,7 +114,7 @@ fn inventory_hostnames_varnames_and_lines_lookups() {
     - add_host: name=extra1 groups=web ansible_connection=local
       run_once: true
     - copy:
-        dest: ~/lookups.txt
+        dest: ~/{{ inventory_hostname }}/lookups.txt
         content: |
           web={{ query('inventory_hostnames', 'web') | join(',') }}
           some={{ lookup('inventory_hostnames', 'web:db', '!web2') }}
@@ -123,10 +123,11 @@ fn inventory_hostnames_varnames_and_lines_lookups() {
 "#,
         )
         .inventory(&inventory)
+        .local_home(&hosts)
         .run();
     out.assert_code(0);
     for host in ["web1", "web2"] {
-        let text = std::fs::read_to_string(hosts.user(host).home.join("lookups.txt")).unwrap();
+        let text = std::fs::read_to_string(hosts.dir(host).join("lookups.txt")).unwrap();
         assert_eq!(
             text,
             "web=web1,web2,extra1\nsome=web1,extra1,db1\nnames=qz_alpha,qz_beta\nlines=['one', 'two']\n",

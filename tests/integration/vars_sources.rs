@@ -1,11 +1,12 @@
-//! Where variables and settings come from, end to end over a real sshd: group_vars/ and
+//! Where variables and settings come from, end to end on local hosts: group_vars/ and
 //! host_vars/ beside the inventory and beside the playbook, play vars and vars_files,
 //! task vars, include_vars, set_fact, extra vars (one precedence table, written to the
-//! target with `copy`), and ansible.cfg in the current directory.
+//! target with `copy`), and ansible.cfg in the current directory; connection variables
+//! from vars files over a real sshd.
 
 use std::time::{Duration, Instant};
 
-use crate::support::hosts::SshHosts;
+use crate::support::hosts::{LocalHosts, SshHosts};
 use crate::support::run::{TestRun, assert_contains};
 
 /// The layers of the table, lowest precedence first, as Ansible orders them; and whether
@@ -79,7 +80,7 @@ fn expected(reaches: impl Fn(usize) -> bool) -> String {
 
 #[test]
 fn precedence_table_over_every_variable_source() {
-    let hosts = SshHosts::start(&["web1", "db1"]);
+    let hosts = LocalHosts::new(&["web1", "db1"]);
     let inventory = format!(
         "[web]\n{} {}\n[db]\n{}\n[app:children]\nweb\n\
          [all:vars]\nansible_python_interpreter=/usr/bin/python3\n{}[app:vars]\n{}[web:vars]\n{}",
@@ -111,11 +112,11 @@ fn precedence_table_over_every_variable_source() {
     - name: write the table
       copy:
         content: \"{table}\\n\"
-        dest: ~/table
+        dest: ~/{{{{ inventory_hostname }}}}/table
       vars:
 {task_vars}    - copy:
         content: \"{{{{ bundle.x }}}} {{{{ from_fact }}}} {{{{ second }}}} {{{{ ansible_python_interpreter }}}}\\n\"
-        dest: ~/extra
+        dest: ~/{{{{ inventory_hostname }}}}/extra
 ",
         play_vars = indented_yaml(13, "    "),
         set_fact = indented_yaml(17, "        "),
@@ -139,29 +140,29 @@ fn precedence_table_over_every_variable_source() {
         .file("named.json", r#"{"x": "in_bundle"}"#)
         .file("extra.yml", &yaml(18))
         .args(&["-i", "inv/hosts", "-e", "@extra.yml"])
+        .local_home(&hosts)
         .run();
     out.assert_code(0);
-    let web1 = hosts.user("web1");
-    let db1 = hosts.user("db1");
+    let (web1, db1) = (hosts.dir("web1"), hosts.dir("db1"));
     let read = |home: &std::path::Path, name: &str| {
         std::fs::read_to_string(home.join(name))
             .unwrap_or_else(|e| panic!("{name}: {e}\n{}", out.stdout))
     };
-    assert_eq!(read(&web1.home, "table"), expected(|_| true));
-    assert_eq!(read(&db1.home, "table"), expected(|i| LAYERS[i - 1].1));
+    assert_eq!(read(&web1, "table"), expected(|_| true));
+    assert_eq!(read(&db1, "table"), expected(|i| LAYERS[i - 1].1));
     assert_eq!(
-        read(&web1.home, "extra"),
+        read(&web1, "extra"),
         "in_bundle pb_gv_web-then from_second_vars_file /usr/bin/python3\n"
     );
     assert_eq!(
-        read(&db1.home, "extra"),
+        read(&db1, "extra"),
         "in_bundle pb_gv_all-then from_second_vars_file /usr/bin/python3\n"
     );
 }
 
 #[test]
 fn ansible_cfg_in_the_cwd_sets_inventory_and_forks() {
-    let hosts = SshHosts::start(&["a", "b"]);
+    let hosts = LocalHosts::new(&["a", "b"]);
     let playbook = "- hosts: all
   gather_facts: false
   tasks:
@@ -170,6 +171,7 @@ fn ansible_cfg_in_the_cwd_sets_inventory_and_forks() {
     let run = TestRun::new()
         .playbook(playbook)
         .file("inventories/hosts", &hosts.inventory())
+        .local_home(&hosts)
         .file(
             "ansible.cfg",
             "[defaults]\ninventory = inventories/hosts ; no -i needed\nforks = 1\n",
@@ -190,13 +192,13 @@ fn ansible_cfg_in_the_cwd_sets_inventory_and_forks() {
 
 #[test]
 fn bad_settings_and_files_are_reported_with_where_they_are() {
-    let hosts = SshHosts::start(&["a"]);
+    let hosts = LocalHosts::new(&["a"]);
     let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - ping:\n";
     // A bad ansible.cfg value fails before anything runs, naming file and line...
     let bad_cfg = || {
         TestRun::new()
             .playbook(playbook)
-            .inventory(&hosts.inventory())
+            .local_hosts(&hosts)
             .file("ansible.cfg", "[defaults]\n\nforks = many\n")
     };
     let out = bad_cfg().run();
@@ -208,7 +210,7 @@ fn bad_settings_and_files_are_reported_with_where_they_are() {
     // A broken group_vars file: file:line:col, before connecting.
     let out = TestRun::new()
         .playbook(playbook)
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .file("group_vars/all.yml", "ok: 1\nbroken: [\n")
         .run();
     out.assert_code(4);
@@ -219,7 +221,7 @@ fn bad_settings_and_files_are_reported_with_where_they_are() {
         .playbook(
             "- hosts: all\n  gather_facts: false\n  vars_files: [nope.yml]\n  tasks:\n    - ping:\n",
         )
-        .inventory(&hosts.inventory())
+        .local_hosts(&hosts)
         .run();
     out.assert_code(2);
     assert_contains(&out, "vars file nope.yml was not found");

@@ -1,9 +1,75 @@
-//! Several inventory hosts on one throw-away sshd: one fresh user per host, and the INI
-//! lines a user would write to reach them.
+//! Inventory hosts for the tests: on the local connection (what most tests need: the
+//! language, not the transport), or on one throw-away sshd with one fresh user per host
+//! (where the connection itself is what is checked), and the INI lines a user would write
+//! to reach them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::sshd::{Sshd, TestUser};
+
+/// Hosts on `ansible_connection=local`: the agent runs as a child of turbo-play, as the
+/// user running the tests (no sshd, no root). They share one home, `~` on every one of
+/// them, kept for the whole test so later runs see what earlier ones left; each host also
+/// has `~/<name>/` for files several hosts write under the same name
+/// (`dest: ~/{{ inventory_hostname }}/x`). Pass them with [`TestRun::local_hosts`].
+///
+/// [`TestRun::local_hosts`]: super::run::TestRun::local_hosts
+pub struct LocalHosts {
+    home: tempfile::TempDir,
+    names: Vec<String>,
+}
+
+impl LocalHosts {
+    pub fn new(names: &[&str]) -> LocalHosts {
+        let home = tempfile::tempdir().expect("tempdir");
+        for name in names {
+            std::fs::create_dir(home.path().join(name)).expect("host directory");
+        }
+        if names.len() > 1 {
+            // Several local hosts of one run that find no agent in the cache install it at
+            // once, through one temporary name per process (src/connection/local.rs): all
+            // but one then fail. Until that is fixed, their agent is already in place.
+            install_agent(home.path());
+        }
+        LocalHosts {
+            home,
+            names: names.iter().map(|n| n.to_string()).collect(),
+        }
+    }
+
+    /// `~` on every local host (and the controller's HOME in their runs).
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// `~/<name>`: host `name`'s own directory in the shared home.
+    #[track_caller]
+    pub fn dir(&self, name: &str) -> PathBuf {
+        assert!(self.names.iter().any(|n| n == name), "no host {name}");
+        self.home.path().join(name)
+    }
+
+    /// The INI line for host `name`.
+    pub fn line(&self, name: &str) -> String {
+        format!("{name} ansible_connection=local")
+    }
+
+    /// An INI inventory listing every host, one per line.
+    pub fn inventory(&self) -> String {
+        self.names.iter().map(|n| self.line(n) + "\n").collect()
+    }
+}
+
+/// The embedded agent where the local connection looks for it under `home`.
+fn install_agent(home: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let agent = turbo_play::agent_binary::agent_binary().expect("the embedded agent");
+    let dir = home.join(".cache/turbo-play");
+    std::fs::create_dir_all(&dir).expect("agent cache directory");
+    let path = dir.join(agent.remote_name());
+    std::fs::write(&path, &agent.bytes).expect("agent in the cache");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+}
 
 pub struct SshHosts {
     pub sshd: Sshd,

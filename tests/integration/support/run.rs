@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::hosts::LocalHosts;
+
 pub struct TestRun {
     dir: tempfile::TempDir,
     playbook: Option<String>,
@@ -34,6 +36,19 @@ impl TestRun {
     pub fn inventory(mut self, text: &str) -> Self {
         self.inventory = Some(text.to_string());
         self
+    }
+
+    /// Runs on local hosts: their inventory (as `inventory` would), and their shared home
+    /// as the controller's HOME, which is `~` for the local connection.
+    pub fn local_hosts(self, hosts: &LocalHosts) -> Self {
+        self.inventory(&hosts.inventory()).local_home(hosts)
+    }
+
+    /// Only the local hosts' home, for a test that writes its own inventory (groups, host
+    /// vars) from [`LocalHosts::line`].
+    pub fn local_home(self, hosts: &LocalHosts) -> Self {
+        let home = hosts.home().to_str().expect("utf-8 temp path").to_string();
+        self.env("HOME", &home)
     }
 
     pub fn arg(mut self, arg: &str) -> Self {

@@ -91,7 +91,15 @@ fn install(path: &Path, agent: &AgentBinary) -> std::io::Result<u64> {
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
-    let temp: PathBuf = dir.join(format!(".{}.{}", agent.remote_name(), std::process::id()));
+    // Several local hosts of one run install at once: each writes its own temp file, and
+    // the renames onto the same cached path are atomic either way.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp: PathBuf = dir.join(format!(
+        ".{}.{}.{n}",
+        agent.remote_name(),
+        std::process::id()
+    ));
     let result = (|| {
         let mut file = std::fs::OpenOptions::new()
             .write(true)

@@ -639,15 +639,17 @@ fn tasks_to_run(
 /// own host only (`end_play` ends that host's play, `flush_handlers` its handlers).
 async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
     let mut jobs = JoinSet::new();
+    let mut job_hosts = HashMap::new();
     for host in run.hosts.iter().filter(|h| flow::in_play(h)) {
         let host = host.clone();
+        let job_host = host.clone();
         let ctx = run.ctx.clone();
         let playbook = run.playbook.clone();
         let forks = run.forks.clone();
         let play_hosts = run.play_hosts.clone();
         let play_index = run.play_index;
         let task_indexes = task_indexes.to_vec();
-        jobs.spawn(async move {
+        let handle = jobs.spawn(async move {
             let single = [host.clone()];
             let own = flow::PlayRun {
                 ctx: &ctx,
@@ -687,13 +689,57 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
                 run_task_on(&own, TaskRef::Task(task_index), runners).await;
             }
         });
+        job_hosts.insert(handle.id(), job_host);
     }
-    while let Some(joined) = jobs.join_next().await {
-        if let Err(e) = joined {
-            run.ctx
-                .emit(Event::Warning(format!("internal error in a host job: {e}")));
+    join_host_jobs(run.ctx, &mut jobs, &job_hosts).await;
+}
+
+/// Waits for every host job. A job that panicked fails its host with the panic's message,
+/// as a failed task would (the run exits 2); the other hosts' jobs are not affected.
+async fn join_host_jobs(
+    ctx: &RunContext,
+    jobs: &mut JoinSet<()>,
+    job_hosts: &HashMap<tokio::task::Id, Arc<HostState>>,
+) {
+    while let Some(joined) = jobs.join_next_with_id().await {
+        if let Err(error) = joined
+            && let Some(host) = job_hosts.get(&error.id())
+        {
+            host_job_failed(ctx, host, error);
         }
     }
+}
+
+/// What a host's result says when its job panicked or was cancelled.
+fn job_failure_message(error: tokio::task::JoinError) -> String {
+    if error.is_panic() {
+        let payload = error.into_panic();
+        let text = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        format!("turbo-play hit an internal error on this host (a bug; please report it): {text}")
+    } else {
+        format!("turbo-play's job for this host was cancelled: {error}")
+    }
+}
+
+fn host_job_failed(ctx: &RunContext, host: &HostState, error: tokio::task::JoinError) {
+    let why = job_failure_message(error);
+    let mut data = Map::new();
+    data.insert("changed".into(), false.into());
+    data.insert("msg".into(), why.into());
+    ctx.emit(Event::HostResult(HostResult {
+        host: host.name.clone(),
+        status: Status::Failed,
+        item: None,
+        data,
+        ignored: false,
+        verbose_always: false,
+    }));
+    host.stat(|s| s.failed += 1);
+    host.out.store(true, Ordering::SeqCst);
 }
 
 /// One task of a linear walk (the play's list, or an included file's at `depth`) on the
@@ -826,8 +872,10 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
         .throttle
         .map(|n| Arc::new(Semaphore::new(usize::try_from(n).unwrap_or(usize::MAX))));
     let mut jobs = JoinSet::new();
+    let mut job_hosts = HashMap::new();
     for host in &hosts {
         let host = host.clone();
+        let job_host = host.clone();
         let ctx = run.ctx.clone();
         let playbook = run.playbook.clone();
         let forks = run.forks.clone();
@@ -835,7 +883,7 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
         let play_hosts = run.play_hosts.clone();
         let play_index = run.play_index;
         let task = task.clone();
-        jobs.spawn(async move {
+        let handle = jobs.spawn(async move {
             let _permit = forks.acquire_owned().await.expect("semaphore open");
             let _throttled = match throttle {
                 Some(t) => Some(t.acquire_owned().await.expect("semaphore open")),
@@ -844,13 +892,9 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
             let play = &playbook.plays[play_index];
             host_task::run(&ctx, &playbook, play, task.get(play), &host, &play_hosts).await;
         });
+        job_hosts.insert(handle.id(), job_host);
     }
-    while let Some(joined) = jobs.join_next().await {
-        if let Err(e) = joined {
-            run.ctx
-                .emit(Event::Warning(format!("internal error in a host job: {e}")));
-        }
-    }
+    join_host_jobs(run.ctx, &mut jobs, &job_hosts).await;
     if let Some(before) = facts_before {
         copy_run_once(task.get(play), &hosts[0], &before, &copy_to);
     }
@@ -965,5 +1009,21 @@ mod tests {
         assert_eq!(other.registered.lock().unwrap()["r"], "own");
         assert_eq!(other.set_facts.lock().unwrap()["f"], 1);
         assert_eq!(other.included_vars.lock().unwrap()["i"], 2);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_host_job_is_a_failure_with_the_panics_message() {
+        let mut jobs = JoinSet::new();
+        jobs.spawn(async { panic!("index out of bounds") });
+        let error = jobs.join_next().await.unwrap().unwrap_err();
+        assert_eq!(
+            job_failure_message(error),
+            "turbo-play hit an internal error on this host (a bug; please report it): index out of bounds"
+        );
+        let mut jobs = JoinSet::new();
+        let n = 7;
+        jobs.spawn(async move { panic!("host {n} broke") });
+        let error = jobs.join_next().await.unwrap().unwrap_err();
+        assert!(job_failure_message(error).ends_with(": host 7 broke"));
     }
 }

@@ -119,6 +119,7 @@ fn shell(script: &str) -> Op {
         removes: None,
         env: vec![],
         stdin: None,
+        umask: None,
     })
 }
 
@@ -154,6 +155,7 @@ fn hello_batches_exec_and_clean_exit() {
                         force: true,
                         owner: Default::default(),
                         validate: None,
+                        backup: false,
                     })
                 })
                 .collect(),
@@ -206,6 +208,7 @@ fn hello_batches_exec_and_clean_exit() {
             Op::Stat {
                 path: "~".into(),
                 checksum: None,
+                follow: false,
             },
         );
     }
@@ -241,6 +244,7 @@ fn truncated_frame_at_eof_is_an_error_exit() {
         op: Op::Stat {
             path: "/".into(),
             checksum: None,
+            follow: false,
         },
     }))
     .unwrap();
@@ -269,6 +273,7 @@ fn digest_then_chunked_upload_over_the_wire() {
             force: true,
             owner: Default::default(),
             validate: None,
+            backup: false,
         })
     };
     let digest = FileContent::Digest {

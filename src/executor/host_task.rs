@@ -1133,6 +1133,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             stdin: None,
+            umask: None,
         })
     }
 
@@ -1140,6 +1141,7 @@ mod tests {
         Op::Stat {
             path: "/x".into(),
             checksum: None,
+            follow: false,
         }
     }
 

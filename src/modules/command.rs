@@ -155,6 +155,7 @@ fn plan_exec(args: &ModuleArgs, ctx: &PlanContext, command: Command) -> Result<P
         removes,
         env: Vec::new(),
         stdin,
+        umask: None,
     })))
 }
 
@@ -331,6 +332,7 @@ mod tests {
             removes: None,
             env: Vec::new(),
             stdin: None,
+            umask: None,
         }
     }
 

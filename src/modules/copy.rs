@@ -220,6 +220,7 @@ pub(super) fn ensure_file_op(
         force,
         owner,
         validate: None,
+        backup: false,
     })
 }
 
@@ -322,6 +323,7 @@ mod tests {
             force,
             owner: Ownership::default(),
             validate: None,
+            backup: false,
         }))
     }
 
@@ -537,6 +539,7 @@ mod tests {
             owner: "u".into(),
             group: "u".into(),
             diff: None,
+            backup_file: None,
         }
     }
 

@@ -217,6 +217,7 @@ mod tests {
             owner: "root".into(),
             group: "root".into(),
             diff: None,
+            backup_file: None,
         };
         let out = File.finish(&Default::default(), OpResult::File(f.clone()));
         assert!(out.changed);

@@ -48,6 +48,7 @@ impl Module for Stat {
         Ok(Plan::Remote(Op::Stat {
             path,
             checksum: checksum_wanted(args)?,
+            follow: false,
         }))
     }
 
@@ -160,6 +161,7 @@ mod tests {
             mtime: 1_700_000_000,
             checksum: None,
             link_target: link.map(String::from),
+            ..Default::default()
         }
     }
 
@@ -169,6 +171,7 @@ mod tests {
             Plan::Remote(Op::Stat {
                 path: path.into(),
                 checksum,
+                follow: false,
             })
         };
         assert_eq!(

@@ -968,6 +968,7 @@ mod tests {
                 force: true,
                 owner: Default::default(),
                 validate: None,
+                backup: false,
             })
         );
     }

@@ -385,6 +385,7 @@ mod tests {
         Op::Stat {
             path: path.into(),
             checksum: None,
+            follow: false,
         }
     }
 

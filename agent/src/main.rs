@@ -188,6 +188,7 @@ mod tests {
                     op: Op::Stat {
                         path: "/".into(),
                         checksum: None,
+                        follow: false,
                     },
                 }))
                 .unwrap(),

@@ -1,5 +1,5 @@
 //! The few libc calls std does not wrap. Declared by hand because the agent links nothing
-//! but std and turbo-proto: the libc crate would be a dependency for five prototypes.
+//! but std and turbo-proto: the libc crate would be a dependency for a few prototypes.
 //! None of them keeps a pointer past the call.
 
 use std::ffi::{CString, c_char, c_void};
@@ -25,6 +25,7 @@ unsafe extern "C" {
     fn getifaddrs(ifap: *mut *mut IfAddrs) -> i32;
     fn freeifaddrs(ifa: *mut IfAddrs);
     fn statvfs(path: *const c_char, buf: *mut StatVfs) -> i32;
+    fn access(path: *const c_char, mode: i32) -> i32;
     static tzname: [*const c_char; 2];
 }
 
@@ -107,6 +108,27 @@ pub fn current_umask() -> u32 {
         umask(old);
         old
     }
+}
+
+/// Sets the process umask and returns the one it replaces. Children inherit it; the agent
+/// is single-threaded when it spawns, so setting it around a spawn affects nothing else.
+pub fn set_umask(mask: u32) -> u32 {
+    // SAFETY: umask cannot fail and touches no memory.
+    unsafe { umask(mask & 0o777) }
+}
+
+/// What access(2) grants the real user on `path` (through a final symlink), as
+/// (read, write, execute): Python's `os.access`, which Ansible's `stat` reports.
+pub fn access_rwx(path: &Path) -> (bool, bool, bool) {
+    const R_OK: i32 = 4;
+    const W_OK: i32 = 2;
+    const X_OK: i32 = 1;
+    let Ok(c_path) = CString::new(path.as_os_str().as_bytes()) else {
+        return (false, false, false);
+    };
+    // SAFETY: c_path is NUL-terminated and outlives each call.
+    let may = |mode| unsafe { access(c_path.as_ptr(), mode) } == 0;
+    (may(R_OK), may(W_OK), may(X_OK))
 }
 
 pub fn effective_uid() -> u32 {
@@ -347,6 +369,16 @@ mod tests {
         let first = current_umask();
         assert_eq!(current_umask(), first);
         assert_eq!(first & !0o777, 0);
+    }
+
+    #[test]
+    fn access_reports_what_the_user_may_do() {
+        assert_eq!(
+            access_rwx(Path::new("/nonexistent/x")),
+            (false, false, false)
+        );
+        let (r, _, x) = access_rwx(Path::new("/"));
+        assert!(r && x);
     }
 
     #[test]

@@ -1204,6 +1204,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             stdin: None,
+            umask: None,
         })
     }
 
@@ -1211,6 +1212,7 @@ mod tests {
         Op::Stat {
             path: "/x".into(),
             checksum: None,
+            follow: false,
         }
     }
 

@@ -156,6 +156,7 @@ fn plan_exec(args: &Args, ctx: &PlanContext, command: Command) -> Result<Plan, M
         removes,
         env: Vec::new(),
         stdin,
+        umask: None,
     })))
 }
 
@@ -328,6 +329,7 @@ mod tests {
             removes: None,
             env: Vec::new(),
             stdin: None,
+            umask: None,
         }
     }
 

@@ -249,6 +249,7 @@ pub(super) fn ensure_file_op(
         force,
         owner,
         validate: None,
+        backup: false,
     })
 }
 
@@ -351,6 +352,7 @@ mod tests {
             force,
             owner: Ownership::default(),
             validate: None,
+            backup: false,
         }))
     }
 
@@ -564,6 +566,7 @@ mod tests {
             owner: "u".into(),
             group: "u".into(),
             diff: None,
+            backup_file: None,
         }
     }
 

@@ -77,6 +77,7 @@ pub(super) fn tree_op(root: &Path, spec: &TreeSpec) -> Result<Op, ModuleError> {
             force: spec.force,
             owner: spec.owner.clone(),
             validate: None,
+            backup: false,
         }));
     }
     Ok(Op::Batch(ops))
@@ -230,6 +231,7 @@ mod tests {
                 owner: "root".into(),
                 group: "root".into(),
                 diff: None,
+                backup_file: None,
             })
         };
         let src = json!("conf.d/");

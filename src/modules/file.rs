@@ -245,6 +245,7 @@ mod tests {
             owner: "root".into(),
             group: "root".into(),
             diff: None,
+            backup_file: None,
         };
         let path = crate::modules::check(&File, json!({"path": "/d"}));
         let out = File.finish(&path, OpResult::File(f.clone()));

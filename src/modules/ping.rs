@@ -28,6 +28,7 @@ impl Module for Ping {
         Ok(Plan::Remote(Op::Stat {
             path: "~".into(),
             checksum: None,
+            follow: false,
         }))
     }
 
@@ -60,7 +61,8 @@ mod tests {
             Ping.plan(&none, &PlanContext::new(Path::new("/"))).unwrap(),
             Plan::Remote(Op::Stat {
                 path: "~".into(),
-                checksum: None
+                checksum: None,
+                follow: false,
             })
         );
         let stat = StatInfo {
@@ -76,6 +78,7 @@ mod tests {
             mtime: 0,
             checksum: None,
             link_target: None,
+            ..Default::default()
         };
         let out = Ping.finish(&none, OpResult::Stat(stat));
         assert!(!out.changed && !out.failed);

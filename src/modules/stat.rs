@@ -47,6 +47,7 @@ impl Module for Stat {
         Ok(Plan::Remote(Op::Stat {
             path,
             checksum: checksum_wanted(args)?,
+            follow: false,
         }))
     }
 
@@ -152,6 +153,7 @@ mod tests {
             mtime: 1_700_000_000,
             checksum: None,
             link_target: link.map(String::from),
+            ..Default::default()
         }
     }
 
@@ -161,6 +163,7 @@ mod tests {
             Plan::Remote(Op::Stat {
                 path: path.into(),
                 checksum,
+                follow: false,
             })
         };
         assert_eq!(

@@ -227,6 +227,7 @@ mod tests {
                 force: true,
                 owner: Default::default(),
                 validate: None,
+                backup: false,
             }))
         );
         let a = args(json!({"src": "app.conf.j2", "dest": "/etc/"}));

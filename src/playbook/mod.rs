@@ -970,6 +970,7 @@ mod tests {
                 force: true,
                 owner: Default::default(),
                 validate: None,
+                backup: false,
             })
         );
     }

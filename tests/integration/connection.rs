@@ -23,6 +23,7 @@ fn stat(path: &str) -> Op {
     Op::Stat {
         path: path.into(),
         checksum: None,
+        follow: false,
     }
 }
 
@@ -83,6 +84,7 @@ async fn first_connect_uploads_then_the_cached_agent_is_reused() {
         removes: None,
         env: vec![],
         stdin: None,
+        umask: None,
     });
     match session
         .call(exec, false, false)

@@ -245,6 +245,7 @@ mod tests {
                         group: None,
                     },
                     validate: None,
+                    backup: true,
                 }),
                 Op::Exec(Exec {
                     command: Command::Argv(vec!["echo".into(), "hi".into()]),
@@ -253,17 +254,23 @@ mod tests {
                     removes: None,
                     env: vec![("LANG".into(), "C".into())],
                     stdin: None,
+                    umask: Some(0o022),
                 }),
+                Op::ReadFile {
+                    path: "/etc/hosts".into(),
+                    offset: 8,
+                    limit: Some(4096),
+                },
             ]),
         })
     }
 
     // The wire format, committed. If one of these fails, the messages (or bincode's
     // options) changed: bump PROTOCOL_VERSION and update the constants on purpose.
-    const GOLDEN_HELLO_BINCODE: &str = "00000000060000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
-    const GOLDEN_HELLO_FRAME: &str = "0000003e78012589bb090020104303a2958593f8d949c142395bd7704ac7f08221afc80b344eb10a9b63899982a3b635645f03104fa5a42eb3a5ff9d003cf48b0aa4";
-    const GOLDEN_REQUEST_BINCODE: &str = "00000000070000000000000000010500000002000000000000000100000009000000000000002f6574632f6d6f746400000000060000000000000068656c6c6f0a0100000000a401000001010400000000000000726f6f7400000400000000000000020000000000000004000000000000006563686f02000000000000006869000106000000000000002f746d702f7800010000000000000004000000000000004c414e4701000000000000004300";
-    const GOLDEN_REQUEST_FRAME: &str = "0000006b78013d8c4b0a80300c4493e207bd4ccf202edc8897a8850a2d11e9c203795027422cf3a6cc9084f07af0895b7c0ea8183600958f35f82275d7d0a98114739651c7e88133372855974825b2e4b402966348625d3a88ed9cafe5f437e11286e95f5fa76db16ea617851b0e11";
+    const GOLDEN_HELLO_BINCODE: &str = "00000000070000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
+    const GOLDEN_HELLO_FRAME: &str = "0000003f78012589bb090020140303a236164ee26727050b455bd7704ac7300fc31d84048ca59a0a29e4908c345aeaea735f05888e8b10db1c35feef78e001f4ca0aa5";
+    const GOLDEN_REQUEST_BINCODE: &str = "00000000070000000000000000010500000003000000000000000100000009000000000000002f6574632f6d6f746400000000060000000000000068656c6c6f0a0100000000a401000001010400000000000000726f6f740000010400000000000000020000000000000004000000000000006563686f02000000000000006869000106000000000000002f746d702f7800010000000000000004000000000000004c414e47010000000000000043000112000000070000000a000000000000002f6574632f686f7374730800000000000000010010000000000000";
+    const GOLDEN_REQUEST_FRAME: &str = "0000008178013d4e490ac3400c93bb37a7d28fcc1b4a0fbd947e221d9842824be2431e9487469ee018c946b23006eb4c56c891634f3a84ed4a3a52b636f56a5f17276f64c95da78dc730b38b1c683a06550336b9c35ab1ce6dd1f0ca0f12f792f5ff3481a76a3ee2efc7e715de1372e7d21f6e381df5b5a2a38d1797a4e0865a0b53e3121b";
 
     #[test]
     fn golden_hello_bytes() {
@@ -312,6 +319,22 @@ mod tests {
             Op::Stat {
                 path: "~/x".into(),
                 checksum: Some(Digest::Sha1),
+                follow: true,
+            },
+            Op::ReadFile {
+                path: "~/r".into(),
+                offset: 1 << 40,
+                limit: None,
+            },
+            Op::ListTree {
+                path: "/srv".into(),
+                max_depth: Some(2),
+                follow: false,
+                checksum: Some(Digest::Sha256),
+            },
+            Op::Rename {
+                from: "/a".into(),
+                to: "/b".into(),
             },
             Op::WriteChunk {
                 upload_id: 3,
@@ -336,6 +359,7 @@ mod tests {
                 force: false,
                 owner: Ownership::default(),
                 validate: None,
+                backup: false,
             }));
         }
         for state in [
@@ -369,6 +393,7 @@ mod tests {
             removes: Some("/r".into()),
             env: vec![],
             stdin: Some(b"in".to_vec()),
+            umask: None,
         }));
         ops.push(Op::Facts {
             subsets: vec!["all".into(), "!hardware".into()],
@@ -378,21 +403,56 @@ mod tests {
         ops
     }
 
+    fn a_stat() -> StatInfo {
+        StatInfo {
+            path: "/s".into(),
+            exists: true,
+            kind: FileKind::Symlink,
+            mode: 0o777,
+            file_type: 0o120000,
+            size: 4,
+            uid: 0,
+            gid: 0,
+            owner: "root".into(),
+            group: "wheel".into(),
+            mtime: -5,
+            mtime_nsec: 999_999_999,
+            atime: 1_700_000_000,
+            atime_nsec: 1,
+            ctime: i64::MAX,
+            ctime_nsec: 0,
+            inode: u64::MAX,
+            dev: 2049,
+            nlink: 1,
+            rdev: 0,
+            blocks: 8,
+            block_size: 4096,
+            readable: true,
+            writeable: false,
+            executable: true,
+            checksum: Some(vec![2; 20]),
+            link_target: Some("/t".into()),
+            lnk_source: Some("/real/t".into()),
+        }
+    }
+
     fn every_result() -> Vec<OpResult> {
         let mut results = vec![
-            OpResult::Stat(StatInfo {
-                path: "/s".into(),
-                exists: true,
-                kind: FileKind::Symlink,
-                mode: 0o777,
-                size: 4,
-                uid: 0,
-                gid: 0,
-                owner: "root".into(),
-                group: "wheel".into(),
-                mtime: -5,
-                checksum: Some(vec![2; 20]),
-                link_target: Some("/t".into()),
+            OpResult::Stat(a_stat()),
+            OpResult::Stat(StatInfo::missing("/gone".into())),
+            OpResult::Read(FileRead {
+                stat: a_stat(),
+                offset: 3,
+                data: vec![0, 255, 10],
+                eof: false,
+            }),
+            OpResult::Tree(TreeListing {
+                root: a_stat(),
+                entries: vec![a_stat(), StatInfo::default()],
+                skipped: vec![SkippedPath {
+                    path: "/s/private".into(),
+                    message: "Permission denied (os error 13)".into(),
+                }],
             }),
             OpResult::Exec(ExecOutcome {
                 ran: true,
@@ -440,6 +500,7 @@ mod tests {
                     before: Some("a".into()),
                     after: "b".into(),
                 }),
+                backup_file: Some("/f.1.2026-01-01@00:00:00~".into()),
             }));
         }
         for kind in [

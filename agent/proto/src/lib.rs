@@ -12,7 +12,7 @@ pub use frame::{FrameDecoder, FrameError, encode_frame, read_frame, write_frame}
 pub use messages::*;
 
 /// Bumped on every change to [`messages`]. An agent that says another number is replaced.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Largest compressed frame accepted. Bulk content travels in `WriteChunk`s well below it.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -22,3 +22,7 @@ pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
 /// Size of the `WriteChunk`s the controller cuts bulk content into.
 pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// Most bytes one [`Op::ReadFile`] reply carries. Well under [`MAX_FRAME_BYTES`] so that a
+/// `Batch` of a few full reads still fits one frame; bigger files are paged by offset.
+pub const READ_BYTES_MAX: usize = 8 << 20;

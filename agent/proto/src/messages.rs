@@ -13,6 +13,9 @@ pub enum ControllerMsg {
 }
 
 /// Sent by the agent.
+// One value per frame, decoded and taken apart at once: boxing the reply would cost an
+// allocation per frame to save stack space nobody holds on to.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AgentMsg {
     /// The first frame the agent writes, unasked, as soon as it starts.
@@ -59,10 +62,13 @@ pub struct Reply {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Op {
     /// Describe a path (no error when it is missing), with the digest of a regular
-    /// file's content when one is asked for.
+    /// file's content when one is asked for. With `follow`, a final symlink is described
+    /// by what it points to (a dangling one is missing), as `stat`'s `follow: yes`.
+    /// Many paths: a `Batch` of `Stat`s.
     Stat {
         path: String,
         checksum: Option<Digest>,
+        follow: bool,
     },
     /// Make a regular file hold exactly `content`, written atomically (temp file in the
     /// same directory, fsync, rename) and only when the bytes differ.
@@ -80,6 +86,31 @@ pub enum Op {
     /// Subsets as `gather_subset` writes them: "all", "min", "network", "!hardware"...;
     /// unknown names are ignored.
     Facts { subsets: Vec<String> },
+    /// Read up to `limit` bytes of a file from `offset` (symlinks followed, as `open`
+    /// does), answered by [`OpResult::Read`]. A missing file is an answer, not an error
+    /// (`exists: false`, no bytes); so is a directory or special file (its stat, no bytes:
+    /// a FIFO is never opened). One reply carries at most [`crate::READ_BYTES_MAX`]
+    /// whatever `limit` says; a larger file is paged by the controller with `offset`.
+    ReadFile {
+        path: String,
+        offset: u64,
+        limit: Option<u64>,
+    },
+    /// Describe everything under a directory, answered by [`OpResult::Tree`]: `find`,
+    /// `fetch` and `copy remote_src` walk, `file recurse`. `max_depth` 1 lists only the
+    /// children, `None` has no limit. Symlinks are listed, not entered, unless `follow`
+    /// (then they are described by their target, and a directory reached twice on one
+    /// path, a loop, is listed but not entered again). A missing root is an answer.
+    ListTree {
+        path: String,
+        max_depth: Option<u32>,
+        follow: bool,
+        checksum: Option<Digest>,
+    },
+    /// rename(2) `from` to `to`: atomic, both on one filesystem, `to` replaced if it
+    /// exists. Answered by a [`FileOutcome`] of `to`; in check mode only `from` is
+    /// looked at.
+    Rename { from: String, to: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,6 +126,10 @@ pub struct EnsureFile {
     /// content's path; a non-zero exit leaves the file as it was. Run only when the
     /// content changes, never in check mode.
     pub validate: Option<Vec<String>>,
+    /// When the content changes and a file was there, first copy it (mode, owner, times
+    /// kept) to Ansible's backup name `<path>.<agent pid>.<YYYY-MM-DD@HH:MM:SS~>` in the
+    /// target's local time; [`FileOutcome::backup_file`] names it. Never in check mode.
+    pub backup: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,6 +196,8 @@ pub struct Exec {
     pub removes: Option<String>,
     pub env: Vec<(String, String)>,
     pub stdin: Option<Vec<u8>>,
+    /// The command's umask (`pip`'s and `git`'s `umask`); `None` inherits the agent's.
+    pub umask: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -188,7 +225,47 @@ pub enum OpResult {
     Batch(Vec<OpResult>),
     /// Facts by name, without the `ansible_` prefix, in the order gathered.
     Facts(Vec<(String, FactValue)>),
+    /// What [`Op::ReadFile`] read.
+    Read(FileRead),
+    /// What [`Op::ListTree`] found.
+    Tree(TreeListing),
     Error(OpError),
+}
+
+/// A slice of a file. The file's total size is `stat.size` (0 for /proc files, which are
+/// read all the same).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileRead {
+    /// The file as opened (symlinks followed); `exists: false` when there is none.
+    pub stat: StatInfo,
+    /// Where `data` starts, as asked.
+    pub offset: u64,
+    pub data: Vec<u8>,
+    /// True when `data` reaches the end of the file: nothing is left after it. False
+    /// when the limit or the one-reply cap cut it: ask again at `offset + data.len()`.
+    pub eof: bool,
+}
+
+/// The entries under a root, described as [`Op::Stat`] describes one path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeListing {
+    /// The root itself (through a final symlink only with `follow`). A root that is a
+    /// symlink to a directory is still listed, as `find` and `os.walk` list it.
+    pub root: StatInfo,
+    /// Depth first, each directory before what it holds, names in byte order. The root
+    /// is not among them. `path` is the root's path joined with the entry's relative
+    /// path (strip `root.path` and `/` for the relative one); links beneath a followed
+    /// symlink keep the link's path, not their target's.
+    pub entries: Vec<StatInfo>,
+    /// Directories that could not be read (permission denied...), with why: the walk
+    /// goes on without them, as `find` reports `skipped_paths`.
+    pub skipped: Vec<SkippedPath>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkippedPath {
+    pub path: String,
+    pub message: String,
 }
 
 /// A fact's value: JSON's shapes, because facts end up as playbook variables.
@@ -204,22 +281,70 @@ pub enum FactValue {
     Map(Vec<(String, FactValue)>),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A path as lstat(2) (or stat(2), when following) sees it, plus what only the target can
+/// tell: names of ids, access for the agent's user, a link's resolution. A missing path is
+/// `exists: false` with everything else zero or empty ([`StatInfo::missing`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatInfo {
     pub path: String,
     pub exists: bool,
     pub kind: FileKind,
+    /// Permission bits (`st_mode & 0o7777`).
     pub mode: u32,
+    /// The file type bits (`st_mode & S_IFMT`: 0o020000 character device, 0o060000 block
+    /// device, 0o010000 FIFO, 0o140000 socket...), for what [`FileKind::Other`] hides.
+    pub file_type: u32,
     pub size: u64,
     pub uid: u32,
     pub gid: u32,
     /// `uid`/`gid` as names (the number when /etc/passwd or /etc/group lacks it).
     pub owner: String,
     pub group: String,
+    /// Times as seconds and nanoseconds since the epoch; [`StatInfo::float_seconds`]
+    /// makes the float Python's `st_mtime` is.
     pub mtime: i64,
+    pub mtime_nsec: u32,
+    pub atime: i64,
+    pub atime_nsec: u32,
+    pub ctime: i64,
+    pub ctime_nsec: u32,
+    pub inode: u64,
+    pub dev: u64,
+    pub nlink: u64,
+    /// The device a character or block special file is (`st_rdev`, Ansible's `device_type`).
+    pub rdev: u64,
+    /// 512-byte blocks allocated (`st_blocks`).
+    pub blocks: u64,
+    /// The preferred I/O size (`st_blksize`, Ansible's `block_size`).
+    pub block_size: u64,
+    /// access(2) for the agent's user (R_OK, W_OK, X_OK), through a final symlink as
+    /// Python's `os.access`.
+    pub readable: bool,
+    pub writeable: bool,
+    pub executable: bool,
     /// The asked-for digest of a regular file's content.
     pub checksum: Option<Vec<u8>>,
+    /// What a symlink holds (readlink), and its full resolution as Python's
+    /// `os.path.realpath` (Ansible's `lnk_source`: missing parts kept, loops left as they
+    /// are). Both `None` for anything but a symlink.
     pub link_target: Option<String>,
+    pub lnk_source: Option<String>,
+}
+
+impl StatInfo {
+    /// The answer for a path that is not there.
+    pub fn missing(path: String) -> Self {
+        StatInfo {
+            path,
+            ..StatInfo::default()
+        }
+    }
+
+    /// Seconds and nanoseconds as the float Python's `os.stat` reports (`st_mtime`...),
+    /// computed the way CPython computes it, so the last digits agree.
+    pub fn float_seconds(secs: i64, nsec: u32) -> f64 {
+        secs as f64 + nsec as f64 * 1e-9
+    }
 }
 
 /// The digests the agent computes: SHA-256 for its own comparisons, SHA-1 because it is
@@ -230,8 +355,9 @@ pub enum Digest {
     Sha256,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FileKind {
+    #[default]
     Missing,
     File,
     Directory,
@@ -254,6 +380,8 @@ pub struct FileOutcome {
     pub group: String,
     /// With diff mode and a content change, when both sides are text.
     pub diff: Option<FileDiff>,
+    /// Where [`EnsureFile::backup`] copied the old file.
+    pub backup_file: Option<String>,
 }
 
 /// A content change for `--diff`: `before` is `None` when there was no file.

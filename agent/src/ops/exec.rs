@@ -11,6 +11,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use turbo_proto::{Command, ErrorKind, Exec, ExecOutcome, OpError, OpResult};
 
 use super::{Agent, Flags, op_error};
+use crate::sys;
 
 pub fn exec(agent: &mut Agent, spec: Exec, flags: Flags) -> Result<OpResult, OpError> {
     let start_unix_micros = SystemTime::now()
@@ -116,7 +117,14 @@ pub fn exec(agent: &mut Agent, spec: Exec, flags: Flags) -> Result<OpResult, OpE
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
 
-    let mut child = match process.spawn() {
+    // Set around the spawn only, so that the child inherits it and the agent's own files
+    // keep the session's umask.
+    let agent_umask = spec.umask.map(sys::set_umask);
+    let spawned = process.spawn();
+    if let Some(mask) = agent_umask {
+        sys::set_umask(mask);
+    }
+    let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
             return Ok(OpResult::Exec(ExecOutcome {
@@ -347,6 +355,7 @@ mod tests {
             removes: None,
             env: vec![],
             stdin: None,
+            umask: None,
         }
     }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use turbo_proto::{EnsureFile, ErrorKind, FileContent, FileDiff, FileKind, OpError, OpResult};
 
+use super::backup::back_up;
 use super::{
     Agent, Flags, WantedIds, apply_ids, chmod, io_error, mode, op_error, stat_follow, text_diff,
 };
@@ -110,12 +111,15 @@ pub fn ensure_file(agent: &mut Agent, spec: EnsureFile, flags: Flags) -> Result<
         &path,
         existing.as_ref(),
         &source,
-        new_size,
-        content_changed,
-        spec.mode.as_ref(),
-        ids,
+        Change {
+            new_size,
+            content_changed,
+            wanted_mode: spec.mode.as_ref(),
+            ids,
+            validate: spec.validate.as_deref(),
+            backup: spec.backup,
+        },
         flags,
-        spec.validate.as_deref(),
     );
     if let Source::Staged(staged) = &source {
         // One use per upload: a later request stages again.
@@ -124,19 +128,32 @@ pub fn ensure_file(agent: &mut Agent, spec: EnsureFile, flags: Flags) -> Result<
     result
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What `apply` is to make of the file, besides its bytes.
+struct Change<'a> {
+    new_size: u64,
+    content_changed: bool,
+    wanted_mode: Option<&'a turbo_proto::FileMode>,
+    ids: WantedIds,
+    validate: Option<&'a [String]>,
+    backup: bool,
+}
+
 fn apply(
     agent: &mut Agent,
     path: &Path,
     existing: Option<&Metadata>,
     source: &Source,
-    new_size: u64,
-    content_changed: bool,
-    wanted_mode: Option<&turbo_proto::FileMode>,
-    ids: WantedIds,
+    change: Change,
     flags: Flags,
-    validate: Option<&[String]>,
 ) -> Result<OpResult, OpError> {
+    let Change {
+        new_size,
+        content_changed,
+        wanted_mode,
+        ids,
+        validate,
+        backup,
+    } = change;
     let current_mode = existing.map(|m| m.mode() & 0o7777);
     // A replaced file keeps its mode unless one is given, as Ansible's atomic move does.
     let base_mode = current_mode.unwrap_or_else(|| agent.default_mode(false));
@@ -165,7 +182,11 @@ fn apply(
         agent.predict_ids(&mut o, ids);
         o
     } else {
+        let mut backup_file = None;
         if content_changed {
+            if let Some(meta) = existing.filter(|_| backup) {
+                backup_file = Some(back_up(agent, path, meta)?);
+            }
             write_atomically(agent, path, existing, source, target_mode, ids, validate)?;
         } else {
             if let Some(meta) = existing.filter(|_| owner_changed) {
@@ -177,7 +198,9 @@ fn apply(
             }
         }
         let meta = fs::metadata(path).map_err(|e| io_error(e, path))?;
-        agent.outcome(path, &meta, changed)
+        let mut o = agent.outcome(path, &meta, changed);
+        o.backup_file = backup_file.map(|b| b.to_string_lossy().into_owned());
+        o
     };
     outcome.diff = diff;
     Ok(OpResult::File(outcome))
@@ -370,6 +393,7 @@ mod tests {
                 force: true,
                 owner: Default::default(),
                 validate: None,
+                backup: false,
             },
             flags,
         )
@@ -454,6 +478,7 @@ mod tests {
                 group: Some("2".into()),
             },
             validate: None,
+            backup: false,
         };
         ensure_file(a, spec, flags).map(|r| match r {
             OpResult::File(o) => o,
@@ -581,6 +606,7 @@ mod tests {
             force,
             owner: Default::default(),
             validate: None,
+            backup: false,
         };
         let r = ensure_file(&mut a, spec(false), Flags::default()).unwrap();
         assert!(matches!(r, OpResult::File(ref o) if !o.changed));
@@ -602,6 +628,7 @@ mod tests {
             force: true,
             owner: Default::default(),
             validate: Some(argv.iter().map(|s| s.to_string()).collect()),
+            backup: false,
         };
         // grep sees the new content, not the old file.
         let refuse = spec(b"bad\n", &["grep", "-q", "good", "%s"]);
@@ -824,5 +851,41 @@ mod tests {
         write_chunk(&mut a, 7, b"left over").unwrap();
         a.clean_staging();
         assert_eq!(fs::read_dir(&staging).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn backup_copies_the_old_file_only_when_the_content_changes() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        let spec = |bytes: &[u8]| EnsureFile {
+            path: dir.str("f"),
+            content: FileContent::Inline(bytes.to_vec()),
+            mode: None,
+            force: true,
+            owner: Default::default(),
+            validate: None,
+            backup: true,
+        };
+        let outcome = |r| match r {
+            Ok(OpResult::File(o)) => o,
+            other => panic!("{other:?}"),
+        };
+        let o = outcome(ensure_file(&mut a, spec(b"one"), Flags::default()));
+        assert_eq!(o.backup_file, None, "nothing to back up");
+        chmod(&dir.join("f"), 0o600).unwrap();
+        let o = outcome(ensure_file(&mut a, spec(b"one"), Flags::default()));
+        assert_eq!((o.changed, o.backup_file), (false, None));
+        let check = Flags {
+            check: true,
+            diff: false,
+        };
+        let o = outcome(ensure_file(&mut a, spec(b"two"), check));
+        assert_eq!((o.changed, o.backup_file), (true, None));
+        let o = outcome(ensure_file(&mut a, spec(b"two"), Flags::default()));
+        let backup = PathBuf::from(o.backup_file.expect("a backup"));
+        assert_eq!(fs::read(&backup).unwrap(), b"one");
+        assert_eq!(mode_of(&backup), 0o600);
+        assert_eq!(fs::read(dir.join("f")).unwrap(), b"two");
+        assert!(leftovers(dir.path()).is_empty());
     }
 }

@@ -2,12 +2,17 @@
 //! id counters, name cache) and returns one [`OpResult`]; failures become
 //! [`OpResult::Error`] so that one bad op never ends the session.
 
+pub mod backup;
 pub mod exec;
 pub mod facts;
 pub mod file;
 pub mod mode;
 pub mod path;
+pub mod read;
+pub mod realpath;
+pub mod rename;
 pub mod stat;
+pub mod tree;
 
 use std::fs::Metadata;
 use std::io;
@@ -62,7 +67,11 @@ impl Agent {
 
     fn run(&mut self, op: Op, flags: Flags) -> OpResult {
         let result = match op {
-            Op::Stat { path, checksum } => stat::stat(self, &path, checksum),
+            Op::Stat {
+                path,
+                checksum,
+                follow,
+            } => stat::stat(self, &path, checksum, follow),
             Op::EnsureFile(spec) => file::ensure_file(self, spec, flags),
             Op::EnsurePath(spec) => path::ensure_path(self, spec, flags),
             Op::WriteChunk { upload_id, data } => file::write_chunk(self, upload_id, &data),
@@ -71,6 +80,18 @@ impl Agent {
             Op::Batch(ops) => Ok(OpResult::Batch(
                 ops.into_iter().map(|op| self.run(op, flags)).collect(),
             )),
+            Op::ReadFile {
+                path,
+                offset,
+                limit,
+            } => read::read_file(self, &path, offset, limit),
+            Op::ListTree {
+                path,
+                max_depth,
+                follow,
+                checksum,
+            } => tree::list_tree(self, &path, max_depth, follow, checksum),
+            Op::Rename { from, to } => rename::rename(self, &from, &to, flags),
         };
         result.unwrap_or_else(OpResult::Error)
     }
@@ -152,6 +173,7 @@ impl Agent {
             owner: self.names.user(meta.uid()),
             group: self.names.group(meta.gid()),
             diff: None,
+            backup_file: None,
         }
     }
 
@@ -211,6 +233,7 @@ impl Agent {
             owner: self.names.user(uid),
             group: self.names.group(gid),
             diff: None,
+            backup_file: None,
         }
     }
 }
@@ -430,6 +453,7 @@ mod tests {
                 Op::Stat {
                     path: dir.str("missing/deeper"),
                     checksum: None,
+                    follow: false,
                 },
                 Op::EnsureFile(turbo_proto::EnsureFile {
                     path: dir.str("nodir/file"),
@@ -438,10 +462,12 @@ mod tests {
                     force: true,
                     owner: Default::default(),
                     validate: None,
+                    backup: false,
                 }),
                 Op::Batch(vec![Op::Stat {
                     path: "~".into(),
                     checksum: None,
+                    follow: true,
                 }]),
             ]),
         });

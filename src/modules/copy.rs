@@ -30,7 +30,7 @@ pub(super) const ATOMIC: &str = "the agent's writes are atomic renames either wa
 static SPEC: Spec = Spec::new(&[
     Arg::str("_original_basename").no_effect("Ansible's internal name of a copied file"),
     Arg::str("attributes").aliases(&["attr"]).not_yet(),
-    Arg::bool("backup").default_bool(false).not_yet(),
+    Arg::bool("backup").default_bool(false),
     Arg::str("checksum").not_yet(),
     Arg::raw("content").no_log(),
     Arg::bool("decrypt")
@@ -190,9 +190,14 @@ fn inline_content(args: &Args) -> Option<Vec<u8>> {
     }
 }
 
-/// `validate`: the command that must accept the new content (at `%s`) before it replaces
-/// the file, split into words as Ansible splits it (no shell).
+/// `backup`, and `validate`: the command that must accept the new content (at `%s`)
+/// before it replaces the file, split into words as Ansible splits it (no shell).
 pub(super) fn with_validate(op: Op, args: &Args) -> Result<Op, ModuleError> {
+    let op = if args.bool("backup") {
+        backing_up(op)
+    } else {
+        op
+    };
     let Some(command) = args.str("validate") else {
         return Ok(op);
     };
@@ -203,6 +208,19 @@ pub(super) fn with_validate(op: Op, args: &Args) -> Result<Op, ModuleError> {
     }
     let words = crate::shell_words::split(command).map_err(ModuleError::Invalid)?;
     Ok(validating(op, &words))
+}
+
+/// Every file op in `op` (a directory copy's batch holds many) keeps a backup of the file
+/// it replaces.
+fn backing_up(op: Op) -> Op {
+    match op {
+        Op::EnsureFile(file) => Op::EnsureFile(EnsureFile {
+            backup: true,
+            ..file
+        }),
+        Op::Batch(ops) => Op::Batch(ops.into_iter().map(backing_up).collect()),
+        other => other,
+    }
 }
 
 /// Every file op in `op` (a directory copy's batch holds many) checked by `words`.
@@ -318,6 +336,9 @@ pub(super) fn file_result(
     data.insert("state".into(), json!(state));
     data.insert("uid".into(), json!(f.uid));
     data.insert("gid".into(), json!(f.gid));
+    if let Some(backup) = f.backup_file {
+        data.insert("backup_file".into(), json!(backup));
+    }
     if let Some(diff) = f.diff {
         data.insert("diff".into(), diff_json(&f.path, diff));
     }

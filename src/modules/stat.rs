@@ -41,13 +41,10 @@ impl Module for Stat {
 
     fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let path = args.str("path").unwrap_or_default().to_string();
-        if args.bool("follow") {
-            return Err(ModuleError::NotSupported("stat with follow: true"));
-        }
         Ok(Plan::Remote(Op::Stat {
             path,
             checksum: checksum_wanted(args)?,
-            follow: false,
+            follow: args.bool("follow"),
         }))
     }
 
@@ -185,7 +182,14 @@ mod tests {
         );
         assert!(plan(json!({"path": "/x", "checksum_algorithm": "crc"})).is_err());
         assert!(plan(json!({"path": "/x", "checksum_algorithm": "md5"})).is_err());
-        assert!(plan(json!({"path": "/x", "follow": true})).is_err());
+        assert_eq!(
+            plan(json!({"path": "/x", "follow": true})).unwrap(),
+            Plan::Remote(Op::Stat {
+                path: "/x".into(),
+                checksum: Some(Digest::Sha1),
+                follow: true
+            })
+        );
     }
 
     #[test]

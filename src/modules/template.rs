@@ -21,7 +21,7 @@ pub struct Template;
 /// rendered file to (whose messages name `ansible.legacy.copy`).
 static SPEC: Spec = Spec::new(&[
     Arg::str("attributes").aliases(&["attr"]).not_yet(),
-    Arg::bool("backup").default_bool(false).not_yet(),
+    Arg::bool("backup").default_bool(false),
     Arg::str("block_end_string")
         .action_only()
         .default_str("%}")

@@ -9,6 +9,7 @@ mod facts;
 mod file_modules;
 mod language_gaps;
 mod loops_keywords;
+mod module_args;
 mod playbook_runs;
 mod real_roles;
 mod roles;

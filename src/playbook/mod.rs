@@ -10,22 +10,34 @@ use serde_json::Value;
 
 use crate::template::{Templar, TemplateError};
 
+mod action;
+mod block;
 mod collections;
-mod include;
+mod dynamic_include;
+mod imports;
+mod keyword_table;
 mod keywords;
 mod kv;
-mod load;
+mod loader;
 mod loops;
+mod play;
+mod role_files;
+mod roles;
+mod shared;
 mod tags;
+mod task;
+#[cfg(test)]
+mod test_support;
+mod values;
 
 pub use collections::{default_collections_path, split_role_fqcn};
-pub use include::{
-    DynamicInclude, INCLUDE_ROLE_ARGS, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH, RanRole,
-};
+pub use dynamic_include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
-pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};
+pub use loader::{load_playbook, load_playbook_text, load_playbooks};
 pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};
+pub use roles::INCLUDE_ROLE_ARGS;
+pub use shared::{LoadOptions, RanRole};
 pub use tags::{TagFilter, render_templated_tags, select_tasks, selected, split_tags};
 
 /// Where something was written, 1-based.

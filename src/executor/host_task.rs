@@ -361,7 +361,7 @@ async fn send_remote(target: &Target<'_>, runs: &mut [ItemRun], running: &[usize
         .filter(|&i| matches!(runs[i].state, ItemState::Remote(_)))
         .collect();
     if !remote.is_empty() {
-        let session = match ctx.session(via, play).await {
+        let session = match ctx.session(via, play, task).await {
             Ok(s) => s,
             Err(message) => {
                 host_unreachable(ctx, task, host, &message);

@@ -3,7 +3,7 @@
 
 use serde_json::Value as Json;
 
-use super::keyword_table::{IGNORED_TASK_KEYS, TASK_KEYS, UNSUPPORTED_TASK_KEYS};
+use super::keyword_table::{Places, names_at};
 use super::kv::{FREE_FORM_OPTIONS, parse_kv};
 use super::loader::{Inherited, Loader};
 use crate::modules::{self, Module, closest};
@@ -63,14 +63,7 @@ impl Loader<'_> {
     }
 
     pub(super) fn unknown_action(&self, key: &str, span: Span) -> LoadError {
-        let suggestion = modules::suggest(key).or_else(|| {
-            let keywords = TASK_KEYS
-                .iter()
-                .chain(IGNORED_TASK_KEYS)
-                .chain(UNSUPPORTED_TASK_KEYS)
-                .copied();
-            closest(key, keywords)
-        });
+        let suggestion = modules::suggest(key).or_else(|| closest(key, names_at(Places::TASK)));
         match suggestion {
             Some(s) => self.err(
                 span,

@@ -1,12 +1,17 @@
 //! Task lists and blocks: a block is flattened into its list, each task carrying the
 //! block's frame and what it hands down.
 
-use super::keyword_table::{BLOCK_KEYS, IGNORED_TASK_KEYS, RUN_KEYWORDS};
+use super::keyword_table::{At, Places, Taken, names_at};
 use super::loader::{Inherited, Loader};
 use super::shared::identity;
 use super::{BlockFrame, Section, Task};
 use crate::modules::closest;
 use crate::yaml::{LoadError, Node, Source, Value};
+
+const AT_BLOCK: At = At {
+    place: Places::BLOCK,
+    label: "a Block",
+};
 
 impl Loader<'_> {
     /// A task list, blocks flattened into it: each task carries its blocks' frames and
@@ -78,23 +83,23 @@ impl Loader<'_> {
                 "tags" => inner.tags.extend(self.tags(v)?),
                 "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
                 "diff" => inner.diff = Some(self.boolean(v, key)?),
-                _ if RUN_KEYWORDS.contains(&key) => {
-                    self.run_keyword(key, v, &mut inner.keywords)?
-                }
-                _ if IGNORED_TASK_KEYS.contains(&key) => {}
                 _ => {
-                    return Err(self.err(
-                        k.span,
-                        format!("'{key}' is not a valid attribute for a Block"),
-                        closest(key, BLOCK_KEYS.iter().copied())
-                            .map(|s| format!("did you mean '{s}'?"))
-                            .or_else(|| {
-                                Some(format!(
-                                    "a block takes {}; put '{key}' on the tasks inside it",
-                                    BLOCK_KEYS.join(", ")
-                                ))
-                            }),
-                    ));
+                    let (keywords, unsupported) = (&mut inner.keywords, &mut inner.unsupported);
+                    if self.table_keyword(&AT_BLOCK, k, v, keywords, unsupported)? == Taken::No {
+                        let takes: Vec<&str> = names_at(Places::BLOCK).collect();
+                        return Err(self.err(
+                            k.span,
+                            format!("'{key}' is not a valid attribute for a Block"),
+                            closest(key, takes.iter().copied())
+                                .map(|s| format!("did you mean '{s}'?"))
+                                .or_else(|| {
+                                    Some(format!(
+                                        "a block takes {}; put '{key}' on the tasks inside it",
+                                        takes.join(", ")
+                                    ))
+                                }),
+                        ));
+                    }
                 }
             }
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
-use super::keyword_table::{APPLY_KEYS, IGNORED_TASK_KEYS, NOT_ON_INCLUDE};
+use super::keyword_table::{At, Places, Taken, keyword, names_at};
 use super::loader::{Inherited, Loader, dir_of};
 use super::roles::{RoleEntry, RoleUse};
 use super::shared::{LoadOptions, RanRole, Shared, normalize};
@@ -240,13 +240,7 @@ impl Loader<'_> {
         let mut extra_args: Option<&Node> = None;
         for (k, v) in entries {
             let key = self.key(k)?;
-            if NOT_ON_INCLUDE.contains(&key) {
-                return Err(self.err(
-                    k.span,
-                    format!("'{key}' is not supported on {kind}"),
-                    Some("put it on the included tasks instead".into()),
-                ));
-            }
+            self.check_include_keyword(kind, k)?;
             match key {
                 "vars" => own_vars = self.mapping(v, key)?,
                 "args" => extra_args = Some(v),
@@ -298,6 +292,48 @@ impl Loader<'_> {
         Ok(task)
     }
 
+    /// A key of an `include_tasks`/`include_role` task: the include itself, a loop, or
+    /// one of the few keywords Ansible takes on a dynamic include (it refuses the others:
+    /// they go under `apply:`).
+    fn check_include_keyword(&self, kind: &str, k: &Node) -> Result<(), LoadError> {
+        let key = self.key(k)?;
+        let bare = key
+            .strip_prefix("ansible.builtin.")
+            .or_else(|| key.strip_prefix("ansible.legacy."))
+            .unwrap_or(key);
+        if bare == kind || key.starts_with("with_") {
+            return Ok(());
+        }
+        match keyword(key) {
+            Some(found) if found.places.has(Places::INCLUDE) => {
+                if found.refused.has(Places::INCLUDE) {
+                    return Err(self.err(
+                        k.span,
+                        format!("'{key}' is not supported on {kind}"),
+                        Some("put it on the included tasks instead".into()),
+                    ));
+                }
+                Ok(())
+            }
+            _ => {
+                let class = if kind == "include_role" {
+                    "IncludeRole"
+                } else {
+                    "TaskInclude"
+                };
+                let takes: Vec<&str> = names_at(Places::INCLUDE).collect();
+                Err(self.err(
+                    k.span,
+                    format!("'{key}' is not a valid attribute for a {class}"),
+                    Some(format!(
+                        "{kind} takes {}; keywords for the included tasks go under `apply:`",
+                        takes.join(", ")
+                    )),
+                ))
+            }
+        }
+    }
+
     /// `apply:` keywords, handed to the included tasks.
     pub(super) fn apply(
         &self,
@@ -324,14 +360,23 @@ impl Loader<'_> {
                 "ignore_errors" => into.ignore_errors = Some(self.boolean(v, key)?),
                 "check_mode" => into.check_mode = Some(self.boolean(v, key)?),
                 "diff" => into.diff = Some(self.boolean(v, key)?),
-                _ if APPLY_KEYS.contains(&key) => self.run_keyword(key, v, &mut into.keywords)?,
-                _ if IGNORED_TASK_KEYS.contains(&key) => {}
                 _ => {
-                    return Err(self.err(
-                        k.span,
-                        format!("'{key}' is not supported in apply on {kind}"),
-                        Some(format!("apply takes {}", APPLY_KEYS.join(", "))),
-                    ));
+                    let label = format!("apply on {kind}");
+                    let at = At {
+                        place: Places::BLOCK,
+                        label: &label,
+                    };
+                    let (keywords, unsupported) = (&mut into.keywords, &mut into.unsupported);
+                    if self.table_keyword(&at, k, v, keywords, unsupported)? == Taken::No {
+                        let takes: Vec<&str> = names_at(Places::BLOCK)
+                            .filter(|k| !matches!(*k, "name" | "block" | "rescue" | "always"))
+                            .collect();
+                        return Err(self.err(
+                            k.span,
+                            format!("'{key}' is not supported in apply on {kind}"),
+                            Some(format!("apply takes {}", takes.join(", "))),
+                        ));
+                    }
                 }
             }
         }

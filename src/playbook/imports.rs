@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::keyword_table::{IGNORED_TASK_KEYS, INCLUDE_KEYS, NOT_YET_ON_REUSE};
+use super::keyword_table::{At, Places, Taken, names_at};
 use super::loader::{Inherited, Loader, dir_of};
 use super::roles::{ROLE_ARGS, RoleEntry, RoleUse};
 use super::shared::normalize;
@@ -139,10 +139,6 @@ impl Loader<'_> {
                 "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
                 "diff" => inner.diff = Some(self.boolean(v, key)?),
                 "loop" | "loop_control" => return Err(self.loop_error(k.span, kind)),
-                _ if IGNORED_TASK_KEYS.contains(&key) => {}
-                _ if NOT_YET_ON_REUSE.contains(&key) => {
-                    return Err(self.not_yet_on_reuse(k.span, key, kind));
-                }
                 _ if key.starts_with("with_") => return Err(self.loop_error(k.span, kind)),
                 _ if short(k).is_some() => {
                     return Err(self.err(
@@ -152,11 +148,19 @@ impl Loader<'_> {
                     ));
                 }
                 _ => {
-                    return Err(self.err(
-                        k.span,
-                        format!("'{key}' is not supported on {kind} (it is resolved when the playbook loads)"),
-                        Some(format!("{kind} takes {}", INCLUDE_KEYS.join(", "))),
-                    ));
+                    let at = At {
+                        place: Places::IMPORT,
+                        label: kind,
+                    };
+                    let (keywords, unsupported) = (&mut inner.keywords, &mut inner.unsupported);
+                    if self.table_keyword(&at, k, v, keywords, unsupported)? == Taken::No {
+                        let takes: Vec<&str> = names_at(Places::IMPORT).collect();
+                        return Err(self.err(
+                            k.span,
+                            format!("'{key}' is not supported on {kind} (it is resolved when the playbook loads)"),
+                            Some(format!("{kind} takes {}", takes.join(", "))),
+                        ));
+                    }
                 }
             }
         }
@@ -188,14 +192,6 @@ impl Loader<'_> {
             }
         }
         Ok(true)
-    }
-
-    pub(super) fn not_yet_on_reuse(&self, span: Span, key: &str, on: &str) -> LoadError {
-        self.err(
-            span,
-            format!("'{key}' on {on} is not supported yet"),
-            Some(format!("put `{key}:` on the tasks themselves")),
-        )
     }
 
     pub(super) fn loop_error(&self, span: Span, kind: &str) -> LoadError {

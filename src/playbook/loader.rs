@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::shared::{LoadOptions, Shared, identity};
-use super::{BlockFrame, Location, Playbook, RunKeywords};
+use super::{BlockFrame, Location, Playbook, RunKeywords, UnsupportedKeyword};
 use crate::yaml::{LoadError, Node, Source, Span, Value};
 
 /// What a block (or an import, or a role) hands down to the tasks inside it.
@@ -25,6 +25,8 @@ pub(super) struct Inherited {
     pub(super) role: Option<Arc<super::RoleInfo>>,
     pub(super) include_params: serde_json::Map<String, Json>,
     pub(super) keywords: RunKeywords,
+    /// Keywords written around the tasks that turbo-play does not act on yet.
+    pub(super) unsupported: Vec<UnsupportedKeyword>,
 }
 
 /// Keeps the first of each repeated tag.

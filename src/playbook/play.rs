@@ -3,13 +3,16 @@
 
 use serde_json::Value as Json;
 
-use super::keyword_table::{
-    IGNORED_PLAY_KEYS, PLAY_KEYS, PLAY_RUN_KEYWORDS, UNSUPPORTED_PLAY_KEYS,
-};
+use super::keyword_table::{At, Places, Taken, names_at};
 use super::loader::{Inherited, Loader, dedup_in_order};
 use super::{BatchSize, HostOrder, Play, PlayKeywords, Task};
 use crate::modules::{self, closest};
 use crate::yaml::{LoadError, Node, Source, Span, Value};
+
+const AT_PLAY: At = At {
+    place: Places::PLAY,
+    label: "a Play",
+};
 
 impl Loader<'_> {
     pub(super) fn play(&self, node: &Node) -> Result<Play, LoadError> {
@@ -29,31 +32,22 @@ impl Loader<'_> {
         let mut gather_subset = Vec::new();
         let (mut connection, mut remote_user, mut port) = (None, None, None);
         let mut unsupported = Vec::new();
-        let mut sections: [Vec<Task>; 3] = Default::default();
-        let mut handlers = Vec::new();
+        // pre_tasks, tasks, post_tasks, handlers, roles: read once every keyword the
+        // tasks take on is known, wherever it is written in the play.
+        let mut sections: [Option<&Node>; 5] = [None; 5];
         let mut force_handlers = false;
         let mut tags = Vec::new();
         let mut check_mode = None;
         let mut diff = None;
         let mut host_patterns = Vec::new();
-        let mut roles = Vec::new();
         let mut environment = None;
         let mut keywords = PlayKeywords::default();
-        // Play keywords every task takes on; read first because `tasks:` may come before them.
+        // What every task of the play takes on.
         let mut top = Inherited::default();
-        for key in PLAY_RUN_KEYWORDS {
-            if let Some(v) = node.get(key) {
-                self.run_keyword(key, v, &mut top.keywords)?;
-            }
-        }
-        if let Some(v) = node.get("ignore_errors") {
-            top.ignore_errors = Some(self.boolean(v, "ignore_errors")?);
-        }
-        self.shared.start_play();
         for (k, v) in entries {
             let key = self.key(k)?;
             match key {
-                "roles" => roles = self.play_roles(v)?,
+                "roles" => sections[4] = Some(v),
                 "name" => name = Some(self.scalar(v, "name")?),
                 "hosts" => {
                     hosts = Some(self.hosts(v)?);
@@ -71,27 +65,18 @@ impl Loader<'_> {
                 "vars" => vars = self.mapping(v, "vars")?,
                 "vars_files" => vars_files = self.vars_files(v)?,
                 "vars_prompt" => vars_prompt = self.vars_prompt(v)?,
-                // Read before the tasks (above): every task takes it on.
-                "ignore_errors" => {}
+                "ignore_errors" => top.ignore_errors = Some(self.boolean(v, key)?),
                 "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
                 "gather_subset" => gather_subset = self.string_list(v, "gather_subset")?,
-                "pre_tasks" => sections[0] = self.tasks(v, key, &top)?,
-                "tasks" => sections[1] = self.tasks(v, key, &top)?,
-                "post_tasks" => sections[2] = self.tasks(v, key, &top)?,
-                "handlers" => {
-                    let as_handlers = Inherited {
-                        handler: true,
-                        keywords: top.keywords.clone(),
-                        ..Inherited::default()
-                    };
-                    handlers = self.tasks(v, key, &as_handlers)?;
-                }
+                "pre_tasks" => sections[0] = Some(v),
+                "tasks" => sections[1] = Some(v),
+                "post_tasks" => sections[2] = Some(v),
+                "handlers" => sections[3] = Some(v),
                 "force_handlers" => force_handlers = self.boolean(v, key)?,
                 "connection" => connection = Some(self.scalar(v, "connection")?),
                 "remote_user" => remote_user = Some(self.scalar(v, "remote_user")?),
-                "port" => port = Some(self.scalar(v, "port")?),
+                "port" => port = Some(self.port(v)?),
                 "environment" => environment = self.environment(v)?,
-                _ if PLAY_RUN_KEYWORDS.contains(&key) => {}
                 "any_errors_fatal" => keywords.any_errors_fatal = self.boolean(v, key)?,
                 "max_fail_percentage" => {
                     keywords.max_fail_percentage = Some(self.percentage(v)?);
@@ -123,15 +108,10 @@ impl Loader<'_> {
                         )
                     })?;
                 }
-                _ if UNSUPPORTED_PLAY_KEYS.contains(&key) => unsupported.push(key.to_string()),
-                _ if IGNORED_PLAY_KEYS.contains(&key) => {}
+                _ if self.table_keyword(&AT_PLAY, k, v, &mut top.keywords, &mut unsupported)?
+                    == Taken::Yes => {}
                 _ => {
-                    let all = PLAY_KEYS
-                        .iter()
-                        .chain(UNSUPPORTED_PLAY_KEYS)
-                        .chain(IGNORED_PLAY_KEYS)
-                        .copied();
-                    let help = closest(key, all)
+                    let help = closest(key, names_at(Places::PLAY))
                         .map(|s| format!("did you mean '{s}'?"))
                         .or_else(|| {
                             (modules::find(key).is_some()).then(|| {
@@ -153,7 +133,21 @@ impl Loader<'_> {
                 Some("add `hosts: all` (or a group or host pattern) to the play".into()),
             )
         })?;
-        let [pre, main, post] = sections;
+        self.shared.start_play();
+        let [pre, main, post, own_handlers, roles] = sections;
+        let pre = self.section(pre, "pre_tasks", &top)?;
+        let roles = match roles {
+            Some(v) => self.play_roles(v)?,
+            None => Vec::new(),
+        };
+        let main = self.section(main, "tasks", &top)?;
+        let post = self.section(post, "post_tasks", &top)?;
+        let as_handlers = Inherited {
+            handler: true,
+            keywords: top.keywords.clone(),
+            ..Inherited::default()
+        };
+        let handlers = self.section(own_handlers, "handlers", &as_handlers)?;
         // Ansible runs roles after pre_tasks and before tasks.
         let mut tasks: Vec<Task> = pre
             .into_iter()
@@ -198,6 +192,18 @@ impl Loader<'_> {
         };
         self.check_notify(&play)?;
         Ok(play)
+    }
+
+    fn section(
+        &self,
+        node: Option<&Node>,
+        name: &str,
+        inherited: &Inherited,
+    ) -> Result<Vec<Task>, LoadError> {
+        match node {
+            Some(node) => self.tasks(node, name, inherited),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// `vars_files`: a list whose items are paths, or lists of paths of which the first

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
-use super::keyword_table::{IGNORED_TASK_KEYS, NOT_YET_ON_REUSE};
+use super::keyword_table::{At, Places, Taken, keyword, record_unsupported};
 use super::loader::{Inherited, Loader};
 use super::role_files::read_role_file;
 use super::shared::{RanRole, identity};
-use super::{RoleInfo, Task, collections};
+use super::{RoleInfo, RunKeywords, Task, UnsupportedKeyword, collections};
 use crate::yaml::{LoadError, Node, Span, Value};
 
 /// Keys of `include_role` arguments: `import_role`'s, then `apply` (dynamic only).
@@ -49,6 +49,11 @@ pub(super) struct RoleEntry {
     pub(super) vars_from: Option<String>,
     pub(super) defaults_from: Option<String>,
     pub(super) handlers_from: Option<String>,
+    /// Run keywords written on the entry (`environment`, `connection`, ...), as written:
+    /// read into what the role's tasks inherit when it is expanded.
+    pub(super) keywords: Vec<(Node, Node)>,
+    /// Keywords on the entry that turbo-play does not act on yet.
+    pub(super) unsupported: Vec<UnsupportedKeyword>,
 }
 
 impl RoleEntry {
@@ -68,6 +73,8 @@ impl RoleEntry {
             vars_from: None,
             defaults_from: None,
             handlers_from: None,
+            keywords: Vec::new(),
+            unsupported: Vec::new(),
         }
     }
 }
@@ -105,6 +112,11 @@ impl RoleUse {
         RoleUse { once: true, ..self }
     }
 }
+
+const AT_ROLE: At = At {
+    place: Places::ROLE,
+    label: "a role",
+};
 
 impl Loader<'_> {
     /// The play's `roles:` list, as tasks.
@@ -166,14 +178,26 @@ impl Loader<'_> {
                 "ignore_errors" => entry.ignore_errors = Some(self.boolean(v, key)?),
                 "check_mode" => entry.check_mode = Some(self.boolean(v, key)?),
                 "diff" => entry.diff = Some(self.boolean(v, key)?),
-                // What tasks accept and ignore, a role entry does too.
-                _ if IGNORED_TASK_KEYS.contains(&key) => {}
-                _ if NOT_YET_ON_REUSE.contains(&key) => {
-                    return Err(self.not_yet_on_reuse(k.span, key, "a role"));
-                }
-                // Anything else is a role parameter, as Ansible takes it.
                 _ => {
-                    entry.params.insert(key.to_string(), v.to_json());
+                    // Checked here, read when the role is expanded (below what surrounds it).
+                    let mut checked = RunKeywords::default();
+                    match self.table_keyword(
+                        &AT_ROLE,
+                        k,
+                        v,
+                        &mut checked,
+                        &mut entry.unsupported,
+                    )? {
+                        Taken::Yes => {
+                            if keyword(key).is_some_and(|found| found.is_run_keyword()) {
+                                entry.keywords.push((k.clone(), v.clone()));
+                            }
+                        }
+                        // Anything else is a role parameter, as Ansible takes it.
+                        Taken::No => {
+                            entry.params.insert(key.to_string(), v.to_json());
+                        }
+                    }
                 }
             }
         }
@@ -379,6 +403,12 @@ impl Loader<'_> {
         }
         if entry.diff.is_some() {
             outer.diff = entry.diff;
+        }
+        for (k, v) in &entry.keywords {
+            self.run_keyword(self.key(k)?, v, &mut outer.keywords)?;
+        }
+        for u in &entry.unsupported {
+            record_unsupported(&mut outer.unsupported, &u.keyword, u.location.clone());
         }
         if let Some((root, loader)) = meta
             && let Some(deps) = root.get("dependencies")

@@ -1,7 +1,7 @@
 //! One task: its keywords (loops, conditions, handlers, run keywords) and its action.
 
 use super::action::{ActionArgs, module_list};
-use super::keyword_table::{IGNORED_TASK_KEYS, RUN_KEYWORDS, UNSUPPORTED_TASK_KEYS};
+use super::keyword_table::{At, Places, Taken, record_unsupported};
 use super::loader::{Inherited, Loader, dedup_in_order};
 use super::{Combinator, LOOP_LOOKUPS, LoopControl, LoopSpec, RunKeywords, Task, Until};
 use crate::modules::{Module, closest};
@@ -32,6 +32,11 @@ pub const META_ACTIONS: &[&str] = &[
     "role_complete",
 ];
 
+const AT_TASK: At = At {
+    place: Places::TASK,
+    label: "a task",
+};
+
 impl Loader<'_> {
     pub(super) fn task(&self, node: &Node, inherited: &Inherited) -> Result<Task, LoadError> {
         let Some(entries) = node.as_map() else {
@@ -57,7 +62,7 @@ impl Loader<'_> {
         let (mut changed_when, mut failed_when, mut until) = (None, None, None);
         let (mut retries, mut delay): (Option<&Node>, Option<&Node>) = (None, None);
         let mut vars = serde_json::Map::new();
-        let mut unsupported = Vec::new();
+        let mut unsupported = inherited.unsupported.clone();
         let mut tags = inherited.tags.clone();
         let mut check_mode = inherited.check_mode;
         let mut diff = inherited.diff;
@@ -144,15 +149,19 @@ impl Loader<'_> {
                     }
                     loop_control = control;
                     // Stopping a loop part-way needs the items one at a time; not yet.
-                    if v.get("break_when").is_some() {
-                        unsupported.push("loop_control.break_when".to_string());
+                    if let Some(at) = v.as_map().and_then(|entries| {
+                        entries
+                            .iter()
+                            .find(|(k, _)| k.as_str() == Some("break_when"))
+                    }) {
+                        let location = self.location(at.0.span);
+                        record_unsupported(&mut unsupported, "loop_control.break_when", location);
                     }
                 }
                 "args" => {
                     extra_args = self.mapping(v, "args")?;
                     extra_args_node = Some(v);
                 }
-                _ if RUN_KEYWORDS.contains(&key) => self.run_keyword(key, v, &mut keywords)?,
                 "action" | "local_action" => {
                     if key == "local_action" {
                         keywords.delegate_to = Some("localhost".to_string());
@@ -183,23 +192,15 @@ impl Loader<'_> {
                         },
                     })?
                 }
-                // Running as the login user when `become` asks for another changes what
-                // a task can do: say so (`become: false` changes nothing).
-                "become" if !matches!(v.value, Value::Bool(false)) => {
-                    unsupported.push(key.to_string())
-                }
-                _ if IGNORED_TASK_KEYS.contains(&key) => {}
-                _ if UNSUPPORTED_TASK_KEYS.contains(&key) => {
-                    if !unsupported.iter().any(|u| u == key) {
-                        unsupported.push(key.to_string());
-                    }
-                }
-                _ => match self.find_module(key, inherited) {
-                    Some(module) => {
-                        let args = ActionArgs::Node(v);
-                        self.set_action(&mut action, key.to_string(), module, args, k.span)?
-                    }
-                    None => return Err(self.unknown_action(key, k.span)),
+                _ => match self.table_keyword(&AT_TASK, k, v, &mut keywords, &mut unsupported)? {
+                    Taken::Yes => {}
+                    Taken::No => match self.find_module(key, inherited) {
+                        Some(module) => {
+                            let args = ActionArgs::Node(v);
+                            self.set_action(&mut action, key.to_string(), module, args, k.span)?
+                        }
+                        None => return Err(self.unknown_action(key, k.span)),
+                    },
                 },
             }
         }
@@ -313,6 +314,9 @@ impl Loader<'_> {
             "any_errors_fatal" => into.any_errors_fatal = Some(self.boolean(v, key)?),
             "ignore_unreachable" => into.ignore_unreachable = self.boolean(v, key)?,
             "environment" => into.environment.extend(self.environment(v)?),
+            "connection" => into.connection = Some(self.scalar(v, key)?),
+            "remote_user" => into.remote_user = Some(self.scalar(v, key)?),
+            "port" => into.port = Some(self.port(v)?),
             "throttle" => {
                 let n = self.count(v, key)?;
                 into.throttle = match &n.value {
@@ -322,7 +326,7 @@ impl Loader<'_> {
                 }
                 .filter(|n| *n > 0);
             }
-            _ => unreachable!("RUN_KEYWORDS lists what run_keyword takes"),
+            _ => unreachable!("the keyword table's run keywords are what run_keyword takes"),
         }
         Ok(())
     }
@@ -696,6 +700,7 @@ failed_when: false
                 any_errors_fatal: None,
                 ignore_unreachable: false,
                 templated: Default::default(),
+                ..Default::default()
             }
         );
         let pb = ok(
@@ -736,7 +741,8 @@ failed_when: false
             }
         );
         let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  break_when: item > 0");
-        assert_eq!(t.unsupported, ["loop_control.break_when"]);
+        let keywords: Vec<&str> = t.unsupported.iter().map(|u| u.keyword.as_str()).collect();
+        assert_eq!(keywords, ["loop_control.break_when"]);
         let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  pause: \"{{ p }}\"");
         assert_eq!(t.loop_control.pause, Some(Json::from("{{ p }}")));
         assert!(t.loop_control.extended_allitems);

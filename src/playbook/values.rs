@@ -177,6 +177,21 @@ impl Loader<'_> {
         }
     }
 
+    /// `port`: a number from 1 to 65535, or a template deciding it per host.
+    pub(super) fn port(&self, node: &Node) -> Result<String, LoadError> {
+        let text = self.scalar(node, "port")?;
+        let valid =
+            crate::template::is_template(&text) || text.trim().parse::<u16>().is_ok_and(|p| p != 0);
+        if !valid {
+            return Err(self.err(
+                node.span,
+                format!("port must be a port number (1-65535), got '{text}'"),
+                Some("write e.g. `port: 2222`".into()),
+            ));
+        }
+        Ok(text)
+    }
+
     /// `environment`: a mapping (values templated later) or one template of a mapping.
     pub(super) fn environment(&self, node: &Node) -> Result<Option<Json>, LoadError> {
         match &node.value {

@@ -32,6 +32,8 @@ pub struct Config {
     pub timeout: Option<u64>,
     /// `[defaults] ansible_managed`: what `{{ ansible_managed }}` says in templates.
     pub ansible_managed: Option<String>,
+    /// `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`.
+    pub ssh_args: Option<String>,
     /// Printed as `[WARNING]: ...`.
     pub warnings: Vec<String>,
 }
@@ -279,6 +281,10 @@ impl Config {
                     expected: "a boolean (True or False)",
                 })?);
         }
+        config.ssh_args = env("ANSIBLE_SSH_ARGS").or_else(|| {
+            ini.entry("ssh_connection", "ssh_args")
+                .map(|(value, _)| value.to_string())
+        });
         config.file = file;
         Ok(config)
     }

@@ -153,6 +153,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
             private_key: cli.private_key.clone().or(config.private_key_file),
             host_key_checking: config.host_key_checking,
             timeout: cli.timeout.or(config.timeout).map(Duration::from_secs),
+            ssh_args: config.ssh_args,
         },
         roles_path: config.roles_path,
         tags,

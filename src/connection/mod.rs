@@ -53,6 +53,9 @@ pub struct ConnectionDefaults {
     pub private_key: Option<PathBuf>,
     pub host_key_checking: Option<bool>,
     pub timeout: Option<Duration>,
+    /// ansible.cfg `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`, read only to refuse a
+    /// jump host in them (the rest are OpenSSH options turbo-play has no use for).
+    pub ssh_args: Option<String>,
 }
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -58,13 +58,28 @@ pub(super) fn from_vars_with_env(
     };
 
     let mut options = SshOptions::default();
-    for name in ["ansible_ssh_common_args", "ansible_ssh_extra_args"] {
+    // `ansible_ssh_args` only to refuse a jump host in it: its other options (ControlMaster
+    // and the like) are OpenSSH's, which turbo-play does not run.
+    for name in [
+        "ansible_ssh_args",
+        "ansible_ssh_common_args",
+        "ansible_ssh_extra_args",
+    ] {
         if let Some(args) = var_string(vars, &[name]) {
             let words = crate::shell_words::split(&args)
                 .map_err(|e| config_error(format!("{name}: {e}")))?;
-            parse_ssh_args(&words, &mut options)
-                .map_err(|e| config_error(format!("{name}: {e}")))?;
+            refuse_proxy(&words).map_err(|e| config_error(format!("{name}: {e}")))?;
+            if name != "ansible_ssh_args" {
+                parse_ssh_args(&words, &mut options)
+                    .map_err(|e| config_error(format!("{name}: {e}")))?;
+            }
         }
+    }
+
+    if let Some(args) = &defaults.ssh_args {
+        let words =
+            crate::shell_words::split(args).map_err(|e| config_error(format!("ssh_args: {e}")))?;
+        refuse_proxy(&words).map_err(|e| config_error(format!("ssh_args: {e}")))?;
     }
 
     let address = var_string(vars, &["ansible_host", "ansible_ssh_host"])
@@ -256,6 +271,52 @@ fn parse_ssh_args(words: &[String], options: &mut SshOptions) -> Result<(), Stri
     Ok(())
 }
 
+/// A jump host (`-J`, `-o ProxyJump`, `-o ProxyCommand`) in ssh arguments. turbo-play's
+/// own ssh client connects to the host directly, so honouring the rest of the arguments
+/// would contact the host without its jump host: the host is refused instead.
+fn refuse_proxy(words: &[String]) -> Result<(), String> {
+    let refused = |what: &str| {
+        Err(format!(
+            "{what} is not supported yet: turbo-play connects to each host directly and \
+             cannot go through a jump host. Make the host reachable directly (set \
+             ansible_host/ansible_port to an address or a forwarded port, e.g. one \
+             `ssh -L` opens), or run this play with ansible-playbook"
+        ))
+    };
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        if word.starts_with("-J") {
+            return refused("ProxyJump (-J)");
+        }
+        let Some(attached) = word.strip_prefix("-o") else {
+            continue;
+        };
+        let option = if attached.is_empty() {
+            match words.next() {
+                Some(next) => next.as_str(),
+                None => continue,
+            }
+        } else {
+            attached
+        };
+        let option = option.trim();
+        let (key, value) = option
+            .split_once(|c: char| c == '=' || c.is_whitespace())
+            .unwrap_or((option, ""));
+        let value = value.trim_start_matches(|c: char| c == '=' || c.is_whitespace());
+        // `none` switches a proxy from ssh_config off: nothing to refuse.
+        if value.trim().eq_ignore_ascii_case("none") {
+            continue;
+        }
+        match key.to_ascii_lowercase().as_str() {
+            "proxyjump" => return refused("ProxyJump"),
+            "proxycommand" => return refused("ProxyCommand"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn set_once(slot: &mut Option<String>, value: String) {
     if slot.is_none() {
         *slot = Some(value);
@@ -413,6 +474,7 @@ mod tests {
             private_key: Some(PathBuf::from("/keys/ops")),
             host_key_checking: Some(false),
             timeout: Some(Duration::from_secs(3)),
+            ssh_args: None,
         };
         let s = spec_with(json!({}), &defaults, &[]).unwrap();
         assert_eq!(s.user, "ops");
@@ -476,6 +538,71 @@ mod tests {
         );
         assert_eq!(strict(json!({}), &Default::default(), &[]), Yes);
         assert_eq!(strict(json!({}), &off, &[]), No);
+    }
+
+    #[test]
+    fn jump_hosts_are_refused_not_ignored() {
+        let refused = |name: &str, args: &str| {
+            let mut v = Map::new();
+            v.insert(name.to_string(), Value::String(args.to_string()));
+            match spec_with(Value::Object(v), &ConnectionDefaults::default(), &[]) {
+                Err(ConnectError::Config { host, message }) => {
+                    assert_eq!(host, "web1");
+                    message
+                }
+                other => panic!("{args}: {other:?}"),
+            }
+        };
+        let message = refused("ansible_ssh_common_args", "-o ProxyJump=bastion");
+        assert!(
+            message.starts_with("ansible_ssh_common_args: ProxyJump is not supported yet"),
+            "{message}"
+        );
+        assert!(
+            message.contains("run this play with ansible-playbook"),
+            "{message}"
+        );
+        for (name, args, what) in [
+            ("ansible_ssh_extra_args", "-J bastion", "ProxyJump (-J)"),
+            ("ansible_ssh_extra_args", "-Jbastion", "ProxyJump (-J)"),
+            (
+                "ansible_ssh_args",
+                "-C -o ControlMaster=auto -o ProxyJump bastion",
+                "ProxyJump",
+            ),
+            (
+                "ansible_ssh_common_args",
+                "-o 'ProxyCommand ssh -W %h:%p bastion'",
+                "ProxyCommand",
+            ),
+            (
+                "ansible_ssh_common_args",
+                "-oProxyCommand=nc gw 22",
+                "ProxyCommand",
+            ),
+        ] {
+            let message = refused(name, args);
+            assert!(
+                message.starts_with(&format!("{name}: {what} is not supported yet")),
+                "{args}: {message}"
+            );
+        }
+        let defaults = ConnectionDefaults {
+            ssh_args: Some("-o ControlMaster=auto -J gw".into()),
+            ..Default::default()
+        };
+        match spec_with(json!({}), &defaults, &[]) {
+            Err(ConnectError::Config { message, .. }) => {
+                assert!(message.starts_with("ssh_args: ProxyJump (-J)"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // `none` turns a proxy off; the other ssh_args are left to OpenSSH.
+        let s = spec(json!({
+            "ansible_ssh_common_args": "-o ProxyJump=none -o ProxyCommand=none",
+            "ansible_ssh_args": "-o Port=2022",
+        }));
+        assert_eq!(s.port, 22);
     }
 
     #[test]

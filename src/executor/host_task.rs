@@ -404,7 +404,7 @@ async fn send_remote(target: &Target<'_>, runs: &mut [ItemRun], running: &[usize
         if remote.is_empty() {
             return true;
         }
-        let session = match ctx.session(via, play).await {
+        let session = match ctx.session(via, play, task).await {
             Ok(s) => s,
             Err(message) => {
                 host_unreachable(ctx, task, host, &message);

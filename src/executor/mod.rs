@@ -198,16 +198,22 @@ impl RunContext {
 
     /// Warns about the task's keywords that turbo-play ignores, the first time each is met.
     pub fn warn_unsupported(&self, task: &crate::playbook::Task) {
-        for keyword in &task.unsupported {
+        self.warn_keywords(&task.unsupported);
+    }
+
+    /// Warns about keywords turbo-play ignores (of a play, or of a task and what surrounds
+    /// it), once per run for each keyword wherever it is written.
+    pub fn warn_keywords(&self, keywords: &[crate::playbook::UnsupportedKeyword]) {
+        for unsupported in keywords {
             let first = self
                 .warned_keywords
                 .lock()
                 .expect("warned lock")
-                .insert(keyword.clone());
+                .insert(unsupported.keyword.clone());
             if first {
                 self.emit(Event::Warning(format!(
-                    "{}: '{keyword}' is not supported yet and was ignored (said once per run)",
-                    task.location
+                    "{}: '{}' is not supported yet and was ignored (said once per run)",
+                    unsupported.location, unsupported.keyword
                 )));
             }
         }
@@ -226,9 +232,16 @@ impl RunContext {
             .clone()
     }
 
-    /// The host's agent session for this play, connecting on first use. Connecting
-    /// happens inside the host's own job, so hosts connect concurrently.
-    pub async fn session(&self, host: &HostState, play: &Play) -> Result<AgentSession, String> {
+    /// The host's agent session for this task, connecting on first use: one per kind,
+    /// login, address and port, so a task whose `connection`, `remote_user` or `port`
+    /// differs from the play's gets a session of its own. Connecting happens inside the
+    /// host's own job, so hosts connect concurrently.
+    pub async fn session(
+        &self,
+        host: &HostState,
+        play: &Play,
+        task: &crate::playbook::Task,
+    ) -> Result<AgentSession, String> {
         // group_vars/ and host_vars/ beside the playbook file count too (its directory is
         // the playbook's, as the loader sets it).
         let playbook_dir = match play.location.file.parent() {
@@ -247,14 +260,22 @@ impl RunContext {
         {
             vars.extend(added.clone());
         }
-        // Keywords give way to the host's own variables, as in Ansible.
+        // Keywords give way to the host's own variables, as in Ansible; a task's (or its
+        // blocks') to the play's.
+        let own = &task.keywords;
         let keywords = [
             (
                 "ansible_connection",
-                play.connection.as_ref().or(self.opts.connection.as_ref()),
+                own.connection
+                    .as_ref()
+                    .or(play.connection.as_ref())
+                    .or(self.opts.connection.as_ref()),
             ),
-            ("ansible_user", play.remote_user.as_ref()),
-            ("ansible_port", play.port.as_ref()),
+            (
+                "ansible_user",
+                own.remote_user.as_ref().or(play.remote_user.as_ref()),
+            ),
+            ("ansible_port", own.port.as_ref().or(play.port.as_ref())),
         ];
         for (var, keyword) in keywords {
             if let Some(value) = keyword
@@ -506,12 +527,7 @@ async fn run_play(
                 .into(),
         ));
     }
-    for keyword in &play.unsupported {
-        ctx.emit(Event::Warning(format!(
-            "{}: the play keyword '{keyword}' is not supported yet and was ignored",
-            play.location
-        )));
-    }
+    ctx.warn_keywords(&play.unsupported);
     // `serial`: each batch runs the whole play before the next starts, as in Ansible.
     for batch in crate::playbook::batches(hosts, &play.keywords.serial) {
         let cut = batch.len();

@@ -10,22 +10,34 @@ use serde_json::Value;
 
 use crate::template::{Templar, TemplateError};
 
+mod action;
+mod block;
 mod collections;
-mod include;
+mod dynamic_include;
+mod imports;
+mod keyword_table;
 mod keywords;
 mod kv;
-mod load;
+mod loader;
 mod loops;
+mod play;
+mod role_files;
+mod roles;
+mod shared;
 mod tags;
+mod task;
+#[cfg(test)]
+mod test_support;
+mod values;
 
 pub use collections::{default_collections_path, split_role_fqcn};
-pub use include::{
-    DynamicInclude, INCLUDE_ROLE_ARGS, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH, RanRole,
-};
+pub use dynamic_include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use kv::{FREE_FORM_OPTIONS, KvArgs, parse_kv, split_args};
-pub use load::{LoadOptions, load_playbook, load_playbook_text, load_playbooks};
+pub use loader::{load_playbook, load_playbook_text, load_playbooks};
 pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};
+pub use roles::INCLUDE_ROLE_ARGS;
+pub use shared::{LoadOptions, RanRole};
 pub use tags::{TagFilter, render_templated_tags, select_tasks, selected, split_tags};
 
 /// Where something was written, 1-based.
@@ -92,7 +104,16 @@ pub struct Play {
     /// serial, order, any_errors_fatal, max_fail_percentage.
     pub keywords: PlayKeywords,
     /// Keywords used but not supported yet (the executor warns).
-    pub unsupported: Vec<String>,
+    pub unsupported: Vec<UnsupportedKeyword>,
+    pub location: Location,
+}
+
+/// A keyword written on a play, block, role entry, import or task that turbo-play does
+/// not act on yet: the executor warns about it (once per run for each keyword).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnsupportedKeyword {
+    pub keyword: String,
+    /// Where it is written.
     pub location: Location,
 }
 
@@ -142,8 +163,9 @@ pub struct Task {
     pub include_params: serde_json::Map<String, Value>,
     /// Where and how the task runs: run_once, delegate_to, environment, no_log, throttle.
     pub keywords: RunKeywords,
-    /// Keywords that were accepted but are not implemented yet (the executor warns).
-    pub unsupported: Vec<String>,
+    /// Keywords that were accepted but are not implemented yet (the executor warns):
+    /// the task's own and those of its play's blocks, roles and imports around it.
+    pub unsupported: Vec<UnsupportedKeyword>,
     pub location: Location,
     /// For `include_tasks`/`include_role`: how to load what they include when the
     /// executor reaches them.
@@ -195,6 +217,13 @@ pub struct RunKeywords {
     pub any_errors_fatal: Option<bool>,
     /// An unreachable host counts as ok (and ignored) and stays in the play.
     pub ignore_unreachable: bool,
+    /// `connection`, `remote_user` and `port` of the task or its blocks, roles or imports:
+    /// its ops go through a session of that kind, login and port (the play's keywords
+    /// when unset; a host's own `ansible_connection`/`ansible_user`/`ansible_port` win
+    /// over both, as in Ansible).
+    pub connection: Option<String>,
+    pub remote_user: Option<String>,
+    pub port: Option<String>,
     /// `no_log` and `ignore_errors` written as templates (`"{{ ansible_check_mode }}"`):
     /// decided per host when the task runs, where they replace the fixed values.
     pub templated: TemplatedSwitches,

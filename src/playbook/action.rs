@@ -1,0 +1,322 @@
+//! A task's action: the module it names (`copy:`, `action:`, `local_action:`) and its
+//! arguments, parsed and checked against what the module takes.
+
+use serde_json::Value as Json;
+
+use super::keyword_table::{Places, names_at};
+use super::kv::{FREE_FORM_OPTIONS, parse_kv};
+use super::loader::{Inherited, Loader};
+use crate::modules::{self, Module, closest};
+use crate::yaml::{LoadError, Node, Span, Value};
+
+/// A task's module arguments as written: the value under the module key, the text after
+/// the module name in `action: copy src=a`, or the rest of an `action:` mapping.
+pub(super) enum ActionArgs<'n> {
+    Node(&'n Node),
+    Text(String, Span),
+    Pairs(Vec<&'n (Node, Node)>),
+}
+
+pub(super) fn module_list() -> String {
+    modules::all()
+        .map(|m| m.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Loader<'_> {
+    pub(super) fn set_action<'n>(
+        &self,
+        slot: &mut Option<(String, &'static dyn Module, ActionArgs<'n>, Span)>,
+        written: String,
+        module: &'static dyn Module,
+        args: ActionArgs<'n>,
+        span: Span,
+    ) -> Result<(), LoadError> {
+        if let Some((earlier, ..)) = slot {
+            return Err(self.err(
+                span,
+                format!("conflicting action statements: {earlier}, {written}"),
+                Some("a task runs exactly one module: split it into two tasks".into()),
+            ));
+        }
+        *slot = Some((written, module, args, span));
+        Ok(())
+    }
+
+    /// A module by the name a task uses: Ansible's own, or one an installed collection
+    /// ships (which only fails when a host runs it). Inside a collection's role a short
+    /// name may be one of that collection's modules, as Ansible resolves it there.
+    pub(super) fn find_module(
+        &self,
+        name: &str,
+        inherited: &Inherited,
+    ) -> Option<&'static dyn Module> {
+        modules::find(name)
+            .or_else(|| self.shared.collection_module(name, &self.playbook_dir))
+            .or_else(|| {
+                let role = inherited.role.as_ref()?;
+                let fqcn = super::collections::enclosing_collection_module(&role.path, name)?;
+                Some(modules::collection_module(&fqcn))
+            })
+    }
+
+    pub(super) fn unknown_action(&self, key: &str, span: Span) -> LoadError {
+        let suggestion = modules::suggest(key).or_else(|| closest(key, names_at(Places::TASK)));
+        match suggestion {
+            Some(s) => self.err(
+                span,
+                format!("couldn't resolve module/action '{key}'. Did you mean '{s}'?"),
+                None,
+            ),
+            None => self.err(
+                span,
+                format!("couldn't resolve module/action '{key}'"),
+                Some(format!("modules turbo-play runs: {}", module_list())),
+            ),
+        }
+    }
+
+    /// `action: copy src=a dest=b`, or `action: {module: copy, src: a}`.
+    pub(super) fn action_keyword<'n>(
+        &self,
+        node: &'n Node,
+        inherited: &Inherited,
+    ) -> Result<(String, &'static dyn Module, ActionArgs<'n>), LoadError> {
+        let (written, args) = match &node.value {
+            Value::Str(s) => {
+                let s = s.trim_start();
+                let (name, rest) = s.split_once(char::is_whitespace).unwrap_or((s, ""));
+                (
+                    name.to_string(),
+                    ActionArgs::Text(rest.to_string(), node.span),
+                )
+            }
+            Value::Map(entries) => {
+                let module = node.get("module").and_then(Node::as_str).ok_or_else(|| {
+                    self.err(
+                        node.span,
+                        "an action mapping needs a `module:` key",
+                        Some("write `action: {module: copy, dest: ...}`".into()),
+                    )
+                })?;
+                let rest: Vec<&(Node, Node)> = entries
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != Some("module"))
+                    .collect();
+                (module.to_string(), ActionArgs::Pairs(rest))
+            }
+            _ => {
+                return Err(self.err(
+                    node.span,
+                    format!(
+                        "action must be a string or a mapping, got {}",
+                        node.kind_name()
+                    ),
+                    None,
+                ));
+            }
+        };
+        let module = self
+            .find_module(&written, inherited)
+            .ok_or_else(|| self.unknown_action(&written, node.span))?;
+        Ok((written, module, args))
+    }
+
+    pub(super) fn module_args(
+        &self,
+        module: &dyn Module,
+        args: ActionArgs,
+    ) -> Result<serde_json::Map<String, Json>, LoadError> {
+        match args {
+            ActionArgs::Node(node) => match &node.value {
+                Value::Null => Ok(serde_json::Map::new()),
+                Value::Map(entries) => self.pairs(entries.iter()),
+                Value::Str(s) => self.free_text(module, s, node.span),
+                // `command: 42` is a (strange) free-form command line.
+                Value::Int(_) | Value::Float(_) | Value::Bool(_) if module.caps().free_form => self
+                    .free_text(
+                        module,
+                        &node.scalar_to_string().unwrap_or_default(),
+                        node.span,
+                    ),
+                _ => Err(self.err(
+                    node.span,
+                    format!(
+                        "arguments of {} must be a mapping or a `key=value` string, got {}",
+                        module.name(),
+                        node.kind_name()
+                    ),
+                    None,
+                )),
+            },
+            ActionArgs::Text(text, span) => self.free_text(module, &text, span),
+            ActionArgs::Pairs(entries) => self.pairs(entries.into_iter()),
+        }
+    }
+
+    pub(super) fn pairs<'n>(
+        &self,
+        entries: impl Iterator<Item = &'n (Node, Node)>,
+    ) -> Result<serde_json::Map<String, Json>, LoadError> {
+        let mut out = serde_json::Map::new();
+        for (k, v) in entries {
+            let key = k.scalar_to_string().unwrap_or_default();
+            out.insert(key, v.to_json());
+        }
+        Ok(out)
+    }
+
+    pub(super) fn free_text(
+        &self,
+        module: &dyn Module,
+        text: &str,
+        span: Span,
+    ) -> Result<serde_json::Map<String, Json>, LoadError> {
+        let mut out = serde_json::Map::new();
+        if module.caps().free_form {
+            let parsed = parse_kv(text, Some(FREE_FORM_OPTIONS));
+            if !parsed.raw.is_empty() {
+                out.insert("_raw_params".into(), Json::String(parsed.raw));
+            }
+            for (k, v) in parsed.pairs {
+                out.insert(k, Json::String(v));
+            }
+            return Ok(out);
+        }
+        let parsed = parse_kv(text, None);
+        if !parsed.raw.is_empty() {
+            return Err(self.err(
+                span,
+                format!(
+                    "{} takes key=value arguments, but '{}' is not one",
+                    module.name(),
+                    parsed.raw
+                ),
+                Some(format!(
+                    "write `name=value` pairs separated by spaces, e.g. `{}: {}=...`",
+                    module.name(),
+                    module.spec().args.first().map_or("arg", |a| a.name)
+                )),
+            ));
+        }
+        for (k, v) in parsed.pairs {
+            out.insert(k, Json::String(v));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::playbook::test_support::text::*;
+    use crate::yaml::Span;
+    use serde_json::{Value as Json, json};
+
+    #[test]
+    fn set_fact_takes_any_names_and_include_vars_a_free_form_file() {
+        let t = task("set_fact:\n  anything: 1\n  cacheable: yes\n");
+        assert_eq!(
+            Json::Object(t.args),
+            json!({"anything": 1, "cacheable": true})
+        );
+        let t = task("set_fact: a=1 b=two\n");
+        assert_eq!(Json::Object(t.args), json!({"a": "1", "b": "two"}));
+        let t = task("include_vars: common.yml\n");
+        assert_eq!(Json::Object(t.args), json!({"_raw_params": "common.yml"}));
+        let t = task("include_vars:\n  file: a.yml\n  name: n\n");
+        assert_eq!(t.module.name(), "include_vars");
+    }
+
+    #[test]
+    fn free_form_commands() {
+        let t = task("shell: echo hi > /tmp/x chdir=/tmp creates=/tmp/x");
+        assert_eq!(
+            Json::Object(t.args),
+            json!({"_raw_params": "echo hi > /tmp/x", "chdir": "/tmp", "creates": "/tmp/x"})
+        );
+        let t = task("command: echo {{ a }}\nargs:\n  chdir: /srv\n  creates: /x");
+        assert_eq!(
+            Json::Object(t.args),
+            json!({"chdir": "/srv", "creates": "/x", "_raw_params": "echo {{ a }}"})
+        );
+        let t = task("shell: |\n  set -e\n  echo a\n  echo b\n");
+        assert_eq!(t.args["_raw_params"], json!("set -e\necho a\necho b"));
+        let t = task("command:\n  cmd: ls -l\n  chdir: /");
+        assert_eq!(Json::Object(t.args), json!({"cmd": "ls -l", "chdir": "/"}));
+    }
+
+    #[test]
+    fn action_keyword_forms() {
+        let t = task("action: copy src=a.txt dest=/b");
+        assert_eq!(t.action, "copy");
+        assert_eq!(Json::Object(t.args), json!({"src": "a.txt", "dest": "/b"}));
+        let t = task("action:\n  module: file\n  path: /x\n  state: directory");
+        assert_eq!(t.action, "file");
+        assert_eq!(
+            Json::Object(t.args),
+            json!({"path": "/x", "state": "directory"})
+        );
+        let t = task("local_action: command touch /x");
+        assert_eq!(t.args["_raw_params"], json!("touch /x"));
+        assert_eq!(t.keywords.delegate_to.as_deref(), Some("localhost"));
+        assert!(t.unsupported.is_empty());
+    }
+
+    #[test]
+    fn ansible_modules_turbo_play_lacks_load_and_typos_do_not() {
+        let t = task("service: name=chronyd state=restarted\nwhen: false");
+        assert_eq!(t.action, "service");
+        assert_eq!(t.module.name(), "service");
+        assert_eq!(t.args["name"], json!("chronyd"));
+        let t = task("ansible.builtin.lineinfile:\n  path: /x\n  line: y\n  create: yes");
+        assert_eq!(t.module.name(), "lineinfile");
+        assert_eq!(t.args["create"], json!(true));
+        let t = task("action: ansible.legacy.package name=chrony");
+        assert_eq!(t.module.name(), "package");
+        let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
+        assert_eq!(
+            message_at(&play("    - servce:\n        name: x\n")),
+            (
+                "couldn't resolve module/action 'servce'. Did you mean 'service'?".into(),
+                3,
+                7
+            )
+        );
+        let e = err(&play("    - community.general.ufw: rule=allow\n"));
+        assert_eq!(
+            e.message,
+            "couldn't resolve module/action 'community.general.ufw'"
+        );
+    }
+
+    #[test]
+    fn unknown_module_arguments() {
+        let play = |tasks: &str| format!("- hosts: all\n  tasks:\n{tasks}");
+        // As in Ansible, a module's arguments are checked when the task runs: a task a
+        // `when` skips never fails on them.
+        for tasks in [
+            "    - copy:\n        content: x\n        dest: /x\n        ownr: root\n",
+            "    - copy: content=x dets=/x\n",
+        ] {
+            assert!(load(&play(tasks)).is_ok(), "{tasks} must load");
+        }
+        let e = err(&play("    - file: /tmp/x\n"));
+        assert_eq!(
+            e.message,
+            "file takes key=value arguments, but '/tmp/x' is not one"
+        );
+        assert_eq!(
+            e.span,
+            Some(Span {
+                line: 3,
+                column: 13
+            })
+        );
+        let e = err(&play("    - copy: [1]\n"));
+        assert_eq!(
+            e.message,
+            "arguments of copy must be a mapping or a `key=value` string, got a list"
+        );
+    }
+}

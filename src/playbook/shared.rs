@@ -1,0 +1,174 @@
+//! Loader state that outlives one file, and the settings a load starts from.
+
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+
+use super::{RoleInfo, Task};
+
+/// Loader state that outlives one file: block ids, the files being imported (to catch
+/// cycles), and what the roles of the current play contribute.
+pub(super) struct Shared {
+    pub(super) next_block: Cell<usize>,
+    pub(super) roles_path: Vec<PathBuf>,
+    pub(super) collections_path: Vec<PathBuf>,
+    /// Files and role directories being loaded, outermost first.
+    pub(super) importing: RefCell<Vec<PathBuf>>,
+    pub(super) play: RefCell<PlayRoles>,
+    /// Parse the files of dynamic includes whose names are literal, for their load errors;
+    /// off when the executor loads an included file (it parses each file once, on use).
+    pub(super) check_includes: bool,
+}
+
+#[derive(Default)]
+pub(super) struct PlayRoles {
+    /// Handlers of `roles:` entries: they come before the play's own, as in Ansible.
+    pub(super) head_handlers: Vec<Task>,
+    /// Handlers of `import_role`/`include_role`: after the play's own.
+    pub(super) tail_handlers: Vec<Task>,
+    /// Role uses (directory, parameters) that already ran in this play: a role runs once
+    /// per distinct parameters unless it allows duplicates. Each with the tag sets its
+    /// copies inherited: a copy under other tags is kept, and the executor runs only the
+    /// first copy that `--tags` selects (see [`RoleInfo::once_group`]), as Ansible skips a
+    /// role that already ran.
+    pub(super) ran: Vec<RanRole>,
+    /// Roles whose defaults and vars every task of the play sees, in load order.
+    pub(super) public: Vec<Arc<RoleInfo>>,
+}
+
+/// A role use that runs once per play, with the tag sets (sorted) its copies inherited.
+/// The executor carries the play's list on to roles included at run time, whose
+/// dependencies that already ran are not run again.
+#[derive(Debug, Clone)]
+pub struct RanRole {
+    pub(super) key: (PathBuf, Json),
+    pub(super) tag_sets: Vec<Vec<String>>,
+}
+
+impl Shared {
+    pub(super) fn new(options: &LoadOptions) -> Shared {
+        Shared {
+            next_block: Cell::new(0),
+            roles_path: options.roles_path.clone(),
+            collections_path: options.collections_path.clone(),
+            importing: RefCell::new(Vec::new()),
+            play: RefCell::new(PlayRoles::default()),
+            check_includes: true,
+        }
+    }
+
+    /// A module named by its collection (`community.general.ufw`) that an installed
+    /// collection ships: it loads, and fails on a host that runs it.
+    pub(super) fn collection_module(
+        &self,
+        name: &str,
+        playbook_dir: &Path,
+    ) -> Option<&'static dyn crate::modules::Module> {
+        super::collections::collection_has_module(name, playbook_dir, &self.collections_path)
+            .then(|| crate::modules::collection_module(name))
+    }
+
+    pub(super) fn start_play(&self) {
+        *self.play.borrow_mut() = PlayRoles::default();
+    }
+
+    /// The role uses that ran once in the play so far.
+    pub(super) fn ran_roles(&self) -> Vec<RanRole> {
+        self.play.borrow().ran.clone()
+    }
+
+    /// The roles whose defaults and vars the whole play sees.
+    pub(super) fn public_roles(&self) -> Vec<Arc<RoleInfo>> {
+        std::mem::take(&mut self.play.borrow_mut().public)
+    }
+
+    /// The play's handler list: `roles:` handlers, its own, then imported roles' handlers.
+    pub(super) fn play_handlers(&self, own: Vec<Task>) -> Vec<Task> {
+        let mut play = self.play.borrow_mut();
+        let mut all = std::mem::take(&mut play.head_handlers);
+        all.extend(own);
+        all.append(&mut play.tail_handlers);
+        all
+    }
+
+    pub(super) fn is_importing(&self, path: &Path) -> bool {
+        let id = identity(path);
+        self.importing.borrow().contains(&id)
+    }
+}
+
+/// Settings that change how a playbook loads.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// ansible.cfg `roles_path` / `ANSIBLE_ROLES_PATH`: searched for roles after `roles/`
+    /// beside the playbook and before the playbook's own directory.
+    pub roles_path: Vec<PathBuf>,
+    /// ansible.cfg `collections_path` / `ANSIBLE_COLLECTIONS_PATH`: where
+    /// `namespace.collection.role` names are found (after `collections/` beside the
+    /// playbook).
+    pub collections_path: Vec<PathBuf>,
+}
+
+impl LoadOptions {
+    /// Ansible's `roles_path` when none is configured: `~/.ansible/roles` (where
+    /// `ansible-galaxy` installs), `/usr/share/ansible/roles`, `/etc/ansible/roles`.
+    pub fn default_roles_path(home: Option<&Path>) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = home.map(|h| h.join(".ansible/roles")).into_iter().collect();
+        dirs.extend(["/usr/share/ansible/roles", "/etc/ansible/roles"].map(PathBuf::from));
+        dirs
+    }
+}
+
+/// `a/b/../c` as `a/c`, so plays imported from `../x.yml` resolve paths as written there.
+pub(super) fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// A path as compared for import cycles.
+pub(super) fn identity(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::*;
+    use super::*;
+
+    #[test]
+    fn paths_normalize_lexically() {
+        assert_eq!(normalize(Path::new("a/./b/../c")), Path::new("a/c"));
+        assert_eq!(normalize(Path::new("../x")), Path::new("../x"));
+        assert_eq!(normalize(Path::new("/r/a/../../b")), Path::new("/b"));
+        assert_eq!(normalize(Path::new("a/..")), Path::new("."));
+    }
+
+    #[test]
+    fn ansibles_default_roles_path() {
+        assert_eq!(
+            LoadOptions::default_roles_path(Some(Path::new("/home/u"))),
+            [
+                PathBuf::from("/home/u/.ansible/roles"),
+                PathBuf::from("/usr/share/ansible/roles"),
+                PathBuf::from("/etc/ansible/roles"),
+            ]
+        );
+    }
+}

@@ -11,6 +11,7 @@
 use serde_json::{Map, Value};
 
 use super::ModuleArgs;
+use crate::template::python_type;
 
 /// What an argument's value is converted to (Ansible's `type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -691,19 +692,6 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::Raw => "raw",
         Kind::Dict => "dict",
         Kind::List(_) => "list",
-    }
-}
-
-/// Python's type name of a value that came from YAML or a template.
-fn python_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
     }
 }
 

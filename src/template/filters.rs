@@ -1019,7 +1019,8 @@ fn password_hash(
     }
 }
 
-fn python_type(value: &Value) -> &'static str {
+/// Python's type name of a value that came from YAML or a template.
+pub fn python_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "NoneType",
         Value::Bool(_) => "bool",

@@ -11,7 +11,7 @@ mod chain;
 #[cfg(test)]
 mod dialect_tests;
 mod filters;
-pub use filters::python_str;
+pub use filters::{python_str, python_type};
 mod lookups;
 mod pyregex;
 mod sha_crypt;

@@ -14,5 +14,6 @@ mod playbook_runs;
 mod real_roles;
 mod roles;
 mod support;
+mod task_connections;
 mod templating;
 mod vars_sources;

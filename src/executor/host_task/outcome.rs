@@ -1,0 +1,418 @@
+//! Turning a task's outcomes into what Ansible shows and keeps: the per-host (and per
+//! item) lines, the registered result, facts and inventory changes, handler notifications
+//! and the recap counts.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::{Map, Value};
+
+use super::super::flow::Caught;
+use super::{HostState, RunContext};
+use crate::modules::{Effect, FactsLayer, Shown, TaskOutcome};
+use crate::playbook::Task;
+use crate::report::events::{Event, HostResult, Status};
+
+/// What the output shows for an item: its `loop_control.label` when set, else the item.
+pub(in crate::executor) fn item_shown(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+    item: &Value,
+) -> String {
+    match &task.loop_control.label {
+        None => item_label(item),
+        Some(label) => match ctx.templar.render_value(&Value::from(label.clone()), vars) {
+            Ok(shown) => item_label(&shown),
+            // An unrenderable label must not fail a task that ran: show it as written.
+            Err(_) => label.clone(),
+        },
+    }
+}
+
+/// Ansible shows a string item as it is, anything else as Python shows data
+/// (`{'key': 'a', 'value': 1}`).
+pub(super) fn item_label(item: &Value) -> String {
+    match item {
+        Value::String(s) => s.clone(),
+        other => crate::template::python_str(&minijinja::Value::from_serialize(other)),
+    }
+}
+
+pub(super) fn status_of(outcome: &TaskOutcome) -> Status {
+    if outcome.failed {
+        Status::Failed
+    } else if outcome.skipped {
+        Status::Skipped
+    } else if outcome.changed {
+        Status::Changed
+    } else {
+        Status::Ok
+    }
+}
+
+/// One loop item's result with what the output shows for it.
+pub(super) struct ItemOutcome {
+    pub(super) item: Option<Value>,
+    pub(super) index: usize,
+    pub(super) label: Option<String>,
+    pub(super) outcome: TaskOutcome,
+}
+
+pub(super) fn finish_loop(
+    ctx: &RunContext,
+    task: &Task,
+    host: &HostState,
+    delegate: Option<&HostState>,
+    outcomes: Vec<ItemOutcome>,
+    notify: &[String],
+) {
+    let mut results = Vec::with_capacity(outcomes.len());
+    let (mut any_changed, mut any_failed, mut all_skipped) = (false, false, true);
+    let last_failed = outcomes.iter().rposition(|o| o.outcome.failed);
+    let control = &task.loop_control;
+    for ItemOutcome {
+        item,
+        index,
+        label,
+        outcome,
+    } in outcomes
+    {
+        let verbose = outcome.verbose_always;
+        absorb_facts(task, facts_host(task, host, delegate), &outcome);
+        absorb_inventory(ctx, host, &outcome);
+        any_changed |= outcome.changed;
+        any_failed |= outcome.failed;
+        all_skipped &= outcome.skipped;
+        let mut data = outcome.registered();
+        // Ansible's result keys: the item under its loop_var, the index under index_var.
+        data.insert(task.loop_var.clone(), item.unwrap_or(Value::Null));
+        data.insert("ansible_loop_var".into(), task.loop_var.clone().into());
+        if let Some(index_var) = &control.index_var {
+            data.insert(index_var.clone(), index.into());
+            data.insert("ansible_index_var".into(), index_var.clone().into());
+        }
+        if control.label.is_some() {
+            data.insert(
+                "_ansible_item_label".into(),
+                label.clone().unwrap_or_default().into(),
+            );
+        }
+        let (label, shown) = if task.keywords.no_log {
+            // Ansible shows `(item=None)` and hides the whole result.
+            (Some("None".to_string()), censored(&outcome))
+        } else {
+            let own_data = task.module.caps().shown == Shown::OwnData;
+            let mut shown = if own_data {
+                debug_shown(&data)
+            } else {
+                data.clone()
+            };
+            if outcome.skipped {
+                // Ansible shows a skipped item without its loop variable's name.
+                shown.remove("ansible_loop_var");
+            }
+            (label, shown)
+        };
+        ctx.emit(Event::HostResult(HostResult {
+            host: shown_host(host, delegate),
+            status: status_of(&outcome),
+            item: label,
+            data: shown,
+            ignored: task.ignore_errors && Some(index) == last_failed,
+            verbose_always: verbose
+                || (task.module.caps().shown == Shown::OwnData && !outcome.skipped),
+        }));
+        results.push(Value::Object(data));
+    }
+    let summary = TaskOutcome {
+        changed: any_changed,
+        failed: any_failed,
+        // An empty loop is a skip, as in Ansible.
+        skipped: all_skipped,
+        msg: Some(
+            if any_failed {
+                "One or more items failed"
+            } else {
+                "All items completed"
+            }
+            .to_string(),
+        ),
+        ..TaskOutcome::default()
+    };
+    // Ansible closes a loop that ran no item with one `skipping: [h]` line of its own.
+    if all_skipped {
+        let mut data = Map::new();
+        if results.is_empty() {
+            data.insert("skipped_reason".into(), "No items in the list".into());
+        } else {
+            data.insert("msg".into(), "All items skipped".into());
+        }
+        ctx.emit(Event::HostResult(HostResult {
+            host: shown_host(host, delegate),
+            status: Status::Skipped,
+            item: None,
+            data,
+            ignored: false,
+            verbose_always: false,
+        }));
+    }
+    let mut data = summary.registered();
+    data.insert("results".into(), Value::Array(results));
+    record(task, host, &summary, data, notify);
+}
+
+pub(in crate::executor) fn finish_task(
+    ctx: &RunContext,
+    task: &Task,
+    host: &HostState,
+    delegate: Option<&HostState>,
+    outcome: TaskOutcome,
+    notify: &[String],
+) {
+    let verbose = outcome.verbose_always;
+    absorb_facts(task, facts_host(task, host, delegate), &outcome);
+    absorb_inventory(ctx, host, &outcome);
+    let data = outcome.registered();
+    let shown_as = task.module.caps().shown;
+    let is_debug = shown_as == Shown::OwnData && !outcome.skipped;
+    // debug shows only what it was asked to show, like Ansible's.
+    let shown = if is_debug && !outcome.failed {
+        outcome.data.clone()
+    } else if shown_as == Shown::Nothing && !outcome.failed {
+        // Ansible never prints gathered facts, even with -v (`_ansible_verbose_override`).
+        Map::new()
+    } else {
+        data.clone()
+    };
+    let shown = if task.keywords.no_log {
+        censored(&outcome)
+    } else {
+        shown
+    };
+    ctx.emit(Event::HostResult(HostResult {
+        host: shown_host(host, delegate),
+        status: status_of(&outcome),
+        item: None,
+        data: shown,
+        ignored: outcome.failed && task.ignore_errors,
+        verbose_always: is_debug || verbose,
+    }));
+    record(task, host, &outcome, data, notify);
+}
+
+/// The `pause` module's wait, done here because planners cannot sleep.
+pub(super) async fn take_pause(
+    ctx: &RunContext,
+    task: &Task,
+    outcome: &mut TaskOutcome,
+    wait: std::time::Duration,
+) {
+    if let Some(Value::Array(warnings)) = outcome.data.get("warnings") {
+        for warning in warnings.iter().filter_map(Value::as_str) {
+            ctx.emit(Event::Warning(format!("{}: {warning}", task.location)));
+        }
+    }
+    let start = std::time::SystemTime::now();
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
+    let stamp = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+    };
+    outcome
+        .data
+        .insert("start".into(), stamp(start).to_string().into());
+    outcome.data.insert(
+        "stop".into(),
+        stamp(std::time::SystemTime::now()).to_string().into(),
+    );
+}
+
+/// What Ansible's output keeps of a debug result: `msg` alone (with any warnings), or for
+/// `var=` the variable without the status keys. The registered value keeps everything.
+pub(super) fn debug_shown(data: &Map<String, Value>) -> Map<String, Value> {
+    const WITH_MSG: &[&str] = &["msg", "exception", "warnings", "deprecations"];
+    const HIDDEN: &[&str] = &["changed", "failed", "skipped", "invocation", "skip_reason"];
+    data.iter()
+        .filter(|(k, _)| {
+            if data.contains_key("msg") {
+                WITH_MSG.contains(&k.as_str())
+            } else {
+                !HIDDEN.contains(&k.as_str())
+            }
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// What `no_log: true` leaves of a result in the output (the registered value keeps it
+/// all, as in Ansible).
+pub(super) fn censored(outcome: &TaskOutcome) -> Map<String, Value> {
+    let mut data = Map::new();
+    data.insert(
+        "censored".into(),
+        "the output has been hidden due to the fact that 'no_log: true' was specified for this result"
+            .into(),
+    );
+    data.insert("changed".into(), outcome.changed.into());
+    data
+}
+
+/// Ansible's `h1 -> h2` for a delegated task.
+pub(super) fn shown_host(host: &HostState, delegate: Option<&HostState>) -> String {
+    match delegate {
+        Some(d) => format!("{} -> {}", host.name, d.name),
+        None => host.name.clone(),
+    }
+}
+
+/// Where facts a task sets land: on the delegated host only with `delegate_facts`.
+pub(super) fn facts_host<'a>(
+    task: &Task,
+    host: &'a HostState,
+    delegate: Option<&'a HostState>,
+) -> &'a HostState {
+    match delegate {
+        Some(d) if task.keywords.delegate_facts => d,
+        _ => host,
+    }
+}
+
+/// `add_host` and `group_by` results change the run's inventory, as in Ansible.
+pub(super) fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &TaskOutcome) {
+    if outcome.failed || outcome.skipped {
+        return;
+    }
+    for effect in &outcome.effects {
+        match effect {
+            Effect::AddHost { name, groups, vars } => ctx
+                .runtime
+                .lock()
+                .expect("runtime lock")
+                .add_host(&ctx.inventory, name, groups, vars),
+            Effect::JoinGroup { group, parents } => {
+                let mut runtime = ctx.runtime.lock().expect("runtime lock");
+                runtime.add_to_group(&host.name, group);
+                for parent in parents.iter().filter(|p| *p != "all") {
+                    runtime.add_to_group(&host.name, parent);
+                }
+            }
+            Effect::Wait(_) => {}
+        }
+    }
+}
+
+/// A module hands variables back the way Ansible's do, under `ansible_facts` in its
+/// result, into the layer it declares: host facts (setup, and any module that returns
+/// facts), include_vars' layer above task vars, or set_fact's above that.
+pub(super) fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome) {
+    if outcome.failed || outcome.skipped {
+        return;
+    }
+    let Some(Value::Object(new)) = outcome.data.get("ansible_facts") else {
+        return;
+    };
+    match task.module.caps().facts {
+        FactsLayer::Gathered => {
+            // Kept without the prefix, as `ansible_facts.X`; vars.rs adds the `ansible_X` names.
+            let mut facts = host.facts.lock().expect("facts lock");
+            for (k, v) in new {
+                facts.insert(
+                    k.strip_prefix("ansible_").unwrap_or(k).to_string(),
+                    v.clone(),
+                );
+            }
+        }
+        FactsLayer::IncludeVars => host.include_vars_from(new),
+        FactsLayer::SetFact => host.set_facts_from(new),
+    }
+}
+
+/// Counts the task in the recap, registers its result, notifies handlers, and benches a
+/// failed host (unless a block's rescue or always takes the failure first).
+pub(super) fn record(
+    task: &Task,
+    host: &HostState,
+    outcome: &TaskOutcome,
+    data: Map<String, Value>,
+    notify: &[String],
+) {
+    let caught = (outcome.failed && !task.ignore_errors)
+        .then(|| host.flow.lock().expect("flow lock").fail(task, &data));
+    if !outcome.failed && outcome.changed && !notify.is_empty() {
+        host.flow.lock().expect("flow lock").notify(notify);
+    }
+    if let Some(name) = &task.register {
+        host.register(name, Value::Object(data));
+    }
+    host.stat(|s| match caught {
+        // Ansible counts a failure a rescue takes as `rescued`, and nothing else.
+        Some(Caught::Rescue) => s.rescued += 1,
+        Some(_) => s.failed += 1,
+        None if outcome.failed => {
+            s.ok += 1;
+            s.ignored += 1;
+            s.changed += u32::from(outcome.changed);
+        }
+        None if outcome.skipped => s.skipped += 1,
+        None => {
+            s.ok += 1;
+            s.changed += u32::from(outcome.changed);
+        }
+    });
+    if caught == Some(Caught::Uncaught) {
+        host.out.store(true, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_items_show_what_ansible_shows() {
+        let data = |v: Value| v.as_object().unwrap().clone();
+        let with_msg = data(serde_json::json!({
+            "msg": "a", "changed": false, "failed": false, "item": "a", "ansible_loop_var": "item"
+        }));
+        assert_eq!(
+            Value::Object(debug_shown(&with_msg)),
+            serde_json::json!({"msg": "a"})
+        );
+        let with_var = data(serde_json::json!({
+            "x": 1, "changed": false, "failed": false, "item": "a", "ansible_loop_var": "item"
+        }));
+        assert_eq!(
+            Value::Object(debug_shown(&with_var)),
+            serde_json::json!({"x": 1, "item": "a", "ansible_loop_var": "item"})
+        );
+    }
+
+    #[test]
+    fn no_log_keeps_only_changed() {
+        let outcome = TaskOutcome {
+            changed: true,
+            msg: Some("secret".into()),
+            ..Default::default()
+        };
+        let shown = censored(&outcome);
+        assert_eq!(shown.len(), 2);
+        assert_eq!(shown["changed"], true);
+        assert!(
+            shown["censored"]
+                .as_str()
+                .unwrap()
+                .contains("'no_log: true'")
+        );
+    }
+
+    #[test]
+    fn labels_show_data_as_python_does() {
+        assert_eq!(item_label(&Value::from("a")), "a");
+        assert_eq!(
+            item_label(&serde_json::json!({"key": "k", "value": [1, true, null]})),
+            "{'key': 'k', 'value': [1, True, None]}"
+        );
+    }
+}

@@ -1,0 +1,421 @@
+//! Getting a task ready for one host: its variables, loop items, `when`, templated and
+//! validated arguments, the module's first plan, environment and delegation. Nothing here
+//! talks to the agent.
+
+use serde_json::{Map, Value};
+use turbo_proto::Op;
+
+use super::super::control::Attempts;
+use super::super::vars::{PlayHosts, strip_omitted, task_vars};
+use super::{HostState, ItemRun, ItemState, RunContext};
+use crate::modules::{Args, PlanContext, TaskOutcome};
+use crate::playbook::{LoopError, Play, Playbook, Task, ansible_loop};
+use crate::report::events::Event;
+use crate::template::TemplateError;
+
+/// What a task needs before its items are planned for a host, each part of which can
+/// fail the task on that host with the reason.
+pub(super) struct Prepared<'t> {
+    written: &'t Task,
+    /// The task with `no_log`/`ignore_errors` templates decided for this host, when it had any.
+    decided: Option<Task>,
+    pub(super) base: minijinja::Value,
+    pub(super) attempts: Attempts,
+    pub(super) delegate: Option<std::sync::Arc<HostState>>,
+    pub(super) items: Option<Vec<Value>>,
+    pub(super) pause: Option<std::time::Duration>,
+}
+
+impl Prepared<'_> {
+    pub(super) fn task(&self) -> &Task {
+        self.decided.as_ref().unwrap_or(self.written)
+    }
+}
+
+/// The task's variables on this host (with `ansible_failed_*` inside a rescue), its
+/// templated switches, `until` attempts, delegate, loop items and `loop_control.pause`.
+pub(super) fn prepare<'t>(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &'t Task,
+    host: &HostState,
+    play_hosts: &PlayHosts,
+) -> Result<Prepared<'t>, String> {
+    let base = task_vars(ctx, playbook, play, task, host, play_hosts)?;
+    // `ansible_failed_task`/`ansible_failed_result` after a failure in a block.
+    let base = match host.flow.lock().expect("flow lock").failed_vars() {
+        Some(failed) => minijinja::context! { ..minijinja::Value::from_serialize(failed), ..base },
+        None => base,
+    };
+    // `no_log`/`ignore_errors` written as templates are decided here, per host.
+    let decided = task.with_switches_decided(&ctx.templar, &base)?;
+    let decided_task = decided.as_ref().unwrap_or(task);
+    let attempts = Attempts::of(decided_task, &ctx.templar, &base)?;
+    let delegate = delegate_host(ctx, decided_task, &base)?;
+    let items = match &decided_task.loop_spec {
+        None => None,
+        Some(spec) => Some(
+            spec.items_searching(
+                &ctx.templar,
+                &base,
+                crate::playbook::lookup_subdir(&decided_task.action),
+            )
+            .map_err(|e| loop_failure(decided_task, &e))?,
+        ),
+    };
+    let pause = loop_pause(ctx, decided_task, &base)?;
+    Ok(Prepared {
+        written: task,
+        decided,
+        base,
+        attempts,
+        delegate,
+        items,
+        pause,
+    })
+}
+
+/// Every item planned (or the task itself without a loop), each with its environment.
+pub(super) fn plan_items(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    base: &minijinja::Value,
+    items: Option<&[Value]>,
+) -> Vec<ItemRun> {
+    let item_list: Vec<Option<&Value>> = match items {
+        Some(items) => items.iter().map(Some).collect(),
+        None => vec![None],
+    };
+    let all_items = items.unwrap_or(&[]);
+    let mut runs = Vec::with_capacity(item_list.len());
+    for (index, item) in item_list.into_iter().enumerate() {
+        let vars = match item {
+            Some(v) => item_vars(task, base, v, all_items, index),
+            None => base.clone(),
+        };
+        let (raw_args, args, mut state, planned) = plan_item(ctx, playbook, task, &vars);
+        let mut env = Vec::new();
+        if state.op().is_some() {
+            match task_environment(ctx, play, task, &vars) {
+                Ok(found) => env = found,
+                Err(message) => state = ItemState::Done(TaskOutcome::failed(message)),
+            }
+        }
+        runs.push(ItemRun {
+            item: item.cloned(),
+            vars,
+            raw_args,
+            args,
+            env,
+            planned,
+            state,
+        });
+    }
+    runs
+}
+
+/// A loop item's variables: the item under `loop_var`, plus `index_var` and
+/// `ansible_loop` when `loop_control` asks for them.
+pub(in crate::executor) fn item_vars(
+    task: &Task,
+    base: &minijinja::Value,
+    item: &Value,
+    all_items: &[Value],
+    index: usize,
+) -> minijinja::Value {
+    let control = &task.loop_control;
+    let mut overlay = std::collections::BTreeMap::new();
+    overlay.insert(
+        task.loop_var.clone(),
+        minijinja::Value::from_serialize(item),
+    );
+    overlay.insert(
+        "ansible_loop_var".to_string(),
+        minijinja::Value::from(task.loop_var.clone()),
+    );
+    if let Some(index_var) = &control.index_var {
+        overlay.insert(index_var.clone(), minijinja::Value::from(index));
+        overlay.insert(
+            "ansible_index_var".to_string(),
+            minijinja::Value::from(index_var.clone()),
+        );
+    }
+    if control.extended {
+        let position = ansible_loop(all_items, index, control.extended_allitems);
+        overlay.insert(
+            "ansible_loop".to_string(),
+            minijinja::Value::from_serialize(&position),
+        );
+    }
+    minijinja::context! { ..minijinja::Value::from(overlay), ..base.clone() }
+}
+
+/// `loop_control.pause` in seconds, templated; `None` without a pause.
+pub(super) fn loop_pause(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Option<std::time::Duration>, String> {
+    let Some(raw) = &task.loop_control.pause else {
+        return Ok(None);
+    };
+    let value = ctx
+        .templar
+        .render_value(raw, vars)
+        .map_err(|e| template_failure(task, &e))?;
+    let seconds = match &value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    }
+    .filter(|s| s.is_finite() && *s >= 0.0)
+    .ok_or_else(|| format!("loop_control.pause must be a number of seconds, got {value}"))?;
+    Ok((seconds > 0.0).then(|| std::time::Duration::from_secs_f64(seconds)))
+}
+
+/// `--check`, unless the task (or its block or play) says `check_mode: yes/no`.
+pub(super) fn check_mode(ctx: &RunContext, task: &Task) -> bool {
+    task.check_mode.unwrap_or(ctx.opts.check)
+}
+
+/// `--diff`, unless the task (or its block, role or play) says `diff: yes/no`.
+pub(super) fn diff_mode(ctx: &RunContext, task: &Task) -> bool {
+    task.diff.unwrap_or(ctx.opts.diff)
+}
+
+pub(super) fn plan_context<'a>(
+    ctx: &'a RunContext,
+    playbook: &'a Playbook,
+    task: &'a Task,
+    vars: &'a minijinja::Value,
+) -> PlanContext<'a> {
+    PlanContext {
+        playbook_dir: &playbook.dir,
+        role_dir: task.role.as_ref().map(|r| r.path.as_path()),
+        task_dir: task.location.file.parent(),
+        check_mode: check_mode(ctx, task),
+        diff: diff_mode(ctx, task),
+        vars: Some(vars),
+        templar: Some(&ctx.templar),
+        ansible_managed: ctx.opts.ansible_managed.as_deref(),
+    }
+}
+
+/// The item's arguments and first state: skipped by `when`, failed by a template, or
+/// checked and planned by the module. The last value says whether the module ran.
+pub(super) fn plan_item(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> (Map<String, Value>, Option<Args>, ItemState, bool) {
+    let done = |outcome| (Map::new(), None, ItemState::Done(outcome), false);
+    for condition in &task.when {
+        match ctx.templar.eval_condition(condition, vars) {
+            Ok(true) => {}
+            Ok(false) => {
+                let mut outcome = TaskOutcome {
+                    skipped: true,
+                    ..Default::default()
+                };
+                outcome
+                    .data
+                    .insert("false_condition".into(), condition.clone().into());
+                outcome
+                    .data
+                    .insert("skip_reason".into(), "Conditional result was False".into());
+                return done(outcome);
+            }
+            Err(e) => {
+                return done(TaskOutcome::failed(format!(
+                    "The conditional check '{condition}' failed. The error was: {e}\n\nThe error appears to be in '{}'",
+                    task.location
+                )));
+            }
+        }
+    }
+    let raw_args = match ctx.templar.render_map(&task.args, vars) {
+        Ok(mut args) => {
+            strip_omitted(&mut args);
+            args
+        }
+        Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
+    };
+    let (args, state) = plan_args(ctx, playbook, task, vars, &raw_args);
+    (raw_args, args, state, true)
+}
+
+/// Checks the templated arguments against the module's spec (a failure is the task's, in
+/// Ansible's words) and lets the module plan.
+pub(super) fn plan_args(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    task: &Task,
+    vars: &minijinja::Value,
+    raw_args: &Map<String, Value>,
+) -> (Option<Args>, ItemState) {
+    let args = match task.module.spec().validate(&task.action, raw_args) {
+        Ok(args) => args,
+        Err(message) => return (None, ItemState::Done(TaskOutcome::failed(message))),
+    };
+    let state = match task
+        .module
+        .plan(&args, &plan_context(ctx, playbook, task, vars))
+    {
+        Ok(plan) => ItemState::of(plan),
+        Err(e) => ItemState::Done(TaskOutcome::failed(e.to_string())),
+    };
+    (Some(args), state)
+}
+
+/// The task's `notify` names for this host (a name may be a template).
+pub(super) fn notify_names(ctx: &RunContext, task: &Task, vars: &minijinja::Value) -> Vec<String> {
+    task.notify
+        .iter()
+        .map(|name| match ctx.templar.render_str(name, vars) {
+            Ok(rendered) => rendered,
+            Err(e) => {
+                ctx.emit(Event::Warning(format!(
+                    "{}: notify '{name}': {e}",
+                    task.location
+                )));
+                name.clone()
+            }
+        })
+        .collect()
+}
+
+pub(super) fn template_failure(task: &Task, e: &TemplateError) -> String {
+    match e {
+        TemplateError::Undefined { .. } => format!(
+            "The task includes an option with an undefined variable. The error was: {e}\n\nThe error appears to be in '{}'",
+            task.location
+        ),
+        _ => format!("{e}\n\nThe error appears to be in '{}'", task.location),
+    }
+}
+
+pub(super) fn loop_failure(task: &Task, e: &LoopError) -> String {
+    match e {
+        LoopError::Template(t) => template_failure(task, t),
+        other => format!("{other}\n\nThe error appears to be in '{}'", task.location),
+    }
+}
+
+/// The play's, blocks' and task's `environment`, templated and merged (inner wins).
+pub(super) fn task_environment(
+    ctx: &RunContext,
+    play: &Play,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Vec<(String, String)>, String> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    for layer in play.environment.iter().chain(&task.keywords.environment) {
+        let rendered = ctx
+            .templar
+            .render_value(layer, vars)
+            .map_err(|e| template_failure(task, &e))?;
+        let Value::Object(map) = rendered else {
+            return Err(format!(
+                "environment must be a mapping, got {rendered}\n\nThe error appears to be in '{}'",
+                task.location
+            ));
+        };
+        for (k, v) in map {
+            let v = match v {
+                Value::String(s) => s,
+                other => crate::template::python_str(&minijinja::Value::from_serialize(&other)),
+            };
+            env.retain(|(name, _)| *name != k);
+            env.push((k, v));
+        }
+    }
+    Ok(env)
+}
+
+/// `environment` reaches commands only, as in Ansible (other modules ignore it). The
+/// module's own variables, set later, win.
+pub(super) fn add_environment(op: &mut Op, env: &[(String, String)]) {
+    match op {
+        Op::Exec(exec) => {
+            let own = std::mem::take(&mut exec.env);
+            let mut merged: Vec<(String, String)> = env
+                .iter()
+                .filter(|(k, _)| !own.iter().any(|(o, _)| o == k))
+                .cloned()
+                .collect();
+            merged.extend(own);
+            exec.env = merged;
+        }
+        Op::Batch(ops) => ops.iter_mut().for_each(|op| add_environment(op, env)),
+        _ => {}
+    }
+}
+
+/// The host a `delegate_to` names (templated), or `None` without one. A name the
+/// inventory does not know is an error, except localhost, which always exists.
+pub(super) fn delegate_host(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Option<std::sync::Arc<HostState>>, String> {
+    let Some(raw) = &task.keywords.delegate_to else {
+        return Ok(None);
+    };
+    let name = ctx
+        .templar
+        .render_str(raw, vars)
+        .map_err(|e| template_failure(task, &e))?;
+    let name = name.trim();
+    let added = ctx.runtime.lock().expect("runtime lock").knows_host(name);
+    if ctx.inventory.host(name).is_none() && !added {
+        return Err(format!(
+            "delegate_to: '{name}' is not a host in the inventory\n\nThe error appears to be in '{}'",
+            task.location
+        ));
+    }
+    Ok(Some(ctx.host(name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use turbo_proto::{Command, Exec};
+
+    fn exec(env: &[(&str, &str)]) -> Op {
+        Op::Exec(Exec {
+            command: Command::Argv(vec!["env".into()]),
+            chdir: None,
+            creates: None,
+            removes: None,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            stdin: None,
+            umask: None,
+        })
+    }
+
+    fn stat() -> Op {
+        Op::Stat {
+            path: "/x".into(),
+            checksum: None,
+            follow: false,
+        }
+    }
+
+    #[test]
+    fn environment_reaches_exec_ops_only_and_the_modules_own_win() {
+        let env = vec![("A".to_string(), "1".to_string()), ("B".into(), "2".into())];
+        let mut op = Op::Batch(vec![exec(&[("B", "own")]), stat()]);
+        add_environment(&mut op, &env);
+        assert_eq!(
+            op,
+            Op::Batch(vec![exec(&[("A", "1"), ("B", "own")]), stat()])
+        );
+    }
+}

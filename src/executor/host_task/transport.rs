@@ -1,0 +1,294 @@
+//! Carrying a task's ops to the agent: one batch of every item's op per step (in chunks,
+//! all in flight at once), one request per item with `loop_control.pause`, and the upload
+//! of file content the agent asked for.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+use turbo_proto::{CHUNK_BYTES, EnsureFile, FileContent, Op, OpResult};
+
+use super::prepare::{add_environment, check_mode, diff_mode, plan_context};
+use super::{HostState, ItemRun, ItemState, RunContext, Target};
+use crate::agent_session::AgentSession;
+use crate::modules::{Args, TaskOutcome};
+use crate::playbook::{Playbook, Task};
+
+/// Ops per request for long loops: the first chunk starts on the agent while the next are
+/// still on the wire, and no single frame grows without bound.
+pub(super) const BATCH_CHUNK: usize = 256;
+
+/// Upload chunks per request: one round trip moves this many bytes.
+pub(super) const CHUNKS_PER_REQUEST: usize = 16;
+
+/// `loop_control.pause` makes items wait for each other: each item must be done on the
+/// host before the pause starts (a rolling restart relies on it), so the items go one
+/// request at a time with the pause in between instead of as one batch.
+pub(super) async fn send_paced(
+    target: &Target<'_>,
+    runs: &mut [ItemRun],
+    running: &[usize],
+    pause: Option<std::time::Duration>,
+) -> bool {
+    let Some(pause) = pause else {
+        return send_remote(target, runs, running).await;
+    };
+    for (n, &i) in running.iter().enumerate() {
+        if n > 0 {
+            tokio::time::sleep(pause).await;
+        }
+        if !send_remote(target, runs, &[i]).await {
+            return false;
+        }
+    }
+    true
+}
+
+/// Sends the ops of the `running` items that wait for the agent as one batch and turns
+/// the replies into outcomes, through `via`'s session (the host itself, or the one the
+/// task is delegated to); items whose plan takes another step go again, together, until
+/// every item is done. False when that turned out unreachable (reported on `host`).
+pub(super) async fn send_remote(
+    target: &Target<'_>,
+    runs: &mut [ItemRun],
+    running: &[usize],
+) -> bool {
+    let Target {
+        ctx,
+        playbook,
+        play,
+        task,
+        host,
+        via,
+    } = *target;
+    loop {
+        let remote: Vec<usize> = running
+            .iter()
+            .copied()
+            .filter(|&i| runs[i].state.op().is_some())
+            .collect();
+        if remote.is_empty() {
+            return true;
+        }
+        let session = match ctx.session(via, play, task).await {
+            Ok(s) => s,
+            Err(message) => {
+                host_unreachable(ctx, task, host, &message);
+                return false;
+            }
+        };
+        let ops: Vec<Op> = remote
+            .iter()
+            .map(|&i| {
+                let mut op = runs[i]
+                    .state
+                    .op()
+                    .expect("filtered to remote items")
+                    .clone();
+                if !runs[i].env.is_empty() {
+                    add_environment(&mut op, &runs[i].env);
+                }
+                op
+            })
+            .collect();
+        let sent = if task.module.caps().batchable {
+            send_batched(ctx, &session, ops, task).await
+        } else {
+            send_one_by_one(ctx, &session, ops, task).await
+        };
+        let results = match sent {
+            Ok(r) => r,
+            Err(message) => {
+                host_unreachable(ctx, task, host, &message);
+                return false;
+            }
+        };
+        for (&i, result) in remote.iter().zip(results) {
+            let state =
+                std::mem::replace(&mut runs[i].state, ItemState::Done(TaskOutcome::default()));
+            runs[i].state = match state {
+                ItemState::Step(_, next) => match next.resume(result) {
+                    Ok(plan) => ItemState::of(plan),
+                    Err(e) => ItemState::Done(TaskOutcome::failed(e.to_string())),
+                },
+                ItemState::Remote(op) => {
+                    let run = &runs[i];
+                    let args = run.args.as_ref().expect("a planned item has its arguments");
+                    let result = match result {
+                        OpResult::NeedContent => {
+                            match upload_content(ctx, playbook, task, &session, run, &op, args)
+                                .await
+                            {
+                                Ok(r) => r,
+                                Err(outcome) => {
+                                    runs[i].state = ItemState::Done(outcome);
+                                    continue;
+                                }
+                            }
+                        }
+                        other => other,
+                    };
+                    ItemState::Done(if check_mode(ctx, task) {
+                        task.module.finish_check(args, result)
+                    } else {
+                        task.module.finish(args, result)
+                    })
+                }
+                done @ ItemState::Done(_) => done,
+            };
+        }
+    }
+}
+
+/// Sends the ops, one request per chunk, all chunks in flight at once.
+pub(super) async fn send_batched(
+    ctx: &RunContext,
+    session: &AgentSession,
+    ops: Vec<Op>,
+    task: &Task,
+) -> Result<Vec<OpResult>, String> {
+    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
+    if ops.len() == 1 {
+        return send_one_by_one(ctx, session, ops, task).await;
+    }
+    let mut pending = Vec::new();
+    let mut ops = ops.into_iter().peekable();
+    while ops.peek().is_some() {
+        let chunk: Vec<Op> = ops.by_ref().take(BATCH_CHUNK).collect();
+        let expected = chunk.len();
+        let session = session.clone();
+        pending.push((
+            expected,
+            tokio::spawn(async move { session.call(Op::Batch(chunk), check, diff).await }),
+        ));
+    }
+    let mut results = Vec::new();
+    for (expected, handle) in pending {
+        match handle.await.map_err(|e| e.to_string())? {
+            Ok(OpResult::Batch(r)) if r.len() == expected => results.extend(r),
+            Ok(other) => return Err(format!("agent answered a batch with {other:?}")),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(results)
+}
+
+pub(super) async fn send_one_by_one(
+    ctx: &RunContext,
+    session: &AgentSession,
+    ops: Vec<Op>,
+    task: &Task,
+) -> Result<Vec<OpResult>, String> {
+    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
+    let mut results = Vec::with_capacity(ops.len());
+    for op in ops {
+        results.push(
+            session
+                .call(op, check, diff)
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    Ok(results)
+}
+
+/// The agent holds a different file than a digest-only `EnsureFile` describes: send the
+/// bytes in chunks, then ask again with the staged upload. Only now are the bytes read.
+pub(super) async fn upload_content(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    task: &Task,
+    session: &AgentSession,
+    run: &ItemRun,
+    op: &Op,
+    args: &Args,
+) -> Result<OpResult, TaskOutcome> {
+    static NEXT_UPLOAD: AtomicU64 = AtomicU64::new(1);
+    let Op::EnsureFile(ensure) = op else {
+        return Err(TaskOutcome::failed(
+            "the agent asked for content of an op that has none",
+        ));
+    };
+    let FileContent::Digest { sha256, .. } = ensure.content else {
+        return Err(TaskOutcome::failed(
+            "the agent asked for content that was sent inline",
+        ));
+    };
+    let plan_ctx = plan_context(ctx, playbook, task, &run.vars);
+    let bytes = match task.module.content(args, &plan_ctx) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return Err(TaskOutcome::failed(format!(
+                "{} cannot provide file content",
+                task.module.name()
+            )));
+        }
+        Err(e) => return Err(TaskOutcome::failed(e.to_string())),
+    };
+    let upload_id = NEXT_UPLOAD.fetch_add(1, Ordering::Relaxed);
+    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
+    let failed = |e: String| TaskOutcome::failed(format!("uploading {}: {e}", ensure.path));
+    if bytes.is_empty() {
+        let inline = Op::EnsureFile(EnsureFile {
+            content: FileContent::Inline(bytes),
+            ..ensure.clone()
+        });
+        return session
+            .call(inline, check, diff)
+            .await
+            .map_err(|e| failed(e.to_string()));
+    }
+    let chunks: Vec<&[u8]> = bytes.chunks(CHUNK_BYTES).collect();
+    let groups: Vec<&[&[u8]]> = chunks.chunks(CHUNKS_PER_REQUEST).collect();
+    let last = groups.len().saturating_sub(1);
+    let staged = Op::EnsureFile(EnsureFile {
+        content: FileContent::Staged { upload_id, sha256 },
+        ..ensure.clone()
+    });
+    // In-order batches: the agent appends chunks in the order it reads them.
+    for (index, group) in groups.iter().enumerate() {
+        let mut ops: Vec<Op> = group
+            .iter()
+            .map(|data| Op::WriteChunk {
+                upload_id,
+                data: data.to_vec(),
+            })
+            .collect();
+        if index == last {
+            ops.push(staged.clone());
+        }
+        match session.call(Op::Batch(ops), check, diff).await {
+            Ok(OpResult::Batch(mut results)) => {
+                if let Some(err @ OpResult::Error(_)) =
+                    results.iter().find(|r| matches!(r, OpResult::Error(_)))
+                {
+                    return Ok(err.clone());
+                }
+                if index == last {
+                    return results.pop().ok_or_else(|| failed("empty reply".into()));
+                }
+            }
+            Ok(other) => return Err(failed(format!("unexpected reply {other:?}"))),
+            Err(e) => return Err(failed(e.to_string())),
+        }
+    }
+    unreachable!("the last group returns")
+}
+
+/// The host (or the one the task is delegated to) cannot be reached. With
+/// `ignore_unreachable` Ansible counts it ok and ignored, registers the result, and keeps
+/// the host in the play.
+pub(super) fn host_unreachable(ctx: &RunContext, task: &Task, host: &HostState, message: &str) {
+    if !task.keywords.ignore_unreachable {
+        ctx.unreachable(host, message);
+        return;
+    }
+    let data = super::super::unreachable_result(message);
+    ctx.emit_unreachable(host, data.clone(), true);
+    host.stat(|s| {
+        s.ok += 1;
+        s.ignored += 1;
+    });
+    if let Some(name) = &task.register {
+        host.register(name, Value::Object(data));
+    }
+}

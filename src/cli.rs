@@ -107,6 +107,26 @@ pub struct Cli {
           value_parser = ["ssh", "local", "smart", "paramiko", "paramiko_ssh"])]
     pub connection: Option<String>,
 
+    /// Run operations with become (does not imply a password prompt).
+    #[arg(short = 'b', long = "become")]
+    pub become_: bool,
+
+    /// Privilege escalation method to use (default: sudo).
+    #[arg(long = "become-method", value_name = "BECOME_METHOD")]
+    pub become_method: Option<String>,
+
+    /// Run operations as this user (default: root).
+    #[arg(long = "become-user", value_name = "BECOME_USER")]
+    pub become_user: Option<String>,
+
+    /// Ask for the privilege escalation password.
+    #[arg(short = 'K', long = "ask-become-pass")]
+    pub ask_become_pass: bool,
+
+    /// Become password file (or an executable that prints it).
+    #[arg(long = "become-password-file", visible_alias = "become-pass-file", value_name = "BECOME_PASSWORD_FILE")]
+    pub become_password_file: Option<std::path::PathBuf>,
+
     /// Print one JSON event per line instead of the human output (same as --output json).
     #[arg(long = "json")]
     pub json: bool,

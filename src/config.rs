@@ -34,6 +34,9 @@ pub struct Config {
     pub ansible_managed: Option<String>,
     /// `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`.
     pub ssh_args: Option<String>,
+    /// `[privilege_escalation]`: become, become_user, become_method, become_flags,
+    /// become_exe, become_ask_pass, become_password_file (and their `ANSIBLE_BECOME*`).
+    pub become_: BecomeConfig,
     /// Printed as `[WARNING]: ...`.
     pub warnings: Vec<String>,
 }
@@ -281,6 +284,37 @@ impl Config {
                     expected: "a boolean (True or False)",
                 })?);
         }
+        // [privilege_escalation], each also from its ANSIBLE_BECOME* variable.
+        let escalation = |env_name: &str, key: &str| -> Option<(String, String)> {
+            if let Some(value) = env(env_name) {
+                return Some((value, format!("env {env_name}")));
+            }
+            let (value, line) = ini.entry("privilege_escalation", key)?;
+            let path = file.as_ref().expect("a value came from a file");
+            Some((value.to_string(), format!("{}:{line}", path.display())))
+        };
+        let flag = |env_name: &str, key: &'static str| -> Result<Option<bool>, ConfigError> {
+            escalation(env_name, key)
+                .map(|(value, origin)| {
+                    parse_bool(&value).ok_or(ConfigError::Invalid {
+                        origin,
+                        key,
+                        value: value.clone(),
+                        expected: "a boolean (True or False)",
+                    })
+                })
+                .transpose()
+        };
+        config.become_ = BecomeConfig {
+            enabled: flag("ANSIBLE_BECOME", "become")?,
+            ask_pass: flag("ANSIBLE_BECOME_ASK_PASS", "become_ask_pass")?,
+            user: escalation("ANSIBLE_BECOME_USER", "become_user").map(|(v, _)| v),
+            method: escalation("ANSIBLE_BECOME_METHOD", "become_method").map(|(v, _)| v),
+            flags: escalation("ANSIBLE_BECOME_FLAGS", "become_flags").map(|(v, _)| v),
+            exe: escalation("ANSIBLE_BECOME_EXE", "become_exe").map(|(v, _)| v),
+            password_file: escalation("ANSIBLE_BECOME_PASSWORD_FILE", "become_password_file")
+                .map(|(v, _)| resolve_path(&v, &file_dir, home)),
+        };
         config.ssh_args = env("ANSIBLE_SSH_ARGS").or_else(|| {
             ini.entry("ssh_connection", "ssh_args")
                 .map(|(value, _)| value.to_string())
@@ -288,6 +322,18 @@ impl Config {
         config.file = file;
         Ok(config)
     }
+}
+
+/// ansible.cfg's `[privilege_escalation]` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BecomeConfig {
+    pub enabled: Option<bool>,
+    pub ask_pass: Option<bool>,
+    pub user: Option<String>,
+    pub method: Option<String>,
+    pub flags: Option<String>,
+    pub exe: Option<String>,
+    pub password_file: Option<PathBuf>,
 }
 
 /// Ansible's `find_ini_config_file`; also the warning for a skipped world-writable

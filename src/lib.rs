@@ -2,6 +2,7 @@
 
 pub mod agent_binary;
 pub mod agent_session;
+pub mod become_password;
 pub mod cli;
 pub mod config;
 pub mod connection;

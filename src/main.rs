@@ -8,7 +8,7 @@ use clap::Parser;
 use turbo_play::cli::{Cli, parse_extra_vars};
 use turbo_play::config::Config;
 use turbo_play::connection::ConnectionDefaults;
-use turbo_play::executor::{RunOptions, run_playbooks};
+use turbo_play::executor::{BecomeDefaults, RunOptions, run_playbooks};
 use turbo_play::inventory::Inventory;
 use turbo_play::listing::{self, Listings};
 use turbo_play::playbook::{LoadOptions, TagFilter, load_playbooks, render_templated_tags};
@@ -160,6 +160,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         start_at_task: cli.start_at_task.clone(),
         connection: cli.connection.clone(),
         ansible_managed: config.ansible_managed,
+        become_defaults: become_defaults(&cli, &config.become_).map_err(|e| (EXIT_BAD_OPTIONS, e))?,
     };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -213,4 +214,31 @@ fn check_limit(inventory: &Inventory, limit: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// `-b`, `--become-user`, `--become-method`, `-K`, `--become-password-file` over
+/// ansible.cfg's `[privilege_escalation]`.
+fn become_defaults(
+    cli: &Cli,
+    config: &turbo_play::config::BecomeConfig,
+) -> Result<BecomeDefaults, String> {
+    let password = if cli.ask_become_pass || (config.ask_pass == Some(true)) {
+        Some(turbo_play::become_password::prompt()?)
+    } else if let Some(file) = cli
+        .become_password_file
+        .as_ref()
+        .or(config.password_file.as_ref())
+    {
+        Some(turbo_play::become_password::from_file(file)?)
+    } else {
+        None
+    };
+    Ok(BecomeDefaults {
+        enabled: cli.become_ || config.enabled == Some(true),
+        user: cli.become_user.clone().or_else(|| config.user.clone()),
+        method: cli.become_method.clone().or_else(|| config.method.clone()),
+        flags: config.flags.clone(),
+        exe: config.exe.clone(),
+        password,
+    })
 }

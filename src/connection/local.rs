@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
+use super::privilege::{self, BecomeSpec, Negotiation, Step};
 use super::{ConnectError, ConnectionSpec, agent_for, local_home};
 use crate::agent_binary::AgentBinary;
 use crate::agent_session::{AgentSession, BootstrapReport};
@@ -153,4 +154,91 @@ async fn spawn(path: &Path) -> std::io::Result<(Child, Arc<Mutex<Vec<u8>>>)> {
         });
     }
     Ok((child, stderr))
+}
+
+/// The local connection's become: sudo as another child, the same conversation as over
+/// SSH (password after the prompt, the agent sent along when the become user has none).
+pub(super) async fn open_become(
+    spec: &ConnectionSpec,
+    become_: &BecomeSpec,
+) -> Result<AgentSession, ConnectError> {
+    use tokio::io::AsyncWriteExt;
+    let agent = agent_for(&spec.host)?;
+    let failed = ConnectError::Become;
+    let prompt = privilege::unique_prompt();
+    let mut child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(privilege::become_command(become_, agent, &prompt))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| failed(format!("starting sudo: {e}")))?;
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let mut talk = Negotiation::new(&prompt, become_.password.is_some());
+    let seconds = spec.connect_timeout.as_secs() + 2;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
+    let (mut out_buf, mut err_buf) = (vec![0u8; 8192], vec![0u8; 8192]);
+    let mut stderr_open = true;
+    loop {
+        let step = tokio::select! {
+            read = stdout.read(&mut out_buf) => match read {
+                Ok(0) | Err(_) => talk.on_end(),
+                Ok(n) => talk.on_stdout(&out_buf[..n]),
+            },
+            read = stderr.read(&mut err_buf), if stderr_open => match read {
+                Ok(0) | Err(_) => { stderr_open = false; Step::Wait }
+                Ok(n) => talk.on_stderr(&err_buf[..n]),
+            },
+            _ = tokio::time::sleep_until(deadline) => Step::Fail(talk.timed_out(seconds)),
+        };
+        match step {
+            Step::Wait => {}
+            Step::SendPassword => {
+                let mut line = become_.password.clone().unwrap_or_default().into_bytes();
+                line.push(b'\n');
+                stdin
+                    .write_all(&line)
+                    .await
+                    .map_err(|e| failed(format!("answering sudo: {e}")))?;
+            }
+            Step::SendAgent { gzip } => {
+                let bytes: &[u8] = if gzip {
+                    super::ssh::compressed_agent(agent)
+                } else {
+                    &agent.bytes
+                };
+                stdin
+                    .write_all(bytes)
+                    .await
+                    .map_err(|e| failed(format!("sending the agent for become: {e}")))?;
+            }
+            Step::Fail(message) => return Err(failed(message)),
+            Step::Run(leftover) => {
+                // Whatever the agent says on stderr is drained so that it never blocks.
+                let drained = tokio::spawn(async move {
+                    let mut sink = tokio::io::sink();
+                    let _ = tokio::io::copy(&mut stderr, &mut sink).await;
+                });
+                let reader = std::io::Cursor::new(leftover).chain(stdout);
+                let session = AgentSession::start(reader, stdin, BootstrapReport::default())
+                    .await
+                    .map_err(|e| failed(format!("the become agent did not start: {e}")))?;
+                session.keep_alive(Box::new(child));
+                session.keep_alive(Box::new(AbortOnDrop(drained)));
+                return Ok(session);
+            }
+        }
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -4,10 +4,14 @@
 
 pub mod known_hosts;
 mod local;
+mod privilege;
 mod spec;
 mod ssh;
 
+pub use privilege::{BecomeMethod, BecomeSpec};
+
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent_session::AgentSession;
@@ -111,6 +115,10 @@ pub enum ConnectError {
     Unsupported { uname: String },
     #[error("agent bootstrap on {host}: {message}")]
     Bootstrap { host: String, message: String },
+    /// Privilege escalation failed, in Ansible's words: the task fails, the host stays
+    /// reachable.
+    #[error("{0}")]
+    Become(String),
 }
 
 fn tried_list(tried: &[String]) -> String {
@@ -122,11 +130,40 @@ fn tried_list(tried: &[String]) -> String {
 }
 
 /// Connects (one SSH connection for the whole run), bootstraps the agent, returns the
-/// session. For `ConnectionKind::Local` the agent runs as a child of this process.
-pub async fn open_agent(spec: &ConnectionSpec) -> Result<AgentSession, ConnectError> {
+/// session and what opens become agents beside it. For `ConnectionKind::Local` the agent
+/// runs as a child of this process.
+pub async fn open_host(spec: &ConnectionSpec) -> Result<(AgentSession, Escalator), ConnectError> {
     match spec.kind {
-        ConnectionKind::Ssh => ssh::open_agent(spec).await,
-        ConnectionKind::Local => local::open_agent(spec).await,
+        ConnectionKind::Ssh => {
+            let (session, escalator) = ssh::open_agent(spec).await?;
+            Ok((session, Escalator::Ssh(Arc::new(escalator))))
+        }
+        ConnectionKind::Local => {
+            let session = local::open_agent(spec).await?;
+            Ok((session, Escalator::Local(spec.clone())))
+        }
+    }
+}
+
+/// The login agent alone, for callers that never become another user.
+pub async fn open_agent(spec: &ConnectionSpec) -> Result<AgentSession, ConnectError> {
+    open_host(spec).await.map(|(session, _)| session)
+}
+
+/// Opens agents that run as another user, beside a host's login agent: on another channel
+/// of its SSH connection, or as another local child.
+#[derive(Clone)]
+pub enum Escalator {
+    Ssh(Arc<ssh::Escalator>),
+    Local(ConnectionSpec),
+}
+
+impl Escalator {
+    pub async fn open(&self, become_: &BecomeSpec) -> Result<AgentSession, ConnectError> {
+        match self {
+            Escalator::Ssh(ssh) => ssh.open(become_).await,
+            Escalator::Local(spec) => local::open_become(spec, become_).await,
+        }
     }
 }
 

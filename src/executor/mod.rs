@@ -22,7 +22,7 @@ use tokio::sync::{OnceCell, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::agent_session::AgentSession;
-use crate::connection::{ConnectionDefaults, ConnectionSpec, open_agent};
+use crate::connection::{BecomeSpec, ConnectionDefaults, ConnectionSpec, Escalator, open_host};
 use crate::inventory::Inventory;
 use crate::playbook::{Play, Playbook, TagFilter, select_tasks};
 use crate::report::events::{Event, HostResult, HostStats, Status};
@@ -52,6 +52,35 @@ pub struct RunOptions {
     pub connection: Option<String>,
     /// ansible.cfg `ansible_managed`, for templates.
     pub ansible_managed: Option<String>,
+    /// `-b`, `--become-user`, `--become-method`, `-K`/`--become-password-file` and
+    /// ansible.cfg's `[privilege_escalation]`: what tasks become when neither their
+    /// keywords nor the host's variables say.
+    pub become_defaults: BecomeDefaults,
+}
+
+/// The command line's and ansible.cfg's become settings.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct BecomeDefaults {
+    pub enabled: bool,
+    pub user: Option<String>,
+    pub method: Option<String>,
+    pub flags: Option<String>,
+    pub exe: Option<String>,
+    /// Never shown (see the Debug impl).
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for BecomeDefaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BecomeDefaults")
+            .field("enabled", &self.enabled)
+            .field("user", &self.user)
+            .field("method", &self.method)
+            .field("flags", &self.flags)
+            .field("exe", &self.exe)
+            .field("password", &self.password.as_ref().map(|_| "********"))
+            .finish()
+    }
 }
 
 /// What ansible-playbook's exit code is made of.
@@ -75,7 +104,17 @@ impl RunSummary {
     }
 }
 
-type SessionCell = Arc<OnceCell<Result<AgentSession, String>>>;
+/// A host's agent for one connection (and become user), opened the first time a task
+/// needs it, with what opens become agents beside a login agent.
+type SessionCell = Arc<OnceCell<Result<(AgentSession, Option<Escalator>), SessionFailure>>>;
+
+/// Why a task could not get its agent: the host is unreachable, or only this task fails
+/// (privilege escalation refused, in Ansible's words; the host stays in the play).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SessionFailure {
+    Unreachable(String),
+    Failed(String),
+}
 
 /// One host's state for the whole run: its connection, registered variables, counters.
 pub(crate) struct HostState {
@@ -236,12 +275,49 @@ impl RunContext {
     /// login, address and port, so a task whose `connection`, `remote_user` or `port`
     /// differs from the play's gets a session of its own. Connecting happens inside the
     /// host's own job, so hosts connect concurrently.
-    pub async fn session(
+    /// The agent a task's ops go through on `host`: the login agent of its connection, or
+    /// with `become` an agent running as the become user beside it.
+    pub(crate) async fn session(
         &self,
         host: &HostState,
         play: &Play,
         task: &crate::playbook::Task,
-    ) -> Result<AgentSession, String> {
+        become_: Option<&BecomeSpec>,
+    ) -> Result<AgentSession, SessionFailure> {
+        let (login_key, login) = self.login_session(host, play, task).await?;
+        let Some(become_) = become_ else {
+            return Ok(login.0);
+        };
+        let escalator = login.1.expect("a login session has its escalator");
+        let key = format!("{login_key}|{}", become_.session_key());
+        let cell = host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .entry(key)
+            .or_default()
+            .clone();
+        cell.get_or_init(|| async {
+            let session = escalator.open(become_).await.map_err(|e| match e {
+                crate::connection::ConnectError::Become(message) => {
+                    SessionFailure::Failed(message)
+                }
+                other => SessionFailure::Unreachable(other.to_string()),
+            })?;
+            Ok((session, None))
+        })
+        .await
+        .clone()
+        .map(|(session, _)| session)
+    }
+
+    async fn login_session(
+        &self,
+        host: &HostState,
+        play: &Play,
+        task: &crate::playbook::Task,
+    ) -> Result<(String, (AgentSession, Option<Escalator>)), SessionFailure> {
+        let unreachable = |e: String| SessionFailure::Unreachable(e);
         // group_vars/ and host_vars/ beside the playbook file count too (its directory is
         // the playbook's, as the loader sets it).
         let playbook_dir = match play.location.file.parent() {
@@ -251,7 +327,7 @@ impl RunContext {
         let mut vars = self
             .inventory
             .host_vars_for(&host.name, playbook_dir)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| unreachable(e.to_string()))?;
         if let Some(added) = self
             .runtime
             .lock()
@@ -286,7 +362,7 @@ impl RunContext {
         }
         let spec =
             ConnectionSpec::from_host_vars(&host.name, &vars, &self.opts.connection_defaults)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| unreachable(e.to_string()))?;
         let key = format!(
             "{:?}|{}|{}|{}",
             spec.kind, spec.user, spec.address, spec.port
@@ -295,11 +371,13 @@ impl RunContext {
             .sessions
             .lock()
             .expect("sessions lock")
-            .entry(key)
+            .entry(key.clone())
             .or_default()
             .clone();
-        cell.get_or_init(|| async {
-            let session = open_agent(&spec).await.map_err(|e| e.to_string())?;
+        let opened = cell.get_or_init(|| async {
+            let (session, escalator) = open_host(&spec)
+                .await
+                .map_err(|e| unreachable(e.to_string()))?;
             let b = session.bootstrap();
             self.emit(Event::AgentReady {
                 host: host.name.clone(),
@@ -307,10 +385,11 @@ impl RunContext {
                 upload_bytes: b.upload_bytes,
                 replaced_stale: b.replaced_stale,
             });
-            Ok(session)
+            Ok((session, Some(escalator)))
         })
         .await
-        .clone()
+        .clone()?;
+        Ok((key, opened))
     }
 
     fn open_sessions(&self, host: &HostState) -> Vec<AgentSession> {
@@ -323,7 +402,7 @@ impl RunContext {
             .collect();
         cells
             .iter()
-            .filter_map(|c| c.get().and_then(|r| r.as_ref().ok()).cloned())
+            .filter_map(|c| c.get().and_then(|r| r.as_ref().ok()).map(|(s, _)| s.clone()))
             .collect()
     }
 

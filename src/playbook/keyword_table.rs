@@ -158,11 +158,11 @@ pub(super) const KEYWORDS: &[Keyword] = &[
     kw("connection", Places::TASKLIKE, Supported).inherited(),
     kw("remote_user", Places::TASKLIKE, Supported).inherited(),
     kw("port", Places::TASKLIKE, Supported).inherited(),
-    kw("become", Places::TASKLIKE, Warned).inherited(),
-    kw("become_user", Places::TASKLIKE, Warned).inherited(),
-    kw("become_method", Places::TASKLIKE, Warned).inherited(),
-    kw("become_flags", Places::TASKLIKE, Warned).inherited(),
-    kw("become_exe", Places::TASKLIKE, Warned).inherited(),
+    kw("become", Places::TASKLIKE, Supported).inherited(),
+    kw("become_user", Places::TASKLIKE, Supported).inherited(),
+    kw("become_method", Places::TASKLIKE, Supported).inherited(),
+    kw("become_flags", Places::TASKLIKE, Supported).inherited(),
+    kw("become_exe", Places::TASKLIKE, Supported).inherited(),
     kw("module_defaults", Places::TASKLIKE, Warned).inherited(),
     kw("any_errors_fatal", AROUND, Supported).inherited(),
     kw("ignore_unreachable", AROUND, Supported).inherited(),
@@ -208,6 +208,11 @@ const RUN_KEYWORDS: &[&str] = &[
     "connection",
     "remote_user",
     "port",
+    "become",
+    "become_user",
+    "become_method",
+    "become_flags",
+    "become_exe",
 ];
 
 /// The table's entry for `name`.

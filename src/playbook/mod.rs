@@ -224,9 +224,23 @@ pub struct RunKeywords {
     pub connection: Option<String>,
     pub remote_user: Option<String>,
     pub port: Option<String>,
+    /// `become` and its settings on the task or around it, as written (each may be a
+    /// template): decided per host when the task runs.
+    pub become_: BecomeKeywords,
     /// `no_log` and `ignore_errors` written as templates (`"{{ ansible_check_mode }}"`):
     /// decided per host when the task runs, where they replace the fixed values.
     pub templated: TemplatedSwitches,
+}
+
+/// `become`, `become_user`, `become_method`, `become_flags`, `become_exe` as written; the
+/// innermost one set wins, field by field, as in Ansible.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BecomeKeywords {
+    pub enabled: Option<String>,
+    pub user: Option<String>,
+    pub method: Option<String>,
+    pub flags: Option<String>,
+    pub exe: Option<String>,
 }
 
 /// Yes/no keywords whose value is a template, rendered with the task's variables and read

@@ -316,6 +316,11 @@ impl Loader<'_> {
             "connection" => into.connection = Some(self.scalar(v, key)?),
             "remote_user" => into.remote_user = Some(self.scalar(v, key)?),
             "port" => into.port = Some(self.port(v)?),
+            "become" => into.become_.enabled = Some(self.scalar(v, key)?),
+            "become_user" => into.become_.user = Some(self.scalar(v, key)?),
+            "become_method" => into.become_.method = Some(self.scalar(v, key)?),
+            "become_flags" => into.become_.flags = Some(self.scalar(v, key)?),
+            "become_exe" => into.become_.exe = Some(self.scalar(v, key)?),
             "throttle" => {
                 let n = self.count(v, key)?;
                 into.throttle = match &n.value {

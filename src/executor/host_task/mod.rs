@@ -12,6 +12,7 @@ use turbo_proto::Op;
 
 use super::control::{Verdict, judge};
 use super::{HostState, RunContext};
+use crate::connection::BecomeSpec;
 use crate::modules::{Args, Effect, Next, Plan, TaskOutcome};
 use crate::playbook::{Play, Playbook, Task};
 use crate::report::events::Event;
@@ -82,6 +83,7 @@ pub(crate) async fn run(
         delegate,
         items,
         pause,
+        become_,
         ..
     } = &prepared;
     let task = prepared.task();
@@ -120,6 +122,7 @@ pub(crate) async fn run(
         task,
         host,
         via,
+        become_: become_.as_ref(),
     };
     let mut running: Vec<usize> = (0..runs.len()).collect();
     let mut attempt = 1;
@@ -196,4 +199,6 @@ struct Target<'a> {
     task: &'a Task,
     host: &'a HostState,
     via: &'a HostState,
+    /// Whom the ops run as, when the task becomes another user.
+    become_: Option<&'a BecomeSpec>,
 }

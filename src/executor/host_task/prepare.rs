@@ -8,6 +8,7 @@ use turbo_proto::Op;
 use super::super::control::Attempts;
 use super::super::vars::{PlayHosts, strip_omitted, task_vars};
 use super::{HostState, ItemRun, ItemState, RunContext};
+use crate::connection::BecomeSpec;
 use crate::modules::{Args, PlanContext, TaskOutcome};
 use crate::playbook::{LoopError, Play, Playbook, Task, ansible_loop};
 use crate::report::events::Event;
@@ -24,6 +25,8 @@ pub(super) struct Prepared<'t> {
     pub(super) delegate: Option<std::sync::Arc<HostState>>,
     pub(super) items: Option<Vec<Value>>,
     pub(super) pause: Option<std::time::Duration>,
+    /// The user the task's ops run as, with `become`.
+    pub(super) become_: Option<BecomeSpec>,
 }
 
 impl Prepared<'_> {
@@ -65,7 +68,9 @@ pub(super) fn prepare<'t>(
         ),
     };
     let pause = loop_pause(ctx, decided_task, &base)?;
+    let become_ = decide_become(ctx, decided_task, &base)?;
     Ok(Prepared {
+        become_,
         written: task,
         decided,
         base,
@@ -74,6 +79,77 @@ pub(super) fn prepare<'t>(
         items,
         pause,
     })
+}
+
+/// Whether, and as whom, the task becomes another user on this host, as Ansible decides
+/// it: the host's `ansible_become*` variables, else the task's (or its blocks', role's,
+/// play's) keywords, else `-b`/`--become-user`/`--become-method` and ansible.cfg.
+fn decide_become(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Option<BecomeSpec>, String> {
+    let defaults = &ctx.opts.become_defaults;
+    let keywords = &task.keywords.become_;
+    // A variable set for the host, templated as any variable is.
+    let var = |name: &str| -> Result<Option<Value>, String> {
+        match ctx.templar.eval_expr(name, vars) {
+            Ok(Value::Null) => Ok(None),
+            Ok(value) => Ok(Some(value)),
+            Err(TemplateError::Undefined { .. }) => Ok(None),
+            Err(e) => Err(template_failure(task, &e)),
+        }
+    };
+    let text = |value: Value| match value {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    let keyword = |written: &Option<String>| -> Result<Option<String>, String> {
+        written
+            .as_ref()
+            .map(|w| ctx.templar.render_str(w, vars).map_err(|e| template_failure(task, &e)))
+            .transpose()
+    };
+    let enabled = match var("ansible_become")? {
+        Some(value) => crate::modules::spec::parse_bool(&value)
+            .map_err(|e| format!("ansible_become: {e}"))?,
+        None => match keyword(&keywords.enabled)? {
+            Some(written) => crate::modules::spec::parse_bool(&Value::String(written))
+                .map_err(|e| format!("become: {e}\n\nThe error appears to be in '{}'", task.location))?,
+            None => defaults.enabled,
+        },
+    };
+    if !enabled {
+        return Ok(None);
+    }
+    let pick = |var_name: &str, written: &Option<String>, default: &Option<String>| -> Result<Option<String>, String> {
+        Ok(match var(var_name)? {
+            Some(value) => Some(text(value)),
+            None => keyword(written)?.or_else(|| default.clone()),
+        })
+    };
+    let method = pick("ansible_become_method", &keywords.method, &defaults.method)?
+        .unwrap_or_else(|| "sudo".to_string());
+    let method = crate::connection::BecomeMethod::parse(&method)?;
+    let user = pick("ansible_become_user", &keywords.user, &defaults.user)?
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "root".to_string());
+    let flags = pick("ansible_become_flags", &keywords.flags, &defaults.flags)?;
+    let exe = pick("ansible_become_exe", &keywords.exe, &defaults.exe)?;
+    let password = match var("ansible_become_password")? {
+        Some(value) => Some(text(value)),
+        None => match var("ansible_become_pass")? {
+            Some(value) => Some(text(value)),
+            None => defaults.password.clone(),
+        },
+    };
+    Ok(Some(BecomeSpec {
+        method,
+        user,
+        flags,
+        exe,
+        password,
+    }))
 }
 
 /// Every item planned (or the task itself without a loop), each with its environment.

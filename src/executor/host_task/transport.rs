@@ -8,6 +8,7 @@ use serde_json::Value;
 use turbo_proto::{CHUNK_BYTES, EnsureFile, FileContent, Op, OpResult};
 
 use super::prepare::{add_environment, check_mode, diff_mode, plan_context};
+use super::super::SessionFailure;
 use super::{HostState, ItemRun, ItemState, RunContext, Target};
 use crate::agent_session::AgentSession;
 use crate::modules::{Args, TaskOutcome};
@@ -59,6 +60,7 @@ pub(super) async fn send_remote(
         task,
         host,
         via,
+        become_,
     } = *target;
     loop {
         let remote: Vec<usize> = running
@@ -69,11 +71,17 @@ pub(super) async fn send_remote(
         if remote.is_empty() {
             return true;
         }
-        let session = match ctx.session(via, play, task).await {
+        let session = match ctx.session(via, play, task, become_).await {
             Ok(s) => s,
-            Err(message) => {
+            Err(SessionFailure::Unreachable(message)) => {
                 host_unreachable(ctx, task, host, &message);
                 return false;
+            }
+            Err(SessionFailure::Failed(message)) => {
+                for &i in &remote {
+                    runs[i].state = ItemState::Done(TaskOutcome::failed(message.clone()));
+                }
+                return true;
             }
         };
         let ops: Vec<Op> = remote

@@ -1,0 +1,385 @@
+//! Privilege escalation (Ansible's `become`): a second agent, started through sudo on
+//! another channel of the host's one SSH connection (or as another child for the local
+//! connection), running as the become user.
+//!
+//! The become user need not be able to read the login user's agent cache (a non-root
+//! `become_user` such as `postgres`): the script that sudo runs looks in the become user's
+//! own cache and, when the agent is missing there, asks for it on the same channel, so
+//! nothing is ever made world-readable. The password travels only on that channel, after
+//! sudo's prompt: never in argv, the environment, a file or a log.
+//!
+//! [`Negotiation`] is the pure state machine of that conversation; the SSH and local
+//! drivers only move bytes.
+
+use crate::agent_binary::{AgentBinary, SUPPORTED_UNAME};
+
+/// How to become another user.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BecomeSpec {
+    pub method: BecomeMethod,
+    pub user: String,
+    /// `become_flags`; `None` means the method's defaults (sudo: `-H -S -n`).
+    pub flags: Option<String>,
+    /// `become_exe`; `None` means the method's own name.
+    pub exe: Option<String>,
+    pub password: Option<String>,
+}
+
+/// Never shows the password.
+impl std::fmt::Debug for BecomeSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BecomeSpec")
+            .field("method", &self.method)
+            .field("user", &self.user)
+            .field("flags", &self.flags)
+            .field("exe", &self.exe)
+            .field("password", &self.password.as_ref().map(|_| "********"))
+            .finish()
+    }
+}
+
+impl BecomeSpec {
+    /// What keys the become session among a host's sessions (the password is not part of
+    /// it: one user, method and flags is one session).
+    pub fn session_key(&self) -> String {
+        format!(
+            "become|{:?}|{}|{}|{}",
+            self.method,
+            self.user,
+            self.flags.as_deref().unwrap_or(""),
+            self.exe.as_deref().unwrap_or("")
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BecomeMethod {
+    Sudo,
+}
+
+impl BecomeMethod {
+    /// The method a `become_method` names, or Ansible's words when turbo-play has no such
+    /// plugin (yet).
+    pub fn parse(name: &str) -> Result<BecomeMethod, String> {
+        match name.strip_prefix("ansible.builtin.").unwrap_or(name) {
+            "sudo" => Ok(BecomeMethod::Sudo),
+            "su" | "runas" | "doas" | "pbrun" | "pfexec" | "dzdo" | "ksu" | "machinectl"
+            | "pmrun" | "sesu" | "enable" => Err(format!(
+                "the become method '{name}' is not supported by turbo-play yet; use become_method: sudo or run this playbook with ansible-playbook"
+            )),
+            other => Err(format!("Invalid become method specified, could not find matching plugin: '{other}'. Use `ansible-doc -t become -l` to list available plugins.")),
+        }
+    }
+}
+
+/// Markers the become script prints on their own line.
+pub(super) const MARK_RUN: &str = "TP-RUN";
+const MARK_SEND_GZIP: &str = "TP-SEND-GZIP";
+const MARK_SEND_RAW: &str = "TP-SEND-RAW";
+const MARK_UNSUPPORTED: &str = "TP-UNSUPPORTED";
+
+/// The command line the login user's shell runs: sudo, then the become script as the
+/// become user. `prompt` is the unique text sudo prints before it reads the password.
+pub fn become_command(spec: &BecomeSpec, agent: &AgentBinary, prompt: &str) -> String {
+    let script = become_script(agent);
+    let exe = spec.exe.as_deref().unwrap_or("sudo");
+    let mut flags = spec.flags.clone().unwrap_or_else(|| "-H -S -n".to_string());
+    let mut prompt_flag = String::new();
+    if spec.password.is_some() {
+        // As Ansible's sudo plugin: with a password, sudo must be allowed to ask for it.
+        flags = without_non_interactive(&flags);
+        prompt_flag = format!("-p \"{prompt}\"");
+    }
+    let user = shell_quote(&spec.user);
+    [
+        exe,
+        flags.trim(),
+        &prompt_flag,
+        &format!("-u {user}"),
+        &format!("/bin/sh -c '{script}'"),
+    ]
+    .iter()
+    .filter(|part| !part.is_empty())
+    .copied()
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
+/// `-n` removed from sudo's flags, also from a group like `-nH` (Ansible's
+/// `flags.replace('n', '')` on the short-option groups).
+fn without_non_interactive(flags: &str) -> String {
+    flags
+        .split_whitespace()
+        .filter_map(|word| {
+            if word.starts_with("--") || !word.starts_with('-') {
+                return Some(word.to_string());
+            }
+            let rest: String = word[1..].chars().filter(|c| *c != 'n').collect();
+            (!rest.is_empty()).then(|| format!("-{rest}"))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A word for the shell, in single quotes.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\"'\"'"))
+}
+
+/// Runs as the become user: the agent from that user's own cache (`~/.cache/turbo-play`,
+/// or a private directory in /tmp when the home cannot hold it), received on stdin first
+/// when it is missing or stale. No single quote inside: it is single-quoted for `sh -c`.
+fn become_script(agent: &AgentBinary) -> String {
+    let name = agent.remote_name();
+    let size = agent.bytes.len();
+    let gz_size = super::ssh::compressed_agent(agent).len();
+    format!(
+        "u=$(uname -sm); if [ \"$u\" != \"{SUPPORTED_UNAME}\" ]; then echo \"$u\"; echo {MARK_UNSUPPORTED}; exit 0; fi; \
+         umask 077; d=\"$HOME/.cache/turbo-play\"; \
+         if ! mkdir -p \"$d\" 2>/dev/null || [ ! -w \"$d\" ]; then d=\"/tmp/turbo-play-$(id -u)\"; mkdir -p \"$d\" || exit 8; [ -O \"$d\" ] || {{ echo \"$d is not owned by $(id -un)\" >&2; exit 8; }}; chmod 700 \"$d\"; fi; \
+         f=\"$d/{name}\"; \
+         if [ -x \"$f\" ] && [ $(wc -c < \"$f\") -eq {size} ] 2>/dev/null; then echo {MARK_RUN}; exec \"$f\"; fi; \
+         t=\"$d/.{name}.$$\"; \
+         if command -v gzip >/dev/null 2>&1; then echo {MARK_SEND_GZIP}; head -c {gz_size} | gzip -dc > \"$t\"; \
+         else echo {MARK_SEND_RAW}; head -c {size} > \"$t\"; fi; \
+         if [ $(wc -c < \"$t\") -eq {size} ] 2>/dev/null && chmod 700 \"$t\" && mv -f \"$t\" \"$f\"; then echo {MARK_RUN}; exec \"$f\"; fi; \
+         rm -f \"$t\"; echo \"receiving the agent into $d failed\" >&2; exit 8"
+    )
+}
+
+/// What the driver must do next.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Keep reading.
+    Wait,
+    /// sudo asks: write the password and a newline.
+    SendPassword,
+    /// The script wants the agent on its stdin, gzip-compressed or as it is.
+    SendAgent { gzip: bool },
+    /// The agent runs: these stdout bytes are its first.
+    Run(Vec<u8>),
+    /// Escalation failed, with Ansible's message.
+    Fail(String),
+}
+
+/// The conversation with sudo and the become script, fed what the channel says.
+pub struct Negotiation {
+    prompt: String,
+    has_password: bool,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    prompts_answered: usize,
+}
+
+/// Bound on what is kept of the conversation before the agent runs.
+const TALK_LIMIT: usize = 64 * 1024;
+
+impl Negotiation {
+    pub fn new(prompt: &str, has_password: bool) -> Negotiation {
+        Negotiation {
+            prompt: prompt.to_string(),
+            has_password,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            prompts_answered: 0,
+        }
+    }
+
+    pub fn on_stdout(&mut self, data: &[u8]) -> Step {
+        if self.stdout.len() < TALK_LIMIT {
+            self.stdout.extend_from_slice(data);
+        }
+        self.decide()
+    }
+
+    pub fn on_stderr(&mut self, data: &[u8]) -> Step {
+        if self.stderr.len() < TALK_LIMIT {
+            self.stderr.extend_from_slice(data);
+        }
+        self.decide()
+    }
+
+    /// The channel ended (or the program exited) before the agent ran.
+    pub fn on_end(&mut self) -> Step {
+        match self.decide() {
+            Step::Wait => {
+                let said = self.said();
+                Step::Fail(if said.contains("a password is required") {
+                    "Missing sudo password".to_string()
+                } else if said.contains("is not in the sudoers file")
+                    || said.contains("not allowed to execute")
+                    || said.contains("may not run sudo")
+                {
+                    format!("privilege escalation failed: {}", said.trim())
+                } else if said.is_empty() {
+                    "privilege escalation failed: sudo ended without a word".to_string()
+                } else {
+                    format!("privilege escalation failed: {}", said.trim())
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// The message for a conversation that took too long.
+    pub fn timed_out(&self, seconds: u64) -> String {
+        format!(
+            "Timeout ({seconds}s) waiting for privilege escalation prompt: {}",
+            self.said().trim()
+        )
+    }
+
+    fn said(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.stderr).into_owned();
+        text.push_str(&String::from_utf8_lossy(&self.stdout));
+        text.replace(&self.prompt, "")
+    }
+
+    fn decide(&mut self) -> Step {
+        if let Some((marker, rest)) = find_marker(&self.stdout) {
+            return match marker {
+                MARK_RUN => {
+                    let leftover = self.stdout[rest..].to_vec();
+                    self.stdout.clear();
+                    Step::Run(leftover)
+                }
+                MARK_SEND_GZIP | MARK_SEND_RAW => {
+                    self.stdout.drain(..rest);
+                    Step::SendAgent {
+                        gzip: marker == MARK_SEND_GZIP,
+                    }
+                }
+                _ => Step::Fail(format!(
+                    "agent not available for {}: turbo-play ships an agent for Linux x86_64 only",
+                    String::from_utf8_lossy(&self.stdout[..rest])
+                        .lines()
+                        .next()
+                        .unwrap_or("this system")
+                )),
+            };
+        }
+        let stderr = String::from_utf8_lossy(&self.stderr);
+        if stderr.contains("Sorry, try again") || stderr.contains("incorrect password") {
+            return Step::Fail("Incorrect sudo password".to_string());
+        }
+        let prompts = stderr.matches(self.prompt.as_str()).count()
+            + String::from_utf8_lossy(&self.stdout)
+                .matches(self.prompt.as_str())
+                .count();
+        if prompts > self.prompts_answered {
+            if !self.has_password {
+                return Step::Fail("Missing sudo password".to_string());
+            }
+            if self.prompts_answered > 0 {
+                return Step::Fail("Incorrect sudo password".to_string());
+            }
+            self.prompts_answered = prompts;
+            return Step::SendPassword;
+        }
+        Step::Wait
+    }
+}
+
+/// The first whole line that is one of the markers, and the offset just past it.
+fn find_marker(stdout: &[u8]) -> Option<(&'static str, usize)> {
+    let mut start = 0;
+    while let Some(newline) = stdout[start..].iter().position(|&b| b == b'\n') {
+        let line = &stdout[start..start + newline];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        for marker in [MARK_RUN, MARK_SEND_GZIP, MARK_SEND_RAW, MARK_UNSUPPORTED] {
+            if line == marker.as_bytes() {
+                return Some((marker, start + newline + 1));
+            }
+        }
+        start += newline + 1;
+    }
+    None
+}
+
+/// A prompt no command output will contain by chance, as Ansible's `key=` prompts.
+pub fn unique_prompt() -> String {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(
+        "[sudo via turbo-play, key={:x}{:x}{n:x}] password:",
+        nanos,
+        std::process::id()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(password: Option<&str>, flags: Option<&str>) -> BecomeSpec {
+        BecomeSpec {
+            method: BecomeMethod::Sudo,
+            user: "postgres".into(),
+            flags: flags.map(str::to_string),
+            exe: None,
+            password: password.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn sudo_command_as_ansibles_sudo_plugin_builds_it() {
+        let agent = crate::agent_binary::agent_binary().unwrap();
+        let cmd = become_command(&spec(None, None), agent, "P:");
+        assert!(cmd.starts_with("sudo -H -S -n -u 'postgres' /bin/sh -c '"), "{cmd}");
+        let cmd = become_command(&spec(Some("pw"), None), agent, "P:");
+        assert!(cmd.starts_with("sudo -H -S -p \"P:\" -u 'postgres' /bin/sh -c '"), "{cmd}");
+        assert!(!cmd.contains("pw"), "the password is never on the command line");
+        assert_eq!(without_non_interactive("-nH -S --login -n"), "-H -S --login");
+        assert_eq!(shell_quote("a'b"), "'a'\"'\"'b'");
+    }
+
+    #[test]
+    fn a_password_goes_after_the_prompt_and_the_agent_runs() {
+        let mut n = Negotiation::new("P:", true);
+        assert_eq!(n.on_stderr(b"P:"), Step::SendPassword);
+        assert_eq!(n.on_stdout(b"TP-RUN\n\x00\x01"), Step::Run(vec![0, 1]));
+    }
+
+    #[test]
+    fn the_agent_is_asked_for_then_runs() {
+        let mut n = Negotiation::new("P:", false);
+        assert_eq!(n.on_stdout(b"TP-SEND-GZIP\n"), Step::SendAgent { gzip: true });
+        assert_eq!(n.on_stdout(b"TP-RU"), Step::Wait);
+        assert_eq!(n.on_stdout(b"N\n"), Step::Run(vec![]));
+    }
+
+    #[test]
+    fn wrong_missing_and_refused_passwords_fail_with_ansibles_words() {
+        let mut n = Negotiation::new("P:", true);
+        assert_eq!(n.on_stderr(b"P:"), Step::SendPassword);
+        assert_eq!(
+            n.on_stderr(b"\nSorry, try again.\nP:"),
+            Step::Fail("Incorrect sudo password".into())
+        );
+        let mut n = Negotiation::new("P:", false);
+        assert_eq!(n.on_stderr(b"sudo: a password is required\n"), Step::Wait);
+        assert_eq!(n.on_end(), Step::Fail("Missing sudo password".into()));
+        let mut n = Negotiation::new("P:", false);
+        assert_eq!(n.on_stderr(b"P:"), Step::Fail("Missing sudo password".into()));
+        let mut n = Negotiation::new("P:", false);
+        n.on_stderr(b"bob is not in the sudoers file.\n");
+        assert_eq!(
+            n.on_end(),
+            Step::Fail("privilege escalation failed: bob is not in the sudoers file.".into())
+        );
+        assert!(n.timed_out(12).starts_with("Timeout (12s) waiting for privilege escalation prompt: "));
+    }
+
+    #[test]
+    fn methods() {
+        assert_eq!(BecomeMethod::parse("sudo"), Ok(BecomeMethod::Sudo));
+        assert!(BecomeMethod::parse("su").unwrap_err().contains("not supported by turbo-play yet"));
+        assert!(BecomeMethod::parse("nope").unwrap_err().starts_with("Invalid become method specified"));
+        let shown = format!("{:?}", spec(Some("secret"), None));
+        assert!(!shown.contains("secret"), "{shown}");
+    }
+}

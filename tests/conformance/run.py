@@ -254,6 +254,9 @@ class Runner:
             # Scripts often send ansible-playbook's output to a file and grep it.
             found = problems_in_written_files([work, self.run_root / "output_dir"], started)
         detail = (found[-1 if script else 0] if found else last_words(output))
+        warned = unsupported_warnings(output)
+        if warned:
+            detail += f" (after the warning: {one_line(warned[0])})"
         if timed_out:
             detail = f"timed out after {self.timeout:.0f} s; {detail}"
         return Outcome("fail", seconds, detail)
@@ -466,6 +469,7 @@ def configured_locale() -> str:
 FAILURE = re.compile(r"^(?:fatal|failed): \[([^\]]*)\](?: \(item=.*?\))?: (?:FAILED|UNREACHABLE)! => (.*)$")
 FAILURE_ITEM = re.compile(r"^failed: \[([^\]]*)\] \((item=.*?)\) => (.*)$")
 TASK = re.compile(r"^(?:TASK|RUNNING HANDLER) \[(.*)\] \**$")
+HEADER = re.compile(r"^(?:PLAY|PLAY RECAP|NO MORE HOSTS LEFT)\b.*\*+$")
 
 
 def problems(output: str) -> list[str]:
@@ -475,21 +479,33 @@ def problems(output: str) -> list[str]:
     last is the one that ended it."""
     lines = output.splitlines()
     found = []
+    # A task's failures count once its last item is shown and no `...ignoring` follows.
+    pending = []
     task = None
     i = 0
     while i < len(lines):
         line = lines[i]
-        if (m := TASK.match(line)):
-            task = m.group(1)
+        if line.strip() == "...ignoring":
+            pending = []
+        elif (m := TASK.match(line)) or HEADER.match(line):
+            found += pending
+            pending = []
+            task = m.group(1) if m else task
         elif (m := FAILURE.match(line) or FAILURE_ITEM.match(line)):
             body, i = json_block(lines, i, m.group(m.lastindex))
-            following = next((l for l in lines[i + 1:i + 3] if l.strip()), "")
-            if following.strip() != "...ignoring":
-                found.append(f"task [{task}]: {failure_message(body)}")
+            pending.append(f"task [{task}]: {failure_message(body)}")
         elif line.startswith("ERROR! ") or line.startswith("error: "):
+            found += pending
+            pending = []
             found.append(line.strip())
         i += 1
-    return found
+    return found + pending
+
+
+def unsupported_warnings(output: str) -> list[str]:
+    """turbo-play's warnings that it ignored something the target relies on."""
+    return [line.removeprefix("[WARNING]: ").strip() for line in output.splitlines()
+            if line.startswith("[WARNING]: ") and "not supported" in line]
 
 
 def problems_in_written_files(directories: list[Path], since: float) -> list[str]:
@@ -519,15 +535,18 @@ def last_words(output: str) -> str:
 
 
 def json_block(lines: list[str], i: int, first: str) -> tuple[str, int]:
-    """The JSON value that starts on line i (possibly spanning lines); returns it and the
-    index of its last line."""
+    """The JSON value that starts on line i (pretty-printed, it spans lines); returns it and
+    the index of its last line. Unparsable text is returned as its first line."""
     text = first
-    depth = first.count("{") - first.count("}")
-    while depth > 0 and i + 1 < len(lines):
-        i += 1
-        text += "\n" + lines[i]
-        depth += lines[i].count("{") - lines[i].count("}")
-    return text, i
+    for j in range(i, min(i + 400, len(lines))):
+        if j > i:
+            text += "\n" + lines[j]
+        try:
+            json.loads(text)
+            return text, j
+        except ValueError:
+            continue
+    return first, i
 
 
 def failure_message(body: str) -> str:

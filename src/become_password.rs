@@ -43,7 +43,11 @@ pub fn prompt() -> Result<String, String> {
     let stty = |arg: &str| {
         Command::new("stty")
             .arg(arg)
-            .stdin(tty.try_clone().map(Stdio::from).unwrap_or_else(|_| Stdio::null()))
+            .stdin(
+                tty.try_clone()
+                    .map(Stdio::from)
+                    .unwrap_or_else(|_| Stdio::null()),
+            )
             .status()
     };
     let mut out = tty.try_clone().map_err(|e| e.to_string())?;
@@ -73,6 +77,10 @@ mod tests {
         std::fs::write(&script, "#!/bin/sh\necho from-script\n").unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700)).unwrap();
         assert_eq!(from_file(&script).unwrap(), "from-script");
-        assert!(from_file(&dir.path().join("nope")).unwrap_err().contains("nope"));
+        assert!(
+            from_file(&dir.path().join("nope"))
+                .unwrap_err()
+                .contains("nope")
+        );
     }
 }

@@ -124,7 +124,11 @@ pub struct Cli {
     pub ask_become_pass: bool,
 
     /// Become password file (or an executable that prints it).
-    #[arg(long = "become-password-file", visible_alias = "become-pass-file", value_name = "BECOME_PASSWORD_FILE")]
+    #[arg(
+        long = "become-password-file",
+        visible_alias = "become-pass-file",
+        value_name = "BECOME_PASSWORD_FILE"
+    )]
     pub become_password_file: Option<std::path::PathBuf>,
 
     /// Print one JSON event per line instead of the human output (same as --output json).

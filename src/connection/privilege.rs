@@ -67,7 +67,9 @@ impl BecomeMethod {
             | "pmrun" | "sesu" | "enable" => Err(format!(
                 "the become method '{name}' is not supported by turbo-play yet; use become_method: sudo or run this playbook with ansible-playbook"
             )),
-            other => Err(format!("Invalid become method specified, could not find matching plugin: '{other}'. Use `ansible-doc -t become -l` to list available plugins.")),
+            other => Err(format!(
+                "Invalid become method specified, could not find matching plugin: '{other}'. Use `ansible-doc -t become -l` to list available plugins."
+            )),
         }
     }
 }
@@ -329,11 +331,23 @@ mod tests {
     fn sudo_command_as_ansibles_sudo_plugin_builds_it() {
         let agent = crate::agent_binary::agent_binary().unwrap();
         let cmd = become_command(&spec(None, None), agent, "P:");
-        assert!(cmd.starts_with("sudo -H -S -n -u 'postgres' /bin/sh -c '"), "{cmd}");
+        assert!(
+            cmd.starts_with("sudo -H -S -n -u 'postgres' /bin/sh -c '"),
+            "{cmd}"
+        );
         let cmd = become_command(&spec(Some("pw"), None), agent, "P:");
-        assert!(cmd.starts_with("sudo -H -S -p \"P:\" -u 'postgres' /bin/sh -c '"), "{cmd}");
-        assert!(!cmd.contains("pw"), "the password is never on the command line");
-        assert_eq!(without_non_interactive("-nH -S --login -n"), "-H -S --login");
+        assert!(
+            cmd.starts_with("sudo -H -S -p \"P:\" -u 'postgres' /bin/sh -c '"),
+            "{cmd}"
+        );
+        assert!(
+            !cmd.contains("pw"),
+            "the password is never on the command line"
+        );
+        assert_eq!(
+            without_non_interactive("-nH -S --login -n"),
+            "-H -S --login"
+        );
         assert_eq!(shell_quote("a'b"), "'a'\"'\"'b'");
     }
 
@@ -347,7 +361,10 @@ mod tests {
     #[test]
     fn the_agent_is_asked_for_then_runs() {
         let mut n = Negotiation::new("P:", false);
-        assert_eq!(n.on_stdout(b"TP-SEND-GZIP\n"), Step::SendAgent { gzip: true });
+        assert_eq!(
+            n.on_stdout(b"TP-SEND-GZIP\n"),
+            Step::SendAgent { gzip: true }
+        );
         assert_eq!(n.on_stdout(b"TP-RU"), Step::Wait);
         assert_eq!(n.on_stdout(b"N\n"), Step::Run(vec![]));
     }
@@ -364,21 +381,35 @@ mod tests {
         assert_eq!(n.on_stderr(b"sudo: a password is required\n"), Step::Wait);
         assert_eq!(n.on_end(), Step::Fail("Missing sudo password".into()));
         let mut n = Negotiation::new("P:", false);
-        assert_eq!(n.on_stderr(b"P:"), Step::Fail("Missing sudo password".into()));
+        assert_eq!(
+            n.on_stderr(b"P:"),
+            Step::Fail("Missing sudo password".into())
+        );
         let mut n = Negotiation::new("P:", false);
         n.on_stderr(b"bob is not in the sudoers file.\n");
         assert_eq!(
             n.on_end(),
             Step::Fail("privilege escalation failed: bob is not in the sudoers file.".into())
         );
-        assert!(n.timed_out(12).starts_with("Timeout (12s) waiting for privilege escalation prompt: "));
+        assert!(
+            n.timed_out(12)
+                .starts_with("Timeout (12s) waiting for privilege escalation prompt: ")
+        );
     }
 
     #[test]
     fn methods() {
         assert_eq!(BecomeMethod::parse("sudo"), Ok(BecomeMethod::Sudo));
-        assert!(BecomeMethod::parse("su").unwrap_err().contains("not supported by turbo-play yet"));
-        assert!(BecomeMethod::parse("nope").unwrap_err().starts_with("Invalid become method specified"));
+        assert!(
+            BecomeMethod::parse("su")
+                .unwrap_err()
+                .contains("not supported by turbo-play yet")
+        );
+        assert!(
+            BecomeMethod::parse("nope")
+                .unwrap_err()
+                .starts_with("Invalid become method specified")
+        );
         let shown = format!("{:?}", spec(Some("secret"), None));
         assert!(!shown.contains("secret"), "{shown}");
     }

@@ -299,9 +299,7 @@ impl RunContext {
             .clone();
         cell.get_or_init(|| async {
             let session = escalator.open(become_).await.map_err(|e| match e {
-                crate::connection::ConnectError::Become(message) => {
-                    SessionFailure::Failed(message)
-                }
+                crate::connection::ConnectError::Become(message) => SessionFailure::Failed(message),
                 other => SessionFailure::Unreachable(other.to_string()),
             })?;
             Ok((session, None))
@@ -374,21 +372,22 @@ impl RunContext {
             .entry(key.clone())
             .or_default()
             .clone();
-        let opened = cell.get_or_init(|| async {
-            let (session, escalator) = open_host(&spec)
-                .await
-                .map_err(|e| unreachable(e.to_string()))?;
-            let b = session.bootstrap();
-            self.emit(Event::AgentReady {
-                host: host.name.clone(),
-                uploaded: b.uploaded,
-                upload_bytes: b.upload_bytes,
-                replaced_stale: b.replaced_stale,
-            });
-            Ok((session, Some(escalator)))
-        })
-        .await
-        .clone()?;
+        let opened = cell
+            .get_or_init(|| async {
+                let (session, escalator) = open_host(&spec)
+                    .await
+                    .map_err(|e| unreachable(e.to_string()))?;
+                let b = session.bootstrap();
+                self.emit(Event::AgentReady {
+                    host: host.name.clone(),
+                    uploaded: b.uploaded,
+                    upload_bytes: b.upload_bytes,
+                    replaced_stale: b.replaced_stale,
+                });
+                Ok((session, Some(escalator)))
+            })
+            .await
+            .clone()?;
         Ok((key, opened))
     }
 
@@ -402,7 +401,11 @@ impl RunContext {
             .collect();
         cells
             .iter()
-            .filter_map(|c| c.get().and_then(|r| r.as_ref().ok()).map(|(s, _)| s.clone()))
+            .filter_map(|c| {
+                c.get()
+                    .and_then(|r| r.as_ref().ok())
+                    .map(|(s, _)| s.clone())
+            })
             .collect()
     }
 

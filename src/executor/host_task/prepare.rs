@@ -107,22 +107,35 @@ fn decide_become(
     let keyword = |written: &Option<String>| -> Result<Option<String>, String> {
         written
             .as_ref()
-            .map(|w| ctx.templar.render_str(w, vars).map_err(|e| template_failure(task, &e)))
+            .map(|w| {
+                ctx.templar
+                    .render_str(w, vars)
+                    .map_err(|e| template_failure(task, &e))
+            })
             .transpose()
     };
-    let enabled = match var("ansible_become")? {
-        Some(value) => crate::modules::spec::parse_bool(&value)
-            .map_err(|e| format!("ansible_become: {e}"))?,
-        None => match keyword(&keywords.enabled)? {
-            Some(written) => crate::modules::spec::parse_bool(&Value::String(written))
-                .map_err(|e| format!("become: {e}\n\nThe error appears to be in '{}'", task.location))?,
-            None => defaults.enabled,
-        },
-    };
+    let enabled =
+        match var("ansible_become")? {
+            Some(value) => crate::modules::spec::parse_bool(&value)
+                .map_err(|e| format!("ansible_become: {e}"))?,
+            None => match keyword(&keywords.enabled)? {
+                Some(written) => crate::modules::spec::parse_bool(&Value::String(written))
+                    .map_err(|e| {
+                        format!(
+                            "become: {e}\n\nThe error appears to be in '{}'",
+                            task.location
+                        )
+                    })?,
+                None => defaults.enabled,
+            },
+        };
     if !enabled {
         return Ok(None);
     }
-    let pick = |var_name: &str, written: &Option<String>, default: &Option<String>| -> Result<Option<String>, String> {
+    let pick = |var_name: &str,
+                written: &Option<String>,
+                default: &Option<String>|
+     -> Result<Option<String>, String> {
         Ok(match var(var_name)? {
             Some(value) => Some(text(value)),
             None => keyword(written)?.or_else(|| default.clone()),

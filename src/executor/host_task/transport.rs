@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 use turbo_proto::{CHUNK_BYTES, EnsureFile, FileContent, Op, OpResult};
 
-use super::prepare::{add_environment, check_mode, diff_mode, plan_context};
 use super::super::SessionFailure;
+use super::prepare::{add_environment, check_mode, diff_mode, plan_context};
 use super::{HostState, ItemRun, ItemState, RunContext, Target};
 use crate::agent_session::AgentSession;
 use crate::modules::{Args, TaskOutcome};

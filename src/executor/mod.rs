@@ -258,6 +258,18 @@ impl RunContext {
         }
     }
 
+    /// A warning said once per run, as Ansible's display says a repeated warning once.
+    pub fn warn_once(&self, message: &str) {
+        let first = self
+            .warned_keywords
+            .lock()
+            .expect("warned lock")
+            .insert(format!("\u{0}{message}"));
+        if first {
+            self.emit(Event::Warning(message.to_string()));
+        }
+    }
+
     pub fn emit(&self, event: Event) {
         // The reporter outlives the run; a closed channel only means output is gone.
         let _ = self.events.send(event);

@@ -21,14 +21,36 @@ impl RuntimeInventory {
         self.hosts.is_empty() && self.groups.is_empty()
     }
 
-    /// `add_host`: a new host (or more variables and groups for a known one).
+    /// `add_host`: a new host (or more variables and groups for a known one). True when
+    /// that changed anything, as Ansible's add_host reports `changed`.
     pub fn add_host(
         &mut self,
         inventory: &Inventory,
         name: &str,
         groups: &[String],
         vars: &Map<String, Value>,
-    ) {
+    ) -> bool {
+        let known = inventory.host(name).is_some() || self.knows_host(name);
+        let current_vars = {
+            let mut all = if inventory.host(name).is_some() {
+                inventory.host_vars(name)
+            } else {
+                Map::new()
+            };
+            if let Some(added) = self.host_vars(name) {
+                all.extend(added.clone());
+            }
+            all
+        };
+        let in_group = |rt: &Self, group: &str| {
+            rt.groups
+                .get(group)
+                .is_some_and(|m| m.iter().any(|h| h == name))
+                || inventory.group_names(name).iter().any(|g| g == group)
+        };
+        let changed = !known
+            || vars.iter().any(|(k, v)| current_vars.get(k) != Some(v))
+            || groups.iter().any(|g| !in_group(self, g));
         if inventory.host(name).is_none() || self.hosts.iter().any(|(h, _)| h == name) {
             match self.hosts.iter_mut().find(|(h, _)| h == name) {
                 Some((_, existing)) => existing.extend(vars.clone()),
@@ -41,6 +63,7 @@ impl RuntimeInventory {
         for group in groups {
             self.add_to_group(name, group);
         }
+        changed
     }
 
     pub fn add_to_group(&mut self, host: &str, group: &str) {

@@ -13,7 +13,7 @@ use crate::yaml::{LoadError, Node, Span, Value};
 /// the module name in `action: copy src=a`, or the rest of an `action:` mapping.
 pub(super) enum ActionArgs<'n> {
     Node(&'n Node),
-    Text(String, Span),
+    Text(String),
     Pairs(Vec<&'n (Node, Node)>),
 }
 
@@ -87,10 +87,7 @@ impl Loader<'_> {
             Value::Str(s) => {
                 let s = s.trim_start();
                 let (name, rest) = s.split_once(char::is_whitespace).unwrap_or((s, ""));
-                (
-                    name.to_string(),
-                    ActionArgs::Text(rest.to_string(), node.span),
-                )
+                (name.to_string(), ActionArgs::Text(rest.to_string()))
             }
             Value::Map(entries) => {
                 let module = node.get("module").and_then(Node::as_str).ok_or_else(|| {
@@ -132,14 +129,11 @@ impl Loader<'_> {
             ActionArgs::Node(node) => match &node.value {
                 Value::Null => Ok(serde_json::Map::new()),
                 Value::Map(entries) => self.pairs(entries.iter()),
-                Value::Str(s) => self.free_text(module, s, node.span),
+                Value::Str(s) => self.free_text(module, s),
                 // `command: 42` is a (strange) free-form command line.
-                Value::Int(_) | Value::Float(_) | Value::Bool(_) if module.caps().free_form => self
-                    .free_text(
-                        module,
-                        &node.scalar_to_string().unwrap_or_default(),
-                        node.span,
-                    ),
+                Value::Int(_) | Value::Float(_) | Value::Bool(_) if module.caps().free_form => {
+                    self.free_text(module, &node.scalar_to_string().unwrap_or_default())
+                }
                 _ => Err(self.err(
                     node.span,
                     format!(
@@ -150,7 +144,7 @@ impl Loader<'_> {
                     None,
                 )),
             },
-            ActionArgs::Text(text, span) => self.free_text(module, &text, span),
+            ActionArgs::Text(text) => self.free_text(module, &text),
             ActionArgs::Pairs(entries) => self.pairs(entries.into_iter()),
         }
     }
@@ -171,7 +165,6 @@ impl Loader<'_> {
         &self,
         module: &dyn Module,
         text: &str,
-        span: Span,
     ) -> Result<serde_json::Map<String, Json>, LoadError> {
         let mut out = serde_json::Map::new();
         if module.caps().free_form {
@@ -185,20 +178,11 @@ impl Loader<'_> {
             return Ok(out);
         }
         let parsed = parse_kv(text, None);
+        // Raw params of a module that takes none fail the task when it runs, unless they
+        // are one template making the whole mapping (`add_host: "{{ host_data }}"`), as
+        // Ansible's task finalizer decides.
         if !parsed.raw.is_empty() {
-            return Err(self.err(
-                span,
-                format!(
-                    "{} takes key=value arguments, but '{}' is not one",
-                    module.name(),
-                    parsed.raw
-                ),
-                Some(format!(
-                    "write `name=value` pairs separated by spaces, e.g. `{}: {}=...`",
-                    module.name(),
-                    module.spec().args.first().map_or("arg", |a| a.name)
-                )),
-            ));
+            out.insert(RAW_PARAMS.into(), Json::String(parsed.raw));
         }
         for (k, v) in parsed.pairs {
             out.insert(k, Json::String(v));
@@ -207,10 +191,18 @@ impl Loader<'_> {
     }
 }
 
+/// The name raw params travel under in a task's arguments.
+pub const RAW_PARAMS: &str = "_raw_params";
+
+/// Ansible's `is_possibly_all_template`: the whole text is one `{{ }}` expression.
+pub fn is_possibly_all_template(text: &str) -> bool {
+    let t = text.trim();
+    t.starts_with("{{") && t.ends_with("}}") && t.len() >= 4
+}
+
 #[cfg(test)]
 mod tests {
     use crate::playbook::test_support::text::*;
-    use crate::yaml::Span;
     use serde_json::{Value as Json, json};
 
     #[test]
@@ -301,18 +293,8 @@ mod tests {
         ] {
             assert!(load(&play(tasks)).is_ok(), "{tasks} must load");
         }
-        let e = err(&play("    - file: /tmp/x\n"));
-        assert_eq!(
-            e.message,
-            "file takes key=value arguments, but '/tmp/x' is not one"
-        );
-        assert_eq!(
-            e.span,
-            Some(Span {
-                line: 3,
-                column: 13
-            })
-        );
+        // Raw params fail the task when it runs, as in Ansible.
+        assert!(load(&play("    - file: /tmp/x\n")).is_ok());
         let e = err(&play("    - copy: [1]\n"));
         assert_eq!(
             e.message,

@@ -101,16 +101,28 @@ pub fn parse_kv(s: &str, only: Option<&[&str]>) -> KvArgs {
     out
 }
 
-/// `key=value` at the first `=` not escaped by a backslash, when `key` is an identifier.
+/// `key=value` at the first `=` not escaped by a backslash. As in Ansible's parse_kv the
+/// key may be anything, a template included (`set_fact: "{{ name }}=x"`), but never a
+/// quoted string or the inside of a `{{ }}` expression.
 fn split_key_value(token: &str) -> Option<(&str, &str)> {
     let bytes = token.as_bytes();
-    let pos = (1..bytes.len()).find(|&i| bytes[i] == b'=' && bytes[i - 1] != b'\\')?;
-    let key = &token[..pos];
-    let ident = key
-        .chars()
-        .enumerate()
-        .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
-    ident.then(|| (key, &token[pos + 1..]))
+    if matches!(bytes.first(), Some(b'"' | b'\'')) {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut i = 1;
+    while i < bytes.len() {
+        match (bytes[i - 1], bytes[i]) {
+            (b'{', b'{' | b'%') => depth += 1,
+            (b'}' | b'%', b'}') => depth = depth.saturating_sub(1),
+            (prev, b'=') if depth == 0 && prev != b'\\' => {
+                return Some((&token[..i], &token[i + 1..]));
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Strips one pair of matching outer quotes.

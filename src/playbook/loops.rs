@@ -107,7 +107,10 @@ fn nested(terms: Value) -> Result<Vec<Value>, String> {
 fn together(terms: Value) -> Result<Vec<Value>, String> {
     let lists: Vec<Vec<Value>> = listify(terms).into_iter().map(listify).collect();
     if lists.is_empty() {
-        return Err("with_together requires at least one element in each list".into());
+        return Err(
+            "The lookup plugin 'together' failed: with_together requires at least one element in each list"
+                .into(),
+        );
     }
     let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
     Ok((0..longest)
@@ -124,7 +127,9 @@ fn together(terms: Value) -> Result<Vec<Value>, String> {
 
 fn indexed_items(terms: Value) -> Result<Vec<Value>, String> {
     let Value::Array(terms) = terms else {
-        return Err("with_indexed_items expects a list".into());
+        return Err(
+            "The lookup plugin 'indexed_items' failed: with_indexed_items expects a list".into(),
+        );
     };
     Ok(terms
         .into_iter()

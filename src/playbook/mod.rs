@@ -30,6 +30,7 @@ mod task;
 mod test_support;
 mod values;
 
+pub use action::{RAW_PARAMS, is_possibly_all_template};
 pub use collections::{default_collections_path, split_role_fqcn};
 pub use dynamic_include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
@@ -39,6 +40,7 @@ pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subd
 pub use roles::INCLUDE_ROLE_ARGS;
 pub use shared::{LoadOptions, RanRole};
 pub use tags::{TagFilter, render_templated_tags, select_tasks, selected, split_tags};
+pub use task::VARIABLE_PARAMS;
 
 /// Where something was written, 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -508,7 +510,7 @@ pub enum LoopError {
     Template(#[from] TemplateError),
     #[error("Invalid data passed to 'loop', it requires a list, got this instead: {0}")]
     NotAList(String),
-    #[error("with_sequence: {0}")]
+    #[error("The lookup plugin 'sequence' failed: {0}")]
     Sequence(String),
     #[error("{0}")]
     Lookup(String),
@@ -593,13 +595,17 @@ pub fn sequence_items(spec: &str) -> Result<Vec<String>, String> {
         let parsed = parse_kv(spec, None);
         if !parsed.raw.is_empty() {
             return Err(format!(
-                "unrecognized arguments to with_sequence: {}",
+                "unrecognized arguments to with_sequence: ['{}']",
                 parsed.raw
             ));
         }
         for (k, v) in parsed.pairs {
             let int = |v: &str| {
-                parse_python_int(v).ok_or_else(|| format!("can't parse {k}={v} as integer"))
+                parse_python_int(v).ok_or_else(|| {
+                    format!(
+                        "Config '{k}' for 'sequence' lookup plugin from 'Direct' has an invalid value: Invalid value provided for 'integer': '{v}'"
+                    )
+                })
             };
             match k.as_str() {
                 "start" => seq.start = int(&v)?,
@@ -607,12 +613,12 @@ pub fn sequence_items(spec: &str) -> Result<Vec<String>, String> {
                 "count" => seq.count = Some(int(&v)?),
                 "stride" => seq.stride = int(&v)?,
                 "format" => seq.format = v,
-                _ => return Err(format!("unrecognized arguments to with_sequence: {k}")),
+                _ => return Err(format!("unrecognized arguments to with_sequence: ['{k}']")),
             }
         }
     } else {
         parse_short_sequence(spec, &mut seq)
-            .ok_or_else(|| format!("unknown sequence format: {spec}"))?;
+            .ok_or_else(|| format!("unknown sequence format: {spec}"))??;
     }
     match (seq.count, seq.end) {
         (None, None) => return Err("must specify count or end in with_sequence".into()),
@@ -648,8 +654,10 @@ pub fn sequence_items(spec: &str) -> Result<Vec<String>, String> {
     Ok(items)
 }
 
-/// `[start-]end[/stride][:format]`, numbers in decimal, `0x` hex or `0` octal.
-fn parse_short_sequence(spec: &str, seq: &mut Sequence) -> Option<()> {
+/// `[start-]end[/stride][:format]`, numbers in decimal, `0x` hex or `0` octal. `None`
+/// when the text has not that shape (Ansible's `0?x?[0-9a-f]+` numbers); a shaped number
+/// that is no integer (`A-4`) is Ansible's invalid-value error.
+fn parse_short_sequence(spec: &str, seq: &mut Sequence) -> Option<Result<(), String>> {
     let (numbers, format) = match spec.split_once(':') {
         Some((n, f)) if !f.is_empty() => (n, Some(f)),
         Some(_) => return None,
@@ -663,29 +671,44 @@ fn parse_short_sequence(spec: &str, seq: &mut Sequence) -> Option<()> {
         Some((s, e)) => (Some(s), e),
         None => (None, range),
     };
-    let number = |s: &str| -> Option<i64> {
+    static NUM: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new("(?i)^0?x?[0-9a-f]+$").expect("a valid pattern")
+    });
+    let shaped = |s: &str| NUM.is_match(s);
+    if !start.into_iter().chain([end]).chain(stride).all(shaped) {
+        return None;
+    }
+    let number = |field: &str, s: &str| -> Result<i64, String> {
         let lower = s.to_ascii_lowercase();
-        if let Some(hex) = lower.strip_prefix("0x") {
+        let parsed = if let Some(hex) = lower.strip_prefix("0x") {
             i64::from_str_radix(hex, 16).ok()
         } else if lower.len() > 1 && lower.starts_with('0') {
             i64::from_str_radix(&lower[1..], 8).ok()
-        } else if !lower.is_empty() && lower.bytes().all(|b| b.is_ascii_digit()) {
+        } else if lower.bytes().all(|b| b.is_ascii_digit()) {
             lower.parse().ok()
         } else {
             None
-        }
+        };
+        parsed.ok_or_else(|| {
+            format!(
+                "Config '{field}' for 'sequence' lookup plugin from 'Direct' has an invalid value: Invalid value provided for 'integer': '{s}'"
+            )
+        })
     };
-    if let Some(s) = start {
-        seq.start = number(s)?;
-    }
-    seq.end = Some(number(end)?);
-    if let Some(s) = stride {
-        seq.stride = number(s)?;
-    }
-    if let Some(f) = format {
-        seq.format = f.to_string();
-    }
-    Some(())
+    let mut fill = || -> Result<(), String> {
+        if let Some(s) = start {
+            seq.start = number("start", s)?;
+        }
+        seq.end = Some(number("end", end)?);
+        if let Some(s) = stride {
+            seq.stride = number("stride", s)?;
+        }
+        if let Some(f) = format {
+            seq.format = f.to_string();
+        }
+        Ok(())
+    };
+    Some(fill())
 }
 
 /// Python's `int(text, 0)`: optional sign, `0x`/`0o`/`0b` prefixes, no leading zeros.
@@ -890,14 +913,15 @@ mod tests {
             err("start=1 end=5 stride=-1"),
             "to count forward don't make stride negative"
         );
-        assert_eq!(err("end=abc"), "can't parse end=abc as integer");
+        assert!(err("end=abc").ends_with("Invalid value provided for 'integer': 'abc'"));
         assert_eq!(err("end=3 format=x"), "bad formatting string: x");
         assert_eq!(
             err("end=3 foo=1"),
-            "unrecognized arguments to with_sequence: foo"
+            "unrecognized arguments to with_sequence: ['foo']"
         );
-        assert_eq!(err("end=010"), "can't parse end=010 as integer");
-        assert_eq!(err("a-b"), "unknown sequence format: a-b");
+        assert!(err("end=010").contains("'end' for 'sequence' lookup plugin"));
+        assert_eq!(err("a-g"), "unknown sequence format: a-g");
+        assert!(err("A-4/2").starts_with("Config 'start' for 'sequence' lookup plugin"));
     }
 
     #[test]

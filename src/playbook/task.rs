@@ -159,7 +159,13 @@ impl Loader<'_> {
                     }
                 }
                 "args" => {
-                    extra_args = self.mapping(v, "args")?;
+                    // `args: "{{ task_args }}"` is resolved to a mapping when the task runs.
+                    match v.as_str() {
+                        Some(text) if super::action::is_possibly_all_template(text) => {
+                            extra_args.insert(VARIABLE_PARAMS.into(), text.into());
+                        }
+                        _ => extra_args = self.mapping(v, "args")?,
+                    }
                     extra_args_node = Some(v);
                 }
                 "action" | "local_action" => {
@@ -387,6 +393,9 @@ impl Loader<'_> {
         Ok((loop_var, control))
     }
 }
+
+/// Where an `args:` template travels in a task's arguments until the task runs.
+pub const VARIABLE_PARAMS: &str = "_variable_params";
 
 #[cfg(test)]
 mod tests {

@@ -365,7 +365,12 @@ fn superset(value: &MjValue, of: &MjValue) -> Result<bool, MjError> {
     subset(of, value)
 }
 
+/// Ansible's `contains` is Python's `in`: a substring of a string, a member of anything
+/// else.
 fn contains(value: &MjValue, item: &MjValue) -> Result<bool, MjError> {
+    if let (Some(text), Some(part)) = (value.as_str(), item.as_str()) {
+        return Ok(text.contains(part));
+    }
     Ok(members(value)?.contains(item))
 }
 

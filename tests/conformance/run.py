@@ -253,7 +253,8 @@ class Runner:
         if not found and script:
             # Scripts often send ansible-playbook's output to a file and grep it.
             found = problems_in_written_files([work, self.run_root / "output_dir"], started)
-        detail = (found[-1 if script else 0] if found else last_words(output))
+        # A rescued failure is followed by more tasks: the last failure is what ended the run.
+        detail = (found[-1] if found else last_words(output))
         warned = unsupported_warnings(output)
         if warned:
             detail += f" (after the warning: {one_line(warned[0])})"
@@ -474,9 +475,8 @@ HEADER = re.compile(r"^(?:PLAY|PLAY RECAP|NO MORE HOSTS LEFT)\b.*\*+$")
 
 def problems(output: str) -> list[str]:
     """Failed tasks (with their messages) and errors, in order, read from Ansible-shaped
-    output. A role target stops at its first; a script often runs playbooks that are
-    meant to fail and stops (set -e) at the first unexpected result, so for a script the
-    last is the one that ended it."""
+    output. A failure a block rescues is followed by more tasks, and a script often runs
+    playbooks that are meant to fail, so the last one is what ended the run."""
     lines = output.splitlines()
     found = []
     # A task's failures count once its last item is shown and no `...ignoring` follows.

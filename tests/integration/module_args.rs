@@ -112,3 +112,40 @@ fn copy_backup_keeps_the_old_file_and_stat_follows_links() {
         "old\n"
     );
 }
+
+#[test]
+fn arguments_written_as_one_template_and_templated_keys() {
+    let hosts = LocalHosts::new(&["h"]);
+    let playbook = format!(
+        "{PLAY_HEAD}  vars:
+    host_data: {{name: extra1, groups: [new]}}
+    debug_args: {{msg: from a template}}
+  tasks:
+    - set_fact: \"{{{{ item }}}}=moo\"
+      loop: [a, b]
+    - add_host: \"{{{{ host_data }}}}\"
+    - debug:
+      args: \"{{{{ debug_args }}}}\"
+      register: d
+    - name: raw params on a module that takes none
+      file: /tmp/x
+      ignore_errors: true
+      register: raw
+    - assert:
+        that:
+          - a == 'moo' and b == 'moo'
+          - \"'extra1' in groups['new']\"
+          - d.msg == 'from a template'
+          - raw is failed
+          - raw.msg == \"Task failed: Action 'ansible.builtin.file' does not support raw params.\"
+"
+    );
+    let out = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
+    out.assert_code(0);
+    assert_contains(
+        &out,
+        "[WARNING]: Using a template for task args is unsafe in some situations",
+    );
+    let r = out.recap("h");
+    assert_eq!((r.failed, r.ignored), (0, 1), "{}", out.stdout);
+}

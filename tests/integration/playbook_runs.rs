@@ -390,11 +390,9 @@ fn play_keyword_connection_local_runs_locally_and_warns_about_unsupported_keys()
   module_defaults: {}
   tasks:
     - copy: content=by-play-keyword dest=~/from_play
-      become: true
     - debug: msg=again
-      become: yes
+      module_defaults: {}
     - debug: msg=not-asked
-      become: false
 ",
         )
         .inventory("web\n")
@@ -404,16 +402,20 @@ fn play_keyword_connection_local_runs_locally_and_warns_about_unsupported_keys()
     assert_eq!(out.recap("web"), recap(3, 1));
     assert_contains(&out, "[WARNING]: ");
     assert_contains(&out, "'module_defaults' is not supported yet");
-    // A task's `become` is ignored, and said so once per run, not once per task.
+    // Said once per run, not once per place.
     assert_eq!(
-        out.stdout.matches("'become' is not supported yet").count()
-            + out.stderr.matches("'become' is not supported yet").count(),
+        out.stdout
+            .matches("'module_defaults' is not supported yet")
+            .count()
+            + out
+                .stderr
+                .matches("'module_defaults' is not supported yet")
+                .count(),
         1,
         "{}\n{}",
         out.stdout,
         out.stderr
     );
-    assert_file(&home.path().join("from_play"), b"by-play-keyword", 0o644);
 }
 
 // 7. Failing commands, ignore_errors, creates.

@@ -95,7 +95,15 @@ pub(crate) async fn run(
     }
 
     // Plan every item on the controller first; only then talk to the agent, once.
-    let mut runs = prepare::plan_items(ctx, playbook, play, task, base, items.as_deref());
+    let mut runs = prepare::plan_items(
+        ctx,
+        playbook,
+        play,
+        task,
+        base,
+        items.as_deref(),
+        prepared.loop_error.as_deref(),
+    );
     for run in &mut runs {
         if let ItemState::Done(outcome) = &mut run.state {
             let waits: Vec<std::time::Duration> = outcome

@@ -74,12 +74,12 @@ pub(super) fn finish_loop(
         item,
         index,
         label,
-        outcome,
+        mut outcome,
     } in outcomes
     {
         let verbose = outcome.verbose_always;
         absorb_facts(task, facts_host(task, host, delegate), &outcome);
-        absorb_inventory(ctx, host, &outcome);
+        absorb_inventory(ctx, host, &mut outcome);
         any_changed |= outcome.changed;
         any_failed |= outcome.failed;
         all_skipped &= outcome.skipped;
@@ -166,12 +166,12 @@ pub(in crate::executor) fn finish_task(
     task: &Task,
     host: &HostState,
     delegate: Option<&HostState>,
-    outcome: TaskOutcome,
+    mut outcome: TaskOutcome,
     notify: &[String],
 ) {
     let verbose = outcome.verbose_always;
     absorb_facts(task, facts_host(task, host, delegate), &outcome);
-    absorb_inventory(ctx, host, &outcome);
+    absorb_inventory(ctx, host, &mut outcome);
     let data = outcome.registered();
     let shown_as = task.module.caps().shown;
     let is_debug = shown_as == Shown::OwnData && !outcome.skipped;
@@ -279,18 +279,23 @@ pub(super) fn facts_host<'a>(
     }
 }
 
-/// `add_host` and `group_by` results change the run's inventory, as in Ansible.
-pub(super) fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &TaskOutcome) {
+/// `add_host` and `group_by` results change the run's inventory, as in Ansible; an
+/// add_host that changed nothing (the host, its groups and variables were there) is not
+/// `changed`.
+pub(super) fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &mut TaskOutcome) {
     if outcome.failed || outcome.skipped {
         return;
     }
-    for effect in &outcome.effects {
-        match effect {
-            Effect::AddHost { name, groups, vars } => ctx
-                .runtime
-                .lock()
-                .expect("runtime lock")
-                .add_host(&ctx.inventory, name, groups, vars),
+    for effect in outcome.effects.clone() {
+        match &effect {
+            Effect::AddHost { name, groups, vars } => {
+                outcome.changed = ctx.runtime.lock().expect("runtime lock").add_host(
+                    &ctx.inventory,
+                    name,
+                    groups,
+                    vars,
+                );
+            }
             Effect::JoinGroup { group, parents } => {
                 let mut runtime = ctx.runtime.lock().expect("runtime lock");
                 runtime.add_to_group(&host.name, group);

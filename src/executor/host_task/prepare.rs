@@ -25,6 +25,9 @@ pub(super) struct Prepared<'t> {
     pub(super) delegate: Option<std::sync::Arc<HostState>>,
     pub(super) items: Option<Vec<Value>>,
     pub(super) pause: Option<std::time::Duration>,
+    /// Loop items that could not be templated for an undefined variable: the task fails
+    /// with this only if its `when` holds (Ansible skips such a task when it is false).
+    pub(super) loop_error: Option<String>,
     /// The user the task's ops run as, with `become`.
     pub(super) become_: Option<BecomeSpec>,
 }
@@ -56,20 +59,26 @@ pub(super) fn prepare<'t>(
     let decided_task = decided.as_ref().unwrap_or(task);
     let attempts = Attempts::of(decided_task, &ctx.templar, &base)?;
     let delegate = delegate_host(ctx, decided_task, &base)?;
+    let mut loop_error = None;
     let items = match &decided_task.loop_spec {
         None => None,
-        Some(spec) => Some(
-            spec.items_searching(
-                &ctx.templar,
-                &base,
-                crate::playbook::lookup_subdir(&decided_task.action),
-            )
-            .map_err(|e| loop_failure(decided_task, &e))?,
-        ),
+        Some(spec) => match spec.items_searching(
+            &ctx.templar,
+            &base,
+            crate::playbook::lookup_subdir(&decided_task.action),
+        ) {
+            Ok(items) => Some(items),
+            Err(e @ LoopError::Template(TemplateError::Undefined { .. })) => {
+                loop_error = Some(loop_failure(decided_task, &e));
+                None
+            }
+            Err(e) => return Err(loop_failure(decided_task, &e)),
+        },
     };
     let pause = loop_pause(ctx, decided_task, &base)?;
     let become_ = decide_become(ctx, decided_task, &base)?;
     Ok(Prepared {
+        loop_error,
         become_,
         written: task,
         decided,
@@ -173,6 +182,7 @@ pub(super) fn plan_items(
     task: &Task,
     base: &minijinja::Value,
     items: Option<&[Value]>,
+    loop_error: Option<&str>,
 ) -> Vec<ItemRun> {
     let item_list: Vec<Option<&Value>> = match items {
         Some(items) => items.iter().map(Some).collect(),
@@ -185,7 +195,8 @@ pub(super) fn plan_items(
             Some(v) => item_vars(task, base, v, all_items, index),
             None => base.clone(),
         };
-        let (raw_args, args, mut state, planned) = plan_item(ctx, playbook, task, &vars);
+        let (raw_args, args, mut state, planned) =
+            plan_item(ctx, playbook, task, &vars, loop_error);
         let mut env = Vec::new();
         if state.op().is_some() {
             match task_environment(ctx, play, task, &vars) {
@@ -300,6 +311,7 @@ pub(super) fn plan_item(
     playbook: &Playbook,
     task: &Task,
     vars: &minijinja::Value,
+    loop_error: Option<&str>,
 ) -> (Map<String, Value>, Option<Args>, ItemState, bool) {
     let done = |outcome| (Map::new(), None, ItemState::Done(outcome), false);
     for condition in &task.when {
@@ -326,15 +338,90 @@ pub(super) fn plan_item(
             }
         }
     }
+    if let Some(message) = loop_error {
+        return (
+            Map::new(),
+            None,
+            ItemState::Done(TaskOutcome::failed(message)),
+            true,
+        );
+    }
     let raw_args = match ctx.templar.render_map(&task.args, vars) {
+        Ok(args) => args,
+        Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
+    };
+    let raw_args = match args_from_templates(ctx, task, raw_args) {
         Ok(mut args) => {
             strip_omitted(&mut args);
             args
         }
-        Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
+        Err(message) => {
+            return (
+                Map::new(),
+                None,
+                ItemState::Done(TaskOutcome::failed(message)),
+                true,
+            );
+        }
     };
     let (args, state) = plan_args(ctx, playbook, task, vars, &raw_args);
     (raw_args, args, state, true)
+}
+
+/// Arguments written as one template (`add_host: "{{ host_data }}"`, `args: "{{ a }}"`)
+/// resolved into the mapping they must be, below the arguments written out, as Ansible's
+/// TaskArgsFinalizer layers them.
+fn args_from_templates(
+    ctx: &RunContext,
+    task: &Task,
+    mut args: Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    use crate::playbook::{RAW_PARAMS, VARIABLE_PARAMS};
+    let variable = args.remove(VARIABLE_PARAMS);
+    let raw = if task.module.caps().free_form {
+        None
+    } else {
+        args.remove(RAW_PARAMS)
+    };
+    if raw.is_some()
+        && !task
+            .args
+            .get(RAW_PARAMS)
+            .and_then(Value::as_str)
+            .is_some_and(crate::playbook::is_possibly_all_template)
+    {
+        let name = task.module.name();
+        let fqcn = if name.contains('.') {
+            name.to_string()
+        } else {
+            format!("ansible.builtin.{name}")
+        };
+        return Err(format!(
+            "Task failed: Action '{fqcn}' does not support raw params."
+        ));
+    }
+    if variable.is_none() && raw.is_none() {
+        return Ok(args);
+    }
+    ctx.warn_once(
+        "Using a template for task args is unsafe in some situations (see https://docs.ansible.com/ansible/devel/reference_appendices/faq.html#argsplat-unsafe).",
+    );
+    let mut merged = Map::new();
+    for layer in [variable, raw].into_iter().flatten() {
+        match layer {
+            Value::Object(map) => merged.extend(map),
+            // An omitted template stands for no arguments.
+            Value::String(s) if s == super::super::vars::OMIT => {}
+            other => {
+                return Err(format!(
+                    "Task args must resolve to a 'dict' not '{}'.",
+                    crate::template::python_type(&other)
+                ));
+            }
+        }
+    }
+    merged.extend(args);
+    Ok(merged)
 }
 
 /// Checks the templated arguments against the module's spec (a failure is the task's, in
@@ -390,8 +477,15 @@ pub(super) fn template_failure(task: &Task, e: &TemplateError) -> String {
 pub(super) fn loop_failure(task: &Task, e: &LoopError) -> String {
     match e {
         LoopError::Template(t) => template_failure(task, t),
+        // A lookup's own failure is the whole message, as Ansible's.
+        LoopError::Sequence(_) => other_text(e),
+        LoopError::Lookup(text) if text.starts_with("The lookup plugin") => text.clone(),
         other => format!("{other}\n\nThe error appears to be in '{}'", task.location),
     }
+}
+
+fn other_text(e: &LoopError) -> String {
+    e.to_string()
 }
 
 /// The play's, blocks' and task's `environment`, templated and merged (inner wins).

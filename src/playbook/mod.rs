@@ -259,17 +259,20 @@ impl Task {
             let rendered = templar
                 .render_value(&Value::String(template.to_string()), vars)
                 .map_err(|e| format!("{what}: {e}"))?;
-            match &rendered {
-                Value::Bool(b) => Ok(*b),
-                Value::Number(n) => Ok(n.as_f64() == Some(1.0)),
-                Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-                    "yes" | "true" | "on" | "y" | "1" | "t" => Ok(true),
-                    "no" | "false" | "off" | "n" | "0" | "f" | "" => Ok(false),
-                    _ => Err(format!("{what}: '{s}' is not a valid boolean")),
-                },
-                Value::Null => Ok(false),
-                other => Err(format!("{what}: {other} is not a valid boolean")),
+            // Ansible's strict boolean() for `isa='bool'` keywords; a template rendering
+            // to None leaves the keyword at its default (false for both).
+            if rendered.is_null() {
+                return Ok(false);
             }
+            crate::booleans::strict(&rendered).map_err(|_| {
+                let shown = match &rendered {
+                    Value::String(s) => format!("'{s}'"),
+                    other => other.to_string(),
+                };
+                format!(
+                    "Error processing keyword '{what}': The value {shown} could not be converted to 'bool'."
+                )
+            })
         };
         let mut decided = self.clone();
         if let Some(template) = &switches.no_log {

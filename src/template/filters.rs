@@ -164,20 +164,9 @@ fn items(value: &MjValue) -> Result<Vec<MjValue>, MjError> {
     Ok(value.try_iter()?.collect())
 }
 
+/// The `bool` filter, as ansible-core 2.21's `to_bool` (see `booleans::bool_filter`).
 pub fn bool_filter(value: MjValue) -> bool {
-    if let Some(s) = value.as_str() {
-        return matches!(
-            s.trim().to_ascii_lowercase().as_str(),
-            "yes" | "on" | "1" | "true" | "y" | "t"
-        );
-    }
-    match value.kind() {
-        ValueKind::Bool => value.is_true(),
-        ValueKind::Number => {
-            i64::try_from(value.clone()).ok() == Some(1) || f64::try_from(value).ok() == Some(1.0)
-        }
-        _ => false,
-    }
+    to_json(&value).is_ok_and(|v| crate::booleans::bool_filter(&v))
 }
 
 /// Jinja's `int(default=0, base=10)`: text that is not a number gives the default, and

@@ -332,7 +332,11 @@ fn first_found(
 ) -> Result<Vec<MjValue>, MjError> {
     let mut files: Vec<String> = Vec::new();
     let mut paths: Vec<String> = Vec::new();
-    let mut skip = kwargs.get::<Option<bool>>("skip")?.unwrap_or(false);
+    // `skip` is a `type: boolean` option, which Ansible's config reads leniently.
+    let lenient = |v: &MjValue| super::to_json(v).is_ok_and(|j| crate::booleans::lenient(&j));
+    let mut skip = kwargs
+        .get::<Option<MjValue>>("skip")?
+        .is_some_and(|v| lenient(&v));
     let split = |v: &MjValue| -> Vec<String> {
         let items: Vec<MjValue> = if v.kind() == ValueKind::Seq {
             v.try_iter().into_iter().flatten().collect()
@@ -371,7 +375,7 @@ fn first_found(
                 paths.extend(split(&p));
             }
             if let Ok(s) = term.get_attr("skip") {
-                skip |= s.is_true();
+                skip |= lenient(&s);
             }
         } else if let Some(s) = term.as_str() {
             files.push(s.to_string());

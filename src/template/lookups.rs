@@ -271,56 +271,13 @@ fn fileglob(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjErro
             .filter_map(Result::ok)
             .filter(|e| e.path().is_file())
             .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|name| wildcard_match(pattern, name))
+            .filter(|name| crate::fnmatch::glob_component(pattern, name))
             .map(|name| found_dir.join(name).display().to_string())
             .collect();
         matches.sort();
         out.extend(matches.into_iter().map(MjValue::from));
     }
     Ok(out)
-}
-
-/// fnmatch: `*`, `?`, `[abc]`, `[!abc]`; a leading dot must be matched explicitly.
-pub fn wildcard_match(pattern: &str, name: &str) -> bool {
-    if name.starts_with('.') && !pattern.starts_with('.') {
-        return false;
-    }
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some('*') => (0..=n.len()).any(|i| go(&p[1..], &n[i..])),
-            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
-            Some('[') => {
-                let Some(close) = p.iter().skip(2).position(|&c| c == ']').map(|i| i + 2) else {
-                    return n.first() == Some(&'[') && go(&p[1..], &n[1..]);
-                };
-                let Some(&c) = n.first() else {
-                    return false;
-                };
-                let set = &p[1..close];
-                let (negate, set) = match set.first() {
-                    Some('!') => (true, &set[1..]),
-                    _ => (false, set),
-                };
-                let mut hit = false;
-                let mut i = 0;
-                while i < set.len() {
-                    if i + 2 < set.len() && set[i + 1] == '-' {
-                        hit |= set[i] <= c && c <= set[i + 2];
-                        i += 3;
-                    } else {
-                        hit |= set[i] == c;
-                        i += 1;
-                    }
-                }
-                hit != negate && go(&p[close + 1..], &n[1..])
-            }
-            Some(&c) => n.first() == Some(&c) && go(&p[1..], &n[1..]),
-        }
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    go(&p, &n)
 }
 
 /// `first_found`: terms are names or `{files: [...], paths: [...], skip: bool}`.
@@ -540,20 +497,4 @@ fn vars(state: &State, terms: &[MjValue], kwargs: &Kwargs) -> Result<Vec<MjValue
             },
         )
         .collect()
-}
-
-#[cfg(test)]
-mod unit {
-    use super::wildcard_match;
-
-    #[test]
-    fn fnmatch_patterns() {
-        assert!(wildcard_match("*.conf", "a.conf"));
-        assert!(!wildcard_match("*.conf", "a.conf.bak"));
-        assert!(wildcard_match("a?c", "abc"));
-        assert!(wildcard_match("[ab]x", "bx"));
-        assert!(!wildcard_match("[!ab]x", "bx"));
-        assert!(wildcard_match("[a-c]*", "cat"));
-        assert!(!wildcard_match("*", ".hidden"));
-    }
 }

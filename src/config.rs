@@ -167,7 +167,7 @@ impl Config {
     /// Reads the environment and the ansible.cfg Ansible would use.
     pub fn load() -> Result<Config, ConfigError> {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let home = crate::tilde::home_dir();
         Config::load_with(&|k| std::env::var(k).ok(), &cwd, home.as_deref())
     }
 
@@ -333,12 +333,7 @@ fn world_writable(dir: &Path) -> bool {
 /// `~` and `$VAR` expanded, then relative to `base` (Ansible's `resolve_path`).
 fn resolve_path(value: &str, base: &Path, home: Option<&Path>) -> PathBuf {
     let expanded = expand_vars(value);
-    let path = match (expanded.strip_prefix('~'), home) {
-        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
-            home.join(rest.trim_start_matches('/'))
-        }
-        _ => PathBuf::from(&expanded),
-    };
+    let path = PathBuf::from(crate::tilde::expand_user_with(&expanded, home));
     let joined = if path.is_absolute() {
         path
     } else {

@@ -9,9 +9,10 @@ use serde_json::{Map, Value};
 
 use super::{
     ConnectError, ConnectionDefaults, ConnectionKind, ConnectionSpec, DEFAULT_CONNECT_TIMEOUT,
-    StrictHostKeyChecking, expand_tilde,
+    StrictHostKeyChecking,
 };
 use crate::booleans;
+use crate::tilde::expand_user_path as expand_tilde;
 
 impl ConnectionSpec {
     /// From a host's merged inventory vars (see the module docs for the precedence).
@@ -330,19 +331,7 @@ fn current_user_name() -> Option<String> {
     ["USER", "LOGNAME"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
-        .or_else(|| passwd_entry_of_current_user().map(|(name, _)| name))
-}
-
-/// (name, home) from /etc/passwd for our uid, found without libc via /proc/self's owner.
-pub(crate) fn passwd_entry_of_current_user() -> Option<(String, String)> {
-    use std::os::unix::fs::MetadataExt;
-    let uid = std::fs::metadata("/proc/self").ok()?.uid();
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split(':').collect();
-        (fields.len() >= 6 && fields[2].parse::<u32>().ok() == Some(uid))
-            .then(|| (fields[0].to_string(), fields[5].to_string()))
-    })
+        .or_else(|| crate::tilde::current_user_passwd().map(|(name, _)| name))
 }
 
 #[cfg(test)]

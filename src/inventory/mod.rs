@@ -608,13 +608,7 @@ fn looks_like_yaml(text: &str) -> bool {
 /// Ansible's `unfrackpath` without following links: `~` expanded, made absolute, `.` and
 /// `..` resolved by name.
 fn absolute(raw: &str) -> PathBuf {
-    let expanded = match raw.strip_prefix('~') {
-        Some(rest) if rest.is_empty() || rest.starts_with('/') => match std::env::var_os("HOME") {
-            Some(home) => PathBuf::from(home).join(rest.trim_start_matches('/')),
-            None => PathBuf::from(raw),
-        },
-        _ => PathBuf::from(raw),
-    };
+    let expanded = crate::tilde::expand_user_path(raw);
     let joined = if expanded.is_absolute() {
         expanded
     } else {

@@ -367,16 +367,9 @@ pub fn dirname(path: &str) -> String {
     }
 }
 
-/// On the controller, as in Ansible.
+/// On the controller, as in Ansible (Python's `os.path.expanduser`).
 pub fn expanduser(path: &str) -> String {
-    let home = std::env::var("HOME").unwrap_or_default();
-    if path == "~" {
-        home
-    } else if let Some(rest) = path.strip_prefix("~/") {
-        format!("{}/{rest}", home.trim_end_matches('/'))
-    } else {
-        path.to_string()
-    }
+    crate::tilde::expand_user(path)
 }
 
 /// Python's `os.path.realpath`: symlinks resolved where they exist, the rest normalised.

@@ -457,7 +457,7 @@ fn pipe(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
 fn sequence(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
     let mut out = Vec::new();
     for term in term_texts(terms) {
-        let items = crate::playbook::sequence_items(&term).map_err(error)?;
+        let items = super::sequence::sequence_items(&term).map_err(error)?;
         out.extend(items.into_iter().map(MjValue::from));
     }
     Ok(out)

@@ -14,6 +14,8 @@ mod filters;
 pub use filters::{python_str, python_type};
 mod lookups;
 mod pyregex;
+mod sequence;
+pub use sequence::sequence_items;
 mod sha_crypt;
 mod tests;
 mod yaml_dump;

@@ -196,7 +196,7 @@ pub fn parse_extra_vars(args: &[String]) -> Result<Map<String, Value>, ExtraVars
 
 /// `k=v k2="two words"`: Ansible's key=value parsing; values stay strings, as with -e k=v.
 fn parse_key_values(text: &str) -> Result<Map<String, Value>, String> {
-    let parsed = crate::playbook::parse_kv(text, None);
+    let parsed = crate::kv_args::parse_kv(text, None);
     if let Some(word) = parsed.raw.split_whitespace().next() {
         return Err(format!(
             "'{word}' is not k=v: write -e '{word}=value' or pass JSON"

@@ -170,7 +170,7 @@ impl Config {
     /// Reads the environment and the ansible.cfg Ansible would use.
     pub fn load() -> Result<Config, ConfigError> {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let home = crate::tilde::home_dir();
         Config::load_with(&|k| std::env::var(k).ok(), &cwd, home.as_deref())
     }
 
@@ -275,14 +275,10 @@ impl Config {
                 expected: "an integer number of seconds",
             })? as u64);
         }
-        if let Some((value, origin)) = setting("ANSIBLE_HOST_KEY_CHECKING", "host_key_checking") {
-            config.host_key_checking =
-                Some(parse_bool(&value).ok_or_else(|| ConfigError::Invalid {
-                    origin: origin.name,
-                    key: "host_key_checking",
-                    value: value.clone(),
-                    expected: "a boolean (True or False)",
-                })?);
+        if let Some((value, _)) = setting("ANSIBLE_HOST_KEY_CHECKING", "host_key_checking") {
+            // Ansible's config reads `type: boolean` leniently: anything but a true
+            // spelling is false, never an error (ensure_type in config/manager.py).
+            config.host_key_checking = Some(crate::booleans::lenient_text(&value));
         }
         // [privilege_escalation], each also from its ANSIBLE_BECOME* variable.
         let escalation = |env_name: &str, key: &str| -> Option<(String, String)> {
@@ -293,21 +289,13 @@ impl Config {
             let path = file.as_ref().expect("a value came from a file");
             Some((value.to_string(), format!("{}:{line}", path.display())))
         };
-        let flag = |env_name: &str, key: &'static str| -> Result<Option<bool>, ConfigError> {
-            escalation(env_name, key)
-                .map(|(value, origin)| {
-                    parse_bool(&value).ok_or(ConfigError::Invalid {
-                        origin,
-                        key,
-                        value: value.clone(),
-                        expected: "a boolean (True or False)",
-                    })
-                })
-                .transpose()
+        // Read as Ansible's config reads `type: boolean`: leniently.
+        let flag = |env_name: &str, key: &str| -> Option<bool> {
+            escalation(env_name, key).map(|(value, _)| crate::booleans::lenient_text(&value))
         };
         config.become_ = BecomeConfig {
-            enabled: flag("ANSIBLE_BECOME", "become")?,
-            ask_pass: flag("ANSIBLE_BECOME_ASK_PASS", "become_ask_pass")?,
+            enabled: flag("ANSIBLE_BECOME", "become"),
+            ask_pass: flag("ANSIBLE_BECOME_ASK_PASS", "become_ask_pass"),
             user: escalation("ANSIBLE_BECOME_USER", "become_user").map(|(v, _)| v),
             method: escalation("ANSIBLE_BECOME_METHOD", "become_method").map(|(v, _)| v),
             flags: escalation("ANSIBLE_BECOME_FLAGS", "become_flags").map(|(v, _)| v),
@@ -383,12 +371,7 @@ fn world_writable(dir: &Path) -> bool {
 /// `~` and `$VAR` expanded, then relative to `base` (Ansible's `resolve_path`).
 fn resolve_path(value: &str, base: &Path, home: Option<&Path>) -> PathBuf {
     let expanded = expand_vars(value);
-    let path = match (expanded.strip_prefix('~'), home) {
-        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
-            home.join(rest.trim_start_matches('/'))
-        }
-        _ => PathBuf::from(&expanded),
-    };
+    let path = PathBuf::from(crate::tilde::expand_user_with(&expanded, home));
     let joined = if path.is_absolute() {
         path
     } else {
@@ -442,15 +425,6 @@ fn expand_vars(value: &str) -> String {
 
 fn parse_int(value: &str) -> Option<usize> {
     value.trim().parse().ok()
-}
-
-/// Ansible's `boolean()` for config values.
-fn parse_bool(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" | "on" | "1" | "true" | "t" | "1.0" => Some(true),
-        "n" | "no" | "off" | "0" | "false" | "f" | "0.0" => Some(false),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -653,19 +627,16 @@ pipelining = True
         );
         let err = load(&d, &[("ANSIBLE_FORKS", "x")]).unwrap_err().to_string();
         assert!(err.contains("env ANSIBLE_FORKS: forks = 'x'"), "{err}");
-        let err = load(
+        // ansible-config dump: ANSIBLE_HOST_KEY_CHECKING=garbage is HOST_KEY_CHECKING = False.
+        let c = load(
             &d,
             &[
                 ("ANSIBLE_FORKS", "1"),
                 ("ANSIBLE_HOST_KEY_CHECKING", "maybe"),
             ],
         )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.contains("host_key_checking = 'maybe' is not a boolean"),
-            "{err}"
-        );
+        .unwrap();
+        assert_eq!(c.host_key_checking, Some(false));
         let p = Path::new("ansible.cfg");
         let err = Ini::parse(p, "forks = 1\n").unwrap_err().to_string();
         assert!(

@@ -67,7 +67,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                 format!("the playbook: {} could not be found", path.display()),
             ));
         }
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let home = turbo_play::tilde::home_dir();
         let options = LoadOptions {
             roles_path: if config.roles_path.is_empty() {
                 LoadOptions::default_roles_path(home.as_deref())

@@ -121,13 +121,7 @@ impl VarsFileCache {
 /// a play: `<playbook_dir>/vars/<path>` (unless the path already starts with `vars/`),
 /// then `<playbook_dir>/<path>`. Absolute and `~` paths are taken as written.
 pub fn vars_file_candidates(playbook_dir: &Path, path: &str) -> Vec<PathBuf> {
-    let written = match path.strip_prefix("~/") {
-        Some(rest) => match std::env::var_os("HOME") {
-            Some(home) => Path::new(&home).join(rest),
-            None => PathBuf::from(path),
-        },
-        None => PathBuf::from(path),
-    };
+    let written = crate::tilde::expand_user_path(path);
     if written.is_absolute() {
         return vec![written];
     }

@@ -100,7 +100,7 @@ impl Source {
         match &mut node.value {
             Value::Bool(_) => {
                 if let Some(token) = self.plain_token_at(node.span)
-                    && !is_pyyaml_bool(token)
+                    && crate::booleans::pyyaml(token).is_none()
                 {
                     node.value = Value::Str(token.to_string());
                 }
@@ -144,30 +144,6 @@ impl Source {
             help,
         }
     }
-}
-
-fn is_pyyaml_bool(token: &str) -> bool {
-    matches!(
-        token,
-        "yes"
-            | "Yes"
-            | "YES"
-            | "no"
-            | "No"
-            | "NO"
-            | "true"
-            | "True"
-            | "TRUE"
-            | "false"
-            | "False"
-            | "FALSE"
-            | "on"
-            | "On"
-            | "ON"
-            | "off"
-            | "Off"
-            | "OFF"
-    )
 }
 
 fn first_line_without_location(msg: &str) -> String {

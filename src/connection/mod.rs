@@ -180,19 +180,5 @@ pub(crate) fn local_home() -> Option<PathBuf> {
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         return Some(PathBuf::from(home));
     }
-    spec::passwd_entry_of_current_user().map(|(_, home)| PathBuf::from(home))
-}
-
-/// `~` and `~/...` against the controller user's home; anything else unchanged.
-pub fn expand_tilde(path: &str) -> PathBuf {
-    if path == "~" {
-        if let Some(home) = local_home() {
-            return home;
-        }
-    } else if let Some(rest) = path.strip_prefix("~/")
-        && let Some(home) = local_home()
-    {
-        return home.join(rest);
-    }
-    PathBuf::from(path)
+    crate::tilde::current_user_passwd().map(|(_, home)| PathBuf::from(home))
 }

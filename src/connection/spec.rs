@@ -9,8 +9,10 @@ use serde_json::{Map, Value};
 
 use super::{
     ConnectError, ConnectionDefaults, ConnectionKind, ConnectionSpec, DEFAULT_CONNECT_TIMEOUT,
-    StrictHostKeyChecking, expand_tilde,
+    StrictHostKeyChecking,
 };
+use crate::booleans;
+use crate::tilde::expand_user_path as expand_tilde;
 
 impl ConnectionSpec {
     /// From a host's merged inventory vars (see the module docs for the precedence).
@@ -119,26 +121,18 @@ pub(super) fn from_vars_with_env(
     }
     dedup_in_order(&mut identity_files);
 
+    // The ssh plugin's `host_key_checking` option is `type: boolean`, read leniently by
+    // Ansible's config whether it comes from a variable or the environment: anything but a
+    // true spelling is false (ensure_type in config/manager.py).
     let checking_var = match vars
         .get("ansible_host_key_checking")
         .or_else(|| vars.get("ansible_ssh_host_key_checking"))
         .or_else(|| vars.get("host_key_checking"))
     {
         None | Some(Value::Null) => None,
-        Some(value) => Some(ansible_bool(value).ok_or_else(|| {
-            config_error(format!(
-                "host_key_checking={value} is not a boolean (use true or false)"
-            ))
-        })?),
+        Some(value) => Some(booleans::lenient(value)),
     };
-    let checking_env = match env("ANSIBLE_HOST_KEY_CHECKING") {
-        None => None,
-        Some(text) => Some(ansible_bool(&Value::String(text.clone())).ok_or_else(|| {
-            config_error(format!(
-                "ANSIBLE_HOST_KEY_CHECKING={text} is not a boolean (use True or False)"
-            ))
-        })?),
-    };
+    let checking_env = env("ANSIBLE_HOST_KEY_CHECKING").map(|text| booleans::lenient_text(&text));
     let host_key_checking = checking_var
         .or(checking_env)
         .or(defaults.host_key_checking)
@@ -209,24 +203,6 @@ fn var_string(vars: &Map<String, Value>, names: &[&str]) -> Option<String> {
         Value::Bool(b) => Some(b.to_string()),
         other => Some(other.to_string()),
     })
-}
-
-/// Ansible's boolean(): yes/no, on/off, true/false, 1/0, y/n, t/f, any case.
-fn ansible_bool(value: &Value) -> Option<bool> {
-    match value {
-        Value::Bool(b) => Some(*b),
-        Value::Number(n) => match n.as_f64() {
-            Some(1.0) => Some(true),
-            Some(0.0) => Some(false),
-            _ => None,
-        },
-        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            "yes" | "on" | "1" | "true" | "y" | "t" | "1.0" => Some(true),
-            "no" | "off" | "0" | "false" | "n" | "f" | "0.0" | "" => Some(false),
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 fn parse_port(text: &str) -> Option<u16> {
@@ -355,19 +331,7 @@ fn current_user_name() -> Option<String> {
     ["USER", "LOGNAME"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
-        .or_else(|| passwd_entry_of_current_user().map(|(name, _)| name))
-}
-
-/// (name, home) from /etc/passwd for our uid, found without libc via /proc/self's owner.
-pub(crate) fn passwd_entry_of_current_user() -> Option<(String, String)> {
-    use std::os::unix::fs::MetadataExt;
-    let uid = std::fs::metadata("/proc/self").ok()?.uid();
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split(':').collect();
-        (fields.len() >= 6 && fields[2].parse::<u32>().ok() == Some(uid))
-            .then(|| (fields[0].to_string(), fields[5].to_string()))
-    })
+        .or_else(|| crate::tilde::current_user_passwd().map(|(name, _)| name))
 }
 
 #[cfg(test)]
@@ -538,6 +502,20 @@ mod tests {
         );
         assert_eq!(strict(json!({}), &Default::default(), &[]), Yes);
         assert_eq!(strict(json!({}), &off, &[]), No);
+        // Not a true spelling: false, as Ansible's config reads a boolean option.
+        let unset = ConnectionDefaults::default();
+        assert_eq!(
+            strict(json!({"ansible_host_key_checking": "maybe"}), &unset, &[]),
+            No
+        );
+        assert_eq!(
+            strict(
+                json!({}),
+                &unset,
+                &[("ANSIBLE_HOST_KEY_CHECKING", "garbage")]
+            ),
+            No
+        );
     }
 
     #[test]

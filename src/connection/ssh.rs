@@ -18,9 +18,10 @@ use tokio::net::TcpStream;
 
 use super::known_hosts::{self, HostKeyStatus};
 use super::privilege::{self, BecomeSpec, Negotiation, Step};
-use super::{ConnectError, ConnectionSpec, StrictHostKeyChecking, agent_for, expand_tilde};
+use super::{ConnectError, ConnectionSpec, StrictHostKeyChecking, agent_for};
 use crate::agent_binary::{AgentBinary, SUPPORTED_UNAME};
 use crate::agent_session::{AgentSession, BootstrapReport};
+use crate::tilde::expand_user_path as expand_tilde;
 
 /// Output allowed before the probe's marker line (shell rc files may print things).
 const PROBE_OUTPUT_LIMIT: usize = 4096;

@@ -24,7 +24,6 @@ use serde_json::{Map, Value};
 
 use crate::yaml::{LoadError, Source};
 use data::{ALL, Data, LOCALHOST_NAMES, SourceInfo};
-pub(crate) use pattern::Matcher;
 use vars_dirs::{DirVars, Target, dir_key};
 
 /// A host with its inventory variables already merged (see [`Inventory::host_vars`]).
@@ -451,7 +450,7 @@ impl Inventory {
         expr: &str,
         unmatched: &mut Vec<String>,
     ) -> Result<Vec<HostRef>, InventoryError> {
-        let matcher = Matcher::new(expr).map_err(|e| InventoryError::Pattern {
+        let matcher = pattern::Matcher::new(expr).map_err(|e| InventoryError::Pattern {
             pattern: expr.to_string(),
             reason: format!("Invalid host list pattern: {e}"),
         })?;
@@ -609,13 +608,7 @@ fn looks_like_yaml(text: &str) -> bool {
 /// Ansible's `unfrackpath` without following links: `~` expanded, made absolute, `.` and
 /// `..` resolved by name.
 fn absolute(raw: &str) -> PathBuf {
-    let expanded = match raw.strip_prefix('~') {
-        Some(rest) if rest.is_empty() || rest.starts_with('/') => match std::env::var_os("HOME") {
-            Some(home) => PathBuf::from(home).join(rest.trim_start_matches('/')),
-            None => PathBuf::from(raw),
-        },
-        _ => PathBuf::from(raw),
-    };
+    let expanded = crate::tilde::expand_user_path(raw);
     let joined = if expanded.is_absolute() {
         expanded
     } else {

@@ -5,6 +5,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::fnmatch::Pattern;
+
 use super::address::parse_address;
 
 /// Ansible's `split_host_pattern`. Commas always separate; without a comma the text is one
@@ -135,125 +137,27 @@ pub fn is_wildcard(pattern: &str) -> bool {
 }
 
 /// A compiled name matcher: Python's `fnmatch` for plain patterns (whole-name, case
-/// sensitive), or `re.match` (anchored at the start only) for `~regex`.
+/// sensitive), or `re.match` (anchored at the start only) for `~regex`, as Ansible's
+/// `InventoryManager._match_one_pattern`.
 pub enum Matcher {
-    Glob(Vec<GlobToken>),
+    Glob(Pattern),
     Regex(Regex),
-}
-
-pub enum GlobToken {
-    Star,
-    AnyChar,
-    Literal(char),
-    Class {
-        negated: bool,
-        items: Vec<(char, char)>,
-    },
 }
 
 impl Matcher {
     pub fn new(pattern: &str) -> Result<Matcher, regex::Error> {
         match pattern.strip_prefix('~') {
             Some(re) => Ok(Matcher::Regex(Regex::new(&format!("^(?:{re})"))?)),
-            None => Ok(Matcher::Glob(compile_glob(pattern))),
+            None => Ok(Matcher::Glob(Pattern::new(pattern))),
         }
     }
 
     pub fn matches(&self, name: &str) -> bool {
         match self {
             Matcher::Regex(re) => re.is_match(name),
-            Matcher::Glob(tokens) => {
-                let chars: Vec<char> = name.chars().collect();
-                glob_match(tokens, &chars)
-            }
+            Matcher::Glob(pattern) => pattern.matches(name),
         }
     }
-}
-
-fn compile_glob(pattern: &str) -> Vec<GlobToken> {
-    let p: Vec<char> = pattern.chars().collect();
-    let mut tokens = Vec::new();
-    let mut i = 0;
-    while i < p.len() {
-        let c = p[i];
-        i += 1;
-        match c {
-            '*' => {
-                if !matches!(tokens.last(), Some(GlobToken::Star)) {
-                    tokens.push(GlobToken::Star);
-                }
-            }
-            '?' => tokens.push(GlobToken::AnyChar),
-            '[' => {
-                // As fnmatch: a `]` right after `[` or `[!` is a member, and an unclosed
-                // `[` is a literal.
-                let mut j = i;
-                if p.get(j) == Some(&'!') {
-                    j += 1;
-                }
-                if p.get(j) == Some(&']') {
-                    j += 1;
-                }
-                while j < p.len() && p[j] != ']' {
-                    j += 1;
-                }
-                if j >= p.len() {
-                    tokens.push(GlobToken::Literal('['));
-                    continue;
-                }
-                let mut body = &p[i..j];
-                i = j + 1;
-                let negated = body.first() == Some(&'!');
-                if negated {
-                    body = &body[1..];
-                }
-                let mut items = Vec::new();
-                let mut k = 0;
-                while k < body.len() {
-                    if k + 2 < body.len() && body[k + 1] == '-' {
-                        items.push((body[k], body[k + 2]));
-                        k += 3;
-                    } else {
-                        items.push((body[k], body[k]));
-                        k += 1;
-                    }
-                }
-                tokens.push(GlobToken::Class { negated, items });
-            }
-            other => tokens.push(GlobToken::Literal(other)),
-        }
-    }
-    tokens
-}
-
-fn glob_match(tokens: &[GlobToken], name: &[char]) -> bool {
-    let single = |t: &GlobToken, c: char| match t {
-        GlobToken::AnyChar => true,
-        GlobToken::Literal(l) => *l == c,
-        GlobToken::Class { negated, items } => {
-            items.iter().any(|(lo, hi)| *lo <= c && c <= *hi) != *negated
-        }
-        GlobToken::Star => false,
-    };
-    // Classic two-pointer wildcard matching, backtracking only to the last star.
-    let (mut t, mut n) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while n < name.len() {
-        if t < tokens.len() && matches!(tokens[t], GlobToken::Star) {
-            star = Some((t, n));
-            t += 1;
-        } else if t < tokens.len() && single(&tokens[t], name[n]) {
-            t += 1;
-            n += 1;
-        } else if let Some((st, sn)) = star {
-            t = st + 1;
-            n = sn + 1;
-            star = Some((st, sn + 1));
-        } else {
-            return false;
-        }
-    }
-    tokens[t..].iter().all(|tok| matches!(tok, GlobToken::Star))
 }
 
 #[cfg(test)]

@@ -65,7 +65,7 @@ impl Module for Assert {
                     })?,
                 ),
                 Value::Bool(b) => (python_bool(*b).to_string(), *b),
-                other => (other.to_string(), truthy(other)),
+                other => (other.to_string(), crate::booleans::python_truthiness(other)),
             };
             if !holds {
                 data.insert("evaluated_to".into(), json!(false));
@@ -119,17 +119,6 @@ impl Module for Fail {
 
 fn python_bool(b: bool) -> &'static str {
     if b { "True" } else { "False" }
-}
-
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64() != Some(0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use super::spec::{Arg, Elem, Spec, Unknown};
 use super::{
     Args, Caps, FactsLayer, Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome,
 };
-use crate::playbook::parse_kv;
+use crate::kv_args::parse_kv;
 use crate::vars_file::{read_vars_file, vars_file_candidates};
 
 pub struct IncludeVars;

@@ -390,16 +390,6 @@ pub(crate) fn ownership(args: &Args) -> turbo_proto::Ownership {
     }
 }
 
-/// `~/x` on the controller means the controller user's home.
-fn expand_local_home(path: &str) -> PathBuf {
-    if let Some(rest) = path.strip_prefix("~/")
-        && let Some(home) = std::env::var_os("HOME")
-    {
-        return Path::new(&home).join(rest);
-    }
-    PathBuf::from(path)
-}
-
 /// A controller-side source file as Ansible finds it: absolute (or `~`) as written,
 /// else in a role `<role>/<subdir>/<src>`, `<role>/<src>`, then the same beside the task's
 /// own file, then `<playbook_dir>/<subdir>/<src>`, then `<playbook_dir>/<src>`.
@@ -409,7 +399,7 @@ pub(crate) fn find_local_source(
     subdir: &str,
 ) -> Result<PathBuf, ModuleError> {
     let playbook_dir = ctx.playbook_dir;
-    let written = expand_local_home(src);
+    let written = crate::tilde::expand_user_path(src);
     if written.is_absolute() {
         return if written.exists() {
             Ok(written)

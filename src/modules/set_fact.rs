@@ -35,7 +35,9 @@ impl Module for SetFact {
                     "The variable name '{name}' is not valid. Variables must start with a letter or underscore character, and contain only letters, numbers and underscores."
                 )));
             }
-            facts.insert(name.clone(), string_booleans(value));
+            // Values are kept as they came: ansible-core 2.21 no longer turns "yes" or "true"
+            // into booleans here (that conversion went with jinja2_native).
+            facts.insert(name.clone(), value.clone());
         }
         if facts.is_empty() {
             return Err(ModuleError::Invalid(
@@ -49,19 +51,6 @@ impl Module for SetFact {
             data,
             ..TaskOutcome::default()
         }))
-    }
-}
-
-/// Ansible (without jinja2_native) turns the strings true/false/yes/no, any case, into
-/// booleans; other values are kept as they are.
-fn string_booleans(value: &Value) -> Value {
-    match value {
-        Value::String(s) => match s.to_ascii_lowercase().as_str() {
-            "true" | "yes" => Value::Bool(true),
-            "false" | "no" => Value::Bool(false),
-            _ => value.clone(),
-        },
-        other => other.clone(),
     }
 }
 
@@ -95,7 +84,7 @@ mod tests {
         assert!(!out.changed && !out.failed && !out.skipped);
         assert_eq!(
             Value::Object(out.data),
-            json!({"ansible_facts": {"a": 1, "b": true, "c": false, "d": "text", "e": [1]}})
+            json!({"ansible_facts": {"a": 1, "b": "Yes", "c": "no", "d": "text", "e": [1]}})
         );
     }
 

@@ -7,7 +7,7 @@ use turbo_proto::{FactValue, Op, OpResult};
 
 use super::spec::{Arg, Elem, Spec};
 use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, Shown, TaskOutcome, unexpected};
-use crate::inventory::Matcher;
+use crate::fnmatch::Pattern;
 
 pub struct Setup;
 
@@ -46,10 +46,11 @@ impl Module for Setup {
             return unexpected(self.name(), result);
         };
         let (subsets, filters) = (gather_subset(args), trimmed(args, "filter"));
-        let matchers: Vec<Matcher> = filters
+        // fnmatch, as ansible_collector.py: no `~regex` here, unlike host patterns.
+        let matchers: Vec<Pattern> = filters
             .iter()
             .filter(|f| !f.is_empty())
-            .filter_map(|f| Matcher::new(f).ok())
+            .map(|f| Pattern::new(f))
             .collect();
         let mut ansible_facts = Map::new();
         for (name, value) in facts {
@@ -226,6 +227,9 @@ mod tests {
             ]
         );
         let out = Setup.finish(&args(json!({"filter": "ansible_nope"})), sample());
+        assert_eq!(out.data["ansible_facts"].as_object().unwrap().len(), 2);
+        // A `~` is a literal character to fnmatch, not a host pattern's regex.
+        let out = Setup.finish(&args(json!({"filter": "~ansible_host"})), sample());
         assert_eq!(out.data["ansible_facts"].as_object().unwrap().len(), 2);
     }
 

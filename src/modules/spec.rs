@@ -11,6 +11,7 @@
 use serde_json::{Map, Value};
 
 use super::ModuleArgs;
+use crate::booleans::{self, NotABoolean};
 use crate::template::python_type;
 
 /// What an argument's value is converted to (Ansible's `type`).
@@ -462,37 +463,16 @@ impl Spec {
 const VALID_BOOLEANS: &str =
     "'y', 'yes', 'on', '1', 'true', 't', 1, 1.0, 'n', 'no', 'off', '0', 'false', 'f', 0, 0.0";
 
-/// A boolean as Ansible's `boolean()` reads it (strict).
+/// A boolean argument as `check_type_bool` reads it: Ansible's strict `boolean()`, with
+/// its messages.
 pub fn parse_bool(value: &Value) -> Result<bool, String> {
-    let bad = || {
-        format!(
+    booleans::strict(value).map_err(|why| match why {
+        NotABoolean::Spelling => format!(
             "The value '{}' is not a valid boolean. Valid booleans include: {VALID_BOOLEANS}",
             python_text(value)
-        )
-    };
-    match value {
-        Value::Bool(b) => Ok(*b),
-        Value::Number(n) => match n.as_f64() {
-            Some(1.0) => Ok(true),
-            Some(0.0) => Ok(false),
-            _ => Err(bad()),
-        },
-        Value::String(s) => parse_bool_text(s).ok_or_else(bad),
-        _ => Err(format!(
-            "{} cannot be converted to a bool",
-            python_class(value)
-        )),
-    }
-}
-
-/// Ansible's boolean spellings for text: yes/no, y/n, true/false, t/f, on/off, 1/0, in any
-/// case and surrounding space.
-pub fn parse_bool_text(text: &str) -> Option<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" | "on" | "1" | "true" | "t" | "1.0" => Some(true),
-        "n" | "no" | "off" | "0" | "false" | "f" | "0.0" => Some(false),
-        _ => None,
-    }
+        ),
+        NotABoolean::Type => format!("{} cannot be converted to a bool", python_class(value)),
+    })
 }
 
 fn convert(kind: Kind, value: &Value) -> Result<Value, String> {
@@ -657,14 +637,14 @@ fn check_choice(arg: &Arg, value: &mut Value) -> Option<String> {
         other => {
             let mut text = python_text(other);
             if !arg.choices.contains(&text.as_str())
-                && let Some(b) = parse_bool_text(&text).filter(|_| {
+                && let Some(b) = booleans::strict_text(&text).filter(|_| {
                     matches!(other, Value::Bool(_)) || text == "True" || text == "False"
                 })
             {
                 let same: Vec<&&str> = arg
                     .choices
                     .iter()
-                    .filter(|c| parse_bool_text(c) == Some(b))
+                    .filter(|c| booleans::strict_text(c) == Some(b))
                     .collect();
                 if let [only] = same[..] {
                     text = only.to_string();
@@ -939,6 +919,13 @@ mod tests {
         ] {
             assert_eq!(parse_bool(&no), Ok(false), "{no}");
         }
+        // ansible-playbook 2.21 refuses the text "1.0" (the number 1.0 is true).
+        assert!(
+            parse_bool(&json!("1.0"))
+                .unwrap_err()
+                .starts_with("The value '1.0' is not a valid boolean.")
+        );
+        assert_eq!(parse_bool(&json!(1.0)), Ok(true));
         assert_eq!(
             parse_bool(&json!([1])).unwrap_err(),
             "<class 'list'> cannot be converted to a bool"

@@ -4,8 +4,8 @@
 use serde_json::Value as Json;
 
 use super::keyword_table::{Places, names_at};
-use super::kv::{FREE_FORM_OPTIONS, parse_kv};
 use super::loader::{Inherited, Loader};
+use crate::kv_args::{FREE_FORM_OPTIONS, parse_kv};
 use crate::modules::{self, Module, closest};
 use crate::yaml::{LoadError, Node, Span, Value};
 

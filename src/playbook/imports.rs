@@ -294,7 +294,7 @@ impl Loader<'_> {
         for node in [Some(value), extra_args].into_iter().flatten() {
             // `import_role: name=web tasks_from=x`, Ansible's k=v form of the mapping.
             if let Value::Str(text) = &node.value {
-                let parsed = super::parse_kv(text, None);
+                let parsed = crate::kv_args::parse_kv(text, None);
                 if !parsed.raw.trim().is_empty() {
                     return Err(self.err(
                         node.span,

@@ -157,7 +157,10 @@ fn subelements(terms: Value) -> Result<Vec<Value>, String> {
                     "the optional third item must be a dict with flags ['skip_missing'], got '{unknown}'"
                 ));
             }
-            flags.get("skip_missing").is_some_and(truthy)
+            // subelements.py: boolean(skip_missing, strict=False).
+            flags
+                .get("skip_missing")
+                .is_some_and(crate::booleans::lenient)
         }
         Some(_) => return Err(SHAPE.into()),
     };
@@ -167,7 +170,9 @@ fn subelements(terms: Value) -> Result<Vec<Value>, String> {
     let keys: Vec<&str> = path.split('.').collect();
     let parents = match terms.pop() {
         // A registered result that was skipped as a whole has nothing to iterate.
-        Some(Value::Object(map)) if map.get("skipped").is_some_and(truthy) => return Ok(vec![]),
+        Some(Value::Object(map)) if map.get("skipped").is_some_and(marks_skipped) => {
+            return Ok(vec![]);
+        }
         Some(Value::Object(map)) => map.into_iter().map(|(_, v)| v).collect(),
         Some(Value::Array(list)) => list,
         _ => return Err(SHAPE.into()),
@@ -179,7 +184,7 @@ fn subelements(terms: Value) -> Result<Vec<Value>, String> {
                 "subelements lookup expects a dictionary, got '{parent}'"
             ));
         };
-        if parent.get("skipped").is_some_and(truthy) {
+        if parent.get("skipped").is_some_and(marks_skipped) {
             continue;
         }
         let (last, inner) = keys.split_last().expect("split yields one key at least");
@@ -230,16 +235,10 @@ fn subelements(terms: Value) -> Result<Vec<Value>, String> {
     Ok(out)
 }
 
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Bool(b) => *b,
-        Value::String(s) => matches!(
-            s.to_ascii_lowercase().as_str(),
-            "yes" | "true" | "on" | "1" | "y"
-        ),
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        _ => false,
-    }
+/// subelements.py skips a result or item whose `skipped` `is not False`: any value but
+/// the boolean false, so not a boolean spelling at all.
+fn marks_skipped(v: &Value) -> bool {
+    *v != Value::Bool(false)
 }
 
 /// A task's `loop_control`, raw (label and pause are templates).

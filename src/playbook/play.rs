@@ -534,6 +534,12 @@ mod tests {
             message_at("- hosts: all\n  gather_facts: maybe\n"),
             ("gather_facts must be a boolean, got 'maybe'".into(), 2, 17)
         );
+        // Ansible's strict boolean(): "1.0" is refused (ansible-playbook 2.21), `t` taken.
+        assert_eq!(
+            message_at("- hosts: all\n  gather_facts: \"1.0\"\n"),
+            ("gather_facts must be a boolean, got '1.0'".into(), 2, 17)
+        );
+        assert!(!ok("- hosts: all\n  gather_facts: F\n").plays[0].gather_facts);
         assert_eq!(
             message_at("- hosts: all\n  vars: [1]\n"),
             ("vars must be a mapping, got a list".into(), 2, 9)

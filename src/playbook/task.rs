@@ -689,6 +689,23 @@ failed_when: false
         let t = &pb.plays[0].tasks[0];
         assert!(t.keywords.templated.is_empty() && !t.ignore_errors);
         assert!(t.with_switches_decided(&templar, &vars).unwrap().is_none());
+        // ansible-playbook 2.21: a template rendering to '' or 2 is no boolean; to None, the
+        // default.
+        let switch = |template: &str| {
+            let t = task(&format!("command: x\nignore_errors: \"{template}\""));
+            t.with_switches_decided(&templar, &vars)
+                .map(|d| d.unwrap().ignore_errors)
+        };
+        assert_eq!(
+            switch("{{ '' }}").unwrap_err(),
+            "Error processing keyword 'ignore_errors': The value '' could not be converted to 'bool'."
+        );
+        assert_eq!(
+            switch("{{ 2 }}").unwrap_err(),
+            "Error processing keyword 'ignore_errors': The value 2 could not be converted to 'bool'."
+        );
+        assert_eq!(switch("{{ none }}"), Ok(false));
+        assert_eq!(switch("{{ ' T ' }}"), Ok(true));
         // A value that is no template is still checked when the playbook loads.
         assert_eq!(
             err("- hosts: all\n  tasks:\n    - command: x\n      no_log: maybe\n").message,

@@ -82,17 +82,8 @@ impl Loader<'_> {
     }
 
     pub(super) fn boolean(&self, node: &Node, what: &str) -> Result<bool, LoadError> {
-        match &node.value {
-            Value::Bool(b) => Ok(*b),
-            Value::Str(s) => match s.to_ascii_lowercase().as_str() {
-                "yes" | "true" | "on" | "y" | "1" => Ok(true),
-                "no" | "false" | "off" | "n" | "0" => Ok(false),
-                _ => Err(self.bool_error(node, what)),
-            },
-            Value::Int(1) => Ok(true),
-            Value::Int(0) => Ok(false),
-            _ => Err(self.bool_error(node, what)),
-        }
+        // A keyword's `isa='bool'` is Ansible's strict boolean() (playbook/base.py).
+        crate::booleans::strict(&node.to_json()).map_err(|_| self.bool_error(node, what))
     }
 
     /// A yes/no keyword that may also be a template, decided when the task runs:

@@ -23,19 +23,23 @@ pub struct ConsoleReporter<W: Write> {
 }
 
 impl ConsoleReporter<io::Stdout> {
-    /// Colours on a terminal; none with NO_COLOR / ANSIBLE_NOCOLOR, always with
-    /// ANSIBLE_FORCE_COLOR.
+    /// Colours on a terminal; none with NO_COLOR / ANSIBLE_NOCOLOR true, always with
+    /// ANSIBLE_FORCE_COLOR true.
     pub fn stdout(verbosity: u8) -> Self {
         let tty = console::Term::stdout().is_term();
-        let env_on = |k: &str| {
-            std::env::var_os(k)
-                .is_some_and(|v| !v.is_empty() && v != "0" && v != "false" && v != "False")
+        // Ansible's config reads these as `type: boolean`, leniently (anything but a true
+        // spelling is false), and of ANSIBLE_NOCOLOR and NO_COLOR the last one set wins
+        // (config/base.yml, `_loop_entries` in config/manager.py).
+        let env_bool = |k: &str| {
+            std::env::var(k)
+                .ok()
+                .map(|v| crate::booleans::lenient_text(&v))
         };
-        let colors = if env_on("ANSIBLE_FORCE_COLOR") {
-            true
-        } else {
-            tty && std::env::var_os("NO_COLOR").is_none() && !env_on("ANSIBLE_NOCOLOR")
-        };
+        let force = env_bool("ANSIBLE_FORCE_COLOR").unwrap_or(false);
+        let nocolor = env_bool("NO_COLOR")
+            .or_else(|| env_bool("ANSIBLE_NOCOLOR"))
+            .unwrap_or(false);
+        let colors = force || (tty && !nocolor);
         console::set_colors_enabled(colors);
         ConsoleReporter::new(io::stdout(), verbosity, colors, tty)
     }

@@ -160,6 +160,11 @@ fn type_conversions() {
     assert_eq!(v("'yes' | bool"), json!(true));
     assert_eq!(v("'False' | bool"), json!(false));
     assert_eq!(v("1 | bool"), json!(true));
+    // ansible-core 2.21's `bool` filter: no y/t, no surrounding space, 2 is false.
+    assert_eq!(v("'y' | bool"), json!(false));
+    assert_eq!(v("' yes ' | bool"), json!(false));
+    assert_eq!(v("2 | bool"), json!(false));
+    assert_eq!(v("1.0 | bool"), json!(true));
     assert_eq!(v("'42' | int"), json!(42));
     assert_eq!(v("'4.7' | int"), json!(4));
     assert_eq!(v("'abc' | int"), json!(0));
@@ -486,6 +491,13 @@ fn jinja_tests() {
     assert!(yes("nothing is none"));
     assert!(yes("'x' is truthy and '' is falsy"));
     assert!(yes("'no' is truthy and 'no' is falsy(convert_bool=true)"));
+    // Not a boolean spelling: Python truthiness, as ansible-playbook 2.21.
+    assert!(yes(
+        "'foo' is truthy(convert_bool=true) and 2 is truthy(convert_bool=true)"
+    ));
+    assert!(yes(
+        "'n' is falsy(convert_bool=true) and '' is falsy(convert_bool=true)"
+    ));
     assert!(yes("ok_result is succeeded and ok_result is success"));
     assert!(yes("bad_result is failed and bad_result is failure"));
     assert!(yes("ok_result is changed and bad_result is not changed"));
@@ -833,4 +845,20 @@ fn indent_keeps_a_trailing_newline_as_jinja2_does() {
     assert_eq!(t("x\r\ny\n", "2, true"), "  x\n  y\n");
     assert_eq!(t("a\nb", "width='> ', first=true"), "> a\n> b");
     assert_eq!(t("a\nb", ""), "a\n    b");
+}
+
+#[test]
+fn jinja2_header_values_are_python_literals() {
+    let (options, body) = super::TextOptions::default()
+        .from_header("#jinja2: trim_blocks: False, lstrip_blocks: True\nx")
+        .unwrap();
+    assert!(!options.trim_blocks && options.lstrip_blocks);
+    assert_eq!(body, "x");
+    // ansible-playbook 2.21: "malformed node or string" for a lowercase `true`.
+    assert_eq!(
+        super::TextOptions::default()
+            .from_header("#jinja2: trim_blocks: true\nx")
+            .unwrap_err(),
+        "#jinja2: header: trim_blocks must be True or False, got true"
+    );
 }

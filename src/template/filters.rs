@@ -164,20 +164,9 @@ fn items(value: &MjValue) -> Result<Vec<MjValue>, MjError> {
     Ok(value.try_iter()?.collect())
 }
 
+/// The `bool` filter, as ansible-core 2.21's `to_bool` (see `booleans::bool_filter`).
 pub fn bool_filter(value: MjValue) -> bool {
-    if let Some(s) = value.as_str() {
-        return matches!(
-            s.trim().to_ascii_lowercase().as_str(),
-            "yes" | "on" | "1" | "true" | "y" | "t"
-        );
-    }
-    match value.kind() {
-        ValueKind::Bool => value.is_true(),
-        ValueKind::Number => {
-            i64::try_from(value.clone()).ok() == Some(1) || f64::try_from(value).ok() == Some(1.0)
-        }
-        _ => false,
-    }
+    to_json(&value).is_ok_and(|v| crate::booleans::bool_filter(&v))
 }
 
 /// Jinja's `int(default=0, base=10)`: text that is not a number gives the default, and
@@ -378,16 +367,9 @@ pub fn dirname(path: &str) -> String {
     }
 }
 
-/// On the controller, as in Ansible.
+/// On the controller, as in Ansible (Python's `os.path.expanduser`).
 pub fn expanduser(path: &str) -> String {
-    let home = std::env::var("HOME").unwrap_or_default();
-    if path == "~" {
-        home
-    } else if let Some(rest) = path.strip_prefix("~/") {
-        format!("{}/{rest}", home.trim_end_matches('/'))
-    } else {
-        path.to_string()
-    }
+    crate::tilde::expand_user(path)
 }
 
 /// Python's `os.path.realpath`: symlinks resolved where they exist, the rest normalised.

@@ -271,56 +271,13 @@ fn fileglob(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjErro
             .filter_map(Result::ok)
             .filter(|e| e.path().is_file())
             .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|name| wildcard_match(pattern, name))
+            .filter(|name| crate::fnmatch::glob_component(pattern, name))
             .map(|name| found_dir.join(name).display().to_string())
             .collect();
         matches.sort();
         out.extend(matches.into_iter().map(MjValue::from));
     }
     Ok(out)
-}
-
-/// fnmatch: `*`, `?`, `[abc]`, `[!abc]`; a leading dot must be matched explicitly.
-pub fn wildcard_match(pattern: &str, name: &str) -> bool {
-    if name.starts_with('.') && !pattern.starts_with('.') {
-        return false;
-    }
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some('*') => (0..=n.len()).any(|i| go(&p[1..], &n[i..])),
-            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
-            Some('[') => {
-                let Some(close) = p.iter().skip(2).position(|&c| c == ']').map(|i| i + 2) else {
-                    return n.first() == Some(&'[') && go(&p[1..], &n[1..]);
-                };
-                let Some(&c) = n.first() else {
-                    return false;
-                };
-                let set = &p[1..close];
-                let (negate, set) = match set.first() {
-                    Some('!') => (true, &set[1..]),
-                    _ => (false, set),
-                };
-                let mut hit = false;
-                let mut i = 0;
-                while i < set.len() {
-                    if i + 2 < set.len() && set[i + 1] == '-' {
-                        hit |= set[i] <= c && c <= set[i + 2];
-                        i += 3;
-                    } else {
-                        hit |= set[i] == c;
-                        i += 1;
-                    }
-                }
-                hit != negate && go(&p[close + 1..], &n[1..])
-            }
-            Some(&c) => n.first() == Some(&c) && go(&p[1..], &n[1..]),
-        }
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    go(&p, &n)
 }
 
 /// `first_found`: terms are names or `{files: [...], paths: [...], skip: bool}`.
@@ -332,7 +289,11 @@ fn first_found(
 ) -> Result<Vec<MjValue>, MjError> {
     let mut files: Vec<String> = Vec::new();
     let mut paths: Vec<String> = Vec::new();
-    let mut skip = kwargs.get::<Option<bool>>("skip")?.unwrap_or(false);
+    // `skip` is a `type: boolean` option, which Ansible's config reads leniently.
+    let lenient = |v: &MjValue| super::to_json(v).is_ok_and(|j| crate::booleans::lenient(&j));
+    let mut skip = kwargs
+        .get::<Option<MjValue>>("skip")?
+        .is_some_and(|v| lenient(&v));
     let split = |v: &MjValue| -> Vec<String> {
         let items: Vec<MjValue> = if v.kind() == ValueKind::Seq {
             v.try_iter().into_iter().flatten().collect()
@@ -371,7 +332,7 @@ fn first_found(
                 paths.extend(split(&p));
             }
             if let Ok(s) = term.get_attr("skip") {
-                skip |= s.is_true();
+                skip |= lenient(&s);
             }
         } else if let Some(s) = term.as_str() {
             files.push(s.to_string());
@@ -496,7 +457,7 @@ fn pipe(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
 fn sequence(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
     let mut out = Vec::new();
     for term in term_texts(terms) {
-        let items = crate::playbook::sequence_items(&term).map_err(error)?;
+        let items = super::sequence::sequence_items(&term).map_err(error)?;
         out.extend(items.into_iter().map(MjValue::from));
     }
     Ok(out)
@@ -536,20 +497,4 @@ fn vars(state: &State, terms: &[MjValue], kwargs: &Kwargs) -> Result<Vec<MjValue
             },
         )
         .collect()
-}
-
-#[cfg(test)]
-mod unit {
-    use super::wildcard_match;
-
-    #[test]
-    fn fnmatch_patterns() {
-        assert!(wildcard_match("*.conf", "a.conf"));
-        assert!(!wildcard_match("*.conf", "a.conf.bak"));
-        assert!(wildcard_match("a?c", "abc"));
-        assert!(wildcard_match("[ab]x", "bx"));
-        assert!(!wildcard_match("[!ab]x", "bx"));
-        assert!(wildcard_match("[a-c]*", "cat"));
-        assert!(!wildcard_match("*", ".hidden"));
-    }
 }

@@ -14,6 +14,8 @@ mod filters;
 pub use filters::{python_str, python_type};
 mod lookups;
 mod pyregex;
+mod sequence;
+pub use sequence::sequence_items;
 mod sha_crypt;
 mod tests;
 mod yaml_dump;
@@ -108,15 +110,10 @@ impl TextOptions {
                     ));
                 }
             };
-            *slot = match value {
-                "True" | "true" => true,
-                "False" | "false" => false,
-                _ => {
-                    return Err(format!(
-                        "#jinja2: header: {key} must be True or False, got {value}"
-                    ));
-                }
-            };
+            // Ansible reads the value with ast.literal_eval: `true` is refused there too.
+            *slot = crate::booleans::python_literal(value).ok_or_else(|| {
+                format!("#jinja2: header: {key} must be True or False, got {value}")
+            })?;
         }
         Ok((self, body))
     }

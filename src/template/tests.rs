@@ -55,12 +55,15 @@ fn invalid(message: impl Into<String>) -> MjError {
     MjError::new(ErrorKind::InvalidOperation, message.into())
 }
 
-/// `truthy(convert_bool=False)`: with `convert_bool`, 'no'/'off' count as false.
+/// `truthy(convert_bool=False)`: with `convert_bool`, boolean spellings count as what
+/// they spell ('no' is false), anything else by Python truthiness.
 fn truthy(value: &MjValue, convert_bool: Option<bool>, kwargs: Kwargs) -> Result<bool, MjError> {
     let convert = kwargs.get::<Option<bool>>("convert_bool")?.or(convert_bool);
     kwargs.assert_all_used()?;
-    if convert.unwrap_or(false) && value.kind() != ValueKind::Seq {
-        return Ok(super::filters::bool_filter(value.clone()));
+    if convert.unwrap_or(false)
+        && let Ok(json) = super::to_json(value)
+    {
+        return Ok(crate::booleans::truthy_converting(&json));
     }
     Ok(value.is_true())
 }

@@ -301,18 +301,13 @@ fn is_plain_safe(s: &str) -> bool {
 
 /// YAML 1.1 implicit types, as PyYAML resolves plain scalars.
 fn resolves_to_non_string(s: &str) -> bool {
-    // PyYAML's resolver: these spellings only (not `y`/`n`, not `yEs`).
-    let word = |w: &str| {
-        let lower = w.to_ascii_lowercase();
-        let title = format!("{}{}", lower[..1].to_ascii_uppercase(), &lower[1..]);
-        s == lower || s == title || s == lower.to_ascii_uppercase()
-    };
-    if ["yes", "no", "on", "off", "true", "false", "null"]
-        .into_iter()
-        .any(word)
+    if crate::booleans::pyyaml(s).is_some()
         || matches!(
             s,
-            "~" | ".inf"
+            "~" | "null"
+                | "Null"
+                | "NULL"
+                | ".inf"
                 | "-.inf"
                 | "+.inf"
                 | ".Inf"

@@ -1,5 +1,7 @@
 //! Ansible's `key=value` argument strings (`copy: src=a dest="b c"`) and the free-form
-//! command lines of command/shell, which may carry `chdir=`-style options.
+//! command lines of command/shell, which may carry `chdir=`-style options (Ansible's
+//! parsing/splitter.py). At the bottom of the dependency graph: it uses nothing from the
+//! crate, so templates, modules and the loader all read `k=v` the same way.
 
 use std::ops::Range;
 

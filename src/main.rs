@@ -11,7 +11,9 @@ use turbo_play::connection::ConnectionDefaults;
 use turbo_play::executor::{BecomeDefaults, RunOptions, run_playbooks};
 use turbo_play::inventory::Inventory;
 use turbo_play::listing::{self, Listings};
-use turbo_play::playbook::{LoadOptions, TagFilter, load_playbooks, render_templated_tags};
+use turbo_play::playbook::{
+    LoadOptions, TagFilter, load_playbooks, render_templated_play_keywords, render_templated_tags,
+};
 use turbo_play::report::console::ConsoleReporter;
 use turbo_play::report::events::Event;
 use turbo_play::report::json::JsonReporter;
@@ -96,6 +98,8 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         let templar = turbo_play::template::Templar::new();
         for playbook in &mut playbooks {
             render_templated_tags(playbook, &templar, &extra_vars).map_err(|e| (EXIT_ERROR, e))?;
+            render_templated_play_keywords(playbook, &templar, &extra_vars)
+                .map_err(|e| (EXIT_ERROR, e))?;
         }
     }
     // Like ansible-playbook: --syntax-check and the listings stop before any connection

@@ -14,7 +14,7 @@ use crate::template::{Templar, is_template};
 use crate::vars_file::layer_play_vars_files;
 
 /// Ansible's placeholder that makes a module argument disappear (`default(omit)`).
-pub const OMIT: &str = "__omit_place_holder__turbo_play__";
+pub const OMIT: &str = crate::template::OMIT;
 
 /// The hosts of the running play, for its magic variables. Read when a task's variables
 /// are built, so a host that failed or ended its play (`meta: end_host`) has left them.

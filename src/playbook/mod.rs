@@ -20,6 +20,7 @@ mod keywords;
 mod loader;
 mod loops;
 mod play;
+mod play_templates;
 mod role_files;
 mod roles;
 mod shared;
@@ -35,6 +36,7 @@ pub use dynamic_include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUD
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use loader::{load_playbook, load_playbook_text, load_playbooks};
 pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};
+pub use play_templates::render_templated_play_keywords;
 pub use roles::INCLUDE_ROLE_ARGS;
 pub use shared::{LoadOptions, RanRole};
 pub use tags::{TagFilter, render_templated_tags, select_tasks, selected, split_tags};
@@ -64,6 +66,9 @@ pub struct Playbook {
 
 #[derive(Debug, Clone)]
 pub struct Play {
+    /// `strategy`, `order`, `gather_facts` or `serial` written as templates, until
+    /// `render_templated_play_keywords` renders them.
+    pub templated_keywords: Vec<TemplatedKeyword>,
     /// The play's `name`, else its hosts pattern (what Ansible prints).
     pub name: String,
     /// The hosts pattern; a YAML list is joined with ','.
@@ -230,6 +235,14 @@ pub struct RunKeywords {
     /// `no_log` and `ignore_errors` written as templates (`"{{ ansible_check_mode }}"`):
     /// decided per host when the task runs, where they replace the fixed values.
     pub templated: TemplatedSwitches,
+}
+
+/// A play keyword written as a template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplatedKeyword {
+    pub key: String,
+    pub template: String,
+    pub location: Location,
 }
 
 /// `become`, `become_user`, `become_method`, `become_flags`, `become_exe` as written; the

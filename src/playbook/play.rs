@@ -44,8 +44,22 @@ impl Loader<'_> {
         let mut keywords = PlayKeywords::default();
         // What every task of the play takes on.
         let mut top = Inherited::default();
+        let mut templated_keywords = Vec::new();
         for (k, v) in entries {
             let key = self.key(k)?;
+            // Play keywords written as templates are rendered with the play's variables
+            // before the play runs (`render_templated_play_keywords`), as Ansible does.
+            if matches!(key, "strategy" | "order" | "gather_facts" | "serial")
+                && let Some(text) = v.as_str()
+                && crate::template::is_template(text)
+            {
+                templated_keywords.push(super::TemplatedKeyword {
+                    key: key.to_string(),
+                    template: text.to_string(),
+                    location: self.location(v.span),
+                });
+                continue;
+            }
             match key {
                 "roles" => sections[4] = Some(v),
                 "name" => name = Some(self.scalar(v, "name")?),
@@ -168,6 +182,7 @@ impl Loader<'_> {
             handler.diff = handler.diff.or(diff);
         }
         let play = Play {
+            templated_keywords,
             ran_roles: self.shared.ran_roles(),
             roles: self.shared.public_roles(),
             name: name.unwrap_or_else(|| hosts.clone()),

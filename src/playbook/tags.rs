@@ -126,6 +126,32 @@ const MAX_TAG_DEPTH: usize = 8;
 /// host (its roles' defaults and vars, its vars and vars_prompt defaults, extra vars,
 /// `playbook_dir`), never host, group or task vars. A list value gives several tags.
 /// Fails, naming the task, when a tag's template does (an undefined name, say).
+/// What a template written on the play itself sees: the roles' defaults, the play's vars
+/// (and vars_prompt defaults), the roles' vars and extra vars; never host variables.
+pub(super) fn play_level_vars(
+    play: &super::Play,
+    extra_vars: &serde_json::Map<String, serde_json::Value>,
+    dir: &str,
+) -> minijinja::Value {
+    let mut vars = serde_json::Map::new();
+    for role in &play.roles {
+        vars.extend(role.defaults.clone());
+    }
+    vars.extend(play.vars.clone());
+    for (name, default) in &play.vars_prompt {
+        if let Some(value) = default {
+            vars.insert(name.clone(), value.clone());
+        }
+    }
+    for role in &play.roles {
+        vars.extend(role.vars.clone());
+    }
+    vars.extend(extra_vars.clone());
+    vars.insert("playbook_dir".into(), dir.into());
+    vars.insert("omit".into(), crate::template::OMIT.into());
+    minijinja::Value::from_serialize(&vars)
+}
+
 pub fn render_templated_tags(
     playbook: &mut super::Playbook,
     templar: &crate::template::Templar,
@@ -144,22 +170,7 @@ pub fn render_templated_tags(
         {
             continue;
         }
-        let mut vars = serde_json::Map::new();
-        for role in &play.roles {
-            vars.extend(role.defaults.clone());
-        }
-        vars.extend(play.vars.clone());
-        for (name, default) in &play.vars_prompt {
-            if let Some(value) = default {
-                vars.insert(name.clone(), value.clone());
-            }
-        }
-        for role in &play.roles {
-            vars.extend(role.vars.clone());
-        }
-        vars.extend(extra_vars.clone());
-        vars.insert("playbook_dir".into(), dir.clone().into());
-        let context = minijinja::Value::from_serialize(&vars);
+        let context = play_level_vars(play, extra_vars, &dir);
         let render = |tags: &mut Vec<String>, at: &super::Location| -> Result<(), String> {
             if !templated(tags) {
                 return Ok(());

@@ -603,6 +603,9 @@ fn verbatim_backslashes(source: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Ansible's test for "does this string need templating".
+/// What `omit` renders to: an argument (or keyword) holding it is left out.
+pub const OMIT: &str = "__omit_place_holder__turbo_play__";
+
 pub fn is_template(s: &str) -> bool {
     s.contains("{{") || s.contains("{%") || s.contains("{#")
 }

@@ -4,6 +4,7 @@
 mod cli_features;
 mod connection;
 mod control_flow;
+mod debian_targets;
 mod dynamic_includes;
 mod facts;
 mod file_modules;

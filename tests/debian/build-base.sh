@@ -27,10 +27,12 @@ set -euo pipefail
 SUITE=bookworm
 # What the tests' playbooks and Ansible's side of the comparisons use on the target:
 # python3-apt because Ansible's apt module installs it itself when it is missing (and the
-# two tools' package lists would then differ); ca-certificates for an archive over https;
+# two tools' package lists would then differ); acl because Ansible's become to an
+# unprivileged user (plain) hands its temporary files over with setfacl and fails without
+# it; ca-certificates for an archive over https;
 # init-system-helpers (service, invoke-rc.d) and sysvinit-utils (init-functions) for the
 # services' init scripts.
-PACKAGES=openssh-server,sudo,passwd,python3,python3-apt,procps,ca-certificates,init-system-helpers,sysvinit-utils
+PACKAGES=openssh-server,sudo,passwd,python3,python3-apt,acl,procps,ca-certificates,init-system-helpers,sysvinit-utils
 USERS="deploy admin plain"
 TEST_PASSWORD=turbo-test-password
 

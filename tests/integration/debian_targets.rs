@@ -41,6 +41,7 @@ fn the_base_has_its_users_sudo_and_packages() {
         "passwd",
         "python3",
         "python3-apt",
+        "acl",
         "procps",
     ] {
         assert!(

@@ -137,6 +137,9 @@ in_root() { chroot "$root" "$@"; }
 echo "turbo-debian" >"$root/etc/hostname"
 printf '127.0.0.1\tlocalhost\n127.0.1.1\tturbo-debian\n::1\tlocalhost ip6-localhost ip6-loopback\n' \
     >"$root/etc/hosts"
+# debootstrap copies these from this machine, modes included; a Debian install has 644.
+# (Each test host gets this machine's resolv.conf anew when it starts.)
+chmod 644 "$root/etc/hostname" "$root/etc/hosts" "$root/etc/resolv.conf"
 
 # One host key of one type keeps known_hosts to one line per host.
 rm -f "$root"/etc/ssh/ssh_host_*

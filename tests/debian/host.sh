@@ -30,6 +30,7 @@ mount -t overlay overlay -o 'volatile,lowerdir=$base/rootfs,upperdir=$dir/upper,
 mount -t proc proc '$dir/root/proc'
 mount -t devpts -o newinstance,ptmxmode=0666,mode=620,gid=5 devpts '$dir/root/dev/pts'
 echo '$name' >'$dir/root/etc/hostname'
+cat /etc/resolv.conf >'$dir/root/etc/resolv.conf'
 printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' '$name' >'$dir/root/etc/hosts'
 hostname '$name'
 exec chroot '$dir/root' /usr/sbin/sshd -D -e -p $port -o ListenAddress=127.0.0.1:$port" \

@@ -80,6 +80,21 @@ fn the_base_has_its_users_sudo_and_packages() {
     let plain = as_user(&host, PLAIN_USER, "sudo -n true");
     assert!(!plain.status.success(), "{PLAIN_USER} must have no sudo");
 
+    let etc = host.snapshot("/etc");
+    for wanted in [
+        "sudoers.d/deploy f 440 root root ",
+        "ssh/sshd_config.d/10-turbo-tests.conf f 644 root root ",
+        "hostname f 644 root root ",
+        "resolv.conf f 644 root root ",
+        "os-release l 777 root root ../usr/lib/os-release",
+        "ssh d 755 root root -",
+    ] {
+        assert!(
+            etc.lines().any(|l| l.starts_with(wanted)),
+            "no {wanted:?} in the snapshot of /etc:\n{etc}"
+        );
+    }
+
     for user in [LOGIN_USER, SUDO_PASSWORD_USER, PLAIN_USER] {
         assert_eq!(
             host.stat(&format!("/home/{user}/.ssh/authorized_keys")),
@@ -243,4 +258,62 @@ fn copy_and_command_over_ssh_match_ansible() {
         again.stdout
     );
     assert_same_files(&expected, &host);
+}
+
+/// The same playbook run now by turbo-play and by the ansible-playbook in
+/// `$ANSIBLE_PLAYBOOK` on two fresh copies of the same host: the same recap, the same files
+/// under /etc and in the output directory, the same packages. Skipped without
+/// `ANSIBLE_PLAYBOOK` (CI has no Ansible: the recorded comparison above runs there).
+#[test]
+fn copy_and_command_match_a_live_ansible_run() {
+    let test = "copy_and_command_match_a_live_ansible_run";
+    if !debian::available(test) {
+        return;
+    }
+    let Some(ansible_playbook) = std::env::var_os("ANSIBLE_PLAYBOOK") else {
+        eprintln!("{test}: skipped: set ANSIBLE_PLAYBOOK to an ansible-playbook to compare with");
+        return;
+    };
+    let ours = DebianHost::start(RECORDED_HOST);
+    let theirs = DebianHost::start(RECORDED_HOST);
+
+    let ours_run = scenario_run("copy-and-id", &format!("{}\n", ours.line())).run();
+    ours_run.assert_code(0);
+
+    let work = tempfile::tempdir().expect("tempdir");
+    let inventory = work.path().join("hosts");
+    std::fs::write(&inventory, format!("{}\n", theirs.line())).expect("inventory");
+    // No ansible.cfg of the machine's or the caller's.
+    let config = work.path().join("ansible.cfg");
+    std::fs::write(&config, "").expect("ansible.cfg");
+    let out = Command::new(&ansible_playbook)
+        .arg("-i")
+        .arg(&inventory)
+        .arg(scenario_dir("copy-and-id").join("site.yml"))
+        .env("ANSIBLE_CONFIG", &config)
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env("ANSIBLE_RETRY_FILES_ENABLED", "0")
+        .env("HOME", work.path())
+        .output()
+        .expect("run ansible-playbook");
+    let theirs_run = Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    theirs_run.assert_code(0);
+
+    assert_eq!(
+        ours_run.recap(RECORDED_HOST),
+        theirs_run.recap(RECORDED_HOST),
+        "recaps of turbo-play (left) and ansible-playbook (right)"
+    );
+    for dir in [OUT, "/etc"] {
+        assert_eq!(
+            ours.snapshot(dir),
+            theirs.snapshot(dir),
+            "{dir} after turbo-play (left) and ansible-playbook (right)"
+        );
+    }
+    assert_eq!(ours.packages(), theirs.packages());
 }

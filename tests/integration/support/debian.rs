@@ -301,6 +301,53 @@ impl DebianHost {
     pub fn packages(&self) -> String {
         self.check_output(&["dpkg-query", "-W", "-f", "${Package}\t${Version}\n"])
     }
+
+    /// Everything under `dir` inside the host, one sorted line a path:
+    /// `<path> <type> <mode> <owner> <group> <sha256 of a file | a link's target | ->`,
+    /// for comparing two hosts that two tools ran the same playbook on (`/etc`, a home).
+    pub fn snapshot(&self, dir: &str) -> String {
+        let listing = self.check_output(&[
+            "find",
+            dir,
+            "-mindepth",
+            "1",
+            "-printf",
+            "%P\\0%y %m %u %g %l\\0",
+        ]);
+        // One sha256sum for every file: a process per file would cost seconds on /etc.
+        let sums = self.check_output(&[
+            "sh",
+            "-c",
+            "cd \"$1\" && find . -type f -print0 | xargs -0r sha256sum --",
+            "sh",
+            dir,
+        ]);
+        let sums: std::collections::HashMap<&str, &str> = sums
+            .lines()
+            .filter_map(|l| l.split_once("  "))
+            .map(|(sum, path)| (path.trim_start_matches("./"), sum))
+            .collect();
+        let fields: Vec<&str> = listing.split('\0').collect();
+        let mut lines: Vec<String> = fields
+            .chunks_exact(2)
+            .map(|pair| {
+                let (path, meta) = (pair[0], pair[1]);
+                // The link's target comes last: it may hold spaces.
+                let fields: Vec<&str> = meta.splitn(5, ' ').collect();
+                let [kind, mode, owner, group, link] = fields[..] else {
+                    panic!("find printed {meta:?}");
+                };
+                let tail = match kind {
+                    "f" => sums.get(path).copied().unwrap_or("?"),
+                    "l" => link,
+                    _ => "-",
+                };
+                format!("{path} {kind} {mode} {owner} {group} {tail}")
+            })
+            .collect();
+        lines.sort_unstable();
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
 }
 
 /// A file's type (stat's words: "regular file", "directory", ...), mode and owners.
@@ -334,7 +381,9 @@ impl Drop for DebianHost {
 
 /// unshare (in new mount, UTS and PID namespaces, killed with the thread that starts it)
 /// mounts the overlay of `dir/upper` on the base at `dir/root`, /proc and a devpts of its
-/// own inside it, names the host, and runs its sshd chrooted as the namespace's PID 1.
+/// own inside it, names the host, gives it this machine's resolv.conf (apt inside reaches
+/// the archive through this machine's network), and runs its sshd chrooted as the
+/// namespace's PID 1.
 fn spawn_sshd(name: &str, dir: &Path, base: &Path, port: u16) -> Child {
     let dir = dir.to_str().expect("utf-8 path");
     let base = base.to_str().expect("utf-8 path");
@@ -345,6 +394,7 @@ fn spawn_sshd(name: &str, dir: &Path, base: &Path, port: u16) -> Child {
          mount -t proc proc '{dir}/root/proc'\n\
          mount -t devpts -o newinstance,ptmxmode=0666,mode=620,gid=5 devpts '{dir}/root/dev/pts'\n\
          echo '{name}' > '{dir}/root/etc/hostname'\n\
+         cat /etc/resolv.conf > '{dir}/root/etc/resolv.conf'\n\
          printf '127.0.0.1\\tlocalhost\\n127.0.1.1\\t%s\\n::1\\tlocalhost ip6-localhost ip6-loopback\\n' \
            '{name}' > '{dir}/root/etc/hosts'\n\
          hostname '{name}'\n\

@@ -124,9 +124,19 @@ mkdir -p "$building" "$cache/debs"
 root="$building/rootfs"
 say "debootstrap $SUITE from this machine's apt mirror into $building (takes a few minutes once)"
 # The downloaded .debs are kept in target/debian/debs: a base rebuilt after an edit to this
-# script downloads only what changed.
-if ! debootstrap --variant=minbase --include="$PACKAGES" --cache-dir="$cache/debs" \
-    "$SUITE" "$root" "$mirror" >"$building/debootstrap.log" 2>&1; then
+# script downloads only what changed. debootstrap mounts /proc and /sys inside the new
+# system while it installs: in a mount namespace of its own they vanish with it, even when
+# it fails, and a later rm -rf of the directory cannot reach into them.
+# The second stage runs dpkg with force-unsafe-io: its fsync after every file buys nothing
+# for a base that is thrown away when incomplete; it is synced once at the end instead.
+install_base() {
+    debootstrap --foreign --variant=minbase --include="$PACKAGES" --cache-dir="$cache/debs" \
+        "$SUITE" "$root" "$mirror" &&
+        echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/zz-build-unsafe-io" &&
+        unshare --mount --propagation private -- chroot "$root" /debootstrap/debootstrap --second-stage &&
+        rm "$root/etc/dpkg/dpkg.cfg.d/zz-build-unsafe-io"
+}
+if ! install_base >"$building/debootstrap.log" 2>&1; then
     tail -n 30 "$building/debootstrap.log" >&2
     say "debootstrap failed; its log is $building/debootstrap.log" >&2
     exit 1
@@ -179,6 +189,7 @@ ln -sf pts/ptmx "$root/dev/ptmx"
 in_root apt-get clean
 rm -f "$root"/var/log/*.log
 
+sync -f "$root"
 mv "$building" "$base"
 touch "$base/.ready"
 for old in "$cache/$SUITE"-*; do

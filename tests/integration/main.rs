@@ -5,6 +5,7 @@ mod become_sudo;
 mod cli_features;
 mod connection;
 mod control_flow;
+mod debian_targets;
 mod dynamic_includes;
 mod facts;
 mod file_modules;

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod debian;
 pub mod hosts;
 pub mod run;
 pub mod sshd;

@@ -46,11 +46,25 @@ impl Attempts {
             Some(0) => 1,
             Some(n) => n + 1,
         };
-        let delay = number(&until.delay, "delay")?.unwrap_or(Until::DEFAULT_DELAY);
-        Ok(Attempts {
-            total,
-            delay: Duration::from_secs(delay),
-        })
+        let delay = match &until.delay {
+            None => Duration::from_secs(Until::DEFAULT_DELAY),
+            Some(raw) => {
+                let value = templar
+                    .render_value(raw, vars)
+                    .map_err(|e| format!("delay: {e}"))?;
+                let seconds = match &value {
+                    Value::Number(n) => n.as_f64(),
+                    Value::String(s) => s.trim().parse().ok(),
+                    _ => None,
+                }
+                .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+                .ok_or_else(|| {
+                    format!("delay must be a non-negative number of seconds, got {value}")
+                })?;
+                Duration::from_secs_f64(seconds)
+            }
+        };
+        Ok(Attempts { total, delay })
     }
 }
 

@@ -111,7 +111,7 @@ impl Loader<'_> {
                 "failed_when" => failed_when = Some(self.conditions(v, key)?),
                 "until" => until = Some(self.conditions(v, key)?),
                 "retries" => retries = Some(self.count(v, key)?),
-                "delay" => delay = Some(self.count(v, key)?),
+                "delay" => delay = Some(self.seconds(v, key)?),
                 "register" => register = Some(self.scalar(v, "register")?),
                 "ignore_errors" => match self.switch(v, key)? {
                     Ok(fixed) => {
@@ -558,7 +558,7 @@ failed_when: false
         assert_eq!(
             message_at(&play("    - ping:\n      until: x\n      delay: -1\n")),
             (
-                "delay must be a non-negative integer, got '-1'".into(),
+                "delay must be a non-negative number of seconds, got '-1'".into(),
                 5,
                 14
             )

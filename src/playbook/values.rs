@@ -168,6 +168,34 @@ impl Loader<'_> {
         }
     }
 
+    /// A number of seconds (`delay: 0.5`; Ansible's `isa='float'`), or a template.
+    pub(super) fn seconds<'n>(&self, node: &'n Node, keyword: &str) -> Result<&'n Node, LoadError> {
+        let ok = match &node.value {
+            Value::Int(n) => *n >= 0,
+            Value::Float(f) => *f >= 0.0 && f.is_finite(),
+            Value::Str(s) => {
+                crate::template::is_template(s)
+                    || s.trim()
+                        .parse::<f64>()
+                        .is_ok_and(|f| f >= 0.0 && f.is_finite())
+            }
+            _ => false,
+        };
+        if ok {
+            return Ok(node);
+        }
+        Err(self.err(
+            node.span,
+            format!(
+                "{keyword} must be a non-negative number of seconds, got {}",
+                node.scalar_to_string()
+                    .map(|s| format!("'{s}'"))
+                    .unwrap_or_else(|| node.kind_name().to_string())
+            ),
+            Some(format!("write e.g. `{keyword}: 5` or `{keyword}: 0.5`")),
+        ))
+    }
+
     /// `port`: a number from 1 to 65535, or a template deciding it per host.
     pub(super) fn port(&self, node: &Node) -> Result<String, LoadError> {
         let text = self.scalar(node, "port")?;

@@ -38,25 +38,25 @@ impl Loader<'_> {
         let Some((_, value)) = entries.iter().find(|(k, _)| is_import(k)) else {
             return Ok(None);
         };
-        for (k, _) in entries {
+        // What the import hands to every imported play, as Ansible's PlaybookInclude:
+        // its vars above the play's own, its tags and its `when` on every task.
+        let (mut vars, mut tags, mut when) = (serde_json::Map::new(), Vec::new(), Vec::new());
+        for (k, v) in entries {
             let key = self.key(k)?;
             match key {
                 _ if is_import(k) => {}
-                "name" | "tags" => {}
-                "when" | "vars" => {
-                    return Err(self.err(
-                        k.span,
-                        format!("'{key}' on import_playbook is not supported yet"),
-                        Some(format!(
-                            "put `{key}:` on the plays of the imported playbook instead"
-                        )),
-                    ));
-                }
+                "name" => {}
+                "tags" => tags = self.tags(v)?,
+                "when" => when = self.conditions(v, key)?,
+                "vars" => vars = self.mapping(v, "vars")?,
                 _ => {
                     return Err(self.err(
                         k.span,
                         format!("'{key}' is not a valid attribute for import_playbook"),
-                        Some("an import_playbook entry takes only `name` and `tags`".into()),
+                        Some(
+                            "an import_playbook entry takes `name`, `tags`, `vars` and `when`"
+                                .into(),
+                        ),
                     ));
                 }
             }
@@ -85,7 +85,18 @@ impl Loader<'_> {
             ));
         }
         let source = Source::read(&path)?;
-        self.shared.load_playbook_source(&source).map(Some)
+        let mut playbooks = self.shared.load_playbook_source(&source)?;
+        for play in playbooks.iter_mut().flat_map(|p| p.plays.iter_mut()) {
+            play.vars.extend(vars.clone());
+            play.tags.extend(tags.iter().cloned());
+            for task in play.tasks.iter_mut().chain(play.handlers.iter_mut()) {
+                task.tags.extend(tags.iter().cloned());
+                let mut all = when.clone();
+                all.append(&mut task.when);
+                task.when = all;
+            }
+        }
+        Ok(Some(playbooks))
     }
 
     /// `import_tasks`, `include_tasks`, `import_role`, `include_role` (and the old
@@ -525,9 +536,24 @@ mod tests {
             tail(&e, &dir).starts_with("DIR/loop.yml:2:20: 'site.yml' imports itself"),
             "{e}"
         );
-        let dir = tree(&[("site.yml", "- import_playbook: x.yml\n  when: yes\n")]);
-        let e = load(&dir).unwrap_err();
-        assert_eq!(e.message, "'when' on import_playbook is not supported yet");
+        // The import's vars, tags and when reach every imported play and task.
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- import_playbook: x.yml\n  when: go\n  tags: [imp]\n  vars: {a: from_import}\n",
+            ),
+            (
+                "x.yml",
+                "- hosts: all\n  vars: {a: own, b: 2}\n  tasks:\n    - ping:\n      when: more\n",
+            ),
+        ]);
+        let pb = load(&dir).unwrap();
+        let play = &pb.plays[0];
+        assert_eq!(play.vars["a"], json!("from_import"));
+        assert_eq!(play.vars["b"], json!(2));
+        assert!(play.tags.contains(&"imp".to_string()));
+        assert_eq!(play.tasks[0].when, ["go", "more"]);
+        assert!(play.tasks[0].tags.contains(&"imp".to_string()));
         let dir = tree(&[
             (
                 "site.yml",

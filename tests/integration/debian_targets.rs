@@ -317,3 +317,72 @@ fn copy_and_command_match_a_live_ansible_run() {
     }
     assert_eq!(ours.packages(), theirs.packages());
 }
+
+/// `become` on a real Debian host: the login user's passwordless sudo to root, a user whose
+/// sudo asks for its password, and a non-root become user (`plain`), whose home holds no
+/// agent until the become channel brings one. Files end up owned by the become user.
+#[test]
+fn become_on_a_debian_host_as_ansible_users_use_it() {
+    if !debian::available("become_on_a_debian_host_as_ansible_users_use_it") {
+        return;
+    }
+    let host = DebianHost::start("become");
+    let playbook = "- hosts: all
+  gather_facts: false
+  tasks:
+    - command: id -un
+      become: true
+      register: root
+    - copy: {content: \"by root\\n\", dest: /etc/turbo-become-root, mode: '0640'}
+      become: true
+    - command: id -un
+      become: true
+      become_user: plain
+      register: plain
+    - copy: {content: \"by plain\\n\", dest: /tmp/turbo-become-plain}
+      become: true
+      become_user: plain
+    - assert:
+        that:
+          - root.stdout == 'root'
+          - plain.stdout == 'plain'
+";
+    let deploy = TestRun::new()
+        .playbook(playbook)
+        .inventory(&format!("{}\n", host.line_as(LOGIN_USER)))
+        .run();
+    deploy.assert_code(0);
+    assert_eq!(deploy.recap("become").failed, 0, "{}", deploy.stdout);
+    let root_file = host
+        .stat("/etc/turbo-become-root")
+        .expect("written as root");
+    assert_eq!((root_file.owner.as_str(), root_file.mode), ("root", 0o640));
+    assert_eq!(host.read("/etc/turbo-become-root"), b"by root\n");
+    assert_eq!(host.stat("/tmp/turbo-become-plain").unwrap().owner, "plain");
+    // Rerun: both become agents are cached by now; nothing is written again.
+    let again = TestRun::new()
+        .playbook(playbook)
+        .inventory(&format!("{}\n", host.line_as(LOGIN_USER)))
+        .run();
+    again.assert_code(0);
+    assert_eq!(again.recap("become").changed, 2, "{}", again.stdout);
+
+    let with_password = TestRun::new()
+        .playbook(playbook)
+        .inventory(&format!(
+            "{} ansible_become_password={TEST_PASSWORD}\n",
+            host.line_as(SUDO_PASSWORD_USER)
+        ))
+        .run();
+    with_password.assert_code(0);
+    let without = TestRun::new()
+        .playbook(playbook)
+        .inventory(&format!("{}\n", host.line_as(SUDO_PASSWORD_USER)))
+        .run();
+    without.assert_code(2);
+    assert!(
+        without.stdout.contains("Missing sudo password"),
+        "{}",
+        without.stdout
+    );
+}

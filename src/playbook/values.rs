@@ -216,6 +216,8 @@ impl Loader<'_> {
         match &node.value {
             Value::Null => Ok(None),
             Value::Map(_) => Ok(Some(node.to_json())),
+            // A list of mappings (or templates of them) is merged in order, as Ansible does.
+            Value::Seq(_) => Ok(Some(node.to_json())),
             Value::Str(s) if crate::template::is_template(s) => Ok(Some(node.to_json())),
             _ => Err(self.err(
                 node.span,

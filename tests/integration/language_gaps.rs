@@ -382,3 +382,23 @@ fn regex_look_around_works_in_filters_and_tests() {
     assert_eq!(read(hosts.home(), "backref"), "8080:port web:user True\n");
     assert_eq!(run().recap("h").changed, 0);
 }
+
+#[test]
+fn environment_as_a_list_of_mappings_with_omitted_entries() {
+    let hosts = LocalHosts::new(&["h"]);
+    let playbook = format!(
+        "{PLAY_HEAD}  tasks:
+    - shell: echo \"$IAMHERE $ANOTHER ${{NOTHERE:-unset}}\"
+      environment:
+        - NOTHERE: '{{{{ omit }}}}'
+          IAMHERE: hello
+        - '{{{{ omit }}}}'
+        - ANOTHER: stillhere
+      register: out
+    - assert:
+        that: out.stdout == 'hello stillhere unset'
+"
+    );
+    let run = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
+    run.assert_code(0);
+}

@@ -198,9 +198,13 @@ pub(super) fn plan_items(
         let (raw_args, args, mut state, planned) =
             plan_item(ctx, playbook, task, &vars, loop_error);
         let mut env = Vec::new();
-        if state.op().is_some() {
+        if let Some(op) = state.op() {
             match task_environment(ctx, play, task, &vars) {
                 Ok(found) => env = found,
+                // An environment that cannot be templated yet (the play's, reading
+                // `ansible_env` before facts are gathered) does not stop an op that runs
+                // no command, as Ansible's fact gathering goes on without it.
+                Err(_) if !runs_a_command(op) => {}
                 Err(message) => state = ItemState::Done(TaskOutcome::failed(message)),
             }
         }
@@ -495,20 +499,39 @@ pub(super) fn task_environment(
     task: &Task,
     vars: &minijinja::Value,
 ) -> Result<Vec<(String, String)>, String> {
+    use super::super::vars::OMIT;
     let mut env: Vec<(String, String)> = Vec::new();
+    let not_a_mapping = |rendered: &Value| {
+        format!(
+            "environment must be a mapping, got {rendered}\n\nThe error appears to be in '{}'",
+            task.location
+        )
+    };
     for layer in play.environment.iter().chain(&task.keywords.environment) {
         let rendered = ctx
             .templar
             .render_value(layer, vars)
             .map_err(|e| template_failure(task, &e))?;
-        let Value::Object(map) = rendered else {
-            return Err(format!(
-                "environment must be a mapping, got {rendered}\n\nThe error appears to be in '{}'",
-                task.location
-            ));
+        // One mapping, or a list of them merged in order; `omit` leaves an entry out.
+        let maps: Vec<Map<String, Value>> = match rendered {
+            Value::Object(map) => vec![map],
+            Value::Array(items) => {
+                let mut maps = Vec::new();
+                for item in items {
+                    match item {
+                        Value::Object(map) => maps.push(map),
+                        Value::String(s) if s == OMIT => {}
+                        other => return Err(not_a_mapping(&other)),
+                    }
+                }
+                maps
+            }
+            Value::String(s) if s == OMIT => Vec::new(),
+            other => return Err(not_a_mapping(&other)),
         };
-        for (k, v) in map {
+        for (k, v) in maps.into_iter().flatten() {
             let v = match v {
+                Value::String(s) if s == OMIT => continue,
                 Value::String(s) => s,
                 other => crate::template::python_str(&minijinja::Value::from_serialize(&other)),
             };
@@ -517,6 +540,15 @@ pub(super) fn task_environment(
         }
     }
     Ok(env)
+}
+
+/// Whether `op` starts a program, which is what `environment` reaches.
+fn runs_a_command(op: &Op) -> bool {
+    match op {
+        Op::Exec(_) => true,
+        Op::Batch(ops) => ops.iter().any(runs_a_command),
+        _ => false,
+    }
 }
 
 /// `environment` reaches commands only, as in Ansible (other modules ignore it). The

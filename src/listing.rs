@@ -74,7 +74,7 @@ pub fn render(
         let listed = play
             .tasks
             .iter()
-            .filter(|t| in_block_sections(t) && selected(&t.tags, filter));
+            .filter(|t| !t.implicit && in_block_sections(t) && selected(&t.tags, filter));
         for task in listed {
             all_tags.extend(task.tags.iter().map(String::as_str));
             if what.tasks {

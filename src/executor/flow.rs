@@ -252,12 +252,14 @@ impl PlayRun<'_> {
             .unwrap_or("")
             .trim();
         let targets = runners(active, task);
-        // Ansible 2.21 prints every meta task's banner, and `skipping: [h]` (not counted)
-        // where an ending meta's `when` is false.
-        self.ctx.emit(Event::TaskStart {
-            name: self.banner(task, task.banner_name(), &targets),
-            hosts: targets.len(),
-        });
+        // Ansible 2.21 prints every meta task's banner (not its own implicit flushes), and
+        // `skipping: [h]` (not counted) where an ending meta's `when` is false.
+        if !task.implicit {
+            self.ctx.emit(Event::TaskStart {
+                name: self.banner(task, task.banner_name(), &targets),
+                hosts: targets.len(),
+            });
+        }
         let ends = matches!(action, "end_play" | "end_batch" | "end_host");
         let holding: Vec<&Arc<HostState>> = if ends {
             let (holding, skipped): (Vec<_>, Vec<_>) =

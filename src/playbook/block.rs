@@ -81,6 +81,7 @@ impl Loader<'_> {
                     }
                 },
                 "tags" => inner.tags.extend(self.tags(v)?),
+                "notify" => inner.notify.extend(self.names(v, key)?),
                 "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
                 "diff" => inner.diff = Some(self.boolean(v, key)?),
                 _ => {

@@ -359,6 +359,7 @@ impl Loader<'_> {
             let key = self.key(k)?;
             match key {
                 "tags" => into.tags.extend(self.tags(v)?),
+                "notify" => into.notify.extend(self.names(v, key)?),
                 "when" => into.when.extend(self.conditions(v, key)?),
                 "vars" => into.vars.extend(self.mapping(v, key)?),
                 "ignore_errors" => into.ignore_errors = Some(self.boolean(v, key)?),

@@ -147,6 +147,7 @@ impl Loader<'_> {
                 "args" => extra_args = Some(v),
                 "ignore_errors" => inner.ignore_errors = Some(self.boolean(v, key)?),
                 "tags" => inner.tags.extend(self.tags(v)?),
+                "notify" => inner.notify.extend(self.names(v, key)?),
                 "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
                 "diff" => inner.diff = Some(self.boolean(v, key)?),
                 "loop" | "loop_control" => return Err(self.loop_error(k.span, kind)),

@@ -181,7 +181,7 @@ pub(super) const KEYWORDS: &[Keyword] = &[
     kw("loop", T.or(I).or(D), Supported).refused_on(I),
     kw("loop_control", T.or(R).or(I).or(D), Supported).refused_on(R.or(I)),
     kw("register", T.or(D), Supported).refused_on(D),
-    kw("notify", T.or(B), Supported).refused_on(B),
+    kw("notify", T.or(B), Supported),
     kw("changed_when", T, Supported),
     kw("failed_when", T, Supported),
     kw("until", T, Supported),

@@ -20,6 +20,8 @@ pub(super) struct Inherited {
     pub(super) ignore_errors: Option<bool>,
     pub(super) handler: bool,
     pub(super) tags: Vec<String>,
+    /// Handlers a block, an import or an include's `apply:` notifies for every task inside.
+    pub(super) notify: Vec<String>,
     pub(super) check_mode: Option<bool>,
     pub(super) diff: Option<bool>,
     pub(super) role: Option<Arc<super::RoleInfo>>,

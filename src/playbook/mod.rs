@@ -175,6 +175,9 @@ pub struct Task {
     /// For `include_tasks`/`include_role`: how to load what they include when the
     /// executor reaches them.
     pub include: Option<Arc<DynamicInclude>>,
+    /// A task Ansible adds itself and never shows (the `meta: flush_handlers` after
+    /// pre_tasks and after tasks): no banner, not listed.
+    pub implicit: bool,
 }
 
 /// One use of a role (a `roles:` entry, `import_role`, `include_role` or a meta
@@ -349,7 +352,20 @@ impl Task {
             unsupported: Vec::new(),
             location,
             include: None,
+            implicit: false,
         }
+    }
+
+    /// The `meta: flush_handlers` Ansible runs after a play's pre_tasks and after its
+    /// roles and tasks, whatever `--tags` selects.
+    pub fn implicit_flush(location: Location) -> Task {
+        let mut args = serde_json::Map::new();
+        args.insert("_raw_params".into(), Value::String("flush_handlers".into()));
+        let meta = crate::modules::find("meta").expect("meta is a registered module");
+        let mut task = Task::new("meta", meta, args, location);
+        task.tags = vec!["always".into()];
+        task.implicit = true;
+        task
     }
 
     /// Whether a `notify` of `name` reaches this handler: its name, a `listen` topic, or

@@ -162,11 +162,18 @@ impl Loader<'_> {
             ..Inherited::default()
         };
         let handlers = self.section(own_handlers, "handlers", &as_handlers)?;
-        // Ansible runs roles after pre_tasks and before tasks.
+        // Ansible runs roles after pre_tasks and before tasks, and flushes handlers after
+        // pre_tasks and after tasks (post_tasks' notifications run at the play's end).
+        // A flush with nothing before it (or nothing after) changes nothing: left out.
+        let location = self.location(node.span);
+        let flush_after_pre = (!pre.is_empty()).then(|| Task::implicit_flush(location.clone()));
+        let flush_before_post = (!post.is_empty()).then(|| Task::implicit_flush(location));
         let mut tasks: Vec<Task> = pre
             .into_iter()
+            .chain(flush_after_pre)
             .chain(roles)
             .chain(main)
+            .chain(flush_before_post)
             .chain(post)
             .collect();
         let mut handlers = self.shared.play_handlers(handlers);
@@ -412,12 +419,15 @@ mod tests {
             Json::Object(play.vars.clone()),
             json!({"port": 80, "list": [1, 2]})
         );
-        let actions: Vec<_> = play.tasks.iter().map(|t| t.display_name()).collect();
+        let written: Vec<_> = play.tasks.iter().filter(|t| !t.implicit).collect();
+        let actions: Vec<_> = written.iter().map(|t| t.display_name()).collect();
         assert_eq!(actions, ["ping", "debug", "debug"]);
         assert_eq!(
-            Json::Object(play.tasks[1].args.clone()),
+            Json::Object(written[1].args.clone()),
             json!({"msg": "main"})
         );
+        // Handlers are flushed after pre_tasks, as Ansible does, by a task of its own.
+        assert!(play.tasks.iter().any(|t| t.implicit));
         assert!(pb.plays[1].gather_facts);
         assert!(pb.plays[1].gather_subset.is_empty());
         assert!(pb.plays[1].tasks.is_empty());

@@ -263,7 +263,15 @@ impl Loader<'_> {
                 retries: retries.map(Node::to_json),
                 delay: delay.map(Node::to_json),
             }),
-            notify,
+            notify: {
+                let mut all = notify;
+                for name in &inherited.notify {
+                    if !all.contains(name) {
+                        all.push(name.clone());
+                    }
+                }
+                all
+            },
             listen,
             frames: inherited.frames.clone(),
             tags: {
@@ -279,6 +287,7 @@ impl Loader<'_> {
             unsupported,
             location: self.location(node.span),
             include: None,
+            implicit: false,
         })
     }
 
@@ -749,8 +758,8 @@ failed_when: false
         );
         assert!(play.unsupported.is_empty());
         assert_eq!(
-            message_at("- hosts: all\n  tasks:\n    - command: x\n      environment: [A]\n").0,
-            "environment must be a mapping, got a list"
+            message_at("- hosts: all\n  tasks:\n    - command: x\n      environment: 3\n").0,
+            "environment must be a mapping, got an integer"
         );
     }
 

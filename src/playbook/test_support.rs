@@ -59,9 +59,11 @@ pub mod tree {
     }
 
     /// The tasks' own names (without the `role : ` of the banner).
+    /// The tasks' names as written (the implicit handler flushes left out).
     pub fn names(tasks: &[Task]) -> Vec<String> {
         tasks
             .iter()
+            .filter(|t| !t.implicit)
             .map(|t| t.name.clone().unwrap_or_else(|| t.action.clone()))
             .collect()
     }

@@ -657,3 +657,36 @@ fn a_collection_roles_short_module_names_resolve_in_its_collection() {
         "fw"
     );
 }
+
+#[test]
+fn handlers_notified_in_pre_tasks_run_before_the_tasks_as_in_ansible() {
+    let hosts = crate::support::hosts::LocalHosts::new(&["h"]);
+    let out = crate::support::run::TestRun::new()
+        .playbook(
+            "- hosts: all
+  gather_facts: false
+  pre_tasks:
+    - import_tasks: notify_from_import.yml
+      notify: set hello
+  tasks:
+    - assert:
+        that: hello == 'world'
+  handlers:
+    - name: set hello
+      set_fact: hello=world
+",
+        )
+        .file(
+            "notify_from_import.yml",
+            "- debug: msg=changes\n  changed_when: true\n",
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    let handler = out
+        .stdout
+        .find("RUNNING HANDLER [set hello]")
+        .expect("the handler ran");
+    let assert = out.stdout.find("TASK [assert]").expect("the assert ran");
+    assert!(handler < assert, "{}", out.stdout);
+}

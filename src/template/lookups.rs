@@ -90,6 +90,7 @@ fn run(
         "sequence" => sequence(terms),
         "dict" => dict(terms),
         "vars" => vars(state, terms, &kwargs),
+        "random_choice" => Ok(random_choice(terms)),
         other => Err(error(format!(
             "lookup plugin '{other}' is not supported (supported: file, env, template, \
              fileglob, first_found, pipe, lines, items, list, sequence, dict, vars, \
@@ -536,6 +537,17 @@ fn vars(state: &State, terms: &[MjValue], kwargs: &Kwargs) -> Result<Vec<MjValue
             },
         )
         .collect()
+}
+
+/// `random_choice`: one of the terms, or none when there are none.
+fn random_choice(terms: &[MjValue]) -> Vec<MjValue> {
+    let terms = flatten_terms(terms, true);
+    if terms.is_empty() {
+        return terms;
+    }
+    let mut rng = super::prng::Prng::new(None);
+    let pick = rng.below(terms.len() as u64) as usize;
+    vec![terms[pick].clone()]
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod dialect_tests;
 mod filters;
 pub use filters::{python_str, python_type};
 mod lookups;
+mod prng;
 mod pyregex;
 mod sha_crypt;
 mod tests;
@@ -195,6 +196,8 @@ impl Templar {
         tests::register(&mut env);
         lookups::register(&mut env, base_dir.clone(), None);
         env.add_function(chain::CHAIN_FN, chain::chain);
+        // Ansible's `undef(hint)`: an undefined value, for defaults that must stay unset.
+        env.add_function("undef", |_hint: Option<String>| MjValue::UNDEFINED);
         let globals = env.globals().map(|(name, _)| name.to_string()).collect();
         Templar {
             env,

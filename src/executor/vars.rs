@@ -145,6 +145,7 @@ pub fn task_vars(
         vars.insert("ansible_role_name".into(), Value::from(role.name.clone()));
         vars.insert("role_path".into(), path);
     }
+    connection_defaults(ctx, host, &mut vars);
     let hostvars = minijinja::Value::from_object(super::hostvars::HostVars::new(
         ctx.me.clone(),
         playbook.dir.clone(),
@@ -258,6 +259,7 @@ fn magic_vars(
         ("group_names", Value::from(group_names)),
         ("groups", groups),
         ("ansible_version", super::hostvars::ansible_version()),
+        ("ansible_playbook_python", Value::from(controller_python())),
         (
             "playbook_dir",
             Value::from(playbook.dir.display().to_string()),
@@ -279,6 +281,42 @@ fn magic_vars(
         .chain(play_hosts.magic())
         .map(|(k, v)| (k.to_string(), v))
         .collect()
+}
+
+/// What Ansible's connection layer adds to a task's variables when the host leaves them
+/// unset: `ansible_host`, the address connected to (the `ansible_ssh_host` alias, else
+/// the inventory name, `127.0.0.1` for the implicit localhost), and for the implicit
+/// localhost the controller's Python as `ansible_python_interpreter`.
+fn connection_defaults(ctx: &RunContext, host: &HostState, vars: &mut Map<String, Value>) {
+    let implicit = !ctx.inventory.hosts().any(|h| h.name == host.name);
+    if !vars.contains_key("ansible_host") {
+        let address = match vars.get("ansible_ssh_host") {
+            Some(alias) => alias.clone(),
+            None if implicit => Value::from("127.0.0.1"),
+            None => Value::from(host.name.clone()),
+        };
+        vars.insert("ansible_host".into(), address);
+    }
+    if implicit && !vars.contains_key("ansible_python_interpreter") {
+        vars.insert(
+            "ansible_python_interpreter".into(),
+            Value::from(controller_python()),
+        );
+    }
+}
+
+/// The controller's Python, `ansible_playbook_python`: Ansible's is the interpreter it
+/// runs in; turbo-play has none, so it is the first `python3` on PATH.
+pub fn controller_python() -> &'static str {
+    static FOUND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| {
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join("python3"))
+            .find(|candidate| candidate.is_file())
+            .map_or_else(|| "/usr/bin/python3".into(), |p| p.display().to_string())
+    })
 }
 
 fn extend(into: &mut Map<String, Value>, from: &Map<String, Value>) {

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::{HostState, RunContext};
 use crate::playbook::{Play, Playbook, Task};
-use crate::template::{Templar, is_template};
+use crate::template::{TemplateError, Templar, is_template};
 use crate::vars_file::layer_play_vars_files;
 
 /// Ansible's placeholder that makes a module argument disappear (`default(omit)`).
@@ -167,11 +167,23 @@ pub fn task_vars(
             .map(|(k, _)| k.clone())
             .collect()
     };
-    resolve_nested_templates(&ctx.templar, &mut vars, pending, &hostvars);
-    Ok(minijinja::context! {
-        hostvars => hostvars,
-        ..minijinja::Value::from_serialize(&vars)
-    })
+    let broken = resolve_nested_templates(&ctx.templar, &mut vars, pending, &hostvars);
+    // A variable whose template fails for another reason than an undefined name fails
+    // the task that uses it, as Ansible's lazy templating does; unused, it harms nothing.
+    let broken = minijinja::Value::from_iter(broken.into_iter().map(|(name, message)| {
+        // The kind's words would come twice: the message already starts with them.
+        let message = message
+            .strip_prefix("invalid operation: ")
+            .map_or(message.clone(), str::to_string);
+        let error = minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message);
+        (name, minijinja::Value::from(error))
+    }));
+    // The last map that has a name wins.
+    Ok(minijinja::value::merge_maps([
+        minijinja::Value::from_serialize(&vars),
+        broken,
+        minijinja::context! { hostvars => hostvars },
+    ]))
 }
 
 /// Passes a variable may need before every template inside it is resolved
@@ -180,17 +192,21 @@ const MAX_TEMPLATE_DEPTH: usize = 8;
 
 /// Ansible templates variables lazily: `conf: "{{ base }}/conf"` means the value of
 /// `base`. Every variable holding a template is rendered against the others until
-/// nothing changes. A variable whose template fails (say, an undefined name) keeps its
-/// text, so it only fails where a task actually uses it, as in Ansible.
+/// nothing changes. A variable whose template fails keeps its text; those that failed
+/// for another reason than an undefined name (a lookup or filter error) are returned
+/// with the error's message. One whose template is undefined here (say, it names the
+/// loop's `item`) only fails where a task actually uses it, as in Ansible.
 fn resolve_nested_templates(
     templar: &Templar,
     vars: &mut Map<String, Value>,
     mut pending: Vec<String>,
     hostvars: &minijinja::Value,
-) {
+) -> Vec<(String, String)> {
+    // A failure may come from a variable not resolved yet: it counts only when it lasts.
+    let mut failed: std::collections::BTreeMap<String, String> = Default::default();
     for _ in 0..MAX_TEMPLATE_DEPTH {
         if pending.is_empty() {
-            return;
+            break;
         }
         let context = minijinja::context! {
             hostvars => hostvars.clone(),
@@ -199,9 +215,19 @@ fn resolve_nested_templates(
         let mut still = Vec::new();
         let mut changed = false;
         for key in pending {
-            let Ok(rendered) = templar.render_value(&vars[&key], &context) else {
-                continue;
+            let rendered = match templar.render_value(&vars[&key], &context) {
+                Ok(rendered) => rendered,
+                Err(TemplateError::Undefined { .. }) => {
+                    failed.remove(&key);
+                    continue;
+                }
+                Err(TemplateError::Syntax { message, .. } | TemplateError::Render { message, .. }) => {
+                    failed.insert(key.clone(), message);
+                    still.push(key);
+                    continue;
+                }
             };
+            failed.remove(&key);
             if rendered != vars[&key] {
                 changed = true;
                 if holds_template(&rendered) {
@@ -211,10 +237,11 @@ fn resolve_nested_templates(
             }
         }
         if !changed {
-            return;
+            break;
         }
         pending = still;
     }
+    failed.into_iter().collect()
 }
 
 fn holds_template(value: &Value) -> bool {

@@ -1036,7 +1036,7 @@ pub fn python_type(value: &Value) -> &'static str {
     }
 }
 
-fn mj_type_name(value: &MjValue) -> &'static str {
+pub(super) fn mj_type_name(value: &MjValue) -> &'static str {
     match value.kind() {
         ValueKind::Undefined => "AnsibleUndefined",
         ValueKind::None => "NoneType",

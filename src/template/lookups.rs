@@ -123,6 +123,11 @@ fn run(
     })
 }
 
+/// Python's name for a value's type, as Ansible's messages show it.
+fn python_type(value: &MjValue) -> &'static str {
+    super::filters::mj_type_name(value)
+}
+
 fn term_texts(terms: &[MjValue]) -> Vec<String> {
     flatten_terms(terms, true)
         .iter()
@@ -423,7 +428,14 @@ fn varnames(state: &State, terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
     names.sort();
     names.dedup();
     let mut out = Vec::new();
-    for term in term_texts(terms) {
+    for term in flatten_terms(terms, true) {
+        let Some(term) = term.as_str() else {
+            return Err(error(format!(
+                "Invalid setting identifier, \"{}\" is not a string, it is a <class '{}'>",
+                super::filters::python_str(&term),
+                python_type(&term)
+            )));
+        };
         let pattern =
             super::pyregex::PyRegex::new(&term, super::pyregex::Anchor::Search, false, false)
                 .map_err(|e| {
@@ -503,11 +515,16 @@ fn sequence(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
     Ok(out)
 }
 
+/// `dict`: each term must be a mapping; a list is no list of mappings here, as in Ansible.
 fn dict(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
     let mut out = Vec::new();
-    for term in flatten_terms(terms, true) {
+    for term in terms.iter().cloned() {
         if term.kind() != ValueKind::Map {
-            return Err(error("with_dict expects a dict"));
+            return Err(error(format!(
+                "the 'dict' lookup plugin expects a dictionary, got '{}' of type <class '{}'>)",
+                super::filters::python_str(&term),
+                python_type(&term)
+            )));
         }
         for key in term.try_iter()? {
             let value = term.get_item(&key)?;
@@ -523,19 +540,25 @@ fn dict(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
 /// `vars`: variables by (templated) name, or `default=` when one is missing.
 fn vars(state: &State, terms: &[MjValue], kwargs: &Kwargs) -> Result<Vec<MjValue>, MjError> {
     let default: Option<MjValue> = kwargs.get("default")?;
-    term_texts(terms)
+    flatten_terms(terms, true)
         .iter()
-        .map(
-            |name| match state.lookup(name).filter(|v| !v.is_undefined()) {
+        .map(|term| {
+            let Some(name) = term.as_str() else {
+                return Err(error(format!(
+                    "Variable name must be 'str' not '{}'.",
+                    python_type(term)
+                )));
+            };
+            match state.lookup(name).filter(|v| !v.is_undefined()) {
                 Some(v) => Ok(v),
                 None => default.clone().ok_or_else(|| {
                     MjError::new(
                         ErrorKind::UndefinedError,
-                        format!("No variable found with this name: {name}"),
+                        format!("No variable named '{name}' was found."),
                     )
                 }),
-            },
-        )
+            }
+        })
         .collect()
 }
 

@@ -121,7 +121,7 @@ fn python_repr(value: &MjValue) -> String {
 }
 
 /// Python's `repr(str)`: single quotes unless the text has one and no double quote.
-fn python_string_repr(s: &str) -> String {
+pub(super) fn python_string_repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {

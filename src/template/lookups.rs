@@ -91,6 +91,9 @@ fn run(
         "dict" => dict(terms),
         "vars" => vars(state, terms, &kwargs),
         "random_choice" => Ok(random_choice(terms)),
+        "ini" => super::ini_lookup::ini(&term_texts(terms), &kwargs, &|name| {
+            find(&base, "files", name).filter(|p| p.is_file())
+        }),
         other => Err(error(format!(
             "lookup plugin '{other}' is not supported (supported: file, env, template, \
              fileglob, first_found, pipe, lines, items, list, sequence, dict, vars, \
@@ -109,7 +112,8 @@ fn run(
         Err(e) => return Err(e),
     };
     kwargs.assert_all_used()?;
-    if wantlist {
+    // Ansible gives the results as they are with `wantlist`, and none as an empty list.
+    if wantlist || results.is_empty() {
         return Ok(MjValue::from(results));
     }
     // Ansible joins string results with commas; other results come back as they are.

@@ -248,8 +248,8 @@ pub(super) fn ini(
     Ok(out)
 }
 
-/// The file's text in the plugin's `encoding` (UTF-8, or Latin-1/-15).
-fn read_text(path: &Path, encoding: &str) -> Result<String, MjError> {
+/// A file's text in a lookup's `encoding` (UTF-8, or Latin-1/-15).
+pub(super) fn read_text(path: &Path, encoding: &str) -> Result<String, MjError> {
     let bytes = std::fs::read(path)
         .map_err(|e| error(format!("Unable to read {}: {e}", path.display())))?;
     let name = encoding.to_ascii_lowercase().replace(['-', '_'], "");

@@ -94,6 +94,9 @@ fn run(
         "ini" => super::ini_lookup::ini(&term_texts(terms), &kwargs, &|name| {
             find(&base, "files", name).filter(|p| p.is_file())
         }),
+        "csvfile" => super::csvfile_lookup::csvfile(&term_texts(terms), &kwargs, &|name| {
+            find(&base, "files", name).filter(|p| p.is_file())
+        }),
         other => Err(error(format!(
             "lookup plugin '{other}' is not supported (supported: file, env, template, \
              fileglob, first_found, pipe, lines, items, list, sequence, dict, vars, \

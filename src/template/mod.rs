@@ -12,6 +12,7 @@ mod chain;
 mod dialect_tests;
 mod filters;
 pub use filters::{python_str, python_type};
+mod csvfile_lookup;
 mod ini_lookup;
 mod lookups;
 mod prng;

@@ -408,7 +408,11 @@ fn superset(value: &MjValue, of: &MjValue) -> Result<bool, MjError> {
     subset(of, value)
 }
 
+/// `contains`: Python's `item in value`, so a substring of a string counts.
 fn contains(value: &MjValue, item: &MjValue) -> Result<bool, MjError> {
+    if let (Some(text), Some(part)) = (value.as_str(), item.as_str()) {
+        return Ok(text.contains(part));
+    }
     Ok(members(value)?.contains(item))
 }
 

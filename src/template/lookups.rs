@@ -94,6 +94,9 @@ fn run(
         "ini" => super::ini_lookup::ini(&term_texts(terms), &kwargs, &|name| {
             find(&base, "files", name).filter(|p| p.is_file())
         }),
+        "password" => {
+            super::password_lookup::password(&term_texts(terms), &kwargs, base.playbook_dir())
+        }
         "csvfile" => super::csvfile_lookup::csvfile(&term_texts(terms), &kwargs, &|name| {
             find(&base, "files", name).filter(|p| p.is_file())
         }),

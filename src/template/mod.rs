@@ -15,6 +15,7 @@ pub use filters::{python_str, python_type};
 mod csvfile_lookup;
 mod ini_lookup;
 mod lookups;
+mod password_lookup;
 mod prng;
 mod pyregex;
 mod sha_crypt;

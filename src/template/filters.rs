@@ -56,6 +56,7 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("string", string);
     env.add_filter("extract", extract);
     env.add_filter("urldecode", urldecode);
+    env.add_filter("urlencode", urlencode);
     env.add_filter("path_join", path_join);
     env.add_filter("unique", unique);
 }
@@ -1159,6 +1160,53 @@ fn urldecode(value: MjValue) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `urlencode`: Jinja's: a string (or any scalar) percent-encoded with `/` kept; a dict,
+/// or a list of pairs, as a query string (`k=v&k2=v2`, spaces as `+`).
+fn urlencode(value: MjValue) -> Result<String, MjError> {
+    fn quote(text: &str, for_query: bool) -> String {
+        let mut out = String::with_capacity(text.len());
+        for b in text.bytes() {
+            match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' | b'~' => {
+                    out.push(b as char)
+                }
+                b'/' if !for_query => out.push('/'),
+                b' ' if for_query => out.push('+'),
+                other => out.push_str(&format!("%{other:02X}")),
+            }
+        }
+        out
+    }
+    let pairs: Vec<(MjValue, MjValue)> = match value.kind() {
+        ValueKind::Map => value
+            .try_iter()?
+            .map(|k| {
+                let v = value.get_item(&k).unwrap_or_default();
+                (k, v)
+            })
+            .collect(),
+        ValueKind::Seq | ValueKind::Iterable => value
+            .try_iter()?
+            .map(|pair| {
+                let mut parts = pair.try_iter()?;
+                match (parts.next(), parts.next(), parts.next()) {
+                    (Some(k), Some(v), None) => Ok((k, v)),
+                    _ => Err(invalid(format!(
+                        "urlencode: {} is no (key, value) pair",
+                        python_str(&pair)
+                    ))),
+                }
+            })
+            .collect::<Result<_, MjError>>()?,
+        _ => return Ok(quote(&python_str(&value), false)),
+    };
+    Ok(pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", quote(&python_str(k), true), quote(&python_str(v), true)))
+        .collect::<Vec<_>>()
+        .join("&"))
 }
 
 /// `path_join`: Python's `os.path.join` over a list (a string is returned as it is): an

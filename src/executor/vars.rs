@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::{HostState, RunContext};
 use crate::playbook::{Play, Playbook, Task};
-use crate::template::{TemplateError, Templar, is_template};
+use crate::template::{Templar, TemplateError, is_template};
 use crate::vars_file::layer_play_vars_files;
 
 /// Ansible's placeholder that makes a module argument disappear (`default(omit)`).
@@ -221,7 +221,9 @@ fn resolve_nested_templates(
                     failed.remove(&key);
                     continue;
                 }
-                Err(TemplateError::Syntax { message, .. } | TemplateError::Render { message, .. }) => {
+                Err(
+                    TemplateError::Syntax { message, .. } | TemplateError::Render { message, .. },
+                ) => {
                     failed.insert(key.clone(), message);
                     still.push(key);
                     continue;

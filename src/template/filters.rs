@@ -1204,7 +1204,13 @@ fn urlencode(value: MjValue) -> Result<String, MjError> {
     };
     Ok(pairs
         .iter()
-        .map(|(k, v)| format!("{}={}", quote(&python_str(k), true), quote(&python_str(v), true)))
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                quote(&python_str(k), true),
+                quote(&python_str(v), true)
+            )
+        })
         .collect::<Vec<_>>()
         .join("&"))
 }

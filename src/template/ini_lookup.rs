@@ -298,7 +298,10 @@ impl Config {
         if name == DEFAULT_SECTION {
             return Some(&self.defaults);
         }
-        self.sections.iter().find(|(n, _)| n == name).map(|(_, o)| o)
+        self.sections
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, o)| o)
     }
 
     /// The section's options over `DEFAULT`'s, in `configparser`'s order (defaults
@@ -478,8 +481,7 @@ impl Parser {
                 let section = header.to_string();
                 if header == DEFAULT_SECTION {
                     current = Some(None);
-                } else if let Some(i) = config.sections.iter().position(|(n, _)| *n == section)
-                {
+                } else if let Some(i) = config.sections.iter().position(|(n, _)| *n == section) {
                     if seen_sections.contains(&section) {
                         return Err(ParseError::Other(format!(
                             "While reading from '<???>' [line {lineno:2}]: section {} already \
@@ -606,12 +608,20 @@ mod unit {
             false,
         );
         assert_eq!(get(&config, "app", "path").as_deref(), Some("/srv/app"));
-        assert_eq!(get(&config, "app", "long").as_deref(), Some("one\ntwo\n\nthree"));
+        assert_eq!(
+            get(&config, "app", "long").as_deref(),
+            Some("one\ntwo\n\nthree")
+        );
         assert_eq!(get(&config, "app", "next").as_deref(), Some("1"));
         assert_eq!(get(&config, "app", "base").as_deref(), Some("/srv"));
         assert_eq!(get(&config, "app", "missing"), None);
         assert!(config.get("nope", "x").is_none());
-        let names: Vec<String> = config.items("app").unwrap().into_iter().map(|(n, _)| n).collect();
+        let names: Vec<String> = config
+            .items("app")
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
         assert_eq!(names, ["base", "path", "long", "next"]);
     }
 
@@ -630,11 +640,16 @@ mod unit {
         }
         match strict.parse("[s]\nflag\n") {
             Err(ParseError::Other(m)) => {
-                assert_eq!(m, "Source contains parsing errors: '<???>'\n\t[line  2]: 'flag\\n'")
+                assert_eq!(
+                    m,
+                    "Source contains parsing errors: '<???>'\n\t[line  2]: 'flag\\n'"
+                )
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(strict.parse("a = 1\n"), Err(ParseError::Other(m)) if m.starts_with("File contains no section headers.")));
+        assert!(
+            matches!(strict.parse("a = 1\n"), Err(ParseError::Other(m)) if m.starts_with("File contains no section headers."))
+        );
         let sensitive = parse("[s]\nname = a\nNAME = b\nflag\n", true, true);
         assert_eq!(get(&sensitive, "s", "NAME").as_deref(), Some("b"));
         assert_eq!(sensitive.get("s", "flag").unwrap(), Some(None));
@@ -646,15 +661,23 @@ mod unit {
         assert_eq!(get(&config, "g", "x").as_deref(), Some("50%"));
         let raw = config.get("g", "y").unwrap().unwrap();
         assert_eq!(
-            config.value("g", "y", raw.clone(), true).unwrap_err().detail(),
+            config
+                .value("g", "y", raw.clone(), true)
+                .unwrap_err()
+                .detail(),
             Some("'%' must be followed by '%' or '(', found: '%u'")
         );
-        assert_eq!(config.value("g", "y", raw, false).unwrap().as_str(), Some("run %u"));
+        assert_eq!(
+            config.value("g", "y", raw, false).unwrap().as_str(),
+            Some("run %u")
+        );
         let raw = config.get("g", "z").unwrap().unwrap();
         assert!(
-            config.value("g", "z", raw, true).unwrap_err().to_string().contains(
-                "contains an interpolation key 'nope' which is not a valid option name"
-            )
+            config
+                .value("g", "z", raw, true)
+                .unwrap_err()
+                .to_string()
+                .contains("contains an interpolation key 'nope' which is not a valid option name")
         );
     }
 
@@ -662,12 +685,24 @@ mod unit {
     fn inline_terms_split_as_ansible_does() {
         assert_eq!(
             inline_params("value[1-2]        section=value_section file=lookup.ini re=true"),
-            ["value[1-2]", "section=value_section", "file=lookup.ini", "re=true"]
+            [
+                "value[1-2]",
+                "section=value_section",
+                "file=lookup.ini",
+                "re=true"
+            ]
         );
         assert_eq!(
             inline_params("field.with.space  type=properties  file=my file.properties"),
-            ["field.with.space", "type=properties", "file=my file.properties"]
+            [
+                "field.with.space",
+                "type=properties",
+                "file=my file.properties"
+            ]
         );
-        assert_eq!(inline_params("file=lookup.ini value1"), ["file=lookup.ini value1"]);
+        assert_eq!(
+            inline_params("file=lookup.ini value1"),
+            ["file=lookup.ini value1"]
+        );
     }
 }

@@ -18,6 +18,29 @@ struct Reach {
     hosts: Option<HostSelector>,
 }
 
+/// The lookups turbo-play has.
+pub const NAMES: &[&str] = &[
+    "file",
+    "env",
+    "template",
+    "fileglob",
+    "first_found",
+    "pipe",
+    "lines",
+    "items",
+    "list",
+    "sequence",
+    "dict",
+    "vars",
+    "varnames",
+    "inventory_hostnames",
+    "random_choice",
+    "ini",
+    "csvfile",
+    "password",
+    "config",
+];
+
 pub fn register(
     env: &mut Environment<'static>,
     base_dir: Option<PathBuf>,
@@ -94,6 +117,7 @@ fn run(
         "ini" => super::ini_lookup::ini(&term_texts(terms), &kwargs, &|name| {
             find(&base, "files", name).filter(|p| p.is_file())
         }),
+        "config" => super::config_lookup::config(state, terms, &kwargs, base.playbook_dir()),
         "password" => {
             super::password_lookup::password(&term_texts(terms), &kwargs, base.playbook_dir())
         }
@@ -101,9 +125,8 @@ fn run(
             find(&base, "files", name).filter(|p| p.is_file())
         }),
         other => Err(error(format!(
-            "lookup plugin '{other}' is not supported (supported: file, env, template, \
-             fileglob, first_found, pipe, lines, items, list, sequence, dict, vars, \
-             varnames, inventory_hostnames)"
+            "lookup plugin '{other}' is not supported (supported: {})",
+            NAMES.join(", ")
         ))),
     };
     let results = match results {

@@ -8,6 +8,7 @@
 //! in `lookups`; Python's string/list/dict methods come from minijinja-contrib's pycompat.
 
 mod chain;
+mod config_lookup;
 #[cfg(test)]
 mod dialect_tests;
 mod filters;

@@ -114,7 +114,12 @@ impl Params {
     fn candidates(&self) -> Vec<char> {
         self.chars
             .iter()
-            .flat_map(|spec| named_chars(spec).unwrap_or_else(|| spec.clone()).chars().collect::<Vec<_>>())
+            .flat_map(|spec| {
+                named_chars(spec)
+                    .unwrap_or_else(|| spec.clone())
+                    .chars()
+                    .collect::<Vec<_>>()
+            })
             .filter(|c| *c != '"' && *c != '\'')
             .collect()
     }
@@ -197,7 +202,9 @@ fn parse_content(content: &str) -> (String, Option<String>, Option<String>) {
 /// Random characters: from the OS's randomness, or repeatable from `seed`.
 fn random_text(length: usize, chars: &[char], seed: Option<&str>) -> Result<String, MjError> {
     if chars.is_empty() {
-        return Err(error("password lookup: no characters to choose from (chars=)"));
+        return Err(error(
+            "password lookup: no characters to choose from (chars=)",
+        ));
     }
     let n = chars.len() as u64;
     if let Some(seed) = seed {
@@ -243,12 +250,18 @@ pub(super) fn password(
             playbook_dir.join(&relpath)
         };
         let discard = path == Path::new("/dev/null");
-        let _guard = FILES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _guard = FILES
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let content = if discard || !path.exists() {
             None
         } else {
-            let text = std::fs::read(&path)
-                .map_err(|e| error(format!("password lookup: cannot read {}: {e}", path.display())))?;
+            let text = std::fs::read(&path).map_err(|e| {
+                error(format!(
+                    "password lookup: cannot read {}: {e}",
+                    path.display()
+                ))
+            })?;
             Some(String::from_utf8_lossy(&text).trim_end().to_string())
         };
         let mut changed = content.is_none();
@@ -330,13 +343,16 @@ mod unit {
             ident: None,
             seed: None,
         };
-        let path = parse_term("/tmp/my pass length=8 chars=ascii_lowercase,,", &mut params).unwrap();
+        let path =
+            parse_term("/tmp/my pass length=8 chars=ascii_lowercase,,", &mut params).unwrap();
         assert_eq!(path, "/tmp/my pass");
         assert_eq!(params.length, 8);
         assert_eq!(params.chars, [",", "ascii_lowercase"]);
         assert_eq!(params.candidates().len(), 27);
         assert_eq!(
-            parse_term("/tmp/p lenght=8", &mut params).unwrap_err().detail(),
+            parse_term("/tmp/p lenght=8", &mut params)
+                .unwrap_err()
+                .detail(),
             Some("Unrecognized parameter(s) given to password lookup: lenght")
         );
         assert!(parse_term("/tmp/p length=8 extra", &mut params).is_err());

@@ -12,7 +12,11 @@ impl Prng {
         let seed = match seed {
             Some(s) => {
                 use sha2::Digest;
-                let digest = sha2::Sha256::digest(s.as_str().map_or_else(|| s.to_string(), str::to_string).as_bytes());
+                let digest = sha2::Sha256::digest(
+                    s.as_str()
+                        .map_or_else(|| s.to_string(), str::to_string)
+                        .as_bytes(),
+                );
                 u64::from_le_bytes(digest[..8].try_into().unwrap_or([0; 8]))
             }
             None => {
@@ -37,4 +41,3 @@ impl Prng {
         if n == 0 { 0 } else { self.next() % n }
     }
 }
-

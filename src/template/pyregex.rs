@@ -66,7 +66,11 @@ impl PyRegex {
         // Python's `\Z` is the very end of the text: `\z` in both engines.
         let body = pattern.replace(r"\Z", r"\z");
         // Where the user's pattern starts in what is compiled, for error positions.
-        let lead = if anchor == Anchor::Search { 0 } else { r"\A(?:".len() };
+        let lead = if anchor == Anchor::Search {
+            0
+        } else {
+            r"\A(?:".len()
+        };
         let full = match anchor {
             Anchor::Search => body,
             Anchor::Start => format!(r"\A(?:{body})"),
@@ -249,9 +253,13 @@ mod tests {
             err("*").to_string(),
             "invalid regular expression \"*\": nothing to repeat at position 0"
         );
-        let anchored = PyRegex::new("ab|+", Anchor::Full, false, false).err().unwrap();
+        let anchored = PyRegex::new("ab|+", Anchor::Full, false, false)
+            .err()
+            .unwrap();
         assert!(
-            anchored.to_string().ends_with("nothing to repeat at position 3"),
+            anchored
+                .to_string()
+                .ends_with("nothing to repeat at position 3"),
             "{anchored}"
         );
     }

@@ -53,7 +53,9 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_test("isnan", is_nan);
     env.add_test("uri", uri);
     env.add_test("url", url);
-    env.add_test("urn", |value: &MjValue| uri(value, Some(MjValue::from(vec!["urn"]))));
+    env.add_test("urn", |value: &MjValue| {
+        uri(value, Some(MjValue::from(vec!["urn"])))
+    });
 }
 
 /// `nan`: only a float can be NaN; anything else (a string too) is not.

@@ -470,7 +470,7 @@ fn varnames(state: &State, terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
             )));
         };
         let pattern =
-            super::pyregex::PyRegex::new(&term, super::pyregex::Anchor::Search, false, false)
+            super::pyregex::PyRegex::new(term, super::pyregex::Anchor::Search, false, false)
                 .map_err(|e| {
                     error(format!(
                         "Unable to use \"{term}\" as a search parameter: {e}"
@@ -551,12 +551,12 @@ fn sequence(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
 /// `dict`: each term must be a mapping; a list is no list of mappings here, as in Ansible.
 fn dict(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
     let mut out = Vec::new();
-    for term in terms.iter().cloned() {
+    for term in terms {
         if term.kind() != ValueKind::Map {
             return Err(error(format!(
                 "the 'dict' lookup plugin expects a dictionary, got '{}' of type <class '{}'>)",
-                super::filters::python_str(&term),
-                python_type(&term)
+                super::filters::python_str(term),
+                python_type(term)
             )));
         }
         for key in term.try_iter()? {

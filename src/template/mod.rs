@@ -15,6 +15,8 @@ mod filters;
 pub use filters::{python_str, python_type};
 mod csvfile_lookup;
 mod ini_lookup;
+#[cfg(test)]
+mod lookup_tests;
 mod lookups;
 mod password_lookup;
 mod prng;

@@ -393,4 +393,42 @@ mod tests {
         assert_eq!(get("ansible_play_batch"), serde_json::json!(["h3"]));
         assert_eq!(get("play_hosts"), serde_json::json!(["h3"]));
     }
+
+    /// A variable whose lookup fails is reported (and so fails where it is used); one
+    /// that names what is undefined here (a loop's `item`) is not, nor one that failed
+    /// only until the variable it reads was resolved.
+    #[test]
+    fn nested_templates_report_lasting_failures_only() {
+        let templar = Templar::new();
+        let mut vars: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "broken": "{{ lookup('dict', 1) }}",
+            "later": "{{ item }}",
+            "parsed": "{{ text | from_json }}",
+            "text": "{{ raw | to_json }}",
+            "raw": {"a": 1},
+        }))
+        .unwrap();
+        let pending = vec![
+            "broken".into(),
+            "later".into(),
+            "parsed".into(),
+            "text".into(),
+        ];
+        let broken =
+            resolve_nested_templates(&templar, &mut vars, pending, &minijinja::Value::UNDEFINED);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert_eq!(broken[0].0, "broken");
+        assert!(
+            broken[0]
+                .1
+                .contains("the 'dict' lookup plugin expects a dictionary")
+        );
+        assert_eq!(vars["parsed"], serde_json::json!({"a": 1}));
+        assert_eq!(vars["later"], serde_json::json!("{{ item }}"));
+    }
+
+    #[test]
+    fn the_controllers_python_is_a_python3() {
+        assert!(controller_python().ends_with("python3"));
+    }
 }

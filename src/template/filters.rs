@@ -91,6 +91,11 @@ pub fn python_str(value: &MjValue) -> String {
     }
 }
 
+/// Python's `repr()` of a value (`'a'`, `1`, `['x']`), as Ansible's messages quote them.
+pub(super) fn python_repr_of(value: &MjValue) -> String {
+    python_repr(value)
+}
+
 fn python_repr(value: &MjValue) -> String {
     match value.kind() {
         ValueKind::None | ValueKind::Undefined => "None".into(),

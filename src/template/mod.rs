@@ -18,6 +18,7 @@ mod ini_lookup;
 #[cfg(test)]
 mod lookup_tests;
 mod lookups;
+mod math_filters;
 mod password_lookup;
 mod prng;
 mod pyregex;
@@ -199,6 +200,7 @@ impl Templar {
             written.map_err(|e| MjError::new(ErrorKind::WriteFailure, e.to_string()))
         });
         filters::register(&mut env);
+        math_filters::register(&mut env);
         tests::register(&mut env);
         lookups::register(&mut env, base_dir.clone(), None);
         env.add_function(chain::CHAIN_FN, chain::chain);

@@ -34,6 +34,7 @@ mod layering {
         ("kv_args", 0),
         ("shell_words", 0),
         ("yaml", 1),
+        ("config", 1),
         ("template", 2),
         ("vars_file", 3),
         ("inventory", 4),

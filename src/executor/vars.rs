@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::{HostState, RunContext};
 use crate::playbook::{Play, Playbook, Task};
-use crate::template::{Templar, is_template};
+use crate::template::{Templar, TemplateError, is_template};
 use crate::vars_file::layer_play_vars_files;
 
 /// Ansible's placeholder that makes a module argument disappear (`default(omit)`).
@@ -145,6 +145,7 @@ pub fn task_vars(
         vars.insert("ansible_role_name".into(), Value::from(role.name.clone()));
         vars.insert("role_path".into(), path);
     }
+    connection_defaults(ctx, host, &mut vars);
     let hostvars = minijinja::Value::from_object(super::hostvars::HostVars::new(
         ctx.me.clone(),
         playbook.dir.clone(),
@@ -166,11 +167,23 @@ pub fn task_vars(
             .map(|(k, _)| k.clone())
             .collect()
     };
-    resolve_nested_templates(&ctx.templar, &mut vars, pending, &hostvars);
-    Ok(minijinja::context! {
-        hostvars => hostvars,
-        ..minijinja::Value::from_serialize(&vars)
-    })
+    let broken = resolve_nested_templates(&ctx.templar, &mut vars, pending, &hostvars);
+    // A variable whose template fails for another reason than an undefined name fails
+    // the task that uses it, as Ansible's lazy templating does; unused, it harms nothing.
+    let broken = minijinja::Value::from_iter(broken.into_iter().map(|(name, message)| {
+        // The kind's words would come twice: the message already starts with them.
+        let message = message
+            .strip_prefix("invalid operation: ")
+            .map_or(message.clone(), str::to_string);
+        let error = minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message);
+        (name, minijinja::Value::from(error))
+    }));
+    // The last map that has a name wins.
+    Ok(minijinja::value::merge_maps([
+        minijinja::Value::from_serialize(&vars),
+        broken,
+        minijinja::context! { hostvars => hostvars },
+    ]))
 }
 
 /// Passes a variable may need before every template inside it is resolved
@@ -179,17 +192,21 @@ const MAX_TEMPLATE_DEPTH: usize = 8;
 
 /// Ansible templates variables lazily: `conf: "{{ base }}/conf"` means the value of
 /// `base`. Every variable holding a template is rendered against the others until
-/// nothing changes. A variable whose template fails (say, an undefined name) keeps its
-/// text, so it only fails where a task actually uses it, as in Ansible.
+/// nothing changes. A variable whose template fails keeps its text; those that failed
+/// for another reason than an undefined name (a lookup or filter error) are returned
+/// with the error's message. One whose template is undefined here (say, it names the
+/// loop's `item`) only fails where a task actually uses it, as in Ansible.
 fn resolve_nested_templates(
     templar: &Templar,
     vars: &mut Map<String, Value>,
     mut pending: Vec<String>,
     hostvars: &minijinja::Value,
-) {
+) -> Vec<(String, String)> {
+    // A failure may come from a variable not resolved yet: it counts only when it lasts.
+    let mut failed: std::collections::BTreeMap<String, String> = Default::default();
     for _ in 0..MAX_TEMPLATE_DEPTH {
         if pending.is_empty() {
-            return;
+            break;
         }
         let context = minijinja::context! {
             hostvars => hostvars.clone(),
@@ -198,9 +215,21 @@ fn resolve_nested_templates(
         let mut still = Vec::new();
         let mut changed = false;
         for key in pending {
-            let Ok(rendered) = templar.render_value(&vars[&key], &context) else {
-                continue;
+            let rendered = match templar.render_value(&vars[&key], &context) {
+                Ok(rendered) => rendered,
+                Err(TemplateError::Undefined { .. }) => {
+                    failed.remove(&key);
+                    continue;
+                }
+                Err(
+                    TemplateError::Syntax { message, .. } | TemplateError::Render { message, .. },
+                ) => {
+                    failed.insert(key.clone(), message);
+                    still.push(key);
+                    continue;
+                }
             };
+            failed.remove(&key);
             if rendered != vars[&key] {
                 changed = true;
                 if holds_template(&rendered) {
@@ -210,10 +239,11 @@ fn resolve_nested_templates(
             }
         }
         if !changed {
-            return;
+            break;
         }
         pending = still;
     }
+    failed.into_iter().collect()
 }
 
 fn holds_template(value: &Value) -> bool {
@@ -258,6 +288,7 @@ fn magic_vars(
         ("group_names", Value::from(group_names)),
         ("groups", groups),
         ("ansible_version", super::hostvars::ansible_version()),
+        ("ansible_playbook_python", Value::from(controller_python())),
         (
             "playbook_dir",
             Value::from(playbook.dir.display().to_string()),
@@ -279,6 +310,42 @@ fn magic_vars(
         .chain(play_hosts.magic())
         .map(|(k, v)| (k.to_string(), v))
         .collect()
+}
+
+/// What Ansible's connection layer adds to a task's variables when the host leaves them
+/// unset: `ansible_host`, the address connected to (the `ansible_ssh_host` alias, else
+/// the inventory name, `127.0.0.1` for the implicit localhost), and for the implicit
+/// localhost the controller's Python as `ansible_python_interpreter`.
+fn connection_defaults(ctx: &RunContext, host: &HostState, vars: &mut Map<String, Value>) {
+    let implicit = !ctx.inventory.hosts().any(|h| h.name == host.name);
+    if !vars.contains_key("ansible_host") {
+        let address = match vars.get("ansible_ssh_host") {
+            Some(alias) => alias.clone(),
+            None if implicit => Value::from("127.0.0.1"),
+            None => Value::from(host.name.clone()),
+        };
+        vars.insert("ansible_host".into(), address);
+    }
+    if implicit && !vars.contains_key("ansible_python_interpreter") {
+        vars.insert(
+            "ansible_python_interpreter".into(),
+            Value::from(controller_python()),
+        );
+    }
+}
+
+/// The controller's Python, `ansible_playbook_python`: Ansible's is the interpreter it
+/// runs in; turbo-play has none, so it is the first `python3` on PATH.
+pub fn controller_python() -> &'static str {
+    static FOUND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| {
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join("python3"))
+            .find(|candidate| candidate.is_file())
+            .map_or_else(|| "/usr/bin/python3".into(), |p| p.display().to_string())
+    })
 }
 
 fn extend(into: &mut Map<String, Value>, from: &Map<String, Value>) {
@@ -325,5 +392,43 @@ mod tests {
         );
         assert_eq!(get("ansible_play_batch"), serde_json::json!(["h3"]));
         assert_eq!(get("play_hosts"), serde_json::json!(["h3"]));
+    }
+
+    /// A variable whose lookup fails is reported (and so fails where it is used); one
+    /// that names what is undefined here (a loop's `item`) is not, nor one that failed
+    /// only until the variable it reads was resolved.
+    #[test]
+    fn nested_templates_report_lasting_failures_only() {
+        let templar = Templar::new();
+        let mut vars: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "broken": "{{ lookup('dict', 1) }}",
+            "later": "{{ item }}",
+            "parsed": "{{ text | from_json }}",
+            "text": "{{ raw | to_json }}",
+            "raw": {"a": 1},
+        }))
+        .unwrap();
+        let pending = vec![
+            "broken".into(),
+            "later".into(),
+            "parsed".into(),
+            "text".into(),
+        ];
+        let broken =
+            resolve_nested_templates(&templar, &mut vars, pending, &minijinja::Value::UNDEFINED);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert_eq!(broken[0].0, "broken");
+        assert!(
+            broken[0]
+                .1
+                .contains("the 'dict' lookup plugin expects a dictionary")
+        );
+        assert_eq!(vars["parsed"], serde_json::json!({"a": 1}));
+        assert_eq!(vars["later"], serde_json::json!("{{ item }}"));
+    }
+
+    #[test]
+    fn the_controllers_python_is_a_python3() {
+        assert!(controller_python().ends_with("python3"));
     }
 }

@@ -862,3 +862,93 @@ fn jinja2_header_values_are_python_literals() {
         "#jinja2: header: trim_blocks must be True or False, got true"
     );
 }
+
+#[test]
+fn url_filters_and_tests() {
+    assert_eq!(
+        r("{{ 'key%3D%22%40%7B%7D%C3%A9%26%25%C2%A3%20foo+bar%zz' | urldecode }}"),
+        "key=\"@{}é&%£ foo bar%zz"
+    );
+    assert_eq!(r("{{ 'a b/é' | urlencode }}"), "a%20b/%C3%A9");
+    assert_eq!(
+        r("{{ {'foo': 'bar', 'k': 'a b'} | urlencode }}"),
+        "foo=bar&k=a+b"
+    );
+    assert_eq!(r("{{ [['a', 1], ['b/c', 2]] | urlencode }}"), "a=1&b%2Fc=2");
+    assert_eq!(r("{{ () | urlencode }}"), "");
+    for (expr, expected) in [
+        ("'http://searchengine.tld' is uri", true),
+        ("'asldkfjhalsidfthjo' is uri", true),
+        ("'asldkfjhalsidfthjo' is uri(['http', 'file'])", false),
+        ("'urn:isbn:9780307476463' is url", false),
+        ("'ftp:// searchengine.tld' is url", true),
+        ("'file://etc/hosts' is url", true),
+        ("'admin:secret@example.com' is url", false),
+        ("'htp://searchengine.tld' is url(['http'])", false),
+        ("'urn:isbn:9780307476463' is urn", true),
+        ("'ftps://admin@example.com' is urn", false),
+        ("42 is uri", false),
+    ] {
+        assert_eq!(v(expr), json!(expected), "{expr}");
+    }
+}
+
+#[test]
+fn nan_path_join_and_undef() {
+    assert_eq!(v("'nan' | float is nan"), json!(true));
+    assert_eq!(v("'nan' | float is isnan"), json!(true));
+    assert_eq!(v("'bad' is nan"), json!(false));
+    assert_eq!(v("1.1 is nan or 1 is nan"), json!(false));
+    assert_eq!(
+        r("{{ ['/etc', 'apt', 'sources.list'] | path_join }}"),
+        "/etc/apt/sources.list"
+    );
+    assert_eq!(r("{{ ['a/', 'b', '/abs', 'c'] | path_join }}"), "/abs/c");
+    assert_eq!(r("{{ 'one' | path_join }}"), "one");
+    assert!(
+        err("{{ 1 | path_join }}")
+            .to_string()
+            .contains("|path_join expects string or sequence, got <class 'int'> instead.")
+    );
+    assert_eq!(v("undef() is undefined"), json!(true));
+    assert_eq!(v("undef('why') | default('d')"), json!("d"));
+}
+
+#[test]
+fn unique_as_jinja_with_ansibles_fallback() {
+    assert_eq!(v("['a', 'b', 'A', 'B'] | unique"), json!(["a", "b"]));
+    assert_eq!(
+        v("['a', 'b', 'A', 'B'] | unique(case_sensitive=True)"),
+        json!(["a", "b", "A", "B"])
+    );
+    assert_eq!(
+        v("[{'foo': 'bar', 'moo': 'cow'}, {'foo': 'bar', 'moo': 'mar'}] | unique(attribute='foo')"),
+        json!([{"foo": "bar", "moo": "cow"}])
+    );
+    assert_eq!(
+        v("[{'a': 1}, {'a': 1}, {'b': 2}] | unique"),
+        json!([{"a": 1}, {"b": 2}])
+    );
+    assert_eq!(v("{'foo': 1, 'moo': 2} | unique"), json!(["foo", "moo"]));
+    assert_eq!(v("'foo' | unique | join"), json!("fo"));
+    assert!(
+        err("{{ [{'foo': 'bar'}] | unique(case_sensitive=False) }}")
+            .to_string()
+            .contains("cannot fall back to Ansible's version")
+    );
+    assert!(
+        err("{{ True | unique }}")
+            .to_string()
+            .contains("'bool' object is not iterable")
+    );
+}
+
+#[test]
+fn contains_finds_substrings_as_python_in() {
+    assert_eq!(
+        v("'has an invalid value here' is contains 'invalid value'"),
+        json!(true)
+    );
+    assert_eq!(v("'abc' is contains 'x'"), json!(false));
+    assert_eq!(v("[1, 2] is contains 2"), json!(true));
+}

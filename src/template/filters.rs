@@ -5,6 +5,7 @@ use minijinja::value::{Kwargs, Rest, Value as MjValue, ValueKind};
 use minijinja::{Environment, Error as MjError, ErrorKind};
 use serde_json::Value;
 
+use super::prng::Prng;
 use super::pyregex::{Anchor, PyRegex};
 use super::{python_json, to_json};
 
@@ -54,6 +55,10 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("shuffle", shuffle);
     env.add_filter("string", string);
     env.add_filter("extract", extract);
+    env.add_filter("urldecode", urldecode);
+    env.add_filter("urlencode", urlencode);
+    env.add_filter("path_join", path_join);
+    env.add_filter("unique", unique);
 }
 
 /// `extract(container, morekeys=None)`: `container[item]`, then deeper by each key
@@ -84,6 +89,11 @@ pub fn python_str(value: &MjValue) -> String {
         ValueKind::String => value.as_str().unwrap_or("").to_string(),
         _ => python_repr(value),
     }
+}
+
+/// Python's `repr()` of a value (`'a'`, `1`, `['x']`), as Ansible's messages quote them.
+pub(super) fn python_repr_of(value: &MjValue) -> String {
+    python_repr(value)
 }
 
 fn python_repr(value: &MjValue) -> String {
@@ -117,7 +127,7 @@ fn python_repr(value: &MjValue) -> String {
 }
 
 /// Python's `repr(str)`: single quotes unless the text has one and no double quote.
-fn python_string_repr(s: &str) -> String {
+pub(super) fn python_string_repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {
@@ -1014,7 +1024,7 @@ pub fn python_type(value: &Value) -> &'static str {
     }
 }
 
-fn mj_type_name(value: &MjValue) -> &'static str {
+pub(super) fn mj_type_name(value: &MjValue) -> &'static str {
     match value.kind() {
         ValueKind::Undefined => "AnsibleUndefined",
         ValueKind::None => "NoneType",
@@ -1034,9 +1044,10 @@ fn type_debug(value: MjValue) -> &'static str {
     mj_type_name(&value)
 }
 
-/// Python's `urllib.parse.urlsplit`, as a dict, or one field of it.
-fn urlsplit(url: &str, query: Option<&str>) -> Result<MjValue, MjError> {
-    let (scheme, rest) = match url.split_once(':') {
+/// The scheme (lowercased, empty without one) and the rest, as Python's `urlsplit` finds
+/// them: letters, digits and `+-.` before the first `:`, starting with a letter.
+pub(super) fn url_scheme(url: &str) -> (String, &str) {
+    match url.split_once(':') {
         Some((s, r))
             if !s.is_empty()
                 && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
@@ -1046,7 +1057,12 @@ fn urlsplit(url: &str, query: Option<&str>) -> Result<MjValue, MjError> {
             (s.to_ascii_lowercase(), r)
         }
         _ => (String::new(), url),
-    };
+    }
+}
+
+/// Python's `urllib.parse.urlsplit`, as a dict, or one field of it.
+fn urlsplit(url: &str, query: Option<&str>) -> Result<MjValue, MjError> {
+    let (scheme, rest) = url_scheme(url);
     let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
     let (rest, query_text) = rest.split_once('?').unwrap_or((rest, ""));
     let (netloc, path) = match rest.strip_prefix("//") {
@@ -1103,6 +1119,182 @@ fn urlsplit(url: &str, query: Option<&str>) -> Result<MjValue, MjError> {
     }
 }
 
+/// `urldecode`: Python's `unquote_plus`: `+` is a space, `%XX` a byte; bytes that are no
+/// UTF-8 become U+FFFD, and a `%` not followed by two hex digits stays as it is.
+fn urldecode(value: MjValue) -> String {
+    let text = value_text(&value);
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                match (
+                    bytes.get(i + 1).and_then(|&b| hex(b)),
+                    bytes.get(i + 2).and_then(|&b| hex(b)),
+                ) {
+                    (Some(hi), Some(lo)) => {
+                        out.push((hi * 16 + lo) as u8);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `urlencode`: Jinja's: a string (or any scalar) percent-encoded with `/` kept; a dict,
+/// or a list of pairs, as a query string (`k=v&k2=v2`, spaces as `+`).
+fn urlencode(value: MjValue) -> Result<String, MjError> {
+    fn quote(text: &str, for_query: bool) -> String {
+        let mut out = String::with_capacity(text.len());
+        for b in text.bytes() {
+            match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' | b'~' => {
+                    out.push(b as char)
+                }
+                b'/' if !for_query => out.push('/'),
+                b' ' if for_query => out.push('+'),
+                other => out.push_str(&format!("%{other:02X}")),
+            }
+        }
+        out
+    }
+    let pairs: Vec<(MjValue, MjValue)> = match value.kind() {
+        ValueKind::Map => value
+            .try_iter()?
+            .map(|k| {
+                let v = value.get_item(&k).unwrap_or_default();
+                (k, v)
+            })
+            .collect(),
+        ValueKind::Seq | ValueKind::Iterable => value
+            .try_iter()?
+            .map(|pair| {
+                let mut parts = pair.try_iter()?;
+                match (parts.next(), parts.next(), parts.next()) {
+                    (Some(k), Some(v), None) => Ok((k, v)),
+                    _ => Err(invalid(format!(
+                        "urlencode: {} is no (key, value) pair",
+                        python_str(&pair)
+                    ))),
+                }
+            })
+            .collect::<Result<_, MjError>>()?,
+        _ => return Ok(quote(&python_str(&value), false)),
+    };
+    Ok(pairs
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                quote(&python_str(k), true),
+                quote(&python_str(v), true)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("&"))
+}
+
+/// `path_join`: Python's `os.path.join` over a list (a string is returned as it is): an
+/// absolute part starts the path again.
+fn path_join(paths: MjValue) -> Result<String, MjError> {
+    if let Some(s) = paths.as_str() {
+        return Ok(s.to_string());
+    }
+    if !matches!(paths.kind(), ValueKind::Seq | ValueKind::Iterable) {
+        return Err(invalid(format!(
+            "|path_join expects string or sequence, got <class '{}'> instead.",
+            mj_type_name(&paths)
+        )));
+    }
+    let mut joined = String::new();
+    for part in paths.try_iter()? {
+        let part = value_text(&part);
+        if part.starts_with('/') || joined.is_empty() {
+            joined = part;
+        } else {
+            if !joined.ends_with('/') {
+                joined.push('/');
+            }
+            joined.push_str(&part);
+        }
+    }
+    Ok(joined)
+}
+
+/// `unique(case_sensitive=None, attribute=None)`: Jinja's (strings compared ignoring case
+/// unless `case_sensitive`, by `attribute` when given, first one kept), falling back as
+/// Ansible does to plain equality when a key is a dict or list, which Jinja cannot hash,
+/// unless the parameters ask for what that fallback cannot do.
+fn unique(value: MjValue, kwargs: Kwargs) -> Result<MjValue, MjError> {
+    let case_sensitive: Option<bool> = kwargs.get("case_sensitive")?;
+    let attribute: Option<MjValue> = kwargs.get("attribute")?;
+    kwargs.assert_all_used()?;
+    let items: Vec<MjValue> = match value.kind() {
+        ValueKind::Seq | ValueKind::Iterable | ValueKind::Map => value.try_iter()?.collect(),
+        ValueKind::String => value
+            .as_str()
+            .unwrap_or("")
+            .chars()
+            .map(|c| MjValue::from(c.to_string()))
+            .collect(),
+        _ => {
+            return Err(invalid(format!(
+                "'{}' object is not iterable",
+                mj_type_name(&value)
+            )));
+        }
+    };
+    let key_of = |item: &MjValue| -> Result<MjValue, MjError> {
+        let mut key = item.clone();
+        if let Some(attribute) = &attribute {
+            let path = value_text(attribute);
+            for part in path.split('.') {
+                key = match part.parse::<i64>() {
+                    Ok(index) => key.get_item(&MjValue::from(index))?,
+                    Err(_) => key.get_attr(part)?,
+                };
+            }
+        }
+        Ok(match key.as_str() {
+            Some(s) if !case_sensitive.unwrap_or(false) => MjValue::from(s.to_lowercase()),
+            _ => key,
+        })
+    };
+    let mut seen: Vec<MjValue> = Vec::new();
+    let mut kept: Vec<MjValue> = Vec::new();
+    for item in &items {
+        let key = key_of(item)?;
+        if matches!(key.kind(), ValueKind::Map | ValueKind::Seq) {
+            if case_sensitive == Some(false) || attribute.is_some() {
+                return Err(invalid(
+                    "Jinja2's unique filter failed and we cannot fall back to Ansible's version \
+                     as it does not support the parameters supplied.",
+                ));
+            }
+            let mut plain: Vec<MjValue> = Vec::new();
+            for item in &items {
+                if !plain.contains(item) {
+                    plain.push(item.clone());
+                }
+            }
+            return Ok(MjValue::from(plain));
+        }
+        if !seen.contains(&key) {
+            seen.push(key);
+            kept.push(item.clone());
+        }
+    }
+    Ok(MjValue::from(kept))
+}
+
 /// Python's `str.center`: an odd padding puts the extra space on the right unless the
 /// width is odd too.
 fn center(value: MjValue, width: Option<usize>) -> String {
@@ -1115,41 +1307,6 @@ fn center(value: MjValue, width: Option<usize>) -> String {
     let margin = width - len;
     let left = margin / 2 + (margin & width & 1);
     format!("{}{s}{}", " ".repeat(left), " ".repeat(margin - left))
-}
-
-/// A small PRNG (splitmix64): Ansible's `seed=` makes output repeatable, not
-/// cryptographic; the sequence is not Python's.
-struct Prng(u64);
-
-impl Prng {
-    fn new(seed: Option<&MjValue>) -> Prng {
-        let seed = match seed {
-            Some(s) => {
-                use sha2::Digest;
-                let digest = sha2::Sha256::digest(value_text(s).as_bytes());
-                u64::from_le_bytes(digest[..8].try_into().unwrap_or([0; 8]))
-            }
-            None => {
-                let nanos = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64);
-                nanos ^ (std::process::id() as u64).rotate_left(32)
-            }
-        };
-        Prng(seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
 }
 
 /// `random`: an element of a list, or an int in `[start, end)` with `step`.

@@ -18,6 +18,29 @@ struct Reach {
     hosts: Option<HostSelector>,
 }
 
+/// The lookups turbo-play has.
+pub const NAMES: &[&str] = &[
+    "file",
+    "env",
+    "template",
+    "fileglob",
+    "first_found",
+    "pipe",
+    "lines",
+    "items",
+    "list",
+    "sequence",
+    "dict",
+    "vars",
+    "varnames",
+    "inventory_hostnames",
+    "random_choice",
+    "ini",
+    "csvfile",
+    "password",
+    "config",
+];
+
 pub fn register(
     env: &mut Environment<'static>,
     base_dir: Option<PathBuf>,
@@ -90,10 +113,20 @@ fn run(
         "sequence" => sequence(terms),
         "dict" => dict(terms),
         "vars" => vars(state, terms, &kwargs),
+        "random_choice" => Ok(random_choice(terms)),
+        "ini" => super::ini_lookup::ini(&term_texts(terms), &kwargs, &|name| {
+            find(&base, "files", name).filter(|p| p.is_file())
+        }),
+        "config" => super::config_lookup::config(state, terms, &kwargs, base.playbook_dir()),
+        "password" => {
+            super::password_lookup::password(&term_texts(terms), &kwargs, base.playbook_dir())
+        }
+        "csvfile" => super::csvfile_lookup::csvfile(&term_texts(terms), &kwargs, &|name| {
+            find(&base, "files", name).filter(|p| p.is_file())
+        }),
         other => Err(error(format!(
-            "lookup plugin '{other}' is not supported (supported: file, env, template, \
-             fileglob, first_found, pipe, lines, items, list, sequence, dict, vars, \
-             varnames, inventory_hostnames)"
+            "lookup plugin '{other}' is not supported (supported: {})",
+            NAMES.join(", ")
         ))),
     };
     let results = match results {
@@ -108,7 +141,8 @@ fn run(
         Err(e) => return Err(e),
     };
     kwargs.assert_all_used()?;
-    if wantlist {
+    // Ansible gives the results as they are with `wantlist`, and none as an empty list.
+    if wantlist || results.is_empty() {
         return Ok(MjValue::from(results));
     }
     // Ansible joins string results with commas; other results come back as they are.
@@ -120,6 +154,11 @@ fn run(
         1 => results.into_iter().next().unwrap_or_default(),
         _ => MjValue::from(results),
     })
+}
+
+/// Python's name for a value's type, as Ansible's messages show it.
+fn python_type(value: &MjValue) -> &'static str {
+    super::filters::mj_type_name(value)
 }
 
 fn term_texts(terms: &[MjValue]) -> Vec<String> {
@@ -383,9 +422,16 @@ fn varnames(state: &State, terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
     names.sort();
     names.dedup();
     let mut out = Vec::new();
-    for term in term_texts(terms) {
+    for term in flatten_terms(terms, true) {
+        let Some(term) = term.as_str() else {
+            return Err(error(format!(
+                "Invalid setting identifier, \"{}\" is not a string, it is a <class '{}'>",
+                super::filters::python_str(&term),
+                python_type(&term)
+            )));
+        };
         let pattern =
-            super::pyregex::PyRegex::new(&term, super::pyregex::Anchor::Search, false, false)
+            super::pyregex::PyRegex::new(term, super::pyregex::Anchor::Search, false, false)
                 .map_err(|e| {
                     error(format!(
                         "Unable to use \"{term}\" as a search parameter: {e}"
@@ -463,11 +509,16 @@ fn sequence(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
     Ok(out)
 }
 
+/// `dict`: each term must be a mapping; a list is no list of mappings here, as in Ansible.
 fn dict(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
     let mut out = Vec::new();
-    for term in flatten_terms(terms, true) {
+    for term in terms {
         if term.kind() != ValueKind::Map {
-            return Err(error("with_dict expects a dict"));
+            return Err(error(format!(
+                "the 'dict' lookup plugin expects a dictionary, got '{}' of type <class '{}'>)",
+                super::filters::python_str(term),
+                python_type(term)
+            )));
         }
         for key in term.try_iter()? {
             let value = term.get_item(&key)?;
@@ -483,18 +534,35 @@ fn dict(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
 /// `vars`: variables by (templated) name, or `default=` when one is missing.
 fn vars(state: &State, terms: &[MjValue], kwargs: &Kwargs) -> Result<Vec<MjValue>, MjError> {
     let default: Option<MjValue> = kwargs.get("default")?;
-    term_texts(terms)
+    flatten_terms(terms, true)
         .iter()
-        .map(
-            |name| match state.lookup(name).filter(|v| !v.is_undefined()) {
+        .map(|term| {
+            let Some(name) = term.as_str() else {
+                return Err(error(format!(
+                    "Variable name must be 'str' not '{}'.",
+                    python_type(term)
+                )));
+            };
+            match state.lookup(name).filter(|v| !v.is_undefined()) {
                 Some(v) => Ok(v),
                 None => default.clone().ok_or_else(|| {
                     MjError::new(
                         ErrorKind::UndefinedError,
-                        format!("No variable found with this name: {name}"),
+                        format!("No variable named '{name}' was found."),
                     )
                 }),
-            },
-        )
+            }
+        })
         .collect()
+}
+
+/// `random_choice`: one of the terms, or none when there are none.
+fn random_choice(terms: &[MjValue]) -> Vec<MjValue> {
+    let terms = flatten_terms(terms, true);
+    if terms.is_empty() {
+        return terms;
+    }
+    let mut rng = super::prng::Prng::new(None);
+    let pick = rng.below(terms.len() as u64) as usize;
+    vec![terms[pick].clone()]
 }

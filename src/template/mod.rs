@@ -8,11 +8,19 @@
 //! in `lookups`; Python's string/list/dict methods come from minijinja-contrib's pycompat.
 
 mod chain;
+mod config_lookup;
 #[cfg(test)]
 mod dialect_tests;
 mod filters;
 pub use filters::{python_str, python_type};
+mod csvfile_lookup;
+mod ini_lookup;
+#[cfg(test)]
+mod lookup_tests;
 mod lookups;
+mod math_filters;
+mod password_lookup;
+mod prng;
 mod pyregex;
 mod sequence;
 pub use sequence::sequence_items;
@@ -189,9 +197,12 @@ impl Templar {
             written.map_err(|e| MjError::new(ErrorKind::WriteFailure, e.to_string()))
         });
         filters::register(&mut env);
+        math_filters::register(&mut env);
         tests::register(&mut env);
         lookups::register(&mut env, base_dir.clone(), None);
         env.add_function(chain::CHAIN_FN, chain::chain);
+        // Ansible's `undef(hint)`: an undefined value, for defaults that must stay unset.
+        env.add_function("undef", |_hint: Option<String>| MjValue::UNDEFINED);
         let globals = env.globals().map(|(name, _)| name.to_string()).collect();
         Templar {
             env,

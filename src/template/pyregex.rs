@@ -40,6 +40,22 @@ impl fmt::Display for PyRegexError {
 /// The text of each group of one match (`None` for a group that did not take part).
 pub(super) type Groups = Vec<Option<String>>;
 
+/// Python's words for a syntax error the `regex` crate reports in its own, for the
+/// errors playbooks run into (a quantifier with nothing before it): `nothing to repeat at
+/// position 0`. `prefix` is how many characters were put before the user's pattern.
+fn python_message(refused: &str, prefix: usize) -> Option<String> {
+    if !refused.contains("repetition operator missing expression") {
+        return None;
+    }
+    // The crate's message quotes the pattern on one line and puts a caret under the fault.
+    let caret = refused.lines().find(|l| l.trim() == "^")?;
+    let column = caret.find('^')?.checked_sub(4)?;
+    Some(format!(
+        "nothing to repeat at position {}",
+        column.saturating_sub(prefix)
+    ))
+}
+
 impl PyRegex {
     pub(super) fn new(
         pattern: &str,
@@ -49,6 +65,12 @@ impl PyRegex {
     ) -> Result<PyRegex, PyRegexError> {
         // Python's `\Z` is the very end of the text: `\z` in both engines.
         let body = pattern.replace(r"\Z", r"\z");
+        // Where the user's pattern starts in what is compiled, for error positions.
+        let lead = if anchor == Anchor::Search {
+            0
+        } else {
+            r"\A(?:".len()
+        };
         let full = match anchor {
             Anchor::Search => body,
             Anchor::Start => format!(r"\A(?:{body})"),
@@ -82,7 +104,8 @@ impl PyRegex {
                 PyRegexError(format!("invalid regular expression {pattern:?}: {e}")),
             ),
             Err(_) => Err(PyRegexError(format!(
-                "invalid regular expression {pattern:?}: {refused}"
+                "invalid regular expression {pattern:?}: {}",
+                python_message(&refused, lead).unwrap_or(refused)
             ))),
         }
     }
@@ -225,6 +248,19 @@ mod tests {
         assert!(
             both.starts_with("invalid regular expression \"(?<=a)(b\": "),
             "{both}"
+        );
+        assert_eq!(
+            err("*").to_string(),
+            "invalid regular expression \"*\": nothing to repeat at position 0"
+        );
+        let anchored = PyRegex::new("ab|+", Anchor::Full, false, false)
+            .err()
+            .unwrap();
+        assert!(
+            anchored
+                .to_string()
+                .ends_with("nothing to repeat at position 3"),
+            "{anchored}"
         );
     }
 }

@@ -49,6 +49,51 @@ pub fn register(env: &mut Environment<'static>) {
     });
     env.add_test("abs", |p: &str| p.starts_with('/'));
     env.add_test("is_abs", |p: &str| p.starts_with('/'));
+    env.add_test("nan", is_nan);
+    env.add_test("isnan", is_nan);
+    env.add_test("uri", uri);
+    env.add_test("url", url);
+    env.add_test("urn", |value: &MjValue| {
+        uri(value, Some(MjValue::from(vec!["urn"])))
+    });
+}
+
+/// `nan`: only a float can be NaN; anything else (a string too) is not.
+fn is_nan(value: &MjValue) -> bool {
+    value.kind() == ValueKind::Number
+        && !value.is_integer()
+        && f64::try_from(value.clone()).is_ok_and(f64::is_nan)
+}
+
+/// `uri(schemes=None)`: Python's `urlparse` accepts nearly any text, so this only checks
+/// the scheme against `schemes` when given.
+fn uri(value: &MjValue, schemes: Option<MjValue>) -> bool {
+    let Some(text) = value.as_str() else {
+        return false;
+    };
+    let (scheme, _) = super::filters::url_scheme(text);
+    match schemes {
+        Some(schemes) if schemes.is_true() => schemes
+            .try_iter()
+            .into_iter()
+            .flatten()
+            .any(|s| s.as_str() == Some(scheme.as_str())),
+        _ => true,
+    }
+}
+
+/// `url(schemes=None)`: a `uri` with a network location (`//host`), or a `file:` one.
+fn url(value: &MjValue, schemes: Option<MjValue>) -> bool {
+    if !uri(value, schemes) {
+        return false;
+    }
+    let text = value.as_str().unwrap_or("");
+    let (scheme, rest) = super::filters::url_scheme(text);
+    let netloc = rest
+        .strip_prefix("//")
+        .map(|r| r.split(['/', '?', '#']).next().unwrap_or(""))
+        .unwrap_or("");
+    !netloc.is_empty() || scheme == "file"
 }
 
 fn invalid(message: impl Into<String>) -> MjError {
@@ -368,8 +413,7 @@ fn superset(value: &MjValue, of: &MjValue) -> Result<bool, MjError> {
     subset(of, value)
 }
 
-/// Ansible's `contains` is Python's `in`: a substring of a string, a member of anything
-/// else.
+/// `contains`: Python's `item in value`, so a substring of a string counts.
 fn contains(value: &MjValue, item: &MjValue) -> Result<bool, MjError> {
     if let (Some(text), Some(part)) = (value.as_str(), item.as_str()) {
         return Ok(text.contains(part));

@@ -136,3 +136,54 @@ fn inventory_hostnames_varnames_and_lines_lookups() {
         );
     }
 }
+
+/// Data-file lookups as loops (`with_ini`, `with_csvfile`, `with_random_choice`), the
+/// connection variables the vars lookup sees, the controller's Python, and a variable
+/// whose lookup fails failing the task that uses it, as ansible-playbook 2.21 does.
+#[test]
+fn data_file_loops_connection_vars_and_failing_variables() {
+    let hosts = LocalHosts::new(&["web1"]);
+    let out = TestRun::new()
+        .file(
+            "files/app.ini",
+            "[db]\nuser = admin\nport = 5432\nname = app\n",
+        )
+        .file("files/people.csv", "Smith,Jane\nDoe,John\n")
+        .playbook(
+            r#"- hosts: web1
+  gather_facts: false
+  tasks:
+    - debug: msg={{ item }}
+      with_ini: "^(user|port) section=db file=app.ini re=true"
+      register: ini_items
+    - set_fact:
+        picked: "{{ item }}"
+      with_random_choice: [red, green]
+    - set_fact:
+        bad: "{{ broken }}"
+      vars:
+        broken: "{{ lookup('dict', 1) }}"
+      register: bad_result
+      ignore_errors: true
+    - copy:
+        dest: ~/{{ inventory_hostname }}/out.txt
+        content: |
+          ini={{ ini_items.results | map(attribute='item') | join(',') }}
+          csv={{ lookup('csvfile', 'Doe', file='people.csv', delimiter=',') }}
+          picked={{ picked in ['red', 'green'] }}
+          host={{ lookup('vars', 'ansible_host') }} {{ ansible_host }}
+          python={{ ansible_playbook_python is search('python3$') }}
+          bad={{ bad_result is failed }} {{ 'expects a dictionary' in bad_result.msg }}
+"#,
+        )
+        .inventory(&hosts.inventory())
+        .local_home(&hosts)
+        .run();
+    out.assert_code(0);
+    let text = std::fs::read_to_string(hosts.dir("web1").join("out.txt")).unwrap();
+    assert_eq!(
+        text, "ini=admin,5432\ncsv=John\npicked=True\nhost=web1 web1\npython=True\nbad=True True\n",
+        "{}",
+        out.stdout
+    );
+}

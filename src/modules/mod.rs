@@ -22,6 +22,7 @@ mod file;
 mod include;
 mod include_vars;
 mod inventory_edit;
+mod lineinfile;
 mod meta;
 mod pause;
 mod ping;
@@ -31,6 +32,7 @@ mod setup;
 pub mod spec;
 mod stat;
 mod template;
+mod text_file;
 
 pub use registry::{all, collection_module, find, is_implemented, suggest};
 pub use spec::{Args, Spec};

@@ -14,8 +14,8 @@ use std::sync::LazyLock;
 use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, command, copy, debug,
-    file, include, include_vars, inventory_edit, meta, pause, ping, set_fact, setup, stat,
-    template,
+    file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping, set_fact, setup,
+    stat, template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -69,7 +69,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("include_vars", Native(&include_vars::IncludeVars)),
     ("iptables", NOT_YET),
     ("known_hosts", NOT_YET),
-    ("lineinfile", NOT_YET),
+    ("lineinfile", Native(&lineinfile::LineInFile)),
     ("meta", Native(&meta::Meta)),
     ("mount_facts", NOT_YET),
     ("package", NOT_YET),

@@ -13,7 +13,7 @@ mod dialect_tests;
 mod filters;
 pub use filters::{python_str, python_type};
 mod lookups;
-mod pyregex;
+pub(crate) mod pyregex;
 mod sha_crypt;
 mod tests;
 mod yaml_dump;

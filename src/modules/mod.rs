@@ -14,6 +14,7 @@ use turbo_proto::{FileMode, Op, OpResult};
 use crate::template::{Templar, TemplateError};
 
 mod assert;
+mod blockinfile;
 mod command;
 mod copy;
 mod copy_tree;

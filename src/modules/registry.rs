@@ -13,9 +13,9 @@ use std::sync::LazyLock;
 
 use super::spec::{Spec, Unknown};
 use super::{
-    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, command, copy, debug,
-    file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping, set_fact, setup,
-    stat, template,
+    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
+    copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
+    set_fact, setup, stat, template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -42,7 +42,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("assemble", NOT_YET),
     ("assert", Native(&assert::Assert)),
     ("async_status", NOT_YET),
-    ("blockinfile", NOT_YET),
+    ("blockinfile", Native(&blockinfile::BlockInFile)),
     ("command", Native(&command::CommandModule)),
     ("copy", Native(&copy::Copy)),
     ("cron", NOT_YET),

@@ -15,7 +15,7 @@ use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
     copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
-    set_fact, setup, stat, template,
+    replace, set_fact, setup, slurp, stat, template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -79,7 +79,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("pip", NOT_YET),
     ("raw", NotYet { free_form: true }),
     ("reboot", NOT_YET),
-    ("replace", NOT_YET),
+    ("replace", Native(&replace::Replace)),
     ("rpm_key", NOT_YET),
     ("script", NotYet { free_form: true }),
     ("service", NOT_YET),
@@ -88,7 +88,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("set_stats", NOT_YET),
     ("setup", Native(&setup::Setup)),
     ("shell", Native(&command::Shell)),
-    ("slurp", NOT_YET),
+    ("slurp", Native(&slurp::Slurp)),
     ("stat", Native(&stat::Stat)),
     ("subversion", NOT_YET),
     ("systemd", NOT_YET),

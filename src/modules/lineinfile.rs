@@ -2,7 +2,7 @@
 //! where `insertafter`/`insertbefore` say), or remove every line that matches. The file is
 //! read first, the new text computed here with Ansible's algorithm, then written whole.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::spec::{Arg, Spec};
 use super::text_file::{
@@ -437,6 +437,7 @@ fn result(changed: bool, msg: String) -> TaskOutcome {
 mod tests {
     use super::*;
     use crate::modules::text_file::testing::FakeTarget;
+    use serde_json::Value;
     use std::path::Path;
 
     fn run_on(target: &mut FakeTarget, args: Value) -> Result<TaskOutcome, String> {

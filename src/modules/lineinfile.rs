@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::spec::{Arg, Spec};
 use super::text_file::{
-    self, Current, WriteOpts, Written, check_encoding, content_diff, decode, diff_list,
+    self, Current, WriteOpts, Writer, Written, check_encoding, content_diff, decode, diff_list,
     failed_with_rc, line_pattern, read_lines, with_attrs_message,
 };
 use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
@@ -102,7 +102,7 @@ impl Module for LineInFile {
             compile(pattern)?;
         }
         let path = args.str("path").unwrap_or_default();
-        Ok(text_file::read(path, move |current| {
+        Ok(text_file::read(path, Writer::of(ctx), move |current| {
             Ok(edit(request, current))
         }))
     }
@@ -167,11 +167,11 @@ fn checked_edit(request: Request, current: Current) -> Plan {
     }
 }
 
-/// The file's lines as Ansible's `readlines()` gives them, or the failure to read them.
-fn current_lines(current: &Current) -> Result<Vec<String>, TaskOutcome> {
+/// The file's lines as Ansible's `readlines()` gives them, or why they cannot be read.
+fn current_lines(current: &Current) -> Result<Vec<String>, String> {
     decode(&current.bytes, true)
         .map(|text| read_lines(&text))
-        .map_err(|why| TaskOutcome::failed(format!("{}: {why}", current.path)))
+        .map_err(|why| format!("{}: {why}", current.path))
 }
 
 fn is_set(value: &Option<String>) -> bool {
@@ -189,7 +189,7 @@ fn present(request: Request, current: Current) -> Plan {
     }
     let mut lines = match current_lines(&current) {
         Ok(lines) => lines,
-        Err(failed) => return Plan::Done(failed),
+        Err(why) => return Plan::Done(TaskOutcome::failed(why)),
     };
     let before = lines.concat();
     let line = request.line.clone().unwrap_or_default();
@@ -366,7 +366,7 @@ fn absent(request: Request, current: Current) -> Plan {
     }
     let lines = match current_lines(&current) {
         Ok(lines) => lines,
-        Err(failed) => return Plan::Done(failed),
+        Err(why) => return Plan::Done(TaskOutcome::failed(why)),
     };
     let before = lines.concat();
     let re = request
@@ -740,6 +740,26 @@ mod tests {
         assert_eq!(target.text("/real").unwrap(), "a\nb\n");
         assert_eq!(out.data["backup"], json!("/real.backup"));
         assert!(!target.files.contains_key("/link"));
+    }
+
+    #[test]
+    fn a_loops_items_each_see_the_lines_the_earlier_ones_add() {
+        let mut target = FakeTarget::with(&[("/f", "a\n")]);
+        let ctx = PlanContext::new(Path::new("/"));
+        let plans = ["x", "y", "a", "x"]
+            .iter()
+            .map(|line| {
+                crate::modules::try_plan(&LineInFile, json!({"path": "/f", "line": line}), &ctx)
+            })
+            .collect();
+        let outcomes = target.drive_lockstep(plans);
+        let msgs: Vec<_> = outcomes.iter().map(|o| o.msg.as_deref().unwrap()).collect();
+        assert_eq!(msgs, ["line added", "line added", "", ""]);
+        assert_eq!(target.text("/f").unwrap(), "a\nx\ny\n");
+        // The chain ended with the last write's reply: a later task reads the file as is.
+        let out = run_on(&mut target, json!({"path": "/f", "line": "z"})).unwrap();
+        assert_eq!(out.msg.as_deref(), Some("line added"));
+        assert_eq!(target.text("/f").unwrap(), "a\nx\ny\nz\n");
     }
 
     #[test]

@@ -2,14 +2,27 @@
 //! by page), then write the edited text atomically with backup, validate, mode and owner,
 //! and tell the module what happened to the file's attributes, as Ansible's
 //! `check_file_attrs` does.
+//!
+//! A loop's items go to the agent in lockstep: every item reads, then every item writes.
+//! Ansible runs them one after the other, each seeing what the one before wrote, so a
+//! `lineinfile` loop over one file adds every line. Here an item that read the same file
+//! state as an earlier item of the same step builds on the text that item is about to
+//! write ([`PENDING`]); its write goes after the earlier one in the batch, so the file
+//! ends as Ansible leaves it.
+
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
 
 use serde_json::{Map, Value, json};
+use sha2::{Digest as _, Sha256};
 use turbo_proto::{
     EnsureFile, EnsurePath, FileContent, FileKind, FileMode, FileOutcome, Op, OpResult, Ownership,
     PathState, StatInfo,
 };
 
-use super::{Args, ModuleError, Next, Plan, TaskOutcome, mode_string, ownership, parse_mode};
+use super::{
+    Args, ModuleError, Next, Plan, PlanContext, TaskOutcome, mode_string, ownership, parse_mode,
+};
 
 /// The file as it was before the edit.
 pub(super) struct Current {
@@ -20,6 +33,112 @@ pub(super) struct Current {
     /// The file itself (a final symlink followed); `kind` is `Missing` when there is none.
     pub stat: StatInfo,
     pub bytes: Vec<u8>,
+    /// Set when a later write may be built on by the loop's next items.
+    chain: Option<Chain>,
+}
+
+/// Whose in-flight writes a read may build on: the host's, outside check mode (where
+/// nothing is written, so every item sees the file as it is, as in Ansible).
+#[derive(Clone)]
+pub(super) struct Writer {
+    host: Option<String>,
+}
+
+impl Writer {
+    pub fn of(ctx: &PlanContext) -> Writer {
+        let host = ctx
+            .vars
+            .and_then(|v| v.get_attr("inventory_hostname").ok())
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        Writer {
+            host: (!ctx.check_mode).then_some(host),
+        }
+    }
+
+    /// For reads that never write (slurp).
+    pub fn none() -> Writer {
+        Writer { host: None }
+    }
+}
+
+/// Where an item's write is registered for the items after it.
+struct Chain {
+    key: (String, String),
+    /// What the target answered to this item's read (see [`read_identity`]).
+    read: [u8; 32],
+}
+
+/// A write planned but not yet confirmed: the items of the same step that read the same
+/// file state (`read`) take `result` as the file's content instead.
+struct Pending {
+    read: [u8; 32],
+    result: Vec<u8>,
+}
+
+/// Planned writes by (host, path); an entry lives from the step that plans the write
+/// until the agent's reply to the last write of the chain.
+static PENDING: LazyLock<Mutex<HashMap<(String, String), Pending>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// A file state as read: content and the inode's identity and change time, so that a later
+/// task, after any write, never takes it for the same state.
+fn read_identity(stat: &StatInfo, bytes: &[u8]) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    hash.update([u8::from(stat.exists), stat.kind as u8]);
+    for n in [stat.dev, stat.inode, stat.size, stat.ctime as u64] {
+        hash.update(n.to_le_bytes());
+    }
+    hash.update(stat.ctime_nsec.to_le_bytes());
+    hash.update(bytes);
+    hash.finalize().into()
+}
+
+impl Current {
+    /// The read as the loop's earlier items of this step leave the file: their pending
+    /// write's text when they read the same state.
+    fn after_pending(mut self, writer: &Writer) -> Current {
+        let Some(host) = &writer.host else {
+            return self;
+        };
+        let read = read_identity(&self.stat, &self.bytes);
+        let key = (host.clone(), self.write_path.clone());
+        if let Some(pending) = PENDING.lock().expect("pending writes").get(&key)
+            && pending.read == read
+        {
+            self.bytes = pending.result.clone();
+            if self.stat.kind == FileKind::Missing {
+                self.stat.kind = FileKind::File;
+                self.stat.exists = true;
+            }
+        }
+        self.chain = Some(Chain { key, read });
+        self
+    }
+
+    /// Registers `bytes` as this item's coming write.
+    fn plan_write(&self, bytes: &[u8]) {
+        if let Some(chain) = &self.chain {
+            PENDING.lock().expect("pending writes").insert(
+                chain.key.clone(),
+                Pending {
+                    read: chain.read,
+                    result: bytes.to_vec(),
+                },
+            );
+        }
+    }
+}
+
+/// The agent answered this item's write: the last write of a chain ends it.
+fn write_answered(key: Option<(String, String)>, bytes: &[u8]) {
+    let Some(key) = key else {
+        return;
+    };
+    let mut pending = PENDING.lock().expect("pending writes");
+    if pending.get(&key).is_some_and(|p| p.result == bytes) {
+        pending.remove(&key);
+    }
 }
 
 impl Current {
@@ -39,9 +158,10 @@ type Then = Box<dyn FnOnce(Current) -> Result<Plan, ModuleError> + Send + Sync>;
 /// symlink points.
 pub(super) fn read(
     path: &str,
+    writer: Writer,
     then: impl FnOnce(Current) -> Result<Plan, ModuleError> + Send + Sync + 'static,
 ) -> Plan {
-    let then: Then = Box::new(then);
+    let then: Then = Box::new(move |current: Current| then(current.after_pending(&writer)));
     let first = Op::Batch(vec![
         Op::Stat {
             path: path.to_string(),
@@ -80,6 +200,7 @@ pub(super) fn read(
                 write_path,
                 stat: read.stat,
                 bytes: read.data,
+                chain: None,
             };
             if read.eof {
                 then(current)
@@ -341,6 +462,7 @@ pub(super) fn write(
         Ok(words) => words,
         Err(message) => return Plan::Done(TaskOutcome::failed(message)),
     };
+    let written_bytes = bytes.clone();
     let file = Op::EnsureFile(EnsureFile {
         path: current.write_path.clone(),
         content: FileContent::Inline(bytes),
@@ -373,11 +495,14 @@ pub(super) fn write(
         ),
         None => (file, false),
     };
+    current.plan_write(&written_bytes);
+    let chain = current.chain.as_ref().map(|c| c.key.clone());
     let before = before_of(&current.stat);
     let path = current.write_path.clone();
     Plan::Step(
         op,
         Next::new(move |reply| {
+            write_answered(chain, &written_bytes);
             let reply = match reply {
                 OpResult::Batch(mut replies) if creates_parent && replies.len() == 2 => {
                     let file = replies.pop().expect("two replies");
@@ -388,8 +513,12 @@ pub(super) fn write(
                 }
                 other => other,
             };
-            let OpResult::File(outcome) = reply else {
-                return Ok(Plan::Done(agent_failure(reply)));
+            let outcome = match reply {
+                OpResult::File(outcome) => outcome,
+                OpResult::Error(e) => {
+                    return Ok(Plan::Done(TaskOutcome::failed(validate_message(e.message))));
+                }
+                other => return Ok(Plan::Done(agent_failure(other))),
             };
             if !existed {
                 let created = before_of_outcome(&outcome);
@@ -401,6 +530,23 @@ pub(super) fn write(
             Ok(Plan::Done(done(written)))
         }),
     )
+}
+
+/// The agent's word for a validate command that refused the content
+/// (`failed to validate: CMD exited with RC: DETAIL`) in these modules' own words:
+/// `failed to validate: rc:RC error:STDERR`.
+fn validate_message(message: String) -> String {
+    let Some(rest) = message.strip_prefix("failed to validate: ") else {
+        return message;
+    };
+    let Some((_, outcome)) = rest.rsplit_once(" exited with ") else {
+        return message;
+    };
+    let (rc, detail) = outcome.split_once(": ").unwrap_or((outcome, ""));
+    if rc.parse::<i32>().is_err() {
+        return message;
+    }
+    format!("failed to validate: rc:{rc} error:{detail}")
 }
 
 /// The attributes Ansible compares: permission bits, uid and gid.
@@ -561,6 +707,7 @@ pub(super) mod testing {
     //! replies as the agent would give them.
 
     use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     use turbo_proto::{
         ErrorKind, FileKind, FileOutcome, FileRead, Op, OpError, OpResult, PathState, StatInfo,
@@ -568,8 +715,12 @@ pub(super) mod testing {
 
     use crate::modules::{Plan, TaskOutcome};
 
-    #[derive(Default)]
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
     pub struct FakeTarget {
+        /// This target's inodes (one for all its files will do).
+        id: u64,
+        ctimes: BTreeMap<String, u64>,
         pub files: BTreeMap<String, Vec<u8>>,
         pub modes: BTreeMap<String, u32>,
         pub dirs: Vec<String>,
@@ -579,6 +730,22 @@ pub(super) mod testing {
         /// Bytes per ReadFile reply, to exercise paging.
         pub page: Option<usize>,
         pub sent: Vec<Op>,
+    }
+
+    impl Default for FakeTarget {
+        fn default() -> FakeTarget {
+            FakeTarget {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                ctimes: BTreeMap::new(),
+                files: BTreeMap::new(),
+                modes: BTreeMap::new(),
+                dirs: Vec::new(),
+                links: BTreeMap::new(),
+                check: false,
+                page: None,
+                sent: Vec::new(),
+            }
+        }
     }
 
     impl FakeTarget {
@@ -605,6 +772,13 @@ pub(super) mod testing {
                 .unwrap_or_else(|| path.to_string())
         }
 
+        /// Each file its own inode and a new change time per write, unique across tests
+        /// (they share the pending writes of the process), as a real target has.
+        fn touch(&mut self, path: &str) {
+            self.ctimes
+                .insert(path.to_string(), NEXT_ID.fetch_add(1, Ordering::Relaxed));
+        }
+
         fn stat(&self, path: &str) -> StatInfo {
             let real = self.resolve(path);
             let kind = if self.dirs.contains(&real) {
@@ -620,6 +794,8 @@ pub(super) mod testing {
                 kind,
                 mode: *self.modes.get(&real).unwrap_or(&0o644),
                 size: self.files.get(&real).map_or(0, |b| b.len() as u64),
+                inode: self.id,
+                ctime: *self.ctimes.get(&real).unwrap_or(&0) as i64,
                 ..StatInfo::default()
             }
         }
@@ -708,6 +884,9 @@ pub(super) mod testing {
                         let old = self.files[&f.path].clone();
                         self.files.insert(b.clone(), old);
                     }
+                    if changed {
+                        self.touch(&f.path);
+                    }
                     self.files.insert(f.path.clone(), bytes.clone());
                     if let Some(turbo_proto::FileMode::Bits(bits)) = &f.mode {
                         self.modes.insert(f.path.clone(), *bits);
@@ -735,6 +914,38 @@ pub(super) mod testing {
                         plan = next.resume(reply).map_err(|e| e.to_string())?;
                     }
                 }
+            }
+        }
+
+        /// Runs several plans as the executor runs a loop's items: each step's ops of
+        /// every item first, then every item's next step.
+        pub fn drive_lockstep(&mut self, plans: Vec<Result<Plan, String>>) -> Vec<TaskOutcome> {
+            let mut plans: Vec<Plan> = plans.into_iter().map(|p| p.unwrap()).collect();
+            loop {
+                if plans.iter().all(|p| matches!(p, Plan::Done(_))) {
+                    return plans
+                        .into_iter()
+                        .map(|p| match p {
+                            Plan::Done(outcome) => outcome,
+                            _ => unreachable!(),
+                        })
+                        .collect();
+                }
+                let replies: Vec<Option<OpResult>> = plans
+                    .iter()
+                    .map(|p| match p {
+                        Plan::Step(op, _) => Some(self.answer(op)),
+                        _ => None,
+                    })
+                    .collect();
+                plans = plans
+                    .into_iter()
+                    .zip(replies)
+                    .map(|(plan, reply)| match (plan, reply) {
+                        (Plan::Step(_, next), Some(reply)) => next.resume(reply).unwrap(),
+                        (plan, _) => plan,
+                    })
+                    .collect();
             }
         }
 
@@ -774,6 +985,28 @@ mod tests {
         assert_eq!(
             decode(b"ab\xff", true).unwrap_err(),
             "'utf-8' codec can't decode byte 0xff in position 2: invalid start byte"
+        );
+    }
+
+    #[test]
+    fn validate_failures_in_ansibles_words() {
+        assert_eq!(
+            validate_message("failed to validate: grep -q x /t/.f.tmp exited with 1".into()),
+            "failed to validate: rc:1 error:"
+        );
+        assert_eq!(
+            validate_message(
+                "failed to validate: visudo -cf /t/x exited with 1: bad syntax".into()
+            ),
+            "failed to validate: rc:1 error:bad syntax"
+        );
+        assert_eq!(
+            validate_message("failed to validate: cannot run nope: No such file".into()),
+            "failed to validate: cannot run nope: No such file"
+        );
+        assert_eq!(
+            validate_message("Permission denied".into()),
+            "Permission denied"
         );
     }
 

@@ -156,14 +156,64 @@ impl PyRegex {
         count: usize,
         replacement: &str,
     ) -> Result<String, PyRegexError> {
-        match &self.engine {
-            Engine::Linear(re) => Ok(re.replacen(text, count, replacement).into_owned()),
-            Engine::Backtracking(re) => re
-                .try_replacen(text, count, replacement)
-                .map(|s| s.into_owned())
-                .map_err(runtime),
-        }
+        self.substitute(text, count, replacement)
+            .map(|(out, _)| out)
     }
+
+    /// Python's `re.sub` walk: after an empty match the next one may not be empty at the
+    /// same place, but after a non-empty one it may (`re.sub('x*', '-', 'ax')` is
+    /// `-a--`), which the `regex` crate's own iteration never allows.
+    fn substitute(
+        &self,
+        text: &str,
+        count: usize,
+        replacement: &str,
+    ) -> Result<(String, usize), PyRegexError> {
+        let mut out = String::with_capacity(text.len());
+        let (mut copied, mut pos, mut n) = (0, 0, 0);
+        let mut must_advance = false;
+        while pos <= text.len() && (count == 0 || n < count) {
+            let mut expanded = String::new();
+            let found = match &self.engine {
+                Engine::Linear(re) => re.captures_at(text, pos).map(|caps| {
+                    caps.expand(replacement, &mut expanded);
+                    let m = caps.get(0).expect("group 0 is the match");
+                    (m.start(), m.end())
+                }),
+                Engine::Backtracking(re) => {
+                    re.captures_from_pos(text, pos)
+                        .map_err(runtime)?
+                        .map(|caps| {
+                            caps.expand(replacement, &mut expanded);
+                            let m = caps.get(0).expect("group 0 is the match");
+                            (m.start(), m.end())
+                        })
+                }
+            };
+            let Some((start, end)) = found else {
+                break;
+            };
+            if must_advance && start == end && start == pos {
+                match text[pos..].chars().next() {
+                    Some(c) => {
+                        pos += c.len_utf8();
+                        must_advance = false;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            out.push_str(&text[copied..start]);
+            out.push_str(&expanded);
+            copied = end;
+            n += 1;
+            must_advance = start == end;
+            pos = end;
+        }
+        out.push_str(&text[copied..]);
+        Ok((out, n))
+    }
+
     /// Where the first match and each of its groups lie (byte offsets; `None` for a group
     /// that did not take part), as Python's `match.span(i)`.
     pub(crate) fn spans(&self, text: &str) -> Result<Option<Spans>, PyRegexError> {
@@ -189,18 +239,7 @@ impl PyRegex {
         text: &str,
         replacement: &str,
     ) -> Result<(String, usize), PyRegexError> {
-        let count = match &self.engine {
-            Engine::Linear(re) => re.find_iter(text).count(),
-            Engine::Backtracking(re) => {
-                let mut count = 0;
-                for found in re.find_iter(text) {
-                    found.map_err(runtime)?;
-                    count += 1;
-                }
-                count
-            }
-        };
-        Ok((self.replacen(text, 0, replacement)?, count))
+        self.substitute(text, 0, replacement)
     }
 }
 
@@ -302,6 +341,28 @@ mod tests {
         assert!(!start.is_match("yxx").unwrap());
         let full = PyRegex::new(r"(x)\1", Anchor::Full, true, false).unwrap();
         assert!(full.is_match("XX").unwrap() && !full.is_match("XXy").unwrap());
+    }
+
+    /// `re.sub`/`re.subn` outcomes from Python 3.12.
+    #[test]
+    fn substitutions_walk_empty_matches_as_python() {
+        assert_eq!(re("x*").replacen("abxd", 0, "-").unwrap(), "-a-b--d-");
+        assert_eq!(
+            re("x*").subn("x=1\nx=3", "-").unwrap(),
+            ("--=-1-\n--=-3-".to_string(), 8)
+        );
+        assert_eq!(
+            re("a|b").subn("cab", "[${0}]").unwrap(),
+            ("c[a][b]".into(), 2)
+        );
+        assert_eq!(re("").replacen("ab", 0, "-").unwrap(), "-a-b-");
+        assert_eq!(re("a").replacen("aaa", 2, "b").unwrap(), "bba");
+        assert_eq!(
+            re(r"(?<=a)b").subn("abab", "c").unwrap(),
+            ("acac".into(), 2)
+        );
+        let multi = PyRegex::new("^", Anchor::Search, false, true).unwrap();
+        assert_eq!(multi.replacen("x\ny\n", 0, "# ").unwrap(), "# x\n# y\n# ");
     }
 
     #[test]

@@ -756,6 +756,14 @@ mod tests {
         let msgs: Vec<_> = outcomes.iter().map(|o| o.msg.as_deref().unwrap()).collect();
         assert_eq!(msgs, ["line added", "line added", "", ""]);
         assert_eq!(target.text("/f").unwrap(), "a\nx\ny\n");
+        // A write that is never sent ends its chain too.
+        let plan = crate::modules::try_plan(&LineInFile, json!({"path": "/f", "line": "w"}), &ctx);
+        let Ok(Plan::Step(op, next)) = plan else {
+            panic!("lineinfile reads first")
+        };
+        let write = next.resume(target.answer(&op)).unwrap();
+        assert!(matches!(write, Plan::Step(..)), "{write:?}");
+        drop(write);
         // The chain ended with the last write's reply: a later task reads the file as is.
         let out = run_on(&mut target, json!({"path": "/f", "line": "z"})).unwrap();
         assert_eq!(out.msg.as_deref(), Some("line added"));

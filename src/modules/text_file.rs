@@ -130,14 +130,25 @@ impl Current {
     }
 }
 
-/// The agent answered this item's write: the last write of a chain ends it.
-fn write_answered(key: Option<(String, String)>, bytes: &[u8]) {
-    let Some(key) = key else {
-        return;
-    };
-    let mut pending = PENDING.lock().expect("pending writes");
-    if pending.get(&key).is_some_and(|p| p.result == bytes) {
-        pending.remove(&key);
+/// Ends a chain with its last write: when the agent answers it, or when the write is
+/// never sent (the host became unreachable and the executor dropped the plan), so that a
+/// later task never builds on a write that did not happen.
+struct ChainEnd {
+    key: Option<(String, String)>,
+    bytes: Vec<u8>,
+}
+
+impl Drop for ChainEnd {
+    fn drop(&mut self) {
+        let Some(key) = self.key.take() else {
+            return;
+        };
+        let mut pending = PENDING
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if pending.get(&key).is_some_and(|p| p.result == self.bytes) {
+            pending.remove(&key);
+        }
     }
 }
 
@@ -496,13 +507,16 @@ pub(super) fn write(
         None => (file, false),
     };
     current.plan_write(&written_bytes);
-    let chain = current.chain.as_ref().map(|c| c.key.clone());
+    let chain_end = ChainEnd {
+        key: current.chain.as_ref().map(|c| c.key.clone()),
+        bytes: written_bytes,
+    };
     let before = before_of(&current.stat);
     let path = current.write_path.clone();
     Plan::Step(
         op,
         Next::new(move |reply| {
-            write_answered(chain, &written_bytes);
+            drop(chain_end);
             let reply = match reply {
                 OpResult::Batch(mut replies) if creates_parent && replies.len() == 2 => {
                     let file = replies.pop().expect("two replies");
@@ -817,7 +831,8 @@ pub(super) mod testing {
             })
         }
 
-        fn answer(&mut self, op: &Op) -> OpResult {
+        /// The reply the agent would give to `op`.
+        pub fn answer(&mut self, op: &Op) -> OpResult {
             match op {
                 Op::Batch(ops) => OpResult::Batch(ops.iter().map(|o| self.answer(o)).collect()),
                 Op::Stat { path, .. } => {

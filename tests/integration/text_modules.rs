@@ -563,3 +563,41 @@ fn a_loop_over_one_file_edits_it_item_after_item() {
     assert_eq!(again.recap("h"), recap(6, 0), "{}", again.stdout);
     assert_file(&dir.join("f"), f.as_bytes(), 0o644);
 }
+
+/// A file larger than one ReadFile reply (8 MiB) is read page by page, edited and
+/// slurped whole.
+#[test]
+fn files_past_one_read_page_are_edited_and_slurped_whole() {
+    use base64::Engine;
+    let hosts = LocalHosts::new(&["h"]);
+    let dir = hosts.dir("h");
+    let text: String = (0..450_000).map(|i| format!("line {i:014}\n")).collect();
+    assert!(text.len() > 8 << 20);
+    std::fs::write(dir.join("big"), &text).unwrap();
+    let edited = format!(
+        "{}the end\n",
+        text.replacen("line 00000000000007\n", "seven\n", 1)
+    );
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&edited);
+    let playbook = format!(
+        "- hosts: all
+  gather_facts: false
+  tasks:
+    - lineinfile: {{path: {d}/big, regexp: '^line 00000000000007$', line: seven}}
+    - lineinfile: {{path: {d}/big, line: the end}}
+    - slurp: {{src: {d}/big}}
+      register: s
+    - assert:
+        that:
+          - s.content | length == {len}
+          - s.content[-24:] == '{tail}'
+",
+        d = dir.display(),
+        len = encoded.len(),
+        tail = &encoded[encoded.len() - 24..]
+    );
+    let out = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
+    out.assert_code(0);
+    assert_eq!(out.recap("h"), recap(4, 2), "{}", out.stdout);
+    assert_file(&dir.join("big"), edited.as_bytes(), 0o644);
+}

@@ -14,6 +14,7 @@ use turbo_proto::{FileMode, Op, OpResult};
 use crate::template::{Templar, TemplateError};
 
 mod assert;
+mod blockinfile;
 mod command;
 mod copy;
 mod copy_tree;
@@ -22,15 +23,19 @@ mod file;
 mod include;
 mod include_vars;
 mod inventory_edit;
+mod lineinfile;
 mod meta;
 mod pause;
 mod ping;
 pub mod registry;
+mod replace;
 mod set_fact;
 mod setup;
+mod slurp;
 pub mod spec;
 mod stat;
 mod template;
+mod text_file;
 
 pub use registry::{all, collection_module, find, is_implemented, suggest};
 pub use spec::{Args, Spec};

@@ -13,9 +13,9 @@ use std::sync::LazyLock;
 
 use super::spec::{Spec, Unknown};
 use super::{
-    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, command, copy, debug,
-    file, include, include_vars, inventory_edit, meta, pause, ping, set_fact, setup, stat,
-    template,
+    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
+    copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
+    replace, set_fact, setup, slurp, stat, template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -42,7 +42,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("assemble", NOT_YET),
     ("assert", Native(&assert::Assert)),
     ("async_status", NOT_YET),
-    ("blockinfile", NOT_YET),
+    ("blockinfile", Native(&blockinfile::BlockInFile)),
     ("command", Native(&command::CommandModule)),
     ("copy", Native(&copy::Copy)),
     ("cron", NOT_YET),
@@ -69,7 +69,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("include_vars", Native(&include_vars::IncludeVars)),
     ("iptables", NOT_YET),
     ("known_hosts", NOT_YET),
-    ("lineinfile", NOT_YET),
+    ("lineinfile", Native(&lineinfile::LineInFile)),
     ("meta", Native(&meta::Meta)),
     ("mount_facts", NOT_YET),
     ("package", NOT_YET),
@@ -79,7 +79,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("pip", NOT_YET),
     ("raw", NotYet { free_form: true }),
     ("reboot", NOT_YET),
-    ("replace", NOT_YET),
+    ("replace", Native(&replace::Replace)),
     ("rpm_key", NOT_YET),
     ("script", NotYet { free_form: true }),
     ("service", NOT_YET),
@@ -88,7 +88,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("set_stats", NOT_YET),
     ("setup", Native(&setup::Setup)),
     ("shell", Native(&command::Shell)),
-    ("slurp", NOT_YET),
+    ("slurp", Native(&slurp::Slurp)),
     ("stat", Native(&stat::Stat)),
     ("subversion", NOT_YET),
     ("systemd", NOT_YET),

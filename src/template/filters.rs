@@ -6,7 +6,7 @@ use minijinja::{Environment, Error as MjError, ErrorKind};
 use serde_json::Value;
 
 use super::prng::Prng;
-use super::pyregex::{Anchor, PyRegex};
+use super::pyregex::{Anchor, PyRegex, python_replacement};
 use super::{python_json, to_json};
 
 pub fn register(env: &mut Environment<'static>) {
@@ -456,56 +456,6 @@ fn regex_flags(kwargs: &Kwargs) -> Result<(bool, bool), MjError> {
         kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false),
         kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false),
     ))
-}
-
-/// Python's replacement syntax (`\1`, `\g<1>`, `\g<name>`) in the `regex` crate's
-/// (`${1}`, `${name}`); a literal `$` is doubled.
-fn python_replacement(replacement: &str) -> String {
-    let mut out = String::with_capacity(replacement.len() + 8);
-    let mut chars = replacement.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '$' => out.push_str("$$"),
-            '\\' => match chars.peek().copied() {
-                Some(d) if d.is_ascii_digit() => {
-                    let mut group = String::new();
-                    while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
-                        group.push(d);
-                        chars.next();
-                        if group.len() == 2 {
-                            break;
-                        }
-                    }
-                    out.push_str(&format!("${{{group}}}"));
-                }
-                Some('g') => {
-                    chars.next();
-                    if chars.peek() == Some(&'<') {
-                        chars.next();
-                        let name: String = chars.by_ref().take_while(|&c| c != '>').collect();
-                        out.push_str(&format!("${{{name}}}"));
-                    } else {
-                        out.push_str("\\g");
-                    }
-                }
-                Some('n') => {
-                    chars.next();
-                    out.push('\n');
-                }
-                Some('t') => {
-                    chars.next();
-                    out.push('\t');
-                }
-                Some('\\') => {
-                    chars.next();
-                    out.push('\\');
-                }
-                _ => out.push('\\'),
-            },
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 fn regex_replace(

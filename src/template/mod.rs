@@ -21,7 +21,7 @@ mod lookups;
 mod math_filters;
 mod password_lookup;
 mod prng;
-mod pyregex;
+pub(crate) mod pyregex;
 mod sequence;
 pub use sequence::sequence_items;
 mod sha_crypt;

@@ -10,7 +10,7 @@
 use std::fmt;
 
 /// A compiled Python pattern.
-pub(super) struct PyRegex {
+pub(crate) struct PyRegex {
     engine: Engine,
 }
 
@@ -21,7 +21,7 @@ enum Engine {
 
 /// Where a match may lie, as Python's `re.search`, `re.match` and `re.fullmatch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Anchor {
+pub(crate) enum Anchor {
     Search,
     Start,
     Full,
@@ -29,7 +29,7 @@ pub(super) enum Anchor {
 
 /// A pattern that neither engine compiles, or a match that ran out of backtracking.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct PyRegexError(String);
+pub(crate) struct PyRegexError(String);
 
 impl fmt::Display for PyRegexError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -38,7 +38,10 @@ impl fmt::Display for PyRegexError {
 }
 
 /// The text of each group of one match (`None` for a group that did not take part).
-pub(super) type Groups = Vec<Option<String>>;
+pub(crate) type Groups = Vec<Option<String>>;
+
+/// The byte range of each group of one match (`None` for a group that did not take part).
+pub(crate) type Spans = Vec<Option<(usize, usize)>>;
 
 /// Python's words for a syntax error the `regex` crate reports in its own, for the
 /// errors playbooks run into (a quantifier with nothing before it): `nothing to repeat at
@@ -57,7 +60,7 @@ fn python_message(refused: &str, prefix: usize) -> Option<String> {
 }
 
 impl PyRegex {
-    pub(super) fn new(
+    pub(crate) fn new(
         pattern: &str,
         anchor: Anchor,
         ignorecase: bool,
@@ -110,7 +113,7 @@ impl PyRegex {
         }
     }
 
-    pub(super) fn is_match(&self, text: &str) -> Result<bool, PyRegexError> {
+    pub(crate) fn is_match(&self, text: &str) -> Result<bool, PyRegexError> {
         match &self.engine {
             Engine::Linear(re) => Ok(re.is_match(text)),
             Engine::Backtracking(re) => re.is_match(text).map_err(runtime),
@@ -118,7 +121,7 @@ impl PyRegex {
     }
 
     /// The number of groups, without the whole match.
-    pub(super) fn group_count(&self) -> usize {
+    pub(crate) fn group_count(&self) -> usize {
         match &self.engine {
             Engine::Linear(re) => re.captures_len() - 1,
             Engine::Backtracking(re) => re.captures_len() - 1,
@@ -126,7 +129,7 @@ impl PyRegex {
     }
 
     /// The index of the group `(?P<name>...)`.
-    pub(super) fn group_index(&self, name: &str) -> Option<usize> {
+    pub(crate) fn group_index(&self, name: &str) -> Option<usize> {
         match &self.engine {
             Engine::Linear(re) => re.capture_names().position(|n| n == Some(name)),
             Engine::Backtracking(re) => re.capture_names().position(|n| n == Some(name)),
@@ -134,12 +137,12 @@ impl PyRegex {
     }
 
     /// The groups of the first match (index 0 is the whole match).
-    pub(super) fn captures(&self, text: &str) -> Result<Option<Groups>, PyRegexError> {
+    pub(crate) fn captures(&self, text: &str) -> Result<Option<Groups>, PyRegexError> {
         Ok(self.captures_all(text, 1)?.pop())
     }
 
     /// The groups of up to `limit` matches, left to right (`usize::MAX` for all).
-    pub(super) fn captures_all(
+    pub(crate) fn captures_all(
         &self,
         text: &str,
         limit: usize,
@@ -170,20 +173,147 @@ impl PyRegex {
 
     /// Replaces the first `count` matches (all for 0); `replacement` is in the `regex`
     /// crate's syntax (`${1}`, `${name}`, `$$`), which both engines expand alike.
-    pub(super) fn replacen(
+    pub(crate) fn replacen(
         &self,
         text: &str,
         count: usize,
         replacement: &str,
     ) -> Result<String, PyRegexError> {
+        self.substitute(text, count, replacement)
+            .map(|(out, _)| out)
+    }
+
+    /// Python's `re.sub` walk: after an empty match the next one may not be empty at the
+    /// same place, but after a non-empty one it may (`re.sub('x*', '-', 'ax')` is
+    /// `-a--`), which the `regex` crate's own iteration never allows.
+    fn substitute(
+        &self,
+        text: &str,
+        count: usize,
+        replacement: &str,
+    ) -> Result<(String, usize), PyRegexError> {
+        let mut out = String::with_capacity(text.len());
+        let (mut copied, mut pos, mut n) = (0, 0, 0);
+        let mut must_advance = false;
+        while pos <= text.len() && (count == 0 || n < count) {
+            let mut expanded = String::new();
+            let found = match &self.engine {
+                Engine::Linear(re) => re.captures_at(text, pos).map(|caps| {
+                    caps.expand(replacement, &mut expanded);
+                    let m = caps.get(0).expect("group 0 is the match");
+                    (m.start(), m.end())
+                }),
+                Engine::Backtracking(re) => {
+                    re.captures_from_pos(text, pos)
+                        .map_err(runtime)?
+                        .map(|caps| {
+                            caps.expand(replacement, &mut expanded);
+                            let m = caps.get(0).expect("group 0 is the match");
+                            (m.start(), m.end())
+                        })
+                }
+            };
+            let Some((start, end)) = found else {
+                break;
+            };
+            if must_advance && start == end && start == pos {
+                match text[pos..].chars().next() {
+                    Some(c) => {
+                        pos += c.len_utf8();
+                        must_advance = false;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            out.push_str(&text[copied..start]);
+            out.push_str(&expanded);
+            copied = end;
+            n += 1;
+            must_advance = start == end;
+            pos = end;
+        }
+        out.push_str(&text[copied..]);
+        Ok((out, n))
+    }
+
+    /// Where the first match and each of its groups lie (byte offsets; `None` for a group
+    /// that did not take part), as Python's `match.span(i)`.
+    pub(crate) fn spans(&self, text: &str) -> Result<Option<Spans>, PyRegexError> {
+        let n = self.group_count() + 1;
         match &self.engine {
-            Engine::Linear(re) => Ok(re.replacen(text, count, replacement).into_owned()),
-            Engine::Backtracking(re) => re
-                .try_replacen(text, count, replacement)
-                .map(|s| s.into_owned())
-                .map_err(runtime),
+            Engine::Linear(re) => Ok(re.captures(text).map(|caps| {
+                (0..n)
+                    .map(|i| caps.get(i).map(|m| (m.start(), m.end())))
+                    .collect()
+            })),
+            Engine::Backtracking(re) => Ok(re.captures(text).map_err(runtime)?.map(|caps| {
+                (0..n)
+                    .map(|i| caps.get(i).map(|m| (m.start(), m.end())))
+                    .collect()
+            })),
         }
     }
+
+    /// Every match replaced, and how many there were, as Python's `re.subn`;
+    /// `replacement` in the `regex` crate's syntax (see [`python_replacement`]).
+    pub(crate) fn subn(
+        &self,
+        text: &str,
+        replacement: &str,
+    ) -> Result<(String, usize), PyRegexError> {
+        self.substitute(text, 0, replacement)
+    }
+}
+
+/// Python's replacement syntax (`\1`, `\g<1>`, `\g<name>`) in the `regex` crate's
+/// (`${1}`, `${name}`); a literal `$` is doubled.
+pub(crate) fn python_replacement(replacement: &str) -> String {
+    let mut out = String::with_capacity(replacement.len() + 8);
+    let mut chars = replacement.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '$' => out.push_str("$$"),
+            '\\' => match chars.peek().copied() {
+                Some(d) if d.is_ascii_digit() => {
+                    let mut group = String::new();
+                    while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                        group.push(d);
+                        chars.next();
+                        if group.len() == 2 {
+                            break;
+                        }
+                    }
+                    out.push_str(&format!("${{{group}}}"));
+                }
+                Some('g') => {
+                    chars.next();
+                    if chars.peek() == Some(&'<') {
+                        chars.next();
+                        let name: String = chars.by_ref().take_while(|&c| c != '>').collect();
+                        out.push_str(&format!("${{{name}}}"));
+                    } else {
+                        out.push_str("\\g");
+                    }
+                }
+                Some('n') => {
+                    chars.next();
+                    out.push('\n');
+                }
+                Some('t') => {
+                    chars.next();
+                    out.push('\t');
+                }
+                Some('\\') => {
+                    chars.next();
+                    out.push('\\');
+                }
+                _ => out.push('\\'),
+            },
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn runtime(e: fancy_regex::Error) -> PyRegexError {
@@ -234,6 +364,28 @@ mod tests {
         assert!(!start.is_match("yxx").unwrap());
         let full = PyRegex::new(r"(x)\1", Anchor::Full, true, false).unwrap();
         assert!(full.is_match("XX").unwrap() && !full.is_match("XXy").unwrap());
+    }
+
+    /// `re.sub`/`re.subn` outcomes from Python 3.12.
+    #[test]
+    fn substitutions_walk_empty_matches_as_python() {
+        assert_eq!(re("x*").replacen("abxd", 0, "-").unwrap(), "-a-b--d-");
+        assert_eq!(
+            re("x*").subn("x=1\nx=3", "-").unwrap(),
+            ("--=-1-\n--=-3-".to_string(), 8)
+        );
+        assert_eq!(
+            re("a|b").subn("cab", "[${0}]").unwrap(),
+            ("c[a][b]".into(), 2)
+        );
+        assert_eq!(re("").replacen("ab", 0, "-").unwrap(), "-a-b-");
+        assert_eq!(re("a").replacen("aaa", 2, "b").unwrap(), "bba");
+        assert_eq!(
+            re(r"(?<=a)b").subn("abab", "c").unwrap(),
+            ("acac".into(), 2)
+        );
+        let multi = PyRegex::new("^", Anchor::Search, false, true).unwrap();
+        assert_eq!(multi.replacen("x\ny\n", 0, "# ").unwrap(), "# x\n# y\n# ");
     }
 
     #[test]

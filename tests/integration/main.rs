@@ -18,4 +18,5 @@ mod roles;
 mod support;
 mod task_connections;
 mod templating;
+mod text_modules;
 mod vars_sources;

@@ -9,7 +9,7 @@ use super::lineinfile::{ATOMIC, SELINUX};
 use super::spec::{Arg, Spec};
 use super::text_file::{
     self, Current, WriteOpts, Writer, check_encoding, content_diff, decode, diff_list,
-    failed_with_rc, line_pattern, sets_multiline, split_lines_keep, with_attrs_message,
+    failed_with_rc, line_pattern, outcome, sets_multiline, split_lines_keep, with_attrs_message,
 };
 use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 use crate::template::pyregex::{Anchor, PyRegex};
@@ -243,12 +243,12 @@ fn edit(request: Request, current: Current) -> Plan {
     let msg = msg.to_string();
     text_file::write(&current, new_bytes, request.opts, move |written| {
         if written.missing_in_check {
-            let mut out = result_of(changed, msg);
+            let mut out = outcome(changed, msg);
             out.data.insert("diff".into(), content);
             return out;
         }
         let (changed, msg) = with_attrs_message(changed, msg, &written);
-        let mut out = result_of(changed, msg);
+        let mut out = outcome(changed, msg);
         out.data
             .insert("diff".into(), diff_list(content, &path, &written));
         if let Some(backup) = &written.backup_file {
@@ -284,42 +284,18 @@ fn placement(
     Ok(found)
 }
 
-fn result_of(changed: bool, msg: String) -> TaskOutcome {
-    TaskOutcome {
-        changed,
-        msg: Some(msg),
-        ..TaskOutcome::default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::modules::text_file::testing::FakeTarget;
     use serde_json::Value;
-    use std::path::Path;
 
     fn run_on(target: &mut FakeTarget, args: Value) -> Result<TaskOutcome, String> {
-        let ctx = PlanContext {
-            check_mode: target.check,
-            diff: true,
-            ..PlanContext::new(Path::new("/"))
-        };
-        let plan = crate::modules::try_plan(&BlockInFile, args, &ctx);
-        target.drive(plan)
+        target.run(&BlockInFile, args)
     }
 
     fn edit(before: &str, args: Value) -> (String, bool, String) {
-        let mut target = FakeTarget::with(&[("/f", before)]);
-        let mut args = args;
-        args["path"] = json!("/f");
-        let out = run_on(&mut target, args).unwrap();
-        assert!(!out.failed, "{out:?}");
-        (
-            target.text("/f").unwrap(),
-            out.changed,
-            out.msg.unwrap_or_default(),
-        )
+        FakeTarget::edit(&BlockInFile, before, args)
     }
 
     const BLOCK: &str = "# BEGIN ANSIBLE MANAGED BLOCK\nk=v\n# END ANSIBLE MANAGED BLOCK\n";

@@ -7,7 +7,7 @@ use serde_json::json;
 use super::spec::{Arg, Spec};
 use super::text_file::{
     self, Current, WriteOpts, Writer, Written, check_encoding, content_diff, decode, diff_list,
-    failed_with_rc, line_pattern, read_lines, with_attrs_message,
+    failed_with_rc, line_pattern, outcome, read_lines, with_attrs_message,
 };
 use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 use crate::template::pyregex::{Anchor, PyRegex, python_replacement};
@@ -329,13 +329,13 @@ fn present(request: Request, current: Current) -> Plan {
     text_file::write(&current, new_bytes, request.opts, move |written| {
         let backup = written.backup_file.clone().unwrap_or_default();
         if written.missing_in_check {
-            let mut out = result(changed, msg);
+            let mut out = outcome(changed, msg);
             out.data.insert("backup".into(), json!(backup));
             out.data.insert("diff".into(), content);
             return out;
         }
         let (changed, msg) = with_attrs_message(changed, msg, &written);
-        let mut out = result(changed, msg);
+        let mut out = outcome(changed, msg);
         out.data.insert("backup".into(), json!(backup));
         out.data
             .insert("diff".into(), diff_list(content, &path, &written));
@@ -362,7 +362,7 @@ fn expand(re: &PyRegex, text: &str, template: &str) -> Result<String, String> {
 fn absent(request: Request, current: Current) -> Plan {
     let path = current.path.clone();
     if !current.exists() {
-        return Plan::Done(result(false, "file not present".into()));
+        return Plan::Done(outcome(false, "file not present".into()));
     }
     let lines = match current_lines(&current) {
         Ok(lines) => lines,
@@ -412,7 +412,7 @@ fn absent(request: Request, current: Current) -> Plan {
         request.opts,
         move |written: Written| {
             let (changed, msg) = with_attrs_message(changed, msg, &written);
-            let mut out = result(changed, msg);
+            let mut out = outcome(changed, msg);
             out.data.insert("found".into(), json!(found));
             out.data.insert(
                 "backup".into(),
@@ -425,14 +425,6 @@ fn absent(request: Request, current: Current) -> Plan {
     )
 }
 
-fn result(changed: bool, msg: String) -> TaskOutcome {
-    TaskOutcome {
-        changed,
-        msg: Some(msg),
-        ..TaskOutcome::default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,27 +433,11 @@ mod tests {
     use std::path::Path;
 
     fn run_on(target: &mut FakeTarget, args: Value) -> Result<TaskOutcome, String> {
-        let ctx = PlanContext {
-            check_mode: target.check,
-            diff: true,
-            ..PlanContext::new(Path::new("/"))
-        };
-        let plan = crate::modules::try_plan(&LineInFile, args, &ctx);
-        target.drive(plan)
+        target.run(&LineInFile, args)
     }
 
-    /// The file after the task, and the task's (changed, msg).
     fn edit(before: &str, args: Value) -> (String, bool, String) {
-        let mut target = FakeTarget::with(&[("/f", before)]);
-        let mut args = args;
-        args["path"] = json!("/f");
-        let out = run_on(&mut target, args).unwrap();
-        assert!(!out.failed, "{out:?}");
-        (
-            target.text("/f").unwrap(),
-            out.changed,
-            out.msg.unwrap_or_default(),
-        )
+        FakeTarget::edit(&LineInFile, before, args)
     }
 
     #[test]

@@ -7,7 +7,8 @@ use serde_json::json;
 use super::lineinfile::{ATOMIC, SELINUX};
 use super::spec::{Arg, Spec};
 use super::text_file::{
-    self, Current, WriteOpts, Writer, check_encoding, decode, failed_with_rc, with_attrs_message,
+    self, Current, WriteOpts, Writer, check_encoding, decode, failed_with_rc, outcome,
+    with_attrs_message,
 };
 use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 use crate::template::pyregex::{Anchor, PyRegex, python_replacement};
@@ -123,7 +124,7 @@ fn edit(request: Request, current: Current) -> Plan {
             match found.and_then(|spans| spans[group]) {
                 Some(span) => span,
                 None => {
-                    let mut out = result_of(
+                    let mut out = outcome(
                         false,
                         format!(
                             "Pattern for before/after params did not match the given file: {pattern}"
@@ -167,7 +168,7 @@ fn edit(request: Request, current: Current) -> Plan {
     };
     text_file::write(&current, new_bytes, request.opts, move |written| {
         let (changed, msg) = with_attrs_message(changed, msg, &written);
-        let mut out = result_of(changed, msg);
+        let mut out = outcome(changed, msg);
         out.data.insert("rc".into(), json!(0));
         if let Some(diff) = diff {
             out.data.insert("diff".into(), diff);
@@ -179,43 +180,18 @@ fn edit(request: Request, current: Current) -> Plan {
     })
 }
 
-fn result_of(changed: bool, msg: String) -> TaskOutcome {
-    TaskOutcome {
-        changed,
-        msg: Some(msg),
-        ..TaskOutcome::default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::modules::text_file::testing::FakeTarget;
     use serde_json::Value;
-    use std::path::Path;
 
     fn run_on(target: &mut FakeTarget, args: Value) -> Result<TaskOutcome, String> {
-        let ctx = PlanContext {
-            check_mode: target.check,
-            diff: true,
-            ..PlanContext::new(Path::new("/"))
-        };
-        let plan = crate::modules::try_plan(&Replace, args, &ctx);
-        target.drive(plan)
+        target.run(&Replace, args)
     }
 
     fn edit(before: &str, args: Value) -> (String, bool, String) {
-        let mut target = FakeTarget::with(&[("/f", before)]);
-        let mut args = args;
-        args["path"] = json!("/f");
-        let out = run_on(&mut target, args).unwrap();
-        assert!(!out.failed, "{out:?}");
-        assert_eq!(out.data["rc"], json!(0));
-        (
-            target.text("/f").unwrap(),
-            out.changed,
-            out.msg.unwrap_or_default(),
-        )
+        FakeTarget::edit(&Replace, before, args)
     }
 
     #[test]

@@ -715,6 +715,15 @@ pub(super) fn content_diff(path: &str, before: &str, after: &str) -> Value {
     })
 }
 
+/// A text module's outcome: changed or not, and Ansible's message.
+pub(super) fn outcome(changed: bool, msg: String) -> TaskOutcome {
+    TaskOutcome {
+        changed,
+        msg: Some(msg),
+        ..TaskOutcome::default()
+    }
+}
+
 #[cfg(test)]
 pub(super) mod testing {
     //! A fake target for planner tests: files by path, every op the plan sends recorded,
@@ -763,6 +772,39 @@ pub(super) mod testing {
     }
 
     impl FakeTarget {
+        /// Plans `module` with `args` (in diff mode, check mode as the target says) and
+        /// drives the plan against this target.
+        pub fn run(
+            &mut self,
+            module: &dyn crate::modules::Module,
+            args: serde_json::Value,
+        ) -> Result<TaskOutcome, String> {
+            let ctx = crate::modules::PlanContext {
+                check_mode: self.check,
+                diff: true,
+                ..crate::modules::PlanContext::new(std::path::Path::new("/"))
+            };
+            let plan = crate::modules::try_plan(module, args, &ctx);
+            self.drive(plan)
+        }
+
+        /// `module` run on a file `/f` holding `before`: the file after it and the task's
+        /// (changed, msg); the task must not fail.
+        pub fn edit(
+            module: &dyn crate::modules::Module,
+            before: &str,
+            mut args: serde_json::Value,
+        ) -> (String, bool, String) {
+            let mut target = FakeTarget::with(&[("/f", before)]);
+            args["path"] = serde_json::json!("/f");
+            let out = target.run(module, args).unwrap();
+            assert!(!out.failed, "{out:?}");
+            (
+                target.text("/f").unwrap(),
+                out.changed,
+                out.msg.unwrap_or_default(),
+            )
+        }
         pub fn with(files: &[(&str, &str)]) -> FakeTarget {
             FakeTarget {
                 files: files

@@ -23,18 +23,26 @@ pub(super) const CHUNKS_PER_REQUEST: usize = 16;
 
 /// `loop_control.pause` makes items wait for each other: each item must be done on the
 /// host before the pause starts (a rolling restart relies on it), so the items go one
-/// request at a time with the pause in between instead of as one batch.
+/// request at a time with the pause in between instead of as one batch; so do the items of
+/// a module that plans in steps.
 pub(super) async fn send_paced(
     target: &Target<'_>,
     runs: &mut [ItemRun],
     running: &[usize],
     pause: Option<std::time::Duration>,
 ) -> bool {
-    let Some(pause) = pause else {
+    // Items whose plans look before they write (lineinfile in a loop over one file) go
+    // one after another, as Ansible runs items: each must read what the one before wrote.
+    let stepwise = running
+        .iter()
+        .any(|&i| matches!(runs[i].state, ItemState::Step(..)));
+    if pause.is_none() && !stepwise {
         return send_remote(target, runs, running).await;
-    };
+    }
     for (n, &i) in running.iter().enumerate() {
-        if n > 0 {
+        if let Some(pause) = pause
+            && n > 0
+        {
             tokio::time::sleep(pause).await;
         }
         if !send_remote(target, runs, &[i]).await {

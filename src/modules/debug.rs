@@ -54,8 +54,14 @@ impl Module for Debug {
                     (Some(templar), Some(vars)) => match templar.eval_expr(&name, vars) {
                         Ok(v) => v,
                         Err(TemplateError::Undefined { .. }) => json!("VARIABLE IS NOT DEFINED!"),
+                        // An expression that fails as it runs fails the task, as Ansible's.
+                        Err(TemplateError::Render { message, .. }) => {
+                            return Err(ModuleError::Invalid(format!(
+                                "Task failed: Error while resolving `var` expression: {message}"
+                            )));
+                        }
                         // Not an expression (e.g. already templated to a value): show it as is.
-                        Err(_) => var.clone(),
+                        Err(TemplateError::Syntax { .. }) => var.clone(),
                     },
                     _ => {
                         return Err(ModuleError::Invalid(
@@ -119,6 +125,11 @@ mod tests {
         assert_eq!(Value::Object(out.data), json!({"x": {"a": [1]}}));
         let out = run(json!({"var": "x.a[0] + n"})).unwrap();
         assert_eq!(Value::Object(out.data), json!({"x.a[0] + n": 3}));
+        assert!(
+            run(json!({"var": "x | urlsplit('bogus')"}))
+                .unwrap_err()
+                .starts_with("Task failed: Error while resolving `var` expression: ")
+        );
         let out = run(json!({"var": "nope"})).unwrap();
         assert_eq!(
             Value::Object(out.data),

@@ -333,3 +333,16 @@ fn choices_variables_and_their_refusals() {
     );
     assert_eq!(p.value("lookup('fileglob', 'nothing-here/*')"), json!([]));
 }
+
+#[test]
+fn sequence_takes_its_options_as_keywords_too() {
+    let p = Playbook::new(&[]);
+    assert_eq!(
+        p.value("query('ansible.builtin.sequence', count=3, start=10)"),
+        json!(["10", "11", "12"])
+    );
+    assert_eq!(
+        p.value("query('sequence', 'end=4', start=3, format='x%d')"),
+        json!(["x3", "x4"])
+    );
+}

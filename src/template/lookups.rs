@@ -110,7 +110,7 @@ fn run(
         "inventory_hostnames" => inventory_hostnames(terms, reach.hosts.as_ref()),
         "varnames" => varnames(state, terms),
         "items" | "list" => Ok(flatten_terms(terms, name == "items")),
-        "sequence" => sequence(terms),
+        "sequence" => sequence(terms, &kwargs),
         "dict" => dict(terms),
         "vars" => vars(state, terms, &kwargs),
         "random_choice" => Ok(random_choice(terms)),
@@ -500,9 +500,26 @@ fn pipe(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
         .collect()
 }
 
-fn sequence(terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
+/// `sequence`: each term's form, over the options given as keywords
+/// (`query('sequence', start=10, count=5)`); no term at all is the keywords alone.
+fn sequence(terms: &[MjValue], kwargs: &Kwargs) -> Result<Vec<MjValue>, MjError> {
+    let mut given = Vec::new();
+    for key in ["start", "end", "count", "stride", "format"] {
+        if let Some(value) = kwargs.get::<Option<MjValue>>(key)? {
+            given.push(format!("{key}={value}"));
+        }
+    }
+    let mut texts = term_texts(terms);
+    if texts.is_empty() && !given.is_empty() {
+        texts.push(String::new());
+    }
     let mut out = Vec::new();
-    for term in term_texts(terms) {
+    for term in texts {
+        let term = if given.is_empty() {
+            term
+        } else {
+            format!("{} {term}", given.join(" ")).trim().to_string()
+        };
         let items = super::sequence::sequence_items(&term).map_err(error)?;
         out.extend(items.into_iter().map(MjValue::from));
     }

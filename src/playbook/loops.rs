@@ -130,11 +130,12 @@ fn together(terms: Value) -> Result<Vec<Value>, String> {
         .collect())
 }
 
+/// Ansible's indexed_items over its terms made a list first (`listify_lookup_plugin_terms`:
+/// a mapping or a string is one term).
 fn indexed_items(terms: Value) -> Result<Vec<Value>, String> {
-    let Value::Array(terms) = terms else {
-        return Err(
-            "The lookup plugin 'indexed_items' failed: with_indexed_items expects a list".into(),
-        );
+    let terms = match terms {
+        Value::Array(terms) => terms,
+        one => vec![one],
     };
     Ok(terms
         .into_iter()
@@ -340,7 +341,10 @@ mod tests {
             items(Combinator::IndexedItems, json!(["a", ["b", ["c"]]])),
             json!([[0, "a"], [1, "b"], [2, ["c"]]])
         );
-        assert!(Combinator::IndexedItems.items(json!("a")).is_err());
+        assert_eq!(
+            items(Combinator::IndexedItems, json!({"a": 1})),
+            json!([[0, {"a": 1}]])
+        );
     }
 
     #[test]

@@ -954,6 +954,37 @@ impl TaskRef {
     }
 }
 
+/// The task's `throttle`: as written, or its template rendered with the first host's
+/// variables; Ansible's message when that is no integer.
+fn throttled_to(
+    run: &flow::PlayRun<'_>,
+    task: &crate::playbook::Task,
+    hosts: &[Arc<HostState>],
+    keywords: &crate::playbook::RunKeywords,
+) -> Result<Option<u64>, String> {
+    let (Some(template), Some(first)) = (&keywords.throttle_template, hosts.first()) else {
+        return Ok(keywords.throttle);
+    };
+    let play = &run.playbook.plays[run.play_index];
+    let vars = vars::task_vars(run.ctx, run.playbook, play, task, first, run.play_hosts)?;
+    let value = run
+        .ctx
+        .templar
+        .render_value(&Value::String(template.clone()), &vars)
+        .map_err(|e| format!("Failed to convert the throttle value to an integer: {e}"))?;
+    let text = match &value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match text.trim().parse::<i64>() {
+        Ok(n) if n > 0 => Ok(Some(n as u64)),
+        Ok(_) => Ok(None),
+        Err(_) => Err(format!(
+            "Failed to convert the throttle value to an integer: invalid literal for int() with base 10: '{text}'"
+        )),
+    }
+}
+
 /// Runs one task on the given hosts, at most `--forks` (and its `throttle`) at once, and
 /// waits for all. A `run_once` task runs on the first host and its result is copied to
 /// the others.
@@ -978,9 +1009,24 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
                 .clone(),
         )
     });
-    let throttle = keywords
-        .throttle
-        .map(|n| Arc::new(Semaphore::new(usize::try_from(n).unwrap_or(usize::MAX))));
+    let throttle = match throttled_to(run, task.get(play), &hosts, &keywords) {
+        Ok(n) => n,
+        Err(message) => {
+            for host in &hosts {
+                host_task::finish_task(
+                    run.ctx,
+                    task.get(play),
+                    host,
+                    None,
+                    crate::modules::TaskOutcome::failed(message.clone()),
+                    &[],
+                );
+            }
+            return;
+        }
+    };
+    let throttle =
+        throttle.map(|n| Arc::new(Semaphore::new(usize::try_from(n).unwrap_or(usize::MAX))));
     let mut jobs = JoinSet::new();
     let mut job_hosts = HashMap::new();
     for host in &hosts {

@@ -221,6 +221,8 @@ pub struct RunKeywords {
     pub no_log: bool,
     /// At most this many hosts run the task at once.
     pub throttle: Option<u64>,
+    /// `throttle` written as a template, rendered when the task runs.
+    pub throttle_template: Option<String>,
     /// `any_errors_fatal` on the task or a block (else the play's decides).
     pub any_errors_fatal: Option<bool>,
     /// An unreachable host counts as ok (and ignored) and stays in the play.

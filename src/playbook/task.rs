@@ -338,6 +338,11 @@ impl Loader<'_> {
             "become_exe" => into.become_.exe = Some(self.scalar(v, key)?),
             "throttle" => {
                 let n = self.count(v, key)?;
+                // A template is decided when the task runs.
+                into.throttle_template = n
+                    .as_str()
+                    .filter(|s| crate::template::is_template(s))
+                    .map(str::to_string);
                 into.throttle = match &n.value {
                     Value::Int(n) => Some(*n as u64),
                     Value::Str(s) => s.trim().parse().ok(),

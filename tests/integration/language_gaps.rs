@@ -402,3 +402,26 @@ fn environment_as_a_list_of_mappings_with_omitted_entries() {
     let run = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
     run.assert_code(0);
 }
+
+#[test]
+fn a_templated_throttle_is_decided_when_the_task_runs() {
+    let hosts = LocalHosts::new(&["h1", "h2"]);
+    let playbook = format!(
+        "{PLAY_HEAD}  vars:
+    limit: 1
+  tasks:
+    - debug: msg=one-at-a-time
+      throttle: \"{{{{ limit }}}}\"
+    - debug: msg=never
+      throttle: \"{{{{ 'nope' }}}}\"
+      ignore_errors: true
+"
+    );
+    let out = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
+    out.assert_code(0);
+    assert_contains(
+        &out,
+        "Failed to convert the throttle value to an integer: invalid literal for int() with base 10: 'nope'",
+    );
+    assert_eq!(out.recap("h1").ignored, 1, "{}", out.stdout);
+}

@@ -8,8 +8,8 @@ use serde_json::json;
 use super::lineinfile::{ATOMIC, SELINUX};
 use super::spec::{Arg, Spec};
 use super::text_file::{
-    self, Current, WriteOpts, Writer, check_encoding, content_diff, decode, diff_list,
-    failed_with_rc, line_pattern, outcome, sets_multiline, split_lines_keep, with_attrs_message,
+    self, Current, WriteOpts, check_encoding, content_diff, decode, diff_list, failed_with_rc,
+    line_pattern, outcome, sets_multiline, split_lines_keep, with_attrs_message,
 };
 use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 use crate::template::pyregex::{Anchor, PyRegex};
@@ -95,7 +95,7 @@ impl Module for BlockInFile {
             compile(&pattern)?;
         }
         let path = args.str("path").unwrap_or_default();
-        Ok(text_file::read(path, Writer::of(ctx), move |current| {
+        Ok(text_file::read(path, move |current| {
             Ok(edit(request, current))
         }))
     }

@@ -7,8 +7,7 @@ use serde_json::json;
 use super::lineinfile::{ATOMIC, SELINUX};
 use super::spec::{Arg, Spec};
 use super::text_file::{
-    self, Current, WriteOpts, Writer, check_encoding, decode, failed_with_rc, outcome,
-    with_attrs_message,
+    self, Current, WriteOpts, check_encoding, decode, failed_with_rc, outcome, with_attrs_message,
 };
 use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 use crate::template::pyregex::{Anchor, PyRegex, python_replacement};
@@ -95,7 +94,7 @@ impl Module for Replace {
             opts: WriteOpts::of(args, ctx.check_mode)?,
         };
         let path = args.str("path").unwrap_or_default();
-        Ok(text_file::read(path, Writer::of(ctx), move |current| {
+        Ok(text_file::read(path, move |current| {
             Ok(edit(request, current))
         }))
     }

@@ -6,7 +6,7 @@ use serde_json::json;
 use turbo_proto::{ErrorKind, FileKind, OpResult};
 
 use super::spec::{Arg, Spec};
-use super::text_file::{self, Current, Writer};
+use super::text_file::{self, Current};
 use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct Slurp;
@@ -29,9 +29,7 @@ impl Module for Slurp {
     fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let src = args.str("src").unwrap_or_default().to_string();
         let armor = args.bool("armor");
-        let read = text_file::read(&src, Writer::none(), move |current| {
-            Ok(Plan::Done(result(&current, armor)))
-        });
+        let read = text_file::read(&src, move |current| Ok(Plan::Done(result(&current, armor))));
         // A file that cannot be opened is an error reply rather than a read: word it as
         // Ansible does, naming the path as given.
         Ok(on_error(read, src))

@@ -3,26 +3,16 @@
 //! and tell the module what happened to the file's attributes, as Ansible's
 //! `check_file_attrs` does.
 //!
-//! A loop's items go to the agent in lockstep: every item reads, then every item writes.
-//! Ansible runs them one after the other, each seeing what the one before wrote, so a
-//! `lineinfile` loop over one file adds every line. Here an item that read the same file
-//! state as an earlier item of the same step builds on the text that item is about to
-//! write ([`PENDING`]); its write goes after the earlier one in the batch, so the file
-//! ends as Ansible leaves it.
-
-use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
+//! A loop's items of these modules run one after another (the executor sends the items of
+//! a step-planning module in order), so each reads what the one before wrote, as Ansible.
 
 use serde_json::{Map, Value, json};
-use sha2::{Digest as _, Sha256};
 use turbo_proto::{
     EnsureFile, EnsurePath, FileContent, FileKind, FileMode, FileOutcome, Op, OpResult, Ownership,
     PathState, StatInfo,
 };
 
-use super::{
-    Args, ModuleError, Next, Plan, PlanContext, TaskOutcome, mode_string, ownership, parse_mode,
-};
+use super::{Args, ModuleError, Next, Plan, TaskOutcome, mode_string, ownership, parse_mode};
 
 /// The file as it was before the edit.
 pub(super) struct Current {
@@ -33,123 +23,6 @@ pub(super) struct Current {
     /// The file itself (a final symlink followed); `kind` is `Missing` when there is none.
     pub stat: StatInfo,
     pub bytes: Vec<u8>,
-    /// Set when a later write may be built on by the loop's next items.
-    chain: Option<Chain>,
-}
-
-/// Whose in-flight writes a read may build on: the host's, outside check mode (where
-/// nothing is written, so every item sees the file as it is, as in Ansible).
-#[derive(Clone)]
-pub(super) struct Writer {
-    host: Option<String>,
-}
-
-impl Writer {
-    pub fn of(ctx: &PlanContext) -> Writer {
-        let host = ctx
-            .vars
-            .and_then(|v| v.get_attr("inventory_hostname").ok())
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        Writer {
-            host: (!ctx.check_mode).then_some(host),
-        }
-    }
-
-    /// For reads that never write (slurp).
-    pub fn none() -> Writer {
-        Writer { host: None }
-    }
-}
-
-/// Where an item's write is registered for the items after it.
-struct Chain {
-    key: (String, String),
-    /// What the target answered to this item's read (see [`read_identity`]).
-    read: [u8; 32],
-}
-
-/// A write planned but not yet confirmed: the items of the same step that read the same
-/// file state (`read`) take `result` as the file's content instead.
-struct Pending {
-    read: [u8; 32],
-    result: Vec<u8>,
-}
-
-/// Planned writes by (host, path); an entry lives from the step that plans the write
-/// until the agent's reply to the last write of the chain.
-static PENDING: LazyLock<Mutex<HashMap<(String, String), Pending>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
-/// A file state as read: content and the inode's identity and change time, so that a later
-/// task, after any write, never takes it for the same state.
-fn read_identity(stat: &StatInfo, bytes: &[u8]) -> [u8; 32] {
-    let mut hash = Sha256::new();
-    hash.update([u8::from(stat.exists), stat.kind as u8]);
-    for n in [stat.dev, stat.inode, stat.size, stat.ctime as u64] {
-        hash.update(n.to_le_bytes());
-    }
-    hash.update(stat.ctime_nsec.to_le_bytes());
-    hash.update(bytes);
-    hash.finalize().into()
-}
-
-impl Current {
-    /// The read as the loop's earlier items of this step leave the file: their pending
-    /// write's text when they read the same state.
-    fn after_pending(mut self, writer: &Writer) -> Current {
-        let Some(host) = &writer.host else {
-            return self;
-        };
-        let read = read_identity(&self.stat, &self.bytes);
-        let key = (host.clone(), self.write_path.clone());
-        if let Some(pending) = PENDING.lock().expect("pending writes").get(&key)
-            && pending.read == read
-        {
-            self.bytes = pending.result.clone();
-            if self.stat.kind == FileKind::Missing {
-                self.stat.kind = FileKind::File;
-                self.stat.exists = true;
-            }
-        }
-        self.chain = Some(Chain { key, read });
-        self
-    }
-
-    /// Registers `bytes` as this item's coming write.
-    fn plan_write(&self, bytes: &[u8]) {
-        if let Some(chain) = &self.chain {
-            PENDING.lock().expect("pending writes").insert(
-                chain.key.clone(),
-                Pending {
-                    read: chain.read,
-                    result: bytes.to_vec(),
-                },
-            );
-        }
-    }
-}
-
-/// Ends a chain with its last write: when the agent answers it, or when the write is
-/// never sent (the host became unreachable and the executor dropped the plan), so that a
-/// later task never builds on a write that did not happen.
-struct ChainEnd {
-    key: Option<(String, String)>,
-    bytes: Vec<u8>,
-}
-
-impl Drop for ChainEnd {
-    fn drop(&mut self) {
-        let Some(key) = self.key.take() else {
-            return;
-        };
-        let mut pending = PENDING
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if pending.get(&key).is_some_and(|p| p.result == self.bytes) {
-            pending.remove(&key);
-        }
-    }
 }
 
 impl Current {
@@ -169,10 +42,9 @@ type Then = Box<dyn FnOnce(Current) -> Result<Plan, ModuleError> + Send + Sync>;
 /// symlink points.
 pub(super) fn read(
     path: &str,
-    writer: Writer,
     then: impl FnOnce(Current) -> Result<Plan, ModuleError> + Send + Sync + 'static,
 ) -> Plan {
-    let then: Then = Box::new(move |current: Current| then(current.after_pending(&writer)));
+    let then: Then = Box::new(then);
     let first = Op::Batch(vec![
         Op::Stat {
             path: path.to_string(),
@@ -211,7 +83,6 @@ pub(super) fn read(
                 write_path,
                 stat: read.stat,
                 bytes: read.data,
-                chain: None,
             };
             if read.eof {
                 then(current)
@@ -473,7 +344,6 @@ pub(super) fn write(
         Ok(words) => words,
         Err(message) => return Plan::Done(TaskOutcome::failed(message)),
     };
-    let written_bytes = bytes.clone();
     let file = Op::EnsureFile(EnsureFile {
         path: current.write_path.clone(),
         content: FileContent::Inline(bytes),
@@ -506,17 +376,11 @@ pub(super) fn write(
         ),
         None => (file, false),
     };
-    current.plan_write(&written_bytes);
-    let chain_end = ChainEnd {
-        key: current.chain.as_ref().map(|c| c.key.clone()),
-        bytes: written_bytes,
-    };
     let before = before_of(&current.stat);
     let path = current.write_path.clone();
     Plan::Step(
         op,
         Next::new(move |reply| {
-            drop(chain_end);
             let reply = match reply {
                 OpResult::Batch(mut replies) if creates_parent && replies.len() == 2 => {
                     let file = replies.pop().expect("two replies");
@@ -828,8 +692,7 @@ pub(super) mod testing {
                 .unwrap_or_else(|| path.to_string())
         }
 
-        /// Each file its own inode and a new change time per write, unique across tests
-        /// (they share the pending writes of the process), as a real target has.
+        /// Each file its own inode and a new change time per write, as a real target has.
         fn touch(&mut self, path: &str) {
             self.ctimes
                 .insert(path.to_string(), NEXT_ID.fetch_add(1, Ordering::Relaxed));
@@ -971,38 +834,6 @@ pub(super) mod testing {
                         plan = next.resume(reply).map_err(|e| e.to_string())?;
                     }
                 }
-            }
-        }
-
-        /// Runs several plans as the executor runs a loop's items: each step's ops of
-        /// every item first, then every item's next step.
-        pub fn drive_lockstep(&mut self, plans: Vec<Result<Plan, String>>) -> Vec<TaskOutcome> {
-            let mut plans: Vec<Plan> = plans.into_iter().map(|p| p.unwrap()).collect();
-            loop {
-                if plans.iter().all(|p| matches!(p, Plan::Done(_))) {
-                    return plans
-                        .into_iter()
-                        .map(|p| match p {
-                            Plan::Done(outcome) => outcome,
-                            _ => unreachable!(),
-                        })
-                        .collect();
-                }
-                let replies: Vec<Option<OpResult>> = plans
-                    .iter()
-                    .map(|p| match p {
-                        Plan::Step(op, _) => Some(self.answer(op)),
-                        _ => None,
-                    })
-                    .collect();
-                plans = plans
-                    .into_iter()
-                    .zip(replies)
-                    .map(|(plan, reply)| match (plan, reply) {
-                        (Plan::Step(_, next), Some(reply)) => next.resume(reply).unwrap(),
-                        (plan, _) => plan,
-                    })
-                    .collect();
             }
         }
 

@@ -1,0 +1,164 @@
+//! A host's agents: one per connection, login, address and port, opened the first time
+//! a task needs it, and the become agents opened beside a login agent.
+
+use std::sync::Arc;
+
+use tokio::sync::OnceCell;
+
+use super::{HostState, RunContext};
+use crate::agent_session::AgentSession;
+use crate::connection::{BecomeSpec, ConnectionSpec, Escalator, open_host};
+use crate::playbook::Play;
+use crate::report::events::Event;
+
+/// A host's agent for one connection (and become user), opened the first time a task
+/// needs it, with what opens become agents beside a login agent.
+pub(super) type SessionCell =
+    Arc<OnceCell<Result<(AgentSession, Option<Escalator>), SessionFailure>>>;
+
+/// Why a task could not get its agent: the host is unreachable, or only this task fails
+/// (privilege escalation refused, in Ansible's words; the host stays in the play).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SessionFailure {
+    Unreachable(String),
+    Failed(String),
+}
+
+impl RunContext {
+    /// The host's agent session for this task, connecting on first use: one per kind,
+    /// login, address and port, so a task whose `connection`, `remote_user` or `port`
+    /// differs from the play's gets a session of its own. Connecting happens inside the
+    /// host's own job, so hosts connect concurrently. With `become`, the agent running as
+    /// the become user beside the login agent.
+    pub(crate) async fn session(
+        &self,
+        host: &HostState,
+        play: &Play,
+        task: &crate::playbook::Task,
+        become_: Option<&BecomeSpec>,
+    ) -> Result<AgentSession, SessionFailure> {
+        let (login_key, login) = self.login_session(host, play, task).await?;
+        let Some(become_) = become_ else {
+            return Ok(login.0);
+        };
+        let escalator = login.1.expect("a login session has its escalator");
+        let key = format!("{login_key}|{}", become_.session_key());
+        let cell = host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .entry(key)
+            .or_default()
+            .clone();
+        cell.get_or_init(|| async {
+            let session = escalator.open(become_).await.map_err(|e| match e {
+                crate::connection::ConnectError::Become(message) => SessionFailure::Failed(message),
+                other => SessionFailure::Unreachable(other.to_string()),
+            })?;
+            Ok((session, None))
+        })
+        .await
+        .clone()
+        .map(|(session, _)| session)
+    }
+
+    async fn login_session(
+        &self,
+        host: &HostState,
+        play: &Play,
+        task: &crate::playbook::Task,
+    ) -> Result<(String, (AgentSession, Option<Escalator>)), SessionFailure> {
+        let unreachable = |e: String| SessionFailure::Unreachable(e);
+        // group_vars/ and host_vars/ beside the playbook file count too (its directory is
+        // the playbook's, as the loader sets it).
+        let playbook_dir = match play.location.file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => std::path::Path::new("."),
+        };
+        let mut vars = self
+            .inventory
+            .host_vars_for(&host.name, playbook_dir)
+            .map_err(|e| unreachable(e.to_string()))?;
+        if let Some(added) = self
+            .runtime
+            .lock()
+            .expect("runtime lock")
+            .host_vars(&host.name)
+        {
+            vars.extend(added.clone());
+        }
+        // Keywords give way to the host's own variables, as in Ansible; a task's (or its
+        // blocks') to the play's.
+        let own = &task.keywords;
+        let keywords = [
+            (
+                "ansible_connection",
+                own.connection
+                    .as_ref()
+                    .or(play.connection.as_ref())
+                    .or(self.opts.connection.as_ref()),
+            ),
+            (
+                "ansible_user",
+                own.remote_user.as_ref().or(play.remote_user.as_ref()),
+            ),
+            ("ansible_port", own.port.as_ref().or(play.port.as_ref())),
+        ];
+        for (var, keyword) in keywords {
+            if let Some(value) = keyword
+                && !vars.contains_key(var)
+            {
+                vars.insert(var.to_string(), value.clone().into());
+            }
+        }
+        let spec =
+            ConnectionSpec::from_host_vars(&host.name, &vars, &self.opts.connection_defaults)
+                .map_err(|e| unreachable(e.to_string()))?;
+        let key = format!(
+            "{:?}|{}|{}|{}",
+            spec.kind, spec.user, spec.address, spec.port
+        );
+        let cell = host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let opened = cell
+            .get_or_init(|| async {
+                let (session, escalator) = open_host(&spec)
+                    .await
+                    .map_err(|e| unreachable(e.to_string()))?;
+                let b = session.bootstrap();
+                self.emit(Event::AgentReady {
+                    host: host.name.clone(),
+                    uploaded: b.uploaded,
+                    upload_bytes: b.upload_bytes,
+                    replaced_stale: b.replaced_stale,
+                });
+                Ok((session, Some(escalator)))
+            })
+            .await
+            .clone()?;
+        Ok((key, opened))
+    }
+
+    pub(super) fn open_sessions(&self, host: &HostState) -> Vec<AgentSession> {
+        let cells: Vec<SessionCell> = host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .values()
+            .cloned()
+            .collect();
+        cells
+            .iter()
+            .filter_map(|c| {
+                c.get()
+                    .and_then(|r| r.as_ref().ok())
+                    .map(|(s, _)| s.clone())
+            })
+            .collect()
+    }
+}

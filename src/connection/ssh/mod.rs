@@ -17,13 +17,15 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::known_hosts::{self, HostKeyStatus};
-use super::privilege::{self, BecomeSpec, Negotiation, Step};
 use super::{ConnectError, ConnectionSpec, StrictHostKeyChecking, agent_for};
 use crate::agent_binary::{AgentBinary, SUPPORTED_UNAME};
 use crate::agent_session::{AgentSession, BootstrapReport};
 use crate::tilde::expand_user_path as expand_tilde;
 
 /// Output allowed before the probe's marker line (shell rc files may print things).
+mod escalator;
+pub use escalator::Escalator;
+
 const PROBE_OUTPUT_LIMIT: usize = 4096;
 
 /// stderr kept from the agent's channel, for error messages.
@@ -53,97 +55,6 @@ pub(super) async fn open_agent(
             spec: spec.clone(),
         },
     ))
-}
-
-/// Opens become agents on further channels of the host's one connection.
-pub struct Escalator {
-    connection: Arc<Connection>,
-    spec: ConnectionSpec,
-}
-
-impl Escalator {
-    /// An agent running as the become user: sudo on a new channel, the password (if any)
-    /// after its prompt, the agent sent along when that user has none cached.
-    pub(crate) async fn open(&self, become_: &BecomeSpec) -> Result<AgentSession, ConnectError> {
-        let spec = &self.spec;
-        let agent = agent_for(&spec.host)?;
-        let prompt = privilege::unique_prompt();
-        let channel = self
-            .connection
-            .handle()
-            .channel_open_session()
-            .await
-            .map_err(|e| channel_error(spec, "opening a channel for become", e))?;
-        channel
-            .exec(true, privilege::become_command(become_, agent, &prompt))
-            .await
-            .map_err(|e| channel_error(spec, "running sudo", e))?;
-        let (mut read, write) = channel.split();
-        let mut talk = Negotiation::new(&prompt, become_.password.is_some());
-        let seconds = spec.connect_timeout.as_secs() + 2;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
-        let failed = |message: String| ConnectError::Become(message);
-        loop {
-            let msg = match tokio::time::timeout_at(deadline, read.wait()).await {
-                Ok(msg) => msg,
-                Err(_) => return Err(failed(talk.timed_out(seconds))),
-            };
-            let step = match msg {
-                Some(ChannelMsg::Data { data }) => talk.on_stdout(&data),
-                Some(ChannelMsg::ExtendedData { data, .. }) => talk.on_stderr(&data),
-                Some(ChannelMsg::Eof | ChannelMsg::Close) | None => talk.on_end(),
-                Some(_) => Step::Wait,
-            };
-            match step {
-                Step::Wait => {}
-                Step::SendPassword => {
-                    let mut line = become_.password.clone().unwrap_or_default().into_bytes();
-                    line.push(b'\n');
-                    write
-                        .data(&line[..])
-                        .await
-                        .map_err(|e| channel_error(spec, "answering sudo", e))?;
-                }
-                Step::SendAgent { gzip } => {
-                    let bytes: &[u8] = if gzip {
-                        compressed_agent(agent)
-                    } else {
-                        &agent.bytes
-                    };
-                    write
-                        .data(bytes)
-                        .await
-                        .map_err(|e| channel_error(spec, "sending the agent for become", e))?;
-                }
-                Step::Fail(message) => return Err(failed(message)),
-                Step::Run(leftover) => {
-                    let RunningAgent {
-                        stdout,
-                        stdin,
-                        diagnostics,
-                        pump,
-                    } = start_pump(read, write, leftover, Diagnostics::default());
-                    let writer = stdin.make_writer();
-                    return match AgentSession::start(stdout, writer, BootstrapReport::default())
-                        .await
-                    {
-                        Ok(session) => {
-                            session.keep_alive(Box::new(PumpGuard(pump)));
-                            session.keep_alive(Box::new(stdin));
-                            session.keep_alive(Box::new(self.connection.clone()));
-                            Ok(session)
-                        }
-                        Err(e) => {
-                            let detail = diagnostics.lock().expect("diagnostics lock").describe();
-                            Err(failed(format!(
-                                "the become agent did not start: {e} ({detail})"
-                            )))
-                        }
-                    };
-                }
-            }
-        }
-    }
 }
 
 /// Owns the SSH connection for the session's lifetime and says goodbye when dropped.

@@ -31,8 +31,11 @@ SUITE=bookworm
 # unprivileged user (plain) hands its temporary files over with setfacl and fails without
 # it; ca-certificates for an archive over https;
 # init-system-helpers (service, invoke-rc.d) and sysvinit-utils (init-functions) for the
-# services' init scripts.
-PACKAGES=openssh-server,sudo,passwd,python3,python3-apt,acl,procps,ca-certificates,init-system-helpers,sysvinit-utils
+# services' init scripts; python3-pip and python3-venv for pip and its virtualenvs (both
+# tools' pip modules need them on the target); dnf (with rpm) for dnf/yum into an
+# installroot; systemd for its unit files and systemctl's offline verbs (enable, mask: it
+# is never PID 1 here).
+PACKAGES=openssh-server,sudo,passwd,python3,python3-apt,acl,procps,ca-certificates,init-system-helpers,sysvinit-utils,python3-pip,python3-venv,dnf,systemd
 USERS="deploy admin plain"
 TEST_PASSWORD=turbo-test-password
 
@@ -186,6 +189,10 @@ in_root visudo -cq
 
 # ptmx through the devpts instance that support/debian.rs mounts at start.
 ln -sf pts/ptmx "$root/dev/ptmx"
+# The archive's package lists, as on any installed Debian: a test can install a package
+# from the archive without updating the cache first (and one that updates it sees a cache
+# with a known age).
+in_root apt-get update -qq
 in_root apt-get clean
 rm -f "$root"/var/log/*.log
 

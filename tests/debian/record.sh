@@ -13,6 +13,12 @@
 #   expected/files.txt        one line per path: "<path> <type> <octal mode> <owner> <group>"
 #   expected/recap.txt        Ansible's PLAY RECAP line for the first run
 #   expected/recap-again.txt  the same for a second run (idempotence)
+#   expected/packages.txt     the packages installed ("+ name\tversion") and removed
+#                             ("- ...") from the fresh host to after both runs
+#   expected/etc.txt          what changed under /etc from the fresh host to after both
+#                             runs: "- <line>" gone, "+ <line>" new, a line a path as
+#                             support/debian.rs's DebianHost::snapshot lists it
+# A scenario's prepare.sh, if any, runs first (see support/debian_scenario.rs).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,14 +50,60 @@ else
     for site in "$here"/*/site.yml; do scenarios+=("$(basename "$(dirname "$site")")"); done
 fi
 
+# /etc inside the started host, one sorted line a path:
+# "<path> <type> <mode> <owner> <group> <sha256 of a file | a link's target | ->".
+etc_snapshot() {
+    local listing sums
+    listing=$(mktemp)
+    sums=$(mktemp)
+    debian_host_run find /etc -mindepth 1 -printf '%P\0%y %m %u %g %l\0' >"$listing"
+    debian_host_run sh -c 'cd /etc && find . -type f -print0 | xargs -0r sha256sum --' >"$sums"
+    python3 - "$listing" "$sums" <<'PY'
+import sys
+fields = open(sys.argv[1], "rb").read().decode().split("\0")
+sums = {}
+for line in open(sys.argv[2], "rb").read().decode().splitlines():
+    if "  " in line:
+        digest, path = line.split("  ", 1)
+        sums[path.removeprefix("./")] = digest
+lines = []
+for path, meta in zip(fields[0::2], fields[1::2]):
+    kind, mode, owner, group, link = meta.split(" ", 4)
+    tail = sums.get(path, "?") if kind == "f" else link if kind == "l" else "-"
+    lines.append(f"{path} {kind} {mode} {owner} {group} {tail}")
+sys.stdout.write("".join(line + "\n" for line in sorted(lines, key=lambda l: l.encode())))
+PY
+    rm -f "$listing" "$sums"
+}
+
+packages() { debian_host_run dpkg-query -W -f '${Package}\t${Version}\n'; }
+
+# The lines only in $1 as "- line", only in $2 as "+ line", sorted by the line (as
+# debian_scenario.rs's changes()).
+etc_changes() {
+    python3 - "$1" "$2" <<'PY'
+import sys
+old = set(open(sys.argv[1], "rb").read().decode().splitlines())
+new = set(open(sys.argv[2], "rb").read().decode().splitlines())
+lines = [(l, "-") for l in old - new] + [(l, "+") for l in new - old]
+lines.sort(key=lambda pair: (pair[0].encode(), pair[1]))
+sys.stdout.write("".join(f"{sign} {line}\n" for line, sign in lines))
+PY
+}
+
 for scenario in "${scenarios[@]}"; do
     dir="$here/$scenario"
     # Beside the base: overlayfs needs its upper directory on a filesystem like the base's.
     work=$(mktemp -d "$repo/target/debian/record-XXXXXX")
     debian_host_start "$work" "$NAME"
     debian_host_line "$work" "$NAME" >"$work/inventory"
+    etc_snapshot >"$work/etc-before"
+    packages >"$work/packages-before"
     # No ansible.cfg of the machine's or the caller's.
     : >"$work/ansible.cfg"
+    if [[ -f "$dir/prepare.sh" ]]; then
+        HOST_ROOT="$host_root" HOST_NAME="$NAME" REPO="$repo" bash "$dir/prepare.sh"
+    fi
     run() {
         ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_CONFIG="$work/ansible.cfg" \
             "$ansible_playbook" -i "$work/inventory" "$dir/site.yml" >"$work/$1.log" 2>&1 || {
@@ -69,6 +121,10 @@ for scenario in "${scenarios[@]}"; do
     cp -r "$host_root$OUT/." "$dir/expected/files/"
     # Owners by their names inside the host (uids differ from the outside's).
     debian_host_run find "$OUT" -mindepth 1 -printf '%P %y %m %u %g\n' | sort >"$dir/expected/files.txt"
+    packages >"$work/packages-after"
+    etc_changes "$work/packages-before" "$work/packages-after" >"$dir/expected/packages.txt"
+    etc_snapshot >"$work/etc-after"
+    etc_changes "$work/etc-before" "$work/etc-after" >"$dir/expected/etc.txt"
     echo "$first" >"$dir/expected/recap.txt"
     echo "$again" >"$dir/expected/recap-again.txt"
     echo "record.sh: $scenario: $first"

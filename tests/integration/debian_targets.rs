@@ -10,13 +10,8 @@ use std::process::Command;
 use crate::support::debian::{
     self, DebianHost, FileInfo, LOGIN_USER, PLAIN_USER, SUDO_PASSWORD_USER, TEST_PASSWORD,
 };
-use crate::support::run::{Outcome, Recap, TestRun};
-
-fn scenario_dir(scenario: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/debian")
-        .join(scenario)
-}
+use crate::support::debian_scenario::{self, OUT, RECORDED_HOST, scenario_dir, scenario_run};
+use crate::support::run::{Outcome, TestRun};
 
 /// Runs `script` with sh as `user` inside the host (through su, as root may).
 fn as_user(host: &DebianHost, user: &str, script: &str) -> std::process::Output {
@@ -145,119 +140,18 @@ fn a_host_leaves_nothing_behind_even_when_its_test_panics() {
     );
 }
 
-/// Ansible's recap line as record.sh kept it: `debian-target : ok=4 changed=3 ...`.
-fn recorded_recap(path: &Path) -> Recap {
-    let line = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let out = Outcome {
-        code: 0,
-        stdout: format!("PLAY RECAP ***\n{}", line.trim()),
-        stderr: String::new(),
-    };
-    out.recap(RECORDED_HOST)
-}
-
-/// The inventory name record.sh gives its host.
-const RECORDED_HOST: &str = "debian-target";
-/// Where the scenarios write on the host (record.sh's OUT).
-const OUT: &str = "/home/deploy/out";
-
-/// Every path under `dir` inside the host as record.sh lists it:
-/// `<path> <type> <mode> <owner> <group>`, sorted.
-fn listing(host: &DebianHost, dir: &str) -> String {
-    let text = host.check_output(&[
-        "find",
-        dir,
-        "-mindepth",
-        "1",
-        "-printf",
-        "%P %y %m %u %g\\n",
-    ]);
-    let mut lines: Vec<&str> = text.lines().collect();
-    lines.sort_unstable();
-    lines.iter().map(|l| format!("{l}\n")).collect()
-}
-
-fn assert_same_files(expected: &Path, host: &DebianHost) {
-    let files_txt = std::fs::read_to_string(expected.join("files.txt")).expect("files.txt");
-    assert_eq!(
-        listing(host, OUT),
-        files_txt,
-        "paths, types, modes and owners left by turbo-play (left) and ansible-playbook (right)"
-    );
-    for line in files_txt.lines() {
-        let mut fields = line.split(' ');
-        let (Some(path), Some("f")) = (fields.next(), fields.next()) else {
-            continue;
-        };
-        let want = std::fs::read(expected.join("files").join(path)).expect("expected file");
-        let have = host.read(&format!("{OUT}/{path}"));
-        assert!(
-            want == have,
-            "{path} differs from ansible-playbook's\n--- turbo-play\n{}\n--- ansible-playbook\n{}",
-            String::from_utf8_lossy(&have),
-            String::from_utf8_lossy(&want)
-        );
-    }
-}
-
-/// The scenario's site.yml and files/ as a run beside which turbo-play finds them.
-fn scenario_run(scenario: &str, inventory: &str) -> TestRun {
-    let dir = scenario_dir(scenario);
-    let mut run = TestRun::new()
-        .playbook(&std::fs::read_to_string(dir.join("site.yml")).expect("site.yml"))
-        .inventory(inventory);
-    let files = dir.join("files");
-    for entry in std::fs::read_dir(&files).expect("files/") {
-        let path = entry.expect("dir entry").path();
-        let name = path.file_name().expect("name").to_str().expect("utf-8");
-        run = run.file_bytes(
-            &format!("files/{name}"),
-            &std::fs::read(&path).expect("file"),
-        );
-    }
-    run
-}
-
 #[test]
 fn copy_and_command_over_ssh_match_ansible() {
     if !debian::available("copy_and_command_over_ssh_match_ansible") {
         return;
     }
-    let expected = scenario_dir("copy-and-id").join("expected");
-    let host = DebianHost::start(RECORDED_HOST);
-    let run = scenario_run("copy-and-id", &format!("{}\n", host.line()));
-
-    let first = run.run();
-    first.assert_code(0);
-    let ansible = recorded_recap(&expected.join("recap.txt"));
-    assert_eq!(
-        first.recap(RECORDED_HOST),
-        ansible,
-        "recap, ansible-playbook's is {ansible:?}\n{}",
-        first.stdout
-    );
-    assert_same_files(&expected, &host);
+    let (host, _, _) = debian_scenario::check("copy-and-id");
     // Written by the login user, on the host, not by root nor on the controller.
     assert_eq!(host.read(&format!("{OUT}/whoami")), b"deploy\n");
     assert!(
         !Path::new(OUT).exists(),
         "{OUT} was written outside the host"
     );
-
-    let again = run.run();
-    again.assert_code(0);
-    let ansible_again = recorded_recap(&expected.join("recap-again.txt"));
-    assert_eq!(
-        ansible_again.changed, 0,
-        "Ansible's second run changed something"
-    );
-    assert_eq!(
-        again.recap(RECORDED_HOST),
-        ansible_again,
-        "second run, ansible-playbook's is {ansible_again:?}\n{}",
-        again.stdout
-    );
-    assert_same_files(&expected, &host);
 }
 
 /// The same playbook run now by turbo-play and by the ansible-playbook in

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod debian;
+pub mod debian_scenario;
 pub mod hosts;
 pub mod run;
 pub mod sshd;

@@ -13,6 +13,7 @@ use turbo_proto::{FileMode, Op, OpResult};
 
 use crate::template::{Templar, TemplateError};
 
+mod apt;
 mod assert;
 mod blockinfile;
 mod command;
@@ -166,6 +167,11 @@ pub struct Caps {
     pub shown: Shown,
     pub facts: FactsLayer,
     pub control: Control,
+    /// The module does its own check mode (Ansible's `supports_check_mode` modules that
+    /// ask a tool to simulate, as apt-get's `--simulate`): its ops go to the agent without
+    /// the check flag, so its read-only and simulating commands run, and its planner,
+    /// reading `PlanContext::check_mode`, plans nothing that changes the target.
+    pub own_check_mode: bool,
 }
 
 impl Caps {
@@ -177,6 +183,7 @@ impl Caps {
         shown: Shown::Result,
         facts: FactsLayer::Gathered,
         control: Control::None,
+        own_check_mode: false,
     };
 
     pub const fn free_form(mut self) -> Caps {
@@ -197,6 +204,10 @@ impl Caps {
     }
     pub const fn control(mut self, control: Control) -> Caps {
         self.control = control;
+        self
+    }
+    pub const fn own_check_mode(mut self) -> Caps {
+        self.own_check_mode = true;
         self
     }
 }

@@ -13,9 +13,9 @@ use std::sync::LazyLock;
 
 use super::spec::{Spec, Unknown};
 use super::{
-    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
-    copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
-    replace, set_fact, setup, slurp, stat, template,
+    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, apt, assert, blockinfile,
+    command, copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause,
+    ping, replace, set_fact, setup, slurp, stat, template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -36,7 +36,7 @@ const NOT_YET: Entry = NotYet { free_form: false };
 /// Sorted by name; a test keeps it so.
 static MODULES: &[(&str, Entry)] = &[
     ("add_host", Native(&inventory_edit::AddHost)),
-    ("apt", NOT_YET),
+    ("apt", Native(&apt::Apt)),
     ("apt_key", NOT_YET),
     ("apt_repository", NOT_YET),
     ("assemble", NOT_YET),

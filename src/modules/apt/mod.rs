@@ -11,7 +11,7 @@
 
 mod apt_get;
 pub(crate) mod dpkg_status;
-mod policy;
+pub(crate) mod policy;
 pub(crate) mod version;
 
 use std::collections::{BTreeMap, BTreeSet};

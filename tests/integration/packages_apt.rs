@@ -112,7 +112,9 @@ fn a_noop_apt_task_costs_milliseconds() {
     };
     // tree is not in the base: install it once, then every task has nothing to do.
     let setup = TestRun::new()
-        .playbook("- hosts: all\n  become: true\n  gather_facts: false\n  tasks:\n    - apt: name=tree\n")
+        .playbook(
+            "- hosts: all\n  become: true\n  gather_facts: false\n  tasks:\n    - apt: name=tree\n",
+        )
         .inventory(&format!("{}\n", host.line()));
     setup.run().assert_code(0);
     let best = |run: &TestRun| (0..3).map(|_| timed(run)).min().expect("runs");
@@ -123,4 +125,14 @@ fn a_noop_apt_task_costs_milliseconds() {
         per_task.as_millis() < 500,
         "a no-op apt task took {per_task:?}"
     );
+}
+
+#[test]
+fn package_dpkg_selections_debconf_and_package_facts_as_ansible() {
+    if !debian::available("package_dpkg_selections_debconf_and_package_facts_as_ansible") {
+        return;
+    }
+    let (host, _, _) = debian_scenario::check("apt-modules");
+    let held = host.check_output(&["dpkg", "--get-selections", "turbo-multi"]);
+    assert!(held.ends_with("hold\n"), "{held}");
 }

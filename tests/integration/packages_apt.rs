@@ -136,3 +136,15 @@ fn package_dpkg_selections_debconf_and_package_facts_as_ansible() {
     let held = host.check_output(&["dpkg", "--get-selections", "turbo-multi"]);
     assert!(held.ends_with("hold\n"), "{held}");
 }
+
+/// Loop items stay separate apt runs, one after another, each seeing what the one before
+/// installed: squashing them into one apt-get call would change the per-item results
+/// (the second item here would report a change it did not make).
+#[test]
+fn apt_loop_items_run_one_after_another_as_ansible() {
+    if !debian::available("apt_loop_items_run_one_after_another_as_ansible") {
+        return;
+    }
+    let (host, _, _) = debian_scenario::check("apt-loop");
+    assert_eq!(installed(&host, "turbo-multi").as_deref(), Some("1.0"));
+}

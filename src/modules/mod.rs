@@ -13,18 +13,23 @@ use turbo_proto::{FileMode, Op, OpResult};
 
 use crate::template::{Templar, TemplateError};
 
+mod apt;
 mod assert;
 mod blockinfile;
 mod command;
 mod copy;
 mod copy_tree;
+mod debconf;
 mod debug;
+mod dpkg_selections;
 mod file;
 mod include;
 mod include_vars;
 mod inventory_edit;
 mod lineinfile;
 mod meta;
+mod package;
+mod package_facts;
 mod pause;
 mod ping;
 pub mod registry;
@@ -166,6 +171,11 @@ pub struct Caps {
     pub shown: Shown,
     pub facts: FactsLayer,
     pub control: Control,
+    /// The module does its own check mode (Ansible's `supports_check_mode` modules that
+    /// ask a tool to simulate, as apt-get's `--simulate`): its ops go to the agent without
+    /// the check flag, so its read-only and simulating commands run, and its planner,
+    /// reading `PlanContext::check_mode`, plans nothing that changes the target.
+    pub own_check_mode: bool,
 }
 
 impl Caps {
@@ -177,6 +187,7 @@ impl Caps {
         shown: Shown::Result,
         facts: FactsLayer::Gathered,
         control: Control::None,
+        own_check_mode: false,
     };
 
     pub const fn free_form(mut self) -> Caps {
@@ -197,6 +208,10 @@ impl Caps {
     }
     pub const fn control(mut self, control: Control) -> Caps {
         self.control = control;
+        self
+    }
+    pub const fn own_check_mode(mut self) -> Caps {
+        self.own_check_mode = true;
         self
     }
 }

@@ -13,9 +13,10 @@ use std::sync::LazyLock;
 
 use super::spec::{Spec, Unknown};
 use super::{
-    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
-    copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
-    replace, set_fact, setup, slurp, stat, template,
+    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, apt, assert, blockinfile,
+    command, copy, debconf, debug, dpkg_selections, file, include, include_vars, inventory_edit,
+    lineinfile, meta, package, package_facts, pause, ping, replace, set_fact, setup, slurp, stat,
+    template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -36,7 +37,7 @@ const NOT_YET: Entry = NotYet { free_form: false };
 /// Sorted by name; a test keeps it so.
 static MODULES: &[(&str, Entry)] = &[
     ("add_host", Native(&inventory_edit::AddHost)),
-    ("apt", NOT_YET),
+    ("apt", Native(&apt::Apt)),
     ("apt_key", NOT_YET),
     ("apt_repository", NOT_YET),
     ("assemble", NOT_YET),
@@ -47,11 +48,11 @@ static MODULES: &[(&str, Entry)] = &[
     ("copy", Native(&copy::Copy)),
     ("cron", NOT_YET),
     ("deb822_repository", NOT_YET),
-    ("debconf", NOT_YET),
+    ("debconf", Native(&debconf::Debconf)),
     ("debug", Native(&debug::Debug)),
     ("dnf", NOT_YET),
     ("dnf5", NOT_YET),
-    ("dpkg_selections", NOT_YET),
+    ("dpkg_selections", Native(&dpkg_selections::DpkgSelections)),
     ("expect", NOT_YET),
     ("fail", Native(&assert::Fail)),
     ("fetch", NOT_YET),
@@ -72,8 +73,8 @@ static MODULES: &[(&str, Entry)] = &[
     ("lineinfile", Native(&lineinfile::LineInFile)),
     ("meta", Native(&meta::Meta)),
     ("mount_facts", NOT_YET),
-    ("package", NOT_YET),
-    ("package_facts", NOT_YET),
+    ("package", Native(&package::Package)),
+    ("package_facts", Native(&package_facts::PackageFacts)),
     ("pause", Native(&pause::Pause)),
     ("ping", Native(&ping::Ping)),
     ("pip", NOT_YET),

@@ -820,7 +820,13 @@ failed_when: false
         );
         let e = err(&play("    - frobnicate: x\n"));
         assert_eq!(e.message, "couldn't resolve module/action 'frobnicate'");
-        assert!(e.help.unwrap().contains("command, copy, debug"));
+        let help = e.help.unwrap();
+        assert!(
+            ["command, copy, ", "debug, "]
+                .iter()
+                .all(|n| help.contains(n)),
+            "{help}"
+        );
         assert_eq!(
             message_at(&play(
                 "    - copy: content=x dest=/x\n      file: path=/x\n"

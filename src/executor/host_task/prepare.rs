@@ -285,6 +285,11 @@ pub(super) fn check_mode(ctx: &RunContext, task: &Task) -> bool {
     task.check_mode.unwrap_or(ctx.opts.check)
 }
 
+/// The check flag the agent gets: none for a module that does its own check mode.
+pub(super) fn agent_check_mode(ctx: &RunContext, task: &Task) -> bool {
+    check_mode(ctx, task) && !task.module.caps().own_check_mode
+}
+
 /// `--diff`, unless the task (or its block, role or play) says `diff: yes/no`.
 pub(super) fn diff_mode(ctx: &RunContext, task: &Task) -> bool {
     task.diff.unwrap_or(ctx.opts.diff)

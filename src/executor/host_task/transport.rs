@@ -8,7 +8,7 @@ use serde_json::Value;
 use turbo_proto::{CHUNK_BYTES, EnsureFile, FileContent, Op, OpResult};
 
 use super::super::SessionFailure;
-use super::prepare::{add_environment, check_mode, diff_mode, plan_context};
+use super::prepare::{add_environment, agent_check_mode, check_mode, diff_mode, plan_context};
 use super::{HostState, ItemRun, ItemState, RunContext, Target};
 use crate::agent_session::AgentSession;
 use crate::modules::{Args, TaskOutcome};
@@ -162,7 +162,7 @@ pub(super) async fn send_batched(
     ops: Vec<Op>,
     task: &Task,
 ) -> Result<Vec<OpResult>, String> {
-    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
+    let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     if ops.len() == 1 {
         return send_one_by_one(ctx, session, ops, task).await;
     }
@@ -194,7 +194,7 @@ pub(super) async fn send_one_by_one(
     ops: Vec<Op>,
     task: &Task,
 ) -> Result<Vec<OpResult>, String> {
-    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
+    let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     let mut results = Vec::with_capacity(ops.len());
     for op in ops {
         results.push(
@@ -241,7 +241,7 @@ pub(super) async fn upload_content(
         Err(e) => return Err(TaskOutcome::failed(e.to_string())),
     };
     let upload_id = NEXT_UPLOAD.fetch_add(1, Ordering::Relaxed);
-    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
+    let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     let failed = |e: String| TaskOutcome::failed(format!("uploading {}: {e}", ensure.path));
     if bytes.is_empty() {
         let inline = Op::EnsureFile(EnsureFile {

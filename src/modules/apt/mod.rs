@@ -1,0 +1,1088 @@
+//! `apt`: Debian packages, decided from dpkg's database and changed with one apt-get call.
+//!
+//! A task looks before it asks apt anything: one batch reads the cache's age (two stats),
+//! apt's automatic-install marks (extended_states) and dpkg's status of every named
+//! package (one `dpkg-query -W`). Nothing else runs when that already says the task has
+//! nothing to do. `apt-cache policy` is asked only when a candidate version matters (a
+//! package not installed, a version pin, `state: latest`), and then all the names of the
+//! task go to apt-get in one command line, written as Ansible writes it (its messages
+//! quote it). Check mode is apt-get's `--simulate`: the module does its own check mode
+//! ([`Caps::own_check_mode`]) so that these read-only and simulating commands run.
+
+mod apt_get;
+pub(crate) mod dpkg_status;
+pub(crate) mod policy;
+pub(crate) mod version;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use turbo_proto::{Command, Exec, ExecOutcome, Op, OpResult};
+
+use super::spec::{Arg, Elem, Spec};
+use super::{Args, Caps, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome};
+use apt_get::{APT_GET, APT_GET_ZERO, quoted};
+use dpkg_status::Known;
+use policy::Policy;
+
+pub struct Apt;
+
+const UPDATE_SUCCESS_STAMP: &str = "/var/lib/apt/periodic/update-success-stamp";
+const LISTS: &str = "/var/lib/apt/lists";
+const EXTENDED_STATES: &str = "/var/lib/apt/extended_states";
+
+static SPEC: Spec = Spec::new(&[
+    Arg::bool("allow_change_held_packages").default_bool(false),
+    Arg::bool("allow_downgrade").default_bool(false).aliases(&[
+        "allow-downgrade",
+        "allow_downgrades",
+        "allow-downgrades",
+    ]),
+    Arg::bool("allow_unauthenticated")
+        .default_bool(false)
+        .aliases(&["allow-unauthenticated"]),
+    Arg::bool("auto_install_module_deps")
+        .default_bool(true)
+        .no_effect("turbo-play reads dpkg and runs apt-get itself; it needs no python3-apt"),
+    Arg::bool("autoclean").default_bool(false),
+    Arg::bool("autoremove").default_bool(false),
+    Arg::int("cache_valid_time").default_int(0),
+    Arg::bool("clean").default_bool(false).not_yet(),
+    Arg::path("deb"),
+    Arg::str("default_release").aliases(&["default-release"]),
+    Arg::str("dpkg_options").default_str(apt_get::DPKG_OPTIONS),
+    Arg::bool("fail_on_autoremove").default_bool(false),
+    Arg::bool("force").default_bool(false),
+    Arg::bool("force_apt_get")
+        .default_bool(false)
+        .no_effect("turbo-play always uses apt-get, never aptitude"),
+    Arg::bool("install_recommends").aliases(&["install-recommends"]),
+    Arg::int("lock_timeout").default_int(60),
+    Arg::bool("only_upgrade").default_bool(false),
+    Arg::list("package", Elem::Str).aliases(&["pkg", "name"]),
+    Arg::int("policy_rc_d"),
+    Arg::bool("purge").default_bool(false),
+    Arg::str("state").default_str("present").choices(&[
+        "absent",
+        "build-dep",
+        "fixed",
+        "latest",
+        "present",
+    ]),
+    Arg::str("upgrade")
+        .default_str("no")
+        .choices(&["dist", "full", "no", "safe", "yes"]),
+    Arg::bool("update_cache").aliases(&["update-cache"]),
+    Arg::int("update_cache_retries")
+        .default_int(5)
+        .no_effect("apt-get update runs once and its error is the task's"),
+    Arg::int("update_cache_retry_max_delay")
+        .default_int(12)
+        .no_effect("apt-get update runs once and its error is the task's"),
+])
+.mutually_exclusive(&[&["deb", "package", "upgrade"]])
+.required_one_of(&[&["autoremove", "deb", "package", "update_cache", "upgrade"]]);
+
+impl Module for Apt {
+    fn name(&self) -> &'static str {
+        "apt"
+    }
+
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn caps(&self) -> Caps {
+        Caps::TASK.own_check_mode()
+    }
+
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let request = Arc::new(Request::from_args(args, ctx)?);
+        Ok(probe(request))
+    }
+}
+
+/// A package as the task names it: `name`, `name=version` (a pattern) or `name>=version`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PackageSpec {
+    pub written: String,
+    pub name: String,
+    pub cmp: Option<Cmp>,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cmp {
+    Eq,
+    AtLeast,
+}
+
+impl PackageSpec {
+    /// Ansible's `package_split`: the first `=` or `>=` splits name from version.
+    pub fn parse(written: &str) -> PackageSpec {
+        let at = written.find('=');
+        let (name, cmp, version) = match at {
+            Some(i) if i > 0 && written.as_bytes()[i - 1] == b'>' => {
+                (&written[..i - 1], Some(Cmp::AtLeast), &written[i + 1..])
+            }
+            Some(i) => (&written[..i], Some(Cmp::Eq), &written[i + 1..]),
+            None => (written, None, ""),
+        };
+        PackageSpec {
+            written: written.to_string(),
+            name: name.to_string(),
+            cmp,
+            version: version.to_string(),
+        }
+    }
+
+    /// Whether an installed version meets the spec (`=` is a shell pattern, as Ansible's
+    /// fnmatch).
+    fn accepts(&self, installed: &str) -> bool {
+        match self.cmp {
+            None => true,
+            Some(Cmp::Eq) => crate::fnmatch::fnmatch(&self.version, installed),
+            Some(Cmp::AtLeast) => version::compare(installed, &self.version).is_ge(),
+        }
+    }
+}
+
+/// Everything the task asks, owned, for the steps that follow the target's replies.
+#[derive(Debug, Clone)]
+struct Request {
+    state: String,
+    packages: Vec<PackageSpec>,
+    /// `*` among the names (with `state: latest`, upgrade everything).
+    all_installed: bool,
+    update_cache: bool,
+    cache_valid_time: i64,
+    upgrade: Option<String>,
+    deb: Option<String>,
+    purge: bool,
+    autoremove: bool,
+    autoclean: bool,
+    fail_on_autoremove: bool,
+    force: bool,
+    only_upgrade: bool,
+    allow_unauthenticated: bool,
+    allow_downgrade: bool,
+    allow_change_held_packages: bool,
+    install_recommends: Option<bool>,
+    default_release: Option<String>,
+    /// Ansible's `dpkg_options` as given (comma separated), for `dpkg -i`.
+    dpkg_option_names: String,
+    /// The same expanded for apt-get, with the lock timeout.
+    dpkg_options: String,
+    policy_rc_d: Option<i64>,
+    check: bool,
+    diff: bool,
+}
+
+impl Request {
+    fn from_args(args: &Args, ctx: &PlanContext) -> Result<Request, ModuleError> {
+        let written = args.str_list("package");
+        let all_installed = written.iter().any(|p| p == "*");
+        let packages: Vec<PackageSpec> = written
+            .iter()
+            .filter(|p| *p != "*")
+            .map(|p| PackageSpec::parse(p.trim()))
+            .collect();
+        let state = args.str("state").unwrap_or("present").to_string();
+        if all_installed && state == "latest" && !packages.is_empty() {
+            return Err(ModuleError::Invalid(
+                "unable to install additional packages when upgrading all installed packages"
+                    .into(),
+            ));
+        }
+        if let Some(bad) = packages.iter().find(|p| p.written.matches('=').count() > 1) {
+            return Err(ModuleError::Invalid(format!(
+                "invalid package spec: {}",
+                bad.written
+            )));
+        }
+        if let Some(pattern) = packages
+            .iter()
+            .find(|p| p.name.contains(['*', '?', '[', ']', '!']))
+        {
+            return Err(ModuleError::Invalid(format!(
+                "turbo-play does not expand package name patterns yet ('{}'); name the packages, or run this task with ansible-playbook",
+                pattern.name
+            )));
+        }
+        let deb = args.str("deb").map(str::to_string);
+        if let Some(deb) = &deb {
+            if state != "present" {
+                return Err(ModuleError::Invalid(
+                    "deb only supports state=present".into(),
+                ));
+            }
+            if deb.contains("://") {
+                return Err(ModuleError::Invalid(format!(
+                    "turbo-play does not download deb files yet ('{deb}'); fetch it with get_url first"
+                )));
+            }
+        }
+        let dpkg_option_names = args
+            .str("dpkg_options")
+            .unwrap_or(apt_get::DPKG_OPTIONS)
+            .to_string();
+        let lock_timeout = args.int("lock_timeout").unwrap_or(60);
+        Ok(Request {
+            state,
+            packages,
+            all_installed,
+            update_cache: args.bool("update_cache"),
+            cache_valid_time: args.int("cache_valid_time").unwrap_or(0),
+            upgrade: args
+                .str("upgrade")
+                .filter(|u| *u != "no")
+                .map(str::to_string),
+            deb,
+            purge: args.bool("purge"),
+            autoremove: args.bool("autoremove"),
+            autoclean: args.bool("autoclean"),
+            fail_on_autoremove: args.bool("fail_on_autoremove"),
+            force: args.bool("force"),
+            only_upgrade: args.bool("only_upgrade"),
+            allow_unauthenticated: args.bool("allow_unauthenticated"),
+            allow_downgrade: args.bool("allow_downgrade"),
+            allow_change_held_packages: args.bool("allow_change_held_packages"),
+            install_recommends: args.opt_bool("install_recommends"),
+            default_release: args.str("default_release").map(str::to_string),
+            dpkg_options: apt_get::dpkg_options(&dpkg_option_names, lock_timeout),
+            dpkg_option_names,
+            policy_rc_d: args.int("policy_rc_d"),
+            check: ctx.check_mode,
+            diff: ctx.diff,
+        })
+    }
+
+    /// Whether the task reads dpkg's status of its names (everything but build-dep).
+    fn queries_dpkg(&self) -> bool {
+        !self.packages.is_empty() && self.state != "build-dep"
+    }
+
+    fn diff_of(&self, stdout: &str) -> Value {
+        if self.diff {
+            json!({"prepared": apt_get::prepared_diff(stdout)})
+        } else {
+            json!({})
+        }
+    }
+
+    fn flag(on: bool, text: &'static str) -> &'static str {
+        if on { text } else { "" }
+    }
+
+    fn simulate(&self) -> &'static str {
+        Request::flag(self.check, "--simulate")
+    }
+}
+
+/// What the first look found.
+#[derive(Debug, Clone, Default)]
+struct Probe {
+    /// Ansible's `get_cache_mtime`: the update stamp's, else the lists directory's.
+    cache_time: i64,
+    /// The target's clock when dpkg-query ran (for `cache_valid_time`).
+    now: Option<i64>,
+    known: BTreeMap<String, Known>,
+    auto: BTreeSet<String>,
+}
+
+/// Probe results and the cache update's outcome, carried to the later steps.
+#[derive(Debug, Clone, Default)]
+struct Cache {
+    updated: bool,
+    time: i64,
+}
+
+fn dpkg_query(names: &[&str]) -> Exec {
+    let mut argv = vec![
+        "dpkg-query".to_string(),
+        "-W".to_string(),
+        format!("-f={}", dpkg_status::QUERY_FORMAT),
+    ];
+    argv.extend(names.iter().map(|n| n.to_string()));
+    plain_exec(argv)
+}
+
+fn plain_exec(argv: Vec<String>) -> Exec {
+    Exec {
+        command: Command::Argv(argv),
+        chdir: None,
+        creates: None,
+        removes: None,
+        env: apt_get::environment(),
+        stdin: None,
+        umask: None,
+    }
+}
+
+fn stat(path: &str) -> Op {
+    Op::Stat {
+        path: path.to_string(),
+        checksum: None,
+        follow: true,
+    }
+}
+
+fn cache_stats() -> [Op; 2] {
+    [stat(UPDATE_SUCCESS_STAMP), stat(LISTS)]
+}
+
+fn cache_time(stamp: &OpResult, lists: &OpResult) -> i64 {
+    match (stamp, lists) {
+        (OpResult::Stat(s), _) if s.exists => s.mtime,
+        (_, OpResult::Stat(l)) if l.exists => l.mtime,
+        _ => 0,
+    }
+}
+
+fn failed(msg: impl Into<String>) -> Result<Plan, ModuleError> {
+    Ok(Plan::Done(TaskOutcome::failed(msg)))
+}
+
+fn reply_error(result: &OpResult) -> Option<String> {
+    match result {
+        OpResult::Error(e) => Some(e.message.clone()),
+        OpResult::Exec(_) | OpResult::Stat(_) | OpResult::Read(_) => None,
+        other => Some(format!(
+            "internal error: apt got an unexpected reply from the agent: {other:?}"
+        )),
+    }
+}
+
+/// The first step: the cache's age, apt's auto marks and dpkg's status of the names.
+fn probe(request: Arc<Request>) -> Plan {
+    let names: Vec<&str> = request.packages.iter().map(|p| p.name.as_str()).collect();
+    let [stamp, lists] = cache_stats();
+    let mut ops = vec![
+        stamp,
+        lists,
+        Op::ReadFile {
+            path: EXTENDED_STATES.into(),
+            offset: 0,
+            limit: None,
+        },
+    ];
+    if request.queries_dpkg() {
+        ops.push(Op::Exec(dpkg_query(&names)));
+    }
+    Plan::Step(
+        Op::Batch(ops),
+        Next::new(move |reply| {
+            let OpResult::Batch(results) = reply else {
+                return failed(reply_error(&reply).unwrap_or_default());
+            };
+            if let Some(error) = results.iter().find_map(reply_error) {
+                return failed(error);
+            }
+            let mut probe = Probe {
+                cache_time: cache_time(&results[0], &results[1]),
+                ..Probe::default()
+            };
+            if let OpResult::Read(read) = &results[2] {
+                probe.auto = dpkg_status::auto_installed(&String::from_utf8_lossy(&read.data));
+            }
+            if let Some(OpResult::Exec(x)) = results.get(3) {
+                probe.known = dpkg_status::parse_query(&String::from_utf8_lossy(&x.stdout));
+                probe.now = Some(x.start_unix_micros.div_euclid(1_000_000));
+            }
+            after_probe(request, probe)
+        }),
+    )
+}
+
+fn after_probe(request: Arc<Request>, probe: Probe) -> Result<Plan, ModuleError> {
+    let cache = Cache {
+        updated: false,
+        time: probe.cache_time,
+    };
+    if !(request.update_cache || request.cache_valid_time != 0) {
+        return after_cache(request, probe, cache);
+    }
+    let now = probe.now.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64)
+    });
+    if probe.cache_time + request.cache_valid_time >= now {
+        return cache_done(request, probe, cache);
+    }
+    if request.check {
+        let cache = Cache {
+            updated: true,
+            ..cache
+        };
+        return cache_done(request, probe, cache);
+    }
+    let [stamp, lists] = cache_stats();
+    let update = plain_exec(vec![APT_GET.into(), "update".into(), "-q".into()]);
+    Ok(Plan::Step(
+        Op::Batch(vec![Op::Exec(update), stamp, lists]),
+        Next::new(move |reply| {
+            let OpResult::Batch(results) = reply else {
+                return failed(reply_error(&reply).unwrap_or_default());
+            };
+            if let Some(error) = results.iter().find_map(reply_error) {
+                return failed(error);
+            }
+            if let OpResult::Exec(x) = &results[0]
+                && x.rc != 0
+            {
+                let err = String::from_utf8_lossy(&x.stderr);
+                return failed(format!(
+                    "Failed to update apt cache: {}",
+                    if err.trim().is_empty() {
+                        "unknown reason"
+                    } else {
+                        err.trim()
+                    }
+                ));
+            }
+            let time = cache_time(&results[1], &results[2]);
+            let cache = Cache {
+                updated: time != probe.cache_time,
+                time,
+            };
+            cache_done(request, probe, cache)
+        }),
+    ))
+}
+
+/// After a cache update (or its check): a task with nothing else to do ends here.
+fn cache_done(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan, ModuleError> {
+    if request.packages.is_empty() && request.upgrade.is_none() && request.deb.is_none() {
+        let mut out = TaskOutcome {
+            changed: cache.updated,
+            ..TaskOutcome::default()
+        };
+        add_cache_fields(&mut out.data, &cache);
+        return Ok(Plan::Done(out));
+    }
+    after_cache(request, probe, cache)
+}
+
+fn add_cache_fields(data: &mut Map<String, Value>, cache: &Cache) {
+    data.insert("cache_updated".into(), json!(cache.updated));
+    data.insert("cache_update_time".into(), json!(cache.time));
+}
+
+fn after_cache(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan, ModuleError> {
+    if let Some(mode) = request.upgrade.clone() {
+        return upgrade(&request, &mode);
+    }
+    if let Some(deb) = request.deb.clone() {
+        return install_deb(request, deb);
+    }
+    if request.all_installed && request.state == "latest" {
+        return upgrade(&request, "yes");
+    }
+    if request.packages.is_empty() {
+        if request.autoclean {
+            return cleanup(&request, "autoclean");
+        }
+        if request.autoremove {
+            return cleanup(&request, "autoremove");
+        }
+    }
+    match request.state.as_str() {
+        "absent" => remove(&request, &probe),
+        _ => install(request, probe, cache),
+    }
+}
+
+/// What the task does with one package, given dpkg's status and apt's policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decision {
+    Nothing,
+    /// Hand apt-get this spec; `virtual_name` when apt must pick what provides it.
+    Install {
+        spec: String,
+        virtual_name: bool,
+    },
+    Fail(String),
+}
+
+/// Whether deciding needs apt's candidate: dpkg's status decides an installed package
+/// whose version already meets a plain or `>=` spec, or an exact `=` pin.
+pub(crate) fn needs_policy(
+    spec: &PackageSpec,
+    known: Option<&Known>,
+    latest: bool,
+    only_upgrade: bool,
+) -> bool {
+    let installed = known.filter(|k| k.installed);
+    match installed {
+        None => !only_upgrade,
+        Some(k) => {
+            latest
+                || !spec.accepts(&k.version)
+                || (spec.cmp == Some(Cmp::Eq) && spec.version.contains(['*', '?', '[']))
+        }
+    }
+}
+
+/// The version apt would install for the spec (Ansible's `package_best_match`).
+enum Best {
+    None,
+    /// A name only something else provides: apt decides.
+    Virtual,
+    Version(String),
+}
+
+fn best_match(spec: &PackageSpec, policy: &Policy) -> Best {
+    if policy.versions.is_empty() {
+        return Best::Virtual;
+    }
+    let candidate = match spec.cmp {
+        // The pin Ansible sets outranks every other: the highest matching version.
+        Some(Cmp::Eq) => policy
+            .versions
+            .iter()
+            .filter(|v| crate::fnmatch::fnmatch(&spec.version, v))
+            .max_by(|a, b| version::compare(a, b))
+            .cloned(),
+        _ => policy.candidate.clone(),
+    };
+    match (candidate, spec.cmp) {
+        (Some(v), Some(Cmp::AtLeast)) if version::compare(&v, &spec.version).is_lt() => Best::None,
+        (Some(v), _) => Best::Version(v),
+        (None, _) => Best::None,
+    }
+}
+
+/// Ansible's `install` loop body for one package. `policy` is `None` when
+/// [`needs_policy`] said dpkg's status suffices, `Some(None)` when apt knows no such name.
+pub(crate) fn decide(
+    spec: &PackageSpec,
+    known: Option<&Known>,
+    policy: Option<Option<&Policy>>,
+    latest: bool,
+    only_upgrade: bool,
+) -> Decision {
+    let installed = known.filter(|k| k.installed);
+    if installed.is_none() && only_upgrade {
+        return Decision::Nothing;
+    }
+    let best = match policy {
+        None => Best::None,
+        Some(None) if installed.is_none() => {
+            return Decision::Fail(format!("No package matching '{}' is available", spec.name));
+        }
+        Some(None) => Best::None,
+        Some(Some(policy)) => best_match(spec, policy),
+    };
+    let version_ok = installed.is_some_and(|k| spec.accepts(&k.version));
+    let installable = match (&best, installed) {
+        (Best::Version(v), Some(k)) if *v == k.version => Best::None,
+        (Best::Virtual, Some(_)) => Best::None,
+        (b, _) => match b {
+            Best::None => Best::None,
+            Best::Virtual => Best::Virtual,
+            Best::Version(v) => Best::Version(v.clone()),
+        },
+    };
+    if !version_ok && matches!(installable, Best::None) {
+        return Decision::Fail(format!(
+            "no available installation candidate for {}",
+            spec.written
+        ));
+    }
+    let has_installable = !matches!(installable, Best::None);
+    if has_installable && (installed.is_none() || latest || !version_ok) {
+        return match installable {
+            Best::Version(v) => Decision::Install {
+                spec: format!("{}={v}", spec.name),
+                virtual_name: false,
+            },
+            _ if spec.cmp.is_some() => Decision::Install {
+                spec: format!("{}={}", spec.name, spec.version),
+                virtual_name: true,
+            },
+            _ => Decision::Install {
+                spec: spec.name.clone(),
+                virtual_name: true,
+            },
+        };
+    }
+    if version_ok && has_installable && spec.cmp == Some(Cmp::Eq) {
+        return Decision::Install {
+            spec: format!("{}={}", spec.name, spec.version),
+            virtual_name: false,
+        };
+    }
+    Decision::Nothing
+}
+
+fn install(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan, ModuleError> {
+    if request.state == "build-dep" {
+        let specs: Vec<String> = request.packages.iter().map(|p| p.written.clone()).collect();
+        return run_install(request, specs, false, BTreeSet::new(), cache);
+    }
+    let latest = request.state == "latest";
+    let asked: Vec<&PackageSpec> = request
+        .packages
+        .iter()
+        .filter(|p| {
+            needs_policy(
+                p,
+                probe.known.get(dpkg_status::base_name(&p.name)),
+                latest,
+                request.only_upgrade,
+            )
+        })
+        .collect();
+    if asked.is_empty() {
+        return decide_all(request, probe, None, cache);
+    }
+    let mut argv = vec!["apt-cache".to_string()];
+    if let Some(release) = &request.default_release {
+        argv.push("-o".into());
+        argv.push(format!("APT::Default-Release={release}"));
+    }
+    argv.push("policy".into());
+    argv.extend(asked.iter().map(|p| p.name.clone()));
+    Ok(Plan::Step(
+        Op::Exec(plain_exec(argv)),
+        Next::new(move |reply| match reply {
+            OpResult::Exec(x) => {
+                let policies = policy::parse(&String::from_utf8_lossy(&x.stdout));
+                decide_all(request, probe, Some(policies), cache)
+            }
+            other => failed(reply_error(&other).unwrap_or_default()),
+        }),
+    ))
+}
+
+fn decide_all(
+    request: Arc<Request>,
+    probe: Probe,
+    policies: Option<BTreeMap<String, Policy>>,
+    cache: Cache,
+) -> Result<Plan, ModuleError> {
+    let latest = request.state == "latest";
+    let mut specs = Vec::new();
+    let mut all_virtual = true;
+    for package in &request.packages {
+        let known = probe.known.get(dpkg_status::base_name(&package.name));
+        let policy = if needs_policy(package, known, latest, request.only_upgrade) {
+            Some(policies.as_ref().and_then(|p| p.get(&package.name)))
+        } else {
+            None
+        };
+        match decide(package, known, policy, latest, request.only_upgrade) {
+            Decision::Nothing => {}
+            Decision::Install { spec, virtual_name } => {
+                all_virtual &= virtual_name;
+                specs.push(spec);
+            }
+            Decision::Fail(msg) => {
+                let mut out = TaskOutcome::failed(msg);
+                if msg_is_candidate(&out) {
+                    add_cache_fields(&mut out.data, &cache);
+                }
+                return Ok(Plan::Done(out));
+            }
+        }
+    }
+    // Ansible marks every named package manual; only those apt marked automatic change.
+    let to_mark: BTreeSet<String> = if request.check {
+        BTreeSet::new()
+    } else {
+        request
+            .packages
+            .iter()
+            .map(|p| dpkg_status::base_name(&p.name).to_string())
+            .filter(|n| {
+                probe.auto.contains(n) && !specs.iter().any(|s| s.split('=').next() == Some(n))
+            })
+            .collect()
+    };
+    run_install(request, specs, all_virtual, to_mark, cache)
+}
+
+/// Ansible returns its install failures through `fail_json(**retvals)`, with the cache
+/// fields; "No package matching" comes earlier, without them.
+fn msg_is_candidate(out: &TaskOutcome) -> bool {
+    out.msg
+        .as_deref()
+        .is_some_and(|m| m.starts_with("no available installation candidate"))
+}
+
+fn install_line(request: &Request, specs: &[String]) -> String {
+    let packages: Vec<String> = specs.iter().map(|s| quoted(s)).collect();
+    let r = request;
+    let mut line = if r.state == "build-dep" {
+        format!(
+            "{APT_GET} -y {} {} {} {} {} {} build-dep {}",
+            r.dpkg_options,
+            Request::flag(r.only_upgrade, "--only-upgrade"),
+            Request::flag(r.state == "fixed", "--fix-broken"),
+            Request::flag(r.force, "--force-yes"),
+            Request::flag(r.fail_on_autoremove, "--no-remove"),
+            r.simulate(),
+            packages.join(" ")
+        )
+    } else {
+        format!(
+            "{APT_GET} -y {} {} {} {} {} {} {} install {}",
+            r.dpkg_options,
+            Request::flag(r.only_upgrade, "--only-upgrade"),
+            Request::flag(r.state == "fixed", "--fix-broken"),
+            Request::flag(r.force, "--force-yes"),
+            Request::flag(r.autoremove, "--auto-remove"),
+            Request::flag(r.fail_on_autoremove, "--no-remove"),
+            r.simulate(),
+            packages.join(" ")
+        )
+    };
+    if let Some(release) = &r.default_release {
+        line.push_str(&format!(" -t '{release}'"));
+    }
+    match r.install_recommends {
+        Some(false) => line.push_str(" -o APT::Install-Recommends=no"),
+        Some(true) => line.push_str(" -o APT::Install-Recommends=yes"),
+        None => {}
+    }
+    if r.allow_unauthenticated {
+        line.push_str(" --allow-unauthenticated");
+    }
+    if r.allow_downgrade {
+        line.push_str(" --allow-downgrades");
+    }
+    if r.allow_change_held_packages {
+        line.push_str(" --allow-change-held-packages");
+    }
+    line
+}
+
+fn run_install(
+    request: Arc<Request>,
+    specs: Vec<String>,
+    all_virtual: bool,
+    to_mark: BTreeSet<String>,
+    cache: Cache,
+) -> Result<Plan, ModuleError> {
+    let mark = move |out: TaskOutcome| -> Result<Plan, ModuleError> {
+        if to_mark.is_empty() || out.failed {
+            return Ok(Plan::Done(out));
+        }
+        let mut argv = vec!["/usr/bin/apt-mark".to_string(), "manual".to_string()];
+        argv.extend(to_mark.iter().cloned());
+        let line = argv.join(" ");
+        Ok(Plan::Step(
+            Op::Exec(plain_exec(argv)),
+            Next::new(move |reply| match reply {
+                OpResult::Exec(x) if x.rc == 0 => Ok(Plan::Done(out)),
+                OpResult::Exec(x) => {
+                    let mut failed = TaskOutcome::failed(format!("Command '{line}' failed."));
+                    add_output(&mut failed.data, &x);
+                    failed.data.insert("rc".into(), json!(x.rc));
+                    Ok(Plan::Done(failed))
+                }
+                other => failed(reply_error(&other).unwrap_or_default()),
+            }),
+        ))
+    };
+    if specs.is_empty() {
+        let mut out = TaskOutcome::default();
+        add_cache_fields(&mut out.data, &cache);
+        return mark(out);
+    }
+    let line = install_line(&request, &specs);
+    let exec = apt_get::exec(&line, request.policy_rc_d).map_err(ModuleError::Invalid)?;
+    Ok(Plan::Step(
+        Op::Exec(exec),
+        Next::new(move |reply| {
+            let x = match reply {
+                OpResult::Exec(x) => x,
+                other => return failed(reply_error(&other).unwrap_or_default()),
+            };
+            let (stdout, stderr) = texts(&x);
+            let mut out = TaskOutcome::default();
+            if x.rc != 0 {
+                out.failed = true;
+                out.msg = Some(
+                    apt_get::known_error(&stderr)
+                        .unwrap_or_else(|| format!("'{line}' failed: {stderr}")),
+                );
+                add_output(&mut out.data, &x);
+                out.data.insert("rc".into(), json!(x.rc));
+            } else {
+                out.changed = if request.state == "build-dep" || all_virtual {
+                    !stdout.contains(APT_GET_ZERO)
+                } else {
+                    true
+                };
+                add_output(&mut out.data, &x);
+                out.data.insert("diff".into(), request.diff_of(&stdout));
+            }
+            add_cache_fields(&mut out.data, &cache);
+            mark(out)
+        }),
+    ))
+}
+
+fn texts(x: &ExecOutcome) -> (String, String) {
+    (
+        String::from_utf8_lossy(&x.stdout).into_owned(),
+        String::from_utf8_lossy(&x.stderr).into_owned(),
+    )
+}
+
+/// `stdout`/`stderr` and the `_lines` Ansible's action adds for them.
+fn add_output(data: &mut Map<String, Value>, x: &ExecOutcome) {
+    let (stdout, stderr) = texts(x);
+    data.insert(
+        "stdout_lines".into(),
+        json!(stdout.lines().collect::<Vec<_>>()),
+    );
+    data.insert(
+        "stderr_lines".into(),
+        json!(stderr.lines().collect::<Vec<_>>()),
+    );
+    data.insert("stdout".into(), json!(stdout));
+    data.insert("stderr".into(), json!(stderr));
+}
+
+fn remove(request: &Request, probe: &Probe) -> Result<Plan, ModuleError> {
+    let specs: Vec<String> = request
+        .packages
+        .iter()
+        .filter(|p| {
+            probe
+                .known
+                .get(dpkg_status::base_name(&p.name))
+                .is_some_and(|k| {
+                    (k.installed && p.accepts(&k.version)) || (k.has_files && request.purge)
+                })
+        })
+        .map(|p| quoted(&p.written))
+        .collect();
+    if specs.is_empty() {
+        return Ok(Plan::Done(TaskOutcome::default()));
+    }
+    let packages = specs.join(" ");
+    let r = request;
+    let line = format!(
+        "{APT_GET} -q -y {} {} {} {} {} {} remove {packages}",
+        r.dpkg_options,
+        Request::flag(r.purge, "--purge"),
+        Request::flag(r.force, "--force-yes"),
+        Request::flag(r.autoremove, "--auto-remove"),
+        r.simulate(),
+        Request::flag(r.allow_change_held_packages, "--allow-change-held-packages"),
+    );
+    let diff = request.diff;
+    run_simple(line, request.policy_rc_d, move |x, stdout, stderr| {
+        let mut out = TaskOutcome::default();
+        add_output(&mut out.data, x);
+        if x.rc != 0 {
+            out.failed = true;
+            out.msg = Some(format!("'apt-get remove {packages}' failed: {stderr}"));
+            out.data.insert("rc".into(), json!(x.rc));
+        } else {
+            out.changed = true;
+            out.data.insert("diff".into(), diff_value(diff, stdout));
+        }
+        out
+    })
+}
+
+fn diff_value(diff: bool, stdout: &str) -> Value {
+    if diff {
+        json!({"prepared": apt_get::prepared_diff(stdout)})
+    } else {
+        json!({})
+    }
+}
+
+/// Runs one command line and makes the outcome with `finish(exec, stdout, stderr)`.
+fn run_simple(
+    line: String,
+    policy_rc_d: Option<i64>,
+    finish: impl FnOnce(&ExecOutcome, &str, &str) -> TaskOutcome + Send + Sync + 'static,
+) -> Result<Plan, ModuleError> {
+    let exec = apt_get::exec(&line, policy_rc_d).map_err(ModuleError::Invalid)?;
+    Ok(Plan::Step(
+        Op::Exec(exec),
+        Next::new(move |reply| match reply {
+            OpResult::Exec(x) => {
+                let (stdout, stderr) = texts(&x);
+                Ok(Plan::Done(finish(&x, &stdout, &stderr)))
+            }
+            other => failed(reply_error(&other).unwrap_or_default()),
+        }),
+    ))
+}
+
+fn cleanup(request: &Request, operation: &'static str) -> Result<Plan, ModuleError> {
+    let r = request;
+    let line = format!(
+        "{APT_GET} -y {} {} {} {operation} {}",
+        r.dpkg_options,
+        Request::flag(r.purge, "--purge"),
+        Request::flag(r.force, "--force-yes"),
+        r.simulate(),
+    );
+    let marker = if operation == "autoremove" {
+        "The following packages will be REMOVED"
+    } else {
+        "Del "
+    };
+    let diff = request.diff;
+    run_simple(line, request.policy_rc_d, move |x, stdout, stderr| {
+        let mut out = TaskOutcome::default();
+        add_output(&mut out.data, x);
+        if x.rc != 0 {
+            out.failed = true;
+            out.msg = Some(format!("'apt-get {operation}' failed: {stderr}"));
+            out.data.insert("rc".into(), json!(x.rc));
+        } else {
+            out.changed = stdout.contains(marker);
+            out.data.insert("diff".into(), diff_value(diff, stdout));
+        }
+        out
+    })
+}
+
+fn upgrade(request: &Request, mode: &str) -> Result<Plan, ModuleError> {
+    let r = request;
+    let autoremove = Request::flag(r.autoremove, "--auto-remove");
+    let command = if mode == "dist" || mode == "full" {
+        format!("dist-upgrade {autoremove}")
+    } else {
+        format!("upgrade --with-new-pkgs {autoremove}")
+    };
+    let mut line = format!(
+        "{APT_GET} -y {} {} {} {} {} {} {command}",
+        r.dpkg_options,
+        Request::flag(r.force, "--force-yes"),
+        Request::flag(r.fail_on_autoremove, "--no-remove"),
+        Request::flag(r.allow_unauthenticated, "--allow-unauthenticated"),
+        Request::flag(r.allow_downgrade, "--allow-downgrades"),
+        r.simulate(),
+    );
+    if let Some(release) = &r.default_release {
+        line.push_str(&format!(" -t '{release}'"));
+    }
+    let diff = request.diff;
+    run_simple(line, request.policy_rc_d, move |x, stdout, stderr| {
+        let mut out = TaskOutcome::default();
+        if x.rc != 0 {
+            out.failed = true;
+            out.msg = Some(format!("'{APT_GET} {command}' failed: {stderr}"));
+            out.data.insert("stdout".into(), json!(stdout));
+            out.data.insert(
+                "stdout_lines".into(),
+                json!(stdout.lines().collect::<Vec<_>>()),
+            );
+            out.data.insert("rc".into(), json!(x.rc));
+            return out;
+        }
+        add_output(&mut out.data, x);
+        out.msg = Some(stdout.to_string());
+        out.changed = !stdout.contains(APT_GET_ZERO);
+        if out.changed {
+            out.data.insert("diff".into(), diff_value(diff, stdout));
+        }
+        out
+    })
+}
+
+/// `deb:` a package file on the target: installed with dpkg unless that version already
+/// is. Its dependencies must be installed already (Ansible installs missing ones first).
+fn install_deb(request: Arc<Request>, deb: String) -> Result<Plan, ModuleError> {
+    let fields = plain_exec(vec![
+        "dpkg-deb".into(),
+        "--field".into(),
+        deb.clone(),
+        "Package".into(),
+        "Version".into(),
+    ]);
+    Ok(Plan::Step(
+        Op::Exec(fields),
+        Next::new(move |reply| {
+            let x = match reply {
+                OpResult::Exec(x) => x,
+                other => return failed(reply_error(&other).unwrap_or_default()),
+            };
+            let (stdout, stderr) = texts(&x);
+            if x.rc != 0 {
+                let mut out =
+                    TaskOutcome::failed(format!("Unable to install package: {}", stderr.trim()));
+                add_output(&mut out.data, &x);
+                return Ok(Plan::Done(out));
+            }
+            let field = |name: &str| {
+                stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+                    .map(str::to_string)
+                    .unwrap_or_default()
+            };
+            let (name, deb_version) = (field("Package"), field("Version"));
+            Ok(Plan::Step(
+                Op::Exec(dpkg_query(&[&name])),
+                Next::new(move |reply| {
+                    let installed = match reply {
+                        OpResult::Exec(x) => {
+                            dpkg_status::parse_query(&String::from_utf8_lossy(&x.stdout))
+                                .remove(&name)
+                                .filter(|k| k.installed)
+                        }
+                        other => return failed(reply_error(&other).unwrap_or_default()),
+                    };
+                    if installed.is_some_and(|k| version::compare(&k.version, &deb_version).is_eq())
+                    {
+                        let mut out = TaskOutcome::default();
+                        out.data.insert("stdout".into(), json!(""));
+                        out.data.insert("stderr".into(), json!(""));
+                        out.data.insert("stdout_lines".into(), json!([]));
+                        out.data.insert("stderr_lines".into(), json!([]));
+                        out.data.insert("diff".into(), json!(""));
+                        return Ok(Plan::Done(out));
+                    }
+                    dpkg_install(&request, &deb)
+                }),
+            ))
+        }),
+    ))
+}
+
+fn dpkg_install(request: &Request, deb: &str) -> Result<Plan, ModuleError> {
+    let mut options: Vec<String> = request
+        .dpkg_option_names
+        .split(',')
+        .map(|o| format!("--{o}"))
+        .collect();
+    if request.check {
+        options.push("--simulate".into());
+    }
+    if request.force {
+        options.push("--force-all".into());
+    }
+    let line = format!("dpkg {} -i {deb}", options.join(" "));
+    run_simple(line.clone(), request.policy_rc_d, move |x, stdout, _| {
+        let mut out = TaskOutcome::default();
+        add_output(&mut out.data, x);
+        if x.rc != 0 {
+            out.failed = true;
+            out.msg = Some(format!("{line} failed"));
+        } else {
+            out.changed = true;
+            // Ansible shows dpkg's output as the diff whether or not --diff asked.
+            out.data.insert(
+                "diff".into(),
+                json!({"prepared": apt_get::prepared_diff(stdout)}),
+            );
+        }
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,424 @@
+//! The planner step by step: arguments in, the exact op of each step and the outcome out,
+//! the target's replies written as the agent gives them.
+
+use serde_json::json;
+use turbo_proto::{Command, ExecOutcome, FileRead, Op, OpResult, StatInfo};
+
+use super::*;
+use crate::modules::try_plan;
+
+fn ctx() -> PlanContext<'static> {
+    PlanContext::new(std::path::Path::new("/"))
+}
+
+fn checking() -> PlanContext<'static> {
+    PlanContext {
+        check_mode: true,
+        ..ctx()
+    }
+}
+
+fn plan(args: Value, ctx: &PlanContext) -> Plan {
+    try_plan(&Apt, args, ctx).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn exec_reply(rc: i32, stdout: &str, stderr: &str) -> OpResult {
+    OpResult::Exec(ExecOutcome {
+        ran: true,
+        rc,
+        stdout: stdout.as_bytes().to_vec(),
+        stderr: stderr.as_bytes().to_vec(),
+        start_unix_micros: 1_700_000_100_000_000,
+        duration_micros: 1000,
+        msg: String::new(),
+    })
+}
+
+fn stat_reply(exists: bool, mtime: i64) -> OpResult {
+    OpResult::Stat(StatInfo {
+        exists,
+        mtime,
+        ..StatInfo::default()
+    })
+}
+
+fn read_reply(text: &str) -> OpResult {
+    OpResult::Read(FileRead {
+        stat: StatInfo {
+            exists: true,
+            ..StatInfo::default()
+        },
+        offset: 0,
+        data: text.as_bytes().to_vec(),
+        eof: true,
+    })
+}
+
+/// The probe's reply: no update stamp, lists updated at 1_700_000_000, these auto marks
+/// and this dpkg-query output.
+fn probe_reply(extended_states: &str, dpkg: &str) -> OpResult {
+    OpResult::Batch(vec![
+        stat_reply(false, 0),
+        stat_reply(true, 1_700_000_000),
+        read_reply(extended_states),
+        exec_reply(if dpkg.is_empty() { 1 } else { 0 }, dpkg, ""),
+    ])
+}
+
+fn step(plan: Plan, reply: OpResult) -> Plan {
+    match plan {
+        Plan::Step(_, next) => next.resume(reply).unwrap_or_else(|e| panic!("{e}")),
+        other => panic!("not a step: {other:?}"),
+    }
+}
+
+fn op_of(plan: &Plan) -> &Op {
+    match plan {
+        Plan::Step(op, _) | Plan::Remote(op) => op,
+        Plan::Done(out) => panic!("done: {out:?}"),
+    }
+}
+
+fn argv_of(plan: &Plan) -> Vec<String> {
+    match op_of(plan) {
+        Op::Exec(x) => match &x.command {
+            Command::Argv(argv) => argv.clone(),
+            other => panic!("not an argv: {other:?}"),
+        },
+        other => panic!("not an exec: {other:?}"),
+    }
+}
+
+fn done(plan: Plan) -> TaskOutcome {
+    match plan {
+        Plan::Done(out) => out,
+        other => panic!("not done: {other:?}"),
+    }
+}
+
+fn strs(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+const INSTALL: &[&str] = &[
+    "/usr/bin/apt-get",
+    "-y",
+    "-o",
+    "Dpkg::Options::=--force-confdef",
+    "-o",
+    "Dpkg::Options::=--force-confold",
+    "-o",
+    "DPkg::Lock::Timeout=60",
+];
+
+#[test]
+fn the_first_look_is_one_batch_of_stats_marks_and_one_dpkg_query() {
+    let p = plan(json!({"name": ["tree", "jq=1.6*"]}), &ctx());
+    let Op::Batch(ops) = op_of(&p) else {
+        panic!("a batch")
+    };
+    assert_eq!(ops.len(), 4);
+    assert_eq!(
+        ops[0],
+        Op::Stat {
+            path: "/var/lib/apt/periodic/update-success-stamp".into(),
+            checksum: None,
+            follow: true
+        }
+    );
+    assert_eq!(
+        ops[2],
+        Op::ReadFile {
+            path: "/var/lib/apt/extended_states".into(),
+            offset: 0,
+            limit: None
+        }
+    );
+    let Op::Exec(query) = &ops[3] else {
+        panic!("dpkg-query")
+    };
+    assert_eq!(
+        query.command,
+        Command::Argv(strs(&[
+            "dpkg-query",
+            "-W",
+            "-f=${Package}\\t${Architecture}\\t${db:Status-Abbrev}\\t${Version}\\n",
+            "tree",
+            "jq"
+        ]))
+    );
+    assert!(
+        query
+            .env
+            .contains(&("DEBIAN_FRONTEND".into(), "noninteractive".into()))
+    );
+}
+
+#[test]
+fn installed_packages_end_after_the_first_look() {
+    let p = plan(json!({"name": "tree,jq"}), &ctx());
+    let out = done(step(
+        p,
+        probe_reply("", "tree\tamd64\tii \t2.1.0-1\njq\tamd64\tii \t1.6-2.1\n"),
+    ));
+    assert!(!out.changed && !out.failed);
+    assert_eq!(
+        Value::Object(out.data),
+        json!({"cache_updated": false, "cache_update_time": 1_700_000_000})
+    );
+}
+
+#[test]
+fn a_missing_package_asks_apt_cache_then_installs_all_names_in_one_call() {
+    let p = plan(json!({"name": ["tree", "jq", "turbo-conf"]}), &ctx());
+    let p = step(p, probe_reply("", "tree\tamd64\tii \t2.1.0-1\n"));
+    assert_eq!(
+        argv_of(&p),
+        strs(&["apt-cache", "policy", "jq", "turbo-conf"])
+    );
+    let policy = "jq:\n  Installed: (none)\n  Candidate: 1.6-2.1\n  Version table:\n     1.6-2.1 500\n        500 http://deb bookworm/main amd64 Packages\n\
+                  turbo-conf:\n  Installed: (none)\n  Candidate: 1.0\n  Version table:\n     1.0 500\n        500 file:/opt/repo ./ Packages\n";
+    let p = step(p, exec_reply(0, policy, ""));
+    let mut want = strs(INSTALL);
+    want.extend(strs(&["install", "jq=1.6-2.1", "turbo-conf=1.0"]));
+    assert_eq!(argv_of(&p), want);
+    let out = done(step(p, exec_reply(0, "Setting up jq\n", "")));
+    assert!(out.changed);
+    assert_eq!(out.data["stdout_lines"], json!(["Setting up jq"]));
+    assert_eq!(out.data["diff"], json!({}));
+    assert_eq!(out.data["cache_updated"], json!(false));
+}
+
+#[test]
+fn an_unknown_name_fails_in_ansibles_words() {
+    let p = plan(json!({"name": "nope"}), &ctx());
+    let p = step(p, probe_reply("", ""));
+    let out = done(step(
+        p,
+        exec_reply(0, "", "N: Unable to locate package nope\n"),
+    ));
+    assert!(out.failed);
+    assert_eq!(
+        out.msg.as_deref(),
+        Some("No package matching 'nope' is available")
+    );
+    assert!(out.data.is_empty());
+}
+
+#[test]
+fn a_pin_matches_a_pattern_and_a_missing_version_has_no_candidate() {
+    let policy = "turbo-multi:\n  Installed: 2.0\n  Candidate: 2.0\n  Version table:\n *** 2.0 500\n        500 file:/opt/repo ./ Packages\n     1.0 500\n        500 file:/opt/repo ./ Packages\n";
+    let installed = "turbo-multi\tall\tii \t2.0\n";
+    let p = plan(
+        json!({"name": "turbo-multi=1.*", "allow_downgrade": true}),
+        &ctx(),
+    );
+    let p = step(
+        step(p, probe_reply("", installed)),
+        exec_reply(0, policy, ""),
+    );
+    let argv = argv_of(&p);
+    assert_eq!(
+        &argv[argv.len() - 2..],
+        ["turbo-multi=1.0", "--allow-downgrades"]
+    );
+
+    // An exact pin that is installed needs no apt.
+    let p = plan(json!({"name": "turbo-multi=2.0"}), &ctx());
+    assert!(!done(step(p, probe_reply("", installed))).changed);
+
+    let p = plan(json!({"name": "turbo-multi=3.0"}), &ctx());
+    let p = step(
+        step(p, probe_reply("", installed)),
+        exec_reply(0, policy, ""),
+    );
+    let out = done(p);
+    assert_eq!(
+        out.msg.as_deref(),
+        Some("no available installation candidate for turbo-multi=3.0")
+    );
+    assert_eq!(out.data["cache_updated"], json!(false));
+}
+
+#[test]
+fn latest_upgrades_only_what_has_a_newer_candidate() {
+    let policy = "turbo-multi:\n  Installed: 1.0\n  Candidate: 2.0\n  Version table:\n     2.0 500\n *** 1.0 100\n";
+    let p = plan(json!({"name": "turbo-multi", "state": "latest"}), &ctx());
+    let p = step(p, probe_reply("", "turbo-multi\tall\tii \t1.0\n"));
+    let p = step(p, exec_reply(0, policy, ""));
+    assert_eq!(argv_of(&p).last().unwrap(), "turbo-multi=2.0");
+
+    let current =
+        "turbo-multi:\n  Installed: 2.0\n  Candidate: 2.0\n  Version table:\n *** 2.0 500\n";
+    let p = plan(json!({"name": "turbo-multi", "state": "latest"}), &ctx());
+    let p = step(p, probe_reply("", "turbo-multi\tall\tii \t2.0\n"));
+    assert!(!done(step(p, exec_reply(0, current, ""))).changed);
+}
+
+#[test]
+fn check_mode_simulates_and_marks_nothing() {
+    let p = plan(json!({"name": "tree"}), &checking());
+    let p = step(p, probe_reply("", ""));
+    let p = step(
+        p,
+        exec_reply(
+            0,
+            "tree:\n  Candidate: 2.1.0-1\n  Version table:\n     2.1.0-1 500\n",
+            "",
+        ),
+    );
+    let argv = argv_of(&p);
+    assert_eq!(
+        &argv[argv.len() - 3..],
+        ["--simulate", "install", "tree=2.1.0-1"]
+    );
+    assert!(done(step(p, exec_reply(0, "Inst tree\n", ""))).changed);
+    assert!(Apt.caps().own_check_mode);
+}
+
+#[test]
+fn an_auto_installed_package_asked_for_is_marked_manual_without_a_change() {
+    let p = plan(json!({"name": "turbo-lib"}), &ctx());
+    let p = step(
+        p,
+        probe_reply(
+            "Package: turbo-lib\nArchitecture: all\nAuto-Installed: 1\n",
+            "turbo-lib\tall\tii \t1.0\n",
+        ),
+    );
+    assert_eq!(
+        argv_of(&p),
+        strs(&["/usr/bin/apt-mark", "manual", "turbo-lib"])
+    );
+    assert!(!done(step(p, exec_reply(0, "", ""))).changed);
+}
+
+#[test]
+fn absent_removes_only_what_is_installed_and_purge_what_left_files() {
+    let p = plan(json!({"name": ["tree", "gone"], "state": "absent"}), &ctx());
+    let out = done(step(p, probe_reply("", "gone\tall\trc \t1.0\n")));
+    assert!(!out.changed);
+    assert!(out.data.is_empty(), "Ansible's exit_json(changed=False)");
+
+    let p = plan(
+        json!({"name": ["tree", "gone"], "state": "absent", "purge": true}),
+        &ctx(),
+    );
+    let p = step(
+        p,
+        probe_reply("", "tree\tamd64\tii \t2.1.0-1\ngone\tall\trc \t1.0\n"),
+    );
+    let mut want = strs(INSTALL);
+    want.insert(1, "-q".into());
+    want.extend(strs(&["--purge", "remove", "tree", "gone"]));
+    assert_eq!(argv_of(&p), want);
+    let out = done(step(p, exec_reply(100, "", "E: boom\n")));
+    assert_eq!(
+        out.msg.as_deref(),
+        Some("'apt-get remove 'tree' 'gone'' failed: E: boom\n")
+    );
+}
+
+#[test]
+fn update_cache_respects_cache_valid_time_and_check_mode() {
+    // Lists from 100 s before the target's clock: fresh for 3600 s.
+    let p = plan(
+        json!({"update_cache": true, "cache_valid_time": 3600}),
+        &ctx(),
+    );
+    let out = done(step(p, probe_reply("", "")));
+    assert!(!out.changed);
+    assert_eq!(out.data["cache_update_time"], json!(1_700_000_000));
+
+    let p = plan(json!({"update_cache": true}), &checking());
+    let out = done(step(p, probe_reply("", "")));
+    assert!(out.changed);
+    assert_eq!(out.data["cache_updated"], json!(true));
+
+    let p = plan(json!({"update_cache": true}), &ctx());
+    let p = step(p, probe_reply("", ""));
+    let Op::Batch(ops) = op_of(&p) else {
+        panic!("update and stats")
+    };
+    assert!(
+        matches!(&ops[0], Op::Exec(x) if x.command == Command::Argv(strs(&["/usr/bin/apt-get", "update", "-q"])))
+    );
+    let out = done(step(
+        p,
+        OpResult::Batch(vec![
+            exec_reply(0, "", ""),
+            stat_reply(false, 0),
+            stat_reply(true, 1_700_000_200),
+        ]),
+    ));
+    assert!(out.changed);
+    assert_eq!(
+        Value::Object(out.data),
+        json!({"cache_updated": true, "cache_update_time": 1_700_000_200})
+    );
+}
+
+#[test]
+fn upgrade_runs_apt_get_and_reports_a_change_only_when_it_did_something() {
+    let p = plan(json!({"upgrade": "dist"}), &ctx());
+    let p = step(p, probe_reply("", ""));
+    let mut want = strs(INSTALL);
+    want.push("dist-upgrade".into());
+    assert_eq!(argv_of(&p), want);
+    let out = done(step(
+        p,
+        exec_reply(
+            0,
+            "Reading...\n0 upgraded, 0 newly installed, 0 to remove and 0 not upgraded.\n",
+            "",
+        ),
+    ));
+    assert!(!out.changed);
+    assert!(out.msg.unwrap().contains("0 upgraded"));
+}
+
+#[test]
+fn arguments_fail_as_ansible_says() {
+    for (args, msg) in [
+        (json!({"name": "a=1=2"}), "invalid package spec: a=1=2"),
+        (
+            json!({"deb": "/x.deb", "name": "a"}),
+            "parameters are mutually exclusive: deb|package|upgrade",
+        ),
+        (
+            json!({"deb": "/x.deb", "state": "absent"}),
+            "deb only supports state=present",
+        ),
+        (
+            json!({"name": ["*", "a"], "state": "latest"}),
+            "unable to install additional packages when upgrading all installed packages",
+        ),
+        (
+            json!({"name": "a", "state": "gone"}),
+            "value of state must be one of: absent, build-dep, fixed, latest, present, got: gone",
+        ),
+    ] {
+        assert_eq!(
+            try_plan(&Apt, args.clone(), &ctx()).unwrap_err(),
+            msg,
+            "{args}"
+        );
+    }
+}
+
+#[test]
+fn specs_split_as_ansible() {
+    let s = PackageSpec::parse("foo>=1.2");
+    assert_eq!(
+        (s.name.as_str(), s.cmp, s.version.as_str()),
+        ("foo", Some(Cmp::AtLeast), "1.2")
+    );
+    let s = PackageSpec::parse("foo=1.*");
+    assert_eq!(
+        (s.name.as_str(), s.cmp, s.version.as_str()),
+        ("foo", Some(Cmp::Eq), "1.*")
+    );
+    assert_eq!(PackageSpec::parse("foo").cmp, None);
+    assert!(PackageSpec::parse("foo>=1.2").accepts("1.10"));
+    assert!(!PackageSpec::parse("foo>=1.2").accepts("1.1"));
+}

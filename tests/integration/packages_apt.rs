@@ -1,0 +1,150 @@
+//! The apt module on real Debian hosts, each scenario under tests/debian/apt-*/ compared
+//! with what ansible-playbook did on a fresh copy of the same host (recorded by
+//! tests/debian/record.sh): the recaps of a first run and a rerun (changed=0), the packages
+//! and /etc they left, and the results the playbook wrote down. The local repository is
+//! tests/debian/repos/deb.sh's; apt-archive installs from the Debian archive itself.
+
+use std::time::Instant;
+
+use crate::support::debian::{self, DebianHost};
+use crate::support::debian_scenario::{self, RECORDED_HOST, prepare};
+use crate::support::run::TestRun;
+
+fn installed(host: &DebianHost, name: &str) -> Option<String> {
+    host.packages().lines().find_map(|l| {
+        let (n, v) = l.split_once('\t')?;
+        (n == name).then(|| v.to_string())
+    })
+}
+
+#[test]
+fn apt_installs_from_a_local_repository_as_ansible() {
+    if !debian::available("apt_installs_from_a_local_repository_as_ansible") {
+        return;
+    }
+    let (host, _, _) = debian_scenario::check("apt-local");
+    assert_eq!(installed(&host, "turbo-multi").as_deref(), Some("2.0"));
+    assert_eq!(
+        host.read("/etc/turbo-conf/turbo.conf"),
+        b"setting = packaged\n"
+    );
+    // Asked for by name, the dependency is no longer automatic (as Ansible's apt-mark).
+    let auto = host.check_output(&["apt-mark", "showauto"]);
+    assert!(!auto.lines().any(|l| l == "turbo-lib"), "{auto}");
+}
+
+#[test]
+fn apt_version_pins_as_ansible() {
+    if !debian::available("apt_version_pins_as_ansible") {
+        return;
+    }
+    let (host, first, _) = debian_scenario::check("apt-pin");
+    assert_eq!(installed(&host, "turbo-multi").as_deref(), Some("1.0"));
+    assert!(
+        first
+            .stdout
+            .contains("no available installation candidate for turbo-multi=3.0"),
+        "{}",
+        first.stdout
+    );
+}
+
+#[test]
+fn apt_check_mode_simulates_as_ansible() {
+    if !debian::available("apt_check_mode_simulates_as_ansible") {
+        return;
+    }
+    let (host, _, _) = debian_scenario::check("apt-check");
+    assert_eq!(installed(&host, "turbo-conf"), None);
+}
+
+#[test]
+fn apt_installs_from_the_debian_archive_as_ansible() {
+    if !debian::available("apt_installs_from_the_debian_archive_as_ansible") {
+        return;
+    }
+    let (host, _, _) = debian_scenario::check("apt-archive");
+    assert!(installed(&host, "tree").is_some());
+    assert!(installed(&host, "jq").is_some());
+}
+
+#[test]
+fn apt_removes_purges_and_autoremoves_as_ansible() {
+    if !debian::available("apt_removes_purges_and_autoremoves_as_ansible") {
+        return;
+    }
+    let (host, _, _) = debian_scenario::check("apt-remove");
+    // Removed without purge: only its conffile is left.
+    assert_eq!(
+        host.read("/etc/turbo-conf/turbo.conf"),
+        b"setting = packaged\n"
+    );
+    assert_eq!(installed(&host, "turbo-lib"), None);
+}
+
+/// The cost of an apt task with nothing to do: the time of a play of 21 such tasks less
+/// that of a play of one, per task. Printed; bounded loosely (the machine is shared).
+#[test]
+fn a_noop_apt_task_costs_milliseconds() {
+    if !debian::available("a_noop_apt_task_costs_milliseconds") {
+        return;
+    }
+    let host = DebianHost::start(RECORDED_HOST);
+    prepare("apt-local", &host);
+    let play = |tasks: usize| {
+        let mut yaml =
+            String::from("- hosts: all\n  become: true\n  gather_facts: false\n  tasks:\n");
+        for i in 0..tasks {
+            yaml.push_str(&format!(
+                "    - name: no-op {i}\n      apt:\n        name: [tree, apt, openssh-server]\n"
+            ));
+        }
+        TestRun::new()
+            .playbook(&yaml)
+            .inventory(&format!("{}\n", host.line()))
+    };
+    let (one, many) = (play(1), play(21));
+    one.run().assert_code(0);
+    let timed = |run: &TestRun| {
+        let start = Instant::now();
+        run.run().assert_code(0);
+        start.elapsed()
+    };
+    // tree is not in the base: install it once, then every task has nothing to do.
+    let setup = TestRun::new()
+        .playbook(
+            "- hosts: all\n  become: true\n  gather_facts: false\n  tasks:\n    - apt: name=tree\n",
+        )
+        .inventory(&format!("{}\n", host.line()));
+    setup.run().assert_code(0);
+    let best = |run: &TestRun| (0..3).map(|_| timed(run)).min().expect("runs");
+    let (t1, t21) = (best(&one), best(&many));
+    let per_task = t21.saturating_sub(t1) / 20;
+    eprintln!("no-op apt task: {per_task:?} per task (1 task: {t1:?}, 21 tasks: {t21:?})");
+    assert!(
+        per_task.as_millis() < 500,
+        "a no-op apt task took {per_task:?}"
+    );
+}
+
+#[test]
+fn package_dpkg_selections_debconf_and_package_facts_as_ansible() {
+    if !debian::available("package_dpkg_selections_debconf_and_package_facts_as_ansible") {
+        return;
+    }
+    let (host, _, _) = debian_scenario::check("apt-modules");
+    let held = host.check_output(&["dpkg", "--get-selections", "turbo-multi"]);
+    assert!(held.ends_with("hold\n"), "{held}");
+}
+
+/// Loop items stay separate apt runs, one after another, each seeing what the one before
+/// installed: squashing them into one apt-get call would change the per-item results
+/// (the second item here would report a change it did not make).
+#[test]
+fn apt_loop_items_run_one_after_another_as_ansible() {
+    if !debian::available("apt_loop_items_run_one_after_another_as_ansible") {
+        return;
+    }
+    let (host, _, _) = debian_scenario::check("apt-loop");
+    assert_eq!(installed(&host, "turbo-multi").as_deref(), Some("1.0"));
+}

@@ -29,11 +29,16 @@ mod pause;
 mod ping;
 pub mod registry;
 mod replace;
+mod service;
+mod service_detect;
+mod service_run;
+mod service_status;
 mod set_fact;
 mod setup;
 mod slurp;
 pub mod spec;
 mod stat;
+mod sysvinit;
 mod template;
 mod text_file;
 

@@ -15,7 +15,7 @@ use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
     copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
-    replace, set_fact, setup, slurp, stat, template,
+    replace, service, set_fact, setup, slurp, stat, sysvinit, template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -82,7 +82,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("replace", Native(&replace::Replace)),
     ("rpm_key", NOT_YET),
     ("script", NotYet { free_form: true }),
-    ("service", NOT_YET),
+    ("service", Native(&service::Service)),
     ("service_facts", NOT_YET),
     ("set_fact", Native(&set_fact::SetFact)),
     ("set_stats", NOT_YET),
@@ -93,7 +93,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("subversion", NOT_YET),
     ("systemd", NOT_YET),
     ("systemd_service", NOT_YET),
-    ("sysvinit", NOT_YET),
+    ("sysvinit", Native(&sysvinit::SysvInit)),
     ("tempfile", NOT_YET),
     ("template", Native(&template::Template)),
     ("unarchive", NOT_YET),
@@ -269,14 +269,14 @@ mod tests {
         assert!(find("community.general.copy").is_none());
         assert!(find("nope").is_none());
         // Ansible's own modules load even when turbo-play cannot run them yet.
-        assert_eq!(find("ansible.builtin.service").unwrap().name(), "service");
+        assert_eq!(find("ansible.builtin.iptables").unwrap().name(), "iptables");
         assert_eq!(
             find("ansible.legacy.lineinfile").unwrap().name(),
             "lineinfile"
         );
         assert!(find("community.general.ufw").is_none());
         assert!(is_implemented("ansible.builtin.copy"));
-        assert!(!is_implemented("service"));
+        assert!(!is_implemented("iptables"));
         assert!(!is_implemented("nope"));
         for m in all() {
             assert!(std::ptr::eq(find(m.name()).unwrap(), m));
@@ -285,15 +285,15 @@ mod tests {
 
     #[test]
     fn an_unsupported_module_fails_when_it_runs() {
-        let service = find("service").expect("service is an Ansible module");
-        let outcome = placeholder_outcome(service);
+        let iptables = find("iptables").expect("iptables is an Ansible module");
+        let outcome = placeholder_outcome(iptables);
         assert!(outcome.failed);
         assert!(!outcome.changed);
         assert!(
             outcome
                 .msg
                 .unwrap()
-                .starts_with("the 'service' module is not supported by turbo-play yet")
+                .starts_with("the 'iptables' module is not supported by turbo-play yet")
         );
         assert!(find("script").unwrap().caps().free_form);
         assert!(!find("package").unwrap().caps().free_form);

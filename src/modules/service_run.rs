@@ -132,7 +132,9 @@ pub fn op(prelude: &str, cmds: &[Cmd]) -> Op {
             ("LC_MESSAGES".into(), "C".into()),
         ],
         stdin: None,
-        umask: None,
+        // Daemons keep the umask they start with; Ansible's modules run under sudo's
+        // default of 022, so the files a daemon makes get the same modes as there.
+        umask: Some(0o022),
     })
 }
 

@@ -15,6 +15,7 @@ mod module_args;
 mod playbook_runs;
 mod real_roles;
 mod roles;
+mod services;
 mod support;
 mod task_connections;
 mod templating;

@@ -15,7 +15,7 @@ use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
     copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
-    replace, service, set_fact, setup, slurp, stat, sysvinit, template,
+    replace, service, set_fact, setup, slurp, stat, systemd, sysvinit, template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -91,8 +91,8 @@ static MODULES: &[(&str, Entry)] = &[
     ("slurp", Native(&slurp::Slurp)),
     ("stat", Native(&stat::Stat)),
     ("subversion", NOT_YET),
-    ("systemd", NOT_YET),
-    ("systemd_service", NOT_YET),
+    ("systemd", Native(&systemd::Systemd)),
+    ("systemd_service", Native(&systemd::SystemdService)),
     ("sysvinit", Native(&sysvinit::SysvInit)),
     ("tempfile", NOT_YET),
     ("template", Native(&template::Template)),

@@ -63,14 +63,27 @@ impl Module for Service {
                     return super::sysvinit::from_service(&args, d);
                 }
                 if manager == "systemd" {
-                    return Err(ModuleError::NotSupported(
-                        "the service module on systemd hosts",
-                    ));
+                    return as_systemd(&args);
                 }
                 linux_service(args, d)
             },
         ))
     }
+}
+
+/// `service` where the fact says systemd: Ansible's action plugin runs systemd_service with
+/// the arguments it shares (name, state, enabled).
+fn as_systemd(args: &Args) -> Result<Plan, ModuleError> {
+    let mut raw = serde_json::Map::new();
+    for key in ["name", "state", "enabled"] {
+        if let Some(v) = args.raw(key) {
+            raw.insert(key.to_string(), v.clone());
+        }
+    }
+    let args = super::systemd::spec()
+        .validate("ansible.legacy.systemd", &raw)
+        .map_err(ModuleError::Invalid)?;
+    super::systemd::plan(&args)
 }
 
 /// What LinuxService found its tools to be.

@@ -33,6 +33,7 @@ case $name in /*) script=$name ;; *) script=/etc/init.d/$name ;; esac
 [ -f "/etc/init.d/$name" ] && echo initscript=1
 [ -x "/etc/init.d/$name" ] && echo initscript_x=1
 [ -d /etc/rc0.d/ ] && echo rc0d=1
+[ "${SYSTEMD_OFFLINE:-}" = 1 ] && echo systemd_offline=1
 for l in /etc/rc?.d/[SK]??"$name" /etc/init.d/rc?.d/[SK]??"$name"; do
   [ -e "$l" ] || [ -L "$l" ] && printf 'link=%s\n' "$l"
 done
@@ -91,6 +92,8 @@ pub struct Detected {
     /// Every `/etc/rc?.d/[SK]??NAME` (and `/etc/init.d/rc?.d/...`).
     pub links: Vec<String>,
     pub chroot: bool,
+    /// `SYSTEMD_OFFLINE=1` in the module's environment.
+    pub systemd_offline: bool,
 }
 
 pub fn parse(text: &str) -> Detected {
@@ -124,6 +127,7 @@ pub fn parse(text: &str) -> Detected {
             "rc0d" => d.rc0d = true,
             "link" => d.links.push(value.to_string()),
             "chroot" => d.chroot = true,
+            "systemd_offline" => d.systemd_offline = true,
             _ => {}
         }
     }

@@ -38,3 +38,18 @@ fn service_and_sysvinit_drive_init_scripts_as_ansible() {
     assert!(running("/run/tpdemo.pid"));
     assert!(!running("/run/crond.pid"));
 }
+
+#[test]
+fn systemd_links_and_offline_failures_match_ansible() {
+    if !debian::available("systemd_links_and_offline_failures_match_ansible") {
+        return;
+    }
+    // etc.txt holds the multi-user.target.wants and /dev/null mask links Ansible left.
+    let (host, _, _) = debian_scenario::check("service-systemd");
+    let link = |path: &str| host.check_output(&["readlink", path]).trim().to_string();
+    assert_eq!(link("/etc/systemd/system/cron.service"), "/dev/null");
+    assert_eq!(
+        link("/etc/systemd/system/multi-user.target.wants/tpdemo.service"),
+        "/etc/systemd/system/tpdemo.service"
+    );
+}

@@ -31,6 +31,8 @@ pub mod registry;
 mod replace;
 mod service;
 mod service_detect;
+mod service_facts;
+mod service_listing;
 mod service_run;
 mod service_status;
 mod service_systemctl;

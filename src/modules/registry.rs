@@ -15,7 +15,7 @@ use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
     copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
-    replace, service, set_fact, setup, slurp, stat, systemd, sysvinit, template,
+    replace, service, service_facts, set_fact, setup, slurp, stat, systemd, sysvinit, template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -83,7 +83,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("rpm_key", NOT_YET),
     ("script", NotYet { free_form: true }),
     ("service", Native(&service::Service)),
-    ("service_facts", NOT_YET),
+    ("service_facts", Native(&service_facts::ServiceFacts)),
     ("set_fact", Native(&set_fact::SetFact)),
     ("set_stats", NOT_YET),
     ("setup", Native(&setup::Setup)),

@@ -13,7 +13,7 @@ bin() {
     if [ -f "$d/$1" ] && [ -x "$d/$1" ]; then printf '%s\n' "$d/$1"; return; fi
   done
 }
-for b in service chkconfig update-rc.d rc-service rc-update initctl systemctl insserv ps; do
+for b in service chkconfig update-rc.d rc-service rc-update rc-status initctl systemctl insserv ps; do
   printf 'bin.%s=%s\n' "$b" "$(bin "$b")"
 done
 proc1=$(cat /proc/1/comm 2>/dev/null)
@@ -70,6 +70,7 @@ pub struct Detected {
     pub update_rc_d: Option<String>,
     pub rc_service: Option<String>,
     pub rc_update: Option<String>,
+    pub rc_status: Option<String>,
     pub initctl: Option<String>,
     pub systemctl: Option<String>,
     pub insserv: Option<String>,
@@ -109,6 +110,7 @@ pub fn parse(text: &str) -> Detected {
             "bin.update-rc.d" => d.update_rc_d = some(),
             "bin.rc-service" => d.rc_service = some(),
             "bin.rc-update" => d.rc_update = some(),
+            "bin.rc-status" => d.rc_status = some(),
             "bin.initctl" => d.initctl = some(),
             "bin.systemctl" => d.systemctl = some(),
             "bin.insserv" => d.insserv = some(),

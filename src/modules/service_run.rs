@@ -226,4 +226,28 @@ mod tests {
         let missing = run_here(&[Cmd::new("m", argv(&["/no/such/tool"]))]);
         assert_eq!(missing.get("m").unwrap().rc, 127);
     }
+
+    #[test]
+    fn check_mode_skips_saying_why() {
+        let plan = step("", vec![Cmd::new("a", argv(&["true"]))], |_| unreachable!());
+        let Plan::Step(_, next) = plan else {
+            panic!("a step")
+        };
+        let skipped = next
+            .resume(OpResult::Exec(turbo_proto::ExecOutcome {
+                ran: false,
+                rc: 0,
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                start_unix_micros: 0,
+                duration_micros: 0,
+                msg: "skipped in check mode".into(),
+            }))
+            .unwrap();
+        let Plan::Done(out) = skipped else {
+            panic!("done")
+        };
+        assert!(out.skipped && !out.changed);
+        assert_eq!(out.msg.as_deref(), Some(CHECK_MODE));
+    }
 }

@@ -15,8 +15,8 @@ use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, apt, assert, blockinfile,
     command, copy, debconf, debug, dpkg_selections, file, include, include_vars, inventory_edit,
-    lineinfile, meta, package, package_facts, pause, ping, replace, set_fact, setup, slurp, stat,
-    template,
+    lineinfile, meta, package, package_facts, pause, ping, replace, service, service_facts,
+    set_fact, setup, slurp, stat, systemd, sysvinit, template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -83,8 +83,8 @@ static MODULES: &[(&str, Entry)] = &[
     ("replace", Native(&replace::Replace)),
     ("rpm_key", NOT_YET),
     ("script", NotYet { free_form: true }),
-    ("service", NOT_YET),
-    ("service_facts", NOT_YET),
+    ("service", Native(&service::Service)),
+    ("service_facts", Native(&service_facts::ServiceFacts)),
     ("set_fact", Native(&set_fact::SetFact)),
     ("set_stats", NOT_YET),
     ("setup", Native(&setup::Setup)),
@@ -92,9 +92,9 @@ static MODULES: &[(&str, Entry)] = &[
     ("slurp", Native(&slurp::Slurp)),
     ("stat", Native(&stat::Stat)),
     ("subversion", NOT_YET),
-    ("systemd", NOT_YET),
-    ("systemd_service", NOT_YET),
-    ("sysvinit", NOT_YET),
+    ("systemd", Native(&systemd::Systemd)),
+    ("systemd_service", Native(&systemd::SystemdService)),
+    ("sysvinit", Native(&sysvinit::SysvInit)),
     ("tempfile", NOT_YET),
     ("template", Native(&template::Template)),
     ("unarchive", NOT_YET),
@@ -270,14 +270,14 @@ mod tests {
         assert!(find("community.general.copy").is_none());
         assert!(find("nope").is_none());
         // Ansible's own modules load even when turbo-play cannot run them yet.
-        assert_eq!(find("ansible.builtin.service").unwrap().name(), "service");
+        assert_eq!(find("ansible.builtin.iptables").unwrap().name(), "iptables");
         assert_eq!(
             find("ansible.legacy.lineinfile").unwrap().name(),
             "lineinfile"
         );
         assert!(find("community.general.ufw").is_none());
         assert!(is_implemented("ansible.builtin.copy"));
-        assert!(!is_implemented("service"));
+        assert!(!is_implemented("iptables"));
         assert!(!is_implemented("nope"));
         for m in all() {
             assert!(std::ptr::eq(find(m.name()).unwrap(), m));
@@ -286,15 +286,15 @@ mod tests {
 
     #[test]
     fn an_unsupported_module_fails_when_it_runs() {
-        let service = find("service").expect("service is an Ansible module");
-        let outcome = placeholder_outcome(service);
+        let iptables = find("iptables").expect("iptables is an Ansible module");
+        let outcome = placeholder_outcome(iptables);
         assert!(outcome.failed);
         assert!(!outcome.changed);
         assert!(
             outcome
                 .msg
                 .unwrap()
-                .starts_with("the 'service' module is not supported by turbo-play yet")
+                .starts_with("the 'iptables' module is not supported by turbo-play yet")
         );
         assert!(find("script").unwrap().caps().free_form);
         assert!(!find("package").unwrap().caps().free_form);

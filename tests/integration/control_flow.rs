@@ -512,13 +512,13 @@ fn unsupported_ansible_modules_fail_only_when_they_run() {
     let out = run(
         &hosts,
         r#"  tasks:
-    - name: skipped restart
-      service:
-        name: chronyd
-        state: restarted
+    - name: skipped firewall rule
+      iptables:
+        chain: INPUT
+        policy: ACCEPT
       when: false
-    - name: ignored restart
-      ansible.builtin.service: name=chronyd state=restarted
+    - name: ignored firewall rule
+      ansible.builtin.iptables: chain=INPUT policy=ACCEPT
       ignore_errors: true
     - block:
         - getent:
@@ -545,7 +545,7 @@ fn unsupported_ansible_modules_fail_only_when_they_run() {
     );
     assert_contains(
         &out,
-        "fatal: [h]: FAILED! => {\"changed\": false, \"msg\": \"the 'service' module is not supported by turbo-play yet",
+        "fatal: [h]: FAILED! => {\"changed\": false, \"msg\": \"the 'iptables' module is not supported by turbo-play yet",
     );
     let rescued = std::fs::read_to_string(hosts.home().join("rescued")).unwrap();
     assert!(

@@ -16,6 +16,7 @@ mod packages_apt;
 mod playbook_runs;
 mod real_roles;
 mod roles;
+mod services;
 mod support;
 mod task_connections;
 mod templating;

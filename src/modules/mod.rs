@@ -19,6 +19,7 @@ mod command;
 mod copy;
 mod copy_tree;
 mod debug;
+mod dnf;
 mod file;
 mod include;
 mod include_vars;
@@ -166,6 +167,10 @@ pub struct Caps {
     pub shown: Shown,
     pub facts: FactsLayer,
     pub control: Control,
+    /// The module does check mode itself (dnf's `--assumeno`): its planner, which sees
+    /// `check_mode`, plans only what changes nothing then, so its ops go to the agent as
+    /// ordinary requests (which the agent would otherwise not run in check mode).
+    pub checks_itself: bool,
 }
 
 impl Caps {
@@ -177,6 +182,7 @@ impl Caps {
         shown: Shown::Result,
         facts: FactsLayer::Gathered,
         control: Control::None,
+        checks_itself: false,
     };
 
     pub const fn free_form(mut self) -> Caps {
@@ -193,6 +199,10 @@ impl Caps {
     }
     pub const fn facts(mut self, facts: FactsLayer) -> Caps {
         self.facts = facts;
+        self
+    }
+    pub const fn checks_itself(mut self) -> Caps {
+        self.checks_itself = true;
         self
     }
     pub const fn control(mut self, control: Control) -> Caps {

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
-    copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
+    copy, debug, dnf, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
     replace, set_fact, setup, slurp, stat, template,
 };
 
@@ -49,7 +49,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("deb822_repository", NOT_YET),
     ("debconf", NOT_YET),
     ("debug", Native(&debug::Debug)),
-    ("dnf", NOT_YET),
+    ("dnf", Native(&dnf::Dnf)),
     ("dnf5", NOT_YET),
     ("dpkg_selections", NOT_YET),
     ("expect", NOT_YET),
@@ -102,7 +102,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("validate_argument_spec", NOT_YET),
     ("wait_for", NOT_YET),
     ("wait_for_connection", NOT_YET),
-    ("yum", NOT_YET),
+    ("yum", Native(&dnf::Yum)),
     ("yum_repository", NOT_YET),
 ];
 

@@ -155,6 +155,12 @@ pub(super) async fn send_remote(
     }
 }
 
+/// Whether the agent is told the request is in check mode: not for a module that does
+/// check mode itself (it plans nothing that changes anything then).
+fn agent_check_mode(ctx: &RunContext, task: &Task) -> bool {
+    check_mode(ctx, task) && !task.module.caps().checks_itself
+}
+
 /// Sends the ops, one request per chunk, all chunks in flight at once.
 pub(super) async fn send_batched(
     ctx: &RunContext,
@@ -162,7 +168,7 @@ pub(super) async fn send_batched(
     ops: Vec<Op>,
     task: &Task,
 ) -> Result<Vec<OpResult>, String> {
-    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
+    let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     if ops.len() == 1 {
         return send_one_by_one(ctx, session, ops, task).await;
     }
@@ -194,7 +200,7 @@ pub(super) async fn send_one_by_one(
     ops: Vec<Op>,
     task: &Task,
 ) -> Result<Vec<OpResult>, String> {
-    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
+    let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     let mut results = Vec::with_capacity(ops.len());
     for op in ops {
         results.push(
@@ -241,7 +247,7 @@ pub(super) async fn upload_content(
         Err(e) => return Err(TaskOutcome::failed(e.to_string())),
     };
     let upload_id = NEXT_UPLOAD.fetch_add(1, Ordering::Relaxed);
-    let (check, diff) = (check_mode(ctx, task), diff_mode(ctx, task));
+    let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     let failed = |e: String| TaskOutcome::failed(format!("uploading {}: {e}", ensure.path));
     if bytes.is_empty() {
         let inline = Op::EnsureFile(EnsureFile {

@@ -37,6 +37,7 @@ pub mod spec;
 mod stat;
 mod template;
 mod text_file;
+mod yum_repository;
 
 pub use registry::{all, collection_module, find, is_implemented, suggest};
 pub use spec::{Args, Spec};

@@ -15,7 +15,7 @@ use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
     copy, debug, dnf, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
-    replace, set_fact, setup, slurp, stat, template,
+    replace, set_fact, setup, slurp, stat, template, yum_repository,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -103,7 +103,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("wait_for", NOT_YET),
     ("wait_for_connection", NOT_YET),
     ("yum", Native(&dnf::Yum)),
-    ("yum_repository", NOT_YET),
+    ("yum_repository", Native(&yum_repository::YumRepository)),
 ];
 
 /// The short name of `copy`, `ansible.builtin.copy` or `ansible.legacy.copy`.

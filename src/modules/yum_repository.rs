@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 use turbo_proto::{
-    EnsureFile, EnsurePath, FileContent, FileKind, Op, OpResult, PathState, StatInfo,
+    EnsureFile, EnsurePath, FileContent, FileKind, FileMode, Op, OpResult, PathState, StatInfo,
 };
 
 use super::spec::{Arg, Elem, Lit, RequiredIf, Spec};
@@ -128,7 +128,8 @@ impl Module for YumRepository {
         &SPEC
     }
 
-    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let show_diff = ctx.diff;
         let name = args.str("name").unwrap_or_default().to_string();
         let reposdir = args
             .str("reposdir")
@@ -193,11 +194,13 @@ impl Module for YumRepository {
                     "state".into(),
                     json!(if present { "present" } else { "absent" }),
                 );
-                data.insert(
-                    "diff".into(),
-                    json!({"before_header": dest, "before": before,
-                           "after_header": dest, "after": after}),
-                );
+                if show_diff {
+                    data.insert(
+                        "diff".into(),
+                        json!({"before_header": dest, "before": before,
+                               "after_header": dest, "after": after}),
+                    );
+                }
                 let outcome = move |changed: bool| TaskOutcome {
                     changed,
                     data: data.clone(),
@@ -222,7 +225,12 @@ impl Module for YumRepository {
                     Op::EnsureFile(EnsureFile {
                         path: dest.clone(),
                         content: FileContent::Inline(content),
-                        mode: mode.clone(),
+                        // Python's open() makes a new file 0666 less the umask.
+                        mode: mode.clone().or(if exists {
+                            None
+                        } else {
+                            Some(FileMode::Bits(0o644))
+                        }),
                         force: true,
                         owner: owner.clone(),
                         validate: None,

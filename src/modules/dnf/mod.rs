@@ -499,6 +499,9 @@ struct Progress {
     rows: Vec<output::Row>,
     failures: Vec<String>,
     installed: Vec<Package>,
+    /// Once a name has no package, Ansible changes nothing: the rest is only resolved
+    /// (`--assumeno`), for the results it reports.
+    simulate: bool,
 }
 
 /// The batches for the names that go to dnf, given what rpm says is installed.
@@ -526,8 +529,9 @@ fn batches(request: &Request, names: Vec<String>, installed: &[Package]) -> Vec<
 }
 
 /// Every name dnf must see, in as few dnf runs as the state allows (one, but for latest
-/// with names both installed and not). A name dnf finds no package for fails the task, as
-/// in Ansible, but not the others: they are asked for again without it.
+/// with names both installed and not). A name dnf finds no package for fails the task
+/// and, as in Ansible, nothing is changed: the other names are only resolved again
+/// without it, for the results.
 fn run_dnf(
     request: Request,
     names: Vec<String>,
@@ -542,6 +546,7 @@ fn run_dnf(
         rows: Vec::new(),
         failures: Vec::new(),
         installed,
+        simulate: false,
     })
 }
 
@@ -549,7 +554,10 @@ fn next_batch(mut progress: Progress) -> Plan {
     let Some((command, names)) = progress.batches.pop_front() else {
         return Plan::Done(done(progress));
     };
-    let argv = dnf_argv(&progress.request, command, &names);
+    let mut argv = dnf_argv(&progress.request, command, &names);
+    if progress.simulate {
+        argv[1] = "--assumeno".into();
+    }
     Plan::Step(
         exec(argv),
         Next::new(move |reply| {
@@ -558,7 +566,8 @@ fn next_batch(mut progress: Progress) -> Plan {
                 &String::from_utf8_lossy(&x.stdout),
                 &String::from_utf8_lossy(&x.stderr),
             );
-            let ok = x.rc == 0 || (progress.request.check && transcript.aborted);
+            let ok =
+                x.rc == 0 || ((progress.request.check || progress.simulate) && transcript.aborted);
             if ok {
                 progress.rows.extend(transcript.rows);
                 return Ok(next_batch(progress));
@@ -579,6 +588,7 @@ fn next_batch(mut progress: Progress) -> Plan {
             if !rest.is_empty() {
                 progress.batches.push_front((command, rest));
             }
+            progress.simulate = true;
             Ok(next_batch(progress))
         }),
     )

@@ -188,7 +188,7 @@ fn check_mode_asks_dnf_to_say_no() {
 }
 
 #[test]
-fn a_missing_package_fails_as_ansible_says_and_the_rest_still_goes() {
+fn a_missing_package_fails_as_ansible_says_and_changes_nothing() {
     let (_, next) = step(plan(args(json!({"name": ["nosuch", "tp-lib"]})), false).unwrap());
     let (_, next) = step(next.resume(ran(0, "", "")).unwrap());
     let (again, next) = step(
@@ -199,10 +199,14 @@ fn a_missing_package_fails_as_ansible_says_and_the_rest_still_goes() {
         ))
         .unwrap(),
     );
-    assert_eq!(argv(&again), dnf("-y", "install", &["tp-lib"]));
+    assert_eq!(argv(&again), dnf("--assumeno", "install", &["tp-lib"]));
     let out = done(
-        next.resume(ran(0, "Installing:\n tp-lib  noarch  1.0-1  l  6 k\n", ""))
-            .unwrap(),
+        next.resume(ran(
+            1,
+            "Installing:\n tp-lib  noarch  1.0-1  l  6 k\nOperation aborted.\n",
+            "",
+        ))
+        .unwrap(),
     );
     assert!(out.failed);
     assert_eq!(out.msg.as_deref(), Some(SOME_FAILED));

@@ -6,6 +6,7 @@
 #   tp-hello 1.0-1 and 2.0-1   one package in two versions (a version, then latest)
 #   tp-lib 1.0-1               a library...
 #   tp-app 1.0-1               ...that this one requires
+#   tp-extra 1.0-1             one a scenario's prepare.sh installs, for removing
 #
 # Usage: bash tests/debian/repos/rpm.sh   (prints the repository's directory)
 set -euo pipefail
@@ -63,6 +64,7 @@ spec tp-hello 1.0
 spec tp-hello 2.0
 spec tp-lib 1.0
 spec tp-app 1.0 tp-lib
+spec tp-extra 1.0
 
 rm -rf "$out"
 mkdir -p "$out"

@@ -10,7 +10,7 @@ mod output;
 mod rpmdb;
 
 use serde_json::{Value, json};
-use turbo_proto::{Command, Exec, FactValue, Op, OpResult};
+use turbo_proto::{Command, Exec, FactValue, FileKind, Op, OpResult};
 
 use super::spec::{Arg, Elem, Spec};
 use super::{Args, Caps, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome, unexpected};
@@ -88,9 +88,6 @@ impl Module for Dnf {
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         plan(args, ctx)
     }
-    fn finish(&self, _args: &Args, result: OpResult) -> TaskOutcome {
-        unexpected(self.name(), result)
-    }
 }
 
 impl Module for Yum {
@@ -117,6 +114,7 @@ struct Request {
     check: bool,
     options: Vec<String>,
     root: String,
+    conf_file: Option<String>,
     allow_downgrade: bool,
     download_only: bool,
     update_only: bool,
@@ -323,6 +321,7 @@ fn request(args: &Args, check: bool) -> Result<Result<Request, TaskOutcome>, Mod
         check,
         options,
         root,
+        conf_file: args.str("conf_file").map(str::to_string),
         allow_downgrade: args.bool("allow_downgrade"),
         download_only,
         update_only: args.bool("update_only"),
@@ -382,11 +381,17 @@ fn begin(request: Request) -> Plan {
             }
         }
     }
-    let script = rpmdb::query_script(&request.root, &candidates, &files);
-    Plan::Step(
-        Op::Exec(Exec {
+    // The paths Ansible checks before it starts, in the same round trip as the query.
+    let mut ops = Vec::new();
+    if let Some(conf) = &request.conf_file {
+        ops.push(stat(conf));
+    }
+    ops.push(stat(&request.root));
+    let query = !(candidates.is_empty() && files.is_empty());
+    if query {
+        ops.push(Op::Exec(Exec {
             command: Command::Shell {
-                script,
+                script: rpmdb::query_script(&request.root, &candidates, &files),
                 executable: None,
             },
             chdir: None,
@@ -395,13 +400,59 @@ fn begin(request: Request) -> Plan {
             env: env(),
             stdin: None,
             umask: None,
-        }),
+        }));
+    }
+    Plan::Step(
+        Op::Batch(ops),
         Next::new(move |reply| {
-            let x = exec_reply(reply)?;
-            let query = rpmdb::parse_query(&String::from_utf8_lossy(&x.stdout));
-            Ok(decide(request, query))
+            let OpResult::Batch(mut replies) = reply else {
+                return Ok(Plan::Done(unexpected("dnf", reply)));
+            };
+            replies.reverse();
+            let mut next = || {
+                replies.pop().ok_or_else(|| {
+                    ModuleError::Invalid("internal error: dnf got too few replies".into())
+                })
+            };
+            if let Some(conf) = &request.conf_file
+                && !is_kind(next()?, FileKind::File)
+            {
+                let msg = format!("cannot read configuration file: {conf}");
+                return Ok(Plan::Done(refused(&request, &msg)));
+            }
+            if !is_kind(next()?, FileKind::Directory) {
+                let msg = format!("Installroot {} must be a directory", request.root);
+                return Ok(Plan::Done(refused(&request, &msg)));
+            }
+            let found = if query {
+                let x = exec_reply(next()?)?;
+                rpmdb::parse_query(&String::from_utf8_lossy(&x.stdout))
+            } else {
+                Query::default()
+            };
+            Ok(decide(request, found))
         }),
     )
+}
+
+fn stat(path: &str) -> Op {
+    Op::Stat {
+        path: path.to_string(),
+        checksum: None,
+        follow: true,
+    }
+}
+
+fn is_kind(reply: OpResult, kind: FileKind) -> bool {
+    matches!(reply, OpResult::Stat(s) if s.kind == kind)
+}
+
+/// Ansible's answer when dnf's setup refuses before anything is resolved.
+fn refused(request: &Request, msg: &str) -> TaskOutcome {
+    let mut out = TaskOutcome::failed(msg);
+    out.data.insert("results".into(), json!([]));
+    out.data.insert("rc".into(), json!(1));
+    with_facts(request, out)
 }
 
 /// From rpm's answer: done, or which names go to dnf (and what Ansible reports for the
@@ -409,7 +460,16 @@ fn begin(request: Request) -> Plan {
 fn decide(request: Request, query: Query) -> Plan {
     let installed = |name: &str| query.installed.iter().any(|p| rpmdb::matches(name, p));
     let mut to_dnf = Vec::new();
-    let mut results = Vec::new();
+    // Ansible names every local file it was given first, whether or not it installs it.
+    let mut results: Vec<String> = match request.state {
+        State::Absent => Vec::new(),
+        _ => request
+            .names
+            .iter()
+            .filter(|n| is_file(n))
+            .map(|n| format!("Installed {n}"))
+            .collect(),
+    };
     match request.state {
         State::Present => {
             for name in &request.names {

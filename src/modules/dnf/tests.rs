@@ -55,8 +55,13 @@ fn argv(op: &Op) -> Vec<String> {
     }
 }
 
+/// The first step: the installroot's stat and rpm's query, in one batch.
 fn script(op: &Op) -> String {
-    match op {
+    let Op::Batch(ops) = op else {
+        panic!("expected a batch, got {op:?}")
+    };
+    assert!(matches!(&ops[0], Op::Stat { path, .. } if path == "/srv/root" || path == "/"));
+    match &ops[1] {
         Op::Exec(Exec {
             command: Command::Shell { script, .. },
             env,
@@ -67,6 +72,23 @@ fn script(op: &Op) -> String {
         }
         other => panic!("expected the rpm query, got {other:?}"),
     }
+}
+
+fn dir(kind: turbo_proto::FileKind) -> OpResult {
+    OpResult::Stat(turbo_proto::StatInfo {
+        path: "/srv/root".into(),
+        exists: kind != turbo_proto::FileKind::Missing,
+        kind,
+        ..Default::default()
+    })
+}
+
+/// rpm's answer to the first step, the installroot being there.
+fn rpm_says(stdout: &str) -> OpResult {
+    OpResult::Batch(vec![
+        dir(turbo_proto::FileKind::Directory),
+        ran(0, stdout, ""),
+    ])
 }
 
 const BASE: &[&str] = &[
@@ -100,7 +122,7 @@ fn nothing_installed_means_one_dnf_run_for_every_name() {
     let s = script(&query);
     assert!(s.contains("rpm -q --root \"$root\""), "{s}");
     assert!(s.contains(" tp-hello tp tp-app"), "{s}");
-    let (run, next) = step(next.resume(ran(0, "", "")).unwrap());
+    let (run, next) = step(next.resume(rpm_says("")).unwrap());
     assert_eq!(argv(&run), dnf("-y", "install", &["tp-hello", "tp-app"]));
     let table = "Installing:\n tp-app  noarch  1.0-1  tp-local  6.0 k\n\
                  Installing dependencies:\n tp-lib  noarch  1.0-1  tp-local  6.0 k\n\
@@ -117,19 +139,19 @@ fn nothing_installed_means_one_dnf_run_for_every_name() {
 #[test]
 fn installed_names_never_start_dnf() {
     let (_, next) = step(plan(args(json!({"name": "tp-hello"})), false).unwrap());
-    let out = done(next.resume(ran(1, HELLO_1, "")).unwrap());
+    let out = done(next.resume(rpm_says(HELLO_1)).unwrap());
     assert!(!out.changed && !out.failed);
     assert_eq!(out.msg.as_deref(), Some("Nothing to do"));
     assert_eq!(Value::Object(out.data), json!({"results": [], "rc": 0}));
     // An older version asked for while a newer one is there: no downgrade.
     let (_, next) = step(plan(args(json!({"name": "tp-hello-0.9"})), false).unwrap());
     assert!(matches!(
-        next.resume(ran(0, HELLO_1, "")).unwrap(),
+        next.resume(rpm_says(HELLO_1)).unwrap(),
         Plan::Done(_)
     ));
     // Absent names that are not there.
     let (_, next) = step(plan(args(json!({"name": "tp-lib", "state": "absent"})), false).unwrap());
-    let out = done(next.resume(ran(1, HELLO_1, "")).unwrap());
+    let out = done(next.resume(rpm_says(HELLO_1)).unwrap());
     assert_eq!(
         out.data["results"],
         json!(["No match for argument: tp-lib"])
@@ -145,7 +167,7 @@ fn latest_upgrades_what_is_there_and_installs_the_rest() {
         )
         .unwrap(),
     );
-    let (install, next) = step(next.resume(ran(0, HELLO_1, "")).unwrap());
+    let (install, next) = step(next.resume(rpm_says(HELLO_1)).unwrap());
     assert_eq!(argv(&install), dnf("-y", "install", &["tp-lib"]));
     let (upgrade, next) = step(
         next.resume(ran(0, "Installing:\n tp-lib  noarch  1.0-1  l  6 k\n", ""))
@@ -169,7 +191,7 @@ fn latest_upgrades_what_is_there_and_installs_the_rest() {
 #[test]
 fn check_mode_asks_dnf_to_say_no() {
     let (_, next) = step(plan(args(json!({"name": "tp-hello", "state": "absent"})), true).unwrap());
-    let (run, next) = step(next.resume(ran(0, HELLO_1, "")).unwrap());
+    let (run, next) = step(next.resume(rpm_says(HELLO_1)).unwrap());
     assert_eq!(argv(&run), dnf("--assumeno", "remove", &["tp-hello"]));
     let out = done(
         next.resume(ran(
@@ -190,7 +212,7 @@ fn check_mode_asks_dnf_to_say_no() {
 #[test]
 fn a_missing_package_fails_as_ansible_says_and_changes_nothing() {
     let (_, next) = step(plan(args(json!({"name": ["nosuch", "tp-lib"]})), false).unwrap());
-    let (_, next) = step(next.resume(ran(0, "", "")).unwrap());
+    let (_, next) = step(next.resume(rpm_says("")).unwrap());
     let (again, next) = step(
         next.resume(ran(
             1,
@@ -217,7 +239,7 @@ fn a_missing_package_fails_as_ansible_says_and_changes_nothing() {
     );
     // Alone, nothing else is asked for.
     let (_, next) = step(plan(args(json!({"name": "nosuch"})), false).unwrap());
-    let (_, next) = step(next.resume(ran(0, "", "")).unwrap());
+    let (_, next) = step(next.resume(rpm_says("")).unwrap());
     let out = done(
         next.resume(ran(
             1,
@@ -244,7 +266,20 @@ fn options_become_dnf_flags() {
         )
         .unwrap(),
     );
-    let (run, _) = step(next.resume(ran(0, "", "")).unwrap());
+    let conf = OpResult::Stat(turbo_proto::StatInfo {
+        path: "/etc/x.conf".into(),
+        exists: true,
+        kind: turbo_proto::FileKind::File,
+        ..Default::default()
+    });
+    let (run, _) = step(
+        next.resume(OpResult::Batch(vec![
+            conf,
+            dir(turbo_proto::FileKind::Directory),
+            ran(0, "", ""),
+        ]))
+        .unwrap(),
+    );
     assert_eq!(
         argv(&run),
         [
@@ -291,9 +326,27 @@ fn ansibles_refusals() {
         Some("Autoremove should be used alone or with state=absent")
     );
     // update_cache's default counts as given, as in Ansible: no names is nothing to do.
-    let (_, next) = step(plan(args(json!({"state": "present"})), false).unwrap());
-    let out = done(next.resume(ran(0, "", "")).unwrap());
+    let (op, next) = step(plan(args(json!({"state": "present"})), false).unwrap());
+    assert!(matches!(&op, Op::Batch(ops) if ops.len() == 1), "{op:?}");
+    let out = done(
+        next.resume(OpResult::Batch(vec![dir(turbo_proto::FileKind::Directory)]))
+            .unwrap(),
+    );
     assert_eq!(out.msg.as_deref(), Some("Nothing to do"));
+    // Ansible's checks before dnf starts.
+    let (_, next) = step(plan(args(json!({"name": "tp-hello"})), false).unwrap());
+    let out = done(
+        next.resume(OpResult::Batch(vec![
+            dir(turbo_proto::FileKind::Missing),
+            ran(0, "", ""),
+        ]))
+        .unwrap(),
+    );
+    assert_eq!(
+        out.msg.as_deref(),
+        Some("Installroot /srv/root must be a directory")
+    );
+    assert_eq!(Value::Object(out.data), json!({"results": [], "rc": 1}));
     assert_eq!(
         plan(json!({"name": "a", "list": "installed"}), false).unwrap_err(),
         "parameters are mutually exclusive: name|list"
@@ -326,4 +379,35 @@ fn yum_is_dnf() {
     let out = crate::modules::try_plan(&Yum, args(json!({"name": "a b"})), &ctx(false));
     assert!(matches!(out, Ok(Plan::Done(o)) if o.failed));
     assert!(Yum.caps().checks_itself && Dnf.caps().checks_itself);
+}
+
+#[test]
+fn a_local_rpm_is_compared_by_its_header() {
+    let file = "/tmp/tp-extra-1.0-1.noarch.rpm";
+    let (query, next) = step(plan(args(json!({"name": file})), false).unwrap());
+    assert!(script(&query).contains("rpm -qp --qf"));
+    let header = format!("F\t{file}\ttp-extra\t0\t1.0\t1\tnoarch\n");
+    let (run, next) = step(next.resume(rpm_says(&header)).unwrap());
+    assert_eq!(argv(&run), dnf("-y", "install", &[file]));
+    let out = done(
+        next.resume(ran(
+            0,
+            "Installing:\n tp-extra  noarch  1.0-1  @commandline  6 k\n",
+            "",
+        ))
+        .unwrap(),
+    );
+    assert_eq!(
+        out.data["results"],
+        json!([
+            format!("Installed {file}"),
+            "Installed: tp-extra-1.0-1.noarch"
+        ])
+    );
+    // Installed already: no dnf, and Ansible still names the file.
+    let (_, next) = step(plan(args(json!({"name": file})), false).unwrap());
+    let both = format!("{header}I\ttp-extra\t0\t1.0\t1\tnoarch\n");
+    let out = done(next.resume(rpm_says(&both)).unwrap());
+    assert_eq!(out.msg.as_deref(), Some("Nothing to do"));
+    assert_eq!(out.data["results"], json!([format!("Installed {file}")]));
 }

@@ -12,7 +12,7 @@ mod rpmdb;
 use serde_json::{Value, json};
 use turbo_proto::{Command, Exec, FactValue, FileKind, Op, OpResult};
 
-use super::spec::{Arg, Elem, Spec};
+use super::spec::{Arg, Elem, Spec, Unknown};
 use super::{Args, Caps, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome, unexpected};
 use output::{Action, Transcript};
 use rpmdb::{Package, Query};
@@ -64,7 +64,9 @@ static SPEC: Spec = Spec::new(&[
         .no_effect("dnf's sslverify is what checks certificates"),
 ])
 .required_one_of(&[&["name", "list", "update_cache"]])
-.mutually_exclusive(&[&["name", "list"], &["best", "nobest"]]);
+.mutually_exclusive(&[&["name", "list"], &["best", "nobest"]])
+// Both names reach Ansible's dnf action, which runs `ansible.legacy.dnf`.
+.unknown(Unknown::ModuleAs("ansible.legacy.dnf"));
 
 const CHECK_MODE_MSG: &str = "Check mode: No changes made, but would have if not in check mode";
 const SOME_FAILED: &str = "Failed to install some of the specified packages";

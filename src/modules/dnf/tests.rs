@@ -351,6 +351,10 @@ fn ansibles_refusals() {
         plan(json!({"name": "a", "list": "installed"}), false).unwrap_err(),
         "parameters are mutually exclusive: name|list"
     );
+    assert_eq!(
+        crate::modules::try_plan(&Yum, json!({"name": "x", "foo": 1}), &ctx(false)).unwrap_err(),
+        "Unsupported parameters for (ansible.legacy.dnf) module: foo. Supported parameters include: allow_downgrade, allowerasing, autoremove, best, bugfix, cacheonly, conf_file, disable_excludes, disable_gpg_check, disable_plugin, disablerepo, download_dir, download_only, enable_plugin, enablerepo, exclude, install_weak_deps, installroot, list, lock_timeout, name, nobest, releasever, security, skip_broken, sslverify, state, update_cache, update_only, use_backend, validate_certs (expire-cache, pkg)."
+    );
 }
 
 #[test]

@@ -30,6 +30,7 @@ mod pause;
 mod ping;
 pub mod registry;
 mod replace;
+mod rpm_key;
 mod set_fact;
 mod setup;
 mod slurp;

@@ -15,7 +15,7 @@ use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
     copy, debug, dnf, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
-    replace, set_fact, setup, slurp, stat, template, yum_repository,
+    replace, rpm_key, set_fact, setup, slurp, stat, template, yum_repository,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -80,7 +80,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("raw", NotYet { free_form: true }),
     ("reboot", NOT_YET),
     ("replace", Native(&replace::Replace)),
-    ("rpm_key", NOT_YET),
+    ("rpm_key", Native(&rpm_key::RpmKey)),
     ("script", NotYet { free_form: true }),
     ("service", NOT_YET),
     ("service_facts", NOT_YET),

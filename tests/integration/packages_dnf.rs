@@ -68,4 +68,10 @@ fn dnf_check_mode_and_a_missing_package_as_ansible() {
         "{}",
         again.stdout
     );
+    // rpm_key asks for rpm's command line, which Debian's dnf does without, as Ansible's.
+    let key = String::from_utf8(host.read(&format!("{OUT}/key.txt"))).unwrap();
+    assert!(
+        key.contains("msg=Failed to find required executable \"rpm\" in paths: "),
+        "{key}"
+    );
 }

@@ -21,6 +21,7 @@ mod copy;
 mod copy_tree;
 mod debconf;
 mod debug;
+mod dnf;
 mod dpkg_selections;
 mod file;
 mod include;
@@ -34,6 +35,7 @@ mod pause;
 mod ping;
 pub mod registry;
 mod replace;
+mod rpm_key;
 mod service;
 mod service_detect;
 mod service_facts;
@@ -50,6 +52,7 @@ mod systemd;
 mod sysvinit;
 mod template;
 mod text_file;
+mod yum_repository;
 
 pub use registry::{all, collection_module, find, is_implemented, suggest};
 pub use spec::{Args, Spec};
@@ -215,12 +218,12 @@ impl Caps {
         self.facts = facts;
         self
     }
-    pub const fn control(mut self, control: Control) -> Caps {
-        self.control = control;
-        self
-    }
     pub const fn own_check_mode(mut self) -> Caps {
         self.own_check_mode = true;
+        self
+    }
+    pub const fn control(mut self, control: Control) -> Caps {
+        self.control = control;
         self
     }
 }

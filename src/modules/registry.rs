@@ -14,9 +14,10 @@ use std::sync::LazyLock;
 use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, apt, assert, blockinfile,
-    command, copy, debconf, debug, dpkg_selections, file, include, include_vars, inventory_edit,
-    lineinfile, meta, package, package_facts, pause, ping, replace, service, service_facts,
-    set_fact, setup, slurp, stat, systemd, sysvinit, template,
+    command, copy, debconf, debug, dnf, dpkg_selections, file, include, include_vars,
+    inventory_edit, lineinfile, meta, package, package_facts, pause, ping, replace, rpm_key,
+    service, service_facts, set_fact, setup, slurp, stat, systemd, sysvinit, template,
+    yum_repository,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -50,7 +51,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("deb822_repository", NOT_YET),
     ("debconf", Native(&debconf::Debconf)),
     ("debug", Native(&debug::Debug)),
-    ("dnf", NOT_YET),
+    ("dnf", Native(&dnf::Dnf)),
     ("dnf5", NOT_YET),
     ("dpkg_selections", Native(&dpkg_selections::DpkgSelections)),
     ("expect", NOT_YET),
@@ -81,7 +82,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("raw", NotYet { free_form: true }),
     ("reboot", NOT_YET),
     ("replace", Native(&replace::Replace)),
-    ("rpm_key", NOT_YET),
+    ("rpm_key", Native(&rpm_key::RpmKey)),
     ("script", NotYet { free_form: true }),
     ("service", Native(&service::Service)),
     ("service_facts", Native(&service_facts::ServiceFacts)),
@@ -103,8 +104,8 @@ static MODULES: &[(&str, Entry)] = &[
     ("validate_argument_spec", NOT_YET),
     ("wait_for", NOT_YET),
     ("wait_for_connection", NOT_YET),
-    ("yum", NOT_YET),
-    ("yum_repository", NOT_YET),
+    ("yum", Native(&dnf::Yum)),
+    ("yum_repository", Native(&yum_repository::YumRepository)),
 ];
 
 /// The short name of `copy`, `ansible.builtin.copy` or `ansible.legacy.copy`.

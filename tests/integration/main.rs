@@ -13,6 +13,7 @@ mod language_gaps;
 mod loops_keywords;
 mod module_args;
 mod packages_apt;
+mod packages_dnf;
 mod playbook_runs;
 mod real_roles;
 mod roles;

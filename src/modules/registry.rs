@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
-    copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
+    copy, debug, fetch, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
     replace, set_fact, setup, slurp, stat, template,
 };
 
@@ -54,7 +54,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("dpkg_selections", NOT_YET),
     ("expect", NOT_YET),
     ("fail", Native(&assert::Fail)),
-    ("fetch", NOT_YET),
+    ("fetch", Native(&fetch::Fetch)),
     ("file", Native(&file::File)),
     ("find", NOT_YET),
     ("gather_facts", NOT_YET),

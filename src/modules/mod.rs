@@ -23,6 +23,8 @@ mod fetch;
 mod fetch_dest;
 mod fetch_local;
 mod file;
+mod find;
+mod find_filters;
 mod include;
 mod include_vars;
 mod inventory_edit;

@@ -56,7 +56,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("fail", Native(&assert::Fail)),
     ("fetch", Native(&fetch::Fetch)),
     ("file", Native(&file::File)),
-    ("find", NOT_YET),
+    ("find", Native(&super::find::Find)),
     ("gather_facts", NOT_YET),
     ("get_url", NOT_YET),
     ("getent", NOT_YET),

@@ -8,6 +8,7 @@ mod control_flow;
 mod debian_targets;
 mod dynamic_includes;
 mod facts;
+mod fetch_find;
 mod file_modules;
 mod language_gaps;
 mod loops_keywords;

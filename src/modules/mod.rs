@@ -13,6 +13,7 @@ use turbo_proto::{FileMode, Op, OpResult};
 
 use crate::template::{Templar, TemplateError};
 
+mod accounts;
 mod assert;
 mod blockinfile;
 mod command;
@@ -25,6 +26,7 @@ mod fetch_local;
 mod file;
 mod find;
 mod find_filters;
+mod group;
 mod include;
 mod include_vars;
 mod inventory_edit;
@@ -41,6 +43,8 @@ pub mod spec;
 mod stat;
 mod template;
 mod text_file;
+mod user;
+mod user_commands;
 
 pub use registry::{all, collection_module, find, is_implemented, suggest};
 pub use spec::{Args, Spec};

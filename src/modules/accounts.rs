@@ -170,6 +170,66 @@ impl Accounts {
     }
 }
 
+/// The reads every `user` and `group` decision starts from, in [`Accounts::from_replies`]'
+/// order: one round trip, so a task with nothing to do costs one read.
+pub(super) fn read_ops() -> Vec<turbo_proto::Op> {
+    ["/etc/passwd", "/etc/group", "/etc/shadow"]
+        .into_iter()
+        .map(|path| turbo_proto::Op::ReadFile {
+            path: path.into(),
+            offset: 0,
+            limit: None,
+        })
+        .collect()
+}
+
+impl Accounts {
+    /// The accounts from the replies to [`read_ops`] (the first three of `replies`); an
+    /// unreadable or missing file reads as empty, as the lookups then find nothing.
+    pub fn from_replies(replies: &[turbo_proto::OpResult]) -> Accounts {
+        let text = |i: usize| match replies.get(i) {
+            Some(turbo_proto::OpResult::Read(read)) if read.stat.exists => {
+                Some(String::from_utf8_lossy(&read.data).into_owned())
+            }
+            _ => None,
+        };
+        let shadow = text(2);
+        Accounts {
+            users: parse_passwd(&text(0).unwrap_or_default()),
+            groups: parse_group(&text(1).unwrap_or_default()),
+            shadow_readable: shadow.is_some(),
+            shadow: parse_shadow(&shadow.unwrap_or_default()),
+        }
+    }
+}
+
+/// A command of the useradd family, run without a shell, with the umask an Ansible module
+/// gets through sudo (022): directories it makes itself (a home's parents) get 0755.
+pub(super) fn command(argv: Vec<String>) -> turbo_proto::Op {
+    turbo_proto::Op::Exec(turbo_proto::Exec {
+        command: turbo_proto::Command::Argv(argv),
+        chdir: None,
+        creates: None,
+        removes: None,
+        env: vec![("LC_ALL".into(), "C".into())],
+        stdin: None,
+        umask: Some(0o022),
+    })
+}
+
+/// A command's exit code, stdout and stderr, or the failure to run it at all.
+pub(super) fn ran(reply: turbo_proto::OpResult) -> Result<(i32, String, String), String> {
+    match reply {
+        turbo_proto::OpResult::Exec(e) => Ok((
+            e.rc,
+            String::from_utf8_lossy(&e.stdout).into_owned(),
+            String::from_utf8_lossy(&e.stderr).into_owned(),
+        )),
+        turbo_proto::OpResult::Error(e) => Err(e.message),
+        other => Err(format!("unexpected reply from the agent: {other:?}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,64 +272,5 @@ mod tests {
         assert_eq!(home_mode("UMASK\t\t027\n"), 0o750);
         assert_eq!(home_mode("UMASK 022\nHOME_MODE 0700\n"), 0o700);
         assert_eq!(home_mode("#HOME_MODE 0700\nUMASK 077\n"), 0o700);
-    }
-}
-
-/// The reads every `user` and `group` decision starts from, in [`Accounts::from_replies`]'
-/// order: one round trip, so a task with nothing to do costs one read.
-pub(super) fn read_ops() -> Vec<turbo_proto::Op> {
-    ["/etc/passwd", "/etc/group", "/etc/shadow"]
-        .into_iter()
-        .map(|path| turbo_proto::Op::ReadFile {
-            path: path.into(),
-            offset: 0,
-            limit: None,
-        })
-        .collect()
-}
-
-impl Accounts {
-    /// The accounts from the replies to [`read_ops`] (the first three of `replies`); an
-    /// unreadable or missing file reads as empty, as the lookups then find nothing.
-    pub fn from_replies(replies: &[turbo_proto::OpResult]) -> Accounts {
-        let text = |i: usize| match replies.get(i) {
-            Some(turbo_proto::OpResult::Read(read)) if read.stat.exists => {
-                Some(String::from_utf8_lossy(&read.data).into_owned())
-            }
-            _ => None,
-        };
-        let shadow = text(2);
-        Accounts {
-            users: parse_passwd(&text(0).unwrap_or_default()),
-            groups: parse_group(&text(1).unwrap_or_default()),
-            shadow_readable: shadow.is_some(),
-            shadow: parse_shadow(&shadow.unwrap_or_default()),
-        }
-    }
-}
-
-/// A command of the useradd family, run without a shell.
-pub(super) fn command(argv: Vec<String>) -> turbo_proto::Op {
-    turbo_proto::Op::Exec(turbo_proto::Exec {
-        command: turbo_proto::Command::Argv(argv),
-        chdir: None,
-        creates: None,
-        removes: None,
-        env: vec![("LC_ALL".into(), "C".into())],
-        stdin: None,
-        umask: None,
-    })
-}
-
-/// A command's exit code, stdout and stderr, or the failure to run it at all.
-pub(super) fn ran(reply: turbo_proto::OpResult) -> Result<(i32, String, String), String> {
-    match reply {
-        turbo_proto::OpResult::Exec(e) => Ok((
-            e.rc,
-            String::from_utf8_lossy(&e.stdout).into_owned(),
-            String::from_utf8_lossy(&e.stderr).into_owned(),
-        )),
-        turbo_proto::OpResult::Error(e) => Err(e.message),
-        other => Err(format!("unexpected reply from the agent: {other:?}")),
     }
 }

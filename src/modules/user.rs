@@ -6,7 +6,7 @@
 //! [`user_commands`]: super::user_commands
 
 use serde_json::json;
-use turbo_proto::{EnsurePath, FileKind, Op, OpResult, PathState, StatInfo};
+use turbo_proto::{FileKind, Op, OpResult, StatInfo};
 
 use super::accounts::{self, Accounts};
 use super::spec::{Arg, Elem, Lit, RequiredIf, Spec};
@@ -287,21 +287,15 @@ fn decide(r: Request, first: First) -> Plan {
         if !parents {
             return run_all(r, cmds, then);
         }
-        let mkdir = Op::EnsurePath(EnsurePath {
-            path: home_parent,
-            state: PathState::Directory,
-            mode: None,
-            recurse_parents: true,
-            owner: Default::default(),
-        });
+        let mkdir = accounts::command(vec!["mkdir".into(), "-p".into(), home_parent]);
         return Plan::Step(
             mkdir,
-            Next::new(move |reply| match reply {
-                OpResult::Error(e) => Ok(Plan::Done(with_warnings(
-                    TaskOutcome::failed(e.message),
+            Next::new(move |reply| match accounts::ran(reply) {
+                Ok((0, _, _)) => Ok(run_all(r, cmds, then)),
+                Ok((_, _, msg)) | Err(msg) => Ok(Plan::Done(with_warnings(
+                    TaskOutcome::failed(msg.trim_end().to_string()),
                     &r.warnings,
                 ))),
-                _ => Ok(run_all(r, cmds, then)),
             }),
         );
     }

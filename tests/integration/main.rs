@@ -20,4 +20,5 @@ mod support;
 mod task_connections;
 mod templating;
 mod text_modules;
+mod users_groups;
 mod vars_sources;

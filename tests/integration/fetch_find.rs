@@ -307,3 +307,19 @@ fn fetch_and_find_do_what_ansible_did_and_a_rerun_changes_nothing() {
     assert_eq!(second.recap("h"), expected_recap(0), "{}", second.stdout);
     assert_eq!(files_under(&dir), want);
 }
+
+/// fetch from a Debian host over ssh (tests/debian/fetch-become/): a root-only file read
+/// through sudo's agent, a flat one, one the login user may not read, with the results and
+/// the copies ansible-playbook registered and left; a rerun brings nothing.
+#[test]
+fn fetch_over_ssh_with_become_matches_ansible() {
+    if !crate::support::debian::available("fetch_over_ssh_with_become_matches_ansible") {
+        return;
+    }
+    let (_host, _first, again) = crate::support::debian_scenario::check("fetch-become");
+    assert!(
+        !again.stdout.contains("changed: ["),
+        "a rerun fetched again\n{}",
+        again.stdout
+    );
+}

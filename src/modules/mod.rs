@@ -41,6 +41,7 @@ mod setup;
 mod slurp;
 pub mod spec;
 mod stat;
+mod tempfile;
 mod template;
 mod text_file;
 mod user;
@@ -497,7 +498,7 @@ mod tests {
 
     #[test]
     fn a_roles_files_come_before_the_playbooks() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = ::tempfile::tempdir().unwrap();
         let role = dir.path().join("roles/r");
         for file in ["files/a", "roles/r/files/a", "b", "roles/r/c"] {
             let path = dir.path().join(file);

@@ -94,7 +94,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("systemd", NOT_YET),
     ("systemd_service", NOT_YET),
     ("sysvinit", NOT_YET),
-    ("tempfile", NOT_YET),
+    ("tempfile", Native(&super::tempfile::Tempfile)),
     ("template", Native(&template::Template)),
     ("unarchive", NOT_YET),
     ("uri", NOT_YET),

@@ -13,6 +13,7 @@ use turbo_proto::{FileMode, Op, OpResult};
 
 use crate::template::{Templar, TemplateError};
 
+mod accounts;
 mod apt;
 mod assert;
 mod blockinfile;
@@ -23,7 +24,13 @@ mod debconf;
 mod debug;
 mod dnf;
 mod dpkg_selections;
+mod fetch;
+mod fetch_dest;
+mod fetch_local;
 mod file;
+mod find;
+mod find_filters;
+mod group;
 mod include;
 mod include_vars;
 mod inventory_edit;
@@ -50,8 +57,11 @@ pub mod spec;
 mod stat;
 mod systemd;
 mod sysvinit;
+mod tempfile;
 mod template;
 mod text_file;
+mod user;
+mod user_commands;
 mod yum_repository;
 
 pub use registry::{all, collection_module, find, is_implemented, suggest};
@@ -515,7 +525,7 @@ mod tests {
 
     #[test]
     fn a_roles_files_come_before_the_playbooks() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = ::tempfile::tempdir().unwrap();
         let role = dir.path().join("roles/r");
         for file in ["files/a", "roles/r/files/a", "b", "roles/r/c"] {
             let path = dir.path().join(file);

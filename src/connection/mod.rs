@@ -5,6 +5,7 @@
 pub mod known_hosts;
 mod local;
 mod privilege;
+mod pty;
 mod spec;
 mod ssh;
 

@@ -1,5 +1,5 @@
-//! Become agents on further channels of a host's one SSH connection: sudo on a new
-//! channel, the password (if any) after its prompt, the agent sent along when the become
+//! Become agents on further channels of a host's one SSH connection: sudo (or su, on a
+//! pty: it reads the password from a terminal only) on a new channel, the password (if any) after its prompt, the agent sent along when the become
 //! user has none cached (see `connection::privilege`).
 
 use std::sync::Arc;
@@ -33,12 +33,20 @@ impl Escalator {
             .channel_open_session()
             .await
             .map_err(|e| channel_error(spec, "opening a channel for become", e))?;
+        if become_.method.needs_pty() {
+            // No echo from the start: the become script makes the terminal raw once su lets
+            // it run, and nothing typed before that is ever shown back.
+            channel
+                .request_pty(false, "dumb", 80, 24, 0, 0, &[(russh::Pty::ECHO, 0)])
+                .await
+                .map_err(|e| channel_error(spec, "asking for a terminal for su", e))?;
+        }
         channel
             .exec(true, privilege::become_command(become_, agent, &prompt))
             .await
-            .map_err(|e| channel_error(spec, "running sudo", e))?;
+            .map_err(|e| channel_error(spec, &format!("running {}", become_.method.name()), e))?;
         let (mut read, write) = channel.split();
-        let mut talk = Negotiation::new(&prompt, become_.password.is_some());
+        let mut talk = Negotiation::new(become_, &prompt);
         let seconds = spec.connect_timeout.as_secs() + 2;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
         let failed = |message: String| ConnectError::Become(message);
@@ -61,7 +69,7 @@ impl Escalator {
                     write
                         .data(&line[..])
                         .await
-                        .map_err(|e| channel_error(spec, "answering sudo", e))?;
+                        .map_err(|e| channel_error(spec, "answering the password prompt", e))?;
                 }
                 Step::SendAgent { gzip } => {
                     let bytes: &[u8] = if gzip {

@@ -1,0 +1,135 @@
+//! A pseudo-terminal for a local child that reads its password from a terminal only (su):
+//! the child's stdin, stdout and stderr are the terminal, which is its controlling
+//! terminal in a session of its own; the controller reads and writes the other side,
+//! without blocking a thread.
+//!
+//! std has no call for these, and the libc crate is not a dependency: the three C
+//! functions used come from the C library std already links.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+const O_NOCTTY: i32 = 0o400;
+const O_NONBLOCK: i32 = 0o4000;
+const EIO: i32 = 5;
+// Linux's ioctl numbers (asm-generic): unlock the pty, its number, make it the
+// controlling terminal.
+const TIOCSPTLCK: u64 = 0x4004_5431;
+const TIOCGPTN: u64 = 0x8004_5430;
+const TIOCSCTTY: u64 = 0x540E;
+
+unsafe extern "C" {
+    fn ioctl(fd: i32, request: u64, ...) -> i32;
+    fn setsid() -> i32;
+}
+
+/// The controller's side of a pty; clones share it (one reads, one writes).
+#[derive(Clone)]
+pub(super) struct PtyMaster(Arc<AsyncFd<File>>);
+
+/// A new pty: the controller's side, and the child's (to hand to [`child_terminal`]).
+pub(super) fn open() -> io::Result<(PtyMaster, File)> {
+    let master = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(O_NOCTTY | O_NONBLOCK)
+        .open("/dev/ptmx")?;
+    let fd = master.as_raw_fd();
+    let mut unlock: i32 = 0;
+    let mut number: u32 = 0;
+    // SAFETY: both requests take a pointer to an int, which lives across the call.
+    unsafe {
+        if ioctl(fd, TIOCSPTLCK, &mut unlock as *mut i32) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if ioctl(fd, TIOCGPTN, &mut number as *mut u32) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    let child = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(O_NOCTTY)
+        .open(format!("/dev/pts/{number}"))?;
+    // SAFETY: the File owns its descriptor, which nothing else closes or replaces while
+    // the AsyncFd holds it.
+    let master = unsafe { AsyncFd::register(master) }.map_err(io::Error::from)?;
+    Ok((PtyMaster(Arc::new(master)), child))
+}
+
+/// Sets up `command` so that `terminal` is the child's stdio and controlling terminal.
+pub(super) fn child_terminal(
+    command: &mut tokio::process::Command,
+    terminal: &File,
+) -> io::Result<()> {
+    command
+        .stdin(terminal.try_clone()?)
+        .stdout(terminal.try_clone()?)
+        .stderr(terminal.try_clone()?);
+    // SAFETY: setsid and ioctl are async-signal-safe, and nothing else runs between fork
+    // and exec.
+    unsafe {
+        command.pre_exec(|| {
+            if setsid() < 0 || ioctl(0, TIOCSCTTY, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+impl AsyncRead for PtyMaster {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            let mut guard = ready!(self.0.poll_read_ready(cx))?;
+            let unfilled = buf.initialize_unfilled();
+            match guard.try_io(|fd| fd.get_ref().read(unfilled)) {
+                Ok(Ok(n)) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                // Every copy of the child's side is closed: the end of its output.
+                Ok(Err(e)) if e.raw_os_error() == Some(EIO) => return Poll::Ready(Ok(())),
+                Ok(Err(e)) => return Poll::Ready(Err(e)),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+impl AsyncWrite for PtyMaster {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            let mut guard = ready!(self.0.poll_write_ready(cx))?;
+            match guard.try_io(|fd| fd.get_ref().write(data)) {
+                Ok(result) => return Poll::Ready(result),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}

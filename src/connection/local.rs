@@ -241,7 +241,9 @@ impl Talk<'_> {
                     Ok(0) | Err(_) => { stderr_open = false; Step::Wait }
                     Ok(n) => talk.on_stderr(&err_buf[..n]),
                 },
-                _ = tokio::time::sleep_until(deadline) => Step::Fail(talk.timed_out(seconds)),
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(ConnectError::BecomeTimeout(talk.timed_out(seconds)));
+                }
             };
             match step {
                 Step::Wait => {}

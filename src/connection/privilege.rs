@@ -45,11 +45,24 @@ impl std::fmt::Debug for BecomeSpec {
 }
 
 impl BecomeSpec {
-    /// What keys the become session among a host's sessions (the password is not part of
-    /// it: one user, method and flags is one session).
+    /// What keys the become session among a host's sessions: one method, user, flags, exe
+    /// and password is one session. The password counts (as a digest, never itself): a task
+    /// with another password is another escalation, which fails when the password is
+    /// wrong, as each task's own escalation does in Ansible.
     pub fn session_key(&self) -> String {
+        use sha2::Digest;
+        let password = self
+            .password
+            .as_deref()
+            .map(|p| {
+                sha2::Sha256::digest(p.as_bytes())
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>()
+            })
+            .unwrap_or_default();
         format!(
-            "become|{:?}|{}|{}|{}",
+            "become|{:?}|{}|{}|{}|{password}",
             self.method,
             self.user,
             self.flags.as_deref().unwrap_or(""),
@@ -165,7 +178,9 @@ fn shell_quote(word: &str) -> String {
 
 /// Runs as the become user: the agent from that user's own cache (`~/.cache/turbo-play`,
 /// or a private directory in /tmp when the home cannot hold it), received on stdin first
-/// when it is missing or stale. No single quote inside: it is single-quoted for `sh -c`.
+/// when it is missing or stale. Only the cache is private (umask 077): the agent runs with
+/// the umask the escalation left, so that what it creates has the modes Ansible's modules
+/// would give it. No single quote inside: it is single-quoted for `sh -c`.
 /// On a terminal (`pty`) it first makes the terminal raw, so that the agent's bytes pass
 /// unchanged, and keeps the agent's stderr off it.
 fn become_script(agent: &AgentBinary, pty: bool) -> String {
@@ -182,14 +197,14 @@ fn become_script(agent: &AgentBinary, pty: bool) -> String {
     let gz_size = super::ssh::compressed_agent(agent).len();
     format!(
         "{raw}u=$(uname -sm); if [ \"$u\" != \"{SUPPORTED_UNAME}\" ]; then echo \"$u\"; echo {MARK_UNSUPPORTED}; exit 0; fi; \
-         umask 077; d=\"$HOME/.cache/turbo-play\"; \
+         m=$(umask); umask 077; d=\"$HOME/.cache/turbo-play\"; \
          if ! mkdir -p \"$d\" 2>/dev/null || [ ! -w \"$d\" ]; then d=\"/tmp/turbo-play-$(id -u)\"; mkdir -p \"$d\" || exit 8; [ -O \"$d\" ] || {{ echo \"$d is not owned by $(id -un)\" >&2; exit 8; }}; chmod 700 \"$d\"; fi; \
          f=\"$d/{name}\"; \
-         if [ -x \"$f\" ] && [ $(wc -c < \"$f\") -eq {size} ] 2>/dev/null; then echo {MARK_RUN}; exec \"$f\"{quiet}; fi; \
+         if [ -x \"$f\" ] && [ $(wc -c < \"$f\") -eq {size} ] 2>/dev/null; then echo {MARK_RUN}; umask $m; exec \"$f\"{quiet}; fi; \
          t=\"$d/.{name}.$$\"; \
          if command -v gzip >/dev/null 2>&1; then echo {MARK_SEND_GZIP}; head -c {gz_size} | gzip -dc > \"$t\"; \
          else echo {MARK_SEND_RAW}; head -c {size} > \"$t\"; fi; \
-         if [ $(wc -c < \"$t\") -eq {size} ] 2>/dev/null && chmod 700 \"$t\" && mv -f \"$t\" \"$f\"; then echo {MARK_RUN}; exec \"$f\"{quiet}; fi; \
+         if [ $(wc -c < \"$t\") -eq {size} ] 2>/dev/null && chmod 700 \"$t\" && mv -f \"$t\" \"$f\"; then echo {MARK_RUN}; umask $m; exec \"$f\"{quiet}; fi; \
          rm -f \"$t\"; echo \"receiving the agent into $d failed\" >&2; exit 8"
     )
 }
@@ -276,10 +291,16 @@ impl Negotiation {
 
     /// The message for a conversation that took too long.
     pub fn timed_out(&self, seconds: u64) -> String {
+        let mut said = self.said();
+        if self.method == BecomeMethod::Su {
+            said = su::without_prompts(&said);
+        }
         format!(
             "Timeout ({seconds}s) waiting for privilege escalation prompt: {}",
-            self.said().trim()
+            said.trim()
         )
+        .trim_end()
+        .to_string()
     }
 
     fn incorrect(&self) -> String {
@@ -357,10 +378,10 @@ impl Negotiation {
                 if !su::has_prompt(&said) {
                     return Step::Wait;
                 }
-                // Ansible answers su's prompt even without a password (with the text
-                // "None"), which su refuses; the result is the same without sending it.
+                // Without a password Ansible leaves su's prompt unanswered until its
+                // timeout, and so does this.
                 if !self.has_password {
-                    return Step::Fail(self.incorrect());
+                    return Step::Wait;
                 }
                 self.answered_at = Some(self.stdout.len());
                 Step::SendPassword
@@ -539,9 +560,10 @@ mod tests {
             Step::Fail("Incorrect su password".into())
         );
         let mut n = Negotiation::new(&su(None), "unused");
+        assert_eq!(n.on_stdout(b"Password: "), Step::Wait);
         assert_eq!(
-            n.on_stdout(b"Password: "),
-            Step::Fail("Incorrect su password".into())
+            n.timed_out(12),
+            "Timeout (12s) waiting for privilege escalation prompt:"
         );
         let mut n = Negotiation::new(&su(None), "unused");
         n.on_stdout(b"su: user nosuch does not exist\r\n");

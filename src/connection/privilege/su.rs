@@ -67,13 +67,20 @@ pub(super) fn command(exe: Option<&str>, flags: Option<&str>, user: &str, script
 
 /// Whether `said` holds one of su's prompts (any case, as Ansible matches it).
 pub(super) fn has_prompt(said: &str) -> bool {
+    prompt_pattern().is_match(said)
+}
+
+/// `said` without su's prompts, as Ansible's timeout message shows what su said.
+pub(super) fn without_prompts(said: &str) -> String {
+    prompt_pattern().replace_all(said, "").into_owned()
+}
+
+fn prompt_pattern() -> &'static Regex {
     static PATTERN: OnceLock<Regex> = OnceLock::new();
-    PATTERN
-        .get_or_init(|| {
-            let words: Vec<String> = PROMPTS.iter().map(|p| regex::escape(p)).collect();
-            Regex::new(&format!(r"(?i)(?:{})\s*[:：]", words.join("|"))).expect("su prompt pattern")
-        })
-        .is_match(said)
+    PATTERN.get_or_init(|| {
+        let words: Vec<String> = PROMPTS.iter().map(|p| regex::escape(p)).collect();
+        Regex::new(&format!(r"(?i)(?:{})\s*[:：]", words.join("|"))).expect("su prompt pattern")
+    })
 }
 
 /// Whether su refused the password.

@@ -53,7 +53,7 @@ impl Escalator {
         loop {
             let msg = match tokio::time::timeout_at(deadline, read.wait()).await {
                 Ok(msg) => msg,
-                Err(_) => return Err(failed(talk.timed_out(seconds))),
+                Err(_) => return Err(ConnectError::BecomeTimeout(talk.timed_out(seconds))),
             };
             let step = match msg {
                 Some(ChannelMsg::Data { data }) => talk.on_stdout(&data),

@@ -29,6 +29,8 @@ pub struct BecomeSpec {
     /// `become_exe`; `None` means the method's own name.
     pub exe: Option<String>,
     pub password: Option<String>,
+    /// su's prompts (`ansible_su_prompt_l10n`); empty means Ansible's built-in list.
+    pub prompts: Vec<String>,
 }
 
 /// Never shows the password.
@@ -40,6 +42,7 @@ impl std::fmt::Debug for BecomeSpec {
             .field("flags", &self.flags)
             .field("exe", &self.exe)
             .field("password", &self.password.as_ref().map(|_| "********"))
+            .field("prompts", &self.prompts)
             .finish()
     }
 }
@@ -234,6 +237,7 @@ pub struct Negotiation {
     prompts_answered: usize,
     /// su: where in stdout the answered prompt ended; what su says after it is its verdict.
     answered_at: Option<usize>,
+    su_prompts: su::Prompts,
 }
 
 /// Bound on what is kept of the conversation before the agent runs.
@@ -250,6 +254,7 @@ impl Negotiation {
             stderr: Vec::new(),
             prompts_answered: 0,
             answered_at: None,
+            su_prompts: su::Prompts::new(&spec.prompts),
         }
     }
 
@@ -293,7 +298,7 @@ impl Negotiation {
     pub fn timed_out(&self, seconds: u64) -> String {
         let mut said = self.said();
         if self.method == BecomeMethod::Su {
-            said = su::without_prompts(&said);
+            said = self.su_prompts.removed(&said);
         }
         format!(
             "Timeout ({seconds}s) waiting for privilege escalation prompt: {}",
@@ -375,7 +380,7 @@ impl Negotiation {
                 if su::refused(&said) {
                     return Step::Fail(self.incorrect());
                 }
-                if !su::has_prompt(&said) {
+                if !self.su_prompts.found(&said) {
                     return Step::Wait;
                 }
                 // Without a password Ansible leaves su's prompt unanswered until its
@@ -388,7 +393,7 @@ impl Negotiation {
             }
             Some(at) => {
                 let after = String::from_utf8_lossy(&self.stdout[at.min(self.stdout.len())..]);
-                if su::refused(&after) || su::has_prompt(&after) {
+                if su::refused(&after) || self.su_prompts.found(&after) {
                     Step::Fail(self.incorrect())
                 } else {
                     Step::Wait
@@ -440,6 +445,7 @@ mod tests {
             flags: flags.map(str::to_string),
             exe: None,
             password: password.map(str::to_string),
+            prompts: Vec::new(),
         }
     }
 

@@ -65,22 +65,38 @@ pub(super) fn command(exe: Option<&str>, flags: Option<&str>, user: &str, script
     .join(" ")
 }
 
-/// Whether `said` holds one of su's prompts (any case, as Ansible matches it).
-pub(super) fn has_prompt(said: &str) -> bool {
-    prompt_pattern().is_match(said)
+/// The prompts su is known by: Ansible's list, or the `ansible_su_prompt_l10n` given
+/// (words without their colon, as Ansible takes them).
+#[derive(Clone)]
+pub(super) struct Prompts(Regex);
+
+impl Prompts {
+    pub(super) fn new(custom: &[String]) -> Prompts {
+        static BUILT_IN: OnceLock<Regex> = OnceLock::new();
+        if custom.is_empty() {
+            let words: Vec<&str> = PROMPTS.to_vec();
+            return Prompts(BUILT_IN.get_or_init(|| pattern(&words)).clone());
+        }
+        Prompts(pattern(
+            &custom.iter().map(String::as_str).collect::<Vec<_>>(),
+        ))
+    }
+
+    /// Whether `said` holds one of the prompts (any case, as Ansible matches them).
+    pub(super) fn found(&self, said: &str) -> bool {
+        self.0.is_match(said)
+    }
+
+    /// `said` without the prompts, as Ansible's timeout message shows what su said.
+    pub(super) fn removed(&self, said: &str) -> String {
+        self.0.replace_all(said, "").into_owned()
+    }
 }
 
-/// `said` without su's prompts, as Ansible's timeout message shows what su said.
-pub(super) fn without_prompts(said: &str) -> String {
-    prompt_pattern().replace_all(said, "").into_owned()
-}
-
-fn prompt_pattern() -> &'static Regex {
-    static PATTERN: OnceLock<Regex> = OnceLock::new();
-    PATTERN.get_or_init(|| {
-        let words: Vec<String> = PROMPTS.iter().map(|p| regex::escape(p)).collect();
-        Regex::new(&format!(r"(?i)(?:{})\s*[:：]", words.join("|"))).expect("su prompt pattern")
-    })
+/// One of `words`, then a colon or a full-width colon.
+fn pattern(words: &[&str]) -> Regex {
+    let words: Vec<String> = words.iter().map(|w| regex::escape(w)).collect();
+    Regex::new(&format!(r"(?i)(?:{})\s*[:：]", words.join("|"))).expect("su prompt pattern")
 }
 
 /// Whether su refused the password.
@@ -106,11 +122,16 @@ mod tests {
 
     #[test]
     fn prompts_in_several_languages_and_the_refusal() {
-        assert!(has_prompt("Password: "));
-        assert!(has_prompt("\r\nmot de passe : "));
-        assert!(has_prompt("Пароль:"));
-        assert!(has_prompt("密码："));
-        assert!(!has_prompt("Password required"));
+        let built_in = Prompts::new(&[]);
+        assert!(built_in.found("Password: "));
+        assert!(built_in.found("\r\nmot de passe : "));
+        assert!(built_in.found("Пароль:"));
+        assert!(built_in.found("密码："));
+        assert!(!built_in.found("Password required"));
+        assert_eq!(built_in.removed("Password: \r\nsaid"), " \r\nsaid");
+        let custom = Prompts::new(&["Geheim".to_string()]);
+        assert!(custom.found("geheim: "));
+        assert!(!custom.found("Password: "));
         assert!(refused("\r\nsu: Authentication failure\r\n"));
     }
 }

@@ -1,6 +1,7 @@
 //! Become agents on further channels of a host's one SSH connection: sudo (or su, on a
-//! pty: it reads the password from a terminal only) on a new channel, the password (if any) after its prompt, the agent sent along when the become
-//! user has none cached (see `connection::privilege`).
+//! pty: it reads the password from a terminal only) on a new channel, the password (if
+//! any) after its prompt, the agent sent along when the become user has none cached (see
+//! `connection::privilege`).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -172,6 +172,8 @@ fn decide_become(
         .unwrap_or_else(|| "root".to_string());
     let flags = pick(&names("flags"), &keywords.flags, &defaults.flags)?;
     let exe = pick(&names("exe"), &keywords.exe, &defaults.exe)?;
+    // ansible_become_password keeps its place over ansible_become_pass; the method's own
+    // (`ansible_su_pass`) comes first.
     let password = pick(
         &[
             "ansible_become_pass".to_string(),
@@ -181,12 +183,19 @@ fn decide_become(
         &None,
         &defaults.password,
     )?;
+    // A list, or one word.
+    let prompts = match var("ansible_su_prompt_l10n")? {
+        Some(Value::Array(words)) => words.into_iter().map(text).collect(),
+        Some(word) => vec![text(word)],
+        None => Vec::new(),
+    };
     Ok(Some(BecomeSpec {
         method,
         user,
         flags,
         exe,
         password,
+        prompts,
     }))
 }
 

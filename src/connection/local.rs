@@ -185,7 +185,8 @@ pub(super) async fn open_become(
         // Only the child keeps its side open: its output ends when it is gone.
         drop(command);
         drop(terminal);
-        talk.run(child, master.clone(), None::<tokio::io::Empty>, master)
+        let writer = master.clone().hanging_up(child.id());
+        talk.run(child, master, None::<tokio::io::Empty>, writer)
             .await
     } else {
         let mut child = command

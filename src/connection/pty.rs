@@ -29,11 +29,21 @@ const TIOCSCTTY: u64 = 0x540E;
 unsafe extern "C" {
     fn ioctl(fd: i32, request: u64, ...) -> i32;
     fn setsid() -> i32;
+    fn kill(pid: i32, signal: i32) -> i32;
 }
+
+const SIGHUP: i32 = 1;
 
 /// The controller's side of a pty; clones share it (one reads, one writes).
 #[derive(Clone)]
-pub(super) struct PtyMaster(Arc<AsyncFd<File>>);
+pub(super) struct PtyMaster(Arc<AsyncFd<File>>, Option<i32>);
+
+impl PtyMaster {
+    /// Shutting this down hangs up the session `leader` started (see `poll_shutdown`).
+    pub(super) fn hanging_up(self, leader: Option<u32>) -> PtyMaster {
+        PtyMaster(self.0, leader.and_then(|pid| i32::try_from(pid).ok()))
+    }
+}
 
 /// A new pty: the controller's side, and the child's (to hand to [`child_terminal`]).
 pub(super) fn open() -> io::Result<(PtyMaster, File)> {
@@ -62,7 +72,7 @@ pub(super) fn open() -> io::Result<(PtyMaster, File)> {
     // SAFETY: the File owns its descriptor, which nothing else closes or replaces while
     // the AsyncFd holds it.
     let master = unsafe { AsyncFd::register(master) }.map_err(io::Error::from)?;
-    Ok((PtyMaster(Arc::new(master)), child))
+    Ok((PtyMaster(Arc::new(master), None), child))
 }
 
 /// Sets up `command` so that `terminal` is the child's stdio and controlling terminal.
@@ -129,7 +139,15 @@ impl AsyncWrite for PtyMaster {
         Poll::Ready(Ok(()))
     }
 
+    /// A raw terminal has no end of file: what a closed pipe would tell the child, a
+    /// hangup tells its session (the terminal's own processes, su and the agent).
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let Some(leader) = self.1 {
+            // SAFETY: a plain system call; the group is the child's own session.
+            unsafe {
+                kill(-leader, SIGHUP);
+            }
+        }
         Poll::Ready(Ok(()))
     }
 }

@@ -3,10 +3,14 @@
 //! any) after its prompt, the agent sent along when the become user has none cached (see
 //! `connection::privilege`).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use russh::ChannelMsg;
+use tokio::io::AsyncWrite;
 
 use super::super::privilege::{self, BecomeSpec, Negotiation, Step};
 use super::{
@@ -91,7 +95,17 @@ impl Escalator {
                         diagnostics,
                         pump,
                     } = start_pump(read, write, leftover, Diagnostics::default());
-                    let writer = stdin.make_writer();
+                    let stdin = Arc::new(stdin);
+                    let writer: Pin<Box<dyn AsyncWrite + Send>> = if become_.method.needs_pty() {
+                        Box::pin(CloseOnShutdown {
+                            inner: Box::pin(stdin.make_writer()),
+                            half: stdin.clone(),
+                            pump: pump.abort_handle(),
+                            closing: None,
+                        })
+                    } else {
+                        Box::pin(stdin.make_writer())
+                    };
                     return match AgentSession::start(stdout, writer, BootstrapReport::default())
                         .await
                     {
@@ -111,5 +125,45 @@ impl Escalator {
                 }
             }
         }
+    }
+}
+
+/// The agent's stdin on a pty: a raw terminal has no end of file, so shutting the writer
+/// down also closes the channel and ends the agent's output for the session (whose close
+/// would otherwise wait its whole timeout for an end that never comes).
+struct CloseOnShutdown {
+    inner: Pin<Box<dyn AsyncWrite + Send>>,
+    half: Arc<russh::ChannelWriteHalf<russh::client::Msg>>,
+    /// Ends the agent's output for the session at once: sshd answers the close only once
+    /// su and the agent have gone.
+    pump: tokio::task::AbortHandle,
+    closing: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl AsyncWrite for CloseOnShutdown {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.inner.as_mut().poll_write(cx, data)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.inner.as_mut().poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.closing.is_none() {
+            let _ = ready!(this.inner.as_mut().poll_shutdown(cx));
+            let half = this.half.clone();
+            this.closing = Some(Box::pin(async move {
+                let _ = half.close().await;
+            }));
+        }
+        ready!(this.closing.as_mut().expect("set above").as_mut().poll(cx));
+        this.pump.abort();
+        Poll::Ready(Ok(()))
     }
 }

@@ -11,8 +11,9 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll, ready};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker, ready};
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -36,7 +37,14 @@ const SIGHUP: i32 = 1;
 
 /// The controller's side of a pty; clones share it (one reads, one writes).
 #[derive(Clone)]
-pub(super) struct PtyMaster(Arc<AsyncFd<File>>, Option<i32>);
+pub(super) struct PtyMaster(Arc<Shared>, Option<i32>);
+
+struct Shared {
+    fd: AsyncFd<File>,
+    /// Set by the writer's shutdown: the reader ends at once.
+    ended: AtomicBool,
+    reader: Mutex<Option<Waker>>,
+}
 
 impl PtyMaster {
     /// Shutting this down hangs up the session `leader` started (see `poll_shutdown`).
@@ -72,7 +80,12 @@ pub(super) fn open() -> io::Result<(PtyMaster, File)> {
     // SAFETY: the File owns its descriptor, which nothing else closes or replaces while
     // the AsyncFd holds it.
     let master = unsafe { AsyncFd::register(master) }.map_err(io::Error::from)?;
-    Ok((PtyMaster(Arc::new(master), None), child))
+    let shared = Shared {
+        fd: master,
+        ended: AtomicBool::new(false),
+        reader: Mutex::new(None),
+    };
+    Ok((PtyMaster(Arc::new(shared), None), child))
 }
 
 /// Sets up `command` so that `terminal` is the child's stdio and controlling terminal.
@@ -103,8 +116,12 @@ impl AsyncRead for PtyMaster {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        *self.0.reader.lock().expect("pty reader") = Some(cx.waker().clone());
         loop {
-            let mut guard = ready!(self.0.poll_read_ready(cx))?;
+            if self.0.ended.load(Ordering::Acquire) {
+                return Poll::Ready(Ok(()));
+            }
+            let mut guard = ready!(self.0.fd.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
             match guard.try_io(|fd| fd.get_ref().read(unfilled)) {
                 Ok(Ok(n)) => {
@@ -127,7 +144,7 @@ impl AsyncWrite for PtyMaster {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         loop {
-            let mut guard = ready!(self.0.poll_write_ready(cx))?;
+            let mut guard = ready!(self.0.fd.poll_write_ready(cx))?;
             match guard.try_io(|fd| fd.get_ref().write(data)) {
                 Ok(result) => return Poll::Ready(result),
                 Err(_would_block) => continue,
@@ -140,8 +157,13 @@ impl AsyncWrite for PtyMaster {
     }
 
     /// A raw terminal has no end of file: what a closed pipe would tell the child, a
-    /// hangup tells its session (the terminal's own processes, su and the agent).
+    /// hangup tells its session (the terminal's own processes, su and the agent); the
+    /// reader ends at once, as it would at the end of a pipe.
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.0.ended.store(true, Ordering::Release);
+        if let Some(waker) = self.0.reader.lock().expect("pty reader").take() {
+            waker.wake();
+        }
         if let Some(leader) = self.1 {
             // SAFETY: a plain system call; the group is the child's own session.
             unsafe {

@@ -156,82 +156,154 @@ async fn spawn(path: &Path) -> std::io::Result<(Child, Arc<Mutex<Vec<u8>>>)> {
     Ok((child, stderr))
 }
 
-/// The local connection's become: sudo as another child, the same conversation as over
-/// SSH (password after the prompt, the agent sent along when the become user has none).
+/// The local connection's become: sudo (or su, on a pty of its own) as another child, the
+/// same conversation as over SSH (password after the prompt, the agent sent along when
+/// the become user has none).
 pub(super) async fn open_become(
     spec: &ConnectionSpec,
     become_: &BecomeSpec,
 ) -> Result<AgentSession, ConnectError> {
-    use tokio::io::AsyncWriteExt;
     let agent = agent_for(&spec.host)?;
-    let failed = ConnectError::Become;
     let prompt = privilege::unique_prompt();
-    let mut child = Command::new("/bin/sh")
+    let mut command = Command::new("/bin/sh");
+    command
         .arg("-c")
         .arg(privilege::become_command(become_, agent, &prompt))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| failed(format!("starting sudo: {e}")))?;
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let mut talk = Negotiation::new(&prompt, become_.password.is_some());
-    let seconds = spec.connect_timeout.as_secs() + 2;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
-    let (mut out_buf, mut err_buf) = (vec![0u8; 8192], vec![0u8; 8192]);
-    let mut stderr_open = true;
-    loop {
-        let step = tokio::select! {
-            read = stdout.read(&mut out_buf) => match read {
-                Ok(0) | Err(_) => talk.on_end(),
-                Ok(n) => talk.on_stdout(&out_buf[..n]),
-            },
-            read = stderr.read(&mut err_buf), if stderr_open => match read {
-                Ok(0) | Err(_) => { stderr_open = false; Step::Wait }
-                Ok(n) => talk.on_stderr(&err_buf[..n]),
-            },
-            _ = tokio::time::sleep_until(deadline) => Step::Fail(talk.timed_out(seconds)),
-        };
-        match step {
-            Step::Wait => {}
-            Step::SendPassword => {
-                let mut line = become_.password.clone().unwrap_or_default().into_bytes();
-                line.push(b'\n');
-                stdin
-                    .write_all(&line)
-                    .await
-                    .map_err(|e| failed(format!("answering sudo: {e}")))?;
-            }
-            Step::SendAgent { gzip } => {
-                let bytes: &[u8] = if gzip {
-                    super::ssh::compressed_agent(agent)
-                } else {
-                    &agent.bytes
-                };
-                stdin
-                    .write_all(bytes)
-                    .await
-                    .map_err(|e| failed(format!("sending the agent for become: {e}")))?;
-            }
-            Step::Fail(message) => return Err(failed(message)),
-            Step::Run(leftover) => {
-                // Whatever the agent says on stderr is drained so that it never blocks.
-                let drained = tokio::spawn(async move {
-                    let mut sink = tokio::io::sink();
-                    let _ = tokio::io::copy(&mut stderr, &mut sink).await;
-                });
-                let reader = std::io::Cursor::new(leftover).chain(stdout);
-                let session = AgentSession::start(reader, stdin, BootstrapReport::default())
-                    .await
-                    .map_err(|e| failed(format!("the become agent did not start: {e}")))?;
-                session.keep_alive(Box::new(child));
-                session.keep_alive(Box::new(AbortOnDrop(drained)));
-                return Ok(session);
+        .kill_on_drop(true);
+    let method = become_.method.name();
+    let starting = |e: std::io::Error| ConnectError::Become(format!("starting {method}: {e}"));
+    let talk = Talk {
+        spec,
+        become_,
+        agent,
+        prompt: &prompt,
+    };
+    if become_.method.needs_pty() {
+        let (master, terminal) = super::pty::open().map_err(starting)?;
+        super::pty::child_terminal(&mut command, &terminal).map_err(starting)?;
+        let child = command.spawn().map_err(starting)?;
+        // Only the child keeps its side open: its output ends when it is gone.
+        drop(command);
+        drop(terminal);
+        let writer = master.clone().hanging_up(child.id());
+        talk.run(child, master, None::<tokio::io::Empty>, writer)
+            .await
+    } else {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(starting)?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let stdin = child.stdin.take().expect("piped stdin");
+        talk.run(child, stdout, Some(stderr), stdin).await
+    }
+}
+
+/// One become conversation with a local child.
+struct Talk<'a> {
+    spec: &'a ConnectionSpec,
+    become_: &'a BecomeSpec,
+    agent: &'a AgentBinary,
+    prompt: &'a str,
+}
+
+impl Talk<'_> {
+    /// Answers the child until its agent runs; `stderr` is `None` on a terminal, where
+    /// everything comes on `stdout`.
+    async fn run<R, E, W>(
+        self,
+        child: Child,
+        mut stdout: R,
+        mut stderr: Option<E>,
+        mut stdin: W,
+    ) -> Result<AgentSession, ConnectError>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        E: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        use tokio::io::AsyncWriteExt;
+        let failed = ConnectError::Become;
+        let mut talk = Negotiation::new(self.become_, self.prompt);
+        let seconds = self.spec.connect_timeout.as_secs() + 2;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
+        let (mut out_buf, mut err_buf) = (vec![0u8; 8192], vec![0u8; 8192]);
+        let mut stderr_open = stderr.is_some();
+        loop {
+            let step = tokio::select! {
+                read = stdout.read(&mut out_buf) => match read {
+                    Ok(0) | Err(_) => talk.on_end(),
+                    Ok(n) => talk.on_stdout(&out_buf[..n]),
+                },
+                read = read_some(&mut stderr, &mut err_buf), if stderr_open => match read {
+                    Ok(0) | Err(_) => { stderr_open = false; Step::Wait }
+                    Ok(n) => talk.on_stderr(&err_buf[..n]),
+                },
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(ConnectError::BecomeTimeout(talk.timed_out(seconds)));
+                }
+            };
+            match step {
+                Step::Wait => {}
+                Step::SendPassword => {
+                    let mut line = self
+                        .become_
+                        .password
+                        .clone()
+                        .unwrap_or_default()
+                        .into_bytes();
+                    line.push(b'\n');
+                    stdin
+                        .write_all(&line)
+                        .await
+                        .map_err(|e| failed(format!("answering the password prompt: {e}")))?;
+                }
+                Step::SendAgent { gzip } => {
+                    let bytes: &[u8] = if gzip {
+                        super::ssh::compressed_agent(self.agent)
+                    } else {
+                        &self.agent.bytes
+                    };
+                    stdin
+                        .write_all(bytes)
+                        .await
+                        .map_err(|e| failed(format!("sending the agent for become: {e}")))?;
+                }
+                Step::Fail(message) => return Err(failed(message)),
+                Step::Run(leftover) => {
+                    // Whatever the agent says on stderr is drained so that it never blocks.
+                    let drained = stderr.map(|mut stderr| {
+                        AbortOnDrop(tokio::spawn(async move {
+                            let mut sink = tokio::io::sink();
+                            let _ = tokio::io::copy(&mut stderr, &mut sink).await;
+                        }))
+                    });
+                    let reader = std::io::Cursor::new(leftover).chain(stdout);
+                    let session = AgentSession::start(reader, stdin, BootstrapReport::default())
+                        .await
+                        .map_err(|e| failed(format!("the become agent did not start: {e}")))?;
+                    session.keep_alive(Box::new(child));
+                    if let Some(drained) = drained {
+                        session.keep_alive(Box::new(drained));
+                    }
+                    return Ok(session);
+                }
             }
         }
+    }
+}
+
+/// Reads from `pipe`, or never when there is none.
+async fn read_some<E: tokio::io::AsyncRead + Unpin>(
+    pipe: &mut Option<E>,
+    buf: &mut [u8],
+) -> std::io::Result<usize> {
+    match pipe {
+        Some(pipe) => pipe.read(buf).await,
+        None => std::future::pending().await,
     }
 }
 

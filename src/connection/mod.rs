@@ -5,6 +5,7 @@
 pub mod known_hosts;
 mod local;
 mod privilege;
+mod pty;
 mod spec;
 mod ssh;
 
@@ -119,6 +120,10 @@ pub enum ConnectError {
     /// reachable.
     #[error("{0}")]
     Become(String),
+    /// The become prompt (or the agent) never came in time: Ansible counts the host
+    /// unreachable.
+    #[error("{0}")]
+    BecomeTimeout(String),
 }
 
 fn tried_list(tried: &[String]) -> String {

@@ -8,8 +8,14 @@
 //! nothing is ever made world-readable. The password travels only on that channel, after
 //! sudo's prompt: never in argv, the environment, a file or a log.
 //!
+//! su (`su.rs`) reads the password from a terminal only: its channel is a pty, which the
+//! become script turns raw (no echo, no line editing, no newline translation) before the
+//! agent speaks its binary protocol on it.
+//!
 //! [`Negotiation`] is the pure state machine of that conversation; the SSH and local
 //! drivers only move bytes.
+
+mod su;
 
 use crate::agent_binary::{AgentBinary, SUPPORTED_UNAME};
 
@@ -18,11 +24,13 @@ use crate::agent_binary::{AgentBinary, SUPPORTED_UNAME};
 pub struct BecomeSpec {
     pub method: BecomeMethod,
     pub user: String,
-    /// `become_flags`; `None` means the method's defaults (sudo: `-H -S -n`).
+    /// `become_flags`; `None` means the method's defaults (sudo: `-H -S -n`, su: none).
     pub flags: Option<String>,
     /// `become_exe`; `None` means the method's own name.
     pub exe: Option<String>,
     pub password: Option<String>,
+    /// su's prompts (`ansible_su_prompt_l10n`); empty means Ansible's built-in list.
+    pub prompts: Vec<String>,
 }
 
 /// Never shows the password.
@@ -34,16 +42,30 @@ impl std::fmt::Debug for BecomeSpec {
             .field("flags", &self.flags)
             .field("exe", &self.exe)
             .field("password", &self.password.as_ref().map(|_| "********"))
+            .field("prompts", &self.prompts)
             .finish()
     }
 }
 
 impl BecomeSpec {
-    /// What keys the become session among a host's sessions (the password is not part of
-    /// it: one user, method and flags is one session).
+    /// What keys the become session among a host's sessions: one method, user, flags, exe
+    /// and password is one session. The password counts (as a digest, never itself): a task
+    /// with another password is another escalation, which fails when the password is
+    /// wrong, as each task's own escalation does in Ansible.
     pub fn session_key(&self) -> String {
+        use sha2::Digest;
+        let password = self
+            .password
+            .as_deref()
+            .map(|p| {
+                sha2::Sha256::digest(p.as_bytes())
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>()
+            })
+            .unwrap_or_default();
         format!(
-            "become|{:?}|{}|{}|{}",
+            "become|{:?}|{}|{}|{}|{password}",
             self.method,
             self.user,
             self.flags.as_deref().unwrap_or(""),
@@ -55,6 +77,7 @@ impl BecomeSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BecomeMethod {
     Sudo,
+    Su,
 }
 
 impl BecomeMethod {
@@ -63,14 +86,29 @@ impl BecomeMethod {
     pub fn parse(name: &str) -> Result<BecomeMethod, String> {
         match name.strip_prefix("ansible.builtin.").unwrap_or(name) {
             "sudo" => Ok(BecomeMethod::Sudo),
-            "su" | "runas" | "doas" | "pbrun" | "pfexec" | "dzdo" | "ksu" | "machinectl"
-            | "pmrun" | "sesu" | "enable" => Err(format!(
-                "the become method '{name}' is not supported by turbo-play yet; use become_method: sudo or run this playbook with ansible-playbook"
+            "su" => Ok(BecomeMethod::Su),
+            "runas" | "doas" | "pbrun" | "pfexec" | "dzdo" | "ksu" | "machinectl" | "pmrun"
+            | "sesu" | "enable" => Err(format!(
+                "the become method '{name}' is not supported by turbo-play yet; use become_method: sudo or su, or run this playbook with ansible-playbook"
             )),
             other => Err(format!(
                 "Invalid become method specified, could not find matching plugin: '{other}'. Use `ansible-doc -t become -l` to list available plugins."
             )),
         }
+    }
+
+    /// The plugin's name, as Ansible's messages say it ("Incorrect su password").
+    pub fn name(self) -> &'static str {
+        match self {
+            BecomeMethod::Sudo => "sudo",
+            BecomeMethod::Su => "su",
+        }
+    }
+
+    /// Whether the method reads the password from a terminal, so that its channel must be
+    /// a pty (Ansible's su plugin has no pipelining for the same reason).
+    pub fn needs_pty(self) -> bool {
+        self == BecomeMethod::Su
     }
 }
 
@@ -80,10 +118,23 @@ const MARK_SEND_GZIP: &str = "TP-SEND-GZIP";
 const MARK_SEND_RAW: &str = "TP-SEND-RAW";
 const MARK_UNSUPPORTED: &str = "TP-UNSUPPORTED";
 
-/// The command line the login user's shell runs: sudo, then the become script as the
-/// become user. `prompt` is the unique text sudo prints before it reads the password.
+/// The command line the login user's shell runs: sudo or su, then the become script as
+/// the become user. `prompt` is the unique text sudo prints before it reads the password.
 pub fn become_command(spec: &BecomeSpec, agent: &AgentBinary, prompt: &str) -> String {
-    let script = become_script(agent);
+    let script = become_script(agent, spec.method.needs_pty());
+    match spec.method {
+        BecomeMethod::Sudo => sudo_command(spec, &script, prompt),
+        BecomeMethod::Su => su::command(
+            spec.exe.as_deref(),
+            spec.flags.as_deref(),
+            &spec.user,
+            &script,
+        ),
+    }
+}
+
+/// As Ansible's sudo plugin builds it.
+fn sudo_command(spec: &BecomeSpec, script: &str, prompt: &str) -> String {
     let exe = spec.exe.as_deref().unwrap_or("sudo");
     let mut flags = spec.flags.clone().unwrap_or_else(|| "-H -S -n".to_string());
     let mut prompt_flag = String::new();
@@ -130,21 +181,33 @@ fn shell_quote(word: &str) -> String {
 
 /// Runs as the become user: the agent from that user's own cache (`~/.cache/turbo-play`,
 /// or a private directory in /tmp when the home cannot hold it), received on stdin first
-/// when it is missing or stale. No single quote inside: it is single-quoted for `sh -c`.
-fn become_script(agent: &AgentBinary) -> String {
+/// when it is missing or stale. Only the cache is private (umask 077): the agent runs with
+/// the umask the escalation left, so that what it creates has the modes Ansible's modules
+/// would give it. No single quote inside: it is single-quoted for `sh -c`.
+/// On a terminal (`pty`) it first makes the terminal raw, so that the agent's bytes pass
+/// unchanged, and keeps the agent's stderr off it.
+fn become_script(agent: &AgentBinary, pty: bool) -> String {
+    let (raw, quiet) = if pty {
+        (
+            "stty raw -echo -iexten || { echo \"stty could not make the become terminal raw\"; exit 8; }; ",
+            " 2>/dev/null",
+        )
+    } else {
+        ("", "")
+    };
     let name = agent.remote_name();
     let size = agent.bytes.len();
     let gz_size = super::ssh::compressed_agent(agent).len();
     format!(
-        "u=$(uname -sm); if [ \"$u\" != \"{SUPPORTED_UNAME}\" ]; then echo \"$u\"; echo {MARK_UNSUPPORTED}; exit 0; fi; \
-         umask 077; d=\"$HOME/.cache/turbo-play\"; \
+        "{raw}u=$(uname -sm); if [ \"$u\" != \"{SUPPORTED_UNAME}\" ]; then echo \"$u\"; echo {MARK_UNSUPPORTED}; exit 0; fi; \
+         m=$(umask); umask 077; d=\"$HOME/.cache/turbo-play\"; \
          if ! mkdir -p \"$d\" 2>/dev/null || [ ! -w \"$d\" ]; then d=\"/tmp/turbo-play-$(id -u)\"; mkdir -p \"$d\" || exit 8; [ -O \"$d\" ] || {{ echo \"$d is not owned by $(id -un)\" >&2; exit 8; }}; chmod 700 \"$d\"; fi; \
          f=\"$d/{name}\"; \
-         if [ -x \"$f\" ] && [ $(wc -c < \"$f\") -eq {size} ] 2>/dev/null; then echo {MARK_RUN}; exec \"$f\"; fi; \
+         if [ -x \"$f\" ] && [ $(wc -c < \"$f\") -eq {size} ] 2>/dev/null; then echo {MARK_RUN}; umask $m; exec \"$f\"{quiet}; fi; \
          t=\"$d/.{name}.$$\"; \
          if command -v gzip >/dev/null 2>&1; then echo {MARK_SEND_GZIP}; head -c {gz_size} | gzip -dc > \"$t\"; \
          else echo {MARK_SEND_RAW}; head -c {size} > \"$t\"; fi; \
-         if [ $(wc -c < \"$t\") -eq {size} ] 2>/dev/null && chmod 700 \"$t\" && mv -f \"$t\" \"$f\"; then echo {MARK_RUN}; exec \"$f\"; fi; \
+         if [ $(wc -c < \"$t\") -eq {size} ] 2>/dev/null && chmod 700 \"$t\" && mv -f \"$t\" \"$f\"; then echo {MARK_RUN}; umask $m; exec \"$f\"{quiet}; fi; \
          rm -f \"$t\"; echo \"receiving the agent into $d failed\" >&2; exit 8"
     )
 }
@@ -164,26 +227,34 @@ pub enum Step {
     Fail(String),
 }
 
-/// The conversation with sudo and the become script, fed what the channel says.
+/// The conversation with sudo (or su) and the become script, fed what the channel says.
 pub struct Negotiation {
+    method: BecomeMethod,
     prompt: String,
     has_password: bool,
     stdout: Vec<u8>,
     stderr: Vec<u8>,
     prompts_answered: usize,
+    /// su: where in stdout the answered prompt ended; what su says after it is its verdict.
+    answered_at: Option<usize>,
+    su_prompts: su::Prompts,
 }
 
 /// Bound on what is kept of the conversation before the agent runs.
 const TALK_LIMIT: usize = 64 * 1024;
 
 impl Negotiation {
-    pub fn new(prompt: &str, has_password: bool) -> Negotiation {
+    /// `prompt` is sudo's unique prompt (su has its own, in the host's language).
+    pub fn new(spec: &BecomeSpec, prompt: &str) -> Negotiation {
         Negotiation {
+            method: spec.method,
             prompt: prompt.to_string(),
-            has_password,
+            has_password: spec.password.is_some(),
             stdout: Vec::new(),
             stderr: Vec::new(),
             prompts_answered: 0,
+            answered_at: None,
+            su_prompts: su::Prompts::new(&spec.prompts),
         }
     }
 
@@ -206,15 +277,15 @@ impl Negotiation {
         match self.decide() {
             Step::Wait => {
                 let said = self.said();
-                Step::Fail(if said.contains("a password is required") {
+                Step::Fail(if self.method == BecomeMethod::Su && su::refused(&said) {
+                    self.incorrect()
+                } else if said.contains("a password is required") {
                     "Missing sudo password".to_string()
-                } else if said.contains("is not in the sudoers file")
-                    || said.contains("not allowed to execute")
-                    || said.contains("may not run sudo")
-                {
-                    format!("privilege escalation failed: {}", said.trim())
                 } else if said.is_empty() {
-                    "privilege escalation failed: sudo ended without a word".to_string()
+                    format!(
+                        "privilege escalation failed: {} ended without a word",
+                        self.method.name()
+                    )
                 } else {
                     format!("privilege escalation failed: {}", said.trim())
                 })
@@ -225,10 +296,20 @@ impl Negotiation {
 
     /// The message for a conversation that took too long.
     pub fn timed_out(&self, seconds: u64) -> String {
+        let mut said = self.said();
+        if self.method == BecomeMethod::Su {
+            said = self.su_prompts.removed(&said);
+        }
         format!(
             "Timeout ({seconds}s) waiting for privilege escalation prompt: {}",
-            self.said().trim()
+            said.trim()
         )
+        .trim_end()
+        .to_string()
+    }
+
+    fn incorrect(&self) -> String {
+        format!("Incorrect {} password", self.method.name())
     }
 
     fn said(&self) -> String {
@@ -247,6 +328,9 @@ impl Negotiation {
                 }
                 MARK_SEND_GZIP | MARK_SEND_RAW => {
                     self.stdout.drain(..rest);
+                    if let Some(at) = self.answered_at.as_mut() {
+                        *at = at.saturating_sub(rest);
+                    }
                     Step::SendAgent {
                         gzip: marker == MARK_SEND_GZIP,
                     }
@@ -260,9 +344,16 @@ impl Negotiation {
                 )),
             };
         }
+        match self.method {
+            BecomeMethod::Sudo => self.decide_sudo(),
+            BecomeMethod::Su => self.decide_su(),
+        }
+    }
+
+    fn decide_sudo(&mut self) -> Step {
         let stderr = String::from_utf8_lossy(&self.stderr);
         if stderr.contains("Sorry, try again") || stderr.contains("incorrect password") {
-            return Step::Fail("Incorrect sudo password".to_string());
+            return Step::Fail(self.incorrect());
         }
         let prompts = stderr.matches(self.prompt.as_str()).count()
             + String::from_utf8_lossy(&self.stdout)
@@ -273,12 +364,42 @@ impl Negotiation {
                 return Step::Fail("Missing sudo password".to_string());
             }
             if self.prompts_answered > 0 {
-                return Step::Fail("Incorrect sudo password".to_string());
+                return Step::Fail(self.incorrect());
             }
             self.prompts_answered = prompts;
             return Step::SendPassword;
         }
         Step::Wait
+    }
+
+    /// su speaks on its terminal only: everything arrives on stdout.
+    fn decide_su(&mut self) -> Step {
+        match self.answered_at {
+            None => {
+                let said = String::from_utf8_lossy(&self.stdout);
+                if su::refused(&said) {
+                    return Step::Fail(self.incorrect());
+                }
+                if !self.su_prompts.found(&said) {
+                    return Step::Wait;
+                }
+                // Without a password Ansible leaves su's prompt unanswered until its
+                // timeout, and so does this.
+                if !self.has_password {
+                    return Step::Wait;
+                }
+                self.answered_at = Some(self.stdout.len());
+                Step::SendPassword
+            }
+            Some(at) => {
+                let after = String::from_utf8_lossy(&self.stdout[at.min(self.stdout.len())..]);
+                if su::refused(&after) || self.su_prompts.found(&after) {
+                    Step::Fail(self.incorrect())
+                } else {
+                    Step::Wait
+                }
+            }
+        }
     }
 }
 
@@ -324,6 +445,7 @@ mod tests {
             flags: flags.map(str::to_string),
             exe: None,
             password: password.map(str::to_string),
+            prompts: Vec::new(),
         }
     }
 
@@ -353,14 +475,14 @@ mod tests {
 
     #[test]
     fn a_password_goes_after_the_prompt_and_the_agent_runs() {
-        let mut n = Negotiation::new("P:", true);
+        let mut n = Negotiation::new(&spec(Some("pw"), None), "P:");
         assert_eq!(n.on_stderr(b"P:"), Step::SendPassword);
         assert_eq!(n.on_stdout(b"TP-RUN\n\x00\x01"), Step::Run(vec![0, 1]));
     }
 
     #[test]
     fn the_agent_is_asked_for_then_runs() {
-        let mut n = Negotiation::new("P:", false);
+        let mut n = Negotiation::new(&spec(None, None), "P:");
         assert_eq!(
             n.on_stdout(b"TP-SEND-GZIP\n"),
             Step::SendAgent { gzip: true }
@@ -371,21 +493,21 @@ mod tests {
 
     #[test]
     fn wrong_missing_and_refused_passwords_fail_with_ansibles_words() {
-        let mut n = Negotiation::new("P:", true);
+        let mut n = Negotiation::new(&spec(Some("pw"), None), "P:");
         assert_eq!(n.on_stderr(b"P:"), Step::SendPassword);
         assert_eq!(
             n.on_stderr(b"\nSorry, try again.\nP:"),
             Step::Fail("Incorrect sudo password".into())
         );
-        let mut n = Negotiation::new("P:", false);
+        let mut n = Negotiation::new(&spec(None, None), "P:");
         assert_eq!(n.on_stderr(b"sudo: a password is required\n"), Step::Wait);
         assert_eq!(n.on_end(), Step::Fail("Missing sudo password".into()));
-        let mut n = Negotiation::new("P:", false);
+        let mut n = Negotiation::new(&spec(None, None), "P:");
         assert_eq!(
             n.on_stderr(b"P:"),
             Step::Fail("Missing sudo password".into())
         );
-        let mut n = Negotiation::new("P:", false);
+        let mut n = Negotiation::new(&spec(None, None), "P:");
         n.on_stderr(b"bob is not in the sudoers file.\n");
         assert_eq!(
             n.on_end(),
@@ -397,11 +519,75 @@ mod tests {
         );
     }
 
+    fn su(password: Option<&str>) -> BecomeSpec {
+        BecomeSpec {
+            method: BecomeMethod::Su,
+            ..spec(password, None)
+        }
+    }
+
+    #[test]
+    fn su_runs_the_raw_terminal_script() {
+        let agent = crate::agent_binary::agent_binary().unwrap();
+        let cmd = become_command(&su(Some("pw")), agent, "P:");
+        assert!(
+            cmd.starts_with("su 'postgres' -c '/bin/sh -c '\"'\"'stty raw -echo -iexten "),
+            "{cmd}"
+        );
+        assert!(
+            !cmd.contains("pw"),
+            "the password is never on the command line"
+        );
+        assert!(!become_command(&spec(None, None), agent, "P:").contains("stty"));
+    }
+
+    #[test]
+    fn su_answers_its_prompt_once_and_knows_a_refusal() {
+        let mut n = Negotiation::new(&su(Some("pw")), "unused");
+        assert_eq!(n.on_stdout(b"Passw"), Step::Wait);
+        assert_eq!(n.on_stdout(b"ord: "), Step::SendPassword);
+        assert_eq!(n.on_stdout(b"\r\n"), Step::Wait);
+        assert_eq!(
+            n.on_stdout(b"TP-SEND-GZIP\n"),
+            Step::SendAgent { gzip: true }
+        );
+        assert_eq!(n.on_stdout(b"TP-RUN\n\x07"), Step::Run(vec![7]));
+
+        let mut n = Negotiation::new(&su(Some("bad")), "unused");
+        assert_eq!(n.on_stdout(b"Mot de passe : "), Step::SendPassword);
+        assert_eq!(
+            n.on_stdout(b"\r\nsu: Authentication failure\r\n"),
+            Step::Fail("Incorrect su password".into())
+        );
+        let mut n = Negotiation::new(&su(Some("bad")), "unused");
+        assert_eq!(n.on_stdout(b"Password: "), Step::SendPassword);
+        assert_eq!(
+            n.on_stdout(b"\r\nPassword: "),
+            Step::Fail("Incorrect su password".into())
+        );
+        let mut n = Negotiation::new(&su(None), "unused");
+        assert_eq!(n.on_stdout(b"Password: "), Step::Wait);
+        assert_eq!(
+            n.timed_out(12),
+            "Timeout (12s) waiting for privilege escalation prompt:"
+        );
+        let mut n = Negotiation::new(&su(None), "unused");
+        n.on_stdout(b"su: user nosuch does not exist\r\n");
+        assert_eq!(
+            n.on_end(),
+            Step::Fail("privilege escalation failed: su: user nosuch does not exist".into())
+        );
+    }
+
     #[test]
     fn methods() {
         assert_eq!(BecomeMethod::parse("sudo"), Ok(BecomeMethod::Sudo));
+        assert_eq!(
+            BecomeMethod::parse("ansible.builtin.su"),
+            Ok(BecomeMethod::Su)
+        );
         assert!(
-            BecomeMethod::parse("su")
+            BecomeMethod::parse("doas")
                 .unwrap_err()
                 .contains("not supported by turbo-play yet")
         );

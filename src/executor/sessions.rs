@@ -7,7 +7,7 @@ use tokio::sync::OnceCell;
 
 use super::{HostState, RunContext};
 use crate::agent_session::AgentSession;
-use crate::connection::{BecomeSpec, ConnectionSpec, Escalator, open_host};
+use crate::connection::{BecomeSpec, ConnectError, ConnectionSpec, Escalator, open_host};
 use crate::playbook::Play;
 use crate::report::events::Event;
 
@@ -51,8 +51,14 @@ impl RunContext {
             .or_default()
             .clone();
         cell.get_or_init(|| async {
+            // Ansible wraps what the connection raised as the task's error.
             let session = escalator.open(become_).await.map_err(|e| match e {
-                crate::connection::ConnectError::Become(message) => SessionFailure::Failed(message),
+                ConnectError::Become(message) => {
+                    SessionFailure::Failed(format!("Task failed: {message}"))
+                }
+                ConnectError::BecomeTimeout(message) => {
+                    SessionFailure::Unreachable(format!("Task failed: {message}"))
+                }
                 other => SessionFailure::Unreachable(other.to_string()),
             })?;
             Ok((session, None))

@@ -145,7 +145,7 @@ fn sudo_passwords_right_wrong_and_missing() {
         ))
         .run();
     wrong.assert_code(2);
-    assert_contains(&wrong, "\"msg\": \"Incorrect sudo password\"");
+    assert_contains(&wrong, "\"msg\": \"Task failed: Incorrect sudo password\"");
     let r = wrong.recap("h");
     assert_eq!((r.failed, r.unreachable), (1, 0), "{}", wrong.stdout);
 
@@ -154,7 +154,7 @@ fn sudo_passwords_right_wrong_and_missing() {
         .inventory(&inventory)
         .run();
     missing.assert_code(2);
-    assert_contains(&missing, "\"msg\": \"Missing sudo password\"");
+    assert_contains(&missing, "\"msg\": \"Task failed: Missing sudo password\"");
 }
 
 #[test]

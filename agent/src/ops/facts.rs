@@ -550,8 +550,11 @@ fn user(out: &mut Facts) {
         .unwrap_or_else(|| uid.to_string());
     let entry = entries.iter().find(|e| e.name == name).or(by_uid);
     out.push(str_fact("user_id", &name));
-    out.push(("user_uid".into(), FactValue::Int(uid.into())));
-    out.push(("user_gid".into(), FactValue::Int(gid.into())));
+    // As Ansible: the passwd entry of that name, which differs from the process's ids
+    // when su to root kept the login user's LOGNAME.
+    let (user_uid, user_gid) = entry.map_or((uid, gid), |e| (e.uid, e.gid));
+    out.push(("user_uid".into(), FactValue::Int(user_uid.into())));
+    out.push(("user_gid".into(), FactValue::Int(user_gid.into())));
     if let Some(e) = entry {
         out.push(str_fact("user_gecos", &e.gecos));
         out.push(str_fact("user_dir", &e.home));

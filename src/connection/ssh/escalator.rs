@@ -1,11 +1,16 @@
-//! Become agents on further channels of a host's one SSH connection: sudo on a new
-//! channel, the password (if any) after its prompt, the agent sent along when the become
-//! user has none cached (see `connection::privilege`).
+//! Become agents on further channels of a host's one SSH connection: sudo (or su, on a
+//! pty: it reads the password from a terminal only) on a new channel, the password (if
+//! any) after its prompt, the agent sent along when the become user has none cached (see
+//! `connection::privilege`).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use russh::ChannelMsg;
+use tokio::io::AsyncWrite;
 
 use super::super::privilege::{self, BecomeSpec, Negotiation, Step};
 use super::{
@@ -33,19 +38,27 @@ impl Escalator {
             .channel_open_session()
             .await
             .map_err(|e| channel_error(spec, "opening a channel for become", e))?;
+        if become_.method.needs_pty() {
+            // No echo from the start: the become script makes the terminal raw once su lets
+            // it run, and nothing typed before that is ever shown back.
+            channel
+                .request_pty(false, "dumb", 80, 24, 0, 0, &[(russh::Pty::ECHO, 0)])
+                .await
+                .map_err(|e| channel_error(spec, "asking for a terminal for su", e))?;
+        }
         channel
             .exec(true, privilege::become_command(become_, agent, &prompt))
             .await
-            .map_err(|e| channel_error(spec, "running sudo", e))?;
+            .map_err(|e| channel_error(spec, &format!("running {}", become_.method.name()), e))?;
         let (mut read, write) = channel.split();
-        let mut talk = Negotiation::new(&prompt, become_.password.is_some());
+        let mut talk = Negotiation::new(become_, &prompt);
         let seconds = spec.connect_timeout.as_secs() + 2;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
         let failed = |message: String| ConnectError::Become(message);
         loop {
             let msg = match tokio::time::timeout_at(deadline, read.wait()).await {
                 Ok(msg) => msg,
-                Err(_) => return Err(failed(talk.timed_out(seconds))),
+                Err(_) => return Err(ConnectError::BecomeTimeout(talk.timed_out(seconds))),
             };
             let step = match msg {
                 Some(ChannelMsg::Data { data }) => talk.on_stdout(&data),
@@ -61,7 +74,7 @@ impl Escalator {
                     write
                         .data(&line[..])
                         .await
-                        .map_err(|e| channel_error(spec, "answering sudo", e))?;
+                        .map_err(|e| channel_error(spec, "answering the password prompt", e))?;
                 }
                 Step::SendAgent { gzip } => {
                     let bytes: &[u8] = if gzip {
@@ -82,7 +95,17 @@ impl Escalator {
                         diagnostics,
                         pump,
                     } = start_pump(read, write, leftover, Diagnostics::default());
-                    let writer = stdin.make_writer();
+                    let stdin = Arc::new(stdin);
+                    let writer: Pin<Box<dyn AsyncWrite + Send>> = if become_.method.needs_pty() {
+                        Box::pin(CloseOnShutdown {
+                            inner: Box::pin(stdin.make_writer()),
+                            half: stdin.clone(),
+                            pump: pump.abort_handle(),
+                            closing: None,
+                        })
+                    } else {
+                        Box::pin(stdin.make_writer())
+                    };
                     return match AgentSession::start(stdout, writer, BootstrapReport::default())
                         .await
                     {
@@ -102,5 +125,45 @@ impl Escalator {
                 }
             }
         }
+    }
+}
+
+/// The agent's stdin on a pty: a raw terminal has no end of file, so shutting the writer
+/// down also closes the channel and ends the agent's output for the session (whose close
+/// would otherwise wait its whole timeout for an end that never comes).
+struct CloseOnShutdown {
+    inner: Pin<Box<dyn AsyncWrite + Send>>,
+    half: Arc<russh::ChannelWriteHalf<russh::client::Msg>>,
+    /// Ends the agent's output for the session at once: sshd answers the close only once
+    /// su and the agent have gone.
+    pump: tokio::task::AbortHandle,
+    closing: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl AsyncWrite for CloseOnShutdown {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.inner.as_mut().poll_write(cx, data)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.inner.as_mut().poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.closing.is_none() {
+            let _ = ready!(this.inner.as_mut().poll_shutdown(cx));
+            let half = this.half.clone();
+            this.closing = Some(Box::pin(async move {
+                let _ = half.close().await;
+            }));
+        }
+        ready!(this.closing.as_mut().expect("set above").as_mut().poll(cx));
+        this.pump.abort();
+        Poll::Ready(Ok(()))
     }
 }

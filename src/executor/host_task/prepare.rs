@@ -141,29 +141,53 @@ fn decide_become(
     if !enabled {
         return Ok(None);
     }
-    let pick = |var_name: &str,
+    // Of the variables naming one option, the method's own (`ansible_su_flags`) wins over
+    // `ansible_become_*`, as the last of a plugin option's `vars` wins in Ansible.
+    let pick = |var_names: &[String],
                 written: &Option<String>,
                 default: &Option<String>|
      -> Result<Option<String>, String> {
-        Ok(match var(var_name)? {
-            Some(value) => Some(text(value)),
-            None => keyword(written)?.or_else(|| default.clone()),
-        })
+        for name in var_names.iter().rev() {
+            if let Some(value) = var(name)? {
+                return Ok(Some(text(value)));
+            }
+        }
+        Ok(keyword(written)?.or_else(|| default.clone()))
     };
-    let method = pick("ansible_become_method", &keywords.method, &defaults.method)?
-        .unwrap_or_else(|| "sudo".to_string());
+    let method = pick(
+        &["ansible_become_method".to_string()],
+        &keywords.method,
+        &defaults.method,
+    )?
+    .unwrap_or_else(|| "sudo".to_string());
     let method = crate::connection::BecomeMethod::parse(&method)?;
-    let user = pick("ansible_become_user", &keywords.user, &defaults.user)?
+    let names = |option: &str| {
+        [
+            format!("ansible_become_{option}"),
+            format!("ansible_{}_{option}", method.name()),
+        ]
+    };
+    let user = pick(&names("user"), &keywords.user, &defaults.user)?
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| "root".to_string());
-    let flags = pick("ansible_become_flags", &keywords.flags, &defaults.flags)?;
-    let exe = pick("ansible_become_exe", &keywords.exe, &defaults.exe)?;
-    let password = match var("ansible_become_password")? {
-        Some(value) => Some(text(value)),
-        None => match var("ansible_become_pass")? {
-            Some(value) => Some(text(value)),
-            None => defaults.password.clone(),
-        },
+    let flags = pick(&names("flags"), &keywords.flags, &defaults.flags)?;
+    let exe = pick(&names("exe"), &keywords.exe, &defaults.exe)?;
+    // ansible_become_password keeps its place over ansible_become_pass; the method's own
+    // (`ansible_su_pass`) comes first.
+    let password = pick(
+        &[
+            "ansible_become_pass".to_string(),
+            "ansible_become_password".to_string(),
+            format!("ansible_{}_pass", method.name()),
+        ],
+        &None,
+        &defaults.password,
+    )?;
+    // A list, or one word.
+    let prompts = match var("ansible_su_prompt_l10n")? {
+        Some(Value::Array(words)) => words.into_iter().map(text).collect(),
+        Some(word) => vec![text(word)],
+        None => Vec::new(),
     };
     Ok(Some(BecomeSpec {
         method,
@@ -171,6 +195,7 @@ fn decide_become(
         flags,
         exe,
         password,
+        prompts,
     }))
 }
 

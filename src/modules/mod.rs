@@ -27,6 +27,7 @@ mod lineinfile;
 mod meta;
 mod pause;
 mod ping;
+mod pip;
 pub mod registry;
 mod replace;
 mod set_fact;

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
-    copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
+    copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping, pip,
     replace, set_fact, setup, slurp, stat, template,
 };
 
@@ -76,7 +76,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("package_facts", NOT_YET),
     ("pause", Native(&pause::Pause)),
     ("ping", Native(&ping::Ping)),
-    ("pip", NOT_YET),
+    ("pip", Native(&pip::Pip)),
     ("raw", NotYet { free_form: true }),
     ("reboot", NOT_YET),
     ("replace", Native(&replace::Replace)),

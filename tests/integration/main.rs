@@ -12,6 +12,7 @@ mod file_modules;
 mod language_gaps;
 mod loops_keywords;
 mod module_args;
+mod packages_pip;
 mod playbook_runs;
 mod real_roles;
 mod roles;

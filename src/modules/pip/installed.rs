@@ -1,7 +1,7 @@
 //! What is installed in a Python environment, read from what the target reports: the
 //! `.dist-info`/`.egg-info` directories of a virtualenv's site-packages (listed by the
 //! agent, no process started), or the lines of the probe script run by the environment's
-//! interpreter (and `pip list --format=freeze`, whose lines it shares).
+//! interpreter.
 
 use std::collections::BTreeMap;
 
@@ -23,18 +23,6 @@ impl Installed {
         self.versions
             .entry(canonical_name(name))
             .or_insert_with(|| version.to_string());
-    }
-
-    /// `name==version` lines (pip freeze's format); other lines are ignored, as Ansible's
-    /// `_is_present` skips them.
-    pub fn from_freeze(text: &str) -> Installed {
-        let mut out = Installed::default();
-        for line in text.lines() {
-            if let Some((name, version)) = line.trim().split_once("==") {
-                out.add(name, version);
-            }
-        }
-        out
     }
 
     /// Metadata directory names under a site-packages directory: `name-version.dist-info`
@@ -70,13 +58,20 @@ pub struct Probe {
 }
 
 /// Run as `python3 -c PROBE_SCRIPT`: one line each for the executable, pip's presence and
-/// PEP 668, then the distributions as `name==version`, in `sys.path` order.
-pub const PROBE_SCRIPT: &str = "import os,sys,sysconfig,importlib.util as u\n\
-from importlib.metadata import distributions\n\
-print(sys.executable)\n\
-print(int(u.find_spec('pip') is not None))\n\
-print(int(sys.prefix==getattr(sys,'base_prefix',sys.prefix) and os.path.isfile(os.path.join(sysconfig.get_path('stdlib'),'EXTERNALLY-MANAGED'))))\n\
-for d in distributions():\n print(str(d.metadata['Name'])+'=='+str(d.version))\n";
+/// PEP 668, then the metadata directories on `sys.path`, in its order. Listing them
+/// rather than asking `importlib.metadata` keeps it to the interpreter's start: no
+/// metadata file is opened.
+pub const PROBE_SCRIPT: &str = r#"import os,sys
+path=[p for p in sys.path if p]
+print(sys.executable)
+print(int(any(os.path.isfile(os.path.join(p,'pip','__init__.py')) for p in path)))
+print(int(sys.prefix==getattr(sys,'base_prefix',sys.prefix) and os.path.isfile(os.path.join(os.path.dirname(os.__file__),'EXTERNALLY-MANAGED'))))
+for p in path:
+ try: names=sorted(os.listdir(p))
+ except OSError: continue
+ for n in names:
+  if n.endswith(('.dist-info','.egg-info')): print(n)
+"#;
 
 impl Probe {
     pub fn parse(stdout: &str) -> Option<Probe> {
@@ -84,12 +79,11 @@ impl Probe {
         let executable = lines.next()?.to_string();
         let has_pip = lines.next()? == "1";
         let externally_managed = lines.next()? == "1";
-        let rest: Vec<&str> = lines.collect();
         Some(Probe {
             executable,
             has_pip,
             externally_managed,
-            installed: Installed::from_freeze(&rest.join("\n")),
+            installed: Installed::from_metadata_dirs(lines),
         })
     }
 }
@@ -124,17 +118,15 @@ mod tests {
     }
 
     #[test]
-    fn reads_the_probe_and_freeze_lines() {
+    fn reads_the_probe_and_pyvenv_cfg() {
         let probe =
-            Probe::parse("/usr/bin/python3\n1\n1\nTiny_Pkg==1.0\nwheel==0.38.4\ntiny-pkg==0.5\n")
+            Probe::parse("/usr/bin/python3\n1\n1\nTiny_Pkg-1.0.dist-info\nwheel-0.38.4.egg-info\ntiny_pkg-0.5.dist-info\n")
                 .unwrap();
         assert!(probe.has_pip && probe.externally_managed);
         assert_eq!(probe.executable, "/usr/bin/python3");
         assert_eq!(probe.installed.version("tiny-pkg"), Some("1.0"));
         assert_eq!(probe.installed.version("wheel"), Some("0.38.4"));
         assert!(Probe::parse("/x\n").is_none());
-        let freeze = Installed::from_freeze("You are using pip\nfoo==1\n-e git+x#egg=y\n");
-        assert_eq!(freeze.versions.len(), 1);
         assert!(includes_system_site_packages(
             "home = /usr/bin\ninclude-system-site-packages = true\n"
         ));

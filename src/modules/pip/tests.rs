@@ -382,7 +382,11 @@ fn the_system_python_is_asked_once_and_pip_refuses_an_externally_managed_one() {
     // pip is there, but PEP 668 makes pip itself answer, as Ansible always lets it.
     let step = resume(
         first,
-        OpResult::Batch(vec![ran(0, "/usr/bin/python3\n1\n1\npip==23.0.1\n", "")]),
+        OpResult::Batch(vec![ran(
+            0,
+            "/usr/bin/python3\n1\n1\npip-23.0.1.dist-info\n",
+            "",
+        )]),
     );
     assert_eq!(
         op(&step),
@@ -404,7 +408,11 @@ fn the_system_python_is_asked_once_and_pip_refuses_an_externally_managed_one() {
     // Not externally managed: the probe decides.
     let out = done(resume(
         plan(json!({"name": "pip>=20"})),
-        OpResult::Batch(vec![ran(0, "/opt/py/bin/python3\n1\n0\npip==23.0.1\n", "")]),
+        OpResult::Batch(vec![ran(
+            0,
+            "/opt/py/bin/python3\n1\n0\npip-23.0.1.dist-info\n",
+            "",
+        )]),
     ));
     assert!(!out.changed);
     assert_eq!(

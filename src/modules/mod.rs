@@ -18,6 +18,7 @@ mod blockinfile;
 mod command;
 mod copy;
 mod copy_tree;
+mod deb822_repository;
 mod debug;
 mod file;
 mod include;

@@ -14,8 +14,8 @@ use std::sync::LazyLock;
 use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
-    copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping, pip,
-    replace, set_fact, setup, slurp, stat, template,
+    copy, deb822_repository, debug, file, include, include_vars, inventory_edit, lineinfile, meta,
+    pause, ping, pip, replace, set_fact, setup, slurp, stat, template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -46,7 +46,10 @@ static MODULES: &[(&str, Entry)] = &[
     ("command", Native(&command::CommandModule)),
     ("copy", Native(&copy::Copy)),
     ("cron", NOT_YET),
-    ("deb822_repository", NOT_YET),
+    (
+        "deb822_repository",
+        Native(&deb822_repository::Deb822Repository),
+    ),
     ("debconf", NOT_YET),
     ("debug", Native(&debug::Debug)),
     ("dnf", NOT_YET),

@@ -1,6 +1,7 @@
 //! Integration tests of the real binary: on local hosts where a test is about the language,
 //! against a throw-away sshd where the ssh connection is what it checks (see support/).
 
+mod apt_sources;
 mod become_sudo;
 mod cli_features;
 mod connection;

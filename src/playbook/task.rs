@@ -820,7 +820,7 @@ failed_when: false
         );
         let e = err(&play("    - frobnicate: x\n"));
         assert_eq!(e.message, "couldn't resolve module/action 'frobnicate'");
-        assert!(e.help.unwrap().contains("command, copy, debug"));
+        assert!(e.help.unwrap().contains("command, copy, deb822_repository, debug"));
         assert_eq!(
             message_at(&play(
                 "    - copy: content=x dest=/x\n      file: path=/x\n"

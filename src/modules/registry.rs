@@ -14,10 +14,10 @@ use std::sync::LazyLock;
 use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, apt, assert, blockinfile,
-    command, copy, debconf, debug, dnf, dpkg_selections, fetch, file, include, include_vars,
-    inventory_edit, lineinfile, meta, package, package_facts, pause, ping, replace, rpm_key,
-    service, service_facts, set_fact, setup, slurp, stat, systemd, sysvinit, template,
-    yum_repository,
+    command, copy, deb822_repository, debconf, debug, dnf, dpkg_selections, fetch, file, include,
+    include_vars, inventory_edit, lineinfile, meta, package, package_facts, pause, ping, pip,
+    replace, rpm_key, service, service_facts, set_fact, setup, slurp, stat, systemd, sysvinit,
+    template, yum_repository,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -48,7 +48,10 @@ static MODULES: &[(&str, Entry)] = &[
     ("command", Native(&command::CommandModule)),
     ("copy", Native(&copy::Copy)),
     ("cron", NOT_YET),
-    ("deb822_repository", NOT_YET),
+    (
+        "deb822_repository",
+        Native(&deb822_repository::Deb822Repository),
+    ),
     ("debconf", Native(&debconf::Debconf)),
     ("debug", Native(&debug::Debug)),
     ("dnf", Native(&dnf::Dnf)),
@@ -78,7 +81,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("package_facts", Native(&package_facts::PackageFacts)),
     ("pause", Native(&pause::Pause)),
     ("ping", Native(&ping::Ping)),
-    ("pip", NOT_YET),
+    ("pip", Native(&pip::Pip)),
     ("raw", NotYet { free_form: true }),
     ("reboot", NOT_YET),
     ("replace", Native(&replace::Replace)),

@@ -1,6 +1,7 @@
 //! Integration tests of the real binary: on local hosts where a test is about the language,
 //! against a throw-away sshd where the ssh connection is what it checks (see support/).
 
+mod apt_sources;
 mod become_su;
 mod become_sudo;
 mod cli_features;
@@ -16,6 +17,7 @@ mod loops_keywords;
 mod module_args;
 mod packages_apt;
 mod packages_dnf;
+mod packages_pip;
 mod playbook_runs;
 mod real_roles;
 mod roles;

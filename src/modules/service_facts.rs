@@ -8,7 +8,7 @@ use super::service_detect;
 use super::service_listing::{self, Services};
 use super::service_run::{self, Cmd, Report};
 use super::spec::Spec;
-use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct ServiceFacts;
 
@@ -21,6 +21,11 @@ impl Module for ServiceFacts {
 
     fn spec(&self) -> &'static Spec {
         &SPEC
+    }
+
+    /// Every command it runs only lists services, so check mode runs them all, as Ansible.
+    fn caps(&self) -> Caps {
+        Caps::TASK.own_check_mode()
     }
 
     fn plan(&self, _args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {

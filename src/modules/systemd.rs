@@ -3,7 +3,8 @@
 //! the unit, then mask, enable and start as asked. Where systemd is installed but not
 //! running (these tests' hosts), `systemctl` still works offline on unit files and links
 //! (enable, disable, mask, is-enabled) and everything needing the manager fails as it
-//! fails under Ansible.
+//! fails under Ansible. In check mode (the module's own) only `show` and `is-enabled` run:
+//! no daemon-reload, mask, enable or start, and the result says what would change.
 
 use serde_json::{Map, Value, json};
 
@@ -11,7 +12,7 @@ use super::service_detect::{self, Detected};
 use super::service_run::{self, Cmd, Report};
 use super::service_systemctl::{VALID_ENABLED_STATES, parse_show, request_was_ignored};
 use super::spec::{Arg, Spec};
-use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct Systemd;
 pub struct SystemdService;
@@ -57,8 +58,11 @@ impl Module for Systemd {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        plan(args)
+    fn caps(&self) -> Caps {
+        Caps::TASK.own_check_mode()
+    }
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        plan(args, ctx.check_mode)
     }
 }
 
@@ -69,8 +73,11 @@ impl Module for SystemdService {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        plan(args)
+    fn caps(&self) -> Caps {
+        Caps::TASK.own_check_mode()
+    }
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        plan(args, ctx.check_mode)
     }
 }
 
@@ -99,9 +106,11 @@ struct Run {
     is_enabled: String,
     warnings: Vec<String>,
     changed: bool,
+    /// Check mode: look, never act.
+    check: bool,
 }
 
-pub(crate) fn plan(args: &Args) -> Result<Plan, ModuleError> {
+pub(crate) fn plan(args: &Args, check: bool) -> Result<Plan, ModuleError> {
     let unit = args.str("name").map(str::to_string);
     if let Some(unit) = &unit
         && let Some(glob) = ["*", "?", "["].into_iter().find(|g| unit.contains(g))
@@ -131,10 +140,10 @@ pub(crate) fn plan(args: &Args) -> Result<Plan, ModuleError> {
             base.push("--force".into());
         }
         let mut cmds = Vec::new();
-        if args.bool("daemon_reload") {
+        if args.bool("daemon_reload") && !check {
             cmds.push(Cmd::new("daemon-reload", argv(&base, &["daemon-reload"])));
         }
-        if args.bool("daemon_reexec") {
+        if args.bool("daemon_reexec") && !check {
             cmds.push(Cmd::new("daemon-reexec", argv(&base, &["daemon-reexec"])));
         }
         if let Some(unit) = &unit {
@@ -154,7 +163,11 @@ pub(crate) fn plan(args: &Args) -> Result<Plan, ModuleError> {
             is_enabled: String::new(),
             warnings: Vec::new(),
             changed: false,
+            check,
         };
+        if cmds.is_empty() {
+            return queried(run, Report::default());
+        }
         Ok(service_run::step(PRELUDE, cmds, move |r| queried(run, r)))
     }))
 }
@@ -242,8 +255,10 @@ fn act(mut run: Run, is_systemd: bool) -> Result<Plan, ModuleError> {
     {
         run.changed = true;
         let action = if want { "mask" } else { "unmask" };
-        mask_action = Some(action);
-        cmds.push(Cmd::new("mask", argv(&run.base, &[action, &unit])));
+        if !run.check {
+            mask_action = Some(action);
+            cmds.push(Cmd::new("mask", argv(&run.base, &[action, &unit])));
+        }
     }
     if run.args.is_set("enabled") {
         cmds.push(Cmd::new(
@@ -285,8 +300,10 @@ fn act(mut run: Run, is_systemd: bool) -> Result<Plan, ModuleError> {
             if now != want {
                 run.changed = true;
                 let action = if want { "enable" } else { "disable" };
-                enable_action = Some(action);
-                cmds.push(Cmd::new("enable", argv(&run.base, &[action, &unit])).or_stop());
+                if !run.check {
+                    enable_action = Some(action);
+                    cmds.push(Cmd::new("enable", argv(&run.base, &[action, &unit])).or_stop());
+                }
                 data.insert("enabled".into(), json!(!now));
             }
         }
@@ -316,8 +333,10 @@ fn act(mut run: Run, is_systemd: bool) -> Result<Plan, ModuleError> {
                     };
                     if let Some(action) = action {
                         run.changed = true;
-                        state_action = Some(action);
-                        cmds.push(Cmd::new("state", argv(&run.base, &[action, &unit])));
+                        if !run.check {
+                            state_action = Some(action);
+                            cmds.push(Cmd::new("state", argv(&run.base, &[action, &unit])));
+                        }
                     }
                 }
                 None if run.d.chroot || run.d.systemd_offline => run.warnings.push(

@@ -222,6 +222,43 @@ mod tests {
     }
 
     #[test]
+    fn check_mode_lists_as_usual() {
+        // Its commands only read, so the agent must run them in check mode too.
+        assert_eq!(ServiceFacts.caps(), Caps::TASK.own_check_mode());
+        let mut ctx = PlanContext::new(Path::new("/"));
+        ctx.check_mode = true;
+        let p = crate::modules::try_plan(&ServiceFacts, json!({}), &ctx).unwrap();
+        assert_eq!(
+            p,
+            Plan::Step(
+                service_run::op("", &[service_detect::probe("")]),
+                crate::modules::Next::new(|_| unreachable!()),
+            )
+        );
+        let p = resume(
+            p,
+            &section(
+                "detect",
+                0,
+                "bin.service=/usr/sbin/service\nproc1=sshd\ninitd_dir=1\n",
+            ),
+        );
+        assert_eq!(
+            p,
+            Plan::Step(
+                service_run::op(
+                    "",
+                    &[Cmd::new(
+                        "status-all",
+                        vec!["/usr/sbin/service".into(), "--status-all".into()]
+                    )]
+                ),
+                crate::modules::Next::new(|_| unreachable!()),
+            )
+        );
+    }
+
+    #[test]
     fn lists_init_scripts_where_systemd_does_not_run() {
         let p =
             crate::modules::try_plan(&ServiceFacts, json!({}), &PlanContext::new(Path::new("/")))

@@ -522,4 +522,103 @@ mod tests {
         };
         assert_eq!(out.msg.as_deref(), Some(OFFLINE.trim_end()));
     }
+
+    fn checked(v: Value) -> Plan {
+        let mut ctx = PlanContext::new(Path::new("/"));
+        ctx.check_mode = true;
+        crate::modules::try_plan(&Systemd, v, &ctx).unwrap()
+    }
+
+    fn step_of(cmds: Vec<Cmd>) -> Plan {
+        Plan::Step(
+            service_run::op(PRELUDE, &cmds),
+            crate::modules::Next::new(|_| unreachable!()),
+        )
+    }
+
+    fn words(w: &[&str]) -> Vec<String> {
+        w.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn check_mode_looks_and_reports_but_never_masks_enables_or_starts() {
+        assert_eq!(Systemd.caps(), Caps::TASK.own_check_mode());
+        assert_eq!(SystemdService.caps(), Caps::TASK.own_check_mode());
+        let p = checked(json!({
+            "name": "tpdemo.service", "enabled": true, "masked": false, "state": "started",
+            "daemon_reload": true,
+        }));
+        assert_eq!(
+            p,
+            Plan::Step(
+                service_run::op("", &[service_detect::probe("tpdemo.service")]),
+                crate::modules::Next::new(|_| unreachable!()),
+            )
+        );
+        let p = resume(p, &section("detect", 0, DETECTED, ""));
+        // No daemon-reload: only the questions.
+        assert_eq!(
+            p,
+            step_of(vec![
+                Cmd::new("show", words(&["/bin/systemctl", "show", "tpdemo.service"])),
+                Cmd::new(
+                    "is-enabled",
+                    words(&["/bin/systemctl", "is-enabled", "tpdemo.service"])
+                ),
+                Cmd::new(
+                    "list-unit-files",
+                    words(&["/bin/systemctl", "list-unit-files", "tpdemo.service"])
+                ),
+            ])
+        );
+        let p = resume(
+            p,
+            &(section(
+                "show",
+                0,
+                "Id=tpdemo.service\nLoadState=loaded\nActiveState=inactive\n",
+                "",
+            ) + &section("is-enabled", 1, "masked\n", "")
+                + &section("list-unit-files", 0, "", "")),
+        );
+        // Would unmask: the next step is only is-enabled -l, not unmask.
+        assert_eq!(
+            p,
+            step_of(vec![Cmd::new(
+                "is-enabled-l",
+                words(&["/bin/systemctl", "is-enabled", "tpdemo.service", "-l"])
+            )])
+        );
+        let Plan::Done(out) = resume(p, &section("is-enabled-l", 1, "disabled\n", "")) else {
+            panic!("no enable or start in check mode")
+        };
+        assert!(out.changed && !out.failed);
+        assert_eq!(
+            Value::Object(out.data),
+            json!({
+                "name": "tpdemo.service",
+                "status": {"Id": "tpdemo.service", "LoadState": "loaded", "ActiveState": "inactive"},
+                "enabled": true,
+                "state": "started",
+            })
+        );
+    }
+
+    #[test]
+    fn check_mode_daemon_reload_alone_runs_nothing_after_the_probe() {
+        let p = checked(json!({"daemon_reload": true}));
+        let Plan::Done(out) = resume(p, &section("detect", 0, DETECTED, "")) else {
+            panic!("no daemon-reload in check mode")
+        };
+        assert_eq!(
+            out,
+            TaskOutcome {
+                data: json!({"name": null, "status": {}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+                ..TaskOutcome::default()
+            }
+        );
+    }
 }

@@ -352,4 +352,62 @@ mod tests {
             Some("Could not find the requested service nope: ")
         );
     }
+
+    #[test]
+    fn check_mode_reads_the_status_and_runs_no_script_or_update_rc_d() {
+        assert_eq!(SysvInit.caps(), Caps::TASK.own_check_mode());
+        let mut ctx = PlanContext::new(Path::new("/"));
+        ctx.check_mode = true;
+        let p = crate::modules::try_plan(
+            &SysvInit,
+            json!({"name": "tpdemo", "state": "restarted", "enabled": true, "runlevels": ["2", "3"]}),
+            &ctx,
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            Plan::Step(
+                service_run::op("", &[service_detect::probe("tpdemo")]),
+                crate::modules::Next::new(|_| unreachable!()),
+            )
+        );
+        let p = resume(
+            p,
+            &section(
+                "detect",
+                0,
+                "bin.service=/usr/sbin/service\nbin.update-rc.d=/usr/sbin/update-rc.d\n\
+                 bin.ps=/bin/ps\nsysv_exists=1\nrc0d=1\nlink=/etc/rc2.d/S01tpdemo\n",
+            ),
+        );
+        let argv = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            p,
+            Plan::Step(
+                service_run::op(
+                    "",
+                    &[
+                        Cmd::new("ps", argv(&["/bin/ps", "auxww"])),
+                        Cmd::new("status", argv(&["/usr/sbin/service", "tpdemo", "status"])),
+                    ]
+                ),
+                crate::modules::Next::new(|_| unreachable!()),
+            )
+        );
+        let p = resume(
+            p,
+            &(section("ps", 0, "") + &section("status", 0, "tpdemo is running\n")),
+        );
+        let Plan::Done(out) = p else {
+            panic!("no restart or update-rc.d in check mode")
+        };
+        assert!(out.changed && !out.failed);
+        let would = json!({"changed": true, "rc": null, "stdout": null, "stderr": null});
+        let mut enabled = would.clone();
+        enabled["runlevels"] = json!(["2", "3"]);
+        assert_eq!(
+            Value::Object(out.data),
+            json!({"name": "tpdemo", "status": {"enabled": enabled, "restarted": would}})
+        );
+    }
 }

@@ -1,7 +1,8 @@
 //! `service`: Ansible's action plugin picks the module from `ansible_service_mgr` (`use`
 //! overrides); on Linux that is `sysvinit` when the fact says so and otherwise the generic
 //! LinuxService, which drives init scripts through `service`, enables through update-rc.d
-//! (or OpenRC's rc-service/rc-update). Steps: detect, then read the status, then act.
+//! (or OpenRC's rc-service/rc-update). Steps: detect, then read the status, then act;
+//! in check mode (the module's own, as Ansible's) only the first two run.
 //!
 //! Not here yet: hosts that systemd manages (its `systemctl` path) and the upstart,
 //! insserv and chkconfig paths fail saying so.
@@ -14,7 +15,7 @@ use super::service_detect::{self, Detected};
 use super::service_run::{self, Cmd, Report};
 use super::service_status;
 use super::spec::{Arg, Spec};
-use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct Service;
 
@@ -39,7 +40,13 @@ impl Module for Service {
         &SPEC
     }
 
+    /// Detection and status are read-only and run in check mode; no action is planned.
+    fn caps(&self) -> Caps {
+        Caps::TASK.own_check_mode()
+    }
+
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let check = ctx.check_mode;
         let name = args.str("name").unwrap_or_default().to_string();
         let wanted = args.str("use").unwrap_or("auto").to_lowercase();
         let from_facts = ctx
@@ -60,12 +67,12 @@ impl Module for Service {
                     other => other.to_string(),
                 };
                 if manager == "sysvinit" {
-                    return super::sysvinit::from_service(&args, d);
+                    return super::sysvinit::from_service(&args, d, check);
                 }
                 if manager == "systemd" {
-                    return as_systemd(&args);
+                    return as_systemd(&args, check);
                 }
-                linux_service(args, d)
+                linux_service(args, d, check)
             },
         ))
     }
@@ -73,7 +80,7 @@ impl Module for Service {
 
 /// `service` where the fact says systemd: Ansible's action plugin runs systemd_service with
 /// the arguments it shares (name, state, enabled).
-fn as_systemd(args: &Args) -> Result<Plan, ModuleError> {
+fn as_systemd(args: &Args, check: bool) -> Result<Plan, ModuleError> {
     let mut raw = serde_json::Map::new();
     for key in ["name", "state", "enabled"] {
         if let Some(v) = args.raw(key) {
@@ -83,7 +90,7 @@ fn as_systemd(args: &Args) -> Result<Plan, ModuleError> {
     let args = super::systemd::spec()
         .validate("ansible.legacy.systemd", &raw)
         .map_err(ModuleError::Invalid)?;
-    super::systemd::plan(&args)
+    super::systemd::plan(&args, check)
 }
 
 /// What LinuxService found its tools to be.
@@ -155,7 +162,8 @@ fn control(
     crate::shell_words::split(&line).map_err(ModuleError::Invalid)
 }
 
-fn linux_service(args: Args, d: Detected) -> Result<Plan, ModuleError> {
+/// Ansible's LinuxService; in check mode it reads the status and returns where it would act.
+fn linux_service(args: Args, d: Detected, check: bool) -> Result<Plan, ModuleError> {
     let name = args.str("name").unwrap_or_default().to_string();
     let t = match tools(&name, &d) {
         Ok(t) => t,
@@ -244,6 +252,13 @@ fn linux_service(args: Args, d: Detected) -> Result<Plan, ModuleError> {
                 }
                 let is = has.unwrap_or(false);
                 if is != want {
+                    // service_enable ends here in check mode, before the state is looked at.
+                    if check {
+                        return Ok(Plan::Done(TaskOutcome {
+                            changed: true,
+                            ..TaskOutcome::default()
+                        }));
+                    }
                     changed = true;
                     let action = if want { "add" } else { "delete" };
                     acts.push(
@@ -281,6 +296,14 @@ fn linux_service(args: Args, d: Detected) -> Result<Plan, ModuleError> {
                 "restarted" => true,
                 _ => false,
             };
+            // check_service_changed: Ansible exits with only this message.
+            if check && svc_change {
+                return Ok(Plan::Done(TaskOutcome {
+                    changed: true,
+                    msg: Some("service state changed".into()),
+                    ..TaskOutcome::default()
+                }));
+            }
             if svc_change {
                 let action = match state.as_str() {
                     "started" => "start",
@@ -307,7 +330,8 @@ fn linux_service(args: Args, d: Detected) -> Result<Plan, ModuleError> {
             out.data.insert("state".into(), json!(shown));
         }
         out.changed = changed || svc_change;
-        if acts.is_empty() {
+        // update-rc.d is never run in check mode; the outcome says what it would change.
+        if acts.is_empty() || check {
             return Ok(Plan::Done(out));
         }
         Ok(service_run::step("", acts, move |r| {
@@ -459,5 +483,105 @@ mod tests {
         let Plan::Done(out) = failed else { panic!() };
         assert!(out.failed);
         assert_eq!(out.msg.as_deref(), Some("cannot start"));
+    }
+
+    fn plan_checked(v: Value) -> Plan {
+        let mut ctx = PlanContext::new(Path::new("/"));
+        ctx.check_mode = true;
+        crate::modules::try_plan(&Service, v, &ctx).unwrap()
+    }
+
+    fn step_of(cmds: Vec<Cmd>) -> Plan {
+        Plan::Step(
+            service_run::op("", &cmds),
+            crate::modules::Next::new(|_| unreachable!()),
+        )
+    }
+
+    fn argv(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn check_mode_reads_the_status_and_stops_where_ansible_would_act() {
+        assert_eq!(Service.caps(), Caps::TASK.own_check_mode());
+        let p = plan_checked(json!({"name": "cron", "state": "started", "enabled": true}));
+        assert_eq!(p, step_of(vec![service_detect::probe("cron")]));
+        let p = resume(p, &section("detect", 0, DETECTED));
+        assert_eq!(
+            p,
+            step_of(vec![Cmd::new(
+                "status",
+                argv(&["/usr/sbin/service", "cron", "status"])
+            )])
+        );
+        // check_service_changed's exit: no update-rc.d, no start, only this.
+        assert_eq!(
+            resume(p, &section("status", 3, "cron is not running ... failed!")),
+            Plan::Done(TaskOutcome {
+                changed: true,
+                msg: Some("service state changed".into()),
+                ..TaskOutcome::default()
+            })
+        );
+    }
+
+    #[test]
+    fn check_mode_reports_enablement_without_update_rc_d() {
+        let p = plan_checked(json!({"name": "cron", "enabled": true}));
+        let Plan::Done(out) = resume(p, &section("detect", 0, DETECTED)) else {
+            panic!("no step after the probe")
+        };
+        assert!(out.changed && !out.failed);
+        assert_eq!(
+            Value::Object(out.data),
+            json!({"name": "cron", "enabled": true})
+        );
+
+        // Enabled and running already: the full result, unchanged.
+        let p = plan_checked(json!({"name": "cron", "state": "started", "enabled": true}));
+        let p = resume(
+            p,
+            &section("detect", 0, &format!("{DETECTED}link=/etc/rc2.d/S01cron\n")),
+        );
+        let Plan::Done(out) = resume(p, &section("status", 0, "cron is running.")) else {
+            panic!()
+        };
+        assert!(!out.changed);
+        assert_eq!(
+            Value::Object(out.data),
+            json!({"name": "cron", "enabled": true, "state": "started"})
+        );
+    }
+
+    #[test]
+    fn check_mode_on_a_sysvinit_host_hands_the_flag_on() {
+        let mut ctx = PlanContext::new(Path::new("/"));
+        ctx.check_mode = true;
+        let p = crate::modules::try_plan(
+            &Service,
+            json!({"name": "cron", "state": "stopped", "use": "sysvinit"}),
+            &ctx,
+        )
+        .unwrap();
+        let p = resume(p, &section("detect", 0, DETECTED));
+        assert_eq!(
+            p,
+            step_of(vec![
+                Cmd::new("ps", argv(&["/bin/ps", "auxww"])),
+                Cmd::new("status", argv(&["/usr/sbin/service", "cron", "status"])),
+            ])
+        );
+        let Plan::Done(out) = resume(
+            p,
+            &(section("ps", 0, "") + &section("status", 0, "cron is running.")),
+        ) else {
+            panic!("no stop in check mode")
+        };
+        assert!(out.changed);
+        assert_eq!(
+            out.data["status"]["stopped"],
+            json!({"changed": true, "rc": null, "stdout": null, "stderr": null})
+        );
     }
 }

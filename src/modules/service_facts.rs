@@ -8,7 +8,7 @@ use super::service_detect;
 use super::service_listing::{self, Services};
 use super::service_run::{self, Cmd, Report};
 use super::spec::Spec;
-use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct ServiceFacts;
 
@@ -21,6 +21,11 @@ impl Module for ServiceFacts {
 
     fn spec(&self) -> &'static Spec {
         &SPEC
+    }
+
+    /// Every command it runs only lists services, so check mode runs them all, as Ansible.
+    fn caps(&self) -> Caps {
+        Caps::TASK.own_check_mode()
     }
 
     fn plan(&self, _args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
@@ -214,6 +219,43 @@ mod tests {
 
     fn section(label: &str, rc: i32, out: &str) -> String {
         format!("@@turbo-play-section {label} {rc}\n{out}\n@@turbo-play-section-err\n\n")
+    }
+
+    #[test]
+    fn check_mode_lists_as_usual() {
+        // Its commands only read, so the agent must run them in check mode too.
+        assert_eq!(ServiceFacts.caps(), Caps::TASK.own_check_mode());
+        let mut ctx = PlanContext::new(Path::new("/"));
+        ctx.check_mode = true;
+        let p = crate::modules::try_plan(&ServiceFacts, json!({}), &ctx).unwrap();
+        assert_eq!(
+            p,
+            Plan::Step(
+                service_run::op("", &[service_detect::probe("")]),
+                crate::modules::Next::new(|_| unreachable!()),
+            )
+        );
+        let p = resume(
+            p,
+            &section(
+                "detect",
+                0,
+                "bin.service=/usr/sbin/service\nproc1=sshd\ninitd_dir=1\n",
+            ),
+        );
+        assert_eq!(
+            p,
+            Plan::Step(
+                service_run::op(
+                    "",
+                    &[Cmd::new(
+                        "status-all",
+                        vec!["/usr/sbin/service".into(), "--status-all".into()]
+                    )]
+                ),
+                crate::modules::Next::new(|_| unreachable!()),
+            )
+        );
     }
 
     #[test]

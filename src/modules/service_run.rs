@@ -1,7 +1,8 @@
 //! The service modules' one way of asking the target: a POSIX sh script that runs a list
 //! of commands and reports each one's exit status, stdout and stderr in sections, and the
 //! parser of that report. The planners decide in Rust between steps (look, then act), as
-//! Ansible's modules decide between their `run_command` calls.
+//! Ansible's modules decide between their `run_command` calls. The modules do their own
+//! check mode, so the agent runs every step; in check mode they plan only steps that look.
 //!
 //! Commands write to temporary files, never to the agent's pipes: an init script that
 //! starts a daemon leaves it holding whatever it inherited, and a pipe held open would keep
@@ -138,11 +139,6 @@ pub fn op(prelude: &str, cmds: &[Cmd]) -> Op {
     })
 }
 
-/// Why a step got no report: the agent runs no command in check mode, and the service
-/// modules cannot tell what would change without asking the target.
-pub const CHECK_MODE: &str = "turbo-play's service modules cannot look at services in check \
-                              mode yet (its agent runs no command in check mode): skipped";
-
 /// Runs `cmds` on the target, then plans on with their report.
 pub fn step(
     prelude: &str,
@@ -154,11 +150,11 @@ pub fn step(
         op,
         Next::new(move |reply| match reply {
             OpResult::Exec(x) if x.ran => then(parse(&String::from_utf8_lossy(&x.stdout))),
-            OpResult::Exec(_) => Ok(Plan::Done(super::TaskOutcome {
-                skipped: true,
-                msg: Some(CHECK_MODE.into()),
-                ..Default::default()
-            })),
+            // The modules do their own check mode, so the agent runs every step it gets.
+            OpResult::Exec(x) => Ok(Plan::Done(super::TaskOutcome::failed(format!(
+                "the agent did not run the service module's commands: {}",
+                x.msg
+            )))),
             OpResult::Error(e) => Ok(Plan::Done(super::TaskOutcome::failed(e.message))),
             other => Ok(Plan::Done(super::unexpected("service", other))),
         }),
@@ -225,29 +221,5 @@ mod tests {
         assert!(report.get("b").is_none());
         let missing = run_here(&[Cmd::new("m", argv(&["/no/such/tool"]))]);
         assert_eq!(missing.get("m").unwrap().rc, 127);
-    }
-
-    #[test]
-    fn check_mode_skips_saying_why() {
-        let plan = step("", vec![Cmd::new("a", argv(&["true"]))], |_| unreachable!());
-        let Plan::Step(_, next) = plan else {
-            panic!("a step")
-        };
-        let skipped = next
-            .resume(OpResult::Exec(turbo_proto::ExecOutcome {
-                ran: false,
-                rc: 0,
-                stdout: Vec::new(),
-                stderr: Vec::new(),
-                start_unix_micros: 0,
-                duration_micros: 0,
-                msg: "skipped in check mode".into(),
-            }))
-            .unwrap();
-        let Plan::Done(out) = skipped else {
-            panic!("done")
-        };
-        assert!(out.skipped && !out.changed);
-        assert_eq!(out.msg.as_deref(), Some(CHECK_MODE));
     }
 }

@@ -3,7 +3,8 @@
 //! the unit, then mask, enable and start as asked. Where systemd is installed but not
 //! running (these tests' hosts), `systemctl` still works offline on unit files and links
 //! (enable, disable, mask, is-enabled) and everything needing the manager fails as it
-//! fails under Ansible.
+//! fails under Ansible. In check mode (the module's own) only `show` and `is-enabled` run:
+//! no daemon-reload, mask, enable or start, and the result says what would change.
 
 use serde_json::{Map, Value, json};
 
@@ -11,7 +12,7 @@ use super::service_detect::{self, Detected};
 use super::service_run::{self, Cmd, Report};
 use super::service_systemctl::{VALID_ENABLED_STATES, parse_show, request_was_ignored};
 use super::spec::{Arg, Spec};
-use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct Systemd;
 pub struct SystemdService;
@@ -57,8 +58,11 @@ impl Module for Systemd {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        plan(args)
+    fn caps(&self) -> Caps {
+        Caps::TASK.own_check_mode()
+    }
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        plan(args, ctx.check_mode)
     }
 }
 
@@ -69,8 +73,11 @@ impl Module for SystemdService {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
-    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        plan(args)
+    fn caps(&self) -> Caps {
+        Caps::TASK.own_check_mode()
+    }
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        plan(args, ctx.check_mode)
     }
 }
 
@@ -99,9 +106,11 @@ struct Run {
     is_enabled: String,
     warnings: Vec<String>,
     changed: bool,
+    /// Check mode: look, never act.
+    check: bool,
 }
 
-pub(crate) fn plan(args: &Args) -> Result<Plan, ModuleError> {
+pub(crate) fn plan(args: &Args, check: bool) -> Result<Plan, ModuleError> {
     let unit = args.str("name").map(str::to_string);
     if let Some(unit) = &unit
         && let Some(glob) = ["*", "?", "["].into_iter().find(|g| unit.contains(g))
@@ -131,10 +140,10 @@ pub(crate) fn plan(args: &Args) -> Result<Plan, ModuleError> {
             base.push("--force".into());
         }
         let mut cmds = Vec::new();
-        if args.bool("daemon_reload") {
+        if args.bool("daemon_reload") && !check {
             cmds.push(Cmd::new("daemon-reload", argv(&base, &["daemon-reload"])));
         }
-        if args.bool("daemon_reexec") {
+        if args.bool("daemon_reexec") && !check {
             cmds.push(Cmd::new("daemon-reexec", argv(&base, &["daemon-reexec"])));
         }
         if let Some(unit) = &unit {
@@ -154,7 +163,11 @@ pub(crate) fn plan(args: &Args) -> Result<Plan, ModuleError> {
             is_enabled: String::new(),
             warnings: Vec::new(),
             changed: false,
+            check,
         };
+        if cmds.is_empty() {
+            return queried(run, Report::default());
+        }
         Ok(service_run::step(PRELUDE, cmds, move |r| queried(run, r)))
     }))
 }
@@ -242,8 +255,10 @@ fn act(mut run: Run, is_systemd: bool) -> Result<Plan, ModuleError> {
     {
         run.changed = true;
         let action = if want { "mask" } else { "unmask" };
-        mask_action = Some(action);
-        cmds.push(Cmd::new("mask", argv(&run.base, &[action, &unit])));
+        if !run.check {
+            mask_action = Some(action);
+            cmds.push(Cmd::new("mask", argv(&run.base, &[action, &unit])));
+        }
     }
     if run.args.is_set("enabled") {
         cmds.push(Cmd::new(
@@ -285,8 +300,10 @@ fn act(mut run: Run, is_systemd: bool) -> Result<Plan, ModuleError> {
             if now != want {
                 run.changed = true;
                 let action = if want { "enable" } else { "disable" };
-                enable_action = Some(action);
-                cmds.push(Cmd::new("enable", argv(&run.base, &[action, &unit])).or_stop());
+                if !run.check {
+                    enable_action = Some(action);
+                    cmds.push(Cmd::new("enable", argv(&run.base, &[action, &unit])).or_stop());
+                }
                 data.insert("enabled".into(), json!(!now));
             }
         }
@@ -316,8 +333,10 @@ fn act(mut run: Run, is_systemd: bool) -> Result<Plan, ModuleError> {
                     };
                     if let Some(action) = action {
                         run.changed = true;
-                        state_action = Some(action);
-                        cmds.push(Cmd::new("state", argv(&run.base, &[action, &unit])));
+                        if !run.check {
+                            state_action = Some(action);
+                            cmds.push(Cmd::new("state", argv(&run.base, &[action, &unit])));
+                        }
                     }
                 }
                 None if run.d.chroot || run.d.systemd_offline => run.warnings.push(
@@ -502,5 +521,104 @@ mod tests {
             panic!()
         };
         assert_eq!(out.msg.as_deref(), Some(OFFLINE.trim_end()));
+    }
+
+    fn checked(v: Value) -> Plan {
+        let mut ctx = PlanContext::new(Path::new("/"));
+        ctx.check_mode = true;
+        crate::modules::try_plan(&Systemd, v, &ctx).unwrap()
+    }
+
+    fn step_of(cmds: Vec<Cmd>) -> Plan {
+        Plan::Step(
+            service_run::op(PRELUDE, &cmds),
+            crate::modules::Next::new(|_| unreachable!()),
+        )
+    }
+
+    fn words(w: &[&str]) -> Vec<String> {
+        w.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn check_mode_looks_and_reports_but_never_masks_enables_or_starts() {
+        assert_eq!(Systemd.caps(), Caps::TASK.own_check_mode());
+        assert_eq!(SystemdService.caps(), Caps::TASK.own_check_mode());
+        let p = checked(json!({
+            "name": "tpdemo.service", "enabled": true, "masked": false, "state": "started",
+            "daemon_reload": true,
+        }));
+        assert_eq!(
+            p,
+            Plan::Step(
+                service_run::op("", &[service_detect::probe("tpdemo.service")]),
+                crate::modules::Next::new(|_| unreachable!()),
+            )
+        );
+        let p = resume(p, &section("detect", 0, DETECTED, ""));
+        // No daemon-reload: only the questions.
+        assert_eq!(
+            p,
+            step_of(vec![
+                Cmd::new("show", words(&["/bin/systemctl", "show", "tpdemo.service"])),
+                Cmd::new(
+                    "is-enabled",
+                    words(&["/bin/systemctl", "is-enabled", "tpdemo.service"])
+                ),
+                Cmd::new(
+                    "list-unit-files",
+                    words(&["/bin/systemctl", "list-unit-files", "tpdemo.service"])
+                ),
+            ])
+        );
+        let p = resume(
+            p,
+            &(section(
+                "show",
+                0,
+                "Id=tpdemo.service\nLoadState=loaded\nActiveState=inactive\n",
+                "",
+            ) + &section("is-enabled", 1, "masked\n", "")
+                + &section("list-unit-files", 0, "", "")),
+        );
+        // Would unmask: the next step is only is-enabled -l, not unmask.
+        assert_eq!(
+            p,
+            step_of(vec![Cmd::new(
+                "is-enabled-l",
+                words(&["/bin/systemctl", "is-enabled", "tpdemo.service", "-l"])
+            )])
+        );
+        let Plan::Done(out) = resume(p, &section("is-enabled-l", 1, "disabled\n", "")) else {
+            panic!("no enable or start in check mode")
+        };
+        assert!(out.changed && !out.failed);
+        assert_eq!(
+            Value::Object(out.data),
+            json!({
+                "name": "tpdemo.service",
+                "status": {"Id": "tpdemo.service", "LoadState": "loaded", "ActiveState": "inactive"},
+                "enabled": true,
+                "state": "started",
+            })
+        );
+    }
+
+    #[test]
+    fn check_mode_daemon_reload_alone_runs_nothing_after_the_probe() {
+        let p = checked(json!({"daemon_reload": true}));
+        let Plan::Done(out) = resume(p, &section("detect", 0, DETECTED, "")) else {
+            panic!("no daemon-reload in check mode")
+        };
+        assert_eq!(
+            out,
+            TaskOutcome {
+                data: json!({"name": null, "status": {}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+                ..TaskOutcome::default()
+            }
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `sysvinit`: init scripts driven directly (`/etc/init.d/NAME start`), status through
 //! `service NAME status` or the script, enabled through update-rc.d (or chkconfig), with
-//! the result's `status` dict of ansible-core 2.21's module.
+//! the result's `status` dict of ansible-core 2.21's module. In check mode (the module's
+//! own) only the status is read; the `status` dict says what would change, with no output.
 
 use serde_json::{Map, Value, json};
 
@@ -8,7 +9,7 @@ use super::service_detect::{self, Detected};
 use super::service_run::{self, Cmd, Report};
 use super::service_status;
 use super::spec::{Arg, Elem, Spec};
-use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct SysvInit;
 
@@ -35,7 +36,12 @@ impl Module for SysvInit {
         &SPEC
     }
 
-    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    fn caps(&self) -> Caps {
+        Caps::TASK.own_check_mode()
+    }
+
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let check = ctx.check_mode;
         let name = args.str("name").unwrap_or_default().to_string();
         let args = args.clone();
         Ok(service_run::step(
@@ -45,7 +51,7 @@ impl Module for SysvInit {
                 let d = service_detect::parse(
                     &r.get("detect").map(|x| x.out.clone()).unwrap_or_default(),
                 );
-                plan_detected(args, d)
+                plan_detected(args, d, check)
             },
         ))
     }
@@ -53,7 +59,11 @@ impl Module for SysvInit {
 
 /// `service` on a host whose `ansible_service_mgr` is sysvinit: its arguments handed on,
 /// as Ansible's action plugin hands them (without `use`).
-pub(crate) fn from_service(service_args: &Args, d: Detected) -> Result<Plan, ModuleError> {
+pub(crate) fn from_service(
+    service_args: &Args,
+    d: Detected,
+    check: bool,
+) -> Result<Plan, ModuleError> {
     let mut raw = service_args.values().clone();
     raw.remove("use");
     if raw.get("runlevel").and_then(Value::as_str) == Some("default") {
@@ -65,7 +75,7 @@ pub(crate) fn from_service(service_args: &Args, d: Detected) -> Result<Plan, Mod
     let args = SPEC
         .validate("ansible.legacy.sysvinit", &raw)
         .map_err(ModuleError::Invalid)?;
-    plan_detected(args, d)
+    plan_detected(args, d, check)
 }
 
 fn part(changed: bool, ran: Option<(i32, &str, &str)>) -> Value {
@@ -75,7 +85,7 @@ fn part(changed: bool, ran: Option<(i32, &str, &str)>) -> Value {
     }
 }
 
-fn plan_detected(args: Args, d: Detected) -> Result<Plan, ModuleError> {
+fn plan_detected(args: Args, d: Detected, check: bool) -> Result<Plan, ModuleError> {
     let name = args.str("name").unwrap_or_default().to_string();
     if !d.sysv_exists {
         return Ok(Plan::Done(TaskOutcome::failed(format!(
@@ -263,7 +273,8 @@ fn plan_detected(args: Args, d: Detected) -> Result<Plan, ModuleError> {
             }
             Ok(Plan::Done(out))
         };
-        if acts.is_empty() {
+        // Ansible decides what would change, then runs none of it in check mode.
+        if acts.is_empty() || check {
             return finish(Report::default());
         }
         Ok(service_run::step("", acts, finish))
@@ -339,6 +350,64 @@ mod tests {
         assert_eq!(
             out.msg.as_deref(),
             Some("Could not find the requested service nope: ")
+        );
+    }
+
+    #[test]
+    fn check_mode_reads_the_status_and_runs_no_script_or_update_rc_d() {
+        assert_eq!(SysvInit.caps(), Caps::TASK.own_check_mode());
+        let mut ctx = PlanContext::new(Path::new("/"));
+        ctx.check_mode = true;
+        let p = crate::modules::try_plan(
+            &SysvInit,
+            json!({"name": "tpdemo", "state": "restarted", "enabled": true, "runlevels": ["2", "3"]}),
+            &ctx,
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            Plan::Step(
+                service_run::op("", &[service_detect::probe("tpdemo")]),
+                crate::modules::Next::new(|_| unreachable!()),
+            )
+        );
+        let p = resume(
+            p,
+            &section(
+                "detect",
+                0,
+                "bin.service=/usr/sbin/service\nbin.update-rc.d=/usr/sbin/update-rc.d\n\
+                 bin.ps=/bin/ps\nsysv_exists=1\nrc0d=1\nlink=/etc/rc2.d/S01tpdemo\n",
+            ),
+        );
+        let argv = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            p,
+            Plan::Step(
+                service_run::op(
+                    "",
+                    &[
+                        Cmd::new("ps", argv(&["/bin/ps", "auxww"])),
+                        Cmd::new("status", argv(&["/usr/sbin/service", "tpdemo", "status"])),
+                    ]
+                ),
+                crate::modules::Next::new(|_| unreachable!()),
+            )
+        );
+        let p = resume(
+            p,
+            &(section("ps", 0, "") + &section("status", 0, "tpdemo is running\n")),
+        );
+        let Plan::Done(out) = p else {
+            panic!("no restart or update-rc.d in check mode")
+        };
+        assert!(out.changed && !out.failed);
+        let would = json!({"changed": true, "rc": null, "stdout": null, "stderr": null});
+        let mut enabled = would.clone();
+        enabled["runlevels"] = json!(["2", "3"]);
+        assert_eq!(
+            Value::Object(out.data),
+            json!({"name": "tpdemo", "status": {"enabled": enabled, "restarted": would}})
         );
     }
 }

@@ -53,3 +53,27 @@ fn systemd_links_and_offline_failures_match_ansible() {
         "/etc/systemd/system/tpdemo.service"
     );
 }
+
+#[test]
+fn check_mode_looks_at_services_and_changes_nothing_as_ansible() {
+    if !debian::available("check_mode_looks_at_services_and_changes_nothing_as_ansible") {
+        return;
+    }
+    // etc.txt holds only the files the setup tasks copied: no rc links, no unit links.
+    let (host, first, _) = debian_scenario::check("service-check");
+    // Started once for real; no check-mode stop or restart reached the init script.
+    assert_eq!(
+        String::from_utf8_lossy(&host.read(&format!("{OUT}/tpdemo-starts.log"))),
+        "started\n"
+    );
+    let running = host
+        .command(&["sh", "-c", "kill -0 $(cat /run/tpdemo.pid)"])
+        .status
+        .success();
+    assert!(running, "{}", first.stdout);
+    assert!(
+        !first.stdout.contains("skipped in check mode"),
+        "{}",
+        first.stdout
+    );
+}

@@ -14,8 +14,8 @@ use std::sync::LazyLock;
 use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, assert, blockinfile, command,
-    copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping,
-    replace, set_fact, setup, slurp, stat, template,
+    copy, debug, file, include, include_vars, inventory_edit, lineinfile, meta, pause, ping, raw,
+    replace, script, set_fact, setup, slurp, stat, template,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -77,11 +77,11 @@ static MODULES: &[(&str, Entry)] = &[
     ("pause", Native(&pause::Pause)),
     ("ping", Native(&ping::Ping)),
     ("pip", NOT_YET),
-    ("raw", NotYet { free_form: true }),
+    ("raw", Native(&raw::Raw)),
     ("reboot", NOT_YET),
     ("replace", Native(&replace::Replace)),
     ("rpm_key", NOT_YET),
-    ("script", NotYet { free_form: true }),
+    ("script", Native(&script::Script)),
     ("service", NOT_YET),
     ("service_facts", NOT_YET),
     ("set_fact", Native(&set_fact::SetFact)),

@@ -2,6 +2,7 @@
 //! against a throw-away sshd where the ssh connection is what it checks (see support/).
 
 mod become_sudo;
+mod command_modules;
 mod cli_features;
 mod connection;
 mod control_flow;

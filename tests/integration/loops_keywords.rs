@@ -560,3 +560,26 @@ fn add_host_and_group_by_change_the_inventory_for_later_plays() {
     );
     assert!(!hosts.dir("h2").join("grouped").exists());
 }
+
+#[test]
+fn run_once_on_a_play_reaches_every_task_unless_a_task_says_otherwise() {
+    let hosts = LocalHosts::new(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  run_once: yes
+  tasks:
+    - shell: echo {{ inventory_hostname }} >> ~/ran
+    - shell: echo {{ inventory_hostname }} >> ~/{{ inventory_hostname }}/each
+      run_once: false
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(hosts.home(), "ran"), "h1\n");
+    assert_eq!(read(&hosts.dir("h1"), "each"), "h1\n");
+    assert_eq!(read(&hosts.dir("h2"), "each"), "h2\n");
+    assert!(!out.stderr.contains("run_once"), "{}", out.stderr);
+}

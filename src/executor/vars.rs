@@ -246,6 +246,70 @@ fn resolve_nested_templates(
     failed.into_iter().collect()
 }
 
+/// A loop item's variables over the task's: Ansible templates variables lazily, so one
+/// whose template names the loop variable (`dir: "/out/{{ test_id }}"` with
+/// `loop_var: test_id`) means this item's value. Such variables were left as their text
+/// when the task's variables were resolved (the name was undefined then); they are
+/// rendered again here with the item. Only string variables that mention one of the
+/// item's names are looked at, so results and facts holding no such text are never
+/// touched.
+pub(super) fn with_item_vars(
+    templar: &Templar,
+    base: &minijinja::Value,
+    overlay: std::collections::BTreeMap<String, minijinja::Value>,
+) -> minijinja::Value {
+    let names: Vec<String> = overlay.keys().cloned().collect();
+    let mentions_item = |text: &str| is_template(text) && names.iter().any(|n| text.contains(n));
+    let mut pending: Vec<(String, String)> = base
+        .try_iter()
+        .into_iter()
+        .flatten()
+        .filter_map(|key| {
+            let name = key.as_str()?.to_string();
+            if overlay.contains_key(&name) {
+                return None;
+            }
+            let value = base.get_attr(&name).ok()?;
+            let text = value.as_str()?;
+            mentions_item(text).then(|| (name, text.to_string()))
+        })
+        .collect();
+    let mut resolved = overlay;
+    // A chain (`a: "{{ b }}"`, `b: "{{ item }}"`) settles in as many passes as it is long.
+    for _ in 0..MAX_TEMPLATE_DEPTH {
+        if pending.is_empty() {
+            break;
+        }
+        let context = minijinja::context! {
+            ..minijinja::Value::from(resolved.clone()),
+            ..base.clone()
+        };
+        let mut still = Vec::new();
+        let mut changed = false;
+        for (name, text) in pending {
+            match templar.render_value(&Value::String(text.clone()), &context) {
+                Ok(Value::String(new)) if new == text => {}
+                Ok(rendered) => {
+                    changed = true;
+                    if let Value::String(new) = &rendered
+                        && mentions_item(new)
+                    {
+                        still.push((name.clone(), new.clone()));
+                    }
+                    resolved.insert(name, minijinja::Value::from_serialize(&rendered));
+                }
+                // Still undefined (or failing): the task fails where it uses it.
+                Err(_) => still.push((name, text)),
+            }
+        }
+        if !changed {
+            break;
+        }
+        pending = still;
+    }
+    minijinja::context! { ..minijinja::Value::from(resolved), ..base.clone() }
+}
+
 fn holds_template(value: &Value) -> bool {
     match value {
         Value::String(s) => is_template(s),

@@ -192,7 +192,7 @@ pub(super) fn plan_items(
     let mut runs = Vec::with_capacity(item_list.len());
     for (index, item) in item_list.into_iter().enumerate() {
         let vars = match item {
-            Some(v) => item_vars(task, base, v, all_items, index),
+            Some(v) => item_vars(&ctx.templar, task, base, v, all_items, index),
             None => base.clone(),
         };
         let (raw_args, args, mut state, planned) =
@@ -224,6 +224,7 @@ pub(super) fn plan_items(
 /// A loop item's variables: the item under `loop_var`, plus `index_var` and
 /// `ansible_loop` when `loop_control` asks for them.
 pub(in crate::executor) fn item_vars(
+    templar: &crate::template::Templar,
     task: &Task,
     base: &minijinja::Value,
     item: &Value,
@@ -254,7 +255,7 @@ pub(in crate::executor) fn item_vars(
             minijinja::Value::from_serialize(&position),
         );
     }
-    minijinja::context! { ..minijinja::Value::from(overlay), ..base.clone() }
+    super::super::vars::with_item_vars(templar, base, overlay)
 }
 
 /// `loop_control.pause` in seconds, templated; `None` without a pause.

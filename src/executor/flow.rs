@@ -240,6 +240,7 @@ pub struct PlayRun<'a> {
     pub hosts: &'a [Arc<HostState>],
     pub play_hosts: &'a super::vars::PlayHosts,
     pub forks: &'a Arc<Semaphore>,
+    pub throttles: &'a Arc<super::Throttles>,
 }
 
 impl PlayRun<'_> {

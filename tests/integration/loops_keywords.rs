@@ -583,3 +583,52 @@ fn run_once_on_a_play_reaches_every_task_unless_a_task_says_otherwise() {
     assert_eq!(read(&hosts.dir("h2"), "each"), "h2\n");
     assert!(!out.stderr.contains("run_once"), "{}", out.stderr);
 }
+
+#[test]
+fn variables_naming_the_loop_variable_take_each_items_value() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  vars:
+    base: "~/h/out"
+    dir: "{{ base }}/{{ test_id }}"
+    named: "{{ dir }}-{{ idx }}"
+  tasks:
+    - file:
+        path: "{{ named }}"
+        state: directory
+      loop: [a, b]
+      loop_control:
+        loop_var: test_id
+        index_var: idx
+"#
+        ))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert!(hosts.dir("h").join("out/a-0").is_dir());
+    assert!(hosts.dir("h").join("out/b-1").is_dir());
+}
+
+#[test]
+fn throttle_holds_across_hosts_under_the_free_strategy() {
+    let hosts = LocalHosts::new(&["h1", "h2", "h3"]);
+    // `mkdir` fails when another host holds the directory: any overlap fails a host.
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  strategy: free
+  tasks:
+    - shell: mkdir ~/busy && sleep 0.3 && rmdir ~/busy
+      throttle: 1
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    for host in ["h1", "h2", "h3"] {
+        assert_eq!(out.recap(host).changed, 1, "{host}");
+    }
+}

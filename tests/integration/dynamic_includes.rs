@@ -396,3 +396,37 @@ fn an_included_role_after_a_static_use_shares_its_dependency_and_replaces_its_ha
     assert_contains(&out, "TASK [app : write second]");
     assert_eq!(out.stdout.matches("TASK [base : base for").count(), 1);
 }
+
+#[test]
+fn a_handler_that_includes_tasks_runs_them_when_notified() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .file(
+            "cleanup.yml",
+            "- copy: {dest: ~/h/cleaned, content: \"{{ what }}\"}\n",
+        )
+        // Never notified: its file names a module this platform lacks, as Ansible's own
+        // setup roles list Windows handlers beside POSIX ones.
+        .file("windows.yml", "- win_file: {path: x, state: absent}\n")
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - command: "true"
+      notify: clean
+  handlers:
+    - name: clean
+      include_tasks: cleanup.yml
+      vars: {what: done}
+      when: true
+    - name: clean windows
+      include_tasks: windows.yml
+"#
+        ))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(hosts.dir("h").join("cleaned")).unwrap(),
+        "done"
+    );
+}

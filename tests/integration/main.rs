@@ -2,8 +2,8 @@
 //! against a throw-away sshd where the ssh connection is what it checks (see support/).
 
 mod become_sudo;
-mod command_modules;
 mod cli_features;
+mod command_modules;
 mod connection;
 mod control_flow;
 mod debian_targets;

@@ -145,6 +145,10 @@ pub fn task_vars(
         vars.insert("ansible_role_name".into(), Value::from(role.name.clone()));
         vars.insert("role_path".into(), path);
     }
+    vars.insert(
+        "ansible_search_path".into(),
+        search_path(playbook, task).into(),
+    );
     connection_defaults(ctx, host, &mut vars);
     let hostvars = minijinja::Value::from_object(super::hostvars::HostVars::new(
         ctx.me.clone(),
@@ -317,6 +321,33 @@ fn holds_template(value: &Value) -> bool {
         Value::Object(map) => map.values().any(holds_template),
         _ => false,
     }
+}
+
+/// Ansible's `ansible_search_path`, where lookups and `first_found` look for relative
+/// names: the task's role, the directory of the file the task is written in, then the
+/// playbook's directory.
+fn search_path(playbook: &Playbook, task: &Task) -> Vec<String> {
+    let task_dir = task
+        .location
+        .file
+        .parent()
+        .map(|dir| playbook.dir.join(dir))
+        .filter(|dir| !dir.as_os_str().is_empty());
+    let mut dirs: Vec<String> = Vec::new();
+    let candidates = task.role.iter().map(|role| role.path.clone());
+    for dir in candidates.chain(task_dir).chain([playbook.dir.clone()]) {
+        // Absolute, as Ansible's: a lookup may run with another working directory.
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        let text = dir.display().to_string();
+        let text = match text.trim_end_matches('/') {
+            "" => "/".to_string(),
+            trimmed => trimmed.to_string(),
+        };
+        if !dirs.contains(&text) {
+            dirs.push(text);
+        }
+    }
+    dirs
 }
 
 fn magic_vars(

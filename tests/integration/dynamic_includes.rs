@@ -430,3 +430,29 @@ fn a_handler_that_includes_tasks_runs_them_when_notified() {
         "done"
     );
 }
+
+#[test]
+fn a_role_includes_its_sibling_found_by_first_found_along_the_search_path() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .file(
+            "roles/r/tasks/main.yml",
+            "- include_tasks: \"{{ lookup('first_found', ['nope.yml', 'other.yml']) }}\"\n\
+             - copy: {dest: ~/h/path, content: \"{{ ansible_search_path | to_json }}\"}\n",
+        )
+        .file(
+            "roles/r/tasks/other.yml",
+            "- copy: {dest: ~/h/other, content: found}\n",
+        )
+        .playbook(&format!("{PLAY_HEAD}  roles: [r]\n"))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&out, &hosts.dir("h"), "other"), "found");
+    let path: Vec<String> =
+        serde_json::from_str(&read(&out, &hosts.dir("h"), "path")).expect("a JSON list");
+    assert_eq!(path.len(), 3, "{path:?}");
+    assert!(path[0].ends_with("/roles/r"), "{path:?}");
+    assert!(path[1].ends_with("/roles/r/tasks"), "{path:?}");
+    assert!(path.iter().all(|p| p.starts_with('/')), "{path:?}");
+}

@@ -632,3 +632,29 @@ fn throttle_holds_across_hosts_under_the_free_strategy() {
         assert_eq!(out.recap(host).changed, 1, "{host}");
     }
 }
+
+#[test]
+fn retries_may_name_the_loop_variables() {
+    let hosts = LocalHosts::new(&["h"]);
+    // Item idx succeeds on its (idx + 2)th run, which its own retries allow.
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - shell: echo run >> ~/h/{{ name }} && wc -l < ~/h/{{ name }} | tr -d ' '
+      register: runs
+      until: runs.stdout | int == idx + 2
+      retries: "{{ idx + 1 }}"
+      delay: 0
+      loop: [a, b]
+      loop_control:
+        loop_var: name
+        index_var: idx
+"#
+        ))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts.dir("h"), "a"), "run\nrun\n");
+    assert_eq!(read(&hosts.dir("h"), "b"), "run\nrun\nrun\n");
+}

@@ -57,7 +57,12 @@ pub(super) fn prepare<'t>(
     // `no_log`/`ignore_errors` written as templates are decided here, per host.
     let decided = task.with_switches_decided(&ctx.templar, &base)?;
     let decided_task = decided.as_ref().unwrap_or(task);
-    let attempts = Attempts::of(decided_task, &ctx.templar, &base)?;
+    let attempts = match Attempts::of(decided_task, &ctx.templar, &base) {
+        Ok(attempts) => attempts,
+        // `retries: "{{ idx + 2 }}"` names the loop's variables: decided per item.
+        Err(_) if decided_task.loop_spec.is_some() => Attempts::ONCE,
+        Err(message) => return Err(message),
+    };
     let delegate = delegate_host(ctx, decided_task, &base)?;
     let mut loop_error = None;
     let items = match &decided_task.loop_spec {

@@ -240,6 +240,7 @@ pub struct PlayRun<'a> {
     pub hosts: &'a [Arc<HostState>],
     pub play_hosts: &'a super::vars::PlayHosts,
     pub forks: &'a Arc<Semaphore>,
+    pub throttles: &'a Arc<super::Throttles>,
 }
 
 impl PlayRun<'_> {
@@ -422,6 +423,12 @@ impl PlayRun<'_> {
                 name: self.banner(handler, handler.display_name(), &targets),
                 hosts: targets.len(),
             });
+            if handler.include.is_some() {
+                // The included tasks run at once, on the hosts that notified the handler;
+                // an end they ask for is the play's next meta task's business.
+                super::include::run(self, handler, targets, 0).await;
+                continue;
+            }
             run_task_on(self, task_ref.clone(), targets).await;
         }
         // A templated name that turned out to match nothing (Ansible stops the run here).

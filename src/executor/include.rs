@@ -138,7 +138,7 @@ fn evaluate(
         let mut false_condition = None;
         for (index, item) in listed.into_iter().enumerate() {
             let vars = match &item {
-                Some(v) => item_vars(task, &base, v, &all_items, index),
+                Some(v) => item_vars(&ctx.templar, task, &base, v, &all_items, index),
                 None => base.clone(),
             };
             match super::control::all_hold(&ctx.templar, task, &task.when, &vars) {

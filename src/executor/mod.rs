@@ -522,6 +522,7 @@ async fn run_batch(
     for host in hosts {
         *host.flow.lock().expect("flow lock") = flow::Flow::default();
     }
+    let throttles = Arc::new(Throttles::default());
     let run = flow::PlayRun {
         ctx,
         playbook,
@@ -529,6 +530,7 @@ async fn run_batch(
         hosts,
         play_hosts,
         forks: &forks,
+        throttles: &throttles,
     };
     let Some(task_indexes) = tasks_to_run(play, &ctx.opts.tags, &ctx.start_at) else {
         // --start-at-task has not matched yet: nothing of this play runs, not even facts.
@@ -609,6 +611,7 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
         let ctx = run.ctx.clone();
         let playbook = run.playbook.clone();
         let forks = run.forks.clone();
+        let throttles = run.throttles.clone();
         let play_hosts = run.play_hosts.clone();
         let play_index = run.play_index;
         let task_indexes = task_indexes.to_vec();
@@ -621,6 +624,7 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
                 hosts: &single,
                 play_hosts: &play_hosts,
                 forks: &forks,
+                throttles: &throttles,
             };
             let play = &playbook.plays[play_index];
             for task_index in task_indexes {
@@ -838,6 +842,29 @@ fn throttled_to(
     }
 }
 
+/// The `throttle` of each task of a play, shared by every host that runs the task: under
+/// `strategy: free` the hosts reach it at different moments, each on its own, and the
+/// limit must still hold across them.
+#[derive(Default)]
+pub(crate) struct Throttles(Mutex<HashMap<usize, Arc<Semaphore>>>);
+
+impl Throttles {
+    fn of(&self, task: &TaskRef, limit: u64) -> Arc<Semaphore> {
+        let new = || Arc::new(Semaphore::new(usize::try_from(limit).unwrap_or(usize::MAX)));
+        match task {
+            TaskRef::Task(index) => self
+                .0
+                .lock()
+                .expect("throttles lock")
+                .entry(*index)
+                .or_insert_with(new)
+                .clone(),
+            // Handlers and included tasks run for their hosts together in one call.
+            TaskRef::Handler(_) | TaskRef::Synthetic(_) => new(),
+        }
+    }
+}
+
 /// Runs one task on the given hosts, at most `--forks` (and its `throttle`) at once, and
 /// waits for all. A `run_once` task runs on the first host and its result is copied to
 /// the others.
@@ -878,8 +905,7 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
             return;
         }
     };
-    let throttle =
-        throttle.map(|n| Arc::new(Semaphore::new(usize::try_from(n).unwrap_or(usize::MAX))));
+    let throttle = throttle.map(|n| run.throttles.of(&task, n));
     let mut jobs = JoinSet::new();
     let mut job_hosts = HashMap::new();
     for host in &hosts {

@@ -145,6 +145,10 @@ pub fn task_vars(
         vars.insert("ansible_role_name".into(), Value::from(role.name.clone()));
         vars.insert("role_path".into(), path);
     }
+    vars.insert(
+        "ansible_search_path".into(),
+        search_path(playbook, task).into(),
+    );
     connection_defaults(ctx, host, &mut vars);
     let hostvars = minijinja::Value::from_object(super::hostvars::HostVars::new(
         ctx.me.clone(),
@@ -246,6 +250,70 @@ fn resolve_nested_templates(
     failed.into_iter().collect()
 }
 
+/// A loop item's variables over the task's: Ansible templates variables lazily, so one
+/// whose template names the loop variable (`dir: "/out/{{ test_id }}"` with
+/// `loop_var: test_id`) means this item's value. Such variables were left as their text
+/// when the task's variables were resolved (the name was undefined then); they are
+/// rendered again here with the item. Only string variables that mention one of the
+/// item's names are looked at, so results and facts holding no such text are never
+/// touched.
+pub(super) fn with_item_vars(
+    templar: &Templar,
+    base: &minijinja::Value,
+    overlay: std::collections::BTreeMap<String, minijinja::Value>,
+) -> minijinja::Value {
+    let names: Vec<String> = overlay.keys().cloned().collect();
+    let mentions_item = |text: &str| is_template(text) && names.iter().any(|n| text.contains(n));
+    let mut pending: Vec<(String, String)> = base
+        .try_iter()
+        .into_iter()
+        .flatten()
+        .filter_map(|key| {
+            let name = key.as_str()?.to_string();
+            if overlay.contains_key(&name) {
+                return None;
+            }
+            let value = base.get_attr(&name).ok()?;
+            let text = value.as_str()?;
+            mentions_item(text).then(|| (name, text.to_string()))
+        })
+        .collect();
+    let mut resolved = overlay;
+    // A chain (`a: "{{ b }}"`, `b: "{{ item }}"`) settles in as many passes as it is long.
+    for _ in 0..MAX_TEMPLATE_DEPTH {
+        if pending.is_empty() {
+            break;
+        }
+        let context = minijinja::context! {
+            ..minijinja::Value::from(resolved.clone()),
+            ..base.clone()
+        };
+        let mut still = Vec::new();
+        let mut changed = false;
+        for (name, text) in pending {
+            match templar.render_value(&Value::String(text.clone()), &context) {
+                Ok(Value::String(new)) if new == text => {}
+                Ok(rendered) => {
+                    changed = true;
+                    if let Value::String(new) = &rendered
+                        && mentions_item(new)
+                    {
+                        still.push((name.clone(), new.clone()));
+                    }
+                    resolved.insert(name, minijinja::Value::from_serialize(&rendered));
+                }
+                // Still undefined (or failing): the task fails where it uses it.
+                Err(_) => still.push((name, text)),
+            }
+        }
+        if !changed {
+            break;
+        }
+        pending = still;
+    }
+    minijinja::context! { ..minijinja::Value::from(resolved), ..base.clone() }
+}
+
 fn holds_template(value: &Value) -> bool {
     match value {
         Value::String(s) => is_template(s),
@@ -253,6 +321,33 @@ fn holds_template(value: &Value) -> bool {
         Value::Object(map) => map.values().any(holds_template),
         _ => false,
     }
+}
+
+/// Ansible's `ansible_search_path`, where lookups and `first_found` look for relative
+/// names: the task's role, the directory of the file the task is written in, then the
+/// playbook's directory.
+fn search_path(playbook: &Playbook, task: &Task) -> Vec<String> {
+    let task_dir = task
+        .location
+        .file
+        .parent()
+        .map(|dir| playbook.dir.join(dir))
+        .filter(|dir| !dir.as_os_str().is_empty());
+    let mut dirs: Vec<String> = Vec::new();
+    let candidates = task.role.iter().map(|role| role.path.clone());
+    for dir in candidates.chain(task_dir).chain([playbook.dir.clone()]) {
+        // Absolute, as Ansible's: a lookup may run with another working directory.
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        let text = dir.display().to_string();
+        let text = match text.trim_end_matches('/') {
+            "" => "/".to_string(),
+            trimmed => trimmed.to_string(),
+        };
+        if !dirs.contains(&text) {
+            dirs.push(text);
+        }
+    }
+    dirs
 }
 
 fn magic_vars(

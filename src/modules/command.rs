@@ -241,7 +241,7 @@ fn is_check_mode_skip(x: &ExecOutcome) -> bool {
 }
 
 /// Python's `str.splitlines()` for the line breaks commands print.
-fn python_splitlines(s: &str) -> Vec<&str> {
+pub(super) fn python_splitlines(s: &str) -> Vec<&str> {
     let mut lines = Vec::new();
     let mut start = 0;
     let bytes = s.as_bytes();

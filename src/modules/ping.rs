@@ -21,9 +21,12 @@ impl Module for Ping {
     }
 
     fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        // Ansible's documented way to make ping fail on purpose.
+        // Ansible's documented way to make ping fail on purpose: its module raises, and
+        // 2.19+ words an exception raised by a module this way.
         if args.str("data") == Some("crash") {
-            return Ok(Plan::Done(TaskOutcome::failed("boom")));
+            return Ok(Plan::Done(TaskOutcome::failed(
+                "Task failed: Module failed: boom",
+            )));
         }
         Ok(Plan::Remote(Op::Stat {
             path: "~".into(),
@@ -91,5 +94,6 @@ mod tests {
             panic!()
         };
         assert!(out.failed);
+        assert_eq!(out.msg.as_deref(), Some("Task failed: Module failed: boom"));
     }
 }

@@ -15,9 +15,9 @@ use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, apt, assert, blockinfile,
     command, copy, deb822_repository, debconf, debug, dnf, dpkg_selections, fetch, file, include,
-    include_vars, inventory_edit, lineinfile, meta, package, package_facts, pause, ping, pip,
-    replace, rpm_key, service, service_facts, set_fact, setup, slurp, stat, systemd, sysvinit,
-    template, yum_repository,
+    include_vars, inventory_edit, lineinfile, meta, package, package_facts, pause, ping, pip, raw,
+    replace, rpm_key, script, service, service_facts, set_fact, setup, slurp, stat, systemd,
+    sysvinit, template, yum_repository,
 };
 
 /// What turbo-play does with one of Ansible's modules.

@@ -3,7 +3,7 @@
 //! as `ansible_facts` with every name prefixed `ansible_`.
 
 use serde_json::{Map, Value};
-use turbo_proto::{FactValue, Op, OpResult};
+use turbo_proto::{Command, Exec, FactValue, Op, OpResult};
 
 use super::spec::{Arg, Elem, Spec};
 use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, Shown, TaskOutcome, unexpected};
@@ -35,16 +35,40 @@ impl Module for Setup {
         Caps::TASK.shown(Shown::Nothing)
     }
 
-    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        Ok(Plan::Remote(Op::Facts {
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let facts = Op::Facts {
             subsets: gather_subset(args),
-        }))
+        };
+        if !wants_python(&gather_subset(args)) {
+            return Ok(Plan::Remote(facts));
+        }
+        let interpreter = ctx
+            .vars
+            .and_then(|vars| vars.get_attr("ansible_python_interpreter").ok())
+            .and_then(|v| v.as_str().map(str::to_string))
+            .filter(|p| !p.is_empty() && !crate::template::is_template(p));
+        Ok(Plan::Remote(Op::Batch(vec![
+            facts,
+            python_probe(interpreter.as_deref()),
+        ])))
     }
 
     fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
-        let OpResult::Facts(facts) = result else {
+        let (result, python) = match result {
+            OpResult::Batch(mut replies) if replies.len() == 2 => {
+                let probe = replies.pop();
+                (replies.remove(0), probe.and_then(python_facts))
+            }
+            other => (other, None),
+        };
+        let OpResult::Facts(mut facts) = result else {
             return unexpected(self.name(), result);
         };
+        if let Some((python, version)) = python {
+            facts.retain(|(name, _)| name != "python" && name != "python_version");
+            facts.push(("python".into(), python));
+            facts.push(("python_version".into(), version));
+        }
         let (subsets, filters) = (gather_subset(args), trimmed(args, "filter"));
         // fnmatch, as ansible_collector.py: no `~regex` here, unlike host patterns.
         let matchers: Vec<Pattern> = filters
@@ -75,6 +99,97 @@ impl Module for Setup {
         TaskOutcome {
             data,
             ..TaskOutcome::default()
+        }
+    }
+}
+
+/// Interpreters tried when the host sets no `ansible_python_interpreter`: Ansible's
+/// `INTERPRETER_PYTHON_FALLBACK`.
+const PYTHON_FALLBACK: &[&str] = &[
+    "python3.14",
+    "python3.13",
+    "python3.12",
+    "python3.11",
+    "python3.10",
+    "python3.9",
+    "/usr/bin/python3",
+    "python3",
+];
+
+/// What Ansible's python fact collector reports, printed as JSON by the interpreter
+/// itself (with `platform.python_version()`, the `python_version` fact).
+const PYTHON_FACTS: &str = "import sys, json, platform\n\
+try:\n    import ssl\n    h = hasattr(ssl, \"SSLContext\")\n\
+except Exception:\n    h = False\n\
+v = sys.version_info\n\
+print(json.dumps({\"version\": {\"major\": v[0], \"minor\": v[1], \"micro\": v[2], \
+\"releaselevel\": v[3], \"serial\": v[4]}, \"version_info\": list(v), \
+\"executable\": sys.executable, \"has_sslcontext\": h, \"type\": sys.implementation.name, \
+\"python_version\": platform.python_version()}))\n";
+
+/// Ansible's `python` facts come from the interpreter its modules run with. turbo-play
+/// needs none, so it asks the one Ansible would use, when the host has one (the first
+/// of the fallbacks that answers: a shim that cannot run is passed over); the `min`
+/// subset (always gathered unless `!min`) holds them.
+fn wants_python(subsets: &[String]) -> bool {
+    !subsets.iter().any(|s| s.trim() == "!min")
+}
+
+fn python_probe(interpreter: Option<&str>) -> Op {
+    let candidates: Vec<String> = match interpreter {
+        Some(one) => vec![one.to_string()],
+        None => PYTHON_FALLBACK.iter().map(|p| p.to_string()).collect(),
+    };
+    let quoted: Vec<String> = candidates
+        .iter()
+        .map(|c| format!("'{}'", c.replace('\'', "'\\''")))
+        .collect();
+    let script = format!(
+        "for p in {}; do command -v \"$p\" >/dev/null 2>&1 && \"$p\" -c '{PYTHON_FACTS}' 2>/dev/null && exit 0; done; exit 127",
+        quoted.join(" ")
+    );
+    Op::Exec(Exec {
+        command: Command::Shell {
+            script,
+            executable: None,
+        },
+        chdir: None,
+        creates: None,
+        removes: None,
+        env: Vec::new(),
+        stdin: None,
+        umask: None,
+    })
+}
+
+/// The probe's answer as the `python` and `python_version` facts; nothing when the host
+/// has no interpreter (Ansible could not have gathered facts there at all).
+fn python_facts(reply: OpResult) -> Option<(FactValue, FactValue)> {
+    let OpResult::Exec(x) = reply else {
+        return None;
+    };
+    if !x.ran || x.rc != 0 {
+        return None;
+    }
+    let Ok(Value::Object(mut found)) = serde_json::from_slice::<Value>(&x.stdout) else {
+        return None;
+    };
+    let version = found.remove("python_version")?;
+    Some((from_json(Value::Object(found)), from_json(version)))
+}
+
+fn from_json(value: Value) -> FactValue {
+    match value {
+        Value::Null => FactValue::Null,
+        Value::Bool(b) => FactValue::Bool(b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => FactValue::Int(i),
+            None => FactValue::Float(n.as_f64().unwrap_or_default()),
+        },
+        Value::String(s) => FactValue::Str(s),
+        Value::Array(items) => FactValue::List(items.into_iter().map(from_json).collect()),
+        Value::Object(map) => {
+            FactValue::Map(map.into_iter().map(|(k, v)| (k, from_json(v))).collect())
         }
     }
 }
@@ -158,23 +273,84 @@ mod tests {
     }
 
     #[test]
+    fn the_python_probe_answer_becomes_the_python_facts() {
+        let args = crate::modules::check(&Setup, json!({}));
+        let probe = OpResult::Exec(turbo_proto::ExecOutcome {
+            ran: true,
+            rc: 0,
+            stdout: br#"{"version": {"major": 3}, "version_info": [3, 12, 1, "final", 0], "executable": "/usr/bin/python3", "has_sslcontext": true, "type": "cpython", "python_version": "3.12.1"}"#.to_vec(),
+            stderr: Vec::new(),
+            start_unix_micros: 0,
+            duration_micros: 0,
+            msg: String::new(),
+        });
+        let out = Setup.finish(
+            &args,
+            OpResult::Batch(vec![OpResult::Facts(Vec::new()), probe]),
+        );
+        let facts = &out.data["ansible_facts"];
+        assert_eq!(facts["ansible_python_version"], json!("3.12.1"));
+        assert_eq!(
+            facts["ansible_python"]["executable"],
+            json!("/usr/bin/python3")
+        );
+        assert_eq!(facts["ansible_python"]["version_info"][3], json!("final"));
+        assert!(facts["ansible_python"].get("python_version").is_none());
+        // No interpreter on the host: no python facts, the rest as gathered.
+        let none = OpResult::Exec(turbo_proto::ExecOutcome {
+            ran: true,
+            rc: 127,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            start_unix_micros: 0,
+            duration_micros: 0,
+            msg: String::new(),
+        });
+        let out = Setup.finish(
+            &args,
+            OpResult::Batch(vec![OpResult::Facts(Vec::new()), none]),
+        );
+        assert!(out.data["ansible_facts"].get("ansible_python").is_none());
+    }
+
+    /// The facts op of a plan that also asks the host's Python.
+    fn facts_op(op: Op) -> Op {
+        match op {
+            Op::Batch(mut ops) if ops.len() == 2 => {
+                assert!(matches!(ops[1], Op::Exec(_)), "{ops:?}");
+                ops.remove(0)
+            }
+            other => panic!("facts and a python probe, got {other:?}"),
+        }
+    }
+
+    #[test]
     fn plans_one_facts_op_with_the_subsets() {
         assert_eq!(
-            plan(json!({})),
+            facts_op(plan(json!({}))),
             Op::Facts {
                 subsets: vec!["all".into()]
             }
         );
         assert_eq!(
-            plan(json!({"gather_subset": "!all, network"})),
+            facts_op(plan(json!({"gather_subset": "!all, network"}))),
             Op::Facts {
                 subsets: vec!["!all".into(), "network".into()]
             }
         );
         assert_eq!(
-            plan(json!({"gather_subset": ["min"], "gather_timeout": 10})),
+            facts_op(plan(
+                json!({"gather_subset": ["min"], "gather_timeout": 10})
+            )),
             Op::Facts {
                 subsets: vec!["min".into()]
+            }
+        );
+        // Without `min` Ansible gathers no python facts: nothing to ask.
+        assert_eq!(
+            plan(json!({"gather_subset": ["!min", "network"]})),
+            Op::Facts {
+                subsets: vec!["!min".into(), "network".into()]
             }
         );
         assert_eq!(

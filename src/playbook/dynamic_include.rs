@@ -232,11 +232,13 @@ impl Loader<'_> {
         value: &Node,
         inherited: &Inherited,
     ) -> Result<Task, LoadError> {
-        if inherited.handler {
+        // A handler that includes tasks runs them when notified; a role's handlers
+        // arriving from inside a handler are not run here yet.
+        if inherited.handler && kind == "include_role" {
             return Err(self.err(
                 item.span,
                 format!("{kind} in handlers is not supported yet"),
-                Some("use import_tasks/import_role in handlers, or notify the included tasks' own handlers".into()),
+                Some("use import_role or include_tasks in handlers".into()),
             ));
         }
         let entries = item.as_map().unwrap_or_default();
@@ -396,7 +398,9 @@ impl Loader<'_> {
         written: &str,
         children: &Inherited,
     ) -> Result<(), LoadError> {
-        if !self.shared.check_includes || is_template(written) {
+        // A handler's file is loaded only if the handler is notified: a play may list
+        // handlers for other platforms (a `win_file` one) that never run here.
+        if !self.shared.check_includes || is_template(written) || children.handler {
             return Ok(());
         }
         let candidates = tasks_file_candidates(
@@ -704,12 +708,12 @@ mod tests {
     }
 
     #[test]
-    fn includes_in_handlers_are_refused() {
+    fn include_role_in_handlers_is_refused() {
         let dir = tree(&[(
             "site.yml",
-            "- hosts: all\n  handlers:\n    - name: h\n      include_tasks: x.yml\n",
+            "- hosts: all\n  handlers:\n    - name: h\n      include_role: {name: x}\n",
         )]);
         let e = load(&dir).unwrap_err();
-        assert_eq!(e.message, "include_tasks in handlers is not supported yet");
+        assert_eq!(e.message, "include_role in handlers is not supported yet");
     }
 }

@@ -96,13 +96,6 @@ impl Keyword {
         }
     }
 
-    const fn warned_on(self, places: Places) -> Keyword {
-        Keyword {
-            warned: places,
-            ..self
-        }
-    }
-
     /// A [`RunKeywords`] keyword: parsed by `Loader::run_keyword` wherever it is written.
     pub(super) fn is_run_keyword(&self) -> bool {
         RUN_KEYWORDS.contains(&self.name)
@@ -168,10 +161,8 @@ pub(super) const KEYWORDS: &[Keyword] = &[
     kw("any_errors_fatal", AROUND, Supported).inherited(),
     kw("ignore_unreachable", AROUND, Supported).inherited(),
     kw("throttle", AROUND, Supported).inherited(),
-    // `run_once` on a play would need every task to run once: not yet.
     kw("run_once", AROUND.or(D), Supported)
         .inherited()
-        .warned_on(P)
         .refused_on(D),
     kw("delegate_to", B.or(R).or(I).or(T), Supported)
         .inherited()

@@ -676,6 +676,29 @@ fn lookups() {
         [json!(role.join("vars/default.yml").display().to_string())]
     );
     assert!(t.query("first_found", &terms, &in_role).is_err());
+    // A role's tasks file names its siblings (`include_tasks: "{{ lookup('first_found',
+    // ...) }}"`): the task's directory is on `ansible_search_path`, and `paths` entries
+    // are searched along it too, path by path.
+    std::fs::create_dir_all(role.join("tasks")).unwrap();
+    std::fs::write(role.join("tasks/default.yml"), "").unwrap();
+    let role_task = MjValue::from_serialize(json!({
+        "playbook_dir": base.display().to_string(),
+        "ansible_search_path": [
+            role.display().to_string(),
+            role.join("tasks").display().to_string(),
+            base.display().to_string(),
+        ],
+    }));
+    let found = role.join("tasks/default.yml").display().to_string();
+    assert_eq!(
+        t.query("first_found", &terms, &role_task).unwrap(),
+        [json!(found)]
+    );
+    let with_paths = json!([{"files": ["debian.yml", "default.yml"], "paths": ["tasks"]}]);
+    assert_eq!(
+        t.query("first_found", &with_paths, &in_role).unwrap(),
+        [json!(found)]
+    );
     assert_eq!(
         r("{{ lookup('pipe', 'echo hi; pwd') }}"),
         format!("hi\n{}", std::fs::canonicalize(base).unwrap().display())

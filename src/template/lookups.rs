@@ -84,12 +84,24 @@ fn run(
         .or_else(|| base.map(Path::to_path_buf))
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_default();
-    let role_dir = state
-        .lookup("role_path")
-        .and_then(|v| v.as_str().map(PathBuf::from));
-    let base = SearchPath {
-        dirs: role_dir.into_iter().chain([playbook_dir]).collect(),
+    // The task's `ansible_search_path` when the executor gave one (role, the task's
+    // own file's directory, playbook), else the role's directory; the playbook's last.
+    let mut dirs: Vec<PathBuf> = match state.lookup("ansible_search_path") {
+        Some(listed) if listed.kind() == ValueKind::Seq => listed
+            .try_iter()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d.as_str().map(PathBuf::from))
+            .collect(),
+        _ => state
+            .lookup("role_path")
+            .and_then(|v| v.as_str().map(PathBuf::from))
+            .into_iter()
+            .collect(),
     };
+    dirs.retain(|d| *d != playbook_dir);
+    dirs.push(playbook_dir);
+    let base = SearchPath { dirs };
     // `ansible.builtin.file` is `file`.
     let name = name.strip_prefix("ansible.builtin.").unwrap_or(name);
     let results = match name {
@@ -377,23 +389,23 @@ fn first_found(
             files.push(s.to_string());
         }
     }
-    for name in &files {
-        let candidates: Vec<PathBuf> = if paths.is_empty() || Path::new(name).is_absolute() {
-            find(base, subdir, name).into_iter().collect()
-        } else {
-            paths
-                .iter()
-                .map(|dir| {
-                    let d = Path::new(dir);
-                    if d.is_absolute() {
-                        d.join(name)
-                    } else {
-                        base.playbook_dir().join(d).join(name)
-                    }
-                })
-                .collect()
-        };
-        if let Some(found) = candidates.into_iter().find(|p| p.exists()) {
+    // As Ansible: every path joined with every name (path by path), each then looked
+    // for along the search path like a name of its own.
+    let searched: Vec<String> = if paths.is_empty() {
+        files
+    } else {
+        paths
+            .iter()
+            .flat_map(|dir| dir.split(':').filter(|d| !d.is_empty()))
+            .flat_map(|dir| {
+                files
+                    .iter()
+                    .map(move |name| Path::new(dir).join(name).display().to_string())
+            })
+            .collect()
+    };
+    for name in &searched {
+        if let Some(found) = find(base, subdir, name) {
             return Ok(vec![MjValue::from(found.display().to_string())]);
         }
     }

@@ -396,3 +396,63 @@ fn an_included_role_after_a_static_use_shares_its_dependency_and_replaces_its_ha
     assert_contains(&out, "TASK [app : write second]");
     assert_eq!(out.stdout.matches("TASK [base : base for").count(), 1);
 }
+
+#[test]
+fn a_handler_that_includes_tasks_runs_them_when_notified() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .file(
+            "cleanup.yml",
+            "- copy: {dest: ~/h/cleaned, content: \"{{ what }}\"}\n",
+        )
+        // Never notified: its file names a module this platform lacks, as Ansible's own
+        // setup roles list Windows handlers beside POSIX ones.
+        .file("windows.yml", "- win_file: {path: x, state: absent}\n")
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - command: "true"
+      notify: clean
+  handlers:
+    - name: clean
+      include_tasks: cleanup.yml
+      vars: {what: done}
+      when: true
+    - name: clean windows
+      include_tasks: windows.yml
+"#
+        ))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(hosts.dir("h").join("cleaned")).unwrap(),
+        "done"
+    );
+}
+
+#[test]
+fn a_role_includes_its_sibling_found_by_first_found_along_the_search_path() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .file(
+            "roles/r/tasks/main.yml",
+            "- include_tasks: \"{{ lookup('first_found', ['nope.yml', 'other.yml']) }}\"\n\
+             - copy: {dest: ~/h/path, content: \"{{ ansible_search_path | to_json }}\"}\n",
+        )
+        .file(
+            "roles/r/tasks/other.yml",
+            "- copy: {dest: ~/h/other, content: found}\n",
+        )
+        .playbook(&format!("{PLAY_HEAD}  roles: [r]\n"))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&out, &hosts.dir("h"), "other"), "found");
+    let path: Vec<String> =
+        serde_json::from_str(&read(&out, &hosts.dir("h"), "path")).expect("a JSON list");
+    assert_eq!(path.len(), 3, "{path:?}");
+    assert!(path[0].ends_with("/roles/r"), "{path:?}");
+    assert!(path[1].ends_with("/roles/r/tasks"), "{path:?}");
+    assert!(path.iter().all(|p| p.starts_with('/')), "{path:?}");
+}

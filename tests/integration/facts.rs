@@ -144,3 +144,28 @@ fn an_unreachable_host_fails_at_gathering_facts() {
     assert_eq!(out.recap("good"), recap(2, 1));
     assert_eq!(file_text(&hosts.home().join("after")), "x");
 }
+
+#[test]
+fn python_facts_describe_the_hosts_interpreter() {
+    let hosts = LocalHosts::new(&["h"]);
+    let python = ["/usr/bin/python3", "/work/ansible-venv/bin/python"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(python) = python else {
+        eprintln!("skipped: no python3 on this machine");
+        return;
+    };
+    let inventory = format!("{} ansible_python_interpreter={python}\n", hosts.line("h"));
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all\n  tasks:\n    - copy:\n        dest: ~/h/python\n        content: \"{{ ansible_python.executable }} {{ ansible_python.version.major }} {{ ansible_python_version is match('3\\\\.') }}\"\n",
+        )
+        .inventory(&inventory)
+        .local_home(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        file_text(&hosts.dir("h").join("python")),
+        format!("{python} 3 True")
+    );
+}

@@ -560,3 +560,101 @@ fn add_host_and_group_by_change_the_inventory_for_later_plays() {
     );
     assert!(!hosts.dir("h2").join("grouped").exists());
 }
+
+#[test]
+fn run_once_on_a_play_reaches_every_task_unless_a_task_says_otherwise() {
+    let hosts = LocalHosts::new(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  run_once: yes
+  tasks:
+    - shell: echo {{ inventory_hostname }} >> ~/ran
+    - shell: echo {{ inventory_hostname }} >> ~/{{ inventory_hostname }}/each
+      run_once: false
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(hosts.home(), "ran"), "h1\n");
+    assert_eq!(read(&hosts.dir("h1"), "each"), "h1\n");
+    assert_eq!(read(&hosts.dir("h2"), "each"), "h2\n");
+    assert!(!out.stderr.contains("run_once"), "{}", out.stderr);
+}
+
+#[test]
+fn variables_naming_the_loop_variable_take_each_items_value() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  vars:
+    base: "~/h/out"
+    dir: "{{ base }}/{{ test_id }}"
+    named: "{{ dir }}-{{ idx }}"
+  tasks:
+    - file:
+        path: "{{ named }}"
+        state: directory
+      loop: [a, b]
+      loop_control:
+        loop_var: test_id
+        index_var: idx
+"#
+        ))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert!(hosts.dir("h").join("out/a-0").is_dir());
+    assert!(hosts.dir("h").join("out/b-1").is_dir());
+}
+
+#[test]
+fn throttle_holds_across_hosts_under_the_free_strategy() {
+    let hosts = LocalHosts::new(&["h1", "h2", "h3"]);
+    // `mkdir` fails when another host holds the directory: any overlap fails a host.
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  strategy: free
+  tasks:
+    - shell: mkdir ~/busy && sleep 0.3 && rmdir ~/busy
+      throttle: 1
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    for host in ["h1", "h2", "h3"] {
+        assert_eq!(out.recap(host).changed, 1, "{host}");
+    }
+}
+
+#[test]
+fn retries_may_name_the_loop_variables() {
+    let hosts = LocalHosts::new(&["h"]);
+    // Item idx succeeds on its (idx + 2)th run, which its own retries allow.
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - shell: echo run >> ~/h/{{ name }} && wc -l < ~/h/{{ name }} | tr -d ' '
+      register: runs
+      until: runs.stdout | int == idx + 2
+      retries: "{{ idx + 1 }}"
+      delay: 0
+      loop: [a, b]
+      loop_control:
+        loop_var: name
+        index_var: idx
+"#
+        ))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(read(&hosts.dir("h"), "a"), "run\nrun\n");
+    assert_eq!(read(&hosts.dir("h"), "b"), "run\nrun\nrun\n");
+}

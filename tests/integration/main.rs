@@ -5,6 +5,7 @@ mod apt_sources;
 mod become_su;
 mod become_sudo;
 mod cli_features;
+mod command_modules;
 mod connection;
 mod control_flow;
 mod debian_targets;

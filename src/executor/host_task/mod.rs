@@ -10,7 +10,7 @@ mod transport;
 use serde_json::{Map, Value};
 use turbo_proto::Op;
 
-use super::control::{Verdict, judge};
+use super::control::{Attempts, Verdict, judge};
 use super::{HostState, RunContext};
 use crate::connection::BecomeSpec;
 use crate::modules::{Args, Effect, Next, Plan, TaskOutcome};
@@ -132,6 +132,14 @@ pub(crate) async fn run(
         via,
         become_: become_.as_ref(),
     };
+    // A loop's `retries` and `delay` may name its variables: each item has its own.
+    let item_attempts: Vec<Attempts> = runs
+        .iter()
+        .map(|run| match (&task.loop_spec, &task.until) {
+            (Some(_), Some(_)) => Attempts::of(task, &ctx.templar, &run.vars).unwrap_or(*attempts),
+            _ => *attempts,
+        })
+        .collect();
     let mut running: Vec<usize> = (0..runs.len()).collect();
     let mut attempt = 1;
     loop {
@@ -144,7 +152,15 @@ pub(crate) async fn run(
             let (true, ItemState::Done(outcome)) = (run.planned, &mut run.state) else {
                 continue;
             };
-            if judge(task, &ctx.templar, &run.vars, outcome, attempt, *attempts) == Verdict::Retry {
+            if judge(
+                task,
+                &ctx.templar,
+                &run.vars,
+                outcome,
+                attempt,
+                item_attempts[i],
+            ) == Verdict::Retry
+            {
                 again.push(i);
             }
         }
@@ -157,14 +173,15 @@ pub(crate) async fn run(
                 task: task.display_name(),
                 item: runs[i].item.as_ref().map(outcome::item_label),
                 // Ansible counts the attempt about to start as made.
-                retries_left: attempts.total.saturating_sub(attempt + 1),
+                retries_left: item_attempts[i].total.saturating_sub(attempt + 1),
             });
             let run = &mut runs[i];
             let (args, state) = prepare::plan_args(ctx, playbook, task, &run.vars, &run.raw_args);
             run.args = args;
             run.state = state;
         }
-        tokio::time::sleep(attempts.delay).await;
+        let delay = again.iter().map(|&i| item_attempts[i].delay).max();
+        tokio::time::sleep(delay.unwrap_or_default()).await;
         attempt += 1;
         running = again;
     }

@@ -57,7 +57,12 @@ pub(super) fn prepare<'t>(
     // `no_log`/`ignore_errors` written as templates are decided here, per host.
     let decided = task.with_switches_decided(&ctx.templar, &base)?;
     let decided_task = decided.as_ref().unwrap_or(task);
-    let attempts = Attempts::of(decided_task, &ctx.templar, &base)?;
+    let attempts = match Attempts::of(decided_task, &ctx.templar, &base) {
+        Ok(attempts) => attempts,
+        // `retries: "{{ idx + 2 }}"` names the loop's variables: decided per item.
+        Err(_) if decided_task.loop_spec.is_some() => Attempts::ONCE,
+        Err(message) => return Err(message),
+    };
     let delegate = delegate_host(ctx, decided_task, &base)?;
     let mut loop_error = None;
     let items = match &decided_task.loop_spec {
@@ -217,7 +222,7 @@ pub(super) fn plan_items(
     let mut runs = Vec::with_capacity(item_list.len());
     for (index, item) in item_list.into_iter().enumerate() {
         let vars = match item {
-            Some(v) => item_vars(task, base, v, all_items, index),
+            Some(v) => item_vars(&ctx.templar, task, base, v, all_items, index),
             None => base.clone(),
         };
         let (raw_args, args, mut state, planned) =
@@ -249,6 +254,7 @@ pub(super) fn plan_items(
 /// A loop item's variables: the item under `loop_var`, plus `index_var` and
 /// `ansible_loop` when `loop_control` asks for them.
 pub(in crate::executor) fn item_vars(
+    templar: &crate::template::Templar,
     task: &Task,
     base: &minijinja::Value,
     item: &Value,
@@ -279,7 +285,7 @@ pub(in crate::executor) fn item_vars(
             minijinja::Value::from_serialize(&position),
         );
     }
-    minijinja::context! { ..minijinja::Value::from(overlay), ..base.clone() }
+    super::super::vars::with_item_vars(templar, base, overlay)
 }
 
 /// `loop_control.pause` in seconds, templated; `None` without a pause.

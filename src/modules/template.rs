@@ -139,6 +139,7 @@ impl Template {
         let asked = TextOptions {
             trim_blocks: args.bool("trim_blocks"),
             lstrip_blocks: args.bool("lstrip_blocks"),
+            ..TextOptions::default()
         };
         let (options, body) = asked
             .from_header(&text)

@@ -82,6 +82,10 @@ impl TemplateError {
 pub struct TextOptions {
     pub trim_blocks: bool,
     pub lstrip_blocks: bool,
+    /// Jinja's own: keep the source's final newline through Jinja. Off, Jinja drops it and
+    /// [`preserve_trailing_newlines`] pads the result back to as many newlines as the source
+    /// ended with, as Ansible does: `"{{ x }}\n"` with `x: "a\n"` is `"a\n"`, not `"a\n\n"`.
+    pub keep_trailing_newline: bool,
 }
 
 impl Default for TextOptions {
@@ -90,6 +94,7 @@ impl Default for TextOptions {
         TextOptions {
             trim_blocks: true,
             lstrip_blocks: false,
+            keep_trailing_newline: false,
         }
     }
 }
@@ -110,8 +115,7 @@ impl TextOptions {
             let slot = match key {
                 "trim_blocks" => &mut self.trim_blocks,
                 "lstrip_blocks" => &mut self.lstrip_blocks,
-                // Trailing newlines are kept as written whatever this says.
-                "keep_trailing_newline" => continue,
+                "keep_trailing_newline" => &mut self.keep_trailing_newline,
                 other => {
                     return Err(format!(
                         "#jinja2: header: '{other}' is not supported (trim_blocks, lstrip_blocks and keep_trailing_newline are)"
@@ -180,7 +184,7 @@ impl Templar {
     fn build(base_dir: Option<PathBuf>) -> Templar {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
-        env.set_keep_trailing_newline(true);
+        env.set_keep_trailing_newline(false);
         env.set_trim_blocks(true);
         // Ansible renders plain text: no HTML escaping whatever the template is called.
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
@@ -188,10 +192,12 @@ impl Templar {
         // playbooks call as if Jinja were Python.
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         // Values inside text print as Python's str() would: Ansible users' files hold
-        // `['a', 'b']`, `True` and `None`, not JSON.
+        // `['a', 'b']`, `True` and `[None]`, not JSON; but a None on its own prints as
+        // nothing, as Ansible's finalize makes it (`x{{ none }}y` is `xy`).
         env.set_formatter(|out, _state, value| {
             let written = match value.as_str() {
                 Some(s) => out.write_str(s),
+                None if value.is_none() => Ok(()),
                 None => out.write_str(&filters::python_str(value)),
             };
             written.map_err(|e| MjError::new(ErrorKind::WriteFailure, e.to_string()))
@@ -306,6 +312,7 @@ impl Templar {
         let mut env = self.env.clone();
         env.set_trim_blocks(options.trim_blocks);
         env.set_lstrip_blocks(options.lstrip_blocks);
+        env.set_keep_trailing_newline(options.keep_trailing_newline);
         self.render_in(&env, text, text, vars)
     }
 
@@ -858,6 +865,34 @@ mod unit_tests {
             json!("no templates here }}")
         );
         assert_eq!(t().render_value(&json!(5), &v).unwrap(), json!(5));
+    }
+
+    #[test]
+    fn a_values_final_newline_is_jinjas_to_drop_then_padded_back_as_ansible() {
+        // Checked with ansible-core 2.21.5 (set_fact, then debug).
+        let v = vars(json!({"x": "a\n"}));
+        assert_eq!(t().render_str("{{ x }}\n", &v).unwrap(), "a\n");
+        assert_eq!(t().render_str("{{ 'a' }}\n\n", &v).unwrap(), "a\n\n");
+        assert_eq!(
+            t().render_str("{% if true %}x{% endif %}\n", &v).unwrap(),
+            "x\n"
+        );
+        let (keep, body) = TextOptions::default()
+            .from_header("#jinja2: keep_trailing_newline: True\n{{ x }}\n")
+            .unwrap();
+        assert!(keep.keep_trailing_newline);
+        assert_eq!(t().render_file_text(body, &v, keep).unwrap(), "a\n\n");
+    }
+
+    #[test]
+    fn a_none_in_text_prints_as_nothing_but_inside_a_list_as_none() {
+        // Checked with ansible-core 2.21.5: debug of "x{{ n }}y {{ [n] }}" is "xy [None]".
+        let v = vars(json!({"n": null}));
+        assert_eq!(
+            t().render_str("x{{ n }}y {{ [n] }}", &v).unwrap(),
+            "xy [None]"
+        );
+        assert_eq!(t().render_str("{{ {'k': n} }}", &v).unwrap(), "{'k': None}");
     }
 
     #[test]

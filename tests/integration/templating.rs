@@ -83,7 +83,6 @@ name=nginx.conf
 ternary=many
 yaml=k:
 -   1
-
 ",
         "{}",
         out.stdout

@@ -15,6 +15,8 @@ use crate::template::{Templar, TemplateError};
 
 mod accounts;
 mod apt;
+mod assemble;
+mod assemble_fragments;
 mod assert;
 mod blockinfile;
 mod command;

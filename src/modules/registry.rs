@@ -41,7 +41,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("apt", Native(&apt::Apt)),
     ("apt_key", NOT_YET),
     ("apt_repository", NOT_YET),
-    ("assemble", NOT_YET),
+    ("assemble", Native(&super::assemble::Assemble)),
     ("assert", Native(&assert::Assert)),
     ("async_status", NOT_YET),
     ("blockinfile", Native(&blockinfile::BlockInFile)),

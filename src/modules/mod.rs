@@ -22,6 +22,8 @@ mod blockinfile;
 mod command;
 mod copy;
 mod copy_tree;
+mod cron;
+mod cron_tab;
 mod debconf;
 mod debug;
 mod dnf;

@@ -47,7 +47,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("blockinfile", Native(&blockinfile::BlockInFile)),
     ("command", Native(&command::CommandModule)),
     ("copy", Native(&copy::Copy)),
-    ("cron", NOT_YET),
+    ("cron", Native(&super::cron::Cron)),
     ("deb822_repository", NOT_YET),
     ("debconf", Native(&debconf::Debconf)),
     ("debug", Native(&debug::Debug)),

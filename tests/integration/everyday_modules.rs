@@ -2,6 +2,8 @@
 //! (`-c local`, recorded here as data): each task's registered result, the files left
 //! behind, the recap, and a second run that changes nothing Ansible's second run did not.
 
+use std::path::Path;
+
 use crate::support::hosts::LocalHosts;
 use crate::support::run::{Outcome, Recap, TestRun, recap};
 
@@ -194,4 +196,57 @@ fn assemble_does_what_ansible_did_and_a_rerun_changes_nothing() {
         &["as_badre"],
     );
     assert_eq!(again.recap("h"), expected(1), "{}", again.stdout);
+}
+
+/// cron on a Debian host (cron installed from the archive): the crontabs, cron files,
+/// results and recaps ansible-playbook left (tests/debian/cron-jobs/expected/).
+#[test]
+fn cron_edits_crontabs_and_cron_files_as_ansible_did() {
+    if !crate::support::debian::available("cron_edits_crontabs_and_cron_files_as_ansible_did") {
+        return;
+    }
+    let (host, first, again) = crate::support::debian_scenario::check("cron-jobs");
+    assert!(first.stdout.contains("TASK [cr_file2]"), "{}", first.stdout);
+    // Only check mode's prediction changes on the rerun, as in Ansible's.
+    assert_eq!(
+        again.stdout.matches("changed: [").count(),
+        1,
+        "{}",
+        again.stdout
+    );
+    assert!(host.stat("/etc/cron.d/gone").is_none());
+}
+
+/// Without a `crontab` program cron fails as Ansible's `get_bin_path` does, naming the
+/// target's search path (ansible-playbook 2.21 gave the same message on this controller).
+#[test]
+fn cron_without_crontab_names_the_search_path() {
+    let path = std::env::var("PATH").unwrap_or_default();
+    if path
+        .split(':')
+        .any(|d| Path::new(d).join("crontab").exists())
+    {
+        return;
+    }
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: c, cron: {name: x, job: /bin/true}, register: r, ignore_errors: true}\n    - {debug: {var: r.msg}}\n",
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    let mut dirs: Vec<&str> = path.split(':').filter(|d| !d.is_empty()).collect();
+    for extra in ["/sbin", "/usr/sbin", "/usr/local/sbin"] {
+        if !dirs.contains(&extra) {
+            dirs.push(extra);
+        }
+    }
+    crate::support::run::assert_contains(
+        &out,
+        &format!(
+            "\"r.msg\": \"Failed to find required executable \\\"crontab\\\" in paths: {}\"",
+            dirs.join(":")
+        ),
+    );
 }

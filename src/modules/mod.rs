@@ -64,6 +64,8 @@ mod sysvinit;
 mod tempfile;
 mod template;
 mod text_file;
+mod unarchive;
+mod unarchive_tar;
 mod user;
 mod user_commands;
 mod yum_repository;

@@ -98,7 +98,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("sysvinit", Native(&sysvinit::SysvInit)),
     ("tempfile", Native(&super::tempfile::Tempfile)),
     ("template", Native(&template::Template)),
-    ("unarchive", NOT_YET),
+    ("unarchive", Native(&super::unarchive::Unarchive)),
     ("uri", NOT_YET),
     ("user", Native(&super::user::User)),
     ("validate_argument_spec", NOT_YET),

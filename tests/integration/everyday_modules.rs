@@ -250,3 +250,172 @@ fn cron_without_crontab_names_the_search_path() {
         ),
     );
 }
+
+const UNARCHIVE_PLAYBOOK: &str = r####"- hosts: all
+  gather_facts: false
+  vars:
+    d: DIR
+  tasks:
+    - {name: dirs, file: {path: "{{ d }}/{{ item }}", state: directory}, loop: [gz, xz, plain, strip, ex, remote]}
+    - {name: ua_gz, unarchive: {src: app.tgz, dest: "{{ d }}/gz", list_files: true}, register: ua_gz}
+    - {name: ua_xz, unarchive: {src: app.txz, dest: "{{ d }}/xz"}, register: ua_xz}
+    - {name: ua_tar, unarchive: {src: app.tar, dest: "{{ d }}/plain"}, register: ua_tar}
+    - {name: ua_strip, unarchive: {src: app.tgz, dest: "{{ d }}/strip", extra_opts: ["--strip-components=1"], list_files: true}, register: ua_strip}
+    - {name: ua_ex, unarchive: {src: app.tgz, dest: "{{ d }}/ex", exclude: ["*.log"], list_files: true}, register: ua_ex}
+    - {name: ua_copy, copy: {src: app.tgz, dest: "{{ d }}/app.tgz"}}
+    - {name: ua_remote, unarchive: {src: "{{ d }}/app.tgz", dest: "{{ d }}/remote", remote_src: true, keep_newer: true}, register: ua_remote}
+    - {name: ua_creates, unarchive: {src: app.tgz, dest: "{{ d }}/gz", creates: "{{ d }}/gz/tree"}, register: ua_creates}
+    - {name: ua_nodest, unarchive: {src: app.tgz, dest: "{{ d }}/nope"}, register: ua_nodest, ignore_errors: true}
+    - {name: ua_nosrc, unarchive: {src: "{{ d }}/nope.tgz", dest: "{{ d }}/gz", remote_src: true}, register: ua_nosrc, ignore_errors: true}
+    - {name: ua_check, unarchive: {src: app.tgz, dest: "{{ d }}/gz"}, register: ua_check, check_mode: true}
+    - name: results
+      debug:
+        msg: "{{ lookup('vars', item) | dict2items | rejectattr('key', 'in', ['invocation', 'diff', 'exception', 'src']) | items2dict }}"
+      loop: [ua_gz, ua_xz, ua_tar, ua_strip, ua_ex, ua_remote, ua_creates, ua_nodest, ua_nosrc, ua_check]
+"####;
+
+/// ansible-playbook 2.21's results (minus `invocation`, `diff`, `exception`, `src`), the
+/// uploaded archive's temporary path in `extract_results.cmd` written SRC.
+const UNARCHIVE_FIRST: &[(&str, &str)] = &[
+    (
+        "ua_gz",
+        r#"{"changed": true, "dest": "DIR/gz", "extract_results": {"cmd": ["/usr/bin/tar", "--extract", "-C", "DIR/gz", "-z", "-f", "SRC"], "err": "", "out": "", "rc": 0}, "failed": false, "files": ["tree/", "tree/one.txt", "tree/x.log", "tree/sub/", "tree/sub/two.txt"], "gid": 0, "group": "root", "handler": "TgzArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+    (
+        "ua_xz",
+        r#"{"changed": true, "dest": "DIR/xz", "extract_results": {"cmd": ["/usr/bin/tar", "--extract", "-C", "DIR/xz", "-f", "SRC"], "err": "", "out": "", "rc": 0}, "failed": false, "gid": 0, "group": "root", "handler": "TarArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+    (
+        "ua_tar",
+        r#"{"changed": true, "dest": "DIR/plain", "extract_results": {"cmd": ["/usr/bin/tar", "--extract", "-C", "DIR/plain", "-f", "SRC"], "err": "", "out": "", "rc": 0}, "failed": false, "gid": 0, "group": "root", "handler": "TarArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+    (
+        "ua_strip",
+        r#"{"changed": true, "dest": "DIR/strip", "extract_results": {"cmd": ["/usr/bin/tar", "--extract", "-C", "DIR/strip", "-z", "--show-transformed-names", "--strip-components=1", "-f", "SRC"], "err": "", "out": "", "rc": 0}, "failed": false, "files": ["", "one.txt", "x.log", "sub/", "sub/two.txt"], "gid": 0, "group": "root", "handler": "TgzArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+    (
+        "ua_ex",
+        r#"{"changed": true, "dest": "DIR/ex", "extract_results": {"cmd": ["/usr/bin/tar", "--extract", "-C", "DIR/ex", "-z", "--exclude=*.log", "-f", "SRC"], "err": "", "out": "", "rc": 0}, "failed": false, "files": ["tree/", "tree/one.txt", "tree/sub/", "tree/sub/two.txt"], "gid": 0, "group": "root", "handler": "TgzArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+    (
+        "ua_remote",
+        r#"{"changed": true, "dest": "DIR/remote", "extract_results": {"cmd": ["/usr/bin/tar", "--extract", "-C", "DIR/remote", "-z", "--keep-newer-files", "-f", "DIR/app.tgz"], "err": "", "out": "", "rc": 0}, "failed": false, "gid": 0, "group": "root", "handler": "TgzArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+    (
+        "ua_creates",
+        r#"{"changed": false, "failed": false, "msg": "skipped, since DIR/gz/tree exists", "skipped": true}"#,
+    ),
+    (
+        "ua_nodest",
+        r#"{"changed": false, "failed": true, "msg": "dest 'DIR/nope' must be an existing dir"}"#,
+    ),
+    (
+        "ua_nosrc",
+        r#"{"changed": false, "failed": true, "msg": "Source 'DIR/nope.tgz' does not exist"}"#,
+    ),
+    (
+        "ua_check",
+        r#"{"changed": false, "failed": false, "msg": "remote module (ansible.legacy.unarchive) does not support check mode when using gtar", "skipped": true}"#,
+    ),
+];
+
+/// The second run's results that differ from the first's.
+const UNARCHIVE_SECOND: &[(&str, &str)] = &[
+    (
+        "ua_gz",
+        r#"{"changed": false, "dest": "DIR/gz", "failed": false, "files": ["tree/", "tree/one.txt", "tree/x.log", "tree/sub/", "tree/sub/two.txt"], "gid": 0, "group": "root", "handler": "TgzArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+    (
+        "ua_xz",
+        r#"{"changed": false, "dest": "DIR/xz", "failed": false, "gid": 0, "group": "root", "handler": "TarArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+    (
+        "ua_tar",
+        r#"{"changed": false, "dest": "DIR/plain", "failed": false, "gid": 0, "group": "root", "handler": "TarArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+    (
+        "ua_strip",
+        r#"{"changed": false, "dest": "DIR/strip", "failed": false, "files": ["", "one.txt", "x.log", "sub/", "sub/two.txt"], "gid": 0, "group": "root", "handler": "TgzArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+    (
+        "ua_ex",
+        r#"{"changed": false, "dest": "DIR/ex", "failed": false, "files": ["tree/", "tree/one.txt", "tree/sub/", "tree/sub/two.txt"], "gid": 0, "group": "root", "handler": "TgzArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+    (
+        "ua_remote",
+        r#"{"changed": false, "dest": "DIR/remote", "failed": false, "gid": 0, "group": "root", "handler": "TgzArchive", "mode": "0755", "owner": "root", "size": 4096, "state": "directory", "uid": 0}"#,
+    ),
+];
+
+/// The archives of the unarchive playbook, built with the controller's GNU tar in a fixed
+/// member order (the listing order is part of the result).
+fn archives(run: TestRun) -> TestRun {
+    let work = tempfile::tempdir().unwrap();
+    for (name, text) in [
+        ("one.txt", "one\n"),
+        ("x.log", "log\n"),
+        ("sub/two.txt", "two\n"),
+    ] {
+        let path = work.path().join("tree").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let mut run = run;
+    for (flags, name) in [("czf", "app.tgz"), ("cJf", "app.txz"), ("cf", "app.tar")] {
+        let made = std::process::Command::new("tar")
+            .current_dir(work.path())
+            .args([flags, name, "--no-recursion"])
+            .args([
+                "tree/",
+                "tree/one.txt",
+                "tree/x.log",
+                "tree/sub/",
+                "tree/sub/two.txt",
+            ])
+            .status()
+            .unwrap();
+        assert!(made.success(), "tar {flags} {name}");
+        let bytes = std::fs::read(work.path().join(name)).unwrap();
+        run = run.file_bytes(&format!("files/{name}"), &bytes);
+    }
+    run
+}
+
+/// The run's output with the uploaded archive's temporary name written SRC.
+fn uploads_as_src(out: &Outcome) -> Outcome {
+    let temp = regex::Regex::new(r"/tmp/ansible-unarchive\.[A-Za-z0-9]+").unwrap();
+    Outcome {
+        code: out.code,
+        stdout: temp.replace_all(&out.stdout, "SRC").into_owned(),
+        stderr: out.stderr.clone(),
+    }
+}
+
+#[test]
+fn unarchive_unpacks_tar_archives_as_ansible_did_and_a_rerun_changes_nothing() {
+    let hosts = LocalHosts::new(&["h"]);
+    let dir = hosts.dir("h");
+    let dir_text = dir.to_str().unwrap();
+    let run = archives(TestRun::new().playbook(&UNARCHIVE_PLAYBOOK.replace("DIR", dir_text)))
+        .local_hosts(&hosts);
+    let expected = |changed| Recap {
+        ignored: 2,
+        skipped: 2,
+        ..recap(11, changed)
+    };
+    let first = uploads_as_src(&run.run());
+    first.assert_code(0);
+    assert_results(&first, dir_text, &[], UNARCHIVE_FIRST, &[]);
+    assert_eq!(first.recap("h"), expected(8), "{}", first.stdout);
+    let read = |p: &str| std::fs::read_to_string(dir.join(p)).unwrap();
+    assert_eq!(read("gz/tree/sub/two.txt"), "two\n");
+    assert_eq!(read("xz/tree/one.txt"), "one\n");
+    assert_eq!(read("strip/sub/two.txt"), "two\n");
+    assert!(!dir.join("ex/tree/x.log").exists());
+    assert_eq!(read("remote/tree/x.log"), "log\n");
+
+    let again = uploads_as_src(&run.run());
+    again.assert_code(0);
+    assert_results(&again, dir_text, UNARCHIVE_SECOND, UNARCHIVE_FIRST, &[]);
+    assert_eq!(again.recap("h"), expected(0), "{}", again.stdout);
+}

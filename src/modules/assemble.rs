@@ -347,7 +347,9 @@ fn result(
     data.insert("mode".into(), json!(mode_string(f.mode)));
     data.insert("state".into(), json!("file"));
     data.insert("size".into(), json!(f.size));
-    if let Some(diff) = f.diff {
+    // Ansible's assemble module has no diff; only the controller-side path, which hands
+    // the file to copy, shows one.
+    if let Some(diff) = f.diff.filter(|_| local) {
         data.insert(
             "diff".into(),
             json!({"before": diff.before.unwrap_or_default(), "after": diff.after,

@@ -10,6 +10,7 @@ mod connection;
 mod control_flow;
 mod debian_targets;
 mod dynamic_includes;
+mod everyday_modules;
 mod facts;
 mod fetch_find;
 mod file_modules;

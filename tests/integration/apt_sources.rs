@@ -22,3 +22,28 @@ fn deb822_repository_matches_ansible() {
             .is_none()
     );
 }
+
+#[test]
+fn apt_repository_matches_ansible() {
+    if !debian::available("apt_repository_matches_ansible") {
+        return;
+    }
+    let (host, _, _) = debian_scenario::check("aptrepo-lines");
+    // Each task that changes something writes every file back normalised: `## x` became
+    // `# # x` at the first task, then `# x` a comment of an empty disabled line.
+    let list = String::from_utf8(host.read("/etc/apt/sources.list")).unwrap();
+    assert_eq!(
+        list,
+        "#  # the local repository, off for now\ndeb [trusted=yes] file:/opt/turbo-repo ./ # local\n\n"
+    );
+    let mixed = String::from_utf8(host.read("/etc/apt/sources.list.d/mixed.list")).unwrap();
+    assert_eq!(
+        mixed,
+        "# kept\n# deb http://gone.invalid/debian stable main\n"
+    );
+    assert!(host.stat("/etc/apt/sources.list.d/gone.list").is_none());
+    assert!(
+        host.stat("/etc/apt/sources.list.d/check_invalid_debian.list")
+            .is_none()
+    );
+}

@@ -1,6 +1,7 @@
 //! APT sources on real Debian hosts (tests/debian/aptrepo-*/, recorded with
 //! ansible-playbook by tests/debian/record.sh): `deb822_repository`'s `.sources` files,
-//! byte for byte as Ansible writes them, and a rerun that changes nothing.
+//! `apt_repository`'s `.list` lines and `apt_key`'s keyrings, byte for byte as Ansible
+//! writes them, and a rerun that changes nothing.
 
 use crate::support::debian;
 use crate::support::debian_scenario;
@@ -46,4 +47,22 @@ fn apt_repository_matches_ansible() {
         host.stat("/etc/apt/sources.list.d/check_invalid_debian.list")
             .is_none()
     );
+}
+
+#[test]
+fn apt_key_matches_ansible() {
+    if !debian::available("apt_key_matches_ansible") {
+        return;
+    }
+    let (host, _, _) = debian_scenario::check("aptrepo-key");
+    let listed = host.check_output(&[
+        "apt-key",
+        "--keyring",
+        "/etc/apt/trusted.gpg.d/inline.gpg",
+        "adv",
+        "--list-public-keys",
+        "--keyid-format=long",
+    ]);
+    assert!(listed.contains("D6654FAA5FCAA0E6"), "{listed}");
+    assert!(host.read("/etc/apt/trusted.gpg.d/old.gpg").is_empty());
 }

@@ -146,7 +146,7 @@ fn find_binaries(request: Arc<Request>) -> Plan {
             };
             let out = text(&x.stdout);
             let mut lines = out.lines();
-            if lines.next() != Some("/usr/bin/apt-key") && !out.starts_with('/') {
+            if lines.next().is_none_or(|l| !l.starts_with('/')) {
                 return failed(
                     "Failed to find required executable \"apt-key\". Apt-key has been deprecated. See the deb822_repository as an alternative.",
                 );

@@ -387,7 +387,8 @@ fn apt_get_update(delay: i64) -> Op {
 }
 
 /// `apt-get update`, tried `update_cache_retries` times with Ansible's backoff (2^n
-/// seconds, at most the max delay); when every try failed the sources are put back.
+/// seconds, at most the max delay, before each new try; Ansible also sleeps after the
+/// last one, which changes nothing); when every try failed the sources are put back.
 fn update(
     request: Arc<Request>,
     out: TaskOutcome,
@@ -405,7 +406,17 @@ fn update(
                 &err
             }
         );
-        return Plan::Step(Op::Batch(revert.ops), Next::new(move |_| failed(msg)));
+        let warnings = out.data.get("warnings").cloned();
+        return Plan::Step(
+            Op::Batch(revert.ops),
+            Next::new(move |_| {
+                let mut failure = TaskOutcome::failed(msg);
+                if let Some(w) = warnings {
+                    failure.data.insert("warnings".into(), w);
+                }
+                Ok(Plan::Done(failure))
+            }),
+        );
     }
     let delay = if attempt == 0 {
         0
@@ -435,6 +446,22 @@ fn update(
                 return Ok(Plan::Done(out));
             }
             let err = String::from_utf8_lossy(&x.stderr).trim().to_string();
+            let mut out = out;
+            // Ansible's words; its delay has up to a second of randomness on top.
+            let next_delay = (1i64 << attempt.min(30)).min(request.max_delay);
+            let warnings = out
+                .data
+                .entry("warnings")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(list) = warnings {
+                list.push(json!(format!(
+                    "Failed to update cache after {} due to {err} retry, retrying",
+                    attempt + 1
+                )));
+                list.push(json!(format!(
+                    "Sleeping for {next_delay} seconds, before attempting to update the cache again"
+                )));
+            }
             Ok(update(request, out, revert, attempt + 1, err))
         }),
     )

@@ -218,6 +218,14 @@ fn absent_removes_the_line_and_an_emptied_file() {
         out.msg.as_deref(),
         Some("Failed to update apt cache after 5 retries: E: boom")
     );
+    assert_eq!(
+        out.data["warnings"][0],
+        json!("Failed to update cache after 1 due to E: boom retry, retrying")
+    );
+    assert_eq!(
+        out.data["warnings"][9],
+        json!("Sleeping for 12 seconds, before attempting to update the cache again")
+    );
 }
 
 #[test]

@@ -15,6 +15,8 @@ use crate::template::{Templar, TemplateError};
 
 mod accounts;
 mod apt;
+mod apt_key;
+mod apt_repository;
 mod assemble;
 mod assemble_fragments;
 mod assert;

@@ -13,11 +13,11 @@ use std::sync::LazyLock;
 
 use super::spec::{Spec, Unknown};
 use super::{
-    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, apt, assert, blockinfile,
-    command, copy, deb822_repository, debconf, debug, dnf, dpkg_selections, fetch, file, include,
-    include_vars, inventory_edit, lineinfile, meta, package, package_facts, pause, ping, pip, raw,
-    replace, rpm_key, script, service, service_facts, set_fact, setup, slurp, stat, systemd,
-    sysvinit, template, yum_repository,
+    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, apt, apt_key, apt_repository,
+    assert, blockinfile, command, copy, deb822_repository, debconf, debug, dnf, dpkg_selections,
+    fetch, file, include, include_vars, inventory_edit, lineinfile, meta, package, package_facts,
+    pause, ping, pip, raw, replace, rpm_key, script, service, service_facts, set_fact, setup,
+    slurp, stat, systemd, sysvinit, template, yum_repository,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -39,8 +39,8 @@ const NOT_YET: Entry = NotYet { free_form: false };
 static MODULES: &[(&str, Entry)] = &[
     ("add_host", Native(&inventory_edit::AddHost)),
     ("apt", Native(&apt::Apt)),
-    ("apt_key", NOT_YET),
-    ("apt_repository", NOT_YET),
+    ("apt_key", Native(&apt_key::AptKey)),
+    ("apt_repository", Native(&apt_repository::AptRepository)),
     ("assemble", Native(&super::assemble::Assemble)),
     ("assert", Native(&assert::Assert)),
     ("async_status", NOT_YET),

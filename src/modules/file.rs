@@ -6,8 +6,8 @@ use turbo_proto::{EnsurePath, FileKind, Op, OpResult, PathState};
 
 use super::spec::{Arg, Spec};
 use super::{
-    Args, Module, ModuleError, Plan, PlanContext, TaskOutcome, mode_string, ownership, parse_mode,
-    unexpected,
+    Args, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome, mode_string, ownership,
+    parse_mode, unexpected,
 };
 
 pub struct File;
@@ -24,7 +24,7 @@ static SPEC: Spec = Spec::new(&[
         .default_str("%Y%m%d%H%M.%S")
         .not_yet(),
     Arg::str("attributes").aliases(&["attr"]).not_yet(),
-    Arg::bool("follow").default_bool(true).not_yet(),
+    Arg::bool("follow").default_bool(true),
     Arg::bool("force").default_bool(false),
     Arg::str("group"),
     Arg::raw("mode"),
@@ -56,39 +56,37 @@ impl Module for File {
     }
 
     fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        let path = args.str("path").unwrap_or_default().to_string();
-        let mode = parse_mode(args.raw("mode").unwrap_or(&Value::Null))?;
-        let force = args.bool("force");
-        let recurse = args.bool("recurse");
-        let state = match args.str("state").unwrap_or("file") {
-            "file" => PathState::File,
-            "directory" => PathState::Directory,
-            "absent" => PathState::Absent,
-            "touch" => PathState::Touch,
-            "link" => PathState::Link {
-                target: args.str("src").map(str::to_string).ok_or_else(|| {
-                    ModuleError::Invalid("src is required when state is link".into())
-                })?,
-                force,
-            },
-            _ => return Err(ModuleError::NotSupported("state=hard")),
-        };
-        if recurse && state != PathState::Directory {
-            return Err(ModuleError::Invalid(
-                "recurse option requires state to be 'directory'".into(),
+        let wanted = Wanted::from_args(args)?;
+        let Some(state) = args.str("state") else {
+            // Ansible's default state is the path's own (a directory stays one), else
+            // `directory` for a recursion and `file` otherwise: look first.
+            let path = wanted.path.clone();
+            return Ok(Plan::Step(
+                Op::Stat {
+                    path,
+                    checksum: None,
+                    follow: wanted.follow,
+                },
+                Next::new(move |reply| {
+                    let state = match reply {
+                        OpResult::Stat(s) if s.exists && s.kind == FileKind::Directory => {
+                            "directory"
+                        }
+                        OpResult::Stat(s) if !s.exists && wanted.recurse => "directory",
+                        _ => "file",
+                    };
+                    wanted.plan(state)
+                }),
             ));
-        }
-        let recurse_parents = state == PathState::Directory;
-        Ok(Plan::Remote(Op::EnsurePath(EnsurePath {
-            path,
-            state,
-            mode,
-            recurse_parents,
-            owner: ownership(args),
-        })))
+        };
+        wanted.plan(state)
     }
 
     fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
+        let result = match result {
+            OpResult::Batch(results) => recursed(results),
+            other => other,
+        };
         if let OpResult::Error(e) = &result {
             // Ansible's file module fails naming the path (and a link's src).
             let mut out = TaskOutcome::failed(e.message.clone());
@@ -133,6 +131,122 @@ impl Module for File {
     }
 }
 
+/// What a file task asks for, before its state is known.
+struct Wanted {
+    path: String,
+    mode: Option<turbo_proto::FileMode>,
+    owner: turbo_proto::Ownership,
+    force: bool,
+    recurse: bool,
+    follow: bool,
+    src: Option<String>,
+}
+
+impl Wanted {
+    fn from_args(args: &Args) -> Result<Wanted, ModuleError> {
+        Ok(Wanted {
+            path: args.str("path").unwrap_or_default().to_string(),
+            mode: parse_mode(args.raw("mode").unwrap_or(&Value::Null))?,
+            owner: ownership(args),
+            force: args.bool("force"),
+            recurse: args.bool("recurse"),
+            follow: args.bool("follow"),
+            src: args.str("src").map(str::to_string),
+        })
+    }
+
+    fn plan(self, state: &str) -> Result<Plan, ModuleError> {
+        let state = match state {
+            "file" => PathState::File,
+            "directory" => PathState::Directory,
+            "absent" => PathState::Absent,
+            "touch" => PathState::Touch,
+            "link" => PathState::Link {
+                target: self.src.clone().ok_or_else(|| {
+                    ModuleError::Invalid("src is required when state is link".into())
+                })?,
+                force: self.force,
+            },
+            _ => return Err(ModuleError::NotSupported("state=hard")),
+        };
+        if self.recurse && state != PathState::Directory {
+            return Err(ModuleError::Invalid(
+                "recurse option requires state to be 'directory'".into(),
+            ));
+        }
+        let recurse_parents = state == PathState::Directory;
+        let top = Op::EnsurePath(EnsurePath {
+            path: self.path.clone(),
+            state,
+            mode: self.mode.clone(),
+            recurse_parents,
+            owner: self.owner.clone(),
+        });
+        if !self.recurse {
+            return Ok(Plan::Remote(top));
+        }
+        // Ansible's recursive_set_attributes: the directory first, then everything under
+        // it, listed once; with `follow` a link is described (and changed) by its target.
+        let list = Op::ListTree {
+            path: self.path.clone(),
+            max_depth: None,
+            follow: self.follow,
+            checksum: None,
+        };
+        Ok(Plan::Step(
+            list,
+            Next::new(move |reply| {
+                let entries = match reply {
+                    OpResult::Tree(tree) => tree.entries,
+                    OpResult::Error(e) => return Ok(Plan::Done(TaskOutcome::failed(e.message))),
+                    other => return Ok(Plan::Done(unexpected("file", other))),
+                };
+                let mut ops = vec![top];
+                ops.extend(entries.into_iter().filter_map(|entry| {
+                    let state = match entry.kind {
+                        FileKind::Directory => PathState::Directory,
+                        FileKind::File => PathState::File,
+                        // A link's own mode cannot be set on Linux, and special files are
+                        // left as they are.
+                        _ => return None,
+                    };
+                    Some(Op::EnsurePath(EnsurePath {
+                        path: entry.path,
+                        state,
+                        mode: self.mode.clone(),
+                        recurse_parents: false,
+                        owner: self.owner.clone(),
+                    }))
+                }));
+                Ok(Plan::Remote(Op::Batch(ops)))
+            }),
+        ))
+    }
+}
+
+/// A recursion's replies: the directory's outcome, changed if anything under it changed;
+/// the first failure fails the task.
+fn recursed(results: Vec<OpResult>) -> OpResult {
+    let mut changed = false;
+    let mut top = None;
+    for result in results {
+        match result {
+            OpResult::File(f) => {
+                changed |= f.changed;
+                top.get_or_insert(f);
+            }
+            other => return other,
+        }
+    }
+    match top {
+        Some(mut f) => {
+            f.changed = changed;
+            OpResult::File(f)
+        }
+        None => OpResult::Batch(Vec::new()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,7 +279,7 @@ mod tests {
             )
         );
         assert_eq!(
-            plan(json!({"dest": "/f"})).unwrap(),
+            plan(json!({"dest": "/f", "state": "file"})).unwrap(),
             op("/f", PathState::File, None, false)
         );
         assert_eq!(
@@ -193,10 +307,144 @@ mod tests {
                 false
             )
         );
+    }
+
+    fn stat_reply(path: &str, exists: bool, kind: FileKind) -> OpResult {
+        OpResult::Stat(turbo_proto::StatInfo {
+            path: path.into(),
+            exists,
+            kind,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn without_a_state_the_paths_own_is_kept_as_ansible_does() {
+        let Plan::Step(look, next) = plan(json!({"path": "/d", "mode": "0750"})).unwrap() else {
+            panic!("a file task without state looks first");
+        };
         assert_eq!(
-            plan(json!({"path": "/d", "state": "directory", "recurse": true})).unwrap(),
-            op("/d", PathState::Directory, None, true)
+            look,
+            Op::Stat {
+                path: "/d".into(),
+                checksum: None,
+                follow: true
+            }
         );
+        assert_eq!(
+            next.resume(stat_reply("/d", true, FileKind::Directory))
+                .unwrap(),
+            op(
+                "/d",
+                PathState::Directory,
+                Some(FileMode::Bits(0o750)),
+                true
+            )
+        );
+        let Plan::Step(_, next) = plan(json!({"path": "/f"})).unwrap() else {
+            panic!("looks first");
+        };
+        assert_eq!(
+            next.resume(stat_reply("/f", true, FileKind::File)).unwrap(),
+            op("/f", PathState::File, None, false)
+        );
+        // A missing path is `file` (which then fails as Ansible's does), or `directory`
+        // for a recursion.
+        let Plan::Step(_, next) = plan(json!({"path": "/n"})).unwrap() else {
+            panic!("looks first");
+        };
+        assert_eq!(
+            next.resume(stat_reply("/n", false, FileKind::Missing))
+                .unwrap(),
+            op("/n", PathState::File, None, false)
+        );
+        let Plan::Step(_, next) = plan(json!({"path": "/f", "recurse": true})).unwrap() else {
+            panic!("looks first");
+        };
+        assert_eq!(
+            next.resume(stat_reply("/f", true, FileKind::File))
+                .unwrap_err()
+                .to_string(),
+            "recurse option requires state to be 'directory'"
+        );
+    }
+
+    #[test]
+    fn recurse_sets_everything_under_the_directory_but_links() {
+        let Plan::Step(list, next) = plan(json!({
+            "path": "/d", "state": "directory", "recurse": true, "mode": "u+rwx", "follow": false
+        }))
+        .unwrap() else {
+            panic!("a recursion lists first");
+        };
+        assert_eq!(
+            list,
+            Op::ListTree {
+                path: "/d".into(),
+                max_depth: None,
+                follow: false,
+                checksum: None
+            }
+        );
+        let entry = |path: &str, kind| turbo_proto::StatInfo {
+            path: path.into(),
+            exists: true,
+            kind,
+            ..Default::default()
+        };
+        let tree = OpResult::Tree(turbo_proto::TreeListing {
+            root: entry("/d", FileKind::Directory),
+            entries: vec![
+                entry("/d/sub", FileKind::Directory),
+                entry("/d/sub/f", FileKind::File),
+                entry("/d/link", FileKind::Symlink),
+            ],
+            skipped: Vec::new(),
+        });
+        let mode = Some(FileMode::Symbolic("u+rwx".into()));
+        let ensure = |path: &str, state, parents| {
+            Op::EnsurePath(EnsurePath {
+                path: path.into(),
+                state,
+                mode: mode.clone(),
+                recurse_parents: parents,
+                owner: Default::default(),
+            })
+        };
+        assert_eq!(
+            next.resume(tree).unwrap(),
+            Plan::Remote(Op::Batch(vec![
+                ensure("/d", PathState::Directory, true),
+                ensure("/d/sub", PathState::Directory, false),
+                ensure("/d/sub/f", PathState::File, false),
+            ]))
+        );
+        let outcome = |path: &str, changed| {
+            OpResult::File(FileOutcome {
+                changed,
+                path: path.into(),
+                kind: FileKind::Directory,
+                mode: 0o755,
+                size: 0,
+                uid: 0,
+                gid: 0,
+                owner: "root".into(),
+                group: "root".into(),
+                diff: None,
+                backup_file: None,
+            })
+        };
+        let raw = json!({"path": "/d", "recurse": true});
+        let args = File
+            .spec()
+            .validate("file", raw.as_object().unwrap())
+            .unwrap();
+        let done = File.finish(
+            &args,
+            OpResult::Batch(vec![outcome("/d", false), outcome("/d/sub/f", true)]),
+        );
+        assert!(done.changed);
+        assert_eq!(done.data["path"], json!("/d"));
     }
 
     #[test]
@@ -219,7 +467,7 @@ mod tests {
             "state=hard is not supported yet"
         );
         assert_eq!(
-            msg(json!({"path": "/l", "recurse": true})),
+            msg(json!({"path": "/l", "state": "file", "recurse": true})),
             "recurse option requires state to be 'directory'"
         );
         assert_eq!(

@@ -161,3 +161,60 @@ fn a_directory_src_copies_the_tree_in_one_go_then_nothing_changes() {
     assert_eq!(third.recap("h"), recap(2, 1), "{}", third.stdout);
     assert_file(&home.join("etc/app/z.conf"), b"z = 26\n", 0o640);
 }
+
+/// `file` without `state` keeps a directory one (Ansible's default state is the path's own),
+/// and `recurse` sets the mode on everything under it but the links, with symbolic modes
+/// worked out per path (`g+rX` after `u+rwx` gives a file g+x too). The messages and
+/// modes are what ansible-playbook 2.21.5 gave on the same tree.
+#[test]
+fn file_recurse_and_the_default_state_as_ansible() {
+    use std::os::unix::fs::PermissionsExt;
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path().join("d");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    for file in ["a", "sub/b"] {
+        std::fs::write(d.join(file), "").unwrap();
+    }
+    for (path, mode) in [("a", 0o600), ("sub/b", 0o600), ("sub", 0o700), ("", 0o755)] {
+        std::fs::set_permissions(d.join(path), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    std::os::unix::fs::symlink("a", d.join("link")).unwrap();
+    let d = d.display();
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  tasks:
+    - file: {{path: {d}, mode: 'u+rwx,g+rX', recurse: true}}
+      register: r1
+    - file: {{path: {d}, mode: '0751'}}
+      register: r2
+    - file: {{path: {d}, mode: 'u+rwx,g+rX', recurse: true}}
+      register: r3
+    - debug: {{msg: \"{{{{ r1.changed }}}} {{{{ r1.state }}}} {{{{ r1.mode }}}} | {{{{ r2.changed }}}} {{{{ r2.state }}}} {{{{ r2.mode }}}} | {{{{ r3.changed }}}}\"}}
+"
+        ))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_contains(
+        &out,
+        "\"msg\": \"True directory 0755 | True directory 0751 | False\"",
+    );
+    let mode = |p: &str| {
+        std::fs::symlink_metadata(format!("{d}/{p}"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(
+        [
+            mode(""),
+            mode("a"),
+            mode("sub"),
+            mode("sub/b"),
+            mode("link")
+        ],
+        [0o751, 0o750, 0o750, 0o750, 0o777]
+    );
+}

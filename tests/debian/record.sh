@@ -57,7 +57,11 @@ etc_snapshot() {
     listing=$(mktemp)
     sums=$(mktemp)
     debian_host_run find /etc -mindepth 1 -printf '%P\0%y %m %u %g %l\0' >"$listing"
-    debian_host_run sh -c 'cd /etc && find . -type f -print0 | xargs -0r sha256sum --' >"$sums"
+    # As debian.rs's SNAPSHOT_SUMS: a shadow file's digest leaves out each entry's day of
+    # the last password change (the day the recording was made).
+    debian_host_run sh -c 'cd "$1" && find . -type f -print0 | xargs -0r sha256sum -- &&
+        for f in shadow shadow-; do [ -f "$f" ] || continue;
+        printf "%s  ./%s\n" "$(sed -E "s/^([^:]*:[^:]*:)[0-9]*:/\1:/" "$f" | sha256sum | cut -d" " -f1)" "$f"; done' sh /etc >"$sums"
     python3 - "$listing" "$sums" <<'PY'
 import sys
 fields = open(sys.argv[1], "rb").read().decode().split("\0")

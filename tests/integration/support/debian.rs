@@ -315,13 +315,7 @@ impl DebianHost {
             "%P\\0%y %m %u %g %l\\0",
         ]);
         // One sha256sum for every file: a process per file would cost seconds on /etc.
-        let sums = self.check_output(&[
-            "sh",
-            "-c",
-            "cd \"$1\" && find . -type f -print0 | xargs -0r sha256sum --",
-            "sh",
-            dir,
-        ]);
+        let sums = self.check_output(&["sh", "-c", SNAPSHOT_SUMS, "sh", dir]);
         let sums: std::collections::HashMap<&str, &str> = sums
             .lines()
             .filter_map(|l| l.split_once("  "))
@@ -349,6 +343,14 @@ impl DebianHost {
         lines.iter().map(|l| format!("{l}\n")).collect()
     }
 }
+
+/// The digests of every file under `$1` (sha256sum's lines), shadow files' digests last:
+/// those are of the file with each entry's day of the last password change left out, as
+/// that field is the day the account was made or changed, and a recording must stay true
+/// on another day. tests/debian/record.sh runs the same script.
+const SNAPSHOT_SUMS: &str = "cd \"$1\" && find . -type f -print0 | xargs -0r sha256sum -- && \
+     for f in shadow shadow-; do [ -f \"$f\" ] || continue; \
+     printf '%s  ./%s\\n' \"$(sed -E 's/^([^:]*:[^:]*:)[0-9]*:/\\1:/' \"$f\" | sha256sum | cut -d' ' -f1)\" \"$f\"; done";
 
 /// A file's type (stat's words: "regular file", "directory", ...), mode and owners.
 #[derive(Debug, Clone, PartialEq, Eq)]

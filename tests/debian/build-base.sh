@@ -181,7 +181,11 @@ for user in $USERS; do
     install -m 600 "$building/client_ed25519.pub" "$root/home/$user/.ssh/authorized_keys"
     in_root chown -R "$user:$user" "/home/$user/.ssh"
 done
-printf '%s\n' root $USERS | sed "s/\$/:$TEST_PASSWORD/" | in_root chpasswd
+# One fixed salt: every build of the base has the same /etc/shadow (chpasswd's random salt
+# would make each build's differ, and the Debian scenarios compare /etc's digests with
+# the ones recorded on another build).
+hash=$(in_root python3 -W ignore -c 'import crypt, sys; print(crypt.crypt(sys.argv[1], "$6$turbotestsalt$"))' "$TEST_PASSWORD")
+printf '%s\n' root $USERS | sed "s|\$|:$hash|" | in_root chpasswd -e
 in_root usermod -aG sudo admin
 echo 'deploy ALL=(ALL:ALL) NOPASSWD: ALL' >"$root/etc/sudoers.d/deploy"
 chmod 440 "$root/etc/sudoers.d/deploy"

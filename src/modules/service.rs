@@ -364,6 +364,7 @@ fn linux_service(args: Args, d: Detected, check: bool) -> Result<Plan, ModuleErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::service_run::test_support::section;
     use std::path::Path;
     use turbo_proto::{ExecOutcome, OpResult};
 
@@ -377,10 +378,6 @@ mod tests {
             duration_micros: 0,
             msg: String::new(),
         })
-    }
-
-    fn section(label: &str, rc: i32, out: &str) -> String {
-        format!("@@turbo-play-section {label} {rc}\n{out}\n@@turbo-play-section-err\n\n")
     }
 
     const DETECTED: &str = "bin.service=/usr/sbin/service\nbin.update-rc.d=/usr/sbin/update-rc.d\n\

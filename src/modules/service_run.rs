@@ -161,6 +161,37 @@ pub fn step(
     )
 }
 
+/// What the service modules' planner tests share: a step resumed with a probe's output,
+/// and one section of it as the probe prints it.
+#[cfg(test)]
+pub(super) mod test_support {
+    use super::super::Plan;
+    use turbo_proto::{ExecOutcome, OpResult};
+
+    pub fn resume(plan: Plan, text: &str) -> Plan {
+        let Plan::Step(_, next) = plan else {
+            panic!("{plan:?}")
+        };
+        next.resume(OpResult::Exec(ExecOutcome {
+            ran: true,
+            rc: 0,
+            stdout: text.as_bytes().to_vec(),
+            stderr: Vec::new(),
+            start_unix_micros: 0,
+            duration_micros: 0,
+            msg: String::new(),
+        }))
+        .unwrap()
+    }
+
+    pub fn section(label: &str, rc: i32, out: &str) -> String {
+        format!(
+            "{MARK} {label} {rc}\n{out}\n{MARK}-err\n\n",
+            MARK = super::MARK
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

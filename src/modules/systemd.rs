@@ -400,24 +400,8 @@ fn outcome(run: Run, extra: Map<String, Value>) -> TaskOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::service_run::test_support::resume;
     use std::path::Path;
-    use turbo_proto::{ExecOutcome, OpResult};
-
-    fn resume(plan: Plan, text: &str) -> Plan {
-        let Plan::Step(_, next) = plan else {
-            panic!("{plan:?}")
-        };
-        next.resume(OpResult::Exec(ExecOutcome {
-            ran: true,
-            rc: 0,
-            stdout: text.as_bytes().to_vec(),
-            stderr: Vec::new(),
-            start_unix_micros: 0,
-            duration_micros: 0,
-            msg: String::new(),
-        }))
-        .unwrap()
-    }
 
     fn script_of(plan: &Plan) -> String {
         match plan {

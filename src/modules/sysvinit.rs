@@ -284,28 +284,8 @@ fn plan_detected(args: Args, d: Detected, check: bool) -> Result<Plan, ModuleErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::service_run::test_support::{resume, section};
     use std::path::Path;
-    use turbo_proto::{ExecOutcome, OpResult};
-
-    fn resume(plan: Plan, text: &str) -> Plan {
-        let Plan::Step(_, next) = plan else {
-            panic!("{plan:?}")
-        };
-        next.resume(OpResult::Exec(ExecOutcome {
-            ran: true,
-            rc: 0,
-            stdout: text.as_bytes().to_vec(),
-            stderr: Vec::new(),
-            start_unix_micros: 0,
-            duration_micros: 0,
-            msg: String::new(),
-        }))
-        .unwrap()
-    }
-
-    fn section(label: &str, rc: i32, out: &str) -> String {
-        format!("@@turbo-play-section {label} {rc}\n{out}\n@@turbo-play-section-err\n\n")
-    }
 
     #[test]
     fn a_running_enabled_script_is_left_alone_with_ansibles_status_dict() {

@@ -2,6 +2,7 @@
 //! all in flight at once), one request per item with `loop_control.pause`, and the upload
 //! of file content the agent asked for.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
@@ -9,7 +10,7 @@ use turbo_proto::{CHUNK_BYTES, EnsureFile, FileContent, Op, OpResult};
 
 use super::super::SessionFailure;
 use super::prepare::{add_environment, agent_check_mode, check_mode, diff_mode, plan_context};
-use super::{HostState, ItemRun, ItemState, RunContext, Target};
+use super::{HostState, ItemRun, ItemState, RunContext, Target, squash};
 use crate::agent_session::AgentSession;
 use crate::modules::{Args, TaskOutcome};
 use crate::playbook::{Playbook, Task};
@@ -33,9 +34,12 @@ pub(super) async fn send_paced(
 ) -> bool {
     // Items whose plans look before they write (lineinfile in a loop over one file) go
     // one after another, as Ansible runs items: each must read what the one before wrote.
-    let stepwise = running
-        .iter()
-        .any(|&i| matches!(runs[i].state, ItemState::Step(..)));
+    // Package modules' items step together instead: each step's reads go as one batch,
+    // and their manager calls are squashed into one (`squash.rs`).
+    let stepwise = !target.task.module.caps().squash_loop
+        && running
+            .iter()
+            .any(|&i| matches!(runs[i].state, ItemState::Step(..)));
     if pause.is_none() && !stepwise {
         return send_remote(target, runs, running).await;
     }
@@ -70,6 +74,9 @@ pub(super) async fn send_remote(
         via,
         become_,
     } = *target;
+    let squash_loop = task.module.caps().squash_loop;
+    // Items whose shared call failed: they go on alone.
+    let mut solo: HashSet<usize> = HashSet::new();
     loop {
         let remote: Vec<usize> = running
             .iter()
@@ -92,16 +99,14 @@ pub(super) async fn send_remote(
                 return true;
             }
         };
-        let ops: Vec<Op> = remote
+        let requests = squash::requests(runs, &remote, squash_loop, &solo);
+        let ops: Vec<Op> = requests
             .iter()
-            .map(|&i| {
-                let mut op = runs[i]
-                    .state
-                    .op()
-                    .expect("filtered to remote items")
-                    .clone();
-                if !runs[i].env.is_empty() {
-                    add_environment(&mut op, &runs[i].env);
+            .map(|request| {
+                let mut op = request.op.clone();
+                let env = &runs[request.members[0]].env;
+                if !env.is_empty() {
+                    add_environment(&mut op, env);
                 }
                 op
             })
@@ -118,7 +123,18 @@ pub(super) async fn send_remote(
                 return false;
             }
         };
-        for (&i, result) in remote.iter().zip(results) {
+        let mut answers: Vec<(usize, OpResult)> = Vec::with_capacity(remote.len());
+        for (request, result) in requests.into_iter().zip(results) {
+            if request.members.len() > 1 && !squash::succeeded(&result) {
+                solo.extend(request.members);
+                continue;
+            }
+            for &i in &request.members {
+                answers.push((i, result.clone()));
+            }
+        }
+        answers.sort_by_key(|(i, _)| *i);
+        for (i, result) in answers {
             let state =
                 std::mem::replace(&mut runs[i].state, ItemState::Done(TaskOutcome::default()));
             runs[i].state = match state {

@@ -184,8 +184,11 @@ impl Next {
 pub struct Squash {
     pub key: String,
     pub names: Vec<String>,
-    pub build: Arc<dyn Fn(&[String]) -> Op + Send + Sync>,
+    pub build: SquashBuild,
 }
+
+/// The op over the names of every item that shares a [`Squash`].
+pub type SquashBuild = Arc<dyn Fn(&[String]) -> Op + Send + Sync>;
 
 impl Squash {
     /// A step every item may share as it is (one cache update for the whole loop).

@@ -346,3 +346,20 @@ fn sequence_takes_its_options_as_keywords_too() {
         json!(["x3", "x4"])
     );
 }
+
+#[test]
+fn combining_lookups_run_in_templates_as_in_loops() {
+    let p = Playbook::new(&[]);
+    assert_eq!(
+        p.value("lookup('indexed_items', ['a', 'b'])"),
+        json!([[0, "a"], [1, "b"]])
+    );
+    assert_eq!(
+        p.value("query('nested', ['a', 'b'], [1])"),
+        json!([["a", 1], ["b", 1]])
+    );
+    assert_eq!(
+        p.value("query('together', ['a', 'b'], [1])"),
+        json!([["a", 1], ["b", null]])
+    );
+}

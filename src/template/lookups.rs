@@ -39,6 +39,11 @@ pub const NAMES: &[&str] = &[
     "csvfile",
     "password",
     "config",
+    "nested",
+    "cartesian",
+    "together",
+    "subelements",
+    "indexed_items",
 ];
 
 pub fn register(
@@ -136,6 +141,14 @@ fn run(
         "csvfile" => super::csvfile_lookup::csvfile(&term_texts(terms), &kwargs, &|name| {
             find(&base, "files", name).filter(|p| p.is_file())
         }),
+        other if super::Combinator::from_lookup(other).is_some() => {
+            let combinator = super::Combinator::from_lookup(other).expect("matched");
+            let terms = serde_json::to_value(terms).map_err(|e| error(e.to_string()))?;
+            combinator
+                .items(terms)
+                .map(|items| items.into_iter().map(MjValue::from_serialize).collect())
+                .map_err(error)
+        }
         other => Err(error(format!(
             "lookup plugin '{other}' is not supported (supported: {})",
             NAMES.join(", ")

@@ -8,6 +8,8 @@
 //! in `lookups`; Python's string/list/dict methods come from minijinja-contrib's pycompat.
 
 mod chain;
+mod combining_lookups;
+pub use combining_lookups::Combinator;
 mod config_lookup;
 #[cfg(test)]
 mod dialect_tests;

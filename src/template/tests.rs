@@ -41,7 +41,9 @@ pub fn register(env: &mut Environment<'static>) {
     // Python's `os.path.exists` follows links (a broken one does not exist); `lexists`
     // does not.
     env.add_test("exists", |p: &str| std::path::Path::new(p).exists());
-    env.add_test("link_exists", |p: &str| std::fs::symlink_metadata(p).is_ok());
+    env.add_test("link_exists", |p: &str| {
+        std::fs::symlink_metadata(p).is_ok()
+    });
     env.add_test("same_file", same_file);
     env.add_test("is_same_file", same_file);
     env.add_test("mount", is_mount);

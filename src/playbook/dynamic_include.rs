@@ -446,7 +446,10 @@ impl Loader<'_> {
         let Ok(dir) = self.find_role(entry, None, enclosing) else {
             return Ok(());
         };
-        if self.shared.is_importing(&dir) {
+        if self
+            .shared
+            .is_importing(&super::roles::role_import_key(&dir, entry))
+        {
             return Ok(());
         }
         let mut ignored = Vec::new();

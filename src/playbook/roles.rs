@@ -292,7 +292,10 @@ impl Loader<'_> {
     ) -> Result<(), LoadError> {
         let enclosing = inherited.role.as_ref().map(|r| r.path.as_path());
         let dir = self.find_role(entry, dependent, enclosing)?;
-        if self.shared.is_importing(&dir) {
+        // A role that imports another of its own task files (`tasks_from`) is no cycle:
+        // the role counts as being imported only with the same entry point.
+        let importing = role_import_key(&dir, entry);
+        if self.shared.is_importing(&importing) {
             return Err(self.err(
                 entry.span,
                 format!("the role '{}' depends on itself", entry.name),
@@ -348,7 +351,7 @@ impl Loader<'_> {
                 }
             }
         }
-        self.shared.importing.borrow_mut().push(identity(&dir));
+        self.shared.importing.borrow_mut().push(importing);
         let expanded = self.expand_role_in(
             entry,
             inherited,
@@ -850,4 +853,13 @@ mod tests {
             "{e}"
         );
     }
+}
+
+/// What a role's import counts as on the import stack: its directory and entry point
+/// (`tasks_from`), so that only the same use of the same role is a cycle.
+pub(super) fn role_import_key(dir: &Path, entry: &RoleEntry) -> PathBuf {
+    identity(dir).join(format!(
+        "@entry:{}",
+        entry.tasks_from.as_deref().unwrap_or("main")
+    ))
 }

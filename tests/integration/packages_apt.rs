@@ -82,8 +82,8 @@ fn apt_removes_purges_and_autoremoves_as_ansible() {
     assert_eq!(installed(&host, "turbo-lib"), None);
 }
 
-/// The cost of an apt task with nothing to do: the time of a play of 21 such tasks less
-/// that of a play of one, per task. Printed; bounded loosely (the machine is shared).
+/// An apt task with nothing to do changes nothing; its cost (the time of a play of 21
+/// such tasks less that of a play of one, per task) is printed, not asserted.
 #[test]
 fn a_noop_apt_task_costs_milliseconds() {
     if !debian::available("a_noop_apt_task_costs_milliseconds") {
@@ -120,11 +120,11 @@ fn a_noop_apt_task_costs_milliseconds() {
     let best = |run: &TestRun| (0..3).map(|_| timed(run)).min().expect("runs");
     let (t1, t21) = (best(&one), best(&many));
     let per_task = t21.saturating_sub(t1) / 20;
+    // Printed for the reader; the figure itself is tests/bench/packages.sh's to measure.
     eprintln!("no-op apt task: {per_task:?} per task (1 task: {t1:?}, 21 tasks: {t21:?})");
-    assert!(
-        per_task.as_millis() < 500,
-        "a no-op apt task took {per_task:?}"
-    );
+    let out = many.run();
+    out.assert_code(0);
+    assert_eq!(out.recap(RECORDED_HOST).changed, 0, "{}", out.stdout);
 }
 
 #[test]

@@ -9,7 +9,9 @@
 
 mod chain;
 mod combining_lookups;
+mod dates;
 pub use combining_lookups::Combinator;
+pub use dates::{local_mtime, local_now};
 mod config_lookup;
 #[cfg(test)]
 mod dialect_tests;

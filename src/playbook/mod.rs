@@ -201,6 +201,11 @@ pub struct RoleInfo {
     /// it shares with other copies of itself that inherited other tags. Of these copies
     /// only the first one `--tags` selects runs ([`select_tasks`]).
     pub once_group: Option<usize>,
+    /// Reached through another role's `dependencies`.
+    pub dependency: bool,
+    /// The roles that imported or included this one, the nearest first, with their
+    /// directories (`ansible_parent_role_names`, `ansible_parent_role_paths`).
+    pub parents: Vec<(String, PathBuf)>,
 }
 
 /// Task keywords that change where and how a task runs, not what its module does. Blocks
@@ -575,6 +580,8 @@ mod tests {
             keyword_vars: Default::default(),
             params: Default::default(),
             once_group: None,
+            dependency: false,
+            parents: Vec::new(),
         }));
         for name in ["Restart it", "app : Restart it", "ns.coll.app : Restart it"] {
             assert!(handler.is_named(name), "{name}");

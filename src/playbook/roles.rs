@@ -89,6 +89,8 @@ pub(super) struct RoleUse {
     pub(super) public: bool,
     /// Its handlers come before the play's own (`roles:`), else after them.
     pub(super) handlers_first: bool,
+    /// Reached through another role's `dependencies` (`ansible_dependent_role_names`).
+    pub(super) dependency: bool,
 }
 
 impl RoleUse {
@@ -96,20 +98,27 @@ impl RoleUse {
         once: true,
         public: true,
         handlers_first: true,
+        dependency: false,
     };
     pub(super) const IMPORT: RoleUse = RoleUse {
         once: false,
         public: true,
         handlers_first: false,
+        dependency: false,
     };
     pub(super) const INCLUDE: RoleUse = RoleUse {
         once: false,
         public: false,
         handlers_first: false,
+        dependency: false,
     };
 
     pub(super) fn dependency(self) -> RoleUse {
-        RoleUse { once: true, ..self }
+        RoleUse {
+            once: true,
+            dependency: true,
+            ..self
+        }
     }
 }
 
@@ -435,6 +444,15 @@ impl Loader<'_> {
             keyword_vars: entry.vars.clone(),
             params: entry.params.clone(),
             once_group,
+            dependency: used.dependency,
+            // The role whose tasks import or include this one, and its own parents.
+            parents: inherited
+                .role
+                .iter()
+                .flat_map(|r| {
+                    std::iter::once((r.name.clone(), r.path.clone())).chain(r.parents.clone())
+                })
+                .collect(),
         });
         if used.public {
             self.shared.play.borrow_mut().public.push(info.clone());

@@ -345,8 +345,10 @@ mod tests {
         assert_eq!(pb.plays[0].handlers[0].diff, Some(true));
         assert_eq!(pb.plays[1].tasks[0].diff, None);
         assert!(pb.plays[0].unsupported.is_empty());
+        // A mapping is no boolean at load; a string that is none fails its task when it
+        // runs, as in Ansible.
         let (message, line, _) =
-            message_at("- hosts: all\n  tasks:\n    - command: a\n      diff: maybe\n");
+            message_at("- hosts: all\n  tasks:\n    - command: a\n      diff: {a: 1}\n");
         assert!(message.contains("diff"), "{message}");
         assert_eq!(line, 4);
     }

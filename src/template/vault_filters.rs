@@ -30,7 +30,12 @@ fn inline(envelope: String, origin: String) -> Result<String, MjError> {
     };
     let plain = vault::installed()
         .decrypt(envelope.as_bytes())
-        .map_err(|e| error(e.describe(&origin)))?;
+        .map_err(|e| {
+            error(format!(
+                "Attempt to use undecryptable variable: {}",
+                e.describe(&origin)
+            ))
+        })?;
     String::from_utf8(plain)
         .map_err(|_| error(format!("the !vault value at {origin} is not UTF-8 text")))
 }
@@ -112,7 +117,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("Attempting to decrypt but no vault secrets found on vars.yml:2:3"),
+            err.contains("Attempt to use undecryptable variable: Attempting to decrypt but no vault secrets found on vars.yml:2:3"),
             "{err}"
         );
     }

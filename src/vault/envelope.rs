@@ -26,7 +26,7 @@ pub fn is_encrypted(data: &[u8]) -> bool {
 
 fn unhexlify(hex: &[u8]) -> Result<Vec<u8>, VaultError> {
     let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return Err(VaultError::Format("Vault format unhexlify error."));
     }
     hex.chunks(2)

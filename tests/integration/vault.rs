@@ -318,3 +318,40 @@ fn a_vault_encrypted_inventory_is_read() {
     out.assert_code(0);
     assert_contains(&out, "\"msg\": \"from-inventory\"");
 }
+
+/// The other actions that read a controller file with `decrypt` (default true).
+#[test]
+fn assemble_and_unarchive_decrypt_their_local_sources() {
+    let hosts = LocalHosts::new(&["web1"]);
+    let run = vault_run(&hosts)
+        .file("group_vars/all/vault.yml", "")
+        .file("parts/10-plain", "plain part\n")
+        .playbook(
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - file: {path: ~/out/x, state: directory}\n    - assemble: {src: parts, dest: ~/out/assembled.txt, remote_src: false}\n    - unarchive: {src: bundle.tar, dest: ~/out/x}\n",
+        );
+    let encrypt = |bytes: &[u8]| turbo_play::vault::encrypt(bytes, b"dev-secret", "dev").unwrap();
+    std::fs::write(
+        run.dir().join("parts/20-vaulted"),
+        encrypt(b"vaulted part\n"),
+    )
+    .unwrap();
+    let staging = run.dir().join("staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    std::fs::write(staging.join("inside.txt"), "from the archive\n").unwrap();
+    let tar = std::process::Command::new("tar")
+        .args(["-cf", "-", "-C"])
+        .arg(&staging)
+        .arg("inside.txt")
+        .output()
+        .expect("tar");
+    assert!(tar.status.success());
+    std::fs::write(run.dir().join("files/bundle.tar"), encrypt(&tar.stdout)).unwrap();
+    let out = run.args(&["--vault-id", "dev@dev.pass"]).run();
+    out.assert_code(0);
+    let home = hosts.home().join("out");
+    assert_eq!(
+        read(home.join("assembled.txt")),
+        "plain part\nvaulted part\n"
+    );
+    assert_eq!(read(home.join("x/inside.txt")), "from the archive\n");
+}

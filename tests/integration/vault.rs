@@ -355,3 +355,54 @@ fn assemble_and_unarchive_decrypt_their_local_sources() {
     );
     assert_eq!(read(home.join("x/inside.txt")), "from the archive\n");
 }
+
+/// `-J` asks on the terminal, without echo (a pty from `script(1)`, where it exists).
+#[test]
+fn ask_vault_pass_prompts_on_the_terminal_without_echo() {
+    use std::io::{Read, Write};
+    use std::process::{Command, Stdio};
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no script(1) to give the run a terminal");
+        return;
+    }
+    let hosts = LocalHosts::new(&["web1"]);
+    // The files `run()` would write; the binary runs under script(1) instead.
+    let run = vault_run(&hosts)
+        .file("group_vars/all/vault.yml", "")
+        .file("site.yml", "- hosts: all\n  gather_facts: false\n  vars_files: [secret_vars.yml]\n  tasks:\n    - debug: var=vaulted_a\n")
+        .file("hosts", &hosts.inventory());
+    let line = format!("{} site.yml -i hosts -J", env!("CARGO_BIN_EXE_turbo-play"));
+    let mut child = Command::new("script")
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .current_dir(run.dir())
+        .env("HOME", hosts.home())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("script");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("Vault password: ") {
+        let n = stdout.read(&mut buf).expect("read the prompt");
+        assert!(n > 0, "no prompt: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    // Echo is off once the prompt is written; give stty a moment to have turned it off.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"dev-secret\n")
+        .unwrap();
+    stdout.read_to_end(&mut seen).unwrap();
+    let status = child.wait().unwrap();
+    let text = String::from_utf8_lossy(&seen);
+    assert!(status.success(), "{text}");
+    // On a terminal the results are a progress display; the recap says it ran.
+    assert!(text.contains("ok=1 "), "{text}");
+    assert!(text.contains("failed=0"), "{text}");
+    assert!(!text.contains("dev-secret"), "{text}");
+}

@@ -45,12 +45,12 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<u8, (u8, String)> {
-    let extra_vars =
-        parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
     let mut config = Config::load().map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
-    // Before anything is read: inventories and playbooks may be encrypted too.
+    // Before anything is read: `-e @file`, inventories and playbooks may be encrypted too.
     let vault_warnings = install_vault_secrets(&cli, &config.vault).map_err(|e| (EXIT_ERROR, e))?;
     config.warnings.extend(vault_warnings);
+    let extra_vars =
+        parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
     // A flag beats the environment and ansible.cfg (which Config has already layered).
     let inventory_sources = if cli.inventory.is_empty() {
         config.inventory.clone()

@@ -406,3 +406,18 @@ fn ask_vault_pass_prompts_on_the_terminal_without_echo() {
     assert!(text.contains("failed=0"), "{text}");
     assert!(!text.contains("dev-secret"), "{text}");
 }
+
+/// `-e @file` reads an encrypted file too (the secrets are loaded before extra vars).
+#[test]
+fn encrypted_extra_vars_file() {
+    let hosts = LocalHosts::new(&["web1"]);
+    let out = vault_run(&hosts)
+        .file("group_vars/all/vault.yml", "")
+        .playbook(
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - debug: msg=\"{{ vaulted_a }}\"\n",
+        )
+        .args(&["-e", "@vars/secret_vars.yml", "--vault-id", "dev@dev.pass"])
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "\"msg\": \"from-secret-vars\"");
+}

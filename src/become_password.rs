@@ -35,11 +35,26 @@ pub fn from_file(path: &Path) -> Result<String, String> {
 
 /// Asks on the terminal, as Ansible's `BECOME password: ` prompt, echo off.
 pub fn prompt() -> Result<String, String> {
+    ask_hidden("BECOME password: ").map_err(|e| match e {
+        Hidden::NoTerminal(e) => format!("-K needs a terminal to ask for the become password ({e}); use --become-password-file or ansible_become_password"),
+        Hidden::Read(e) => format!("reading the become password: {e}"),
+    })
+}
+
+/// Why a prompt without echo got no answer.
+pub enum Hidden {
+    NoTerminal(String),
+    Read(String),
+}
+
+/// Writes `text` on the terminal and reads one line with echo off (the vault password
+/// prompts use it too).
+pub fn ask_hidden(text: &str) -> Result<String, Hidden> {
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
-        .map_err(|e| format!("-K needs a terminal to ask for the become password ({e}); use --become-password-file or ansible_become_password"))?;
+        .map_err(|e| Hidden::NoTerminal(e.to_string()))?;
     let stty = |arg: &str| {
         Command::new("stty")
             .arg(arg)
@@ -50,15 +65,15 @@ pub fn prompt() -> Result<String, String> {
             )
             .status()
     };
-    let mut out = tty.try_clone().map_err(|e| e.to_string())?;
-    let _ = write!(out, "BECOME password: ");
+    let mut out = tty.try_clone().map_err(|e| Hidden::Read(e.to_string()))?;
+    let _ = write!(out, "{text}");
     let _ = out.flush();
     let _ = stty("-echo");
     let mut line = String::new();
     let read = std::io::BufReader::new(&tty).read_line(&mut line);
     let _ = stty("echo");
     let _ = writeln!(out);
-    read.map_err(|e| format!("reading the become password: {e}"))?;
+    read.map_err(|e| Hidden::Read(e.to_string()))?;
     Ok(line.trim_end_matches(['\r', '\n']).to_string())
 }
 

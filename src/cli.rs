@@ -131,6 +131,28 @@ pub struct Cli {
     )]
     pub become_password_file: Option<std::path::PathBuf>,
 
+    /// A vault identity: `label@source`, the source a password file, an executable that
+    /// prints the password, or `prompt` (repeatable; tried in order).
+    #[arg(long = "vault-id", value_name = "VAULT_IDS")]
+    pub vault_ids: Vec<String>,
+
+    /// Ask for the vault password.
+    #[arg(
+        short = 'J',
+        long = "ask-vault-password",
+        visible_alias = "ask-vault-pass",
+        conflicts_with = "vault_password_files"
+    )]
+    pub ask_vault_pass: bool,
+
+    /// Vault password file (or an executable that prints the password; repeatable).
+    #[arg(
+        long = "vault-password-file",
+        visible_alias = "vault-pass-file",
+        value_name = "VAULT_PASSWORD_FILES"
+    )]
+    pub vault_password_files: Vec<PathBuf>,
+
     /// Print one JSON event per line instead of the human output (same as --output json).
     #[arg(long = "json")]
     pub json: bool,

@@ -37,6 +37,9 @@ pub struct Config {
     /// `[privilege_escalation]`: become, become_user, become_method, become_flags,
     /// become_exe, become_ask_pass, become_password_file (and their `ANSIBLE_BECOME*`).
     pub become_: BecomeConfig,
+    /// `[defaults]` vault_password_file, vault_identity_list, vault_id_match,
+    /// vault_identity, ask_vault_pass (and their `ANSIBLE_*`).
+    pub vault: VaultConfig,
     /// Printed as `[WARNING]: ...`.
     pub warnings: Vec<String>,
 }
@@ -303,6 +306,26 @@ impl Config {
             password_file: escalation("ANSIBLE_BECOME_PASSWORD_FILE", "become_password_file")
                 .map(|(v, _)| resolve_path(&v, &file_dir, home)),
         };
+        config.vault = VaultConfig {
+            password_file: setting("ANSIBLE_VAULT_PASSWORD_FILE", "vault_password_file")
+                .filter(|(value, _)| !value.is_empty())
+                .map(|(value, origin)| resolve_path(&value, &origin.base, home)),
+            identity_list: setting("ANSIBLE_VAULT_IDENTITY_LIST", "vault_identity_list")
+                .map(|(value, _)| {
+                    value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|id| !id.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            id_match: setting("ANSIBLE_VAULT_ID_MATCH", "vault_id_match")
+                .map(|(value, _)| crate::booleans::lenient_text(&value)),
+            identity: setting("ANSIBLE_VAULT_IDENTITY", "vault_identity").map(|(value, _)| value),
+            ask_vault_pass: setting("ANSIBLE_ASK_VAULT_PASS", "ask_vault_pass")
+                .map(|(value, _)| crate::booleans::lenient_text(&value)),
+        };
         config.ssh_args = env("ANSIBLE_SSH_ARGS").or_else(|| {
             ini.entry("ssh_connection", "ssh_args")
                 .map(|(value, _)| value.to_string())
@@ -310,6 +333,19 @@ impl Config {
         config.file = file;
         Ok(config)
     }
+}
+
+/// ansible.cfg's vault settings (all in `[defaults]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VaultConfig {
+    /// A path, relative to the file (or, from the environment, the current directory).
+    pub password_file: Option<PathBuf>,
+    /// `label@source` entries, tried before `--vault-id`.
+    pub identity_list: Vec<String>,
+    pub id_match: Option<bool>,
+    /// The label of a secret given without one (Ansible's default: `default`).
+    pub identity: Option<String>,
+    pub ask_vault_pass: Option<bool>,
 }
 
 /// ansible.cfg's `[privilege_escalation]` settings.
@@ -654,6 +690,22 @@ pipelining = True
             err,
             "ansible.cfg:3: option 'a' in section 'defaults' already exists"
         );
+    }
+
+    #[test]
+    fn vault_settings_from_the_file_and_the_environment() {
+        let d = dirs(
+            Some(
+                "[defaults]\nvault_password_file = ~/.vault_pass\nvault_identity_list = dev@a, prod@prompt\nvault_id_match = yes\n",
+            ),
+            None,
+        );
+        let c = load(&d, &[]).unwrap();
+        assert_eq!(c.vault.password_file, Some(d.home.join(".vault_pass")));
+        assert_eq!(c.vault.identity_list, ["dev@a", "prod@prompt"]);
+        assert_eq!(c.vault.id_match, Some(true));
+        let c = load(&d, &[("ANSIBLE_VAULT_PASSWORD_FILE", "pw")]).unwrap();
+        assert_eq!(c.vault.password_file, Some(d.cwd.join("pw")));
     }
 
     #[test]

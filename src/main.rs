@@ -45,9 +45,12 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<u8, (u8, String)> {
+    let mut config = Config::load().map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
+    // Before anything is read: `-e @file`, inventories and playbooks may be encrypted too.
+    let vault_warnings = install_vault_secrets(&cli, &config.vault).map_err(|e| (EXIT_ERROR, e))?;
+    config.warnings.extend(vault_warnings);
     let extra_vars =
         parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
-    let config = Config::load().map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
     // A flag beats the environment and ansible.cfg (which Config has already layered).
     let inventory_sources = if cli.inventory.is_empty() {
         config.inventory.clone()
@@ -219,6 +222,39 @@ fn check_limit(inventory: &Inventory, limit: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// `--vault-id`, `--vault-password-file` and `-J` over ansible.cfg's vault settings: the
+/// secrets every encrypted file and `!vault` value of the run is opened with. Returns
+/// the warnings for sources that failed while another worked.
+fn install_vault_secrets(
+    cli: &Cli,
+    config: &turbo_play::config::VaultConfig,
+) -> Result<Vec<String>, String> {
+    use turbo_play::become_password::{Hidden, ask_hidden};
+    let mut password_files = cli.vault_password_files.clone();
+    password_files.extend(config.password_file.clone());
+    let sources = turbo_play::vault::SecretSources {
+        identity_list: config.identity_list.clone(),
+        vault_ids: cli.vault_ids.clone(),
+        password_files,
+        ask_vault_pass: cli.ask_vault_pass || config.ask_vault_pass == Some(true),
+        default_id: config.identity.clone(),
+        id_match: config.id_match == Some(true),
+    };
+    if sources.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (vault, warnings) = sources.load(&mut |text: &str| {
+        ask_hidden(text).map_err(|e| match e {
+            Hidden::NoTerminal(e) => format!(
+                "asking for the vault password needs a terminal ({e}); use --vault-password-file or --vault-id label@file"
+            ),
+            Hidden::Read(e) => format!("reading the vault password: {e}"),
+        })
+    })?;
+    turbo_play::vault::install(vault);
+    Ok(warnings)
 }
 
 /// `-b`, `--become-user`, `--become-method`, `-K`, `--become-password-file` over

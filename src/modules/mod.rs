@@ -568,6 +568,20 @@ pub(crate) fn read_local(path: &Path) -> Result<Vec<u8>, ModuleError> {
     })
 }
 
+/// A controller file as the copy and template actions read it: decrypted when it is
+/// vault-encrypted (Ansible's `get_real_file(decrypt=True)`).
+pub(crate) fn read_local_decrypted(path: &Path) -> Result<Vec<u8>, ModuleError> {
+    crate::vault::read_file(path).map_err(|e| match e {
+        crate::vault::ReadError::Vault(vault) => {
+            ModuleError::Invalid(vault.describe(&path.display().to_string()))
+        }
+        crate::vault::ReadError::Io(message) => ModuleError::Read {
+            path: path.display().to_string(),
+            message,
+        },
+    })
+}
+
 /// The outcome for a reply that is not the kind this module's op produces.
 pub(crate) fn unexpected(module: &str, result: OpResult) -> TaskOutcome {
     match result {

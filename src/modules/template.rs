@@ -12,7 +12,7 @@ use super::copy::{
 use super::spec::{Arg, Spec, Unknown};
 use super::{
     Args, Module, ModuleError, Plan, PlanContext, TaskOutcome, find_local_source, ownership,
-    parse_mode, read_local,
+    parse_mode, read_local_decrypted,
 };
 
 pub struct Template;
@@ -114,7 +114,7 @@ impl Template {
                 path.display()
             )));
         }
-        let bytes = read_local(&path)?;
+        let bytes = read_local_decrypted(&path)?;
         let text = String::from_utf8(bytes).map_err(|_| ModuleError::Read {
             path: path.display().to_string(),
             message: "not UTF-8 text".into(),

@@ -21,6 +21,7 @@ struct Reach {
 /// The lookups turbo-play has.
 pub const NAMES: &[&str] = &[
     "file",
+    "unvault",
     "env",
     "template",
     "fileglob",
@@ -111,6 +112,7 @@ fn run(
     let name = name.strip_prefix("ansible.builtin.").unwrap_or(name);
     let results = match name {
         "file" => file(terms, &kwargs, &base),
+        "unvault" => unvault(terms, &base),
         "env" => env(terms, &kwargs),
         "template" => template(state, terms, &kwargs, &base),
         "fileglob" => fileglob(terms, &base),
@@ -247,11 +249,32 @@ fn file(terms: &[MjValue], kwargs: &Kwargs, base: &SearchPath) -> Result<Vec<MjV
             let path = find(base, "files", term)
                 .filter(|p| p.is_file())
                 .ok_or_else(|| error(format!("could not locate file in lookup: {term}")))?;
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| error(format!("could not read {}: {e}", path.display())))?;
+            let text = read_text(&path)?;
             let text = if rstrip { text.trim_end() } else { &text };
             let text = if lstrip { text.trim_start() } else { text };
             Ok(MjValue::from(text))
+        })
+        .collect()
+}
+
+/// A file's text as Ansible's loader gives it to lookups: decrypted when vault-encrypted.
+fn read_text(path: &Path) -> Result<String, MjError> {
+    let bytes = crate::vault::read_file(path).map_err(|e| match e {
+        crate::vault::ReadError::Vault(vault) => error(vault.describe(&path.display().to_string())),
+        io => error(format!("could not read {}: {io}", path.display())),
+    })?;
+    String::from_utf8(bytes).map_err(|_| error(format!("{} is not UTF-8 text", path.display())))
+}
+
+/// `unvault`: the file lookup's search, the contents decrypted and never stripped.
+fn unvault(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
+    term_texts(terms)
+        .iter()
+        .map(|term| {
+            let path = find(base, "files", term)
+                .filter(|p| p.is_file())
+                .ok_or_else(|| error(format!("Unable to find file matching \"{term}\" ")))?;
+            Ok(MjValue::from(read_text(&path)?))
         })
         .collect()
 }
@@ -297,8 +320,7 @@ fn template(
                         "the template file {term} could not be found for the lookup"
                     ))
                 })?;
-            let source = std::fs::read_to_string(&path)
-                .map_err(|e| error(format!("could not read {}: {e}", path.display())))?;
+            let source = read_text(&path)?;
             let source = if super::chain::may_need_rewrite(&source) {
                 super::chain::rewrite_template(&source)
             } else {

@@ -30,3 +30,4 @@ mod templating;
 mod text_modules;
 mod users_groups;
 mod vars_sources;
+mod vault;

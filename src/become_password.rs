@@ -63,9 +63,11 @@ pub fn ask_hidden(prompt: &str) -> Result<String, String> {
             .status()
     };
     let mut out = tty.try_clone().map_err(|e| e.to_string())?;
+    // Echo off before the prompt shows: an answer typed (or sent) as soon as it appears
+    // must not be echoed either.
+    let _ = stty("-echo");
     let _ = write!(out, "{prompt}");
     let _ = out.flush();
-    let _ = stty("-echo");
     let mut line = String::new();
     let read = std::io::BufReader::new(&tty).read_line(&mut line);
     let _ = stty("echo");

@@ -63,11 +63,19 @@ pub struct Cli {
 
     /// Arguments for every ssh connection (read for -J, -o ProxyJump, -o ProxyCommand,
     /// -o User/Port/IdentityFile/...); a host's `ansible_ssh_common_args` wins.
-    #[arg(long = "ssh-common-args", value_name = "SSH_COMMON_ARGS", allow_hyphen_values = true)]
+    #[arg(
+        long = "ssh-common-args",
+        value_name = "SSH_COMMON_ARGS",
+        allow_hyphen_values = true
+    )]
     pub ssh_common_args: Option<String>,
 
     /// Arguments for ssh only, read as --ssh-common-args; `ansible_ssh_extra_args` wins.
-    #[arg(long = "ssh-extra-args", value_name = "SSH_EXTRA_ARGS", allow_hyphen_values = true)]
+    #[arg(
+        long = "ssh-extra-args",
+        value_name = "SSH_EXTRA_ARGS",
+        allow_hyphen_values = true
+    )]
     pub ssh_extra_args: Option<String>,
 
     /// SSH connection timeout in seconds.

@@ -317,14 +317,18 @@ impl Config {
                 Some((value.to_string(), format!("{}:{line}", path.display())))
             });
         if let Some((value, origin)) = ssh_retries {
-            config.ssh_retries = Some(value.trim().parse::<u32>().map_err(|_| {
-                ConfigError::Invalid {
-                    origin,
-                    key: "retries",
-                    value: value.clone(),
-                    expected: "a non-negative integer",
-                }
-            })?);
+            config.ssh_retries =
+                Some(
+                    value
+                        .trim()
+                        .parse::<u32>()
+                        .map_err(|_| ConfigError::Invalid {
+                            origin,
+                            key: "retries",
+                            value: value.clone(),
+                            expected: "a non-negative integer",
+                        })?,
+                );
         }
         config.file = file;
         Ok(config)

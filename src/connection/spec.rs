@@ -196,8 +196,8 @@ pub(super) fn from_vars_with_env(
         None => defaults.ssh_args.clone().map(|args| ("ssh_args", args)),
     };
     if let Some((name, args)) = ssh_args {
-        let words = crate::shell_words::split(&args)
-            .map_err(|e| config_error(format!("{name}: {e}")))?;
+        let words =
+            crate::shell_words::split(&args).map_err(|e| config_error(format!("{name}: {e}")))?;
         let mut proxy_only = SshOptions::default();
         parse_ssh_args(&words, &mut proxy_only)
             .map_err(|e| config_error(format!("{name}: {e}")))?;
@@ -769,8 +769,12 @@ mod tests {
             ssh_common_args: Some("-J from-cli".into()),
             ..Default::default()
         };
-        let s = spec_with(json!({"ansible_ssh_common_args": "-J mine"}), &defaults, &[])
-            .unwrap();
+        let s = spec_with(
+            json!({"ansible_ssh_common_args": "-J mine"}),
+            &defaults,
+            &[],
+        )
+        .unwrap();
         assert_eq!(s.proxy, Proxy::Jump(vec![jump(None, "mine", None)]));
         let s = spec_with(json!({}), &defaults, &[]).unwrap();
         assert_eq!(s.proxy, Proxy::Jump(vec![jump(None, "from-cli", None)]));
@@ -802,15 +806,22 @@ mod tests {
             ..Default::default()
         };
         let s = spec_with(json!({}), &defaults, &[]).unwrap();
-        assert_eq!((s.password, s.retries), (Some(Secret("cli".into())), Some(3)));
+        assert_eq!(
+            (s.password, s.retries),
+            (Some(Secret("cli".into())), Some(3))
+        );
         let s = spec_with(json!({"ansible_ssh_retries": 0}), &defaults, &[]).unwrap();
         assert_eq!(s.retries, Some(0));
         assert_eq!(spec(json!({})).retries, None);
         let s = spec(json!({"ansible_ssh_extra_args": "-o ConnectionAttempts=4"}));
         assert_eq!(s.retries, Some(3));
-        let err = spec_with(json!({"ansible_ssh_retries": "many"}), &Default::default(), &[])
-            .unwrap_err()
-            .to_string();
+        let err = spec_with(
+            json!({"ansible_ssh_retries": "many"}),
+            &Default::default(),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("ansible_ssh_retries=many"), "{err}");
     }
 

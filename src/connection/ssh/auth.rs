@@ -107,7 +107,10 @@ pub(super) async fn authenticate(
         return Err(Failure::Transient(ConnectError::Ssh {
             address: hop.address.clone(),
             port: hop.port,
-            message: format!("the server closed the connection during authentication as {}", hop.user),
+            message: format!(
+                "the server closed the connection during authentication as {}",
+                hop.user
+            ),
         }));
     }
     if attempts.methods.is_empty() {
@@ -244,10 +247,8 @@ async fn try_ssh_agent(
     let given_public: Vec<(PathBuf, PublicKey)> = given
         .iter()
         .filter_map(|path| {
-            let public = path.with_file_name(format!(
-                "{}.pub",
-                path.file_name()?.to_string_lossy()
-            ));
+            let public =
+                path.with_file_name(format!("{}.pub", path.file_name()?.to_string_lossy()));
             Some((path.clone(), russh::keys::load_public_key(public).ok()?))
         })
         .collect();
@@ -287,15 +288,12 @@ async fn try_ssh_agent(
         if let Some(file) = file {
             outcome.tried_files.push(file);
         }
-        match result {
-            Ok(result) => {
-                if attempts.record(result) {
-                    outcome.success = true;
-                    return Ok(outcome);
-                }
-            }
-            // The agent refused to sign (e.g. a confirm-only key): try the next one.
-            Err(_) => {}
+        // An error is the agent refusing to sign (e.g. a confirm-only key): try the next.
+        if let Ok(result) = result
+            && attempts.record(result)
+        {
+            outcome.success = true;
+            return Ok(outcome);
         }
     }
     Ok(outcome)
@@ -310,7 +308,9 @@ async fn try_keyboard_interactive(
     attempts: &mut Attempts,
 ) -> Result<bool, Failure> {
     attempts.used("keyboard-interactive");
-    attempts.tried.push("keyboard-interactive with the password".into());
+    attempts
+        .tried
+        .push("keyboard-interactive with the password".into());
     let mut reply = handle
         .authenticate_keyboard_interactive_start(hop.user.clone(), None)
         .await
@@ -335,7 +335,13 @@ async fn try_keyboard_interactive(
                 }
                 let responses = prompts
                     .iter()
-                    .map(|p| if p.echo { String::new() } else { password.to_string() })
+                    .map(|p| {
+                        if p.echo {
+                            String::new()
+                        } else {
+                            password.to_string()
+                        }
+                    })
                     .collect();
                 reply = handle
                     .authenticate_keyboard_interactive_respond(responses)

@@ -400,7 +400,6 @@ async fn run_with_input(
     Ok((diagnostics.exit_status, diagnostics))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

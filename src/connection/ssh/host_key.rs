@@ -28,7 +28,6 @@ pub(super) fn host_key_preference(known_types: &[String]) -> Vec<russh::keys::Al
     known
 }
 
-
 pub(super) struct HostKeyGuard {
     pub(super) address: String,
     pub(super) port: u16,
@@ -141,7 +140,6 @@ fn key_type_name(key: &PublicKey) -> String {
         name.to_ascii_uppercase()
     }
 }
-
 
 #[cfg(test)]
 mod tests {

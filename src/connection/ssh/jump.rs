@@ -30,6 +30,8 @@ pub(super) struct Bastion {
     connection: Connection,
     /// `user@host:port`, for messages.
     label: String,
+    /// The chain up to and including this bastion, its key in the pool.
+    route: String,
     opening: Semaphore,
 }
 
@@ -39,7 +41,11 @@ impl Bastion {
         &self,
         hop: &Hop,
     ) -> Result<Handle<HostKeyGuard>, Failure> {
-        let _permit = self.opening.acquire().await.expect("semaphore never closed");
+        let _permit = self
+            .opening
+            .acquire()
+            .await
+            .expect("semaphore never closed");
         let channel = self
             .connection
             .handle()
@@ -53,6 +59,10 @@ impl Bastion {
                 })
             })?;
         transport::login(hop, channel.into_stream()).await
+    }
+
+    pub(super) fn route(&self) -> &str {
+        &self.route
     }
 
     fn alive(&self) -> bool {
@@ -113,7 +123,7 @@ async fn bastion(
     let slot = pool()
         .lock()
         .expect("bastion pool lock")
-        .entry(key)
+        .entry(key.clone())
         .or_default()
         .clone();
     let seen = slot.finished.load(Ordering::Acquire);
@@ -133,7 +143,9 @@ async fn bastion(
     }
     let hop = &hop;
     let previous_ref = &previous;
+    let route = previous.as_ref().map(|p| p.route.as_str()).unwrap_or("");
     let connected = retry::with_retries(hop.retries, &label, |_| async move {
+        let _slot = retry::startup_slot(transport::server_key(route, hop)).await;
         let handle = match previous_ref {
             None => transport::login(hop, transport::tcp_connect(hop).await?).await?,
             Some(before) => before.forward_and_login(hop).await?,
@@ -151,6 +163,7 @@ async fn bastion(
             let bastion = Arc::new(Bastion {
                 connection,
                 label,
+                route: key,
                 opening: Semaphore::new(MAX_SESSIONS),
             });
             state.bastion = Arc::downgrade(&bastion);

@@ -20,8 +20,8 @@ mod proxy_command;
 mod retry;
 mod transport;
 
-pub use escalator::Escalator;
 pub(super) use bootstrap::compressed_agent;
+pub use escalator::Escalator;
 
 use bootstrap::{Diagnostics, PumpGuard, RunningAgent, channel_error, start_pump};
 use host_key::HostKeyGuard;

@@ -107,7 +107,9 @@ pub(super) async fn connect(
                 return Err(failure);
             };
             let _ = tokio::time::timeout(EXIT_WAIT, stderr_task).await;
-            let stderr = String::from_utf8_lossy(&kept.lock().expect("stderr lock")).trim().to_string();
+            let stderr = String::from_utf8_lossy(&kept.lock().expect("stderr lock"))
+                .trim()
+                .to_string();
             let status = match status.code() {
                 Some(code) => format!("exited with status {code}"),
                 None => format!("ended ({status})"),
@@ -149,7 +151,11 @@ mod tests {
             expand_tokens("ssh -W %h:%p -l %r gw # %n 100%%", &hop).unwrap(),
             "ssh -W 10.0.0.5:2222 -l deploy gw # 10.0.0.5 100%"
         );
-        assert!(expand_tokens("nc %x", &hop).unwrap_err().contains("unknown token %x"));
+        assert!(
+            expand_tokens("nc %x", &hop)
+                .unwrap_err()
+                .contains("unknown token %x")
+        );
         assert!(expand_tokens("nc %", &hop).unwrap_err().contains("lone %"));
     }
 }

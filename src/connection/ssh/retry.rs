@@ -1,22 +1,50 @@
 //! Connection attempts under load. sshd drops connections beyond `MaxStartups` (10
 //! unauthenticated at once by default, then at random up to 100) right after accepting
 //! them, so a controller opening hundreds at once sees resets and end-of-file during the
-//! banner. Those attempts are tried again after an exponential back-off with jitter,
-//! which spreads the hosts out until sshd lets each in.
+//! banner. Two things keep that from making hosts unreachable: at most
+//! [`STARTUPS_PER_SERVER`] attempts at once from here to one server (its address and
+//! port, by the same route), and attempts that were dropped anyway (another controller,
+//! a smaller MaxStartups) tried again after an exponential back-off with jitter.
 //!
 //! How often: `retries` from the spec (Ansible's `reconnection_retries`, or OpenSSH's
 //! ConnectionAttempts - 1). When neither is set, [`DEFAULT_RETRIES`] for dropped
 //! handshakes only. A refused or timed-out TCP connection is tried again only when the
 //! user asked for retries; a refused login or host key never is.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::connection::ConnectError;
 
 /// Retries of a dropped handshake when nothing says how many: enough for 200 hosts
 /// opened at once against one sshd with its default MaxStartups.
 pub(super) const DEFAULT_RETRIES: u32 = 8;
+
+/// Handshakes in flight to one server at once: sshd's default MaxStartups begins to drop
+/// beyond 10 unauthenticated connections.
+pub(super) const STARTUPS_PER_SERVER: usize = 10;
+
+/// A place among the [`STARTUPS_PER_SERVER`] attempts to `server` (a route and an
+/// address:port), held from the TCP connection (or channel, or proxy command) to the end
+/// of the login.
+pub(super) async fn startup_slot(server: String) -> OwnedSemaphorePermit {
+    static SERVERS: OnceLock<Mutex<HashMap<String, Arc<Semaphore>>>> = OnceLock::new();
+    let semaphore = SERVERS
+        .get_or_init(Default::default)
+        .lock()
+        .expect("startup slots lock")
+        .entry(server)
+        .or_insert_with(|| Arc::new(Semaphore::new(STARTUPS_PER_SERVER)))
+        .clone();
+    semaphore
+        .acquire_owned()
+        .await
+        .expect("semaphore never closed")
+}
 
 /// The first back-off; each next one doubles, up to [`MAX_DELAY`].
 const FIRST_DELAY: Duration = Duration::from_millis(50);
@@ -92,9 +120,7 @@ where
 
 /// The back-off before retry `number + 1`, before jitter.
 fn delay(number: u32, first: Duration) -> Duration {
-    first
-        .saturating_mul(1u32 << number.min(16))
-        .min(MAX_DELAY)
+    first.saturating_mul(1u32 << number.min(16)).min(MAX_DELAY)
 }
 
 /// A small xorshift generator: jitter needs spread, not secrecy.

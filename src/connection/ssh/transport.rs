@@ -77,6 +77,7 @@ pub(super) async fn connect(spec: &ConnectionSpec) -> Result<Connection, Connect
     match &spec.proxy {
         Proxy::None => {
             retry::with_retries(hop.retries, seed, |_| async move {
+                let _slot = retry::startup_slot(server_key("", hop)).await;
                 let socket = tcp_connect(hop).await?;
                 Ok(Connection::new(login(hop, socket).await?))
             })
@@ -86,6 +87,7 @@ pub(super) async fn connect(spec: &ConnectionSpec) -> Result<Connection, Connect
             let bastion = jump::through(spec, chain).await?;
             let bastion = &bastion;
             retry::with_retries(hop.retries, seed, |_| async move {
+                let _slot = retry::startup_slot(server_key(bastion.route(), hop)).await;
                 let handle = bastion.forward_and_login(hop).await?;
                 let mut connection = Connection::new(handle);
                 connection.keep.push(Box::new(bastion.clone()));
@@ -95,11 +97,17 @@ pub(super) async fn connect(spec: &ConnectionSpec) -> Result<Connection, Connect
         }
         Proxy::Command(command) => {
             retry::with_retries(hop.retries, seed, |_| async move {
+                let _slot = retry::startup_slot(server_key(command, hop)).await;
                 proxy_command::connect(spec, hop, command).await
             })
             .await
         }
     }
+}
+
+/// The server `hop` is, as reached by `route` (nothing, a jump chain, a proxy command).
+pub(super) fn server_key(route: &str, hop: &Hop) -> String {
+    format!("{route}>{}:{}", hop.address, hop.port)
 }
 
 /// Handshake (with the host key check) and login over `stream`.

@@ -530,3 +530,33 @@ fn two_hundred_hosts_at_once_on_one_sshd_all_connect() {
     assert_eq!(recaps.len(), 200);
     assert!(recaps.values().all(|r| r.ok == 1 && r.unreachable == 0));
 }
+
+#[test]
+fn handshakes_an_sshd_drops_are_tried_again() {
+    // Beyond 2 unauthenticated connections this sshd drops every new one, as a busy sshd
+    // does; ten hosts open up to ten at once, so most are dropped at least once.
+    let sshd = Sshd::start_with(&SshdOptions {
+        head: "MaxStartups 2\nLogLevel VERBOSE\n",
+        ..Default::default()
+    });
+    let user = sshd.add_user();
+    let kh = known_hosts(sshd.dir.path(), &[&sshd]);
+    let vars = format!(
+        "ansible_ssh_private_key_file={} ansible_ssh_common_args='-o UserKnownHostsFile={}'",
+        sshd.user_key.display(),
+        kh.display()
+    );
+    let (warm, _) = ping_all(&host_line("warm", &sshd, &user, &vars), "1");
+    warm.assert_code(0);
+    let inventory: String = (0..10)
+        .map(|n| host_line(&format!("h{n}"), &sshd, &user, &vars))
+        .collect();
+    let (out, _) = ping_all(&inventory, "10");
+    out.assert_code(0);
+    assert_eq!(out.recaps().len(), 10);
+    assert!(
+        sshd.log().contains("past MaxStartups"),
+        "sshd dropped none, so nothing was retried: {}",
+        sshd.log()
+    );
+}

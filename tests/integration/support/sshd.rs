@@ -28,7 +28,8 @@ fn passwd_lock() -> MutexGuard<'static, ()> {
 /// What a test changes in an sshd's configuration.
 #[derive(Default)]
 pub struct SshdOptions<'a> {
-    /// Lines before the defaults: sshd keeps the first value of an option, so these win.
+    /// Lines before the defaults: sshd keeps the first value of an option, so these win
+    /// (MaxStartups, whose last value counts, is left out of the defaults when given).
     pub head: &'a str,
     /// Lines after them (`Match` blocks).
     pub tail: &'a str,
@@ -106,8 +107,14 @@ impl Sshd {
                      LogLevel ERROR\n\
                      PrintMotd no\n\
                      UseDNS no\n\
-                     MaxStartups 100\n\
+                     {max_startups}\
                      {tail}",
+                    // The one option sshd takes the last value of.
+                    max_startups = if options.head.contains("MaxStartups") {
+                        ""
+                    } else {
+                        "MaxStartups 100\n"
+                    },
                     head = options.head,
                     tail = options.tail,
                     host_key = host_key.display(),

@@ -570,6 +570,26 @@ pipelining = True
     }
 
     #[test]
+    fn ssh_retries_from_the_environment_or_the_file() {
+        let d = dirs(Some("[ssh_connection]\nretries = 4\n"), None);
+        assert_eq!(load(&d, &[]).unwrap().ssh_retries, Some(4));
+        assert_eq!(
+            load(&d, &[("ANSIBLE_SSH_RETRIES", "0")])
+                .unwrap()
+                .ssh_retries,
+            Some(0)
+        );
+        assert_eq!(load(&dirs(None, None), &[]).unwrap().ssh_retries, None);
+        let err = load(&d, &[("ANSIBLE_SSH_RETRIES", "-1")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("env ANSIBLE_SSH_RETRIES: retries = '-1'"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn environment_beats_the_file() {
         let d = dirs(Some(FULL), None);
         let c = load(

@@ -9,17 +9,23 @@ use std::process::{Command, Stdio};
 
 /// The password file's content (its first line), or an executable's output.
 pub fn from_file(path: &Path) -> Result<String, String> {
+    read_password_file(path, "become")
+}
+
+/// A password file for `what` ("become", "connection"), read as `--become-password-file`
+/// is: the first line, or an executable's output.
+pub fn read_password_file(path: &Path, what: &str) -> Result<String, String> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path)
-        .map_err(|e| format!("the become password file {}: {e}", path.display()))?;
+        .map_err(|e| format!("the {what} password file {}: {e}", path.display()))?;
     let text = if meta.permissions().mode() & 0o111 != 0 && meta.is_file() {
         let out = Command::new(path)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("running the become password script {}: {e}", path.display()))?;
+            .map_err(|e| format!("running the {what} password script {}: {e}", path.display()))?;
         if !out.status.success() {
             return Err(format!(
-                "the become password script {} failed ({}): {}",
+                "the {what} password script {} failed ({}): {}",
                 path.display(),
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim()
@@ -28,7 +34,7 @@ pub fn from_file(path: &Path) -> Result<String, String> {
         String::from_utf8_lossy(&out.stdout).into_owned()
     } else {
         std::fs::read_to_string(path)
-            .map_err(|e| format!("the become password file {}: {e}", path.display()))?
+            .map_err(|e| format!("the {what} password file {}: {e}", path.display()))?
     };
     Ok(text.lines().next().unwrap_or_default().to_string())
 }
@@ -47,9 +53,18 @@ pub enum Hidden {
     Read(String),
 }
 
-/// Writes `text` on the terminal and reads one line with echo off (the vault password
-/// prompts use it too).
-pub fn ask_hidden(text: &str) -> Result<String, Hidden> {
+impl std::fmt::Display for Hidden {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Hidden::NoTerminal(e) => write!(f, "no terminal: {e}"),
+            Hidden::Read(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Asks `prompt` on the controlling terminal with echo off and reads one line (a
+/// password, a passphrase; the vault password prompts use it too).
+pub fn ask_hidden(prompt: &str) -> Result<String, Hidden> {
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -66,9 +81,11 @@ pub fn ask_hidden(text: &str) -> Result<String, Hidden> {
             .status()
     };
     let mut out = tty.try_clone().map_err(|e| Hidden::Read(e.to_string()))?;
-    let _ = write!(out, "{text}");
-    let _ = out.flush();
+    // Echo off before the prompt shows: an answer typed (or sent) as soon as it appears
+    // must not be echoed either.
     let _ = stty("-echo");
+    let _ = write!(out, "{prompt}");
+    let _ = out.flush();
     let mut line = String::new();
     let read = std::io::BufReader::new(&tty).read_line(&mut line);
     let _ = stty("echo");

@@ -31,7 +31,8 @@ pub struct Cli {
     pub limit: Option<String>,
 
     /// How many hosts run at once. Default: $ANSIBLE_FORKS, else ansible.cfg's `forks`,
-    /// else 5.
+    /// else 50 (not Ansible's 5: a host here costs a connection and a waiting task, not a
+    /// process, so the controller mostly waits on the network).
     #[arg(short = 'f', long = "forks", value_name = "FORKS")]
     pub forks: Option<usize>,
 
@@ -47,6 +48,35 @@ pub struct Cli {
         value_name = "PRIVATE_KEY_FILE"
     )]
     pub private_key: Option<PathBuf>,
+
+    /// Ask for the connection (SSH login) password, once, without echo.
+    #[arg(short = 'k', long = "ask-pass")]
+    pub ask_pass: bool,
+
+    /// Connection password file (or an executable that prints it).
+    #[arg(
+        long = "connection-password-file",
+        visible_alias = "conn-pass-file",
+        value_name = "CONNECTION_PASSWORD_FILE"
+    )]
+    pub connection_password_file: Option<PathBuf>,
+
+    /// Arguments for every ssh connection (read for -J, -o ProxyJump, -o ProxyCommand,
+    /// -o User/Port/IdentityFile/...); a host's `ansible_ssh_common_args` wins.
+    #[arg(
+        long = "ssh-common-args",
+        value_name = "SSH_COMMON_ARGS",
+        allow_hyphen_values = true
+    )]
+    pub ssh_common_args: Option<String>,
+
+    /// Arguments for ssh only, read as --ssh-common-args; `ansible_ssh_extra_args` wins.
+    #[arg(
+        long = "ssh-extra-args",
+        value_name = "SSH_EXTRA_ARGS",
+        allow_hyphen_values = true
+    )]
+    pub ssh_extra_args: Option<String>,
 
     /// SSH connection timeout in seconds.
     #[arg(short = 'T', long = "timeout", value_name = "TIMEOUT")]

@@ -34,6 +34,8 @@ pub struct Config {
     pub ansible_managed: Option<String>,
     /// `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`.
     pub ssh_args: Option<String>,
+    /// `[ssh_connection] retries` / `ANSIBLE_SSH_RETRIES`: Ansible's reconnection_retries.
+    pub ssh_retries: Option<u32>,
     /// `[privilege_escalation]`: become, become_user, become_method, become_flags,
     /// become_exe, become_ask_pass, become_password_file (and their `ANSIBLE_BECOME*`).
     pub become_: BecomeConfig,
@@ -330,6 +332,27 @@ impl Config {
             ini.entry("ssh_connection", "ssh_args")
                 .map(|(value, _)| value.to_string())
         });
+        let ssh_retries = env("ANSIBLE_SSH_RETRIES")
+            .map(|v| (v, "env ANSIBLE_SSH_RETRIES".to_string()))
+            .or_else(|| {
+                let (value, line) = ini.entry("ssh_connection", "retries")?;
+                let path = file.as_ref().expect("a value came from a file");
+                Some((value.to_string(), format!("{}:{line}", path.display())))
+            });
+        if let Some((value, origin)) = ssh_retries {
+            config.ssh_retries =
+                Some(
+                    value
+                        .trim()
+                        .parse::<u32>()
+                        .map_err(|_| ConfigError::Invalid {
+                            origin,
+                            key: "retries",
+                            value: value.clone(),
+                            expected: "a non-negative integer",
+                        })?,
+                );
+        }
         config.file = file;
         Ok(config)
     }
@@ -579,6 +602,26 @@ pipelining = True
                 .unwrap()
                 .collections_path
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn ssh_retries_from_the_environment_or_the_file() {
+        let d = dirs(Some("[ssh_connection]\nretries = 4\n"), None);
+        assert_eq!(load(&d, &[]).unwrap().ssh_retries, Some(4));
+        assert_eq!(
+            load(&d, &[("ANSIBLE_SSH_RETRIES", "0")])
+                .unwrap()
+                .ssh_retries,
+            Some(0)
+        );
+        assert_eq!(load(&dirs(None, None), &[]).unwrap().ssh_retries, None);
+        let err = load(&d, &[("ANSIBLE_SSH_RETRIES", "-1")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("env ANSIBLE_SSH_RETRIES: retries = '-1'"),
+            "{err}"
         );
     }
 

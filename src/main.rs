@@ -23,8 +23,10 @@ const EXIT_ERROR: u8 = 1;
 const EXIT_PARSE_ERROR: u8 = 4;
 const EXIT_BAD_OPTIONS: u8 = 5;
 
-/// ansible-playbook's `forks` when neither a flag, the environment nor ansible.cfg sets it.
-const DEFAULT_FORKS: usize = 5;
+/// `forks` when neither a flag, the environment nor ansible.cfg sets it. Not Ansible's 5:
+/// a host costs turbo-play a connection and a task that mostly waits on the network, not
+/// a Python process, and 5 at a time leaves the controller idle on a fleet.
+const DEFAULT_FORKS: usize = 50;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -161,6 +163,10 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
             host_key_checking: config.host_key_checking,
             timeout: cli.timeout.or(config.timeout).map(Duration::from_secs),
             ssh_args: config.ssh_args,
+            ssh_common_args: cli.ssh_common_args.clone(),
+            ssh_extra_args: cli.ssh_extra_args.clone(),
+            password: connection_password(&cli).map_err(|e| (EXIT_BAD_OPTIONS, e))?,
+            retries: config.ssh_retries,
         },
         roles_path: config.roles_path,
         tags,
@@ -255,6 +261,22 @@ fn install_vault_secrets(
     })?;
     turbo_play::vault::install(vault);
     Ok(warnings)
+}
+
+/// `-k` (asked once, without echo) or `--connection-password-file`: the SSH login
+/// password for hosts that set no `ansible_password`.
+fn connection_password(cli: &Cli) -> Result<Option<turbo_play::connection::Secret>, String> {
+    use turbo_play::become_password::{ask_hidden, read_password_file};
+    let password = if cli.ask_pass {
+        Some(ask_hidden("SSH password: ").map_err(|e| {
+            format!("-k needs a terminal to ask for the SSH password ({e}); use --connection-password-file or ansible_password")
+        })?)
+    } else if let Some(file) = &cli.connection_password_file {
+        Some(read_password_file(file, "connection")?)
+    } else {
+        None
+    };
+    Ok(password.map(turbo_play::connection::Secret))
 }
 
 /// `-b`, `--become-user`, `--become-method`, `-K`, `--become-password-file` over

@@ -10,6 +10,7 @@ mod spec;
 mod ssh;
 
 pub use privilege::{BecomeMethod, BecomeSpec};
+pub use spec::{JumpHost, Proxy, Secret, parse_proxy_command, parse_proxy_jump};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,6 +50,16 @@ pub struct ConnectionSpec {
     /// Read in order; accept-new appends to the first.
     pub known_hosts_files: Vec<PathBuf>,
     pub connect_timeout: Duration,
+    /// Direct, through jump hosts, or over a command's stdio.
+    pub proxy: Proxy,
+    /// `ansible_password` (or `-k`, `--connection-password-file`): tried after the keys,
+    /// as a password and as the answer to keyboard-interactive prompts. Never sent to a
+    /// jump host.
+    pub password: Option<Secret>,
+    /// How many times a connection that failed before authentication is tried again
+    /// (`ansible_ssh_retries`, ConnectionAttempts - 1). None: turbo-play's default, which
+    /// rides out sshd's MaxStartups drops (see `ssh::retry`).
+    pub retries: Option<u32>,
 }
 
 /// Settings from the command line / ansible.cfg that host vars override.
@@ -58,9 +69,17 @@ pub struct ConnectionDefaults {
     pub private_key: Option<PathBuf>,
     pub host_key_checking: Option<bool>,
     pub timeout: Option<Duration>,
-    /// ansible.cfg `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`, read only to refuse a
-    /// jump host in them (the rest are OpenSSH options turbo-play has no use for).
+    /// ansible.cfg `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`, read only for a jump
+    /// host or proxy command in them (the rest are OpenSSH options turbo-play has no use
+    /// for).
     pub ssh_args: Option<String>,
+    /// `--ssh-common-args` / `--ssh-extra-args`, under the host's `ansible_ssh_*_args`.
+    pub ssh_common_args: Option<String>,
+    pub ssh_extra_args: Option<String>,
+    /// `-k` / `--connection-password-file`, under the host's `ansible_password`.
+    pub password: Option<Secret>,
+    /// `ANSIBLE_SSH_RETRIES` / ansible.cfg `[ssh_connection] retries`.
+    pub retries: Option<u32>,
 }
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -104,8 +123,21 @@ pub enum ConnectError {
     },
     #[error("known_hosts: {0}")]
     KnownHosts(String),
-    #[error("Permission denied (publickey) for user {user}: {}", tried_list(.tried))]
-    AuthFailed { user: String, tried: Vec<String> },
+    #[error("Permission denied ({}) for user {user}: {}", .methods.join(","), tried_list(.tried))]
+    AuthFailed {
+        user: String,
+        /// The methods turbo-play tried, in OpenSSH's words (publickey, password,
+        /// keyboard-interactive).
+        methods: Vec<String>,
+        tried: Vec<String>,
+    },
+    /// A bastion of the ProxyJump chain could not be reached or logged into; the message
+    /// is its own failure, in the words above.
+    #[error("jump host {hop}: {message}")]
+    Jump { hop: String, message: String },
+    /// The ProxyCommand ended (or could not start) before the SSH handshake was done.
+    #[error("ProxyCommand `{command}` {outcome}")]
+    ProxyCommand { command: String, outcome: String },
     #[error("ssh to {address} port {port}: {message}")]
     Ssh {
         address: String,

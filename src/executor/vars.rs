@@ -464,6 +464,34 @@ pub fn strip_omitted(args: &mut Map<String, Value>) {
     args.retain(|_, v| v.as_str() != Some(OMIT));
 }
 
+/// The play's role names as Ansible's magic variables give them: the roles the play names
+/// (`roles:`, imports and public includes), those reached as dependencies, and both.
+fn add_role_names<'a>(
+    vars: &mut Map<String, Value>,
+    roles: impl Iterator<Item = &'a std::sync::Arc<crate::playbook::RoleInfo>>,
+) {
+    let (mut named, mut dependent): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    for role in roles {
+        let list = if role.dependency {
+            &mut dependent
+        } else {
+            &mut named
+        };
+        if !list.contains(&role.name) {
+            list.push(role.name.clone());
+        }
+    }
+    let mut all = named.clone();
+    all.extend(dependent.iter().filter(|n| !named.contains(n)).cloned());
+    vars.insert("role_names".into(), Value::from(named.clone()));
+    vars.insert("ansible_play_role_names".into(), Value::from(named));
+    vars.insert(
+        "ansible_dependent_role_names".into(),
+        Value::from(dependent),
+    );
+    vars.insert("ansible_role_names".into(), Value::from(all));
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::Ordering;
@@ -536,32 +564,4 @@ mod tests {
     fn the_controllers_python_is_a_python3() {
         assert!(controller_python().ends_with("python3"));
     }
-}
-
-/// The play's role names as Ansible's magic variables give them: the roles the play names
-/// (`roles:`, imports and public includes), those reached as dependencies, and both.
-fn add_role_names<'a>(
-    vars: &mut Map<String, Value>,
-    roles: impl Iterator<Item = &'a std::sync::Arc<crate::playbook::RoleInfo>>,
-) {
-    let (mut named, mut dependent): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
-    for role in roles {
-        let list = if role.dependency {
-            &mut dependent
-        } else {
-            &mut named
-        };
-        if !list.contains(&role.name) {
-            list.push(role.name.clone());
-        }
-    }
-    let mut all = named.clone();
-    all.extend(dependent.iter().filter(|n| !named.contains(n)).cloned());
-    vars.insert("role_names".into(), Value::from(named.clone()));
-    vars.insert("ansible_play_role_names".into(), Value::from(named));
-    vars.insert(
-        "ansible_dependent_role_names".into(),
-        Value::from(dependent),
-    );
-    vars.insert("ansible_role_names".into(), Value::from(all));
 }

@@ -499,6 +499,15 @@ impl Loader<'_> {
     }
 }
 
+/// What a role's import counts as on the import stack: its directory and entry point
+/// (`tasks_from`), so that only the same use of the same role is a cycle.
+pub(super) fn role_import_key(dir: &Path, entry: &RoleEntry) -> PathBuf {
+    identity(dir).join(format!(
+        "@entry:{}",
+        entry.tasks_from.as_deref().unwrap_or("main")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::*;
@@ -871,13 +880,4 @@ mod tests {
             "{e}"
         );
     }
-}
-
-/// What a role's import counts as on the import stack: its directory and entry point
-/// (`tasks_from`), so that only the same use of the same role is a cycle.
-pub(super) fn role_import_key(dir: &Path, entry: &RoleEntry) -> PathBuf {
-    identity(dir).join(format!(
-        "@entry:{}",
-        entry.tasks_from.as_deref().unwrap_or("main")
-    ))
 }

@@ -345,25 +345,41 @@ fn fileglob(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjErro
         };
         let dirs: Vec<PathBuf> = if Path::new(dir).is_absolute() {
             vec![PathBuf::from(dir)]
-        } else {
+        } else if dir.is_empty() {
+            // A bare pattern tries every search directory (each one's `files/` first)
+            // until one has a match, as Ansible's fileglob does.
             base.candidates("files", dir)
+        } else {
+            // A pattern with a directory globs in the first search directory that has it.
+            base.candidates("files", dir)
+                .into_iter()
+                .find(|d| d.is_dir())
+                .into_iter()
+                .collect()
         };
-        // The first search directory that exists wins, as Ansible's search path.
-        let Some(found_dir) = dirs.into_iter().find(|d| d.is_dir()) else {
-            continue;
-        };
-        let mut matches: Vec<String> = std::fs::read_dir(&found_dir)
-            .map_err(|e| error(format!("fileglob: {}: {e}", found_dir.display())))?
-            .filter_map(Result::ok)
-            .filter(|e| e.path().is_file())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|name| crate::fnmatch::glob_component(pattern, name))
-            .map(|name| found_dir.join(name).display().to_string())
-            .collect();
-        matches.sort();
-        out.extend(matches.into_iter().map(MjValue::from));
+        for found_dir in dirs.iter().filter(|d| d.is_dir()) {
+            let matches = glob_in(found_dir, pattern)?;
+            if !matches.is_empty() {
+                out.extend(matches.into_iter().map(MjValue::from));
+                break;
+            }
+        }
     }
     Ok(out)
+}
+
+/// The regular files in `dir` whose names match `pattern`, sorted.
+fn glob_in(dir: &Path, pattern: &str) -> Result<Vec<String>, MjError> {
+    let mut matches: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| error(format!("fileglob: {}: {e}", dir.display())))?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_file())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| crate::fnmatch::glob_component(pattern, name))
+        .map(|name| dir.join(name).display().to_string())
+        .collect();
+    matches.sort();
+    Ok(matches)
 }
 
 /// `first_found`: terms are names or `{files: [...], paths: [...], skip: bool}`.

@@ -61,6 +61,17 @@ impl Loader<'_> {
                     .collection_module(name, &self.playbook_dir, role_dir)
             })
             .or_else(|| {
+                // A short name under `collections:` may be one of theirs.
+                (!name.contains('.')).then_some(())?;
+                inherited.collections.iter().find_map(|collection| {
+                    self.shared.collection_module(
+                        &format!("{collection}.{name}"),
+                        &self.playbook_dir,
+                        role_dir,
+                    )
+                })
+            })
+            .or_else(|| {
                 let role = inherited.role.as_ref()?;
                 let fqcn = super::collections::enclosing_collection_module(&role.path, name)?;
                 self.shared

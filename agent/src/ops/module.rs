@@ -41,6 +41,15 @@ pub fn run_module(agent: &mut Agent, spec: RunModule) -> Result<OpResult, OpErro
     let Some(dir) = payload_dir(agent, &spec.payload)? else {
         return Ok(OpResult::NeedContent);
     };
+    // Ansible makes its remote temp dir under `remote_tmp` before a module runs; modules
+    // that make their own temp files there expect it (and warn when they must create it).
+    let remote_tmp = agent.expand("~/.ansible/tmp");
+    if !remote_tmp.is_dir() {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&remote_tmp);
+    }
     let needs_python = match &spec.style {
         ModuleStyle::NewStyle { .. } => true,
         ModuleStyle::Old { python, .. } | ModuleStyle::WantJson { python, .. } => *python,

@@ -81,6 +81,13 @@ def run_child(payload_dir, fqn, profile, args, env, out_w, err_w):
             key, _, value = entry.partition('=')
             os.environ[key] = value
         sys.argv = [fqn]
+        # Imported by the warm parent from an earlier payload: its idea of where the
+        # `ansible` package lives must be this payload's, or a deprecation would not be
+        # attributed to this module.
+        deprecator = sys.modules.get('ansible.module_utils._internal._deprecator')
+        if deprecator is not None:
+            import pathlib
+            deprecator._ANSIBLE_MODULE_BASE_PATH = pathlib.Path(payload_dir, 'ansible')
         from ansible.module_utils._internal._ansiballz import _loader
         _loader.run_module(
             json_params=args,

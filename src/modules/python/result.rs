@@ -35,6 +35,32 @@ pub fn outcome(run: ModuleRun, timeout_secs: Option<u64>) -> TaskOutcome {
         Some(other) => Some(crate::modules::spec::python_text(&other)),
     };
     data.retain(|k, _| !k.starts_with("_ansible_"));
+    if let Some(Value::Array(warnings)) = data.get_mut("warnings") {
+        for warning in warnings.iter_mut() {
+            if let Some(text) = summary_msg(warning, "WarningSummary") {
+                *warning = Value::String(text);
+            }
+        }
+    }
+    if let Some(Value::Array(deprecations)) = data.get_mut("deprecations") {
+        for deprecation in deprecations.iter_mut() {
+            if let Some(plain) = deprecation_dict(deprecation) {
+                *deprecation = plain;
+            }
+        }
+    }
+    if let Some(brief) = data.get("exception").and_then(error_summary) {
+        // What the controller makes of a module's exception: the message of its chain,
+        // and no traceback (Ansible shows none unless asked to).
+        outcome.failed = true;
+        if outcome.msg.is_none() {
+            outcome.msg = Some(format!("Task failed: Module failed: {brief}"));
+        }
+        data.insert(
+            "exception".into(),
+            Value::String("(traceback unavailable)".into()),
+        );
+    }
     if let Some(junk) = junk {
         let warnings = data
             .entry("warnings")
@@ -58,6 +84,71 @@ pub fn outcome(run: ModuleRun, timeout_secs: Option<u64>) -> TaskOutcome {
     }
     outcome.data = data;
     outcome
+}
+
+/// The message of a serialized `WarningSummary` (or other summary of one event).
+fn summary_msg(value: &Value, kind: &str) -> Option<String> {
+    (value.get("__ansible_type")?.as_str()? == kind)
+        .then(|| value.get("event")?.get("msg")?.as_str().map(str::to_string))?
+}
+
+/// A serialized `DeprecationSummary` as playbooks see it (Ansible's
+/// `deprecation_as_dict`): the collection, the deprecator, the message and the version or
+/// date.
+fn deprecation_dict(value: &Value) -> Option<Value> {
+    let msg = summary_msg(value, "DeprecationSummary")?;
+    let mut out = Map::new();
+    if let Some(deprecator) = value.get("deprecator") {
+        let resolved = deprecator.get("resolved_name").and_then(Value::as_str);
+        let kind = deprecator
+            .get("type")
+            .and_then(|t| t.get("value").or(Some(t)))
+            .and_then(Value::as_str);
+        let collection = resolved.map(|name| name.split('.').take(2).collect::<Vec<_>>().join("."));
+        out.insert(
+            "collection_name".into(),
+            collection.map_or(Value::Null, Value::String),
+        );
+        let mut plain = Map::new();
+        if let Some(name) = resolved {
+            plain.insert("resolved_name".into(), Value::String(name.into()));
+        }
+        if let Some(kind) = kind {
+            plain.insert("type".into(), Value::String(kind.into()));
+        }
+        out.insert("deprecator".into(), Value::Object(plain));
+    }
+    out.insert("msg".into(), Value::String(msg));
+    for key in ["version", "date"] {
+        if let Some(v) = value.get(key).filter(|v| !v.is_null()) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    Some(Value::Object(out))
+}
+
+/// The brief message of a module's serialized `ErrorSummary` (2.19+'s exception
+/// results): each event's `msg` along the chain it follows, repeats left out.
+fn error_summary(exception: &Value) -> Option<String> {
+    if exception.get("__ansible_type")?.as_str()? != "ErrorSummary" {
+        return None;
+    }
+    let mut event = exception.get("event")?;
+    let mut parts: Vec<String> = Vec::new();
+    loop {
+        if let Some(msg) = event.get("msg").and_then(Value::as_str)
+            && parts.last().is_none_or(|last| last != msg)
+        {
+            parts.push(msg.to_string());
+        }
+        match event.get("chain") {
+            Some(chain) if chain.get("follow").and_then(Value::as_bool) == Some(true) => {
+                event = chain.get("event")?;
+            }
+            _ => break,
+        }
+    }
+    Some(parts.join(": "))
 }
 
 /// The result of output that holds no JSON object: Ansible keeps what the module printed.

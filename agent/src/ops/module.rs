@@ -372,3 +372,118 @@ fn capture(
         timed_out,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{TempDir, agent};
+    use super::*;
+
+    const PYTHON: &str = "/usr/bin/python3";
+
+    /// A payload with a stand-in for ansible-core's loader: it runs the module as
+    /// `__main__` with the arguments in `ARGS`, as the real one does.
+    fn payload(module: &str, sha: u8) -> ModulePayload {
+        let file = |path: &str, data: &str| PayloadFile {
+            path: path.into(),
+            data: data.as_bytes().to_vec(),
+            executable: false,
+        };
+        ModulePayload {
+            sha256: [sha; 32],
+            files: Some(vec![
+                file("ansible/__init__.py", ""),
+                file("ansible/module_utils/__init__.py", ""),
+                file("ansible/module_utils/_internal/__init__.py", ""),
+                file("ansible/module_utils/_internal/_ansiballz/__init__.py", ""),
+                file(
+                    "ansible/module_utils/_internal/_ansiballz/_loader.py",
+                    "import runpy\nARGS = None\n\
+                     def run_module(json_params, profile, module_fqn, modlib_path, extensions):\n    \
+                     global ARGS\n    ARGS = json_params\n    \
+                     runpy.run_module(module_fqn, run_name='__main__', alter_sys=True)\n",
+                ),
+                file("ansible/legacy/__init__.py", ""),
+                file("ansible/legacy/m.py", module),
+            ]),
+        }
+    }
+
+    fn request(payload: ModulePayload, timeout_secs: Option<u64>) -> RunModule {
+        RunModule {
+            interpreters: vec!["/nonexistent/python".into(), PYTHON.into()],
+            payload,
+            style: ModuleStyle::NewStyle {
+                fqn: "ansible.legacy.m".into(),
+                profile: "legacy".into(),
+            },
+            args: b"{\"x\": 1}".to_vec(),
+            timeout_secs,
+            env: vec![("TURBO_TEST".into(), "yes".into())],
+        }
+    }
+
+    fn run(a: &mut Agent, spec: RunModule) -> ModuleRun {
+        match run_module(a, spec).unwrap() {
+            OpResult::Module(run) => run,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_module_runs_in_a_warm_child_from_its_cached_payload() {
+        if !Path::new(PYTHON).is_file() {
+            eprintln!("skipped: no {PYTHON}");
+            return;
+        }
+        let home = TempDir::new();
+        let mut a = agent(home.path());
+        let module = "import os, sys\nfrom ansible.module_utils._internal._ansiballz import _loader\n\
+                      print('{\"args\": %s, \"env\": \"%s\"}' % (_loader.ARGS.decode(), os.environ['TURBO_TEST']))\n\
+                      sys.exit(3)\n";
+        let mut without_files = payload(module, 1);
+        without_files.files = None;
+        assert_eq!(
+            run_module(&mut a, request(without_files.clone(), None)).unwrap(),
+            OpResult::NeedContent
+        );
+        let first = run(&mut a, request(payload(module, 1), None));
+        assert_eq!(first.interpreter, PYTHON);
+        assert!(first.discovered);
+        assert_eq!(first.rc, 3, "{}", String::from_utf8_lossy(&first.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&first.stdout),
+            "{\"args\": {\"x\": 1}, \"env\": \"yes\"}\n"
+        );
+        // Cached now, and the same runner answers.
+        let pid = a.runners[0].child.id();
+        let again = run(&mut a, request(without_files, None));
+        assert_eq!(again.stdout, first.stdout);
+        assert_eq!(a.runners.len(), 1);
+        assert_eq!(a.runners[0].child.id(), pid);
+    }
+
+    #[test]
+    fn a_crash_or_a_hang_ends_only_that_module() {
+        if !Path::new(PYTHON).is_file() {
+            eprintln!("skipped: no {PYTHON}");
+            return;
+        }
+        let home = TempDir::new();
+        let mut a = agent(home.path());
+        let crashed = run(
+            &mut a,
+            request(payload("raise ValueError('boom')\n", 2), None),
+        );
+        assert_eq!(crashed.rc, 1);
+        assert!(String::from_utf8_lossy(&crashed.stderr).contains("ValueError: boom"));
+        let started = Instant::now();
+        let hung = run(
+            &mut a,
+            request(payload("import time\ntime.sleep(30)\n", 3), Some(1)),
+        );
+        assert!(hung.timed_out);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let fine = run(&mut a, request(payload("print('{}')\n", 4), None));
+        assert_eq!((fine.rc, fine.stdout), (0, b"{}\n".to_vec()));
+    }
+}

@@ -56,13 +56,29 @@ def add_payload(payload_dir, known):
         candidate = os.path.join(payload_dir, *name.split('.'))
         if candidate not in path and os.path.isdir(candidate):
             path.insert(0, candidate)
-    if len(known) == 1:
-        # The first payload warms this process: every child starts with these imported.
-        try:
-            import ansible.module_utils.basic  # noqa: F401
-            from ansible.module_utils._internal._ansiballz import _loader  # noqa: F401
-        except Exception:
-            pass
+    # Each payload warms this process with the ansible-core module_utils it carries, so
+    # every later child finds them imported; one that fails to import is left to the
+    # module, which reports it as it would.
+    try:
+        import ansible.module_utils.basic  # noqa: F401
+        from ansible.module_utils._internal._ansiballz import _loader  # noqa: F401
+    except Exception:
+        return
+    import importlib
+    utils = os.path.join(payload_dir, 'ansible', 'module_utils')
+    for root, dirs, files in os.walk(utils):
+        dirs.sort()
+        relative = os.path.relpath(root, payload_dir).split(os.sep)
+        for name in sorted(files):
+            if not name.endswith('.py') or name == '__init__.py':
+                continue
+            dotted = '.'.join(relative + [name[:-3]])
+            if dotted in sys.modules:
+                continue
+            try:
+                importlib.import_module(dotted)
+            except BaseException:
+                pass
 
 
 def run_child(payload_dir, fqn, profile, args, env, out_w, err_w):

@@ -157,6 +157,20 @@ impl Module for PythonModule {
 
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let source = self.source()?;
+        // uri's action plugin only uploads `src` from the controller before the module
+        // runs; without one the module is all there is.
+        if source.fqn == "ansible.modules.uri"
+            && args.extra().get("src").is_some_and(|v| !v.is_null())
+            && !args
+                .extra()
+                .get("remote_src")
+                .is_some_and(crate::booleans::lenient)
+        {
+            return Err(ModuleError::Invalid(
+                "uri with a controller-side `src` needs Ansible's uri action plugin                  (ansible/plugins/action/uri.py), which turbo-play does not run: copy the file                  to the host first and use `remote_src: true`, or run this playbook with                  ansible-playbook"
+                    .into(),
+            ));
+        }
         let built = payload::payload(source, &self.utils).map_err(ModuleError::Invalid)?;
         BY_DIGEST
             .lock()

@@ -171,7 +171,8 @@ impl Module for PythonModule {
                     .into(),
             ));
         }
-        let built = payload::payload(source, &self.utils).map_err(ModuleError::Invalid)?;
+        let built =
+            payload::payload(source, &self.utils, self.name).map_err(ModuleError::Invalid)?;
         BY_DIGEST
             .lock()
             .expect("payload digests")

@@ -33,14 +33,18 @@ pub struct UtilsPaths {
 }
 
 /// The payload of `source`, built on first use in the run.
-pub fn payload(source: &ModuleSource, paths: &UtilsPaths) -> Result<Arc<Payload>, String> {
+pub fn payload(
+    source: &ModuleSource,
+    paths: &UtilsPaths,
+    module_name: &str,
+) -> Result<Arc<Payload>, String> {
     type Key = (PathBuf, String, UtilsPaths);
     static BUILT: LazyLock<Mutex<HashMap<Key, Arc<Payload>>>> = LazyLock::new(Default::default);
     let key = (source.path.clone(), source.fqn.clone(), paths.clone());
     if let Some(built) = BUILT.lock().expect("payload cache").get(&key) {
         return Ok(built.clone());
     }
-    let built = Arc::new(build(source, paths)?);
+    let built = Arc::new(build(source, paths, module_name)?);
     BUILT
         .lock()
         .expect("payload cache")
@@ -48,7 +52,7 @@ pub fn payload(source: &ModuleSource, paths: &UtilsPaths) -> Result<Arc<Payload>
     Ok(built)
 }
 
-fn build(source: &ModuleSource, paths: &UtilsPaths) -> Result<Payload, String> {
+fn build(source: &ModuleSource, paths: &UtilsPaths, module_name: &str) -> Result<Payload, String> {
     let data = std::fs::read(&source.path)
         .map_err(|e| format!("could not read module {}: {e}", source.path.display()))?;
     let file_name = source
@@ -57,6 +61,11 @@ fn build(source: &ModuleSource, paths: &UtilsPaths) -> Result<Payload, String> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "module".into());
     let kind = sniff(&data);
+    if matches!(kind, Kind::Old | Kind::WantJson) && shebang(&data).is_none() {
+        return Err(format!(
+            "module ({module_name}) is missing interpreter line"
+        ));
+    }
     if kind != Kind::NewStyle {
         let python = shebang(&data).is_some_and(|line| line.contains("python"));
         let style = match kind {

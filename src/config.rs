@@ -26,6 +26,11 @@ pub struct Config {
     /// `[defaults] collections_path` / `ANSIBLE_COLLECTIONS_PATH` (or their older plural
     /// spellings): colon-separated directories holding `ansible_collections/`.
     pub collections_path: Vec<PathBuf>,
+    /// `[defaults] library` / `ANSIBLE_LIBRARY`: directories of modules, searched after
+    /// `library/` beside the playbook and in roles.
+    pub library: Vec<PathBuf>,
+    /// `[defaults] module_utils` / `ANSIBLE_MODULE_UTILS`: directories of module_utils.
+    pub module_utils: Vec<PathBuf>,
     pub host_key_checking: Option<bool>,
     pub private_key_file: Option<PathBuf>,
     /// Connection timeout in seconds.
@@ -249,6 +254,23 @@ impl Config {
                 .filter(|p| !p.is_empty())
                 .map(|p| resolve_path(p, &origin.base, home))
                 .collect();
+        }
+        for (env, key, slot) in [
+            ("ANSIBLE_LIBRARY", "library", &mut config.library),
+            (
+                "ANSIBLE_MODULE_UTILS",
+                "module_utils",
+                &mut config.module_utils,
+            ),
+        ] {
+            if let Some((value, origin)) = setting(env, key) {
+                *slot = value
+                    .split(':')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| resolve_path(p, &origin.base, home))
+                    .collect();
+            }
         }
         if let Some((value, _)) = setting("ANSIBLE_REMOTE_USER", "remote_user")
             && !value.is_empty()

@@ -86,6 +86,8 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
             } else {
                 config.collections_path.clone()
             },
+            library: config.library.clone(),
+            module_utils: config.module_utils.clone(),
         };
         let loaded =
             load_playbooks(path, &options).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;

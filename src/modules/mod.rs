@@ -49,6 +49,7 @@ mod package_facts;
 mod pause;
 mod ping;
 mod pip;
+pub mod python;
 mod raw;
 pub mod registry;
 mod replace;
@@ -97,6 +98,10 @@ pub struct PlanContext<'a> {
     pub templar: Option<&'a Templar>,
     /// ansible.cfg's `ansible_managed`; `None` means Ansible's default text.
     pub ansible_managed: Option<&'a str>,
+    /// The task's `no_log` (modules run through Python are told it).
+    pub no_log: bool,
+    /// The task's `timeout:` in seconds.
+    pub timeout: Option<u64>,
 }
 
 impl<'a> PlanContext<'a> {
@@ -110,6 +115,8 @@ impl<'a> PlanContext<'a> {
             vars: None,
             templar: None,
             ansible_managed: None,
+            no_log: false,
+            timeout: None,
         }
     }
 }

@@ -122,6 +122,7 @@ impl DynamicInclude {
         let shared = Shared::new(&LoadOptions {
             roles_path: self.roles_path.clone(),
             collections_path: self.collections_path.clone(),
+            ..LoadOptions::default()
         });
         let base =
             NEXT_RUNTIME_BLOCK.fetch_add(RUNTIME_BLOCK_RANGE, std::sync::atomic::Ordering::Relaxed);

@@ -21,6 +21,7 @@ mod packages_apt;
 mod packages_dnf;
 mod packages_pip;
 mod playbook_runs;
+mod python_modules;
 mod real_roles;
 mod roles;
 mod services;

@@ -111,18 +111,29 @@ pub(super) async fn send_remote(
                 op
             })
             .collect();
+        // Kept to send again with their files (small: arguments and a digest).
+        let module_ops: Vec<Option<Op>> = ops
+            .iter()
+            .map(|op| matches!(op, Op::RunModule(_)).then(|| op.clone()))
+            .collect();
         let sent = if task.module.caps().batchable {
             send_batched(ctx, &session, ops, task).await
         } else {
             send_one_by_one(ctx, &session, ops, task).await
         };
-        let results = match sent {
+        let mut results = match sent {
             Ok(r) => r,
             Err(message) => {
                 host_unreachable(ctx, task, host, &message);
                 return false;
             }
         };
+        if let Err(message) =
+            send_module_files(ctx, &session, task, &module_ops, &mut results).await
+        {
+            host_unreachable(ctx, task, host, &message);
+            return false;
+        }
         let mut answers: Vec<(usize, OpResult)> = Vec::with_capacity(remote.len());
         for (request, result) in requests.into_iter().zip(results) {
             if request.members.len() > 1 && !squash::succeeded(&result) {
@@ -169,6 +180,49 @@ pub(super) async fn send_remote(
             };
         }
     }
+}
+
+/// Modules the agent answered `NeedContent` for lack their files in its cache: they go
+/// again as one batch, the files with the first op of each payload only, so a loop's
+/// items cost one transfer.
+async fn send_module_files(
+    ctx: &RunContext,
+    session: &AgentSession,
+    task: &Task,
+    ops: &[Option<Op>],
+    results: &mut [OpResult],
+) -> Result<(), String> {
+    let missing: Vec<(usize, &Op)> = (0..ops.len())
+        .filter(|&i| matches!(results[i], OpResult::NeedContent))
+        .filter_map(|i| Some((i, ops[i].as_ref()?)))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut sent = std::collections::HashSet::new();
+    let again: Vec<Op> = missing
+        .iter()
+        .map(|&(_, op)| match op {
+            Op::RunModule(run) if sent.insert(run.payload.sha256) => {
+                crate::modules::python::with_files(op).unwrap_or_else(|| op.clone())
+            }
+            op => op.clone(),
+        })
+        .collect();
+    let replies = if again.len() == 1 {
+        send_one_by_one(ctx, session, again, task).await?
+    } else {
+        let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
+        match session.call(Op::Batch(again), check, diff).await {
+            Ok(OpResult::Batch(r)) if r.len() == missing.len() => r,
+            Ok(other) => return Err(format!("agent answered a batch with {other:?}")),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    for ((i, _), reply) in missing.into_iter().zip(replies) {
+        results[i] = reply;
+    }
+    Ok(())
 }
 
 /// Sends the ops, one request per chunk, all chunks in flight at once.

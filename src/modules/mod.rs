@@ -74,6 +74,8 @@ mod unarchive;
 mod unarchive_tar;
 mod user;
 mod user_commands;
+mod wait_for;
+mod wait_for_probe;
 mod yum_repository;
 
 pub use registry::{all, collection_module, find, is_implemented, suggest};

@@ -105,7 +105,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("uri", NOT_YET),
     ("user", Native(&super::user::User)),
     ("validate_argument_spec", NOT_YET),
-    ("wait_for", NOT_YET),
+    ("wait_for", Native(&super::wait_for::WaitFor)),
     ("wait_for_connection", NOT_YET),
     ("yum", Native(&dnf::Yum)),
     ("yum_repository", Native(&yum_repository::YumRepository)),

@@ -17,6 +17,7 @@ mod file_modules;
 mod language_gaps;
 mod loops_keywords;
 mod module_args;
+mod network_wait;
 mod packages_apt;
 mod packages_dnf;
 mod packages_pip;

@@ -5,6 +5,7 @@
 //! to the agent as one batch (cut into pipelined chunks for very long loops).
 
 mod control;
+mod custom_stats;
 mod facts;
 mod flow;
 mod host_task;
@@ -212,6 +213,8 @@ pub(crate) struct RunContext {
     pub ran_roles: Mutex<Vec<crate::playbook::RanRole>>,
     /// Task keywords already warned about: once per run is enough to be told.
     warned_keywords: Mutex<std::collections::HashSet<String>>,
+    /// What `set_stats` tasks returned, for the recap.
+    pub custom_stats: custom_stats::CustomStats,
 }
 
 impl RunContext {
@@ -336,6 +339,7 @@ pub async fn run_playbooks(
         dynamic_handlers: Mutex::default(),
         ran_roles: Mutex::default(),
         warned_keywords: Mutex::default(),
+        custom_stats: Default::default(),
     });
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));
@@ -380,6 +384,10 @@ pub async fn run_playbooks(
         session.close().await;
     }
     ctx.emit(Event::Recap(stats.clone()));
+    let custom = ctx.custom_stats.snapshot();
+    if !custom.is_empty() {
+        ctx.emit(Event::CustomStats(custom));
+    }
     let start_at_unmatched = ctx.start_at.lock().expect("start_at lock").take();
     RunSummary {
         stats,

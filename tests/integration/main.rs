@@ -26,6 +26,7 @@ mod real_roles;
 mod roles;
 mod services;
 mod support;
+mod system_modules;
 mod task_connections;
 mod templating;
 mod text_modules;

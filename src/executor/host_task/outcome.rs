@@ -80,6 +80,7 @@ pub(super) fn finish_loop(
         let verbose = outcome.verbose_always;
         absorb_facts(task, facts_host(task, host, delegate), &outcome);
         absorb_inventory(ctx, host, &mut outcome);
+        ctx.custom_stats.absorb(&host.name, &outcome);
         any_changed |= outcome.changed;
         any_failed |= outcome.failed;
         all_skipped &= outcome.skipped;
@@ -172,6 +173,7 @@ pub(in crate::executor) fn finish_task(
     let verbose = outcome.verbose_always;
     absorb_facts(task, facts_host(task, host, delegate), &outcome);
     absorb_inventory(ctx, host, &mut outcome);
+    ctx.custom_stats.absorb(&host.name, &outcome);
     let data = outcome.registered();
     let shown_as = task.module.caps().shown;
     let is_debug = shown_as == Shown::OwnData && !outcome.skipped;

@@ -77,6 +77,7 @@ mod unarchive_tar;
 mod user;
 mod user_commands;
 mod wait_for;
+pub(crate) mod wait_for_connection;
 mod wait_for_probe;
 mod yum_repository;
 
@@ -302,6 +303,9 @@ pub enum Effect {
     JoinGroup { group: String, parents: Vec<String> },
     /// pause: wait this long on the controller before the result is shown.
     Wait(std::time::Duration),
+    /// wait_for_connection: the executor tries the host until it answers (the result
+    /// becomes what that wait gave).
+    Reconnect(wait_for_connection::Reconnect),
 }
 
 /// What a task did on one host (or for one loop item).

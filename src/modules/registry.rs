@@ -106,7 +106,10 @@ static MODULES: &[(&str, Entry)] = &[
     ("user", Native(&super::user::User)),
     ("validate_argument_spec", NOT_YET),
     ("wait_for", Native(&super::wait_for::WaitFor)),
-    ("wait_for_connection", NOT_YET),
+    (
+        "wait_for_connection",
+        Native(&super::wait_for_connection::WaitForConnection),
+    ),
     ("yum", Native(&dnf::Yum)),
     ("yum_repository", Native(&yum_repository::YumRepository)),
 ];

@@ -80,3 +80,49 @@ fn gather_facts_is_setup_with_parallel_accepted() {
         out.stdout
     );
 }
+
+#[test]
+fn wait_for_connection_pings_and_times_out_as_ansible_does() {
+    let hosts = LocalHosts::new(&["l"]);
+    let inventory = format!(
+        "{}\n{}\n",
+        hosts.line("l"),
+        crate::support::hosts::refusing_host_line("r")
+    );
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - wait_for_connection: {timeout: 3, delay: 1}
+      register: w
+      ignore_errors: true
+    - wait_for_connection: {}
+      check_mode: true
+      register: c
+    - assert:
+        that:
+          - c is skipped
+          - w.elapsed >= 1
+    - assert:
+        that: w is not failed and w.elapsed == 1
+      when: inventory_hostname == "l"
+    - assert:
+        that:
+          - w is failed and w.elapsed == 4
+          - 'w.msg.startswith("timed out waiting for ping module test: Failed to connect to the host via ssh: ")'
+          - w.msg.endswith("Connection refused")
+      when: inventory_hostname == "r"
+"#,
+        )
+        .inventory(&inventory)
+        .run();
+    out.assert_code(0);
+    let expected = |ignored| Recap {
+        skipped: 2,
+        ignored,
+        ..recap(3, 0)
+    };
+    assert_eq!(out.recap("l"), expected(0), "{}", out.stdout);
+    assert_eq!(out.recap("r"), expected(1), "{}", out.stdout);
+}

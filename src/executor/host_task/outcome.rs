@@ -305,7 +305,7 @@ pub(super) fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &mut
                     runtime.add_to_group(&host.name, parent);
                 }
             }
-            Effect::Wait(_) => {}
+            Effect::Wait(_) | Effect::Reconnect(_) => {}
         }
     }
 }

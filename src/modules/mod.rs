@@ -76,6 +76,7 @@ mod unarchive;
 mod unarchive_tar;
 mod user;
 mod user_commands;
+mod validate_argument_spec;
 mod wait_for;
 pub(crate) mod wait_for_connection;
 mod wait_for_probe;

@@ -104,7 +104,10 @@ static MODULES: &[(&str, Entry)] = &[
     ("unarchive", Native(&super::unarchive::Unarchive)),
     ("uri", NOT_YET),
     ("user", Native(&super::user::User)),
-    ("validate_argument_spec", NOT_YET),
+    (
+        "validate_argument_spec",
+        Native(&super::validate_argument_spec::ValidateArgumentSpec),
+    ),
     ("wait_for", Native(&super::wait_for::WaitFor)),
     (
         "wait_for_connection",

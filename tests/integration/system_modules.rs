@@ -126,3 +126,53 @@ fn wait_for_connection_pings_and_times_out_as_ansible_does() {
     assert_eq!(out.recap("l"), expected(0), "{}", out.stdout);
     assert_eq!(out.recap("r"), expected(1), "{}", out.stdout);
 }
+
+#[test]
+fn validate_argument_spec_reports_every_error_as_ansible_does() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  vars:
+    port: "8080"
+    spec:
+      port: {type: int, required: true}
+      mode: {choices: [a, b], default: a}
+      names: {type: list, elements: str}
+      debug: {type: bool}
+    e0: "argument 'port' is of type str and we were unable to convert to int: \"'x'\" cannot be converted to an int"
+    e1: "argument 'debug' is of type str and we were unable to convert to bool: The value 'maybe' is not a valid boolean."
+    e2: "value of mode must be one of: a, b, got: c"
+    m: "Validation of arguments failed:\nargument 'port'"
+  tasks:
+    - validate_argument_spec: {argument_spec: "{{ spec }}"}
+      register: ok
+    - validate_argument_spec: {argument_spec: "{{ spec }}", provided_arguments: {mode: c, debug: maybe, port: x}}
+      register: bad
+      ignore_errors: true
+    - assert:
+        that:
+          - ok.msg == "The arg spec validation passed"
+          - ok.validate_args_context == {}
+          - bad.argument_errors | length == 3
+          - bad.argument_errors[0] == e0
+          - bad.argument_errors[1].startswith(e1)
+          - bad.argument_errors[2] == e2
+          - bad.msg.startswith(m)
+          - bad.argument_spec_data == spec
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ignored: 1,
+            ..recap(3, 0)
+        },
+        "{}",
+        out.stdout
+    );
+}

@@ -119,6 +119,9 @@ pub(crate) struct HostState {
     pub registered: Mutex<Map<String, Value>>,
     /// Gathered facts (`setup`): below play vars in precedence, as in Ansible.
     pub facts: Mutex<Map<String, Value>>,
+    /// The facts a module returned without the `ansible_` prefix (getent's `getent_passwd`,
+    /// setup's `module_setup`): Ansible injects those as variables under their own name.
+    pub plain_facts: Mutex<std::collections::BTreeSet<String>>,
     /// Variables `include_vars` loaded: above task vars, below set facts (Ansible's
     /// vars cache).
     pub included_vars: Mutex<Map<String, Value>>,
@@ -139,6 +142,7 @@ impl HostState {
             sessions: Mutex::new(HashMap::new()),
             registered: Mutex::new(Map::new()),
             facts: Mutex::new(Map::new()),
+            plain_facts: Mutex::default(),
             included_vars: Mutex::new(Map::new()),
             set_facts: Mutex::new(Map::new()),
             stats: Mutex::new(HostStats {

@@ -38,6 +38,7 @@ mod file;
 mod find;
 mod find_filters;
 mod gather_facts;
+mod getent;
 mod group;
 mod include;
 mod include_vars;

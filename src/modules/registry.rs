@@ -64,7 +64,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("find", Native(&super::find::Find)),
     ("gather_facts", Native(&super::gather_facts::GatherFacts)),
     ("get_url", NOT_YET),
-    ("getent", NOT_YET),
+    ("getent", Native(&super::getent::Getent)),
     ("git", NOT_YET),
     ("group", Native(&super::group::Group)),
     ("group_by", Native(&inventory_edit::GroupBy)),

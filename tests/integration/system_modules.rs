@@ -176,3 +176,73 @@ fn validate_argument_spec_reports_every_error_as_ansible_does() {
         out.stdout
     );
 }
+
+const GETENT: &str = r####"- hosts: all
+  gather_facts: false
+  tasks:
+    - {name: g_root, getent: {database: passwd, key: root}, register: g_root}
+    - {name: g_group, getent: {database: group, key: root, split: ":"}, register: g_group}
+    - {name: g_missing, getent: {database: passwd, key: nosuchuser}, register: g_missing, ignore_errors: true}
+    - {name: g_nokey, getent: {database: passwd, key: nosuchuser, fail_key: false}, register: g_nokey}
+    - {name: g_baddb, getent: {database: nosuchdb}, register: g_baddb, ignore_errors: true}
+    - {name: g_check, getent: {database: passwd, key: root}, register: g_check, check_mode: true}
+    - {name: g_split, getent: {database: passwd, key: root, split: ""}, register: g_split, ignore_errors: true}
+    - assert:
+        that:
+          - getent_passwd.root[4] == "/root"
+          - ansible_facts.getent_group.root[1] == "0"
+    - name: results
+      debug:
+        msg: "{{ lookup('vars', item) | dict2items | rejectattr('key', 'in', ['invocation', 'exception']) | items2dict }}"
+      loop: [g_root, g_group, g_missing, g_nokey, g_baddb, g_check, g_split]
+"####;
+
+/// ansible-playbook 2.21's results (minus `invocation` and `exception`).
+const GETENT_RECORDED: &[(&str, &str)] = &[
+    (
+        "g_root",
+        r#"{"ansible_facts": {"getent_passwd": {"root": ["x", "0", "0", "root", "/root", "/bin/bash"]}}, "changed": false, "failed": false}"#,
+    ),
+    (
+        "g_group",
+        r#"{"ansible_facts": {"getent_group": {"root": ["x", "0", ""]}}, "changed": false, "failed": false}"#,
+    ),
+    (
+        "g_missing",
+        r#"{"changed": false, "failed": true, "msg": "One or more supplied key could not be found in the database."}"#,
+    ),
+    (
+        "g_nokey",
+        r#"{"ansible_facts": {"getent_passwd": {"nosuchuser": null}}, "changed": false, "failed": false, "msg": "One or more supplied key could not be found in the database."}"#,
+    ),
+    (
+        "g_baddb",
+        r#"{"changed": false, "failed": true, "msg": "Missing arguments, or database unknown."}"#,
+    ),
+    (
+        "g_check",
+        r#"{"ansible_facts": {"getent_passwd": {"root": ["x", "0", "0", "root", "/root", "/bin/bash"]}}, "changed": false, "failed": false}"#,
+    ),
+    (
+        "g_split",
+        r#"{"changed": false, "failed": true, "msg": "Invalid split value. The value must be a non-empty string"}"#,
+    ),
+];
+
+#[test]
+fn getent_gives_the_facts_ansible_gave() {
+    let hosts = LocalHosts::new(&["h"]);
+    let dir = hosts.dir("h");
+    let out = TestRun::new().playbook(GETENT).local_hosts(&hosts).run();
+    out.assert_code(0);
+    crate::everyday_modules::assert_results(&out, dir.to_str().unwrap(), &[], GETENT_RECORDED, &[]);
+    assert_eq!(
+        out.recap("h"),
+        Recap {
+            ignored: 3,
+            ..recap(9, 0)
+        },
+        "{}",
+        out.stdout
+    );
+}

@@ -324,7 +324,11 @@ pub(super) fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome)
         FactsLayer::Gathered => {
             // Kept without the prefix, as `ansible_facts.X`; vars.rs adds the `ansible_X` names.
             let mut facts = host.facts.lock().expect("facts lock");
+            let mut plain = host.plain_facts.lock().expect("plain facts lock");
             for (k, v) in new {
+                if !k.starts_with("ansible_") {
+                    plain.insert(k.clone());
+                }
                 facts.insert(
                     k.strip_prefix("ansible_").unwrap_or(k).to_string(),
                     v.clone(),

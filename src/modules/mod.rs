@@ -22,6 +22,7 @@ mod assemble_fragments;
 mod assert;
 mod blockinfile;
 mod command;
+mod command_expand;
 mod copy;
 mod copy_tree;
 mod cron;

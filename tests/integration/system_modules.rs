@@ -1,4 +1,5 @@
-//! set_stats, gather_facts and the other system modules against what ansible-playbook
+//! set_stats, gather_facts, wait_for_connection, validate_argument_spec, getent and
+//! command/shell arguments against what ansible-playbook
 //! 2.21 did with the same playbooks (`-c local`, recorded here as data).
 
 use crate::support::hosts::LocalHosts;
@@ -245,4 +246,83 @@ fn getent_gives_the_facts_ansible_gave() {
         "{}",
         out.stdout
     );
+}
+
+const COMMAND_ARGS: &str = r####"- hosts: all
+  gather_facts: false
+  tasks:
+    - {name: c_exp, command: "echo $HOME ~ '$NOPE_X' ${HOME}x", register: c_exp}
+    - {name: c_noexp, command: {cmd: "echo $HOME ~", expand_argument_vars: false}, register: c_noexp}
+    - {name: c_stdin, command: {cmd: cat, stdin: "a\n\n", strip_empty_ends: false}, register: c_stdin}
+    - {name: c_stdin2, command: {cmd: cat, stdin: "a", stdin_add_newline: false}, register: c_stdin2}
+    - {name: c_argv, command: {argv: [printf, "%s|", "a b", "$HOME"], chdir: /tmp}, register: c_argv}
+    - {name: s_exe, shell: {cmd: "echo $0; echo ${BASH_VERSION:+bash}", executable: /bin/bash}, register: s_exe}
+    - {name: c_creates, command: {cmd: "echo x", creates: /etc}, register: c_creates}
+    - {name: c_removes, command: {cmd: "echo x", removes: /nonexist}, register: c_removes}
+    - {name: c_exec, command: {cmd: "echo x", executable: /bin/bash}, register: c_exec}
+    - name: results
+      debug:
+        msg: "{{ lookup('vars', item) | dict2items | rejectattr('key', 'in', ['invocation', 'start', 'end', 'delta']) | items2dict }}"
+      loop: [c_exp, c_noexp, c_stdin, c_stdin2, c_argv, s_exe, c_creates, c_removes, c_exec]
+"####;
+
+/// ansible-playbook 2.21's results (minus `invocation` and the times), HOME as HOMEDIR.
+const COMMAND_RECORDED: &[(&str, &str)] = &[
+    (
+        "c_exp",
+        r#"{"changed": true, "cmd": ["echo", "$HOME", "~", "$NOPE_X", "${HOME}x"], "failed": false, "msg": "", "rc": 0, "stderr": "", "stderr_lines": [], "stdout": "HOMEDIR HOMEDIR $NOPE_X HOMEDIRx", "stdout_lines": ["HOMEDIR HOMEDIR $NOPE_X HOMEDIRx"]}"#,
+    ),
+    (
+        "c_noexp",
+        r#"{"changed": true, "cmd": ["echo", "$HOME", "~"], "failed": false, "msg": "", "rc": 0, "stderr": "", "stderr_lines": [], "stdout": "$HOME ~", "stdout_lines": ["$HOME ~"]}"#,
+    ),
+    (
+        "c_stdin",
+        r#"{"changed": true, "cmd": ["cat"], "failed": false, "msg": "", "rc": 0, "stderr": "", "stderr_lines": [], "stdout": "a\n\n\n", "stdout_lines": ["a", "", ""]}"#,
+    ),
+    (
+        "c_stdin2",
+        r#"{"changed": true, "cmd": ["cat"], "failed": false, "msg": "", "rc": 0, "stderr": "", "stderr_lines": [], "stdout": "a", "stdout_lines": ["a"]}"#,
+    ),
+    (
+        "c_argv",
+        r#"{"changed": true, "cmd": ["printf", "%s|", "a b", "$HOME"], "failed": false, "msg": "", "rc": 0, "stderr": "", "stderr_lines": [], "stdout": "a b|HOMEDIR|", "stdout_lines": ["a b|HOMEDIR|"]}"#,
+    ),
+    (
+        "s_exe",
+        r#"{"changed": true, "cmd": "echo $0; echo ${BASH_VERSION:+bash}", "failed": false, "msg": "", "rc": 0, "stderr": "", "stderr_lines": [], "stdout": "/bin/bash\nbash", "stdout_lines": ["/bin/bash", "bash"]}"#,
+    ),
+    (
+        "c_creates",
+        r#"{"changed": false, "cmd": ["echo", "x"], "failed": false, "msg": "Did not run command since '/etc' exists", "rc": 0, "stderr": "", "stderr_lines": [], "stdout": "skipped, since /etc exists", "stdout_lines": ["skipped, since /etc exists"]}"#,
+    ),
+    (
+        "c_removes",
+        r#"{"changed": false, "cmd": ["echo", "x"], "failed": false, "msg": "Did not run command since '/nonexist' does not exist", "rc": 0, "stderr": "", "stderr_lines": [], "stdout": "skipped, since /nonexist does not exist", "stdout_lines": ["skipped, since /nonexist does not exist"]}"#,
+    ),
+    (
+        "c_exec",
+        r#"{"changed": true, "cmd": ["echo", "x"], "failed": false, "msg": "", "rc": 0, "stderr": "", "stderr_lines": [], "stdout": "x", "stdout_lines": ["x"], "warnings": ["As of Ansible 2.4, the parameter 'executable' is no longer supported with the 'command' module. Not using '/bin/bash'."]}"#,
+    ),
+];
+
+#[test]
+fn command_and_shell_arguments_do_what_ansible_did() {
+    let hosts = LocalHosts::new(&["h"]);
+    let home = hosts.home().to_str().unwrap().to_string();
+    let recorded: Vec<(String, String)> = COMMAND_RECORDED
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.replace("HOMEDIR", &home)))
+        .collect();
+    let recorded: Vec<(&str, &str)> = recorded
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let out = TestRun::new()
+        .playbook(COMMAND_ARGS)
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    crate::everyday_modules::assert_results(&out, &home, &[], &recorded, &[]);
+    assert_eq!(out.recap("h"), recap(10, 7), "{}", out.stdout);
 }

@@ -41,6 +41,8 @@ pub struct Config {
     pub ssh_args: Option<String>,
     /// `[ssh_connection] retries` / `ANSIBLE_SSH_RETRIES`: Ansible's reconnection_retries.
     pub ssh_retries: Option<u32>,
+    /// `[defaults] show_custom_stats` / `ANSIBLE_SHOW_CUSTOM_STATS`: the recap's CUSTOM STATS.
+    pub show_custom_stats: bool,
     /// `[privilege_escalation]`: become, become_user, become_method, become_flags,
     /// become_exe, become_ask_pass, become_password_file (and their `ANSIBLE_BECOME*`).
     pub become_: BecomeConfig,
@@ -306,6 +308,9 @@ impl Config {
             // Ansible's config reads `type: boolean` leniently: anything but a true
             // spelling is false, never an error (ensure_type in config/manager.py).
             config.host_key_checking = Some(crate::booleans::lenient_text(&value));
+        }
+        if let Some((value, _)) = setting("ANSIBLE_SHOW_CUSTOM_STATS", "show_custom_stats") {
+            config.show_custom_stats = crate::booleans::lenient_text(&value);
         }
         // [privilege_escalation], each also from its ANSIBLE_BECOME* variable.
         let escalation = |env_name: &str, key: &str| -> Option<(String, String)> {

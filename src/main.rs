@@ -186,6 +186,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
     let summary = runtime.block_on(async move {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let verbosity = cli.verbose;
+        let show_custom_stats = config.show_custom_stats;
         // One reporter owns the terminal; it drains the channel until every sender is gone.
         let reporter = tokio::task::spawn_blocking(move || {
             if json_output {
@@ -194,7 +195,8 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                     json.handle(&event);
                 }
             } else {
-                let mut console = ConsoleReporter::stdout(verbosity);
+                let mut console =
+                    ConsoleReporter::stdout(verbosity).with_custom_stats(show_custom_stats);
                 while let Some(event) = rx.blocking_recv() {
                     console.handle(&event);
                 }

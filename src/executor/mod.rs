@@ -5,6 +5,7 @@
 //! to the agent as one batch (cut into pipelined chunks for very long loops).
 
 mod control;
+mod custom_stats;
 mod facts;
 mod flow;
 mod host_task;
@@ -118,6 +119,9 @@ pub(crate) struct HostState {
     pub registered: Mutex<Map<String, Value>>,
     /// Gathered facts (`setup`): below play vars in precedence, as in Ansible.
     pub facts: Mutex<Map<String, Value>>,
+    /// The facts a module returned without the `ansible_` prefix (getent's `getent_passwd`,
+    /// setup's `module_setup`): Ansible injects those as variables under their own name.
+    pub plain_facts: Mutex<std::collections::BTreeSet<String>>,
     /// Variables `include_vars` loaded: above task vars, below set facts (Ansible's
     /// vars cache).
     pub included_vars: Mutex<Map<String, Value>>,
@@ -138,6 +142,7 @@ impl HostState {
             sessions: Mutex::new(HashMap::new()),
             registered: Mutex::new(Map::new()),
             facts: Mutex::new(Map::new()),
+            plain_facts: Mutex::default(),
             included_vars: Mutex::new(Map::new()),
             set_facts: Mutex::new(Map::new()),
             stats: Mutex::new(HostStats {
@@ -212,6 +217,8 @@ pub(crate) struct RunContext {
     pub ran_roles: Mutex<Vec<crate::playbook::RanRole>>,
     /// Task keywords already warned about: once per run is enough to be told.
     warned_keywords: Mutex<std::collections::HashSet<String>>,
+    /// What `set_stats` tasks returned, for the recap.
+    pub custom_stats: custom_stats::CustomStats,
 }
 
 impl RunContext {
@@ -336,6 +343,7 @@ pub async fn run_playbooks(
         dynamic_handlers: Mutex::default(),
         ran_roles: Mutex::default(),
         warned_keywords: Mutex::default(),
+        custom_stats: Default::default(),
     });
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));
@@ -380,6 +388,10 @@ pub async fn run_playbooks(
         session.close().await;
     }
     ctx.emit(Event::Recap(stats.clone()));
+    let custom = ctx.custom_stats.snapshot();
+    if !custom.is_empty() {
+        ctx.emit(Event::CustomStats(custom));
+    }
     let start_at_unmatched = ctx.start_at.lock().expect("start_at lock").take();
     RunSummary {
         stats,

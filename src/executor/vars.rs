@@ -94,6 +94,11 @@ pub fn task_vars(
         for (k, v) in facts.iter() {
             vars.insert(format!("ansible_{k}"), v.clone());
         }
+        for k in host.plain_facts.lock().expect("plain facts lock").iter() {
+            if let Some(v) = facts.get(k) {
+                vars.insert(k.clone(), v.clone());
+            }
+        }
         vars.insert("ansible_facts".into(), Value::Object(facts.clone()));
     }
     let magic = magic_vars(ctx, playbook, host, play_hosts);

@@ -4,7 +4,9 @@ use serde_json::{Value, json};
 use turbo_proto::{Command, Exec, ExecOutcome, Op, OpResult};
 
 use super::spec::{Arg, Elem, Spec, Unknown};
-use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
+use super::{
+    Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, command_expand, unexpected,
+};
 
 pub struct CommandModule;
 pub struct Shell;
@@ -23,9 +25,7 @@ static SPEC: Spec = Spec::new(&[
     Arg::str("cmd"),
     Arg::path("creates"),
     Arg::path("executable"),
-    Arg::bool("expand_argument_vars")
-        .default_bool(true)
-        .not_yet(),
+    Arg::bool("expand_argument_vars").default_bool(true),
     Arg::path("removes"),
     Arg::str("stdin"),
     Arg::bool("stdin_add_newline").default_bool(true),
@@ -56,7 +56,16 @@ impl Module for CommandModule {
         if argv.is_empty() {
             return Err(ModuleError::Invalid("no command given".into()));
         }
-        let mut plan = plan_exec(args, ctx, Command::Argv(argv))?;
+        let command =
+            if !args.bool("expand_argument_vars") && command_expand::needs_expansion(&argv) {
+                Command::Shell {
+                    script: command_expand::literal_script(&argv),
+                    executable: None,
+                }
+            } else {
+                Command::Argv(argv)
+            };
+        let mut plan = plan_exec(args, ctx, command)?;
         // Ansible's command module ignores `executable`, and says so.
         if let (Some(executable), Plan::Done(outcome)) = (args.str("executable"), &mut plan) {
             outcome
@@ -374,6 +383,26 @@ mod tests {
             panic!()
         };
         assert_eq!(e.stdin, Some(b"hi".to_vec()));
+    }
+
+    #[test]
+    fn unexpanded_arguments_reach_the_program_as_written() {
+        assert_eq!(
+            plan(
+                &CommandModule,
+                json!({"cmd": "echo $HOME ~", "expand_argument_vars": false})
+            )
+            .unwrap(),
+            Plan::Remote(Op::Exec(exec(Command::Shell {
+                script: "exec 'echo' '$HOME' '~'".into(),
+                executable: None,
+            })))
+        );
+        // The agent expands them itself, as Ansible's run_command.
+        assert_eq!(
+            plan(&CommandModule, json!({"cmd": "echo $HOME"})).unwrap(),
+            Plan::Remote(Op::Exec(exec(argv(&["echo", "$HOME"]))))
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod assemble_fragments;
 mod assert;
 mod blockinfile;
 mod command;
+mod command_expand;
 mod copy;
 mod copy_tree;
 mod cron;
@@ -38,6 +39,8 @@ mod fetch_local;
 mod file;
 mod find;
 mod find_filters;
+mod gather_facts;
+mod getent;
 mod group;
 mod include;
 mod include_vars;
@@ -63,6 +66,7 @@ mod service_run;
 mod service_status;
 mod service_systemctl;
 mod set_fact;
+mod set_stats;
 mod setup;
 mod slurp;
 pub mod spec;
@@ -76,6 +80,10 @@ mod unarchive;
 mod unarchive_tar;
 mod user;
 mod user_commands;
+mod validate_argument_spec;
+mod wait_for;
+pub(crate) mod wait_for_connection;
+mod wait_for_probe;
 mod yum_repository;
 
 pub use registry::{all, collection_module, find, is_implemented, suggest};
@@ -375,6 +383,9 @@ pub enum Effect {
     JoinGroup { group: String, parents: Vec<String> },
     /// pause: wait this long on the controller before the result is shown.
     Wait(std::time::Duration),
+    /// wait_for_connection: the executor tries the host until it answers (the result
+    /// becomes what that wait gave).
+    Reconnect(wait_for_connection::Reconnect),
 }
 
 /// What a task did on one host (or for one loop item).

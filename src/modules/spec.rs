@@ -475,6 +475,18 @@ pub fn parse_bool(value: &Value) -> Result<bool, String> {
     })
 }
 
+/// `value` converted as an argument `name` of `kind`, with Ansible's message when it
+/// cannot be: for specs read at run time (validate_argument_spec, role argument specs).
+pub(crate) fn convert_named(name: &str, kind: Kind, value: &Value) -> Result<Value, String> {
+    convert(kind, value).map_err(|why| {
+        format!(
+            "argument '{name}' is of type {} and we were unable to convert to {}: {why}",
+            python_type(value),
+            kind_name(kind)
+        )
+    })
+}
+
 fn convert(kind: Kind, value: &Value) -> Result<Value, String> {
     match kind {
         Kind::Raw => Ok(value.clone()),

@@ -20,6 +20,8 @@ pub struct ConsoleReporter<W: Write> {
     /// Only when attached to a terminal.
     progress_enabled: bool,
     progress: Option<ProgressBar>,
+    /// ansible.cfg's `show_custom_stats`: the recap's CUSTOM STATS section.
+    show_custom_stats: bool,
 }
 
 impl ConsoleReporter<io::Stdout> {
@@ -53,7 +55,13 @@ impl<W: Write> ConsoleReporter<W> {
             colors,
             progress_enabled,
             progress: None,
+            show_custom_stats: false,
         }
+    }
+
+    pub fn with_custom_stats(mut self, show: bool) -> Self {
+        self.show_custom_stats = show;
+        self
     }
 
     pub fn into_inner(self) -> W {
@@ -191,6 +199,23 @@ impl<W: Write> ConsoleReporter<W> {
                 self.finish_progress();
                 self.line("");
                 self.line(&banner("NO MORE HOSTS LEFT"));
+            }
+            Event::CustomStats(stats) => {
+                if !self.show_custom_stats {
+                    return;
+                }
+                // Ansible's default callback: hosts by name, then the run's, each
+                // dumped with an indent of one and its line breaks taken out.
+                self.line("");
+                self.line(&banner("CUSTOM STATS:"));
+                for (owner, data) in stats.iter().filter(|(k, _)| *k != "_run") {
+                    self.line(&format!("\t{owner}: {}", dump_flat(data)));
+                }
+                if let Some(run) = stats.get("_run") {
+                    self.line("");
+                    self.line(&format!("\tRUN: {}", dump_flat(run)));
+                }
+                self.line("");
             }
             Event::Recap(stats) => {
                 self.finish_progress();
@@ -389,6 +414,16 @@ fn dump(data: &Map<String, Value>, verbosity: u8) -> String {
         serde::Serialize::serialize(&sorted, &mut ser).expect("json");
         String::from_utf8(buf).expect("utf8")
     }
+}
+
+/// `json.dumps(data, indent=1, sort_keys=True)` with its line breaks removed.
+fn dump_flat(data: &Map<String, Value>) -> String {
+    let sorted = sort_keys(&Value::Object(data.clone()));
+    let mut buf = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b" ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+    serde::Serialize::serialize(&sorted, &mut ser).expect("json");
+    String::from_utf8(buf).expect("utf8").replace('\n', "")
 }
 
 /// Ansible dumps with `sort_keys`, at every depth.

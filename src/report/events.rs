@@ -60,6 +60,8 @@ pub enum Event {
     /// All hosts failed: the play stops (Ansible's "NO MORE HOSTS LEFT").
     NoMoreHosts,
     Recap(Vec<HostStats>),
+    /// `set_stats`' data after the recap: each host's by name, the run's as `_run`.
+    CustomStats(std::collections::BTreeMap<String, Map<String, Value>>),
 }
 
 #[derive(Debug, Clone)]

@@ -97,6 +97,7 @@ impl<W: Write> JsonReporter<W> {
                     .collect();
                 json!({"event": "recap", "stats": hosts})
             }
+            Event::CustomStats(stats) => json!({"event": "custom_stats", "stats": stats}),
             // Progress and bootstrap details are for eyes, not for machines.
             Event::ItemsPlanned { .. } | Event::AgentReady { .. } => return,
         };

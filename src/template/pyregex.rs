@@ -136,6 +136,16 @@ impl PyRegex {
         }
     }
 
+    /// Each named group `(?P<name>...)` with its index, in the pattern's order (what
+    /// Python's `groupdict()` is keyed by).
+    pub(crate) fn group_names(&self) -> Vec<(usize, String)> {
+        let named = |(i, n): (usize, Option<&str>)| n.map(|n| (i, n.to_string()));
+        match &self.engine {
+            Engine::Linear(re) => re.capture_names().enumerate().filter_map(named).collect(),
+            Engine::Backtracking(re) => re.capture_names().enumerate().filter_map(named).collect(),
+        }
+    }
+
     /// The groups of the first match (index 0 is the whole match).
     pub(crate) fn captures(&self, text: &str) -> Result<Option<Groups>, PyRegexError> {
         Ok(self.captures_all(text, 1)?.pop())

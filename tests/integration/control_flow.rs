@@ -521,9 +521,9 @@ fn unsupported_ansible_modules_fail_only_when_they_run() {
       ansible.builtin.iptables: chain=INPUT policy=ACCEPT
       ignore_errors: true
     - block:
-        - getent:
-            database: passwd
-            key: root
+        - subversion:
+            repo: svn+ssh://example.invalid/repo
+            dest: /tmp/checkout
       rescue:
         - copy:
             dest: ~/rescued
@@ -549,7 +549,7 @@ fn unsupported_ansible_modules_fail_only_when_they_run() {
     );
     let rescued = std::fs::read_to_string(hosts.home().join("rescued")).unwrap();
     assert!(
-        rescued.starts_with("the 'getent' module is not supported by turbo-play yet"),
+        rescued.starts_with("the 'subversion' module is not supported by turbo-play yet"),
         "{rescued}"
     );
 

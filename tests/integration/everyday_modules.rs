@@ -8,7 +8,7 @@ use crate::support::hosts::LocalHosts;
 use crate::support::run::{Outcome, Recap, TestRun, recap};
 
 /// Each `(item=NAME)` result of the playbook's last task, `results`, as JSON.
-fn results(out: &Outcome) -> Vec<(String, serde_json::Value)> {
+pub(crate) fn results(out: &Outcome) -> Vec<(String, serde_json::Value)> {
     let shown = out
         .stdout
         .split("TASK [results]")
@@ -29,7 +29,7 @@ fn results(out: &Outcome) -> Vec<(String, serde_json::Value)> {
 /// Compares every result with the recorded one (`run`'s first, then `first`'s); the
 /// `loose` names' messages need only share the recorded one's start up to its `(`.
 #[track_caller]
-fn assert_results(
+pub(crate) fn assert_results(
     out: &Outcome,
     dir: &str,
     run: &[(&str, &str)],

@@ -5,6 +5,7 @@
 
 mod outcome;
 mod prepare;
+mod reconnect;
 mod squash;
 mod transport;
 
@@ -133,6 +134,13 @@ pub(crate) async fn run(
         via,
         become_: become_.as_ref(),
     };
+    for run in &mut runs {
+        if let ItemState::Done(outcome) = &mut run.state
+            && let Some(Effect::Reconnect(wait)) = outcome.effects.first().cloned()
+        {
+            *outcome = reconnect::wait_for_connection(&target, wait).await;
+        }
+    }
     // A loop's `retries` and `delay` may name its variables: each item has its own.
     let item_attempts: Vec<Attempts> = runs
         .iter()

@@ -80,6 +80,7 @@ pub(super) fn finish_loop(
         let verbose = outcome.verbose_always;
         absorb_facts(task, facts_host(task, host, delegate), &outcome);
         absorb_inventory(ctx, host, &mut outcome);
+        ctx.custom_stats.absorb(&host.name, &outcome);
         any_changed |= outcome.changed;
         any_failed |= outcome.failed;
         all_skipped &= outcome.skipped;
@@ -172,6 +173,7 @@ pub(in crate::executor) fn finish_task(
     let verbose = outcome.verbose_always;
     absorb_facts(task, facts_host(task, host, delegate), &outcome);
     absorb_inventory(ctx, host, &mut outcome);
+    ctx.custom_stats.absorb(&host.name, &outcome);
     let data = outcome.registered();
     let shown_as = task.module.caps().shown;
     let is_debug = shown_as == Shown::OwnData && !outcome.skipped;
@@ -303,7 +305,7 @@ pub(super) fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &mut
                     runtime.add_to_group(&host.name, parent);
                 }
             }
-            Effect::Wait(_) => {}
+            Effect::Wait(_) | Effect::Reconnect(_) => {}
         }
     }
 }
@@ -322,23 +324,19 @@ pub(super) fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome)
         FactsLayer::Gathered => {
             // Kept without the prefix, as `ansible_facts.X`; vars.rs adds the `ansible_X` names.
             let mut facts = host.facts.lock().expect("facts lock");
+            let mut plain = host.plain_facts.lock().expect("plain facts lock");
             for (k, v) in new {
+                if !k.starts_with("ansible_") {
+                    plain.insert(k.clone());
+                }
                 facts.insert(
                     k.strip_prefix("ansible_").unwrap_or(k).to_string(),
                     v.clone(),
                 );
             }
-            drop(facts);
-            // A fact a module returns without the `ansible_` prefix (`my_fact`) is also a
-            // variable of that name, as Ansible injects facts as variables.
-            let plain: Map<String, Value> = new
-                .iter()
-                .filter(|(k, _)| !k.starts_with("ansible_"))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            if !plain.is_empty() {
-                host.set_facts_from(&plain);
-            }
+            // A fact returned without the `ansible_` prefix (`getent_passwd`, `my_fact`)
+            // is also a variable of that name, in the facts' layer (vars.rs), as Ansible
+            // injects facts.
         }
         FactsLayer::IncludeVars => host.include_vars_from(new),
         FactsLayer::SetFact => host.set_facts_from(new),

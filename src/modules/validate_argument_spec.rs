@@ -1,0 +1,265 @@
+//! `validate_argument_spec`: check variables (or `provided_arguments`) against an
+//! argument spec written in the playbook, as a role's `meta/argument_specs.yml` entry
+//! point is written. The conversions and their messages are the module layer's own
+//! ([`spec::convert_named`]); every error is reported, as Ansible's validator does.
+
+use serde_json::{Map, Value, json};
+
+use super::spec::{self, Arg, Elem, Kind, Spec, Unknown};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+use crate::template::TemplateError;
+
+pub struct ValidateArgumentSpec;
+
+static SPEC: Spec = Spec::new(&[
+    Arg::raw("argument_spec").required(),
+    Arg::raw("provided_arguments"),
+    Arg::raw("validate_args_context").action_only(),
+])
+.unknown(Unknown::Accepted);
+
+impl Module for ValidateArgumentSpec {
+    fn name(&self) -> &'static str {
+        "validate_argument_spec"
+    }
+
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn caps(&self) -> Caps {
+        Caps::TASK
+    }
+
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+        let Some(Value::Object(argument_spec)) = args.raw("argument_spec") else {
+            return Err(ModuleError::Invalid(format!(
+                "Incorrect type for argument_spec, expected dict and got {}",
+                python_class(args.raw("argument_spec"))
+            )));
+        };
+        let provided = match args.raw("provided_arguments") {
+            None => Map::new(),
+            Some(Value::Object(p)) => p.clone(),
+            Some(other) => {
+                return Err(ModuleError::Invalid(format!(
+                    "Incorrect type for provided_arguments, expected dict and got {}",
+                    python_class(Some(other))
+                )));
+            }
+        };
+        // The task's variables named in the spec, then what was provided over them.
+        let mut values = Map::new();
+        // Only variables: an expression would find Jinja's globals (`debug`, `range`) too.
+        if let (Some(templar), Some(vars)) = (ctx.templar, ctx.vars) {
+            for name in argument_spec.keys() {
+                let Ok(found) = vars.get_attr(name) else {
+                    continue;
+                };
+                if found.is_undefined() {
+                    continue;
+                }
+                match templar.eval_expr(name, vars) {
+                    Ok(v) => {
+                        values.insert(name.clone(), v);
+                    }
+                    Err(TemplateError::Undefined { .. }) | Err(TemplateError::Syntax { .. }) => {}
+                    Err(e) => return Err(ModuleError::Invalid(e.to_string())),
+                }
+            }
+        }
+        values.extend(provided);
+        let errors = validate(argument_spec, &mut values);
+        let mut out = TaskOutcome::default();
+        out.data.insert(
+            "validate_args_context".into(),
+            args.raw("validate_args_context")
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+        );
+        if errors.is_empty() {
+            out.msg = Some("The arg spec validation passed".into());
+        } else {
+            out.failed = true;
+            out.msg = Some(format!(
+                "Validation of arguments failed:\n{}",
+                errors.join("\n")
+            ));
+            out.data.insert(
+                "argument_spec_data".into(),
+                Value::Object(argument_spec.clone()),
+            );
+            out.data.insert("argument_errors".into(), json!(errors));
+        }
+        Ok(Plan::Done(out))
+    }
+}
+
+fn python_class(value: Option<&Value>) -> String {
+    let name = value.map_or("NoneType", crate::template::python_type);
+    format!("<class '{name}'>")
+}
+
+/// The spec's `type` (and a list's `elements`) as the module layer's kinds.
+fn kind_of(attrs: &Map<String, Value>) -> Result<Kind, String> {
+    let text = |key: &str| attrs.get(key).and_then(Value::as_str);
+    Ok(match text("type").unwrap_or("str") {
+        "str" => Kind::Str,
+        "bool" => Kind::Bool,
+        "int" => Kind::Int,
+        "float" => Kind::Float,
+        "path" => Kind::Path,
+        "raw" => Kind::Raw,
+        "dict" => Kind::Dict,
+        "list" => Kind::List(match text("elements") {
+            None | Some("str") => Elem::Str,
+            Some("int") => Elem::Int,
+            Some("path") => Elem::Path,
+            Some("raw") => Elem::Raw,
+            Some("dict") => Elem::Dict,
+            Some(other) => {
+                return Err(format!(
+                    "list elements of type {other} are not supported by turbo-play yet"
+                ));
+            }
+        }),
+        other => {
+            return Err(format!(
+                "argument type {other} is not supported by turbo-play yet"
+            ));
+        }
+    })
+}
+
+/// Every error, in the validator's order: required, then types, then choices.
+fn validate(argument_spec: &Map<String, Value>, values: &mut Map<String, Value>) -> Vec<String> {
+    let mut errors = Vec::new();
+    let attrs = |name: &str| -> Map<String, Value> {
+        argument_spec
+            .get(name)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for (name, _) in argument_spec {
+        if let Some(default) = attrs(name).get("default")
+            && !default.is_null()
+            && !values.contains_key(name)
+        {
+            values.insert(name.clone(), default.clone());
+        }
+    }
+    let mut missing: Vec<&str> = argument_spec
+        .keys()
+        .filter(|n| {
+            attrs(n)
+                .get("required")
+                .is_some_and(crate::booleans::lenient)
+        })
+        .filter(|n| !values.contains_key(*n))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        missing.sort_unstable();
+        errors.push(format!(
+            "missing required arguments: {}",
+            missing.join(", ")
+        ));
+    }
+    for name in argument_spec.keys() {
+        let Some(value) = values.get(name).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let kind = match kind_of(&attrs(name)) {
+            Ok(kind) => kind,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        match spec::convert_named(name, kind, value) {
+            Ok(converted) => {
+                values.insert(name.clone(), converted);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    for name in argument_spec.keys() {
+        let Some(Value::Array(choices)) = attrs(name).get("choices").cloned() else {
+            continue;
+        };
+        let Some(value) = values.get(name).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let listed: Vec<String> = choices.iter().map(spec::python_text).collect();
+        let fits = |v: &Value| listed.contains(&spec::python_text(v));
+        match value {
+            Value::Array(items) => {
+                let bad: Vec<String> = items
+                    .iter()
+                    .filter(|v| !fits(v))
+                    .map(spec::python_text)
+                    .collect();
+                if !bad.is_empty() {
+                    errors.push(format!(
+                        "value of {name} must be one or more of: {}. Got no match for: {}",
+                        listed.join(", "),
+                        bad.join(", ")
+                    ));
+                }
+            }
+            other if !fits(other) => errors.push(format!(
+                "value of {name} must be one of: {}, got: {}",
+                listed.join(", "),
+                spec::python_text(other)
+            )),
+            _ => {}
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn outcome(v: Value) -> TaskOutcome {
+        let ctx = PlanContext::new(Path::new("/"));
+        match crate::modules::try_plan(&ValidateArgumentSpec, v, &ctx).unwrap() {
+            Plan::Done(out) => out,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn passes_and_fails_with_every_error() {
+        let spec = json!({
+            "port": {"type": "int", "required": true},
+            "mode": {"choices": ["a", "b"], "default": "a"},
+            "names": {"type": "list", "elements": "str"},
+            "debug": {"type": "bool"},
+        });
+        let ok = outcome(json!({"argument_spec": spec, "provided_arguments": {"port": "80"}}));
+        assert!(!ok.failed);
+        assert_eq!(ok.msg.as_deref(), Some("The arg spec validation passed"));
+        let bad = outcome(json!({
+            "argument_spec": spec,
+            "provided_arguments": {"mode": "c", "debug": "maybe"},
+        }));
+        assert!(bad.failed);
+        assert_eq!(
+            bad.data["argument_errors"][0],
+            json!("missing required arguments: port")
+        );
+        assert_eq!(
+            bad.data["argument_errors"][2],
+            json!("value of mode must be one of: a, b, got: c")
+        );
+        assert!(
+            bad.msg
+                .unwrap()
+                .starts_with("Validation of arguments failed:\nmissing required arguments: port\nargument 'debug' is of type str and we were unable to convert to bool: ")
+        );
+    }
+}

@@ -37,6 +37,9 @@ pub struct Config {
     /// `[privilege_escalation]`: become, become_user, become_method, become_flags,
     /// become_exe, become_ask_pass, become_password_file (and their `ANSIBLE_BECOME*`).
     pub become_: BecomeConfig,
+    /// `[turbo_play] chains` / `TURBO_PLAY_CHAINS`: whether a host's next tasks may be
+    /// sent before the earlier ones answered (see ARCHITECTURE.md, "Chains").
+    pub chains: Option<bool>,
     /// Printed as `[WARNING]: ...`.
     pub warnings: Vec<String>,
 }
@@ -279,6 +282,14 @@ impl Config {
             // Ansible's config reads `type: boolean` leniently: anything but a true
             // spelling is false, never an error (ensure_type in config/manager.py).
             config.host_key_checking = Some(crate::booleans::lenient_text(&value));
+        }
+        // turbo-play's own section: Ansible ignores sections it does not know.
+        let chains = env("TURBO_PLAY_CHAINS").or_else(|| {
+            ini.entry("turbo_play", "chains")
+                .map(|(v, _)| v.to_string())
+        });
+        if let Some(value) = chains {
+            config.chains = Some(crate::booleans::lenient_text(&value));
         }
         // [privilege_escalation], each also from its ANSIBLE_BECOME* variable.
         let escalation = |env_name: &str, key: &str| -> Option<(String, String)> {

@@ -46,6 +46,11 @@ pub struct Request {
     pub check: bool,
     /// Diff mode: file ops return the old and new content when it changes.
     pub diff: bool,
+    /// The chain this request belongs to, 0 for none. Requests of one chain run in order;
+    /// after one of them stops the chain (see [`OpResult::stops_chain`]), the agent answers
+    /// the chain's later requests with [`OpResult::ChainSkipped`] without running them, so
+    /// the controller can send a host's next tasks before the earlier ones have answered.
+    pub chain: u64,
     pub op: Op,
 }
 
@@ -230,6 +235,28 @@ pub enum OpResult {
     /// What [`Op::ListTree`] found.
     Tree(TreeListing),
     Error(OpError),
+    /// Not run: an earlier request of the same chain stopped it.
+    ChainSkipped,
+}
+
+impl OpResult {
+    /// Whether this result ends its chain: anything that may fail the task (an error, a
+    /// command that exited non-zero) or that the controller must act on before the next
+    /// op runs (content to upload). Deliberately wide: a stop the task did not need only
+    /// makes the controller send the rest again.
+    pub fn stops_chain(&self) -> bool {
+        match self {
+            OpResult::Error(_) | OpResult::NeedContent | OpResult::ChainSkipped => true,
+            OpResult::Exec(outcome) => outcome.rc != 0,
+            OpResult::Batch(results) => results.iter().any(OpResult::stops_chain),
+            OpResult::Stat(_)
+            | OpResult::File(_)
+            | OpResult::Chunk { .. }
+            | OpResult::Facts(_)
+            | OpResult::Read(_)
+            | OpResult::Tree(_) => false,
+        }
+    }
 }
 
 /// A slice of a file. The file's total size is `stat.size` (0 for /proc files, which are

@@ -227,3 +227,75 @@ struct Target<'a> {
     /// Whom the ops run as, when the task becomes another user.
     become_: Option<&'a BecomeSpec>,
 }
+
+/// What a task would do on a host if it ran now, planned on the controller and sent
+/// nowhere: the chain planner's view of a task it may send ahead (`chain.rs`).
+pub(in crate::executor) enum Foreseen {
+    /// Nothing goes to the agent; the controller decides the outcome (a false `when`,
+    /// set_fact, debug). `sets` are the variables its facts would set.
+    Decided {
+        failed: bool,
+        sets: Vec<String>,
+        effects: bool,
+    },
+    /// One op for the agent, with the request's flags and the user it runs as. `steps`:
+    /// its reply plans another op.
+    Remote {
+        op: Box<Op>,
+        check: bool,
+        diff: bool,
+        become_: Option<BecomeSpec>,
+        steps: bool,
+    },
+    /// A loop, a delegate, a pause or an error: not foreseen, run in its turn.
+    Unknown,
+}
+
+pub(in crate::executor) fn foresee(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    host: &HostState,
+    play_hosts: &super::vars::PlayHosts,
+) -> Foreseen {
+    let Ok(prepared) = prepare::prepare(ctx, playbook, play, task, host, play_hosts) else {
+        return Foreseen::Unknown;
+    };
+    if prepared.delegate.is_some()
+        || prepared.items.is_some()
+        || prepared.pause.is_some()
+        || prepared.loop_error.is_some()
+        || !std::ptr::eq(prepared.task(), task)
+    {
+        return Foreseen::Unknown;
+    }
+    let mut runs = prepare::plan_items(ctx, playbook, play, task, &prepared.base, None, None);
+    let (Some(run), true) = (runs.pop(), runs.is_empty()) else {
+        return Foreseen::Unknown;
+    };
+    let steps = matches!(run.state, ItemState::Step(..));
+    match run.state {
+        ItemState::Done(outcome) => Foreseen::Decided {
+            failed: outcome.failed,
+            sets: match outcome.data.get("ansible_facts") {
+                Some(Value::Object(facts)) => facts.keys().cloned().collect(),
+                _ => Vec::new(),
+            },
+            effects: !outcome.effects.is_empty(),
+        },
+        ItemState::Remote(mut op) | ItemState::Step(mut op, _) if run.planned => {
+            if !run.env.is_empty() {
+                prepare::add_environment(&mut op, &run.env);
+            }
+            Foreseen::Remote {
+                op: Box::new(op),
+                check: prepare::agent_check_mode(ctx, task),
+                diff: prepare::diff_mode(ctx, task),
+                become_: prepared.become_.clone(),
+                steps,
+            }
+        }
+        _ => Foreseen::Unknown,
+    }
+}

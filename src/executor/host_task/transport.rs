@@ -106,10 +106,20 @@ pub(super) async fn send_remote(
                 op
             })
             .collect();
-        let sent = if task.module.caps().batchable {
-            send_batched(ctx, &session, ops, task).await
-        } else {
-            send_one_by_one(ctx, &session, ops, task).await
+        let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
+        let ahead = match ops.as_slice() {
+            [op] => super::super::chain::take_reply(ctx, host, task, &session, op, flags).await,
+            _ => None,
+        };
+        // Whether the reply came from a chain that went on after it.
+        let mut chain_went_on = false;
+        let sent = match ahead {
+            Some(reply) => reply.map(|(result, went_on)| {
+                chain_went_on = went_on;
+                vec![result]
+            }),
+            None if task.module.caps().batchable => send_batched(ctx, &session, ops, task).await,
+            None => send_one_by_one(ctx, &session, ops, task).await,
         };
         let results = match sent {
             Ok(r) => r,
@@ -151,6 +161,9 @@ pub(super) async fn send_remote(
                 }
                 done @ ItemState::Done(_) => done,
             };
+            if chain_went_on && matches!(&runs[i].state, ItemState::Done(o) if o.failed) {
+                super::super::chain::failed_after_going_on(ctx, task);
+            }
         }
     }
 }

@@ -25,6 +25,7 @@ mod real_roles;
 mod roles;
 mod services;
 mod support;
+mod task_chains;
 mod task_connections;
 mod templating;
 mod text_modules;

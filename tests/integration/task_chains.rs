@@ -268,6 +268,59 @@ fn a_connection_that_dies_mid_chain_makes_the_host_unreachable() {
     }
 }
 
+/// A template file (not its arguments) reads the play's hosts, which a failure on
+/// another host changes: it is never written ahead with the hosts as they were (a write
+/// that its turn would correct, leaving a backup of what Ansible never wrote).
+#[test]
+fn a_template_file_reading_the_play_hosts_is_not_written_ahead() {
+    if !nix_root() {
+        eprintln!("skipped: needs root for sshd");
+        return;
+    }
+    for chains in ["1", "0"] {
+        let hosts = SshHosts::start(&["h1", "h2"]);
+        let out_dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(
+            out_dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o777),
+        )
+        .unwrap();
+        let playbook = format!(
+            "{HEAD}    - command: 'true'
+    - shell: test {{{{ inventory_hostname }}}} != h2
+    - template: src=hosts.j2 dest={dir}/{{{{ inventory_hostname }}}} backup=true
+",
+            dir = out_dir.path().display(),
+        );
+        let out = TestRun::new()
+            .playbook(&playbook)
+            .file(
+                "templates/hosts.j2",
+                "{{ ansible_play_hosts | join(',') }}\n",
+            )
+            .inventory(&hosts.inventory())
+            .env("TURBO_PLAY_CHAINS", chains)
+            .run();
+        out.assert_code(2);
+        assert!(
+            !out.stdout.contains("sent this task ahead"),
+            "{}",
+            out.stdout
+        );
+        assert!(
+            !out.stderr.contains("sent this task ahead"),
+            "{}",
+            out.stderr
+        );
+        let written: Vec<String> = std::fs::read_dir(out_dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(written, ["h1"], "chains={chains}\n{}", out.stdout);
+        assert_eq!(read(&out_dir.path().join("h1")), "h1\n");
+    }
+}
+
 fn nix_root() -> bool {
     std::fs::metadata("/proc/self")
         .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)

@@ -10,6 +10,7 @@ mod transport;
 use serde_json::{Map, Value};
 use turbo_proto::Op;
 
+use super::chain::{ReadRecorder, Reads};
 use super::control::{Attempts, Verdict, judge};
 use super::{HostState, RunContext};
 use crate::connection::BecomeSpec;
@@ -251,6 +252,10 @@ pub(in crate::executor) enum Foreseen {
     Unknown,
 }
 
+/// Plans `task` for `host` as its turn would, and says which variables the planning
+/// looked up (the chain planner checks that none of them can change before the turn).
+/// A plan that comes out otherwise when made twice (a random filter, the clock) is
+/// Unknown: its turn would not ask for the same op.
 pub(in crate::executor) fn foresee(
     ctx: &RunContext,
     playbook: &Playbook,
@@ -258,9 +263,13 @@ pub(in crate::executor) fn foresee(
     task: &Task,
     host: &HostState,
     play_hosts: &super::vars::PlayHosts,
-) -> Foreseen {
-    let Ok(prepared) = prepare::prepare(ctx, playbook, play, task, host, play_hosts) else {
-        return Foreseen::Unknown;
+) -> (Foreseen, Reads) {
+    let Ok(vars) = super::vars::task_vars(ctx, playbook, play, task, host, play_hosts) else {
+        return (Foreseen::Unknown, Reads::default());
+    };
+    let (vars, recorder) = ReadRecorder::wrap(vars);
+    let Ok(prepared) = prepare::prepare_from(ctx, task, host, vars) else {
+        return (Foreseen::Unknown, recorder.reads());
     };
     if prepared.delegate.is_some()
         || prepared.items.is_some()
@@ -268,8 +277,26 @@ pub(in crate::executor) fn foresee(
         || prepared.loop_error.is_some()
         || !std::ptr::eq(prepared.task(), task)
     {
-        return Foreseen::Unknown;
+        return (Foreseen::Unknown, recorder.reads());
     }
+    let first = plan_ahead(ctx, playbook, play, task, &prepared);
+    let again = plan_ahead(ctx, playbook, play, task, &prepared);
+    let foreseen = match (&first, &again) {
+        (Foreseen::Remote { op: a, .. }, Foreseen::Remote { op: b, .. }) if a != b => {
+            Foreseen::Unknown
+        }
+        _ => first,
+    };
+    (foreseen, recorder.reads())
+}
+
+fn plan_ahead(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    prepared: &prepare::Prepared<'_>,
+) -> Foreseen {
     let mut runs = prepare::plan_items(ctx, playbook, play, task, &prepared.base, None, None);
     let (Some(run), true) = (runs.pop(), runs.is_empty()) else {
         return Foreseen::Unknown;

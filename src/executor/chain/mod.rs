@@ -14,7 +14,13 @@
 //! host can see that a host ran ahead.
 //!
 //! What may join a chain is decided conservatively (see [`may_join`] and
-//! [`reads_results`]); when in doubt, the chain ends.
+//! [`depends_on_chain`]); when in doubt, the chain ends. A task joins only when no
+//! variable its planning looked up (`reads.rs`: its arguments, `when`, environment and
+//! become settings, and whatever its template file or `content:` read) can change before
+//! its turn, so an op sent ahead is the op its turn sends, and nothing is ever written
+//! on a host that a run without chains would not write.
+
+mod reads;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -28,6 +34,7 @@ use super::{HostState, RunContext, flow, vars};
 use crate::agent_session::{AgentSession, PendingReply};
 use crate::modules::Control;
 use crate::playbook::{Play, Section, Task};
+pub(super) use reads::{ReadRecorder, Reads};
 
 /// How far a chain looks ahead: enough for a role, small enough that planning stays cheap.
 const LOOKAHEAD: usize = 64;
@@ -52,7 +59,12 @@ const VOLATILE: &[&str] = &[
     "play_hosts",
     "ansible_failed_task",
     "ansible_failed_result",
+    "now",
 ];
+
+/// Modules that change the inventory every host sees (`groups`), whether or not they
+/// run on this host: another host running one may change what a later task reads.
+const INVENTORY_MODULES: &[&str] = &["add_host", "group_by"];
 
 /// An op sent ahead for a task of the play, waiting for that task's turn.
 pub(crate) struct SentAhead {
@@ -117,16 +129,18 @@ async fn send_host_chain(
         if !may_join(lead, task) || flow::runners(std::slice::from_ref(host), task).is_empty() {
             break;
         }
+        let (foreseen, reads) = foresee(ctx, run.playbook, play, task, host, run.play_hosts);
+        // The lead runs now; the others must plan in their turn as they plan now.
         if n > 0 {
             let Ok(raw) = vars::layered_vars(ctx, run.playbook, play, task, host, run.play_hosts)
             else {
                 break;
             };
-            if reads_results(ctx, play, task, &raw, &written) {
+            if depends_on_chain(ctx, play, task, &raw, &written, &reads) {
                 break;
             }
         }
-        match foresee(ctx, run.playbook, play, task, host, run.play_hosts) {
+        match foreseen {
             Foreseen::Unknown
             | Foreseen::Decided { failed: true, .. }
             | Foreseen::Decided { effects: true, .. } => break,
@@ -205,6 +219,7 @@ fn may_join(lead: &Task, task: &Task) -> bool {
     let caps = task.module.caps();
     let keywords = &task.keywords;
     task.include.is_none()
+        && !INVENTORY_MODULES.contains(&task.module.name())
         && caps.control == Control::None
         && !caps.bypass_host_loop
         && task.loop_spec.is_none()
@@ -228,23 +243,24 @@ fn may_join(lead: &Task, task: &Task) -> bool {
             .all(|f| !f.has_rescue && !f.has_always && f.section == Section::Block)
 }
 
-/// Whether planning `task` now could see other inputs than in its turn: a template it
-/// reads (directly, or through the variables those name, as `raw` defines them) names a
-/// variable an earlier task of the chain sets, or something that changes on its own.
-fn reads_results(
+/// Whether planning `task` now could see other inputs than in its turn: a name its
+/// planning looked up (`reads`), or one its templates name (read from the task as
+/// written, a second net), or one that the variables those name are defined from (as
+/// `raw` defines them) name in turn, is set by an earlier task of the chain or changes
+/// on its own.
+fn depends_on_chain(
     ctx: &RunContext,
     play: &Play,
     task: &Task,
     raw: &Map<String, Value>,
     written: &HashSet<String>,
+    reads: &Reads,
 ) -> bool {
-    let module = task.module.name();
-    // A template file may read any variable; only a chain that sets none may carry it.
-    if module == "template" && !written.is_empty() {
+    if reads.everything {
         return true;
     }
     // On the controller itself an earlier task may write the file a copy reads.
-    if matches!(module, "template" | "copy") && runs_locally(ctx, play, task, raw) {
+    if matches!(task.module.name(), "template" | "copy") && runs_locally(ctx, play, task, raw) {
         return true;
     }
     let mut sources: Vec<String> = Vec::new();
@@ -265,7 +281,7 @@ fn reads_results(
     {
         sources.push(keyword.clone());
     }
-    let mut names: Vec<String> = Vec::new();
+    let mut names: Vec<String> = reads.names.iter().cloned().collect();
     for condition in &task.when {
         match ctx.templar.names_read_by_expr(condition) {
             Some(read) => names.extend(read),

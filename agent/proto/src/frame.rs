@@ -372,6 +372,7 @@ mod tests {
                 target: "/t".into(),
                 force: true,
             },
+            PathState::AsFound { follow: false },
         ] {
             ops.push(Op::EnsurePath(EnsurePath {
                 path: "/p".into(),

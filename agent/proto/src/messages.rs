@@ -189,6 +189,10 @@ pub enum PathState {
         target: String,
         force: bool,
     },
+    /// Ansible's `file` without `state`: the path keeps its own kind. A directory (with
+    /// `follow`, a link to one) is handled as `Directory`, anything else as `File`, so
+    /// the look and the change cost one request.
+    AsFound { follow: bool },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

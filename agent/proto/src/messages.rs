@@ -192,7 +192,9 @@ pub enum PathState {
     /// Ansible's `file` without `state`: the path keeps its own kind. A directory (with
     /// `follow`, a link to one) is handled as `Directory`, anything else as `File`, so
     /// the look and the change cost one request.
-    AsFound { follow: bool },
+    AsFound {
+        follow: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

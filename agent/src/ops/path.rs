@@ -474,16 +474,27 @@ mod tests {
         let follow = PathState::AsFound { follow: true };
         let mode = Some(FileMode::Bits(0o700));
         let o = run(&mut a, "~/d", follow.clone(), mode.clone()).unwrap();
-        assert_eq!((o.kind, o.mode, o.changed), (FileKind::Directory, 0o700, true));
+        assert_eq!(
+            (o.kind, o.mode, o.changed),
+            (FileKind::Directory, 0o700, true)
+        );
         let o = run(&mut a, "~/f", follow.clone(), mode.clone()).unwrap();
         assert_eq!((o.kind, o.mode, o.changed), (FileKind::File, 0o700, true));
         // Followed, a link to a directory is one; not followed, it is not a file either.
         let o = run(&mut a, "~/l", follow.clone(), None).unwrap();
         assert_eq!(o.kind, FileKind::Directory);
         let e = run(&mut a, "~/l", PathState::AsFound { follow: false }, None).unwrap_err();
-        assert!(e.message.ends_with("is directory, cannot continue"), "{}", e.message);
+        assert!(
+            e.message.ends_with("is directory, cannot continue"),
+            "{}",
+            e.message
+        );
         let e = run(&mut a, "~/n", follow, None).unwrap_err();
-        assert!(e.message.ends_with("is absent, cannot continue"), "{}", e.message);
+        assert!(
+            e.message.ends_with("is absent, cannot continue"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

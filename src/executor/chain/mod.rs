@@ -33,17 +33,25 @@ use super::host_task::{Foreseen, foresee};
 use super::{HostState, RunContext, flow, vars};
 use crate::agent_session::{AgentSession, PendingReply};
 use crate::modules::Control;
-use crate::playbook::{Play, Section, Task};
+use crate::playbook::{LoopSpec, Play, Section, Task};
 pub(super) use reads::{ReadRecorder, Reads};
 
 /// How far a chain looks ahead: enough for a role, small enough that planning stays cheap.
 const LOOKAHEAD: usize = 64;
 
-/// Modules whose ops may be sent ahead: each fails its task only on what the agent
-/// treats as a stop ([`OpResult::stops_chain`]: an error, a non-zero exit), and sets no
-/// facts. Modules decided on the controller (debug, set_fact, a false `when`) need no
-/// entry: their outcome is known when the chain is planned.
-const SENT_AHEAD_MODULES: &[&str] = &["command", "shell", "file", "copy", "template", "stat"];
+/// Modules whose ops may be sent ahead with more tasks after them: each fails its task
+/// only on what the agent treats as a stop ([`OpResult::stops_chain`]: an error, a
+/// non-zero exit), and sets no facts. Any other module whose op is known now may still
+/// end a chain: nothing is sent after it, so however its reply is judged, the host has
+/// run only what its turn runs. Modules decided on the controller (debug, set_fact, a
+/// false `when`) need no entry: their outcome is known when the chain is planned.
+const SENT_AHEAD_MODULES: &[&str] = &[
+    "command", "shell", "raw", "file", "copy", "template", "stat",
+];
+
+/// `with_<lookup>` loops whose items come from their terms alone (others read the
+/// controller's files or run commands there).
+const PURE_LOOKUPS: &[&str] = &["items", "list", "flattened", "dict", "indexed_items"];
 
 /// Names whose value may change while a chain runs without any task of it writing them:
 /// other hosts' state, the play's host list (a host that fails leaves it), and lookups
@@ -70,6 +78,8 @@ const INVENTORY_MODULES: &[&str] = &["add_host", "group_by"];
 pub(crate) struct SentAhead {
     /// The task's index in the play: an entry behind the walk is stale.
     index: usize,
+    /// Nothing of the chain was sent after it.
+    last: bool,
     session: AgentSession,
     op: Op,
     check: bool,
@@ -123,6 +133,8 @@ async fn send_host_chain(
     let lead = &play.tasks[ahead[0]];
     let mut written: HashSet<String> = HashSet::new();
     let mut members: Vec<(usize, usize, Op, bool, bool)> = Vec::new();
+    // A member whose reply plans again, or whose module may fail on a reply that does
+    // not stop the chain, is the chain's last.
     let mut session: Option<AgentSession> = None;
     for (n, &index) in ahead.iter().take(LOOKAHEAD).enumerate() {
         let task = &play.tasks[index];
@@ -155,9 +167,6 @@ async fn send_host_chain(
                 become_,
                 steps,
             } => {
-                if !SENT_AHEAD_MODULES.contains(&task.module.name()) {
-                    break;
-                }
                 let Ok(its) = ctx.session(host, play, task, become_.as_ref()).await else {
                     break;
                 };
@@ -168,8 +177,7 @@ async fn send_host_chain(
                 }
                 members.push((key(task), index, *op, check, diff));
                 written.extend(task.register.clone());
-                // Its next step is planned from this reply: nothing may run before it.
-                if steps {
+                if steps || !SENT_AHEAD_MODULES.contains(&task.module.name()) {
                     break;
                 }
             }
@@ -181,12 +189,14 @@ async fn send_host_chain(
     };
     let chain = NEXT_CHAIN.fetch_add(1, Ordering::Relaxed);
     let mut sent = Vec::new();
-    for (task_key, index, op, check, diff) in members {
+    let count = members.len();
+    for (n, (task_key, index, op, check, diff)) in members.into_iter().enumerate() {
         match session.send(op.clone(), check, diff, chain).await {
             Ok(reply) => sent.push((
                 task_key,
                 SentAhead {
                     index,
+                    last: n + 1 == count,
                     session: session.clone(),
                     op,
                     check,
@@ -222,7 +232,7 @@ fn may_join(lead: &Task, task: &Task) -> bool {
         && !INVENTORY_MODULES.contains(&task.module.name())
         && caps.control == Control::None
         && !caps.bypass_host_loop
-        && task.loop_spec.is_none()
+        && task.loop_spec.as_ref().is_none_or(loop_is_pure)
         && task.failed_when.is_none()
         && task.changed_when.is_none()
         && task.until.is_none()
@@ -241,6 +251,14 @@ fn may_join(lead: &Task, task: &Task) -> bool {
             .frames
             .iter()
             .all(|f| !f.has_rescue && !f.has_always && f.section == Section::Block)
+}
+
+/// Whether a loop's items depend on nothing but the variables its terms read.
+fn loop_is_pure(spec: &LoopSpec) -> bool {
+    match spec {
+        LoopSpec::Items { .. } | LoopSpec::Sequence(_) | LoopSpec::Combine { .. } => true,
+        LoopSpec::Lookup { name, .. } => PURE_LOOKUPS.contains(&name.as_str()),
+    }
 }
 
 /// Whether planning `task` now could see other inputs than in its turn: a name its
@@ -378,7 +396,7 @@ pub(super) async fn take_reply(
     match reply {
         Ok(OpResult::ChainSkipped) => None,
         Ok(result) => {
-            let went_on = !result.stops_chain();
+            let went_on = !entry.last && !result.stops_chain();
             Some(Ok((result, went_on)))
         }
         Err(e) => Some(Err(e.to_string())),

@@ -272,7 +272,6 @@ pub(in crate::executor) fn foresee(
         return (Foreseen::Unknown, recorder.reads());
     };
     if prepared.delegate.is_some()
-        || prepared.items.is_some()
         || prepared.pause.is_some()
         || prepared.loop_error.is_some()
         || !std::ptr::eq(prepared.task(), task)
@@ -290,6 +289,9 @@ pub(in crate::executor) fn foresee(
     (foreseen, recorder.reads())
 }
 
+/// The task's one op (a loop's items' ops as the one batch its turn sends), or what the
+/// controller decides. A loop with an item that takes steps, fails, sets facts or has
+/// effects is Unknown: the chain analysis follows no more than one op per task.
 fn plan_ahead(
     ctx: &RunContext,
     playbook: &Playbook,
@@ -297,31 +299,60 @@ fn plan_ahead(
     task: &Task,
     prepared: &prepare::Prepared<'_>,
 ) -> Foreseen {
-    let mut runs = prepare::plan_items(ctx, playbook, play, task, &prepared.base, None, None);
-    let (Some(run), true) = (runs.pop(), runs.is_empty()) else {
-        return Foreseen::Unknown;
+    let items = prepared.items.as_deref();
+    let runs = prepare::plan_items(ctx, playbook, play, task, &prepared.base, items, None);
+    let remote = |op: &Op, run: &ItemRun| {
+        let mut op = op.clone();
+        if !run.env.is_empty() {
+            prepare::add_environment(&mut op, &run.env);
+        }
+        op
     };
-    let steps = matches!(run.state, ItemState::Step(..));
-    match run.state {
-        ItemState::Done(outcome) => Foreseen::Decided {
-            failed: outcome.failed,
-            sets: match outcome.data.get("ansible_facts") {
-                Some(Value::Object(facts)) => facts.keys().cloned().collect(),
-                _ => Vec::new(),
+    let foreseen_remote = |op: Op, steps: bool| Foreseen::Remote {
+        op: Box::new(op),
+        check: prepare::agent_check_mode(ctx, task),
+        diff: prepare::diff_mode(ctx, task),
+        become_: prepared.become_.clone(),
+        steps,
+    };
+    if items.is_none() {
+        let Some(run) = runs.first() else {
+            return Foreseen::Unknown;
+        };
+        return match &run.state {
+            ItemState::Done(outcome) => Foreseen::Decided {
+                failed: outcome.failed,
+                sets: match outcome.data.get("ansible_facts") {
+                    Some(Value::Object(facts)) => facts.keys().cloned().collect(),
+                    _ => Vec::new(),
+                },
+                effects: !outcome.effects.is_empty(),
             },
-            effects: !outcome.effects.is_empty(),
+            ItemState::Remote(op) if run.planned => foreseen_remote(remote(op, run), false),
+            ItemState::Step(op, _) if run.planned => foreseen_remote(remote(op, run), true),
+            _ => Foreseen::Unknown,
+        };
+    }
+    let mut ops = Vec::new();
+    for run in &runs {
+        match &run.state {
+            ItemState::Done(outcome)
+                if !outcome.failed
+                    && outcome.effects.is_empty()
+                    && !outcome.data.contains_key("ansible_facts") => {}
+            ItemState::Remote(op) if run.planned => ops.push(remote(op, run)),
+            _ => return Foreseen::Unknown,
+        }
+    }
+    match ops.len() {
+        0 => Foreseen::Decided {
+            failed: false,
+            sets: Vec::new(),
+            effects: false,
         },
-        ItemState::Remote(mut op) | ItemState::Step(mut op, _) if run.planned => {
-            if !run.env.is_empty() {
-                prepare::add_environment(&mut op, &run.env);
-            }
-            Foreseen::Remote {
-                op: Box::new(op),
-                check: prepare::agent_check_mode(ctx, task),
-                diff: prepare::diff_mode(ctx, task),
-                become_: prepared.become_.clone(),
-                steps,
-            }
+        1 => foreseen_remote(ops.pop().expect("one op"), false),
+        n if task.module.caps().batchable && n <= transport::BATCH_CHUNK => {
+            foreseen_remote(Op::Batch(ops), false)
         }
         _ => Foreseen::Unknown,
     }

@@ -107,16 +107,28 @@ pub(super) async fn send_remote(
             })
             .collect();
         let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
-        let ahead = match ops.as_slice() {
-            [op] => super::super::chain::take_reply(ctx, host, task, &session, op, flags).await,
+        // A loop's items were sent ahead as the one batch `send_batched` would send.
+        let asked = match ops.as_slice() {
+            [op] => Some(op.clone()),
+            _ if task.module.caps().batchable && ops.len() <= BATCH_CHUNK => {
+                Some(Op::Batch(ops.clone()))
+            }
             _ => None,
+        };
+        let ahead = match &asked {
+            Some(op) => super::super::chain::take_reply(ctx, host, task, &session, op, flags).await,
+            None => None,
         };
         // Whether the reply came from a chain that went on after it.
         let mut chain_went_on = false;
         let sent = match ahead {
-            Some(reply) => reply.map(|(result, went_on)| {
+            Some(reply) => reply.and_then(|(result, went_on)| {
                 chain_went_on = went_on;
-                vec![result]
+                match (result, ops.len()) {
+                    (OpResult::Batch(results), n) if n > 1 && results.len() == n => Ok(results),
+                    (result, 1) => Ok(vec![result]),
+                    (other, _) => Err(format!("agent answered a batch with {other:?}")),
+                }
             }),
             None if task.module.caps().batchable => send_batched(ctx, &session, ops, task).await,
             None => send_one_by_one(ctx, &session, ops, task).await,

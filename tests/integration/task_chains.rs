@@ -201,6 +201,47 @@ fn notified_handlers_run_at_flush_handlers_between_chained_tasks() {
     });
 }
 
+/// Loops go ahead as one batch, and a file task without `state` in one request: a
+/// failed item fails its task (the other items still run, as in Ansible) and stops the
+/// host's chain there; registered loop results are whole.
+#[test]
+fn loops_and_a_file_without_state_chain_and_stop_as_a_run_without_chains() {
+    let playbook = format!(
+        "{HEAD}    - file: path=~/{{{{ inventory_hostname }}}}/{{{{ item }}}} state=directory
+      loop: [a, b]
+    - shell: test {{{{ inventory_hostname }}}}{{{{ item }}}} != h2y && touch ~/{{{{ inventory_hostname }}}}/{{{{ item }}}}
+      loop: [x, y, z]
+      register: looped
+    - command: touch ~/{{{{ inventory_hostname }}}}/after
+    - file: path=~/{{{{ inventory_hostname }}}}/a mode=0700
+    - copy: dest=~/{{{{ inventory_hostname }}}}/n content='{{{{ looped.results | length }}}}'
+"
+    );
+    both_ways(&["h1", "h2"], &playbook, |hosts, out| {
+        out.assert_code(2);
+        let h1 = hosts.dir("h1");
+        for m in ["x", "y", "z", "after"] {
+            assert!(h1.join(m).exists(), "h1 {m}\n{}", out.stdout);
+        }
+        assert_eq!(read(&h1.join("n")), "3", "{}", out.stdout);
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(h1.join("a")).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o700);
+        assert_eq!(out.recap("h1"), recap(5, 5, 0), "{}", out.stdout);
+        let h2 = hosts.dir("h2");
+        assert!(
+            h2.join("x").exists() && h2.join("z").exists(),
+            "{}",
+            out.stdout
+        );
+        assert!(!h2.join("y").exists());
+        assert!(!h2.join("after").exists(), "{}", out.stdout);
+        assert_eq!(out.recap("h2"), recap(1, 1, 1), "{}", out.stdout);
+        assert!(!out.stdout.contains("a bug"), "{}", out.stdout);
+    });
+}
+
 /// The one difference chains make, and only between hosts: a fast host runs its next
 /// task before a slow host has finished this one.
 #[test]

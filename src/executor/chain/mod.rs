@@ -132,6 +132,8 @@ async fn send_host_chain(
     let ctx = run.ctx;
     let lead = &play.tasks[ahead[0]];
     let mut written: HashSet<String> = HashSet::new();
+    // Facts set by earlier members decided on the controller, with their values.
+    let mut known: Map<String, Value> = Map::new();
     let mut members: Vec<(usize, usize, Op, bool, bool)> = Vec::new();
     // A member whose reply plans again, or whose module may fail on a reply that does
     // not stop the chain, is the chain's last.
@@ -141,14 +143,15 @@ async fn send_host_chain(
         if !may_join(lead, task) || flow::runners(std::slice::from_ref(host), task).is_empty() {
             break;
         }
-        let (foreseen, reads) = foresee(ctx, run.playbook, play, task, host, run.play_hosts);
+        let (foreseen, reads) =
+            foresee(ctx, run.playbook, play, task, host, run.play_hosts, &known);
         // The lead runs now; the others must plan in their turn as they plan now.
         if n > 0 {
             let Ok(raw) = vars::layered_vars(ctx, run.playbook, play, task, host, run.play_hosts)
             else {
                 break;
             };
-            if depends_on_chain(ctx, play, task, &raw, &written, &reads) {
+            if depends_on_chain(ctx, play, task, &raw, &written, &known, &reads) {
                 break;
             }
         }
@@ -157,7 +160,7 @@ async fn send_host_chain(
             | Foreseen::Decided { failed: true, .. }
             | Foreseen::Decided { effects: true, .. } => break,
             Foreseen::Decided { sets, .. } => {
-                written.extend(sets);
+                known.extend(sets);
                 written.extend(task.register.clone());
             }
             Foreseen::Remote {
@@ -272,6 +275,7 @@ fn depends_on_chain(
     task: &Task,
     raw: &Map<String, Value>,
     written: &HashSet<String>,
+    known: &Map<String, Value>,
     reads: &Reads,
 ) -> bool {
     if reads.everything {
@@ -306,30 +310,59 @@ fn depends_on_chain(
             None => return true,
         }
     }
+    if !names_read(ctx, &mut sources, &mut names) {
+        return true;
+    }
+    // What the planning looks up itself may come from `known` where no layer names it;
+    // the variables it reads were resolved from their definitions without `known`, so
+    // nothing those name may be set by the chain.
     let mut seen: HashSet<String> = HashSet::new();
-    loop {
-        for source in sources.drain(..) {
-            if !crate::template::is_template(&source) {
-                continue;
-            }
-            match ctx.templar.names_read(&source) {
-                Some(read) => names.extend(read),
-                None => return true,
-            }
-        }
-        let Some(name) = names.pop() else {
-            return false;
-        };
-        if !seen.insert(name.clone()) {
-            continue;
-        }
-        if written.contains(&name) || VOLATILE.contains(&name.as_str()) {
+    for name in &names {
+        if written.contains(name)
+            || VOLATILE.contains(&name.as_str())
+            || (known.contains_key(name) && raw.contains_key(name))
+        {
             return true;
         }
+        seen.insert(name.clone());
+    }
+    for name in names.drain(..) {
         if let Some(value) = raw.get(&name) {
             collect_strings(value, &mut sources);
         }
     }
+    loop {
+        if !names_read(ctx, &mut sources, &mut names) {
+            return true;
+        }
+        let Some(name) = names.pop() else {
+            return false;
+        };
+        if written.contains(&name) || VOLATILE.contains(&name.as_str()) || known.contains_key(&name)
+        {
+            return true;
+        }
+        if seen.insert(name.clone())
+            && let Some(value) = raw.get(&name)
+        {
+            collect_strings(value, &mut sources);
+        }
+    }
+}
+
+/// Adds the names the templates among `sources` read to `names`; false when one does
+/// not parse (it may then read anything).
+fn names_read(ctx: &RunContext, sources: &mut Vec<String>, names: &mut Vec<String>) -> bool {
+    for source in sources.drain(..) {
+        if !crate::template::is_template(&source) {
+            continue;
+        }
+        match ctx.templar.names_read(&source) {
+            Some(read) => names.extend(read),
+            None => return false,
+        }
+    }
+    true
 }
 
 fn runs_locally(ctx: &RunContext, play: &Play, task: &Task, raw: &Map<String, Value>) -> bool {

@@ -233,10 +233,10 @@ struct Target<'a> {
 /// nowhere: the chain planner's view of a task it may send ahead (`chain.rs`).
 pub(in crate::executor) enum Foreseen {
     /// Nothing goes to the agent; the controller decides the outcome (a false `when`,
-    /// set_fact, debug). `sets` are the variables its facts would set.
+    /// set_fact, debug). `sets` are the facts it would set, with their values.
     Decided {
         failed: bool,
-        sets: Vec<String>,
+        sets: Map<String, Value>,
         effects: bool,
     },
     /// One op for the agent, with the request's flags and the user it runs as. `steps`:
@@ -253,7 +253,8 @@ pub(in crate::executor) enum Foreseen {
 }
 
 /// Plans `task` for `host` as its turn would, and says which variables the planning
-/// looked up (the chain planner checks that none of them can change before the turn).
+/// looked up (the chain planner checks that none of them can change before the turn),
+/// with `known`, the facts earlier tasks of the chain set, over its variables.
 /// A plan that comes out otherwise when made twice (a random filter, the clock) is
 /// Unknown: its turn would not ask for the same op.
 pub(in crate::executor) fn foresee(
@@ -263,9 +264,17 @@ pub(in crate::executor) fn foresee(
     task: &Task,
     host: &HostState,
     play_hosts: &super::vars::PlayHosts,
+    known: &Map<String, Value>,
 ) -> (Foreseen, Reads) {
     let Ok(vars) = super::vars::task_vars(ctx, playbook, play, task, host, play_hosts) else {
         return (Foreseen::Unknown, Reads::default());
+    };
+    // Facts an earlier task of the chain sets (set_fact, decided now), as its turn will
+    // find them: already templated, never again. The chain reads them only where no
+    // other layer names them (`chain::depends_on_chain`), so precedence cannot differ.
+    let vars = match known.is_empty() {
+        true => vars,
+        false => minijinja::value::merge_maps([vars, minijinja::Value::from_serialize(known)]),
     };
     let (vars, recorder) = ReadRecorder::wrap(vars);
     let Ok(prepared) = prepare::prepare_from(ctx, task, host, vars) else {
@@ -323,8 +332,8 @@ fn plan_ahead(
             ItemState::Done(outcome) => Foreseen::Decided {
                 failed: outcome.failed,
                 sets: match outcome.data.get("ansible_facts") {
-                    Some(Value::Object(facts)) => facts.keys().cloned().collect(),
-                    _ => Vec::new(),
+                    Some(Value::Object(facts)) => facts.clone(),
+                    _ => Map::new(),
                 },
                 effects: !outcome.effects.is_empty(),
             },
@@ -347,7 +356,7 @@ fn plan_ahead(
     match ops.len() {
         0 => Foreseen::Decided {
             failed: false,
-            sets: Vec::new(),
+            sets: Map::new(),
             effects: false,
         },
         1 => foreseen_remote(ops.pop().expect("one op"), false),

@@ -151,6 +151,41 @@ fn a_set_fact_is_seen_by_the_next_task() {
     });
 }
 
+/// A fact set in a chain is known to the tasks after it, in its precedence: over the
+/// play's vars, under the extra vars.
+#[test]
+fn facts_set_in_a_chain_keep_their_precedence() {
+    let playbook = "- hosts: all
+  gather_facts: false
+  vars:
+    in_play: play
+  tasks:
+    - command: 'true'
+    - set_fact:
+        fresh: new
+        in_play: fact
+        extra: fact
+    - shell: echo {{ fresh }} {{ in_play }} {{ extra }} > ~/{{ inventory_hostname }}/seen
+    - set_fact:
+        fresh: '{{ fresh }}-again'
+    - shell: echo {{ fresh }} > ~/{{ inventory_hostname }}/again
+";
+    for chains in ["1", "0"] {
+        let hosts = LocalHosts::new(&["h1"]);
+        let out = TestRun::new()
+            .playbook(playbook)
+            .local_hosts(&hosts)
+            .args(&["-e", "extra=extra"])
+            .env("TURBO_PLAY_CHAINS", chains)
+            .run();
+        out.assert_code(0);
+        assert_eq!(read(&hosts.dir("h1").join("seen")), "new fact extra\n");
+        assert_eq!(read(&hosts.dir("h1").join("again")), "new-again\n");
+        assert!(!out.stdout.contains("a bug"), "{}", out.stdout);
+        assert!(!out.stderr.contains("a bug"), "{}", out.stderr);
+    }
+}
+
 #[test]
 fn a_variable_naming_a_registered_result_ends_the_chain() {
     let playbook = format!(
@@ -239,6 +274,7 @@ fn loops_and_a_file_without_state_chain_and_stop_as_a_run_without_chains() {
         assert!(!h2.join("after").exists(), "{}", out.stdout);
         assert_eq!(out.recap("h2"), recap(1, 1, 1), "{}", out.stdout);
         assert!(!out.stdout.contains("a bug"), "{}", out.stdout);
+        assert!(!out.stderr.contains("a bug"), "{}", out.stderr);
     });
 }
 

@@ -61,7 +61,7 @@ pub struct RunOptions {
     /// keywords nor the host's variables say.
     pub become_defaults: BecomeDefaults,
     /// Send a host's next tasks ahead in one chain when their inputs cannot depend on the
-    /// earlier ones' results (`chain.rs`); `[turbo_play] chains` / `TURBO_PLAY_CHAINS`.
+    /// earlier ones' results (`chain/`); `[turbo_play] chains` / `TURBO_PLAY_CHAINS`.
     pub chains: bool,
 }
 
@@ -133,7 +133,7 @@ pub(crate) struct HostState {
     pub out: AtomicBool,
     /// The host's path through the current play (blocks, handlers, meta).
     pub flow: Mutex<flow::Flow>,
-    /// Ops of its next tasks already on their way to the agent (`chain.rs`).
+    /// Ops of its next tasks already on their way to the agent (`chain/`).
     sent_ahead: Mutex<chain::SentAheadMap>,
 }
 

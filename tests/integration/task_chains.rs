@@ -1,4 +1,4 @@
-//! Task chains (src/executor/chain.rs): a host's next independent tasks sent to its agent
+//! Task chains (src/executor/chain/): a host's next independent tasks sent to its agent
 //! at once. Each case runs with chains on and off and must leave the same state and
 //! recap; the dependency cases check the value a later task saw.
 

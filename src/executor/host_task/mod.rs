@@ -230,7 +230,7 @@ struct Target<'a> {
 }
 
 /// What a task would do on a host if it ran now, planned on the controller and sent
-/// nowhere: the chain planner's view of a task it may send ahead (`chain.rs`).
+/// nowhere: the chain planner's view of a task it may send ahead (`chain/`).
 pub(in crate::executor) enum Foreseen {
     /// Nothing goes to the agent; the controller decides the outcome (a false `when`,
     /// set_fact, debug). `sets` are the facts it would set, with their values.

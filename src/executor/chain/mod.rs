@@ -49,6 +49,17 @@ const SENT_AHEAD_MODULES: &[&str] = &[
     "command", "shell", "raw", "file", "copy", "template", "stat",
 ];
 
+/// Modules that read the controller's files when they plan or run.
+const CONTROLLER_FILE_MODULES: &[&str] = &[
+    "template",
+    "copy",
+    "include_vars",
+    "script",
+    "unarchive",
+    "assemble",
+    "patch",
+];
+
 /// `with_<lookup>` loops whose items come from their terms alone (others read the
 /// controller's files or run commands there).
 const PURE_LOOKUPS: &[&str] = &["items", "list", "flattened", "dict", "indexed_items"];
@@ -281,8 +292,8 @@ fn depends_on_chain(
     if reads.everything {
         return true;
     }
-    // On the controller itself an earlier task may write the file a copy reads.
-    if matches!(task.module.name(), "template" | "copy") && runs_locally(ctx, play, task, raw) {
+    // On the controller itself an earlier task may write the file a module reads there.
+    if CONTROLLER_FILE_MODULES.contains(&task.module.name()) && runs_locally(ctx, play, task, raw) {
         return true;
     }
     let mut sources: Vec<String> = Vec::new();

@@ -16,6 +16,7 @@
 #                    /work/main/.bench/venv; tests/bench/run.sh makes one)
 #   BENCH_TOOLS      chained unchained ansible mitogen
 #   BENCH_LINKS      round trip in ms:host count, 0 = loopback (default "0:3 30:1 30:3 100:1 100:3")
+#   BENCH_PLAYBOOK   another playbook to run instead (default playbooks/bench_role40.yml)
 set -euo pipefail
 ROOT=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
 cd "$ROOT"
@@ -28,6 +29,7 @@ if [[ -z "$VENV" ]]; then
 fi
 TOOLS=${BENCH_TOOLS:-chained unchained ansible mitogen}
 LINKS=${BENCH_LINKS:-0:3 30:1 30:3 100:1 100:3}
+PLAYBOOK=${BENCH_PLAYBOOK:-playbooks/bench_role40.yml}
 DELAY_PROXY="$ROOT/../shared/delay-proxy.py"
 [[ -x "$BIN" ]] || { echo "role40: $BIN not built (cargo build --release)" >&2; exit 1; }
 WORK=$(mktemp -d /tmp/bench-role40.XXXXXX)
@@ -75,11 +77,11 @@ run() {
     local cmd=() env=(ANSIBLE_HOST_KEY_CHECKING=False)
     case $tool in
         chained | unchained)
-            cmd=("$BIN" -i "$inv" playbooks/bench_role40.yml)
+            cmd=("$BIN" -i "$inv" "$PLAYBOOK")
             env+=(TURBO_PLAY_CHAINS=$([[ $tool = chained ]] && echo 1 || echo 0))
             ;;
         ansible | mitogen)
-            cmd=("$VENV/bin/ansible-playbook" -i "$inv" playbooks/bench_role40.yml)
+            cmd=("$VENV/bin/ansible-playbook" -i "$inv" "$PLAYBOOK")
             mkdir -p "$WORK/cp-$count_port"
             env+=(ANSIBLE_CONFIG="$WORK/ansible.cfg" ANSIBLE_PIPELINING=True ANSIBLE_FORKS=10
                 ANSIBLE_SSH_ARGS="-C -o ControlMaster=auto -o ControlPersist=60s -o IdentitiesOnly=yes"

@@ -120,6 +120,23 @@ struct Inner {
     keep_alive: Mutex<Vec<Box<dyn Any + Send>>>,
 }
 
+/// The reply to a request already sent.
+pub struct PendingReply(oneshot::Receiver<Result<OpResult, SessionError>>);
+
+impl std::future::Future for PendingReply {
+    type Output = Result<OpResult, SessionError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        // A dropped slot means the session was torn down without an answer.
+        std::pin::Pin::new(&mut self.0)
+            .poll(cx)
+            .map(|r| r.unwrap_or(Err(SessionError::Disconnected)))
+    }
+}
+
 #[derive(Clone)]
 pub struct AgentSession {
     inner: Arc<Inner>,
@@ -193,11 +210,25 @@ impl AgentSession {
     /// Sends one request and waits for its reply. Safe to call concurrently: replies are
     /// matched by id, in whatever order the agent sends them.
     pub async fn call(&self, op: Op, check: bool, diff: bool) -> Result<OpResult, SessionError> {
+        self.send(op, check, diff, 0).await?.await
+    }
+
+    /// Queues one request of `chain` (0: none) and returns its reply to come. Requests
+    /// queued one after another from one task reach the agent in that order, which a
+    /// chain relies on: the agent runs them in order and skips the rest after a stop.
+    pub async fn send(
+        &self,
+        op: Op,
+        check: bool,
+        diff: bool,
+        chain: u64,
+    ) -> Result<PendingReply, SessionError> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let frame = encode_frame(&ControllerMsg::Request(Request {
             id,
             check,
             diff,
+            chain,
             op,
         }))
         .map_err(|e| SessionError::Protocol(e.to_string()))?;
@@ -220,8 +251,12 @@ impl AgentSession {
             self.forget(id);
             return Err(SessionError::Disconnected);
         }
-        // A dropped slot means the session was torn down without an answer.
-        answer.await.unwrap_or(Err(SessionError::Disconnected))
+        Ok(PendingReply(answer))
+    }
+
+    /// Whether both handles are the one session (one agent).
+    pub fn same_as(&self, other: &AgentSession) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     fn forget(&self, id: u64) {

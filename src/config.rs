@@ -49,6 +49,9 @@ pub struct Config {
     /// `[defaults]` vault_password_file, vault_identity_list, vault_id_match,
     /// vault_identity, ask_vault_pass (and their `ANSIBLE_*`).
     pub vault: VaultConfig,
+    /// `[turbo_play] chains` / `TURBO_PLAY_CHAINS`: whether a host's next tasks may be
+    /// sent before the earlier ones answered (see ARCHITECTURE.md, "Chains").
+    pub chains: Option<bool>,
     /// Printed as `[WARNING]: ...`.
     pub warnings: Vec<String>,
 }
@@ -311,6 +314,14 @@ impl Config {
         }
         if let Some((value, _)) = setting("ANSIBLE_SHOW_CUSTOM_STATS", "show_custom_stats") {
             config.show_custom_stats = crate::booleans::lenient_text(&value);
+        }
+        // turbo-play's own section: Ansible ignores sections it does not know.
+        let chains = env("TURBO_PLAY_CHAINS").or_else(|| {
+            ini.entry("turbo_play", "chains")
+                .map(|(v, _)| v.to_string())
+        });
+        if let Some(value) = chains {
+            config.chains = Some(crate::booleans::lenient_text(&value));
         }
         // [privilege_escalation], each also from its ANSIBLE_BECOME* variable.
         let escalation = |env_name: &str, key: &str| -> Option<(String, String)> {

@@ -175,6 +175,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         start_at_task: cli.start_at_task.clone(),
         connection: cli.connection.clone(),
         ansible_managed: config.ansible_managed,
+        chains: config.chains.unwrap_or(true),
         become_defaults: become_defaults(&cli, &config.become_)
             .map_err(|e| (EXIT_BAD_OPTIONS, e))?,
     };

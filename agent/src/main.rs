@@ -185,6 +185,7 @@ mod tests {
                     id,
                     check: false,
                     diff: false,
+                    chain: 0,
                     op: Op::Stat {
                         path: "/".into(),
                         checksum: None,

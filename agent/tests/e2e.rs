@@ -77,6 +77,7 @@ impl Session {
             id,
             check,
             diff: false,
+            chain: 0,
             op,
         });
         write_frame(self.stdin.as_mut().unwrap(), &msg).unwrap();
@@ -256,6 +257,7 @@ fn truncated_frame_at_eof_is_an_error_exit() {
         id: 1,
         check: false,
         diff: false,
+        chain: 0,
         op: Op::Stat {
             path: "/".into(),
             checksum: None,

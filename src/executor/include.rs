@@ -358,7 +358,7 @@ async fn walk(
             break;
         }
         let task_ref = TaskRef::Synthetic(task.clone());
-        let step = super::linear_step(run, task, task_ref, &active, depth).await;
+        let step = super::linear_step(run, task, task_ref, &active, depth, &[]).await;
         if let ended @ Walked::Ended(_) = step {
             return ended;
         }

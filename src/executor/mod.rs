@@ -4,6 +4,7 @@
 //! Round trips are the cost, so a task's loop items are planned on the controller and sent
 //! to the agent as one batch (cut into pipelined chunks for very long loops).
 
+mod chain;
 mod control;
 mod custom_stats;
 mod facts;
@@ -60,6 +61,9 @@ pub struct RunOptions {
     /// ansible.cfg's `[privilege_escalation]`: what tasks become when neither their
     /// keywords nor the host's variables say.
     pub become_defaults: BecomeDefaults,
+    /// Send a host's next tasks ahead in one chain when their inputs cannot depend on the
+    /// earlier ones' results (`chain/`); `[turbo_play] chains` / `TURBO_PLAY_CHAINS`.
+    pub chains: bool,
 }
 
 /// The command line's and ansible.cfg's become settings.
@@ -133,6 +137,8 @@ pub(crate) struct HostState {
     pub out: AtomicBool,
     /// The host's path through the current play (blocks, handlers, meta).
     pub flow: Mutex<flow::Flow>,
+    /// Ops of its next tasks already on their way to the agent (`chain/`).
+    sent_ahead: Mutex<chain::SentAheadMap>,
 }
 
 impl HostState {
@@ -151,6 +157,7 @@ impl HostState {
             }),
             out: AtomicBool::new(false),
             flow: Mutex::new(flow::Flow::default()),
+            sent_ahead: Mutex::default(),
         }
     }
 
@@ -562,7 +569,7 @@ async fn run_batch(
     let mut end = PlayEnd::Done;
     // Ended by `meta: end_play`/`end_batch` or by failures: handlers are not flushed.
     let mut cut_short = false;
-    for task_index in task_indexes {
+    for (position, &task_index) in task_indexes.iter().enumerate() {
         let active: Vec<Arc<HostState>> =
             hosts.iter().filter(|h| flow::in_play(h)).cloned().collect();
         if active.is_empty() {
@@ -573,7 +580,8 @@ async fn run_batch(
             break;
         }
         let task = &play.tasks[task_index];
-        let step = linear_step(&run, task, TaskRef::Task(task_index), &active, 0).await;
+        let ahead = &task_indexes[position..];
+        let step = linear_step(&run, task, TaskRef::Task(task_index), &active, 0, ahead).await;
         if let include::Walked::Ended(ended) = step {
             end = ended;
             cut_short = true;
@@ -581,6 +589,8 @@ async fn run_batch(
         }
     }
     for host in hosts {
+        // Whatever was sent ahead and not reached was skipped by the agent.
+        host.sent_ahead.lock().expect("sent_ahead lock").clear();
         if host.flow.lock().expect("flow lock").end_of_play() {
             host.out.store(true, Ordering::SeqCst);
         }
@@ -730,6 +740,7 @@ async fn linear_step(
     task_ref: TaskRef,
     active: &[Arc<HostState>],
     depth: usize,
+    ahead: &[usize],
 ) -> include::Walked {
     use include::Walked;
     let ctx = run.ctx;
@@ -753,6 +764,7 @@ async fn linear_step(
         return include::run(run, task, runners, depth).await;
     }
     ctx.warn_unsupported(task);
+    chain::send_ahead(run, ahead, &runners).await;
     run_task_on(run, task_ref, runners.clone()).await;
     let play = &run.playbook.plays[run.play_index];
     if let Some(stop) = failures_end_the_play(play, task, run.hosts, &runners) {

@@ -59,6 +59,58 @@ pub fn task_vars(
     host: &HostState,
     play_hosts: &PlayHosts,
 ) -> Result<minijinja::Value, String> {
+    let mut vars = layered_vars(ctx, playbook, play, task, host, play_hosts)?;
+    let hostvars = minijinja::Value::from_object(super::hostvars::HostVars::new(
+        ctx.me.clone(),
+        playbook.dir.clone(),
+    ));
+    // Results and facts came from the target: Ansible never templates them again. The
+    // locks are let go before rendering, which may read this host through `hostvars`.
+    let pending: Vec<String> = {
+        let registered = host.registered.lock().expect("registered lock");
+        let facts = host.facts.lock().expect("facts lock");
+        vars.iter()
+            .filter(|(k, v)| {
+                holds_template(v)
+                    && !registered.contains_key(*k)
+                    && k.as_str() != "ansible_facts"
+                    && !k
+                        .strip_prefix("ansible_")
+                        .is_some_and(|f| facts.contains_key(f))
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    let broken = resolve_nested_templates(&ctx.templar, &mut vars, pending, &hostvars);
+    // A variable whose template fails for another reason than an undefined name fails
+    // the task that uses it, as Ansible's lazy templating does; unused, it harms nothing.
+    let broken = minijinja::Value::from_iter(broken.into_iter().map(|(name, message)| {
+        // The kind's words would come twice: the message already starts with them.
+        let message = message
+            .strip_prefix("invalid operation: ")
+            .map_or(message.clone(), str::to_string);
+        let error = minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message);
+        (name, minijinja::Value::from(error))
+    }));
+    // The last map that has a name wins.
+    Ok(minijinja::value::merge_maps([
+        minijinja::Value::from_serialize(&vars),
+        broken,
+        minijinja::context! { hostvars => hostvars },
+    ]))
+}
+
+/// The task's variables as written, every layer merged in Ansible's precedence and no
+/// template resolved: what [`task_vars`] resolves, and what the chain analysis reads to
+/// follow a variable to the variables its template names.
+pub(super) fn layered_vars(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    host: &HostState,
+    play_hosts: &PlayHosts,
+) -> Result<Map<String, Value>, String> {
     let mut vars = ctx
         .inventory
         .host_vars_for(&host.name, &playbook.dir)
@@ -165,44 +217,7 @@ pub fn task_vars(
         search_path(playbook, task).into(),
     );
     connection_defaults(ctx, host, &mut vars);
-    let hostvars = minijinja::Value::from_object(super::hostvars::HostVars::new(
-        ctx.me.clone(),
-        playbook.dir.clone(),
-    ));
-    // Results and facts came from the target: Ansible never templates them again. The
-    // locks are let go before rendering, which may read this host through `hostvars`.
-    let pending: Vec<String> = {
-        let registered = host.registered.lock().expect("registered lock");
-        let facts = host.facts.lock().expect("facts lock");
-        vars.iter()
-            .filter(|(k, v)| {
-                holds_template(v)
-                    && !registered.contains_key(*k)
-                    && k.as_str() != "ansible_facts"
-                    && !k
-                        .strip_prefix("ansible_")
-                        .is_some_and(|f| facts.contains_key(f))
-            })
-            .map(|(k, _)| k.clone())
-            .collect()
-    };
-    let broken = resolve_nested_templates(&ctx.templar, &mut vars, pending, &hostvars);
-    // A variable whose template fails for another reason than an undefined name fails
-    // the task that uses it, as Ansible's lazy templating does; unused, it harms nothing.
-    let broken = minijinja::Value::from_iter(broken.into_iter().map(|(name, message)| {
-        // The kind's words would come twice: the message already starts with them.
-        let message = message
-            .strip_prefix("invalid operation: ")
-            .map_or(message.clone(), str::to_string);
-        let error = minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message);
-        (name, minijinja::Value::from(error))
-    }));
-    // The last map that has a name wins.
-    Ok(minijinja::value::merge_maps([
-        minijinja::Value::from_serialize(&vars),
-        broken,
-        minijinja::context! { hostvars => hostvars },
-    ]))
+    Ok(vars)
 }
 
 /// Passes a variable may need before every template inside it is resolved

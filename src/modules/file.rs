@@ -59,7 +59,19 @@ impl Module for File {
         let wanted = Wanted::from_args(args)?;
         let Some(state) = args.str("state") else {
             // Ansible's default state is the path's own (a directory stays one), else
-            // `directory` for a recursion and `file` otherwise: look first.
+            // `directory` for a recursion and `file` otherwise. The agent looks and acts
+            // in one request; a recursion, which lists the tree next, looks first.
+            if !wanted.recurse {
+                return Ok(Plan::Remote(Op::EnsurePath(EnsurePath {
+                    path: wanted.path.clone(),
+                    state: PathState::AsFound {
+                        follow: wanted.follow,
+                    },
+                    mode: wanted.mode.clone(),
+                    recurse_parents: false,
+                    owner: wanted.owner.clone(),
+                })));
+            }
             let path = wanted.path.clone();
             return Ok(Plan::Step(
                 Op::Stat {
@@ -320,44 +332,34 @@ mod tests {
 
     #[test]
     fn without_a_state_the_paths_own_is_kept_as_ansible_does() {
-        let Plan::Step(look, next) = plan(json!({"path": "/d", "mode": "0750"})).unwrap() else {
-            panic!("a file task without state looks first");
+        // The agent looks and acts at once (a directory stays one, anything else is a
+        // file, which fails when missing as Ansible's does).
+        assert_eq!(
+            plan(json!({"path": "/d", "mode": "0750", "follow": false})).unwrap(),
+            op(
+                "/d",
+                PathState::AsFound { follow: false },
+                Some(FileMode::Bits(0o750)),
+                false
+            )
+        );
+        // A recursion lists the tree next: it looks first, and a missing path is then
+        // `directory`.
+        let Plan::Step(look, next) = plan(json!({"path": "/n", "recurse": true})).unwrap() else {
+            panic!("a recursion without state looks first");
         };
         assert_eq!(
             look,
             Op::Stat {
-                path: "/d".into(),
+                path: "/n".into(),
                 checksum: None,
                 follow: true
             }
         );
-        assert_eq!(
-            next.resume(stat_reply("/d", true, FileKind::Directory))
-                .unwrap(),
-            op(
-                "/d",
-                PathState::Directory,
-                Some(FileMode::Bits(0o750)),
-                true
-            )
-        );
-        let Plan::Step(_, next) = plan(json!({"path": "/f"})).unwrap() else {
-            panic!("looks first");
-        };
-        assert_eq!(
-            next.resume(stat_reply("/f", true, FileKind::File)).unwrap(),
-            op("/f", PathState::File, None, false)
-        );
-        // A missing path is `file` (which then fails as Ansible's does), or `directory`
-        // for a recursion.
-        let Plan::Step(_, next) = plan(json!({"path": "/n"})).unwrap() else {
-            panic!("looks first");
-        };
-        assert_eq!(
-            next.resume(stat_reply("/n", false, FileKind::Missing))
-                .unwrap(),
-            op("/n", PathState::File, None, false)
-        );
+        assert!(matches!(
+            next.resume(stat_reply("/n", false, FileKind::Missing)),
+            Ok(Plan::Step(Op::ListTree { .. }, _))
+        ));
         let Plan::Step(_, next) = plan(json!({"path": "/f", "recurse": true})).unwrap() else {
             panic!("looks first");
         };

@@ -353,6 +353,21 @@ impl Templar {
         Ok(preserve_trailing_newlines(shown, rendered))
     }
 
+    /// The top-level variable names a template reads (functions such as `lookup`
+    /// included), or None when it does not parse: the caller must then assume it may
+    /// read anything.
+    pub fn names_read(&self, source: &str) -> Option<std::collections::HashSet<String>> {
+        let template = self.env.template_from_str(source).ok()?;
+        Some(template.undeclared_variables(false))
+    }
+
+    /// As [`Self::names_read`], for a bare expression (`when`).
+    pub fn names_read_by_expr(&self, expr: &str) -> Option<std::collections::HashSet<String>> {
+        let expr = single_expression(expr).unwrap_or(expr);
+        let compiled = self.env.compile_expression(expr).ok()?;
+        Some(compiled.undeclared_variables(false))
+    }
+
     /// `when`-style bare expression -> Ansible truthiness.
     pub fn eval_condition(&self, expr: &str, vars: &MjValue) -> Result<bool, TemplateError> {
         // `when: "{{ x }}"` is deprecated in Ansible but still means `when: x`.

@@ -5,7 +5,10 @@ A TCP forwarder on 127.0.0.1 that counts the bytes it passes in each direction.
 "up" is client -> target (controller to sshd), "down" is target -> client.
 Bytes are counted as they are forwarded, so connections still open when it stops
 (an ssh ControlPersist master, say) are included. On SIGTERM/SIGINT it writes
-{"connections": N, "up": BYTES, "down": BYTES} to OUT_JSON and exits.
+{"connections": N, "up": BYTES, "down": BYTES, "turns": T} to OUT_JSON and exits.
+"turns" counts, per connection, the times the bytes changed direction (up after down or
+down after up), summed: a round trip is two turns, so turns / 2 is the round trips the
+run waited for (sshd's banner, sent first, counts as the first direction).
 Connections that carried no byte at all (the readiness probe) are not counted.
 """
 import asyncio
@@ -15,7 +18,7 @@ import signal
 import sys
 
 LISTEN, TARGET, OUT = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-totals = {"connections": 0, "up": 0, "down": 0}
+totals = {"connections": 0, "up": 0, "down": 0, "turns": 0}
 
 
 async def pump(reader, writer, direction, seen):
@@ -30,6 +33,9 @@ async def pump(reader, writer, direction, seen):
                 seen[0] = True
                 totals["connections"] += 1
             totals[direction] += len(data)
+            if seen[1] is not None and seen[1] != direction:
+                totals["turns"] += 1
+            seen[1] = direction
             writer.write(data)
             await writer.drain()
     except (ConnectionError, OSError):
@@ -47,7 +53,8 @@ async def handle(client_reader, client_writer):
     except OSError:
         client_writer.close()
         return
-    seen = [False]
+    # [the client has spoken, the direction bytes last went]
+    seen = [False, None]
     await asyncio.gather(
         pump(client_reader, server_writer, "up", seen),
         pump(server_reader, client_writer, "down", seen),

@@ -29,6 +29,7 @@ mod services;
 mod ssh_transport;
 mod support;
 mod system_modules;
+mod task_chains;
 mod task_connections;
 mod templating;
 mod text_modules;

@@ -46,6 +46,11 @@ pub struct Request {
     pub check: bool,
     /// Diff mode: file ops return the old and new content when it changes.
     pub diff: bool,
+    /// The chain this request belongs to, 0 for none. Requests of one chain run in order;
+    /// after one of them stops the chain (see [`OpResult::stops_chain`]), the agent answers
+    /// the chain's later requests with [`OpResult::ChainSkipped`] without running them, so
+    /// the controller can send a host's next tasks before the earlier ones have answered.
+    pub chain: u64,
     pub op: Op,
 }
 
@@ -250,6 +255,12 @@ pub enum PathState {
         target: String,
         force: bool,
     },
+    /// Ansible's `file` without `state`: the path keeps its own kind. A directory (with
+    /// `follow`, a link to one) is handled as `Directory`, anything else as `File`, so
+    /// the look and the change cost one request.
+    AsFound {
+        follow: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -298,6 +309,32 @@ pub enum OpResult {
     /// What [`Op::RunModule`] printed and how it ended.
     Module(ModuleRun),
     Error(OpError),
+    /// Not run: an earlier request of the same chain stopped it.
+    ChainSkipped,
+}
+
+impl OpResult {
+    /// Whether this result ends its chain: anything that may fail the task (an error, a
+    /// command that exited non-zero) or that the controller must act on before the next
+    /// op runs (content to upload). Deliberately wide: a stop the task did not need only
+    /// makes the controller send the rest again.
+    pub fn stops_chain(&self) -> bool {
+        match self {
+            // Whether a module failed is in its JSON, which only the controller reads.
+            OpResult::Error(_)
+            | OpResult::NeedContent
+            | OpResult::ChainSkipped
+            | OpResult::Module(_) => true,
+            OpResult::Exec(outcome) => outcome.rc != 0,
+            OpResult::Batch(results) => results.iter().any(OpResult::stops_chain),
+            OpResult::Stat(_)
+            | OpResult::File(_)
+            | OpResult::Chunk { .. }
+            | OpResult::Facts(_)
+            | OpResult::Read(_)
+            | OpResult::Tree(_) => false,
+        }
+    }
 }
 
 /// A slice of a file. The file's total size is `stat.size` (0 for /proc files, which are

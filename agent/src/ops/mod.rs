@@ -44,6 +44,8 @@ pub struct Agent {
     pub names: Names,
     /// Warm Python interpreters for `RunModule`, one per interpreter path.
     pub runners: Vec<module::Runner>,
+    /// Chains an op has stopped: their later requests are answered without running.
+    stopped_chains: std::collections::HashSet<u64>,
 }
 
 impl Agent {
@@ -58,6 +60,7 @@ impl Agent {
             staging_dir: None,
             names: Names::default(),
             runners: Vec::new(),
+            stopped_chains: std::collections::HashSet::new(),
         }
     }
 
@@ -66,7 +69,15 @@ impl Agent {
             check: request.check,
             diff: request.diff,
         };
-        self.run(request.op, flags)
+        let chain = request.chain;
+        if chain != 0 && self.stopped_chains.contains(&chain) {
+            return OpResult::ChainSkipped;
+        }
+        let result = self.run(request.op, flags);
+        if chain != 0 && result.stops_chain() {
+            self.stopped_chains.insert(chain);
+        }
+        result
     }
 
     fn run(&mut self, op: Op, flags: Flags) -> OpResult {
@@ -447,6 +458,59 @@ mod tests {
     }
 
     #[test]
+    fn a_stopped_chain_skips_its_later_requests_and_no_other_chain() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        let exec = |cmd: &str| {
+            Op::Exec(turbo_proto::Exec {
+                command: turbo_proto::Command::Argv(vec![
+                    "/bin/sh".into(),
+                    "-c".into(),
+                    cmd.into(),
+                ]),
+                chdir: None,
+                creates: None,
+                removes: None,
+                env: vec![],
+                stdin: None,
+                umask: None,
+            })
+        };
+        let marker = dir.join("ran");
+        let request = |chain, op| Request {
+            id: 1,
+            check: false,
+            diff: false,
+            chain,
+            op,
+        };
+        let ok = a.handle(request(5, exec("true")));
+        assert!(matches!(ok, OpResult::Exec(ref e) if e.rc == 0), "{ok:?}");
+        let failed = a.handle(request(5, exec("exit 3")));
+        assert!(
+            matches!(failed, OpResult::Exec(ref e) if e.rc == 3),
+            "{failed:?}"
+        );
+        let touch = format!("touch {}", marker.display());
+        assert_eq!(a.handle(request(5, exec(&touch))), OpResult::ChainSkipped);
+        assert!(!marker.exists());
+        // Another chain, and requests outside any chain, still run.
+        assert!(matches!(
+            a.handle(request(0, exec("exit 1"))),
+            OpResult::Exec(_)
+        ));
+        assert!(matches!(
+            a.handle(request(0, exec("true"))),
+            OpResult::Exec(_)
+        ));
+        assert!(matches!(
+            a.handle(request(6, exec(&touch))),
+            OpResult::Exec(_)
+        ));
+        assert!(marker.exists());
+    }
+
+    #[test]
     fn batch_keeps_going_after_a_failure() {
         let dir = TempDir::new();
         let mut a = agent(dir.path());
@@ -454,6 +518,7 @@ mod tests {
             id: 1,
             check: false,
             diff: false,
+            chain: 0,
             op: Op::Batch(vec![
                 Op::Stat {
                     path: dir.str("missing/deeper"),

@@ -25,6 +25,17 @@ pub fn ensure_path(agent: &mut Agent, spec: EnsurePath, flags: Flags) -> Result<
         PathState::Absent => absent(agent, &path, flags)?,
         PathState::Touch => touch(agent, &path, mode, flags)?,
         PathState::File => existing_file(agent, &path, mode, flags)?,
+        PathState::AsFound { follow } => {
+            let found = if follow {
+                stat_follow(&path)?
+            } else {
+                lstat(&path)?
+            };
+            match found {
+                Some(meta) if meta.is_dir() => directory(agent, &path, mode, true, flags)?,
+                _ => existing_file(agent, &path, mode, flags)?,
+            }
+        }
         PathState::Link { target, force } => {
             // Ansible's `src` is a path argument like `path`: `~/x` is the target user's home
             // (relative targets stay relative to the link's directory).
@@ -452,6 +463,39 @@ mod tests {
         check: true,
         diff: false,
     };
+
+    #[test]
+    fn as_found_keeps_a_directory_a_file_a_file_and_a_missing_path_fails() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        fs::create_dir(dir.join("d")).unwrap();
+        fs::write(dir.join("f"), "x").unwrap();
+        std::os::unix::fs::symlink(dir.join("d"), dir.join("l")).unwrap();
+        let follow = PathState::AsFound { follow: true };
+        let mode = Some(FileMode::Bits(0o700));
+        let o = run(&mut a, "~/d", follow.clone(), mode.clone()).unwrap();
+        assert_eq!(
+            (o.kind, o.mode, o.changed),
+            (FileKind::Directory, 0o700, true)
+        );
+        let o = run(&mut a, "~/f", follow.clone(), mode.clone()).unwrap();
+        assert_eq!((o.kind, o.mode, o.changed), (FileKind::File, 0o700, true));
+        // Followed, a link to a directory is one; not followed, it is not a file either.
+        let o = run(&mut a, "~/l", follow.clone(), None).unwrap();
+        assert_eq!(o.kind, FileKind::Directory);
+        let e = run(&mut a, "~/l", PathState::AsFound { follow: false }, None).unwrap_err();
+        assert!(
+            e.message.ends_with("is directory, cannot continue"),
+            "{}",
+            e.message
+        );
+        let e = run(&mut a, "~/n", follow, None).unwrap_err();
+        assert!(
+            e.message.ends_with("is absent, cannot continue"),
+            "{}",
+            e.message
+        );
+    }
 
     #[test]
     fn directory_is_created_with_parents_and_then_left_alone() {

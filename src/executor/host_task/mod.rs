@@ -12,6 +12,7 @@ mod transport;
 use serde_json::{Map, Value};
 use turbo_proto::Op;
 
+use super::chain::{ReadRecorder, Reads};
 use super::control::{Attempts, Verdict, judge};
 use super::{HostState, RunContext};
 use crate::connection::BecomeSpec;
@@ -235,4 +236,142 @@ struct Target<'a> {
     via: &'a HostState,
     /// Whom the ops run as, when the task becomes another user.
     become_: Option<&'a BecomeSpec>,
+}
+
+/// What a task would do on a host if it ran now, planned on the controller and sent
+/// nowhere: the chain planner's view of a task it may send ahead (`chain/`).
+pub(in crate::executor) enum Foreseen {
+    /// Nothing goes to the agent; the controller decides the outcome (a false `when`,
+    /// set_fact, debug). `sets` are the facts it would set, with their values.
+    Decided {
+        failed: bool,
+        sets: Map<String, Value>,
+        effects: bool,
+    },
+    /// One op for the agent, with the request's flags and the user it runs as. `steps`:
+    /// its reply plans another op.
+    Remote {
+        op: Box<Op>,
+        check: bool,
+        diff: bool,
+        become_: Option<BecomeSpec>,
+        steps: bool,
+    },
+    /// A loop, a delegate, a pause or an error: not foreseen, run in its turn.
+    Unknown,
+}
+
+/// Plans `task` for `host` as its turn would, and says which variables the planning
+/// looked up (the chain planner checks that none of them can change before the turn),
+/// with `known`, the facts earlier tasks of the chain set, over its variables.
+/// A plan that comes out otherwise when made twice (a random filter, the clock) is
+/// Unknown: its turn would not ask for the same op.
+pub(in crate::executor) fn foresee(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    host: &HostState,
+    play_hosts: &super::vars::PlayHosts,
+    known: &Map<String, Value>,
+) -> (Foreseen, Reads) {
+    let Ok(vars) = super::vars::task_vars(ctx, playbook, play, task, host, play_hosts) else {
+        return (Foreseen::Unknown, Reads::default());
+    };
+    // Facts an earlier task of the chain sets (set_fact, decided now), as its turn will
+    // find them: already templated, never again. The chain reads them only where no
+    // other layer names them (`chain::depends_on_chain`), so precedence cannot differ.
+    let vars = match known.is_empty() {
+        true => vars,
+        false => minijinja::value::merge_maps([vars, minijinja::Value::from_serialize(known)]),
+    };
+    let (vars, recorder) = ReadRecorder::wrap(vars);
+    let Ok(prepared) = prepare::prepare_from(ctx, task, host, vars) else {
+        return (Foreseen::Unknown, recorder.reads());
+    };
+    if prepared.delegate.is_some()
+        || prepared.pause.is_some()
+        || prepared.loop_error.is_some()
+        || !std::ptr::eq(prepared.task(), task)
+    {
+        return (Foreseen::Unknown, recorder.reads());
+    }
+    let first = plan_ahead(ctx, playbook, play, task, &prepared);
+    let again = plan_ahead(ctx, playbook, play, task, &prepared);
+    let foreseen = match (&first, &again) {
+        (Foreseen::Remote { op: a, .. }, Foreseen::Remote { op: b, .. }) if a != b => {
+            Foreseen::Unknown
+        }
+        _ => first,
+    };
+    (foreseen, recorder.reads())
+}
+
+/// The task's one op (a loop's items' ops as the one batch its turn sends), or what the
+/// controller decides. A loop with an item that takes steps, fails, sets facts or has
+/// effects is Unknown: the chain analysis follows no more than one op per task.
+fn plan_ahead(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    prepared: &prepare::Prepared<'_>,
+) -> Foreseen {
+    let items = prepared.items.as_deref();
+    let runs = prepare::plan_items(ctx, playbook, play, task, &prepared.base, items, None);
+    let remote = |op: &Op, run: &ItemRun| {
+        let mut op = op.clone();
+        if !run.env.is_empty() {
+            prepare::add_environment(&mut op, &run.env);
+        }
+        op
+    };
+    let foreseen_remote = |op: Op, steps: bool| Foreseen::Remote {
+        op: Box::new(op),
+        check: prepare::agent_check_mode(ctx, task),
+        diff: prepare::diff_mode(ctx, task),
+        become_: prepared.become_.clone(),
+        steps,
+    };
+    if items.is_none() {
+        let Some(run) = runs.first() else {
+            return Foreseen::Unknown;
+        };
+        return match &run.state {
+            ItemState::Done(outcome) => Foreseen::Decided {
+                failed: outcome.failed,
+                sets: match outcome.data.get("ansible_facts") {
+                    Some(Value::Object(facts)) => facts.clone(),
+                    _ => Map::new(),
+                },
+                effects: !outcome.effects.is_empty(),
+            },
+            ItemState::Remote(op) if run.planned => foreseen_remote(remote(op, run), false),
+            ItemState::Step(op, _) if run.planned => foreseen_remote(remote(op, run), true),
+            _ => Foreseen::Unknown,
+        };
+    }
+    let mut ops = Vec::new();
+    for run in &runs {
+        match &run.state {
+            ItemState::Done(outcome)
+                if !outcome.failed
+                    && outcome.effects.is_empty()
+                    && !outcome.data.contains_key("ansible_facts") => {}
+            ItemState::Remote(op) if run.planned => ops.push(remote(op, run)),
+            _ => return Foreseen::Unknown,
+        }
+    }
+    match ops.len() {
+        0 => Foreseen::Decided {
+            failed: false,
+            sets: Map::new(),
+            effects: false,
+        },
+        1 => foreseen_remote(ops.pop().expect("one op"), false),
+        n if task.module.caps().batchable && n <= transport::BATCH_CHUNK => {
+            foreseen_remote(Op::Batch(ops), false)
+        }
+        _ => Foreseen::Unknown,
+    }
 }

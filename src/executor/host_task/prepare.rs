@@ -49,6 +49,17 @@ pub(super) fn prepare<'t>(
     play_hosts: &PlayHosts,
 ) -> Result<Prepared<'t>, String> {
     let base = task_vars(ctx, playbook, play, task, host, play_hosts)?;
+    prepare_from(ctx, task, host, base)
+}
+
+/// As [`prepare`], from the task's variables already built (the chain planner hands
+/// them in behind a recorder of what is read).
+pub(super) fn prepare_from<'t>(
+    ctx: &RunContext,
+    task: &'t Task,
+    host: &HostState,
+    base: minijinja::Value,
+) -> Result<Prepared<'t>, String> {
     // `ansible_failed_task`/`ansible_failed_result` after a failure in a block.
     let base = match host.flow.lock().expect("flow lock").failed_vars() {
         Some(failed) => minijinja::context! { ..minijinja::Value::from_serialize(failed), ..base },

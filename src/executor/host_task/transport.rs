@@ -116,10 +116,32 @@ pub(super) async fn send_remote(
             .iter()
             .map(|op| matches!(op, Op::RunModule(_)).then(|| op.clone()))
             .collect();
-        let sent = if task.module.caps().batchable {
-            send_batched(ctx, &session, ops, task).await
-        } else {
-            send_one_by_one(ctx, &session, ops, task).await
+        let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
+        // A loop's items were sent ahead as the one batch `send_batched` would send.
+        let asked = match ops.as_slice() {
+            [op] => Some(op.clone()),
+            _ if task.module.caps().batchable && ops.len() <= BATCH_CHUNK => {
+                Some(Op::Batch(ops.clone()))
+            }
+            _ => None,
+        };
+        let ahead = match &asked {
+            Some(op) => super::super::chain::take_reply(ctx, host, task, &session, op, flags).await,
+            None => None,
+        };
+        // Whether the reply came from a chain that went on after it.
+        let mut chain_went_on = false;
+        let sent = match ahead {
+            Some(reply) => reply.and_then(|(result, went_on)| {
+                chain_went_on = went_on;
+                match (result, ops.len()) {
+                    (OpResult::Batch(results), n) if n > 1 && results.len() == n => Ok(results),
+                    (result, 1) => Ok(vec![result]),
+                    (other, _) => Err(format!("agent answered a batch with {other:?}")),
+                }
+            }),
+            None if task.module.caps().batchable => send_batched(ctx, &session, ops, task).await,
+            None => send_one_by_one(ctx, &session, ops, task).await,
         };
         let mut results = match sent {
             Ok(r) => r,
@@ -178,6 +200,9 @@ pub(super) async fn send_remote(
                 }
                 done @ ItemState::Done(_) => done,
             };
+            if chain_went_on && matches!(&runs[i].state, ItemState::Done(o) if o.failed) {
+                super::super::chain::failed_after_going_on(ctx, task);
+            }
         }
     }
 }

@@ -8,6 +8,7 @@ mod privilege;
 mod pty;
 mod spec;
 mod ssh;
+mod ssh_config;
 
 pub use privilege::{BecomeMethod, BecomeSpec};
 

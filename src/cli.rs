@@ -52,6 +52,23 @@ pub struct Cli {
     #[arg(short = 'T', long = "timeout", value_name = "TIMEOUT")]
     pub timeout: Option<u64>,
 
+    /// Arguments for every ssh connection (e.g. `-F ssh.cfg -o ...`); a host's
+    /// `ansible_ssh_common_args` wins.
+    #[arg(
+        long = "ssh-common-args",
+        value_name = "SSH_COMMON_ARGS",
+        allow_hyphen_values = true
+    )]
+    pub ssh_common_args: Option<String>,
+
+    /// More ssh arguments (a host's `ansible_ssh_extra_args` wins).
+    #[arg(
+        long = "ssh-extra-args",
+        value_name = "SSH_EXTRA_ARGS",
+        allow_hyphen_values = true
+    )]
+    pub ssh_extra_args: Option<String>,
+
     /// Don't change anything; report what would change.
     #[arg(short = 'C', long = "check")]
     pub check: bool,

@@ -11,6 +11,7 @@ mod ssh;
 mod ssh_config;
 
 pub use privilege::{BecomeMethod, BecomeSpec};
+pub use ssh_config::{AddressFamily, Algorithms, ConfigFiles, SshSettings};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,9 +48,12 @@ pub struct ConnectionSpec {
     /// Tried in order before the ssh-agent and the default keys.
     pub identity_files: Vec<PathBuf>,
     pub strict: StrictHostKeyChecking,
-    /// Read in order; accept-new appends to the first.
+    /// Read in order: UserKnownHostsFile's, then GlobalKnownHostsFile's; accept-new appends
+    /// to the first (`/dev/null` first when UserKnownHostsFile is none).
     pub known_hosts_files: Vec<PathBuf>,
     pub connect_timeout: Duration,
+    /// The rest of what ssh_config and the ssh args say.
+    pub ssh: SshSettings,
 }
 
 /// Settings from the command line / ansible.cfg that host vars override.
@@ -59,9 +63,15 @@ pub struct ConnectionDefaults {
     pub private_key: Option<PathBuf>,
     pub host_key_checking: Option<bool>,
     pub timeout: Option<Duration>,
-    /// ansible.cfg `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`, read only to refuse a
-    /// jump host in them (the rest are OpenSSH options turbo-play has no use for).
+    /// ansible.cfg `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`: first on Ansible's ssh
+    /// command line, so their `-o` options win over everything else.
     pub ssh_args: Option<String>,
+    /// `--ssh-common-args` / `--ssh-extra-args`, under the host's variables.
+    pub ssh_common_args: Option<String>,
+    pub ssh_extra_args: Option<String>,
+    /// The ssh_config files when the ssh args name none (`-F`); `None`: `~/.ssh/config`
+    /// then `/etc/ssh/ssh_config`.
+    pub ssh_config: Option<ConfigFiles>,
 }
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::ssh_config::{self, ConfigFiles};
 use super::{
     ConnectError, ConnectionDefaults, ConnectionKind, ConnectionSpec, DEFAULT_CONNECT_TIMEOUT,
     StrictHostKeyChecking,
@@ -23,17 +24,6 @@ impl ConnectionSpec {
     ) -> Result<ConnectionSpec, ConnectError> {
         from_vars_with_env(host, vars, defaults, &|name| std::env::var(name).ok())
     }
-}
-
-/// What `-o` options (and `-p`/`-l`/`-i`) in the ssh args say; first value wins.
-#[derive(Debug, Default, PartialEq)]
-struct SshOptions {
-    user: Option<String>,
-    port: Option<String>,
-    identity_files: Vec<String>,
-    known_hosts_files: Option<Vec<String>>,
-    strict: Option<String>,
-    connect_timeout: Option<String>,
 }
 
 pub(super) fn from_vars_with_env(
@@ -59,67 +49,14 @@ pub(super) fn from_vars_with_env(
         }
     };
 
-    let mut options = SshOptions::default();
-    // `ansible_ssh_args` only to refuse a jump host in it: its other options (ControlMaster
-    // and the like) are OpenSSH's, which turbo-play does not run.
-    for name in [
-        "ansible_ssh_args",
-        "ansible_ssh_common_args",
-        "ansible_ssh_extra_args",
-    ] {
-        if let Some(args) = var_string(vars, &[name]) {
-            let words = crate::shell_words::split(&args)
-                .map_err(|e| config_error(format!("{name}: {e}")))?;
-            refuse_proxy(&words).map_err(|e| config_error(format!("{name}: {e}")))?;
-            if name != "ansible_ssh_args" {
-                parse_ssh_args(&words, &mut options)
-                    .map_err(|e| config_error(format!("{name}: {e}")))?;
-            }
-        }
+    // Ansible's ssh command line, in its order: ssh_args, then its own `-o` options from
+    // the host's variables, then ssh_common_args and ssh_extra_args; ssh keeps the first
+    // value of each option, and reads ssh_config only after the command line.
+    let mut command_line = CommandLine::default();
+    match var_string(vars, &["ansible_ssh_args"]) {
+        Some(args) => command_line.words("ansible_ssh_args", Some(&args), &config_error)?,
+        None => command_line.words("ssh_args", defaults.ssh_args.as_deref(), &config_error)?,
     }
-
-    if let Some(args) = &defaults.ssh_args {
-        let words =
-            crate::shell_words::split(args).map_err(|e| config_error(format!("ssh_args: {e}")))?;
-        refuse_proxy(&words).map_err(|e| config_error(format!("ssh_args: {e}")))?;
-    }
-
-    let address = var_string(vars, &["ansible_host", "ansible_ssh_host"])
-        .filter(|a| !a.is_empty())
-        .unwrap_or_else(|| host.to_string());
-
-    let port =
-        match var_string(vars, &["ansible_port", "ansible_ssh_port"]).or(options.port.clone()) {
-            None => 22,
-            Some(text) => parse_port(&text).ok_or_else(|| {
-                config_error(format!(
-                    "ansible_port={text} is not a port number (1-65535)"
-                ))
-            })?,
-        };
-
-    let user = var_string(vars, &["ansible_user", "ansible_ssh_user"])
-        .or_else(|| defaults.remote_user.clone())
-        .or(options.user.clone())
-        .or_else(current_user_name)
-        .ok_or_else(|| {
-            config_error("no remote user: set ansible_user or remote_user".to_string())
-        })?;
-
-    let mut identity_files = Vec::new();
-    if let Some(key) = var_string(
-        vars,
-        &["ansible_ssh_private_key_file", "ansible_private_key_file"],
-    ) {
-        identity_files.push(expand_tilde(&key));
-    }
-    if let Some(key) = &defaults.private_key {
-        identity_files.push(expand_tilde(&key.to_string_lossy()));
-    }
-    for key in &options.identity_files {
-        identity_files.push(expand_tilde(key));
-    }
-    dedup_in_order(&mut identity_files);
 
     // The ssh plugin's `host_key_checking` option is `type: boolean`, read leniently by
     // Ansible's config whether it comes from a variable or the environment: anything but a
@@ -137,32 +74,98 @@ pub(super) fn from_vars_with_env(
         .or(checking_env)
         .or(defaults.host_key_checking)
         .unwrap_or(true);
-    let strict = if !host_key_checking {
-        StrictHostKeyChecking::No
-    } else {
-        match options
-            .strict
-            .as_deref()
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            None | Some("yes") | Some("ask") | Some("true") => StrictHostKeyChecking::Yes,
-            Some("no") | Some("off") | Some("false") => StrictHostKeyChecking::No,
-            Some("accept-new") => StrictHostKeyChecking::AcceptNew,
-            Some(other) => {
-                return Err(config_error(format!(
-                    "StrictHostKeyChecking={other} is not one of yes, no, accept-new, off"
-                )));
-            }
+    if !host_key_checking {
+        command_line.options.push("StrictHostKeyChecking=no".into());
+    }
+    if let Some(text) = var_string(vars, &["ansible_port", "ansible_ssh_port"]) {
+        let port = parse_port(&text).ok_or_else(|| {
+            config_error(format!(
+                "ansible_port={text} is not a port number (1-65535)"
+            ))
+        })?;
+        command_line.options.push(format!("Port={port}"));
+    }
+    let var_key = var_string(
+        vars,
+        &["ansible_ssh_private_key_file", "ansible_private_key_file"],
+    );
+    let default_key = defaults
+        .private_key
+        .as_ref()
+        .map(|k| k.to_string_lossy().into_owned());
+    for key in var_key.iter().chain(default_key.iter()) {
+        command_line
+            .options
+            .push(format!("IdentityFile=\"{}\"", expand_tilde(key).display()));
+    }
+    if let Some(user) = var_string(vars, &["ansible_user", "ansible_ssh_user"])
+        .or_else(|| defaults.remote_user.clone())
+    {
+        command_line.options.push(format!("User=\"{user}\""));
+    }
+    for (name, cli) in [
+        ("ansible_ssh_common_args", &defaults.ssh_common_args),
+        ("ansible_ssh_extra_args", &defaults.ssh_extra_args),
+    ] {
+        let args = var_string(vars, &[name]).or_else(|| cli.clone());
+        command_line.words(name, args.as_deref(), &config_error)?;
+    }
+
+    let address = var_string(vars, &["ansible_host", "ansible_ssh_host"])
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| host.to_string());
+    let home = super::local_home().unwrap_or_default();
+    let local_name = current_user_name().ok_or_else(|| {
+        config_error("no remote user: set ansible_user or remote_user".to_string())
+    })?;
+    let local = ssh_config::LocalUser::current(local_name.clone(), home.clone());
+    let files = match &command_line.config_file {
+        Some(file) if file == "none" => ConfigFiles::None,
+        Some(file) => ConfigFiles::Only(expand_tilde(file)),
+        None => defaults.ssh_config.clone().unwrap_or(ConfigFiles::Default {
+            user: home.join(".ssh/config"),
+            system: PathBuf::from(ssh_config::SYSTEM_CONFIG),
+        }),
+    };
+    let resolved = ssh_config::resolve_cached(&ssh_config::Request {
+        host: &address,
+        command_line: &command_line.options,
+        files: &files,
+        local: &local,
+        env,
+        exec: &ssh_config::run_in_shell,
+    })
+    .map_err(config_error)?;
+    for (what, proxy) in [
+        ("ProxyJump", &resolved.proxy_jump),
+        ("ProxyCommand", &resolved.proxy_command),
+    ] {
+        if let Some((_, origin)) = proxy {
+            return Err(config_error(format!("{origin}: {}", proxy_refusal(what))));
         }
+    }
+
+    let strict = match resolved.strict_host_key_checking.as_deref() {
+        _ if !host_key_checking => StrictHostKeyChecking::No,
+        // `ask` with nobody to answer is a refusal, as ssh's in batch mode.
+        None | Some("yes") | Some("ask") | Some("true") => StrictHostKeyChecking::Yes,
+        Some("accept-new") => StrictHostKeyChecking::AcceptNew,
+        Some(_) => StrictHostKeyChecking::No,
     };
 
-    let mut known_hosts_files: Vec<PathBuf> = match &options.known_hosts_files {
-        Some(files) => files.iter().map(|f| expand_tilde(f)).collect(),
-        None => vec![expand_tilde("~/.ssh/known_hosts")],
+    let mut known_hosts_files: Vec<PathBuf> = match &resolved.user_known_hosts_files {
+        Some(files) if files.is_empty() => vec![PathBuf::from("/dev/null")],
+        Some(files) => files.clone(),
+        None => vec![
+            home.join(".ssh/known_hosts"),
+            home.join(".ssh/known_hosts2"),
+        ],
     };
-    // ssh reads the system-wide file too, whatever UserKnownHostsFile says.
-    known_hosts_files.push(PathBuf::from("/etc/ssh/ssh_known_hosts"));
+    match &resolved.global_known_hosts_files {
+        Some(files) => known_hosts_files.extend(files.iter().cloned()),
+        None => known_hosts_files
+            .extend(["/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"].map(PathBuf::from)),
+    }
 
     let timeout_var = match var_string(vars, &["ansible_timeout", "ansible_ssh_timeout"]) {
         None => None,
@@ -170,27 +173,22 @@ pub(super) fn from_vars_with_env(
             config_error(format!("ansible_timeout={text} is not a number of seconds"))
         })?),
     };
-    let timeout_option = match &options.connect_timeout {
-        None => None,
-        Some(text) => Some(parse_seconds(text).ok_or_else(|| {
-            config_error(format!("ConnectTimeout={text} is not a number of seconds"))
-        })?),
-    };
     let connect_timeout = timeout_var
         .or(defaults.timeout)
-        .or(timeout_option)
+        .or(resolved.connect_timeout)
         .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
 
     Ok(ConnectionSpec {
         host: host.to_string(),
         kind,
-        address,
-        port,
-        user,
-        identity_files,
+        address: resolved.hostname.clone(),
+        port: resolved.port.unwrap_or(22),
+        user: resolved.user.clone().unwrap_or(local_name),
+        identity_files: resolved.identity_files.clone(),
         strict,
         known_hosts_files,
         connect_timeout,
+        ssh: resolved.settings(),
     })
 }
 
@@ -214,51 +212,80 @@ fn parse_seconds(text: &str) -> Option<Duration> {
     (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
-fn dedup_in_order(paths: &mut Vec<PathBuf>) {
-    let mut seen = std::collections::HashSet::new();
-    paths.retain(|p| seen.insert(p.clone()));
+/// The ssh command line as ssh reads it before its config files: `-o` options (and the
+/// flags that stand for one) in order, and the last `-F`.
+#[derive(Debug, Default)]
+struct CommandLine {
+    options: Vec<String>,
+    config_file: Option<String>,
 }
 
-fn parse_ssh_args(words: &[String], options: &mut SshOptions) -> Result<(), String> {
-    let mut words = words.iter();
-    while let Some(word) = words.next() {
-        let Some(flag) = word.strip_prefix('-').and_then(|w| w.chars().next()) else {
-            continue;
+impl CommandLine {
+    /// One of the ssh args settings; a jump host in it is refused.
+    fn words(
+        &mut self,
+        name: &str,
+        args: Option<&str>,
+        config_error: &dyn Fn(String) -> ConnectError,
+    ) -> Result<(), ConnectError> {
+        let Some(args) = args else {
+            return Ok(());
         };
-        if !matches!(flag, 'o' | 'p' | 'l' | 'i') {
-            continue;
-        }
-        let attached = &word[2..];
-        let value = if attached.is_empty() {
-            words
-                .next()
-                .ok_or_else(|| format!("`-{flag}` needs a value"))?
-                .clone()
-        } else {
-            attached.to_string()
-        };
-        match flag {
-            'p' => set_once(&mut options.port, value),
-            'l' => set_once(&mut options.user, value),
-            'i' => options.identity_files.push(value),
-            _ => apply_option(&value, options)?,
-        }
+        let words =
+            crate::shell_words::split(args).map_err(|e| config_error(format!("{name}: {e}")))?;
+        refuse_proxy(&words).map_err(|e| config_error(format!("{name}: {e}")))?;
+        self.parse(&words)
+            .map_err(|e| config_error(format!("{name}: {e}")))
     }
-    Ok(())
+
+    fn parse(&mut self, words: &[String]) -> Result<(), String> {
+        // ssh's flags that take a value, so that the value is not read as a flag.
+        const WITH_VALUE: &str = "BbcDEeFIiJLlmOoPpQRSWw";
+        let mut words = words.iter();
+        while let Some(word) = words.next() {
+            let Some(flag) = word.strip_prefix('-').and_then(|w| w.chars().next()) else {
+                continue;
+            };
+            match flag {
+                '4' => self.options.push("AddressFamily=inet".into()),
+                '6' => self.options.push("AddressFamily=inet6".into()),
+                _ => {}
+            }
+            if !WITH_VALUE.contains(flag) {
+                continue;
+            }
+            let attached = &word[1 + flag.len_utf8()..];
+            let value = if attached.is_empty() {
+                words
+                    .next()
+                    .ok_or_else(|| format!("`-{flag}` needs a value"))?
+                    .clone()
+            } else {
+                attached.to_string()
+            };
+            let quoted = || format!("\"{}\"", value.replace('"', "\\\""));
+            match flag {
+                'o' => self.options.push(value.clone()),
+                'p' => self.options.push(format!("Port={value}")),
+                'l' => self.options.push(format!("User={}", quoted())),
+                'i' => self.options.push(format!("IdentityFile={}", quoted())),
+                'J' => self.options.push(format!("ProxyJump={value}")),
+                'b' => self.options.push(format!("BindAddress={value}")),
+                'c' => self.options.push(format!("Ciphers={value}")),
+                'm' => self.options.push(format!("MACs={value}")),
+                'F' => self.config_file = Some(value),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A jump host (`-J`, `-o ProxyJump`, `-o ProxyCommand`) in ssh arguments. turbo-play's
 /// own ssh client connects to the host directly, so honouring the rest of the arguments
 /// would contact the host without its jump host: the host is refused instead.
 fn refuse_proxy(words: &[String]) -> Result<(), String> {
-    let refused = |what: &str| {
-        Err(format!(
-            "{what} is not supported yet: turbo-play connects to each host directly and \
-             cannot go through a jump host. Make the host reachable directly (set \
-             ansible_host/ansible_port to an address or a forwarded port, e.g. one \
-             `ssh -L` opens), or run this play with ansible-playbook"
-        ))
-    };
+    let refused = |what: &str| Err(proxy_refusal(what));
     let mut words = words.iter();
     while let Some(word) = words.next() {
         if word.starts_with("-J") {
@@ -293,37 +320,13 @@ fn refuse_proxy(words: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn set_once(slot: &mut Option<String>, value: String) {
-    if slot.is_none() {
-        *slot = Some(value);
-    }
-}
-
-/// One `Key=Value` or `Key Value` as ssh's -o takes it; options we do not use are ignored.
-fn apply_option(option: &str, options: &mut SshOptions) -> Result<(), String> {
-    let option = option.trim();
-    let split_at = option
-        .find(|c: char| c == '=' || c.is_whitespace())
-        .ok_or_else(|| format!("`-o {option}` has no value (use -o Key=Value)"))?;
-    let key = option[..split_at].to_ascii_lowercase();
-    let value = option[split_at..]
-        .trim_start_matches(|c: char| c.is_whitespace())
-        .trim_start_matches('=')
-        .trim()
-        .to_string();
-    match key.as_str() {
-        "user" => set_once(&mut options.user, value),
-        "port" => set_once(&mut options.port, value),
-        "identityfile" => options.identity_files.push(value),
-        "stricthostkeychecking" => set_once(&mut options.strict, value),
-        "connecttimeout" => set_once(&mut options.connect_timeout, value),
-        "userknownhostsfile" if options.known_hosts_files.is_none() => {
-            options.known_hosts_files =
-                Some(value.split_whitespace().map(str::to_string).collect());
-        }
-        _ => {}
-    }
-    Ok(())
+fn proxy_refusal(what: &str) -> String {
+    format!(
+        "{what} is not supported yet: turbo-play connects to each host directly and \
+         cannot go through a jump host. Make the host reachable directly (set \
+         ansible_host/ansible_port to an address or a forwarded port, e.g. one \
+         `ssh -L` opens), or run this play with ansible-playbook"
+    )
 }
 
 /// The name of the user running turbo-play: $USER, $LOGNAME, else the passwd entry.
@@ -355,7 +358,10 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        from_vars_with_env("web1", &vars(v), defaults, &|name| {
+        // Hermetic: the machine's own ssh_config files stay out unless a test names one.
+        let mut defaults = defaults.clone();
+        defaults.ssh_config.get_or_insert(ConfigFiles::None);
+        from_vars_with_env("web1", &vars(v), &defaults, &|name| {
             env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
         })
     }
@@ -438,7 +444,7 @@ mod tests {
             private_key: Some(PathBuf::from("/keys/ops")),
             host_key_checking: Some(false),
             timeout: Some(Duration::from_secs(3)),
-            ssh_args: None,
+            ..Default::default()
         };
         let s = spec_with(json!({}), &defaults, &[]).unwrap();
         assert_eq!(s.user, "ops");
@@ -575,12 +581,130 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        // `none` turns a proxy off; the other ssh_args are left to OpenSSH.
+        // `none` turns a proxy off; ssh_args come first on Ansible's ssh command line, so
+        // their options win over the host's variables, as with OpenSSH.
         let s = spec(json!({
             "ansible_ssh_common_args": "-o ProxyJump=none -o ProxyCommand=none",
-            "ansible_ssh_args": "-o Port=2022",
+            "ansible_ssh_args": "-C -o ControlMaster=auto -o ControlPersist=60s -o Port=2022",
+            "ansible_port": 2200,
         }));
-        assert_eq!(s.port, 22);
+        assert_eq!(s.port, 2022);
+        assert!(s.ssh.warnings.is_empty(), "{:?}", s.ssh.warnings);
+    }
+
+    /// An ssh_config file in a temp dir, named by `-F` or as the user's file.
+    fn config_file(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ssh.cfg");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn ssh_config_under_the_host_variables() {
+        let (_dir, path) = config_file(
+            "Host web1 alias
+  HostName 10.1.1.1
+  Port 2222
+  User cfguser
+  IdentityFile /k/cfg
+               StrictHostKeyChecking accept-new
+  HashKnownHosts yes
+  ServerAliveInterval 5
+             Match user deploy
+  ConnectTimeout 3
+",
+        );
+        let defaults = ConnectionDefaults {
+            ssh_config: Some(ConfigFiles::Only(path.clone())),
+            ..Default::default()
+        };
+        let s = spec_with(json!({}), &defaults, &[]).unwrap();
+        assert_eq!(s.address, "10.1.1.1");
+        assert_eq!((s.port, s.user.as_str()), (2222, "cfguser"));
+        assert_eq!(s.identity_files, vec![PathBuf::from("/k/cfg")]);
+        assert_eq!(s.strict, StrictHostKeyChecking::AcceptNew);
+        assert!(s.ssh.hash_known_hosts);
+        assert_eq!(s.ssh.server_alive_interval, Some(Duration::from_secs(5)));
+        assert_eq!(s.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+
+        // The inventory's variables go first on ssh's command line: they win, and `Match
+        // user` sees ansible_user.
+        let s = spec_with(
+            json!({"ansible_port": 22, "ansible_user": "deploy",
+                   "ansible_ssh_private_key_file": "/k/inv", "host_key_checking": false}),
+            &defaults,
+            &[],
+        )
+        .unwrap();
+        assert_eq!((s.port, s.user.as_str()), (22, "deploy"));
+        assert_eq!(
+            s.identity_files,
+            vec![PathBuf::from("/k/inv"), PathBuf::from("/k/cfg")]
+        );
+        assert_eq!(s.strict, StrictHostKeyChecking::No);
+        assert_eq!(s.connect_timeout, Duration::from_secs(3));
+
+        // ansible_host is the name ssh is given: the `Host` patterns match it.
+        let s = spec_with(json!({"ansible_host": "alias"}), &defaults, &[]).unwrap();
+        assert_eq!(s.address, "10.1.1.1");
+        let s = spec_with(json!({"ansible_host": "127.0.0.1"}), &defaults, &[]).unwrap();
+        assert_eq!((s.address.as_str(), s.port), ("127.0.0.1", 22));
+    }
+
+    #[test]
+    fn f_in_the_ssh_args_and_proxies_in_the_file() {
+        let (_dir, path) = config_file(
+            "Host web1
+  Port 2201
+Host gw-*
+  ProxyJump bastion
+Host cmd
+  ProxyCommand nc %h %p
+",
+        );
+        let common = format!("-F {}", path.display());
+        let s = spec(json!({"ansible_ssh_common_args": common}));
+        assert_eq!(s.port, 2201);
+        let err = spec_with(
+            json!({"ansible_ssh_common_args": common, "ansible_host": "gw-1"}),
+            &Default::default(),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("ssh.cfg line 4: ProxyJump is not supported yet"),
+            "{err}"
+        );
+        let defaults = ConnectionDefaults {
+            ssh_common_args: Some(common.clone()),
+            ..Default::default()
+        };
+        let err = spec_with(json!({"ansible_host": "cmd"}), &defaults, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 6: ProxyCommand is not supported yet"),
+            "{err}"
+        );
+        // A bad line stops the host, naming the file and line.
+        let (_dir, bad) = config_file(
+            "Host *
+  Bogus yes
+",
+        );
+        let err = spec_with(
+            json!({"ansible_ssh_extra_args": format!("-F {}", bad.display())}),
+            &Default::default(),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.ends_with("ssh.cfg: line 2: Bad configuration option: bogus"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -594,7 +718,8 @@ mod tests {
             vec![
                 PathBuf::from("/tmp/kh1"),
                 home().join("kh2"),
-                PathBuf::from("/etc/ssh/ssh_known_hosts")
+                PathBuf::from("/etc/ssh/ssh_known_hosts"),
+                PathBuf::from("/etc/ssh/ssh_known_hosts2"),
             ]
         );
         // The first StrictHostKeyChecking wins, as in ssh.

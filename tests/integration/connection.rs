@@ -259,6 +259,7 @@ async fn a_closed_port_says_connection_refused() {
         strict: StrictHostKeyChecking::Yes,
         known_hosts_files: vec![PathBuf::from("/dev/null")],
         connect_timeout: Duration::from_secs(5),
+        ssh: Default::default(),
     };
     let err = open_agent(&spec)
         .await
@@ -337,6 +338,7 @@ async fn the_local_connection_runs_the_agent_as_a_child() {
         strict: StrictHostKeyChecking::Yes,
         known_hosts_files: vec![],
         connect_timeout: Duration::from_secs(5),
+        ssh: Default::default(),
     };
     let session = open_agent(&spec).await.expect("local agent");
     let hello = session.hello().clone();

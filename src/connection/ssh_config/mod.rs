@@ -71,9 +71,9 @@ pub struct Request<'a> {
     pub command_line: &'a [String],
     pub files: &'a ConfigFiles,
     pub local: &'a LocalUser,
-    pub env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    pub env: &'a dyn Fn(&str) -> Option<String>,
     /// Runs a `Match exec` command; true when it exits 0.
-    pub exec: &'a (dyn Fn(&str) -> Result<bool, String> + Sync),
+    pub exec: &'a dyn Fn(&str) -> Result<bool, String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -114,6 +114,50 @@ pub struct Resolved {
     pub proxy_command: Option<(String, Origin)>,
     /// Options read and not acted on, each naming its file and line: warned about.
     pub warnings: Vec<String>,
+}
+
+/// What the client configuration adds to a connection beyond address, port, user, keys,
+/// known_hosts and timeout (which have fields of their own in the spec).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SshSettings {
+    pub identities_only: bool,
+    /// IdentityAgent: a socket path, `none`, or `SSH_AUTH_SOCK`.
+    pub identity_agent: Option<String>,
+    pub certificate_files: Vec<PathBuf>,
+    /// accept-new writes `|1|salt|hash` names.
+    pub hash_known_hosts: bool,
+    pub connection_attempts: Option<u32>,
+    /// `Some(ZERO)`: keepalives off.
+    pub server_alive_interval: Option<Duration>,
+    pub server_alive_count_max: Option<u32>,
+    pub address_family: AddressFamily,
+    pub bind_address: Option<String>,
+    pub algorithms: Algorithms,
+    /// ProxyJump and ProxyCommand, tokens expanded: the transport goes through them.
+    pub proxy_jump: Option<String>,
+    pub proxy_command: Option<String>,
+    /// Options read and not acted on, each naming its file and line.
+    pub warnings: Vec<String>,
+}
+
+impl Resolved {
+    pub fn settings(&self) -> SshSettings {
+        SshSettings {
+            identities_only: self.identities_only,
+            identity_agent: self.identity_agent.clone(),
+            certificate_files: self.certificate_files.clone(),
+            hash_known_hosts: self.hash_known_hosts,
+            connection_attempts: self.connection_attempts,
+            server_alive_interval: self.server_alive_interval,
+            server_alive_count_max: self.server_alive_count_max,
+            address_family: self.address_family,
+            bind_address: self.bind_address.clone(),
+            algorithms: self.algorithms.clone(),
+            proxy_jump: self.proxy_jump.as_ref().map(|(j, _)| j.clone()),
+            proxy_command: self.proxy_command.as_ref().map(|(c, _)| c.clone()),
+            warnings: self.warnings.clone(),
+        }
+    }
 }
 
 /// Resolves once per distinct request for the run: the executor asks for every task.

@@ -165,6 +165,7 @@ impl Sshd {
             strict,
             known_hosts_files: vec![known_hosts],
             connect_timeout: Duration::from_secs(10),
+            ssh: Default::default(),
         }
     }
 

@@ -114,18 +114,38 @@ pub fn known_key_types(files: &[PathBuf], host: &str, port: u16) -> Vec<String> 
     types
 }
 
-/// The line [`append`] writes: `name keytype base64`.
-pub fn entry_line(host: &str, port: u16, key: &PublicKey) -> String {
+/// The line [`append`] writes: `name keytype base64`, the name hashed as ssh's
+/// HashKnownHosts writes it (`|1|salt|HMAC-SHA1(salt, name)`, both base64) when `hashed`.
+pub fn entry_line(host: &str, port: u16, key: &PublicKey, hashed: bool) -> io::Result<String> {
     let bare = PublicKey::new(key.key_data().clone(), "");
     let openssh = bare
         .to_openssh()
         .unwrap_or_else(|_| format!("{} <unencodable>", key.algorithm().as_str()));
-    format!("{} {}", lookup_name(host, port), openssh.trim_end())
+    let name = lookup_name(host, port);
+    let name = if hashed {
+        let mut salt = [0u8; 20];
+        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut salt)?;
+        hashed_name(&salt, &name)
+    } else {
+        name
+    };
+    Ok(format!("{name} {}", openssh.trim_end()))
+}
+
+/// `|1|salt|hash` for `name` (lowercased, as ssh looks names up).
+fn hashed_name(salt: &[u8], name: &str) -> String {
+    let mut mac = <Hmac<Sha1> as KeyInit>::new_from_slice(salt).expect("HMAC takes any key");
+    mac.update(name.to_ascii_lowercase().as_bytes());
+    format!(
+        "|1|{}|{}",
+        BASE64.encode(salt),
+        BASE64.encode(mac.finalize().into_bytes())
+    )
 }
 
 /// Appends a line for `host:port` (accept-new), creating the directory (0700) and the
 /// file (0600) the way ssh does when they are missing.
-pub fn append(file: &Path, host: &str, port: u16, key: &PublicKey) -> io::Result<()> {
+pub fn append(file: &Path, host: &str, port: u16, key: &PublicKey, hashed: bool) -> io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::DirBuilder::new()
@@ -146,7 +166,7 @@ pub fn append(file: &Path, host: &str, port: u16, key: &PublicKey) -> io::Result
     if needs_newline {
         line.push('\n');
     }
-    line.push_str(&entry_line(host, port, key));
+    line.push_str(&entry_line(host, port, key, hashed)?);
     line.push('\n');
     out.write_all(line.as_bytes())
 }
@@ -459,8 +479,8 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let f = fixture();
         let file = f.dir.path().join("new/.ssh/known_hosts");
-        append(&file, "127.0.0.1", 2222, &f.key).unwrap();
-        append(&file, "web1", 22, &f.other).unwrap();
+        append(&file, "127.0.0.1", 2222, &f.key, false).unwrap();
+        append(&file, "web1", 22, &f.other, false).unwrap();
         let text = std::fs::read_to_string(&file).unwrap();
         let (key_type, key_b64) = {
             let mut parts = f.key_text.split_whitespace();
@@ -490,10 +510,47 @@ mod tests {
     }
 
     #[test]
+    fn hashed_append_is_what_ssh_keygen_finds() {
+        let f = fixture();
+        let file = f.dir.path().join("kh");
+        append(&file, "127.0.0.1", 2222, &f.key, true).unwrap();
+        append(&file, "Web1", 22, &f.other, true).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.lines().all(|l| l.starts_with("|1|")), "{text}");
+        assert!(
+            !text.contains("127.0.0.1") && !text.contains("eb1"),
+            "{text}"
+        );
+        let files = [file.clone()];
+        assert_eq!(
+            check(&files, "127.0.0.1", 2222, &f.key).unwrap(),
+            HostKeyStatus::Known
+        );
+        assert_eq!(
+            check(&files, "web1", 22, &f.other).unwrap(),
+            HostKeyStatus::Known
+        );
+        // OpenSSH's own lookup finds them.
+        for name in ["[127.0.0.1]:2222", "web1"] {
+            let out = Command::new("ssh-keygen")
+                .arg("-F")
+                .arg(name)
+                .arg("-f")
+                .arg(&file)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "ssh-keygen -F {name} found nothing in {text}"
+            );
+        }
+    }
+
+    #[test]
     fn append_after_a_last_line_without_newline() {
         let f = fixture();
         let file = f.write("kh", &format!("web9 {}", f.other_text));
-        append(&file, "web1", 22, &f.key).unwrap();
+        append(&file, "web1", 22, &f.key, false).unwrap();
         let text = std::fs::read_to_string(&file).unwrap();
         assert_eq!(text.lines().count(), 2);
         assert_eq!(

@@ -89,13 +89,18 @@ async fn connect(spec: &ConnectionSpec) -> Result<Handle<HostKeyGuard>, ConnectE
         known_hosts::known_key_types(&spec.known_hosts_files, &spec.address, spec.port);
     let config = Arc::new(client::Config {
         nodelay: true,
-        preferred: russh::Preferred {
-            key: host_key_preference(&known_types).into(),
-            ..Default::default()
+        preferred: spec
+            .ssh
+            .algorithms
+            .preferred(|keys| host_key_preference(&known_types, keys)),
+        // Notice a dead peer in a long run instead of waiting on TCP forever, unless
+        // ServerAliveInterval says otherwise (0: never).
+        keepalive_interval: match spec.ssh.server_alive_interval {
+            Some(interval) if interval.is_zero() => None,
+            Some(interval) => Some(interval),
+            None => Some(Duration::from_secs(30)),
         },
-        // Notice a dead peer in a long run instead of waiting on TCP forever.
-        keepalive_interval: Some(Duration::from_secs(30)),
-        keepalive_max: 4,
+        keepalive_max: spec.ssh.server_alive_count_max.map_or(4, |n| n as usize),
         ..Default::default()
     });
     let verdict = Arc::new(Mutex::new(None));
@@ -103,6 +108,7 @@ async fn connect(spec: &ConnectionSpec) -> Result<Handle<HostKeyGuard>, ConnectE
         address: spec.address.clone(),
         port: spec.port,
         strict: spec.strict,
+        hash: spec.ssh.hash_known_hosts,
         files: spec.known_hosts_files.clone(),
         verdict: verdict.clone(),
     };
@@ -137,7 +143,10 @@ async fn connect(spec: &ConnectionSpec) -> Result<Handle<HostKeyGuard>, ConnectE
 
 /// russh's host key algorithms with those already in known_hosts first: a host known by
 /// its RSA key must not be asked for an ed25519 key we could not check.
-fn host_key_preference(known_types: &[String]) -> Vec<russh::keys::Algorithm> {
+fn host_key_preference(
+    known_types: &[String],
+    keys: Vec<russh::keys::Algorithm>,
+) -> Vec<russh::keys::Algorithm> {
     let family = |algorithm: &russh::keys::Algorithm| {
         if matches!(algorithm, russh::keys::Algorithm::Rsa { .. }) {
             "ssh-rsa".to_string()
@@ -145,8 +154,7 @@ fn host_key_preference(known_types: &[String]) -> Vec<russh::keys::Algorithm> {
             algorithm.as_str().to_string()
         }
     };
-    let defaults = russh::Preferred::DEFAULT.key.to_vec();
-    let (mut known, other): (Vec<_>, Vec<_>) = defaults
+    let (mut known, other): (Vec<_>, Vec<_>) = keys
         .into_iter()
         .partition(|a| known_types.contains(&family(a)));
     known.extend(other);
@@ -172,10 +180,16 @@ async fn tcp_connect(spec: &ConnectionSpec) -> Result<TcpStream, ConnectError> {
         address: spec.address.clone(),
         reason: io_reason(&e),
     })?
+    .filter(|a: &std::net::SocketAddr| match spec.ssh.address_family {
+        super::AddressFamily::Any => true,
+        super::AddressFamily::Inet => a.is_ipv4(),
+        super::AddressFamily::Inet6 => a.is_ipv6(),
+    })
     .collect();
     let mut last_error = "Name or service not known".to_string();
     for address in addresses {
-        match tokio::time::timeout(spec.connect_timeout, TcpStream::connect(address)).await {
+        let attempt = connect_from(address, spec.ssh.bind_address.as_deref());
+        match tokio::time::timeout(spec.connect_timeout, attempt).await {
             Ok(Ok(socket)) => {
                 let _ = socket.set_nodelay(true);
                 return Ok(socket);
@@ -185,6 +199,29 @@ async fn tcp_connect(spec: &ConnectionSpec) -> Result<TcpStream, ConnectError> {
         }
     }
     Err(tcp_error(last_error))
+}
+
+/// A TCP connection, from BindAddress when one is set.
+async fn connect_from(
+    address: std::net::SocketAddr,
+    bind: Option<&str>,
+) -> std::io::Result<TcpStream> {
+    let Some(bind) = bind else {
+        return TcpStream::connect(address).await;
+    };
+    let ip: std::net::IpAddr = bind.parse().map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("BindAddress {bind} is not an IP address"),
+        )
+    })?;
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.bind(std::net::SocketAddr::new(ip, 0))?;
+    socket.connect(address).await
 }
 
 /// "Connection refused", as ssh says it, without Rust's " (os error 111)".
@@ -200,6 +237,8 @@ struct HostKeyGuard {
     address: String,
     port: u16,
     strict: StrictHostKeyChecking,
+    /// HashKnownHosts: accept-new writes hashed names.
+    hash: bool,
     files: Vec<PathBuf>,
     /// Why the key was refused: russh only reports "unknown key", we say more.
     verdict: Arc<Mutex<Option<ConnectError>>>,
@@ -218,7 +257,13 @@ impl client::Handler for HostKeyGuard {
                 PublicKey::new(cert.public_key().clone(), "")
             }
         };
-        match verify_host_key(&self.address, self.port, self.strict, &self.files, &key) {
+        match verify_host_key(
+            &self.address,
+            self.port,
+            (self.strict, self.hash),
+            &self.files,
+            &key,
+        ) {
             Ok(()) => Ok(true),
             Err(refusal) => {
                 *self.verdict.lock().expect("verdict lock") = Some(refusal);
@@ -231,7 +276,7 @@ impl client::Handler for HostKeyGuard {
 pub(super) fn verify_host_key(
     address: &str,
     port: u16,
-    strict: StrictHostKeyChecking,
+    (strict, hash): (StrictHostKeyChecking, bool),
     files: &[PathBuf],
     key: &PublicKey,
 ) -> Result<(), ConnectError> {
@@ -250,7 +295,7 @@ pub(super) fn verify_host_key(
             StrictHostKeyChecking::No => Ok(()),
             StrictHostKeyChecking::AcceptNew => {
                 if let Some(file) = files.first().filter(|f| !is_dev_null(f)) {
-                    known_hosts::append(file, address, port, key).map_err(|e| {
+                    known_hosts::append(file, address, port, key, hash).map_err(|e| {
                         ConnectError::KnownHosts(format!(
                             "adding the key for {name} to {}: {e}",
                             file.display()
@@ -336,10 +381,16 @@ async fn authenticate(
             return Ok(());
         }
     }
-    if try_ssh_agent(handle, spec, &mut rsa_hash, &mut tried).await? {
+    // IdentitiesOnly: the configured files only (OpenSSH would still take an agent's
+    // signature for one of them; turbo-play leaves the agent out altogether).
+    if !spec.ssh.identities_only && try_ssh_agent(handle, spec, &mut rsa_hash, &mut tried).await? {
         return Ok(());
     }
-    key_files = defaults.into_iter().map(|p| (p, false)).collect();
+    key_files = defaults
+        .into_iter()
+        .filter(|_| !spec.ssh.identities_only || spec.identity_files.is_empty())
+        .map(|p| (p, false))
+        .collect();
     for (path, _) in &key_files {
         if try_key_file(handle, spec, path, &mut rsa_hash, &mut tried).await? {
             return Ok(());
@@ -416,10 +467,16 @@ async fn try_ssh_agent(
     rsa_hash: &mut Option<Option<HashAlg>>,
     tried: &mut Vec<String>,
 ) -> Result<bool, ConnectError> {
-    if std::env::var_os("SSH_AUTH_SOCK").is_none() {
+    // IdentityAgent: a socket, `none`, or (the default) $SSH_AUTH_SOCK.
+    let socket = match spec.ssh.identity_agent.as_deref() {
+        Some("none") => None,
+        Some(path) if path != "SSH_AUTH_SOCK" => Some(PathBuf::from(path)),
+        _ => std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from),
+    };
+    let Some(socket) = socket else {
         return Ok(false);
-    }
-    let Ok(mut agent) = AgentClient::connect_env().await else {
+    };
+    let Ok(mut agent) = AgentClient::connect_uds(&socket).await else {
         return Ok(false);
     };
     let Ok(identities) = agent.request_identities().await else {
@@ -840,15 +897,21 @@ mod tests {
     #[test]
     fn known_host_key_types_are_asked_for_first() {
         use russh::keys::Algorithm;
-        let defaults = host_key_preference(&[]);
+        let defaults = host_key_preference(&[], russh::Preferred::DEFAULT.key.to_vec());
         assert_eq!(defaults[0], Algorithm::Ed25519);
-        let rsa_first = host_key_preference(&["ssh-rsa".to_string()]);
+        let rsa_first = host_key_preference(
+            &["ssh-rsa".to_string()],
+            russh::Preferred::DEFAULT.key.to_vec(),
+        );
         assert!(
             matches!(rsa_first[0], Algorithm::Rsa { .. }),
             "{rsa_first:?}"
         );
         assert_eq!(rsa_first.len(), defaults.len());
-        let ecdsa_first = host_key_preference(&["ecdsa-sha2-nistp384".to_string()]);
+        let ecdsa_first = host_key_preference(
+            &["ecdsa-sha2-nistp384".to_string()],
+            russh::Preferred::DEFAULT.key.to_vec(),
+        );
         assert_eq!(ecdsa_first[0].as_str(), "ecdsa-sha2-nistp384");
     }
 
@@ -998,9 +1061,15 @@ mod tests {
         );
         let key = russh::keys::load_public_key(key_path.with_extension("pub")).unwrap();
         let files = vec![dir.path().join("known_hosts")];
-        let err = verify_host_key("127.0.0.1", 2222, StrictHostKeyChecking::Yes, &files, &key)
-            .unwrap_err()
-            .to_string();
+        let err = verify_host_key(
+            "127.0.0.1",
+            2222,
+            (StrictHostKeyChecking::Yes, false),
+            &files,
+            &key,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             err.starts_with("host key for [127.0.0.1]:2222 is not known (ED25519 SHA256:"),
             "{err}"
@@ -1011,7 +1080,14 @@ mod tests {
             "{err}"
         );
 
-        verify_host_key("127.0.0.1", 2222, StrictHostKeyChecking::No, &files, &key).unwrap();
+        verify_host_key(
+            "127.0.0.1",
+            2222,
+            (StrictHostKeyChecking::No, false),
+            &files,
+            &key,
+        )
+        .unwrap();
         assert!(
             !files[0].exists(),
             "StrictHostKeyChecking=no records nothing"
@@ -1019,11 +1095,18 @@ mod tests {
         verify_host_key(
             "127.0.0.1",
             2222,
-            StrictHostKeyChecking::AcceptNew,
+            (StrictHostKeyChecking::AcceptNew, false),
             &files,
             &key,
         )
         .unwrap();
-        verify_host_key("127.0.0.1", 2222, StrictHostKeyChecking::Yes, &files, &key).unwrap();
+        verify_host_key(
+            "127.0.0.1",
+            2222,
+            (StrictHostKeyChecking::Yes, false),
+            &files,
+            &key,
+        )
+        .unwrap();
     }
 }

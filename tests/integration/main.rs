@@ -24,6 +24,7 @@ mod playbook_runs;
 mod real_roles;
 mod roles;
 mod services;
+mod ssh_config;
 mod support;
 mod task_connections;
 mod templating;

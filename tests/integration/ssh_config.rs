@@ -1,0 +1,247 @@
+//! Hosts reached through OpenSSH's client configuration, against a real sshd: a throw-away
+//! controller HOME's `~/.ssh/config`, `-F` in the ssh args, `Match`, `Include`, negated
+//! patterns, the inventory winning over the files, accept-new with HashKnownHosts, and the
+//! warning for an option turbo-play does not act on.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::hosts::{SshHosts, closed_port};
+use crate::support::run::{Outcome, TestRun, assert_contains, assert_not_contains, recap};
+
+const REACH: &str = "- hosts: all
+  gather_facts: false
+  tasks:
+    - copy: content=hi dest=~/reached
+    - command: 'true'
+";
+
+/// The run's controller HOME (TestRun points HOME at it).
+fn home(run: &TestRun) -> PathBuf {
+    run.dir().join("controller-home")
+}
+
+/// `~/.ssh/config` (and other files under `~/.ssh`) in the run's HOME, private as ssh wants.
+fn write_ssh_file(run: &TestRun, name: &str, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = home(run).join(".ssh").join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
+
+#[track_caller]
+fn assert_reached(out: &Outcome, hosts: &SshHosts, name: &str) {
+    assert_eq!(
+        out.recap(name),
+        recap(2, 2),
+        "{name}\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        hosts.user(name).home.join("reached").exists(),
+        "{name} not reached"
+    );
+}
+
+#[test]
+fn a_host_defined_only_in_the_users_ssh_config() {
+    let hosts = SshHosts::start(&["web1"]);
+    let run = TestRun::new().playbook(REACH).inventory("web1\n");
+    // The key under the throw-away HOME, named with `~` as users write it.
+    let key = std::fs::read(&hosts.sshd.user_key).unwrap();
+    write_ssh_file(&run, "id_web", std::str::from_utf8(&key).unwrap());
+    write_ssh_file(
+        &run,
+        "config",
+        &format!(
+            "# written by the test\n\
+             Host web1\n\
+             \x20   HostName 127.0.0.1\n\
+             \x20   Port {port}\n\
+             \x20   User {user}\n\
+             \x20   IdentityFile ~/.ssh/id_web\n\
+             \x20   UserKnownHostsFile={kh}\n",
+            port = hosts.sshd.port,
+            user = hosts.user("web1").name,
+            kh = hosts.known_hosts.display(),
+        ),
+    );
+    let out = run.run();
+    out.assert_code(0);
+    assert_reached(&out, &hosts, "web1");
+    assert_not_contains(&out, "[WARNING]");
+}
+
+#[test]
+fn f_in_ansible_ssh_common_args_with_match_user_and_a_negated_pattern() {
+    let hosts = SshHosts::start(&["web1", "web2"]);
+    let run = TestRun::new().playbook(REACH);
+    let config = run.dir().join("ssh.cfg");
+    std::fs::write(
+        &config,
+        format!(
+            "Host * !web2\n  Port {port}\n\
+             Host web2\n  Port {closed}\n\
+             Host *\n  HostName 127.0.0.1\n  UserKnownHostsFile {kh}\n\
+             Match user {user1}\n  IdentityFile {key}\n",
+            port = hosts.sshd.port,
+            closed = closed_port(),
+            kh = hosts.known_hosts.display(),
+            user1 = hosts.user("web1").name,
+            key = hosts.sshd.user_key.display(),
+        ),
+    )
+    .unwrap();
+    let inventory = format!(
+        "[web]\nweb1 ansible_user={}\nweb2 ansible_user={}\n\
+         [web:vars]\nansible_ssh_common_args='-F {}'\n",
+        hosts.user("web1").name,
+        hosts.user("web2").name,
+        config.display()
+    );
+    let run = run.inventory(&inventory);
+    let out = run.run();
+    out.assert_code(4);
+    // web1: the Port of `Host * !web2`, the key of `Match user` (its ansible_user).
+    assert_reached(&out, &hosts, "web1");
+    // web2: left out of `Host * !web2`, sent to a closed port.
+    assert_eq!(out.recap("web2").unreachable, 1, "{}", out.stdout);
+    assert_contains(&out, "Connection refused");
+    // The user's own ~/.ssh/config is not read when -F names a file.
+    write_ssh_file(&run, "config", "Host *\n  Port 1\n");
+    let again = run.run();
+    assert_eq!(again.recap("web1"), recap(2, 1), "{}", again.stdout);
+}
+
+#[test]
+fn include_and_the_inventory_winning_over_the_files() {
+    let hosts = SshHosts::start(&["web1", "db1"]);
+    let run = TestRun::new().playbook(REACH);
+    write_ssh_file(
+        &run,
+        "config",
+        "Include conf.d/*.conf\nHost *\n  User nobody-at-all\n",
+    );
+    write_ssh_file(
+        &run,
+        "conf.d/10-hosts.conf",
+        &format!(
+            "Host web1 db1\n  HostName 127.0.0.1\n  IdentityFile {key}\n  UserKnownHostsFile {kh}\n\
+             Host web1\n  Port {port}\n  User {web_user}\n\
+             Host db1\n  Port {closed}\n  User nobody\n",
+            key = hosts.sshd.user_key.display(),
+            kh = hosts.known_hosts.display(),
+            port = hosts.sshd.port,
+            closed = closed_port(),
+            web_user = hosts.user("web1").name,
+        ),
+    );
+    // db1's file says a closed port and another user: its inventory variables win.
+    let inventory = format!(
+        "web1\ndb1 ansible_port={} ansible_user={}\n",
+        hosts.sshd.port,
+        hosts.user("db1").name
+    );
+    let out = run.inventory(&inventory).run();
+    out.assert_code(0);
+    assert_reached(&out, &hosts, "web1");
+    assert_reached(&out, &hosts, "db1");
+}
+
+/// The host names in `file` ssh-keygen -F finds.
+fn ssh_keygen_finds(file: &Path, name: &str) -> bool {
+    Command::new("ssh-keygen")
+        .arg("-F")
+        .arg(name)
+        .arg("-f")
+        .arg(file)
+        .output()
+        .map(|o| o.status.success() && !o.stdout.is_empty())
+        .unwrap_or(false)
+}
+
+#[test]
+fn accept_new_writes_a_hashed_line_when_hash_known_hosts_says_so() {
+    let hosts = SshHosts::start(&["web1"]);
+    let run = TestRun::new().playbook(REACH).inventory("web1\n");
+    write_ssh_file(
+        &run,
+        "config",
+        &format!(
+            "Host web1\n  HostName 127.0.0.1\n  Port {port}\n  User {user}\n  IdentityFile {key}\n\
+             \x20 StrictHostKeyChecking accept-new\n  HashKnownHosts yes\n",
+            port = hosts.sshd.port,
+            user = hosts.user("web1").name,
+            key = hosts.sshd.user_key.display(),
+        ),
+    );
+    let out = run.run();
+    out.assert_code(0);
+    let known = home(&run).join(".ssh/known_hosts");
+    let text = std::fs::read_to_string(&known).expect("accept-new wrote ~/.ssh/known_hosts");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.starts_with("|1|"), "{text}");
+    assert!(!text.contains("127.0.0.1"), "{text}");
+    let name = format!("[127.0.0.1]:{}", hosts.sshd.port);
+    assert!(ssh_keygen_finds(&known, &name), "{text}");
+    // Known from now on: nothing added.
+    let again = run.run();
+    again.assert_code(0);
+    assert_eq!(std::fs::read_to_string(&known).unwrap(), text);
+}
+
+#[test]
+fn an_option_not_acted_on_is_warned_about_once() {
+    let hosts = SshHosts::start(&["web1", "web2"]);
+    let run = TestRun::new().playbook(REACH);
+    write_ssh_file(
+        &run,
+        "config",
+        &format!(
+            "Host web*\n  HostName 127.0.0.1\n  Port {port}\n  IdentityFile {key}\n\
+             \x20 UserKnownHostsFile {kh}\n  ForwardAgent yes\n  ControlMaster auto\n  ControlPersist 60s\n",
+            port = hosts.sshd.port,
+            key = hosts.sshd.user_key.display(),
+            kh = hosts.known_hosts.display(),
+        ),
+    );
+    let inventory = format!(
+        "web1 ansible_user={}\nweb2 ansible_user={}\n",
+        hosts.user("web1").name,
+        hosts.user("web2").name
+    );
+    let out = run.inventory(&inventory).run();
+    out.assert_code(0);
+    assert_reached(&out, &hosts, "web1");
+    assert_reached(&out, &hosts, "web2");
+    let warning = "[WARNING]: ~/.ssh/config line 6: ForwardAgent is not supported by turbo-play \
+                   and was ignored (said once per run)";
+    assert_eq!(out.stdout.matches(warning).count(), 1, "{}", out.stdout);
+    // ControlMaster and ControlPersist (Ansible's own ssh_args) are ignored on purpose.
+    assert_not_contains(&out, "ControlMaster");
+}
+
+#[test]
+fn a_jump_host_or_a_bad_line_in_the_file_makes_the_host_unreachable() {
+    let run = TestRun::new().playbook(REACH).inventory("web1\n");
+    write_ssh_file(&run, "config", "Host web1\n  ProxyJump bastion\n");
+    let out = run.run();
+    out.assert_code(4);
+    assert_contains(
+        &out,
+        "~/.ssh/config line 2: ProxyJump is not supported yet: turbo-play connects to each host directly",
+    );
+    assert_eq!(out.recap("web1").unreachable, 1);
+    // As with ssh, a bad line anywhere stops every host, named by file and line.
+    write_ssh_file(&run, "config", "Host other\n  Port 22\n  Frobnicate yes\n");
+    let out = run.run();
+    out.assert_code(4);
+    assert_contains(
+        &out,
+        "~/.ssh/config: line 3: Bad configuration option: frobnicate",
+    );
+    assert_eq!(out.recap("web1").unreachable, 1);
+}

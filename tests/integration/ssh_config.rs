@@ -8,6 +8,7 @@ use std::process::Command;
 
 use crate::support::hosts::{SshHosts, closed_port};
 use crate::support::run::{Outcome, TestRun, assert_contains, assert_not_contains, recap};
+use crate::support::sshd::{Sshd, keygen};
 
 const REACH: &str = "- hosts: all
   gather_facts: false
@@ -244,4 +245,81 @@ fn a_jump_host_or_a_bad_line_in_the_file_makes_the_host_unreachable() {
         "~/.ssh/config: line 3: Bad configuration option: frobnicate",
     );
     assert_eq!(out.recap("web1").unreachable, 1);
+}
+
+/// An sshd whose host key is signed by a fresh CA for `principals`; returns the CA's
+/// public line.
+fn sshd_with_host_certificate(principals: &'static str) -> (Sshd, String) {
+    let ca = std::sync::Mutex::new(String::new());
+    let sshd = Sshd::start_with(|dir, host_key| {
+        let ca_key = dir.join("host_ca");
+        keygen(&ca_key);
+        let status = Command::new("ssh-keygen")
+            .args(["-q", "-s"])
+            .arg(&ca_key)
+            .args(["-I", "test-host", "-h", "-n", principals, "-V", "-5m:+1h"])
+            .arg(host_key.with_extension("pub"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "ssh-keygen -s");
+        let ca_pub = std::fs::read_to_string(ca_key.with_extension("pub")).unwrap();
+        *ca.lock().unwrap() = ca_pub.trim().to_string();
+        let cert = host_key.with_file_name("host_ed25519-cert.pub");
+        format!("HostCertificate {}\n", cert.display())
+    });
+    let ca = ca.into_inner().unwrap();
+    (sshd, ca)
+}
+
+#[test]
+fn a_host_certificate_signed_by_a_cert_authority_of_known_hosts() {
+    let (sshd, ca) = sshd_with_host_certificate("127.0.0.1");
+    let user = sshd.add_user();
+    let run = TestRun::new().playbook(REACH).inventory("web1\n");
+    // Only the authority is known, never the host's own key.
+    let known = write_ssh_file(
+        &run,
+        "known_hosts",
+        &format!("@cert-authority [127.0.0.*]:* {ca}\n"),
+    );
+    write_ssh_file(
+        &run,
+        "config",
+        &format!(
+            "Host web1\n  HostName 127.0.0.1\n  Port {}\n  User {}\n  IdentityFile {}\n",
+            sshd.port,
+            user.name,
+            sshd.user_key.display()
+        ),
+    );
+    let out = run.run();
+    out.assert_code(0);
+    assert_eq!(out.recap("web1"), recap(2, 2), "{}", out.stdout);
+    assert_eq!(
+        std::fs::read_to_string(&known).unwrap().lines().count(),
+        1,
+        "nothing learnt beside the authority"
+    );
+}
+
+#[test]
+fn a_host_certificate_for_another_name_is_refused() {
+    let (sshd, ca) = sshd_with_host_certificate("db9.example.com");
+    let user = sshd.add_user();
+    let run = TestRun::new().playbook(REACH).inventory("web1\n");
+    write_ssh_file(&run, "known_hosts", &format!("@cert-authority * {ca}\n"));
+    write_ssh_file(
+        &run,
+        "config",
+        &format!(
+            "Host web1\n  HostName 127.0.0.1\n  Port {}\n  User {}\n  IdentityFile {}\n",
+            sshd.port,
+            user.name,
+            sshd.user_key.display()
+        ),
+    );
+    let out = run.run();
+    out.assert_code(4);
+    assert_contains(&out, "the host certificate of [127.0.0.1]:");
+    assert_contains(&out, "it names db9.example.com but not 127.0.0.1");
 }

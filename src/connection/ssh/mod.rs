@@ -16,7 +16,7 @@ use russh::{ChannelMsg, Disconnect};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use super::known_hosts::{self, HostKeyStatus};
+use super::known_hosts::{self, CertificateStatus, HostKeyStatus};
 use super::{ConnectError, ConnectionSpec, StrictHostKeyChecking, agent_for};
 use crate::agent_binary::{AgentBinary, SUPPORTED_UNAME};
 use crate::agent_session::{AgentSession, BootstrapReport};
@@ -87,12 +87,17 @@ async fn connect(spec: &ConnectionSpec) -> Result<Handle<HostKeyGuard>, ConnectE
     let socket = tcp_connect(spec).await?;
     let known_types =
         known_hosts::known_key_types(&spec.known_hosts_files, &spec.address, spec.port);
+    let mut preferred = spec
+        .ssh
+        .algorithms
+        .preferred(|keys| host_key_preference(&known_types, keys));
+    // Ask for a host certificate only where an @cert-authority line can vouch for one.
+    if known_hosts::has_cert_authority(&spec.known_hosts_files, &spec.address, spec.port) {
+        preferred.host_key_certificates = preferred.key.clone();
+    }
     let config = Arc::new(client::Config {
         nodelay: true,
-        preferred: spec
-            .ssh
-            .algorithms
-            .preferred(|keys| host_key_preference(&known_types, keys)),
+        preferred,
         // Notice a dead peer in a long run instead of waiting on TCP forever, unless
         // ServerAliveInterval says otherwise (0: never).
         keepalive_interval: match spec.ssh.server_alive_interval {
@@ -254,6 +259,31 @@ impl client::Handler for HostKeyGuard {
         let key = match server_key {
             PublicKeyOrCertificate::PublicKey { key, .. } => key.clone(),
             PublicKeyOrCertificate::Certificate(cert) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let name = known_hosts::lookup_name(&self.address, self.port);
+                let refusal = match known_hosts::check_certificate(
+                    &self.files,
+                    &self.address,
+                    self.port,
+                    cert,
+                    now,
+                ) {
+                    Ok(CertificateStatus::Trusted) => return Ok(true),
+                    Ok(CertificateStatus::NoAuthority) => None,
+                    Ok(CertificateStatus::Invalid(why)) => Some(ConnectError::KnownHosts(format!(
+                        "the host certificate of {name} is refused: {why}"
+                    ))),
+                    Ok(CertificateStatus::Revoked { file, line }) => {
+                        Some(ConnectError::HostKeyRevoked { name, file, line })
+                    }
+                    Err(e) => Some(ConnectError::KnownHosts(e.to_string())),
+                };
+                if let Some(refusal) = refusal {
+                    *self.verdict.lock().expect("verdict lock") = Some(refusal);
+                    return Ok(false);
+                }
                 PublicKey::new(cert.public_key().clone(), "")
             }
         };

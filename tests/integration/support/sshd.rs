@@ -37,6 +37,12 @@ pub struct Sshd {
 
 impl Sshd {
     pub fn start() -> Sshd {
+        Sshd::start_with(|_, _| String::new())
+    }
+
+    /// With more sshd_config lines, written by `extra` from the fixture's directory and
+    /// host key (e.g. to sign it and name a HostCertificate).
+    pub fn start_with(extra: impl Fn(&Path, &Path) -> String) -> Sshd {
         let dir = tempfile::tempdir().expect("tempdir");
         // sshd reads authorized_keys as the user: the directory must be traversable.
         set_mode(dir.path(), 0o755);
@@ -48,6 +54,7 @@ impl Sshd {
         std::fs::copy(user_key.with_extension("pub"), &authorized).expect("authorized_keys");
         set_mode(&authorized, 0o644);
         let host_key_pub = key_without_comment(&host_key.with_extension("pub"));
+        let extra = extra(dir.path(), &host_key);
         std::fs::create_dir_all("/run/sshd").expect("/run/sshd");
 
         let mut last_error = String::new();
@@ -70,7 +77,7 @@ impl Sshd {
                      LogLevel ERROR\n\
                      PrintMotd no\n\
                      UseDNS no\n\
-                     MaxStartups 100\n",
+                     MaxStartups 100\n{extra}",
                     host_key = host_key.display(),
                     authorized = authorized.display(),
                     pid = dir.path().join("pid").display(),

@@ -156,7 +156,7 @@ pub async fn open_host(spec: &ConnectionSpec) -> Result<(AgentSession, Escalator
         }
         ConnectionKind::Local => {
             let session = local::open_agent(spec).await?;
-            Ok((session, Escalator::Local(spec.clone())))
+            Ok((session, Escalator::Local(Box::new(spec.clone()))))
         }
     }
 }
@@ -171,7 +171,7 @@ pub async fn open_agent(spec: &ConnectionSpec) -> Result<AgentSession, ConnectEr
 #[derive(Clone)]
 pub enum Escalator {
     Ssh(Arc<ssh::Escalator>),
-    Local(ConnectionSpec),
+    Local(Box<ConnectionSpec>),
 }
 
 impl Escalator {

@@ -163,7 +163,8 @@ impl Resolved {
 /// Resolves once per distinct request for the run: the executor asks for every task.
 pub fn resolve_cached(request: &Request<'_>) -> Result<Arc<Resolved>, String> {
     type Key = (String, Vec<String>, ConfigFiles, LocalUser);
-    static CACHE: OnceLock<Mutex<HashMap<Key, Result<Arc<Resolved>, String>>>> = OnceLock::new();
+    type Cache = Mutex<HashMap<Key, Result<Arc<Resolved>, String>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     let key: Key = (
         request.host.to_string(),
         request.command_line.to_vec(),

@@ -371,3 +371,107 @@ fn algorithms_against_russh() {
         ]
     );
 }
+
+/// OpenSSH's own reading (`ssh -G`, which connects nowhere) of the same file agrees.
+#[test]
+fn agrees_with_ssh_dash_g() {
+    let Ok(version) = std::process::Command::new("ssh").arg("-V").output() else {
+        return;
+    };
+    assert!(version.status.success());
+    let f = Fixture::new();
+    let config = "Host web? !web9\n  HostName %h.example.com\n  Port 2201\n\
+                  Host *.example.com web*\n  User ops\n  IdentityFile /k/ops-key\n\
+                  Match user deploy\n  ConnectTimeout 7\n  IdentityFile /k/deploy\n\
+                  Match originalhost web1 exec true\n  ServerAliveInterval 1m30s\n\
+                  Host *\n  UserKnownHostsFile /kh/%n /kh/b\n  StrictHostKeyChecking accept-new\n  Port 22\n";
+    f.write("alt", config);
+    let path = f.dir.path().join("alt");
+    let files = ConfigFiles::Only(path.clone());
+    for (host, options) in [
+        ("web1", vec![]),
+        ("web9", vec![]),
+        ("web2", vec!["User=deploy"]),
+        ("db.example.com", vec!["Port=2300"]),
+    ] {
+        let mut ssh = std::process::Command::new("ssh");
+        ssh.arg("-G").arg("-F").arg(&path);
+        for o in &options {
+            ssh.arg("-o").arg(o);
+        }
+        let out = ssh
+            .arg(host)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let field = |name: &str| -> Vec<String> {
+            text.lines()
+                .filter_map(|l| l.strip_prefix(&format!("{name} ")))
+                .map(str::to_string)
+                .collect()
+        };
+        let r = f.resolve_with(host, &options, &files).unwrap();
+        assert_eq!(field("hostname"), vec![r.hostname.clone()], "{host}");
+        assert_eq!(
+            field("port"),
+            vec![r.port.unwrap_or(22).to_string()],
+            "{host}"
+        );
+        let user = r.user.clone().unwrap_or_else(|| {
+            String::from_utf8(
+                std::process::Command::new("id")
+                    .arg("-un")
+                    .output()
+                    .unwrap()
+                    .stdout,
+            )
+            .unwrap()
+            .trim()
+            .to_string()
+        });
+        assert_eq!(field("user"), vec![user], "{host}");
+        if !r.identity_files.is_empty() {
+            let ours: Vec<String> = r
+                .identity_files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            assert_eq!(field("identityfile"), ours, "{host}");
+        }
+        let kh: Vec<String> = r
+            .user_known_hosts_files
+            .clone()
+            .unwrap_or_default()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(field("userknownhostsfile"), vec![kh.join(" ")], "{host}");
+        assert_eq!(
+            field("connecttimeout"),
+            vec![
+                r.connect_timeout
+                    .map_or("none".into(), |d| d.as_secs().to_string())
+            ],
+            "{host}"
+        );
+        assert_eq!(
+            field("serveraliveinterval"),
+            vec![
+                r.server_alive_interval
+                    .map_or(0, |d| d.as_secs())
+                    .to_string()
+            ],
+            "{host}"
+        );
+        assert_eq!(
+            field("stricthostkeychecking"),
+            vec!["accept-new".to_string()]
+        );
+    }
+}

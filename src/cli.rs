@@ -31,7 +31,8 @@ pub struct Cli {
     pub limit: Option<String>,
 
     /// How many hosts run at once. Default: $ANSIBLE_FORKS, else ansible.cfg's `forks`,
-    /// else 5.
+    /// else 50 (not Ansible's 5: a host here costs a connection and a waiting task, not a
+    /// process, so the controller mostly waits on the network).
     #[arg(short = 'f', long = "forks", value_name = "FORKS")]
     pub forks: Option<usize>,
 
@@ -48,12 +49,20 @@ pub struct Cli {
     )]
     pub private_key: Option<PathBuf>,
 
-    /// SSH connection timeout in seconds.
-    #[arg(short = 'T', long = "timeout", value_name = "TIMEOUT")]
-    pub timeout: Option<u64>,
+    /// Ask for the connection (SSH login) password, once, without echo.
+    #[arg(short = 'k', long = "ask-pass")]
+    pub ask_pass: bool,
 
-    /// Arguments for every ssh connection (e.g. `-F ssh.cfg -o ...`); a host's
-    /// `ansible_ssh_common_args` wins.
+    /// Connection password file (or an executable that prints it).
+    #[arg(
+        long = "connection-password-file",
+        visible_alias = "conn-pass-file",
+        value_name = "CONNECTION_PASSWORD_FILE"
+    )]
+    pub connection_password_file: Option<PathBuf>,
+
+    /// Arguments for every ssh connection, read as ssh reads them (-F, -J, -o any option,
+    /// -p/-l/-i...); a host's `ansible_ssh_common_args` wins.
     #[arg(
         long = "ssh-common-args",
         value_name = "SSH_COMMON_ARGS",
@@ -61,13 +70,17 @@ pub struct Cli {
     )]
     pub ssh_common_args: Option<String>,
 
-    /// More ssh arguments (a host's `ansible_ssh_extra_args` wins).
+    /// Arguments for ssh only, read as --ssh-common-args; `ansible_ssh_extra_args` wins.
     #[arg(
         long = "ssh-extra-args",
         value_name = "SSH_EXTRA_ARGS",
         allow_hyphen_values = true
     )]
     pub ssh_extra_args: Option<String>,
+
+    /// SSH connection timeout in seconds.
+    #[arg(short = 'T', long = "timeout", value_name = "TIMEOUT")]
+    pub timeout: Option<u64>,
 
     /// Don't change anything; report what would change.
     #[arg(short = 'C', long = "check")]
@@ -147,6 +160,28 @@ pub struct Cli {
         value_name = "BECOME_PASSWORD_FILE"
     )]
     pub become_password_file: Option<std::path::PathBuf>,
+
+    /// A vault identity: `label@source`, the source a password file, an executable that
+    /// prints the password, or `prompt` (repeatable; tried in order).
+    #[arg(long = "vault-id", value_name = "VAULT_IDS")]
+    pub vault_ids: Vec<String>,
+
+    /// Ask for the vault password.
+    #[arg(
+        short = 'J',
+        long = "ask-vault-password",
+        visible_alias = "ask-vault-pass",
+        conflicts_with = "vault_password_files"
+    )]
+    pub ask_vault_pass: bool,
+
+    /// Vault password file (or an executable that prints the password; repeatable).
+    #[arg(
+        long = "vault-password-file",
+        visible_alias = "vault-pass-file",
+        value_name = "VAULT_PASSWORD_FILES"
+    )]
+    pub vault_password_files: Vec<PathBuf>,
 
     /// Print one JSON event per line instead of the human output (same as --output json).
     #[arg(long = "json")]

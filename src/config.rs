@@ -26,6 +26,11 @@ pub struct Config {
     /// `[defaults] collections_path` / `ANSIBLE_COLLECTIONS_PATH` (or their older plural
     /// spellings): colon-separated directories holding `ansible_collections/`.
     pub collections_path: Vec<PathBuf>,
+    /// `[defaults] library` / `ANSIBLE_LIBRARY`: directories of modules, searched after
+    /// `library/` beside the playbook and in roles.
+    pub library: Vec<PathBuf>,
+    /// `[defaults] module_utils` / `ANSIBLE_MODULE_UTILS`: directories of module_utils.
+    pub module_utils: Vec<PathBuf>,
     pub host_key_checking: Option<bool>,
     pub private_key_file: Option<PathBuf>,
     /// Connection timeout in seconds.
@@ -34,9 +39,14 @@ pub struct Config {
     pub ansible_managed: Option<String>,
     /// `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`.
     pub ssh_args: Option<String>,
+    /// `[ssh_connection] retries` / `ANSIBLE_SSH_RETRIES`: Ansible's reconnection_retries.
+    pub ssh_retries: Option<u32>,
     /// `[privilege_escalation]`: become, become_user, become_method, become_flags,
     /// become_exe, become_ask_pass, become_password_file (and their `ANSIBLE_BECOME*`).
     pub become_: BecomeConfig,
+    /// `[defaults]` vault_password_file, vault_identity_list, vault_id_match,
+    /// vault_identity, ask_vault_pass (and their `ANSIBLE_*`).
+    pub vault: VaultConfig,
     /// Printed as `[WARNING]: ...`.
     pub warnings: Vec<String>,
 }
@@ -245,6 +255,23 @@ impl Config {
                 .map(|p| resolve_path(p, &origin.base, home))
                 .collect();
         }
+        for (env, key, slot) in [
+            ("ANSIBLE_LIBRARY", "library", &mut config.library),
+            (
+                "ANSIBLE_MODULE_UTILS",
+                "module_utils",
+                &mut config.module_utils,
+            ),
+        ] {
+            if let Some((value, origin)) = setting(env, key) {
+                *slot = value
+                    .split(':')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| resolve_path(p, &origin.base, home))
+                    .collect();
+            }
+        }
         if let Some((value, _)) = setting("ANSIBLE_REMOTE_USER", "remote_user")
             && !value.is_empty()
         {
@@ -303,13 +330,67 @@ impl Config {
             password_file: escalation("ANSIBLE_BECOME_PASSWORD_FILE", "become_password_file")
                 .map(|(v, _)| resolve_path(&v, &file_dir, home)),
         };
+        config.vault = VaultConfig {
+            password_file: setting("ANSIBLE_VAULT_PASSWORD_FILE", "vault_password_file")
+                .filter(|(value, _)| !value.is_empty())
+                .map(|(value, origin)| resolve_path(&value, &origin.base, home)),
+            identity_list: setting("ANSIBLE_VAULT_IDENTITY_LIST", "vault_identity_list")
+                .map(|(value, _)| {
+                    value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|id| !id.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            id_match: setting("ANSIBLE_VAULT_ID_MATCH", "vault_id_match")
+                .map(|(value, _)| crate::booleans::lenient_text(&value)),
+            identity: setting("ANSIBLE_VAULT_IDENTITY", "vault_identity").map(|(value, _)| value),
+            ask_vault_pass: setting("ANSIBLE_ASK_VAULT_PASS", "ask_vault_pass")
+                .map(|(value, _)| crate::booleans::lenient_text(&value)),
+        };
         config.ssh_args = env("ANSIBLE_SSH_ARGS").or_else(|| {
             ini.entry("ssh_connection", "ssh_args")
                 .map(|(value, _)| value.to_string())
         });
+        let ssh_retries = env("ANSIBLE_SSH_RETRIES")
+            .map(|v| (v, "env ANSIBLE_SSH_RETRIES".to_string()))
+            .or_else(|| {
+                let (value, line) = ini.entry("ssh_connection", "retries")?;
+                let path = file.as_ref().expect("a value came from a file");
+                Some((value.to_string(), format!("{}:{line}", path.display())))
+            });
+        if let Some((value, origin)) = ssh_retries {
+            config.ssh_retries =
+                Some(
+                    value
+                        .trim()
+                        .parse::<u32>()
+                        .map_err(|_| ConfigError::Invalid {
+                            origin,
+                            key: "retries",
+                            value: value.clone(),
+                            expected: "a non-negative integer",
+                        })?,
+                );
+        }
         config.file = file;
         Ok(config)
     }
+}
+
+/// ansible.cfg's vault settings (all in `[defaults]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VaultConfig {
+    /// A path, relative to the file (or, from the environment, the current directory).
+    pub password_file: Option<PathBuf>,
+    /// `label@source` entries, tried before `--vault-id`.
+    pub identity_list: Vec<String>,
+    pub id_match: Option<bool>,
+    /// The label of a secret given without one (Ansible's default: `default`).
+    pub identity: Option<String>,
+    pub ask_vault_pass: Option<bool>,
 }
 
 /// ansible.cfg's `[privilege_escalation]` settings.
@@ -547,6 +628,26 @@ pipelining = True
     }
 
     #[test]
+    fn ssh_retries_from_the_environment_or_the_file() {
+        let d = dirs(Some("[ssh_connection]\nretries = 4\n"), None);
+        assert_eq!(load(&d, &[]).unwrap().ssh_retries, Some(4));
+        assert_eq!(
+            load(&d, &[("ANSIBLE_SSH_RETRIES", "0")])
+                .unwrap()
+                .ssh_retries,
+            Some(0)
+        );
+        assert_eq!(load(&dirs(None, None), &[]).unwrap().ssh_retries, None);
+        let err = load(&d, &[("ANSIBLE_SSH_RETRIES", "-1")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("env ANSIBLE_SSH_RETRIES: retries = '-1'"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn environment_beats_the_file() {
         let d = dirs(Some(FULL), None);
         let c = load(
@@ -654,6 +755,22 @@ pipelining = True
             err,
             "ansible.cfg:3: option 'a' in section 'defaults' already exists"
         );
+    }
+
+    #[test]
+    fn vault_settings_from_the_file_and_the_environment() {
+        let d = dirs(
+            Some(
+                "[defaults]\nvault_password_file = ~/.vault_pass\nvault_identity_list = dev@a, prod@prompt\nvault_id_match = yes\n",
+            ),
+            None,
+        );
+        let c = load(&d, &[]).unwrap();
+        assert_eq!(c.vault.password_file, Some(d.home.join(".vault_pass")));
+        assert_eq!(c.vault.identity_list, ["dev@a", "prod@prompt"]);
+        assert_eq!(c.vault.id_match, Some(true));
+        let c = load(&d, &[("ANSIBLE_VAULT_PASSWORD_FILE", "pw")]).unwrap();
+        assert_eq!(c.vault.password_file, Some(d.cwd.join("pw")));
     }
 
     #[test]

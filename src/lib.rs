@@ -19,6 +19,7 @@ pub mod shell_words;
 pub mod template;
 pub mod tilde;
 pub mod vars_file;
+pub mod vault;
 pub mod yaml;
 
 /// The layering ARCHITECTURE.md describes ("Layers"): a part names only parts below it.
@@ -33,13 +34,14 @@ mod layering {
         ("tilde", 0),
         ("kv_args", 0),
         ("shell_words", 0),
-        ("yaml", 1),
-        ("config", 1),
-        ("template", 2),
-        ("vars_file", 3),
-        ("inventory", 4),
-        ("modules", 5),
-        ("playbook", 6),
+        ("vault", 1),
+        ("yaml", 2),
+        ("config", 2),
+        ("template", 3),
+        ("vars_file", 4),
+        ("inventory", 5),
+        ("modules", 6),
+        ("playbook", 7),
     ];
 
     fn layer(part: &str) -> Option<u8> {

@@ -23,8 +23,10 @@ const EXIT_ERROR: u8 = 1;
 const EXIT_PARSE_ERROR: u8 = 4;
 const EXIT_BAD_OPTIONS: u8 = 5;
 
-/// ansible-playbook's `forks` when neither a flag, the environment nor ansible.cfg sets it.
-const DEFAULT_FORKS: usize = 5;
+/// `forks` when neither a flag, the environment nor ansible.cfg sets it. Not Ansible's 5:
+/// a host costs turbo-play a connection and a task that mostly waits on the network, not
+/// a Python process, and 5 at a time leaves the controller idle on a fleet.
+const DEFAULT_FORKS: usize = 50;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -45,9 +47,12 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<u8, (u8, String)> {
+    let mut config = Config::load().map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
+    // Before anything is read: `-e @file`, inventories and playbooks may be encrypted too.
+    let vault_warnings = install_vault_secrets(&cli, &config.vault).map_err(|e| (EXIT_ERROR, e))?;
+    config.warnings.extend(vault_warnings);
     let extra_vars =
         parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
-    let config = Config::load().map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
     // A flag beats the environment and ansible.cfg (which Config has already layered).
     let inventory_sources = if cli.inventory.is_empty() {
         config.inventory.clone()
@@ -81,6 +86,8 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
             } else {
                 config.collections_path.clone()
             },
+            library: config.library.clone(),
+            module_utils: config.module_utils.clone(),
         };
         let loaded =
             load_playbooks(path, &options).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
@@ -161,6 +168,8 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
             ssh_common_args: cli.ssh_common_args.clone(),
             ssh_extra_args: cli.ssh_extra_args.clone(),
             ssh_config: None,
+            password: connection_password(&cli).map_err(|e| (EXIT_BAD_OPTIONS, e))?,
+            retries: config.ssh_retries,
         },
         roles_path: config.roles_path,
         tags,
@@ -222,6 +231,55 @@ fn check_limit(inventory: &Inventory, limit: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// `--vault-id`, `--vault-password-file` and `-J` over ansible.cfg's vault settings: the
+/// secrets every encrypted file and `!vault` value of the run is opened with. Returns
+/// the warnings for sources that failed while another worked.
+fn install_vault_secrets(
+    cli: &Cli,
+    config: &turbo_play::config::VaultConfig,
+) -> Result<Vec<String>, String> {
+    use turbo_play::become_password::{Hidden, ask_hidden};
+    let mut password_files = cli.vault_password_files.clone();
+    password_files.extend(config.password_file.clone());
+    let sources = turbo_play::vault::SecretSources {
+        identity_list: config.identity_list.clone(),
+        vault_ids: cli.vault_ids.clone(),
+        password_files,
+        ask_vault_pass: cli.ask_vault_pass || config.ask_vault_pass == Some(true),
+        default_id: config.identity.clone(),
+        id_match: config.id_match == Some(true),
+    };
+    if sources.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (vault, warnings) = sources.load(&mut |text: &str| {
+        ask_hidden(text).map_err(|e| match e {
+            Hidden::NoTerminal(e) => format!(
+                "asking for the vault password needs a terminal ({e}); use --vault-password-file or --vault-id label@file"
+            ),
+            Hidden::Read(e) => format!("reading the vault password: {e}"),
+        })
+    })?;
+    turbo_play::vault::install(vault);
+    Ok(warnings)
+}
+
+/// `-k` (asked once, without echo) or `--connection-password-file`: the SSH login
+/// password for hosts that set no `ansible_password`.
+fn connection_password(cli: &Cli) -> Result<Option<turbo_play::connection::Secret>, String> {
+    use turbo_play::become_password::{ask_hidden, read_password_file};
+    let password = if cli.ask_pass {
+        Some(ask_hidden("SSH password: ").map_err(|e| {
+            format!("-k needs a terminal to ask for the SSH password ({e}); use --connection-password-file or ansible_password")
+        })?)
+    } else if let Some(file) = &cli.connection_password_file {
+        Some(read_password_file(file, "connection")?)
+    } else {
+        None
+    };
+    Ok(password.map(turbo_play::connection::Secret))
 }
 
 /// `-b`, `--become-user`, `--become-method`, `-K`, `--become-password-file` over

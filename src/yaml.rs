@@ -42,13 +42,25 @@ pub struct Source {
 }
 
 impl Source {
+    /// Reads a file, decrypting it first when it is vault-encrypted (Ansible's loader
+    /// decrypts every YAML file it reads: playbooks, vars files, inventories).
     pub fn read(path: &Path) -> Result<Source, LoadError> {
-        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+        let error = |message: String, help: Option<String>| LoadError {
             file: path.to_path_buf(),
             span: None,
-            message: format!("could not read the file: {e}"),
+            message,
             line_text: None,
-            help: None,
+            help,
+        };
+        let bytes = crate::vault::read_file(path).map_err(|e| match e {
+            crate::vault::ReadError::Vault(vault) => error(vault.to_string(), Some(vault.help())),
+            io => error(io.to_string(), None),
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            error(
+                "could not read the file: stream did not contain valid UTF-8".into(),
+                None,
+            )
         })?;
         Ok(Source {
             path: path.to_path_buf(),
@@ -79,6 +91,9 @@ impl Source {
             Ok(node) => {
                 let mut node = unspan(node);
                 self.restore_pyyaml_booleans(&mut node);
+                if self.text.contains("!vault") {
+                    self.mark_inline_vault_values(&mut node);
+                }
                 Ok(node)
             }
             Err(e) => {
@@ -114,6 +129,66 @@ impl Source {
             }),
             _ => {}
         }
+    }
+
+    /// The parser drops application tags, so a `!vault` value is found again by its
+    /// text (an envelope) and the tag written before it; it becomes the expression that
+    /// decrypts it when a template reads it (see `crate::vault::inline_expression`).
+    fn mark_inline_vault_values(&self, node: &mut Node) {
+        match &mut node.value {
+            Value::Str(s)
+                if s.trim_start().starts_with(crate::vault::HEADER)
+                    && self.tagged_vault_at(node.span) =>
+            {
+                let origin = format!(
+                    "{}:{}:{}",
+                    self.path.display(),
+                    node.span.line,
+                    node.span.column
+                );
+                *s = crate::vault::inline_expression(s, &origin);
+            }
+            Value::Seq(items) => items
+                .iter_mut()
+                .for_each(|n| self.mark_inline_vault_values(n)),
+            Value::Map(entries) => entries
+                .iter_mut()
+                .for_each(|(_, v)| self.mark_inline_vault_values(v)),
+            _ => {}
+        }
+    }
+
+    /// Whether `!vault` (or `!vault-encrypted`) is the tag of the scalar at `span`: the
+    /// last token before it, past a block scalar's `|`/`>` indicator.
+    fn tagged_vault_at(&self, span: Span) -> bool {
+        let Some(offset) = self.offset_of(span) else {
+            return false;
+        };
+        let before = self.text[..offset].trim_end();
+        let before = match before.rfind(|c: char| c.is_whitespace()) {
+            Some(at) if before[at..].trim_start().starts_with(['|', '>']) => {
+                before[..at].trim_end()
+            }
+            None if before.starts_with(['|', '>']) => "",
+            _ => before,
+        };
+        let tag_start = before
+            .rfind(|c: char| c.is_whitespace() || matches!(c, ':' | '-' | '[' | '{' | ','))
+            .map_or(0, |at| at + 1);
+        matches!(&before[tag_start..], "!vault" | "!vault-encrypted")
+    }
+
+    fn offset_of(&self, span: Span) -> Option<usize> {
+        let mut line_start = 0;
+        for _ in 1..span.line {
+            line_start += self.text[line_start..].find('\n')? + 1;
+        }
+        let line = &self.text[line_start..];
+        let column = line
+            .char_indices()
+            .nth(span.column.checked_sub(1)?)
+            .map_or(line.len(), |(at, _)| at);
+        Some(line_start + column)
     }
 
     fn plain_token_at(&self, span: Span) -> Option<&str> {
@@ -425,6 +500,33 @@ mod tests {
         assert!(text.starts_with("site.yml:4:"), "{text}");
         assert!(text.contains("YAML syntax error"), "{text}");
         assert!(text.contains("4 |    b: ["), "{text}");
+    }
+
+    #[test]
+    fn inline_vault_values_become_expressions_that_decrypt_them() {
+        let n = parse(concat!(
+            "a: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  3131\n",
+            "b: !vault \"$ANSIBLE_VAULT;1.1;AES256 3232\"\n",
+            "c:\n  - !vault |-\n      $ANSIBLE_VAULT;1.2;AES256;x\n      3333\n",
+            "d: |\n  $ANSIBLE_VAULT;1.1;AES256\n  untagged\n",
+        ));
+        let text = |key: &str| n.get(key).unwrap().as_str().unwrap().to_string();
+        assert_eq!(
+            text("a"),
+            "{{ __tp_vault_inline('$ANSIBLE_VAULT;1.1;AES256 3131', 't.yml:2:3') }}"
+        );
+        assert!(
+            text("b").starts_with(
+                "{{ __tp_vault_inline('$ANSIBLE_VAULT;1.1;AES256 3232', 't.yml:4:11')"
+            )
+        );
+        let c = &n.get("c").unwrap().as_seq().unwrap()[0];
+        assert!(
+            c.as_str()
+                .unwrap()
+                .contains("'$ANSIBLE_VAULT;1.2;AES256;x 3333'")
+        );
+        assert_eq!(text("d"), "$ANSIBLE_VAULT;1.1;AES256\nuntagged\n");
     }
 
     #[test]

@@ -26,6 +26,7 @@ unsafe extern "C" {
     fn freeifaddrs(ifa: *mut IfAddrs);
     fn statvfs(path: *const c_char, buf: *mut StatVfs) -> i32;
     fn access(path: *const c_char, mode: i32) -> i32;
+    fn kill(pid: i32, sig: i32) -> i32;
     static tzname: [*const c_char; 2];
 }
 
@@ -101,6 +102,16 @@ pub fn redirect_fd(source: RawFd, target: RawFd) -> io::Result<()> {
 
 /// The process umask. umask(2) can only be read by setting it, so it is set back at once;
 /// call this once at startup, before any thread exists.
+/// SIGKILL to the process group `pgid` leads (a module past its timeout, and whatever it
+/// started).
+pub fn kill_group(pgid: u32) {
+    const SIGKILL: i32 = 9;
+    // SAFETY: kill(2) takes plain integers; a group that is gone is an error we ignore.
+    unsafe {
+        kill(-(pgid as i32), SIGKILL);
+    }
+}
+
 pub fn current_umask() -> u32 {
     // SAFETY: umask cannot fail and touches no memory.
     unsafe {

@@ -11,6 +11,7 @@ mod ssh;
 mod ssh_config;
 
 pub use privilege::{BecomeMethod, BecomeSpec};
+pub use spec::{JumpHost, Proxy, Secret, parse_proxy_command, parse_proxy_jump};
 pub use ssh_config::{AddressFamily, Algorithms, ConfigFiles, SshSettings};
 
 use std::path::PathBuf;
@@ -52,6 +53,16 @@ pub struct ConnectionSpec {
     /// to the first (`/dev/null` first when UserKnownHostsFile is none).
     pub known_hosts_files: Vec<PathBuf>,
     pub connect_timeout: Duration,
+    /// Direct, through jump hosts, or over a command's stdio.
+    pub proxy: Proxy,
+    /// `ansible_password` (or `-k`, `--connection-password-file`): tried after the keys,
+    /// as a password and as the answer to keyboard-interactive prompts. Never sent to a
+    /// jump host.
+    pub password: Option<Secret>,
+    /// How many times a connection that failed before authentication is tried again
+    /// (`ansible_ssh_retries`, ConnectionAttempts - 1). None: turbo-play's default, which
+    /// rides out sshd's MaxStartups drops (see `ssh::retry`).
+    pub retries: Option<u32>,
     /// The rest of what ssh_config and the ssh args say.
     pub ssh: SshSettings,
 }
@@ -64,14 +75,18 @@ pub struct ConnectionDefaults {
     pub host_key_checking: Option<bool>,
     pub timeout: Option<Duration>,
     /// ansible.cfg `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`: first on Ansible's ssh
-    /// command line, so their `-o` options win over everything else.
+    /// command line, so their `-o` options (and proxy) win over everything else.
     pub ssh_args: Option<String>,
-    /// `--ssh-common-args` / `--ssh-extra-args`, under the host's variables.
+    /// `--ssh-common-args` / `--ssh-extra-args`, under the host's `ansible_ssh_*_args`.
     pub ssh_common_args: Option<String>,
     pub ssh_extra_args: Option<String>,
     /// The ssh_config files when the ssh args name none (`-F`); `None`: `~/.ssh/config`
     /// then `/etc/ssh/ssh_config`.
     pub ssh_config: Option<ConfigFiles>,
+    /// `-k` / `--connection-password-file`, under the host's `ansible_password`.
+    pub password: Option<Secret>,
+    /// `ANSIBLE_SSH_RETRIES` / ansible.cfg `[ssh_connection] retries`.
+    pub retries: Option<u32>,
 }
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -115,8 +130,21 @@ pub enum ConnectError {
     },
     #[error("known_hosts: {0}")]
     KnownHosts(String),
-    #[error("Permission denied (publickey) for user {user}: {}", tried_list(.tried))]
-    AuthFailed { user: String, tried: Vec<String> },
+    #[error("Permission denied ({}) for user {user}: {}", .methods.join(","), tried_list(.tried))]
+    AuthFailed {
+        user: String,
+        /// The methods turbo-play tried, in OpenSSH's words (publickey, password,
+        /// keyboard-interactive).
+        methods: Vec<String>,
+        tried: Vec<String>,
+    },
+    /// A bastion of the ProxyJump chain could not be reached or logged into; the message
+    /// is its own failure, in the words above.
+    #[error("jump host {hop}: {message}")]
+    Jump { hop: String, message: String },
+    /// The ProxyCommand ended (or could not start) before the SSH handshake was done.
+    #[error("ProxyCommand `{command}` {outcome}")]
+    ProxyCommand { command: String, outcome: String },
     #[error("ssh to {address} port {port}: {message}")]
     Ssh {
         address: String,

@@ -1,6 +1,9 @@
 //! Inventory vars -> [`ConnectionSpec`], with the precedence Ansible's ssh plugin gives
 //! them: it puts its own `-o User=`/`-o Port=`/`-o StrictHostKeyChecking=no` before the
 //! user's `ssh_common_args`/`ssh_extra_args`, and ssh keeps the first value of an option.
+//! A jump host or proxy command (`-J`, `-o ProxyJump`, `-o ProxyCommand`) becomes the
+//! spec's [`Proxy`]; `ssh_args` (ansible.cfg or `ansible_ssh_args`) come first on Ansible's
+//! command line, so their proxy wins over the other args'.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,6 +26,128 @@ impl ConnectionSpec {
         defaults: &ConnectionDefaults,
     ) -> Result<ConnectionSpec, ConnectError> {
         from_vars_with_env(host, vars, defaults, &|name| std::env::var(name).ok())
+    }
+}
+
+/// How the SSH connection reaches the host: directly, through a chain of jump hosts
+/// (OpenSSH's `ProxyJump` / `-J`), or over the stdin and stdout of a command
+/// (`ProxyCommand`). Plain data: filled from the ssh args here and from ssh_config by its
+/// reader; `connection::ssh` acts on it. As in OpenSSH, the first of ProxyJump and
+/// ProxyCommand to be given wins, and `none` for either means "connect directly" (it also
+/// overrides a proxy that ssh_config would give).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Proxy {
+    #[default]
+    None,
+    /// Bastions in the order they are reached: the first is contacted directly, each next
+    /// one through a direct-tcpip channel of the previous one, and the host through the
+    /// last one. Never empty.
+    Jump(Vec<JumpHost>),
+    /// A command run with `sh -c` whose stdin and stdout carry the SSH stream. Its `%h %p
+    /// %r %n %%` tokens are still in it: they are expanded when connecting.
+    Command(String),
+}
+
+/// One bastion of a ProxyJump chain, as written (`[user@]host[:port]`, or the
+/// `ssh://[user@]host[:port]` form). An unset user is the controller's user and an unset
+/// port 22, as OpenSSH does for a jump host ssh_config says nothing about; keys,
+/// known_hosts and host key checking are the target host's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JumpHost {
+    pub user: Option<String>,
+    pub address: String,
+    pub port: Option<u16>,
+}
+
+impl JumpHost {
+    /// `bastion`, `ops@bastion:2222`, `[2001:db8::1]:22`, `ssh://ops@bastion:2222`.
+    pub fn parse(text: &str) -> Result<JumpHost, String> {
+        let bad = |why: &str| format!("jump host `{text}`: {why} (write [user@]host[:port])");
+        let rest = text.trim();
+        let rest = rest.strip_prefix("ssh://").unwrap_or(rest);
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let (user, hostport) = match rest.rsplit_once('@') {
+            Some((user, hostport)) if !user.is_empty() => (Some(user.to_string()), hostport),
+            Some(_) => return Err(bad("the user before `@` is empty")),
+            None => (None, rest),
+        };
+        let (address, port) = if let Some(bracketed) = hostport.strip_prefix('[') {
+            let (address, after) = bracketed
+                .split_once(']')
+                .ok_or_else(|| bad("`[` without `]`"))?;
+            match after {
+                "" => (address, None),
+                _ => match after.strip_prefix(':') {
+                    Some(port) => (address, Some(port)),
+                    None => return Err(bad("text after `]`")),
+                },
+            }
+        } else if hostport.matches(':').count() == 1 {
+            let (address, port) = hostport.split_once(':').expect("one colon");
+            (address, Some(port))
+        } else {
+            // A bare IPv6 address has several colons and no port.
+            (hostport, None)
+        };
+        if address.is_empty() {
+            return Err(bad("no host name"));
+        }
+        let port = match port {
+            None => None,
+            Some(port) => Some(parse_port(port).ok_or_else(|| bad("the port is not 1-65535"))?),
+        };
+        Ok(JumpHost {
+            user,
+            address: address.to_string(),
+            port,
+        })
+    }
+
+    /// `user@host:port` as messages show it (the defaults filled in by the caller).
+    pub fn describe(&self, default_user: &str) -> String {
+        let user = self.user.as_deref().unwrap_or(default_user);
+        let port = self.port.unwrap_or(22);
+        if self.address.contains(':') {
+            format!("{user}@[{}]:{port}", self.address)
+        } else {
+            format!("{user}@{}:{port}", self.address)
+        }
+    }
+}
+
+/// `ProxyJump`'s value: `none`, or a comma list of jump hosts.
+pub fn parse_proxy_jump(value: &str) -> Result<Proxy, String> {
+    let value = value.trim();
+    if value.eq_ignore_ascii_case("none") {
+        return Ok(Proxy::None);
+    }
+    let hops = value
+        .split(',')
+        .map(JumpHost::parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Proxy::Jump(hops))
+}
+
+/// `ProxyCommand`'s value: `none`, or the command (OpenSSH's `exec ` prefix is harmless
+/// under `sh -c`, so it is kept).
+pub fn parse_proxy_command(value: &str) -> Result<Proxy, String> {
+    let value = value.trim();
+    if value.eq_ignore_ascii_case("none") {
+        return Ok(Proxy::None);
+    }
+    if value.is_empty() {
+        return Err("ProxyCommand has no command".into());
+    }
+    Ok(Proxy::Command(value.to_string()))
+}
+
+/// A password kept in memory only; `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<hidden>)")
     }
 }
 
@@ -136,14 +261,7 @@ pub(super) fn from_vars_with_env(
         exec: &ssh_config::run_in_shell,
     })
     .map_err(config_error)?;
-    for (what, proxy) in [
-        ("ProxyJump", &resolved.proxy_jump),
-        ("ProxyCommand", &resolved.proxy_command),
-    ] {
-        if let Some((_, origin)) = proxy {
-            return Err(config_error(format!("{origin}: {}", proxy_refusal(what))));
-        }
-    }
+    let proxy = proxy_of(&resolved).map_err(config_error)?;
 
     let strict = match resolved.strict_host_key_checking.as_deref() {
         _ if !host_key_checking => StrictHostKeyChecking::No,
@@ -178,6 +296,30 @@ pub(super) fn from_vars_with_env(
         .or(resolved.connect_timeout)
         .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
 
+    // Ansible's `reconnection_retries` (a variable over ANSIBLE_SSH_RETRIES and ansible.cfg),
+    // else OpenSSH's ConnectionAttempts counted as retries after the first attempt.
+    let retries = match var_string(vars, &["ansible_ssh_retries"]) {
+        Some(text) => Some(text.trim().parse::<u32>().map_err(|_| {
+            config_error(format!(
+                "ansible_ssh_retries={text} is not a non-negative integer"
+            ))
+        })?),
+        None => defaults
+            .retries
+            .or(resolved.connection_attempts.map(|n| n.saturating_sub(1))),
+    };
+
+    let password = var_string(
+        vars,
+        &[
+            "ansible_password",
+            "ansible_ssh_pass",
+            "ansible_ssh_password",
+        ],
+    )
+    .map(Secret)
+    .or_else(|| defaults.password.clone());
+
     Ok(ConnectionSpec {
         host: host.to_string(),
         kind,
@@ -188,8 +330,29 @@ pub(super) fn from_vars_with_env(
         strict,
         known_hosts_files,
         connect_timeout,
+        proxy,
+        password,
+        retries,
         ssh: resolved.settings(),
     })
+}
+
+/// The proxy the first ProxyJump or ProxyCommand gives (the command line's before the
+/// files'); a `none` there already kept the files' out.
+fn proxy_of(resolved: &ssh_config::Resolved) -> Result<Proxy, String> {
+    if let Some((jump, origin)) = &resolved.proxy_jump {
+        if !origin.is_command_line() {
+            return Err(format!("{origin}: {}", proxy_refusal("ProxyJump")));
+        }
+        return parse_proxy_jump(jump).map_err(|e| format!("{origin}: {e}"));
+    }
+    if let Some((command, origin)) = &resolved.proxy_command {
+        if !origin.is_command_line() {
+            return Err(format!("{origin}: {}", proxy_refusal("ProxyCommand")));
+        }
+        return parse_proxy_command(command).map_err(|e| format!("{origin}: {e}"));
+    }
+    Ok(Proxy::None)
 }
 
 /// The first of `names` that is set, as text (numbers and booleans included).
@@ -221,7 +384,7 @@ struct CommandLine {
 }
 
 impl CommandLine {
-    /// One of the ssh args settings; a jump host in it is refused.
+    /// One of the ssh args settings.
     fn words(
         &mut self,
         name: &str,
@@ -233,7 +396,6 @@ impl CommandLine {
         };
         let words =
             crate::shell_words::split(args).map_err(|e| config_error(format!("{name}: {e}")))?;
-        refuse_proxy(&words).map_err(|e| config_error(format!("{name}: {e}")))?;
         self.parse(&words)
             .map_err(|e| config_error(format!("{name}: {e}")))
     }
@@ -265,11 +427,17 @@ impl CommandLine {
             };
             let quoted = || format!("\"{}\"", value.replace('"', "\\\""));
             match flag {
-                'o' => self.options.push(value.clone()),
+                'o' => {
+                    check_proxy_option(&value)?;
+                    self.options.push(value.clone());
+                }
                 'p' => self.options.push(format!("Port={value}")),
                 'l' => self.options.push(format!("User={}", quoted())),
                 'i' => self.options.push(format!("IdentityFile={}", quoted())),
-                'J' => self.options.push(format!("ProxyJump={value}")),
+                'J' => {
+                    parse_proxy_jump(&value)?;
+                    self.options.push(format!("ProxyJump={value}"));
+                }
                 'b' => self.options.push(format!("BindAddress={value}")),
                 'c' => self.options.push(format!("Ciphers={value}")),
                 'm' => self.options.push(format!("MACs={value}")),
@@ -281,43 +449,19 @@ impl CommandLine {
     }
 }
 
-/// A jump host (`-J`, `-o ProxyJump`, `-o ProxyCommand`) in ssh arguments. turbo-play's
-/// own ssh client connects to the host directly, so honouring the rest of the arguments
-/// would contact the host without its jump host: the host is refused instead.
-fn refuse_proxy(words: &[String]) -> Result<(), String> {
-    let refused = |what: &str| Err(proxy_refusal(what));
-    let mut words = words.iter();
-    while let Some(word) = words.next() {
-        if word.starts_with("-J") {
-            return refused("ProxyJump (-J)");
-        }
-        let Some(attached) = word.strip_prefix("-o") else {
-            continue;
-        };
-        let option = if attached.is_empty() {
-            match words.next() {
-                Some(next) => next.as_str(),
-                None => continue,
-            }
-        } else {
-            attached
-        };
-        let option = option.trim();
-        let (key, value) = option
-            .split_once(|c: char| c == '=' || c.is_whitespace())
-            .unwrap_or((option, ""));
-        let value = value.trim_start_matches(|c: char| c == '=' || c.is_whitespace());
-        // `none` switches a proxy from ssh_config off: nothing to refuse.
-        if value.trim().eq_ignore_ascii_case("none") {
-            continue;
-        }
-        match key.to_ascii_lowercase().as_str() {
-            "proxyjump" => return refused("ProxyJump"),
-            "proxycommand" => return refused("ProxyCommand"),
-            _ => {}
-        }
+/// A ProxyJump or ProxyCommand in a `-o` option is checked where it is written, so that
+/// its error names the setting it came from.
+fn check_proxy_option(option: &str) -> Result<(), String> {
+    let option = option.trim();
+    let (key, value) = option
+        .split_once(|c: char| c == '=' || c.is_whitespace())
+        .unwrap_or((option, ""));
+    let value = value.trim_start_matches(|c: char| c == '=' || c.is_whitespace());
+    match key.to_ascii_lowercase().as_str() {
+        "proxyjump" => parse_proxy_jump(value).map(drop),
+        "proxycommand" => parse_proxy_command(value).map(drop),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 fn proxy_refusal(what: &str) -> String {
@@ -524,63 +668,171 @@ mod tests {
         );
     }
 
+    fn jump(user: Option<&str>, address: &str, port: Option<u16>) -> JumpHost {
+        JumpHost {
+            user: user.map(str::to_string),
+            address: address.into(),
+            port,
+        }
+    }
+
     #[test]
-    fn jump_hosts_are_refused_not_ignored() {
-        let refused = |name: &str, args: &str| {
+    fn jump_host_forms() {
+        assert_eq!(JumpHost::parse("gw").unwrap(), jump(None, "gw", None));
+        assert_eq!(
+            JumpHost::parse("ops@gw:2222").unwrap(),
+            jump(Some("ops"), "gw", Some(2222))
+        );
+        assert_eq!(
+            JumpHost::parse("ssh://ops@gw:2222").unwrap(),
+            jump(Some("ops"), "gw", Some(2222))
+        );
+        assert_eq!(
+            JumpHost::parse("[2001:db8::1]:22").unwrap(),
+            jump(None, "2001:db8::1", Some(22))
+        );
+        assert_eq!(
+            JumpHost::parse("a@b@gw").unwrap(),
+            jump(Some("a@b"), "gw", None)
+        );
+        assert_eq!(JumpHost::parse("::1").unwrap(), jump(None, "::1", None));
+        assert!(
+            JumpHost::parse("gw:http")
+                .unwrap_err()
+                .contains("the port is not 1-65535")
+        );
+        assert!(JumpHost::parse("@gw").unwrap_err().contains("user"));
+        assert_eq!(
+            jump(Some("ops"), "2001:db8::1", None).describe("me"),
+            "ops@[2001:db8::1]:22"
+        );
+        assert_eq!(jump(None, "gw", Some(2)).describe("me"), "me@gw:2");
+    }
+
+    #[test]
+    fn proxies_in_the_ssh_args() {
+        let proxy = |name: &str, args: &str| {
             let mut v = Map::new();
             v.insert(name.to_string(), Value::String(args.to_string()));
-            match spec_with(Value::Object(v), &ConnectionDefaults::default(), &[]) {
-                Err(ConnectError::Config { host, message }) => {
-                    assert_eq!(host, "web1");
-                    message
-                }
-                other => panic!("{args}: {other:?}"),
-            }
+            spec_with(Value::Object(v), &ConnectionDefaults::default(), &[])
+                .unwrap()
+                .proxy
         };
-        let message = refused("ansible_ssh_common_args", "-o ProxyJump=bastion");
-        assert!(
-            message.starts_with("ansible_ssh_common_args: ProxyJump is not supported yet"),
-            "{message}"
+        let chain = Proxy::Jump(vec![
+            jump(None, "a", None),
+            jump(Some("ops"), "b", Some(2222)),
+        ]);
+        assert_eq!(proxy("ansible_ssh_common_args", "-J a,ops@b:2222"), chain);
+        assert_eq!(proxy("ansible_ssh_extra_args", "-Ja,ops@b:2222"), chain);
+        assert_eq!(
+            proxy("ansible_ssh_common_args", "-o ProxyJump=a,ops@b:2222"),
+            chain
         );
-        assert!(
-            message.contains("run this play with ansible-playbook"),
-            "{message}"
+        assert_eq!(
+            proxy("ansible_ssh_common_args", "-o 'ProxyJump a,ops@b:2222'"),
+            chain
         );
-        for (name, args, what) in [
-            ("ansible_ssh_extra_args", "-J bastion", "ProxyJump (-J)"),
-            ("ansible_ssh_extra_args", "-Jbastion", "ProxyJump (-J)"),
-            (
-                "ansible_ssh_args",
-                "-C -o ControlMaster=auto -o ProxyJump bastion",
-                "ProxyJump",
-            ),
-            (
+        assert_eq!(
+            proxy(
                 "ansible_ssh_common_args",
-                "-o 'ProxyCommand ssh -W %h:%p bastion'",
-                "ProxyCommand",
+                "-o 'ProxyCommand ssh -W %h:%p bastion'"
             ),
-            (
+            Proxy::Command("ssh -W %h:%p bastion".into())
+        );
+        assert_eq!(
+            proxy("ansible_ssh_common_args", "-oProxyCommand='nc gw 22'"),
+            Proxy::Command("nc gw 22".into())
+        );
+        // The first of ProxyJump and ProxyCommand wins, `none` included.
+        assert_eq!(
+            proxy(
                 "ansible_ssh_common_args",
-                "-oProxyCommand=nc gw 22",
-                "ProxyCommand",
+                "-o ProxyCommand=none -J a -o ProxyJump=b"
             ),
-        ] {
-            let message = refused(name, args);
-            assert!(
-                message.starts_with(&format!("{name}: {what} is not supported yet")),
-                "{args}: {message}"
-            );
-        }
+            Proxy::None
+        );
+        assert_eq!(
+            proxy("ansible_ssh_common_args", "-J a -o ProxyCommand=nc"),
+            Proxy::Jump(vec![jump(None, "a", None)])
+        );
+        // ssh_args come first on Ansible's command line: their proxy and options win.
+        let s = spec(json!({
+            "ansible_ssh_args": "-C -o ControlMaster=auto -o ProxyJump=gw -o Port=2022",
+            "ansible_ssh_common_args": "-J other",
+        }));
+        assert_eq!(s.proxy, Proxy::Jump(vec![jump(None, "gw", None)]));
+        assert_eq!(s.port, 2022);
         let defaults = ConnectionDefaults {
             ssh_args: Some("-o ControlMaster=auto -J gw".into()),
+            ssh_common_args: Some("-J ignored-after-ssh-args -o Port=2200".into()),
             ..Default::default()
         };
-        match spec_with(json!({}), &defaults, &[]) {
-            Err(ConnectError::Config { message, .. }) => {
-                assert!(message.starts_with("ssh_args: ProxyJump (-J)"), "{message}")
-            }
-            other => panic!("{other:?}"),
-        }
+        let s = spec_with(json!({}), &defaults, &[]).unwrap();
+        assert_eq!(s.proxy, Proxy::Jump(vec![jump(None, "gw", None)]));
+        assert_eq!(s.port, 2200, "--ssh-common-args are read");
+        // The host's own args win over --ssh-common-args.
+        let defaults = ConnectionDefaults {
+            ssh_common_args: Some("-J from-cli".into()),
+            ..Default::default()
+        };
+        let s = spec_with(
+            json!({"ansible_ssh_common_args": "-J mine"}),
+            &defaults,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.proxy, Proxy::Jump(vec![jump(None, "mine", None)]));
+        let s = spec_with(json!({}), &defaults, &[]).unwrap();
+        assert_eq!(s.proxy, Proxy::Jump(vec![jump(None, "from-cli", None)]));
+        // Errors name where they are.
+        let err = spec_with(
+            json!({"ansible_ssh_common_args": "-J gw:notaport"}),
+            &Default::default(),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("host web1: ansible_ssh_common_args: jump host `gw:notaport`"),
+            "{err}"
+        );
+        assert_eq!(spec(json!({})).proxy, Proxy::None);
+    }
+
+    #[test]
+    fn passwords_and_retries() {
+        let s = spec(json!({"ansible_ssh_pass": "s3cret"}));
+        assert_eq!(s.password, Some(Secret("s3cret".into())));
+        assert!(!format!("{s:?}").contains("s3cret"), "Debug hides it");
+        let s = spec(json!({"ansible_password": "a", "ansible_ssh_pass": "b"}));
+        assert_eq!(s.password, Some(Secret("a".into())));
+        let defaults = ConnectionDefaults {
+            password: Some(Secret("cli".into())),
+            retries: Some(3),
+            ..Default::default()
+        };
+        let s = spec_with(json!({}), &defaults, &[]).unwrap();
+        assert_eq!(
+            (s.password, s.retries),
+            (Some(Secret("cli".into())), Some(3))
+        );
+        let s = spec_with(json!({"ansible_ssh_retries": 0}), &defaults, &[]).unwrap();
+        assert_eq!(s.retries, Some(0));
+        assert_eq!(spec(json!({})).retries, None);
+        let s = spec(json!({"ansible_ssh_extra_args": "-o ConnectionAttempts=4"}));
+        assert_eq!(s.retries, Some(3));
+        let err = spec_with(
+            json!({"ansible_ssh_retries": "many"}),
+            &Default::default(),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("ansible_ssh_retries=many"), "{err}");
+    }
+
+    #[test]
+    fn ssh_args_are_read_first() {
         // `none` turns a proxy off; ssh_args come first on Ansible's ssh command line, so
         // their options win over the host's variables, as with OpenSSH.
         let s = spec(json!({
@@ -589,6 +841,7 @@ mod tests {
             "ansible_port": 2200,
         }));
         assert_eq!(s.port, 2022);
+        assert_eq!(s.proxy, Proxy::None);
         assert!(s.ssh.warnings.is_empty(), "{:?}", s.ssh.warnings);
     }
 

@@ -913,13 +913,20 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
         let job_host = host.clone();
         let ctx = run.ctx.clone();
         let playbook = run.playbook.clone();
-        let forks = run.forks.clone();
         let throttle = throttle.clone();
         let play_hosts = run.play_hosts.clone();
         let play_index = run.play_index;
         let task = task.clone();
+        // Taken here, in the hosts' order, so that with fewer forks than hosts they start
+        // in the play's order, as Ansible's `order:` and `--forks 1` promise.
+        let permit = run
+            .forks
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("semaphore open");
         let handle = jobs.spawn(async move {
-            let _permit = forks.acquire_owned().await.expect("semaphore open");
+            let _permit = permit;
             let _throttled = match throttle {
                 Some(t) => Some(t.acquire_owned().await.expect("semaphore open")),
                 None => None,

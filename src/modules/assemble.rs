@@ -12,7 +12,7 @@ use super::copy::{ATOMIC, SELINUX, sha1_hex};
 use super::spec::{Arg, Spec};
 use super::{
     Args, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome, find_local_source,
-    mode_string, ownership, parse_mode, read_local, unexpected,
+    mode_string, ownership, parse_mode, read_local, read_local_decrypted, unexpected,
 };
 
 pub struct Assemble;
@@ -21,9 +21,7 @@ pub struct Assemble;
 static SPEC: Spec = Spec::new(&[
     Arg::str("attributes").aliases(&["attr"]).not_yet(),
     Arg::bool("backup").default_bool(false),
-    Arg::bool("decrypt")
-        .default_bool(true)
-        .no_effect("fragments are read as they are; vaulted fragments are not decrypted"),
+    Arg::bool("decrypt").default_bool(true),
     Arg::str("delimiter"),
     Arg::path("dest").required(),
     Arg::bool("follow").default_bool(false),
@@ -75,7 +73,7 @@ impl Module for Assemble {
                     dir.display()
                 ))));
             }
-            let fragments = local_fragments(&dir, &selection)?;
+            let fragments = local_fragments(&dir, &selection, args.bool("decrypt"))?;
             return Ok(write.plan(join(&fragments, args.str("delimiter"))));
         }
         let list = Op::ListTree {
@@ -126,6 +124,7 @@ fn remote_fragments(root: &str, entries: &[StatInfo], selection: &Selection) -> 
 fn local_fragments(
     dir: &std::path::Path,
     selection: &Selection,
+    decrypt: bool,
 ) -> Result<Vec<Vec<u8>>, ModuleError> {
     let listed = std::fs::read_dir(dir).map_err(|e| ModuleError::Read {
         path: dir.display().to_string(),
@@ -140,7 +139,11 @@ fn local_fragments(
     for name in names {
         let path = dir.join(&name);
         if selection.takes(&name) && path.is_file() {
-            fragments.push(read_local(&path)?);
+            fragments.push(if decrypt {
+                read_local_decrypted(&path)?
+            } else {
+                read_local(&path)?
+            });
         }
     }
     Ok(fragments)

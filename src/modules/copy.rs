@@ -11,7 +11,7 @@ use super::copy_tree::{TreeSpec, tree_op, tree_result};
 use super::spec::{Arg, Spec, Unknown};
 use super::{
     Args, Module, ModuleError, Plan, PlanContext, TaskOutcome, find_local_source, mode_string,
-    ownership, parse_mode, read_local, unexpected,
+    ownership, parse_mode, read_local, read_local_decrypted, unexpected,
 };
 use crate::template::python_json;
 
@@ -33,10 +33,7 @@ static SPEC: Spec = Spec::new(&[
     Arg::bool("backup").default_bool(false),
     Arg::str("checksum").not_yet(),
     Arg::raw("content").no_log(),
-    Arg::bool("decrypt")
-        .default_bool(true)
-        .action_only()
-        .no_effect("turbo-play reads no Vault files yet, so there is nothing to decrypt"),
+    Arg::bool("decrypt").default_bool(true).action_only(),
     Arg::path("dest"),
     Arg::raw("directory_mode"),
     Arg::bool("follow").default_bool(false).not_yet(),
@@ -86,6 +83,7 @@ impl Module for Copy {
                     directory_mode: parse_mode(args.raw("directory_mode").unwrap_or(&Value::Null))?,
                     owner: ownership(args),
                     force,
+                    decrypt: args.bool("decrypt"),
                 };
                 tree_op(&root, &spec)?
             }
@@ -166,7 +164,11 @@ impl Copy {
                         written_src: src,
                     });
                 }
-                let bytes = read_local(&path)?;
+                let bytes = if args.bool("decrypt") {
+                    read_local_decrypted(&path)?
+                } else {
+                    read_local(&path)?
+                };
                 Ok(Resolved::File {
                     dest: dest_for_src(&dest, &src),
                     bytes,

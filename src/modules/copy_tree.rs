@@ -9,7 +9,7 @@ use turbo_proto::{
     EnsureFile, EnsurePath, FileContent, FileMode, Op, OpResult, Ownership, PathState,
 };
 
-use super::{ModuleError, TaskOutcome, read_local};
+use super::{ModuleError, TaskOutcome, read_local, read_local_decrypted};
 
 /// More than this in one tree would make a request too large to carry (the frame cap is
 /// 64 MiB): such trees want an archive (`unarchive`) rather than `copy`.
@@ -25,6 +25,8 @@ pub(super) struct TreeSpec<'a> {
     pub directory_mode: Option<FileMode>,
     pub owner: Ownership,
     pub force: bool,
+    /// `decrypt`: vault-encrypted files are written decrypted.
+    pub decrypt: bool,
 }
 
 /// The ops that make `dest` hold the tree at `root`, parents before children, in name
@@ -72,7 +74,11 @@ pub(super) fn tree_op(root: &Path, spec: &TreeSpec) -> Result<Op, ModuleError> {
         // before it writes.
         ops.push(Op::EnsureFile(EnsureFile {
             path,
-            content: FileContent::Inline(read_local(&source)?),
+            content: FileContent::Inline(if spec.decrypt {
+                read_local_decrypted(&source)?
+            } else {
+                read_local(&source)?
+            }),
             mode: spec.mode.clone(),
             force: spec.force,
             owner: spec.owner.clone(),
@@ -189,6 +195,7 @@ mod tests {
             directory_mode: Some(FileMode::Bits(0o750)),
             owner: Ownership::default(),
             force: true,
+            decrypt: true,
         }
     }
 

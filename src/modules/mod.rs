@@ -7,6 +7,7 @@
 //! Adding a module = one file with a `Module` impl + one row in [`registry`].
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 use turbo_proto::{FileMode, Op, OpResult};
@@ -48,6 +49,7 @@ mod package_facts;
 mod pause;
 mod ping;
 mod pip;
+pub mod python;
 mod raw;
 pub mod registry;
 mod replace;
@@ -96,6 +98,10 @@ pub struct PlanContext<'a> {
     pub templar: Option<&'a Templar>,
     /// ansible.cfg's `ansible_managed`; `None` means Ansible's default text.
     pub ansible_managed: Option<&'a str>,
+    /// The task's `no_log` (modules run through Python are told it).
+    pub no_log: bool,
+    /// The task's `timeout:` in seconds.
+    pub timeout: Option<u64>,
 }
 
 impl<'a> PlanContext<'a> {
@@ -109,6 +115,8 @@ impl<'a> PlanContext<'a> {
             vars: None,
             templar: None,
             ansible_managed: None,
+            no_log: false,
+            timeout: None,
         }
     }
 }
@@ -126,17 +134,78 @@ pub enum Plan {
 }
 
 /// The rest of a plan, given the reply to its op.
-pub struct Next(Box<dyn FnOnce(OpResult) -> Result<Plan, ModuleError> + Send + Sync>);
+pub struct Next {
+    then: Box<dyn FnOnce(OpResult) -> Result<Plan, ModuleError> + Send + Sync>,
+    squash: Option<Squash>,
+}
 
 impl Next {
     pub fn new(
         then: impl FnOnce(OpResult) -> Result<Plan, ModuleError> + Send + Sync + 'static,
     ) -> Next {
-        Next(Box::new(then))
+        Next {
+            then: Box::new(then),
+            squash: None,
+        }
+    }
+
+    /// A step whose op the loop's other items may share: see [`Squash`].
+    pub fn squashable(
+        squash: Squash,
+        then: impl FnOnce(OpResult) -> Result<Plan, ModuleError> + Send + Sync + 'static,
+    ) -> Next {
+        Next {
+            then: Box::new(then),
+            squash: Some(squash),
+        }
     }
 
     pub fn resume(self, reply: OpResult) -> Result<Plan, ModuleError> {
-        (self.0)(reply)
+        (self.then)(reply)
+    }
+
+    /// This step followed by `after` on the plan it gives, keeping whether its op may be
+    /// squashed (a module that runs another module's plan, as `package` does).
+    pub fn and_then(
+        self,
+        after: impl FnOnce(Plan) -> Result<Plan, ModuleError> + Send + Sync + 'static,
+    ) -> Next {
+        let then = self.then;
+        Next {
+            then: Box::new(move |reply| after(then(reply)?)),
+            squash: self.squash,
+        }
+    }
+
+    pub fn squash(&self) -> Option<&Squash> {
+        self.squash.as_ref()
+    }
+}
+
+/// How the items of a loop over package names share one manager call (`Caps::squash_loop`):
+/// items whose current steps have the same `key` (the same command but for the names) run
+/// `build` over all their names once, and each item reads that one reply as its own. A
+/// merged call that fails is run again item by item, so a failure is the item's own, as
+/// in Ansible.
+#[derive(Clone)]
+pub struct Squash {
+    pub key: String,
+    pub names: Vec<String>,
+    pub build: SquashBuild,
+}
+
+/// The op over the names of every item that shares a [`Squash`].
+pub type SquashBuild = Arc<dyn Fn(&[String]) -> Op + Send + Sync>;
+
+impl Squash {
+    /// A step every item may share as it is (one cache update for the whole loop).
+    pub fn same(op: &Op) -> Squash {
+        let shared = op.clone();
+        Squash {
+            key: format!("{op:?}"),
+            names: Vec::new(),
+            build: Arc::new(move |_| shared.clone()),
+        }
     }
 }
 
@@ -210,6 +279,9 @@ pub struct Caps {
     /// the check flag, so its read-only and simulating commands run, and its planner,
     /// reading `PlanContext::check_mode`, plans nothing that changes the target.
     pub own_check_mode: bool,
+    /// A loop's items step together and share their manager calls ([`Squash`]): the
+    /// items of a loop over package names go to apt, dnf or pip in one call.
+    pub squash_loop: bool,
 }
 
 impl Caps {
@@ -222,6 +294,7 @@ impl Caps {
         facts: FactsLayer::Gathered,
         control: Control::None,
         own_check_mode: false,
+        squash_loop: false,
     };
 
     pub const fn free_form(mut self) -> Caps {
@@ -238,6 +311,10 @@ impl Caps {
     }
     pub const fn facts(mut self, facts: FactsLayer) -> Caps {
         self.facts = facts;
+        self
+    }
+    pub const fn squash_loop(mut self) -> Caps {
+        self.squash_loop = true;
         self
     }
     pub const fn own_check_mode(mut self) -> Caps {
@@ -495,6 +572,20 @@ pub(crate) fn read_local(path: &Path) -> Result<Vec<u8>, ModuleError> {
     std::fs::read(path).map_err(|e| ModuleError::Read {
         path: path.display().to_string(),
         message: e.to_string(),
+    })
+}
+
+/// A controller file as the copy and template actions read it: decrypted when it is
+/// vault-encrypted (Ansible's `get_real_file(decrypt=True)`).
+pub(crate) fn read_local_decrypted(path: &Path) -> Result<Vec<u8>, ModuleError> {
+    crate::vault::read_file(path).map_err(|e| match e {
+        crate::vault::ReadError::Vault(vault) => {
+            ModuleError::Invalid(vault.describe(&path.display().to_string()))
+        }
+        crate::vault::ReadError::Io(message) => ModuleError::Read {
+            path: path.display().to_string(),
+            message,
+        },
     })
 }
 

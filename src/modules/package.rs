@@ -31,7 +31,7 @@ impl Module for Package {
     /// Its managers' ops go as they plan them: a manager that does not simulate itself is
     /// refused in check mode rather than run without the agent's check flag.
     fn caps(&self) -> Caps {
-        Caps::TASK.own_check_mode()
+        Caps::TASK.own_check_mode().squash_loop()
     }
 
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
@@ -161,10 +161,7 @@ fn finished_by(module: &'static dyn Module, args: Arc<Args>, check: bool, plan: 
         ),
         Plan::Step(op, next) => Plan::Step(
             op,
-            Next::new(move |reply| {
-                let plan = next.resume(reply)?;
-                Ok(finished_by(module, args, check, plan))
-            }),
+            next.and_then(move |plan| Ok(finished_by(module, args, check, plan))),
         ),
     }
 }

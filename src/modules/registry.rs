@@ -29,9 +29,12 @@ pub enum Entry {
     NotYet {
         free_form: bool,
     },
+    /// No native planner: ansible-core's own Python module runs on the target's Python
+    /// (`modules::python`).
+    Python,
 }
 
-use Entry::{Native, NotYet};
+use Entry::{Native, NotYet, Python};
 
 const NOT_YET: Entry = NotYet { free_form: false };
 
@@ -63,7 +66,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("file", Native(&file::File)),
     ("find", Native(&super::find::Find)),
     ("gather_facts", NOT_YET),
-    ("get_url", NOT_YET),
+    ("get_url", Python),
     ("getent", NOT_YET),
     ("git", NOT_YET),
     ("group", Native(&super::group::Group)),
@@ -102,7 +105,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("tempfile", Native(&super::tempfile::Tempfile)),
     ("template", Native(&template::Template)),
     ("unarchive", Native(&super::unarchive::Unarchive)),
-    ("uri", NOT_YET),
+    ("uri", Python),
     ("user", Native(&super::user::User)),
     ("validate_argument_spec", NOT_YET),
     ("wait_for", NOT_YET),
@@ -130,7 +133,7 @@ fn row(name: &str) -> Option<&'static (&'static str, Entry)> {
 pub fn all() -> impl Iterator<Item = &'static dyn Module> {
     MODULES.iter().filter_map(|(_, entry)| match entry {
         Native(m) => Some(*m),
-        NotYet { .. } => None,
+        NotYet { .. } | Python => None,
     })
 }
 
@@ -145,13 +148,14 @@ pub fn find(name: &str) -> Option<&'static dyn Module> {
                     name,
                     free_form: *free_form,
                 }),
-                Native(_) => None,
+                Native(_) | Python => None,
             })
             .collect()
     });
     let (short, entry) = row(name)?;
     match entry {
         Native(m) => Some(*m),
+        Python => Some(super::python::PythonModule::builtin(short)),
         NotYet { .. } => PLACEHOLDERS
             .iter()
             .find(|p| p.name == *short)

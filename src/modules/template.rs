@@ -12,7 +12,7 @@ use super::copy::{
 use super::spec::{Arg, Spec, Unknown};
 use super::{
     Args, Module, ModuleError, Plan, PlanContext, TaskOutcome, find_local_source, ownership,
-    parse_mode, read_local,
+    parse_mode, read_local_decrypted,
 };
 
 pub struct Template;
@@ -114,7 +114,7 @@ impl Template {
                 path.display()
             )));
         }
-        let bytes = read_local(&path)?;
+        let bytes = read_local_decrypted(&path)?;
         let text = String::from_utf8(bytes).map_err(|_| ModuleError::Read {
             path: path.display().to_string(),
             message: "not UTF-8 text".into(),
@@ -132,6 +132,9 @@ impl Template {
             template_fullpath => path.display().to_string(),
             template_destpath => dest.as_str(),
             template_host => controller_hostname(),
+            template_uid => file_owner(&path),
+            template_mtime => crate::template::local_mtime(&path).unwrap_or_default(),
+            template_run_date => crate::template::local_now(),
         };
         // The last map wins a lookup.
         let vars = minijinja::value::merge_maps([extras, vars.clone()]);
@@ -179,6 +182,26 @@ fn newline_sequence(args: &Args) -> Result<&'static str, ModuleError> {
             "newline_sequence needs to be one of: \n, \r or \r\n".into(),
         )),
     }
+}
+
+/// `template_uid`: the template file owner's name (its uid when it has none), as
+/// Ansible's `pwd.getpwuid`.
+fn file_owner(path: &std::path::Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return String::new();
+    };
+    let uid = meta.uid();
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|passwd| {
+            passwd.lines().find_map(|line| {
+                let mut fields = line.split(':');
+                let name = fields.next()?;
+                (fields.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_string())
+            })
+        })
+        .unwrap_or_else(|| uid.to_string())
 }
 
 /// The controller's hostname, for `template_host`: read once, not once per render.

@@ -13,7 +13,7 @@ use super::spec::{Arg, Elem, Spec};
 use super::unarchive_tar::{HANDLERS, TarCall, files_in_archive, is_unarchived};
 use super::{
     Args, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome, find_local_source,
-    mode_string, read_local, unexpected,
+    mode_string, read_local, read_local_decrypted, unexpected,
 };
 
 pub struct Unarchive;
@@ -23,9 +23,7 @@ static SPEC: Spec = Spec::new(&[
     Arg::str("attributes").aliases(&["attr"]).not_yet(),
     Arg::bool("copy"),
     Arg::path("creates"),
-    Arg::bool("decrypt")
-        .default_bool(true)
-        .no_effect("archives are sent as they are; vaulted archives are not decrypted"),
+    Arg::bool("decrypt").default_bool(true),
     Arg::path("dest").required(),
     Arg::list("exclude", Elem::Str),
     Arg::list("extra_opts", Elem::Str),
@@ -153,7 +151,11 @@ impl Module for Unarchive {
             None
         } else {
             let path = find_local_source(&req.src, ctx, "files")?;
-            Some(read_local(&path)?)
+            Some(if args.bool("decrypt") {
+                read_local_decrypted(&path)?
+            } else {
+                read_local(&path)?
+            })
         };
         let stat = |path: &str| Op::Stat {
             path: path.to_string(),

@@ -52,12 +52,31 @@ impl Loader<'_> {
         name: &str,
         inherited: &Inherited,
     ) -> Option<&'static dyn Module> {
-        modules::find(name)
-            .or_else(|| self.shared.collection_module(name, &self.playbook_dir))
+        let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
+        self.shared
+            .library_module(name, &self.playbook_dir, role_dir)
+            .or_else(|| modules::find(name))
+            .or_else(|| {
+                self.shared
+                    .collection_module(name, &self.playbook_dir, role_dir)
+            })
+            .or_else(|| {
+                // A short name under `collections:` may be one of theirs.
+                (!name.contains('.')).then_some(())?;
+                inherited.collections.iter().find_map(|collection| {
+                    self.shared.collection_module(
+                        &format!("{collection}.{name}"),
+                        &self.playbook_dir,
+                        role_dir,
+                    )
+                })
+            })
             .or_else(|| {
                 let role = inherited.role.as_ref()?;
                 let fqcn = super::collections::enclosing_collection_module(&role.path, name)?;
-                Some(modules::collection_module(&fqcn))
+                self.shared
+                    .collection_module(&fqcn, &self.playbook_dir, role_dir)
+                    .or_else(|| Some(modules::collection_module(&fqcn)))
             })
     }
 

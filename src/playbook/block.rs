@@ -84,6 +84,11 @@ impl Loader<'_> {
                 "notify" => inner.notify.extend(self.names(v, key)?),
                 "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
                 "diff" => inner.diff = Some(self.boolean(v, key)?),
+                "collections" => {
+                    let mut own = self.string_list(v, key)?;
+                    own.append(&mut inner.collections);
+                    inner.collections = own;
+                }
                 _ => {
                     let (keywords, unsupported) = (&mut inner.keywords, &mut inner.unsupported);
                     if self.table_keyword(&AT_BLOCK, k, v, keywords, unsupported)? == Taken::No {
@@ -345,8 +350,10 @@ mod tests {
         assert_eq!(pb.plays[0].handlers[0].diff, Some(true));
         assert_eq!(pb.plays[1].tasks[0].diff, None);
         assert!(pb.plays[0].unsupported.is_empty());
+        // A mapping is no boolean at load; a string that is none fails its task when it
+        // runs, as in Ansible.
         let (message, line, _) =
-            message_at("- hosts: all\n  tasks:\n    - command: a\n      diff: maybe\n");
+            message_at("- hosts: all\n  tasks:\n    - command: a\n      diff: {a: 1}\n");
         assert!(message.contains("diff"), "{message}");
         assert_eq!(line, 4);
     }

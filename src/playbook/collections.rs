@@ -60,26 +60,6 @@ pub fn collection_roles_dirs(
     dirs
 }
 
-/// Whether `namespace.collection.module` names a module file of an installed collection
-/// (`plugins/modules/<module>.py`), searched as roles are.
-pub fn collection_has_module(
-    fqcn: &str,
-    playbook_dir: &Path,
-    collections_path: &[PathBuf],
-) -> bool {
-    let Some((namespace, collection, module)) = split_role_fqcn(fqcn) else {
-        return false;
-    };
-    collection_roles_dirs(namespace, collection, playbook_dir, collections_path)
-        .iter()
-        .filter_map(|roles| roles.parent())
-        .any(|dir| {
-            dir.join("plugins/modules")
-                .join(format!("{module}.py"))
-                .is_file()
-        })
-}
-
 /// For a role inside a collection, `namespace.collection.name` when that collection ships
 /// a module `name` (`plugins/modules/<name>.py`).
 pub fn enclosing_collection_module(role_dir: &Path, name: &str) -> Option<String> {
@@ -124,34 +104,6 @@ mod tests {
         );
         assert_eq!(enclosing_collection_module(&role, "nope"), None);
         assert_eq!(enclosing_collection_module(dir.path(), "zabbix_host"), None);
-    }
-
-    #[test]
-    fn a_module_file_of_an_installed_collection_is_found() {
-        let dir = tempfile::tempdir().unwrap();
-        let modules = dir
-            .path()
-            .join("c/ansible_collections/community/general/plugins/modules");
-        std::fs::create_dir_all(&modules).unwrap();
-        std::fs::write(modules.join("ufw.py"), "").unwrap();
-        let path = [dir.path().join("c")];
-        let playbook_dir = dir.path().join("pb");
-        assert!(collection_has_module(
-            "community.general.ufw",
-            &playbook_dir,
-            &path
-        ));
-        assert!(!collection_has_module(
-            "community.general.nope",
-            &playbook_dir,
-            &path
-        ));
-        assert!(!collection_has_module(
-            "community.other.ufw",
-            &playbook_dir,
-            &path
-        ));
-        assert!(!collection_has_module("ufw", &playbook_dir, &path));
     }
 
     #[test]

@@ -122,6 +122,7 @@ impl DynamicInclude {
         let shared = Shared::new(&LoadOptions {
             roles_path: self.roles_path.clone(),
             collections_path: self.collections_path.clone(),
+            ..LoadOptions::default()
         });
         let base =
             NEXT_RUNTIME_BLOCK.fetch_add(RUNTIME_BLOCK_RANGE, std::sync::atomic::Ordering::Relaxed);
@@ -446,7 +447,10 @@ impl Loader<'_> {
         let Ok(dir) = self.find_role(entry, None, enclosing) else {
             return Ok(());
         };
-        if self.shared.is_importing(&dir) {
+        if self
+            .shared
+            .is_importing(&super::roles::role_import_key(&dir, entry))
+        {
             return Ok(());
         }
         let mut ignored = Vec::new();

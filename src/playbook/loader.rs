@@ -29,6 +29,9 @@ pub(super) struct Inherited {
     pub(super) keywords: RunKeywords,
     /// Keywords written around the tasks that turbo-play does not act on yet.
     pub(super) unsupported: Vec<UnsupportedKeyword>,
+    /// `collections:` of the play and blocks, innermost first: where a short module name
+    /// is also looked for (`ns.coll.<name>`).
+    pub(super) collections: Vec<String>,
 }
 
 /// Keeps the first of each repeated tag.

@@ -201,6 +201,11 @@ pub struct RoleInfo {
     /// it shares with other copies of itself that inherited other tags. Of these copies
     /// only the first one `--tags` selects runs ([`select_tasks`]).
     pub once_group: Option<usize>,
+    /// Reached through another role's `dependencies`.
+    pub dependency: bool,
+    /// The roles that imported or included this one, the nearest first, with their
+    /// directories (`ansible_parent_role_names`, `ansible_parent_role_paths`).
+    pub parents: Vec<(String, PathBuf)>,
 }
 
 /// Task keywords that change where and how a task runs, not what its module does. Blocks
@@ -267,11 +272,16 @@ pub struct BecomeKeywords {
 pub struct TemplatedSwitches {
     pub no_log: Option<String>,
     pub ignore_errors: Option<String>,
+    pub check_mode: Option<String>,
+    pub diff: Option<String>,
 }
 
 impl TemplatedSwitches {
     pub fn is_empty(&self) -> bool {
-        self.no_log.is_none() && self.ignore_errors.is_none()
+        self.no_log.is_none()
+            && self.ignore_errors.is_none()
+            && self.check_mode.is_none()
+            && self.diff.is_none()
     }
 }
 
@@ -287,31 +297,37 @@ impl Task {
         if switches.is_empty() {
             return Ok(None);
         }
-        let decide = |what: &str, template: &str| -> Result<bool, String> {
+        let decide = |what: &str, template: &str| -> Result<Option<bool>, String> {
             let rendered = templar
                 .render_value(&Value::String(template.to_string()), vars)
                 .map_err(|e| format!("{what}: {e}"))?;
             // Ansible's strict boolean() for `isa='bool'` keywords; a template rendering
-            // to None leaves the keyword at its default (false for both).
+            // to None leaves the keyword at its default.
             if rendered.is_null() {
-                return Ok(false);
+                return Ok(None);
             }
-            crate::booleans::strict(&rendered).map_err(|_| {
+            crate::booleans::strict(&rendered).map(Some).map_err(|_| {
                 let shown = match &rendered {
                     Value::String(s) => format!("'{s}'"),
                     other => other.to_string(),
                 };
                 format!(
-                    "Error processing keyword '{what}': The value {shown} could not be converted to 'bool'."
+                    "Task failed: Error processing keyword '{what}': The value {shown} could not be converted to 'bool'."
                 )
             })
         };
         let mut decided = self.clone();
         if let Some(template) = &switches.no_log {
-            decided.keywords.no_log = decide("no_log", template)?;
+            decided.keywords.no_log = decide("no_log", template)?.unwrap_or(false);
         }
         if let Some(template) = &switches.ignore_errors {
-            decided.ignore_errors = decide("ignore_errors", template)?;
+            decided.ignore_errors = decide("ignore_errors", template)?.unwrap_or(false);
+        }
+        if let Some(template) = &switches.check_mode {
+            decided.check_mode = decide("check_mode", template)?.or(self.check_mode);
+        }
+        if let Some(template) = &switches.diff {
+            decided.diff = decide("diff", template)?.or(self.diff);
         }
         decided.keywords.templated = TemplatedSwitches::default();
         Ok(Some(decided))
@@ -575,6 +591,8 @@ mod tests {
             keyword_vars: Default::default(),
             params: Default::default(),
             once_group: None,
+            dependency: false,
+            parents: Vec::new(),
         }));
         for name in ["Restart it", "app : Restart it", "ns.coll.app : Restart it"] {
             assert!(handler.is_named(name), "{name}");

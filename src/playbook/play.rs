@@ -74,6 +74,7 @@ impl Loader<'_> {
                     };
                 }
                 "tags" => tags = self.tags(v)?,
+                "collections" => top.collections = self.string_list(v, key)?,
                 "check_mode" => check_mode = Some(self.boolean(v, key)?),
                 "diff" => diff = Some(self.boolean(v, key)?),
                 "vars" => vars = self.mapping(v, "vars")?,

@@ -89,6 +89,8 @@ pub(super) struct RoleUse {
     pub(super) public: bool,
     /// Its handlers come before the play's own (`roles:`), else after them.
     pub(super) handlers_first: bool,
+    /// Reached through another role's `dependencies` (`ansible_dependent_role_names`).
+    pub(super) dependency: bool,
 }
 
 impl RoleUse {
@@ -96,20 +98,27 @@ impl RoleUse {
         once: true,
         public: true,
         handlers_first: true,
+        dependency: false,
     };
     pub(super) const IMPORT: RoleUse = RoleUse {
         once: false,
         public: true,
         handlers_first: false,
+        dependency: false,
     };
     pub(super) const INCLUDE: RoleUse = RoleUse {
         once: false,
         public: false,
         handlers_first: false,
+        dependency: false,
     };
 
     pub(super) fn dependency(self) -> RoleUse {
-        RoleUse { once: true, ..self }
+        RoleUse {
+            once: true,
+            dependency: true,
+            ..self
+        }
     }
 }
 
@@ -292,7 +301,10 @@ impl Loader<'_> {
     ) -> Result<(), LoadError> {
         let enclosing = inherited.role.as_ref().map(|r| r.path.as_path());
         let dir = self.find_role(entry, dependent, enclosing)?;
-        if self.shared.is_importing(&dir) {
+        // A role that imports another of its own task files (`tasks_from`) is no cycle:
+        // the role counts as being imported only with the same entry point.
+        let importing = role_import_key(&dir, entry);
+        if self.shared.is_importing(&importing) {
             return Err(self.err(
                 entry.span,
                 format!("the role '{}' depends on itself", entry.name),
@@ -348,7 +360,7 @@ impl Loader<'_> {
                 }
             }
         }
-        self.shared.importing.borrow_mut().push(identity(&dir));
+        self.shared.importing.borrow_mut().push(importing);
         let expanded = self.expand_role_in(
             entry,
             inherited,
@@ -432,6 +444,15 @@ impl Loader<'_> {
             keyword_vars: entry.vars.clone(),
             params: entry.params.clone(),
             once_group,
+            dependency: used.dependency,
+            // The role whose tasks import or include this one, and its own parents.
+            parents: inherited
+                .role
+                .iter()
+                .flat_map(|r| {
+                    std::iter::once((r.name.clone(), r.path.clone())).chain(r.parents.clone())
+                })
+                .collect(),
         });
         if used.public {
             self.shared.play.borrow_mut().public.push(info.clone());
@@ -476,6 +497,15 @@ impl Loader<'_> {
         }
         Ok(())
     }
+}
+
+/// What a role's import counts as on the import stack: its directory and entry point
+/// (`tasks_from`), so that only the same use of the same role is a cycle.
+pub(super) fn role_import_key(dir: &Path, entry: &RoleEntry) -> PathBuf {
+    identity(dir).join(format!(
+        "@entry:{}",
+        entry.tasks_from.as_deref().unwrap_or("main")
+    ))
 }
 
 #[cfg(test)]

@@ -14,6 +14,8 @@ pub(super) struct Shared {
     pub(super) next_block: Cell<usize>,
     pub(super) roles_path: Vec<PathBuf>,
     pub(super) collections_path: Vec<PathBuf>,
+    pub(super) library: Vec<PathBuf>,
+    pub(super) module_utils: Vec<PathBuf>,
     /// Files and role directories being loaded, outermost first.
     pub(super) importing: RefCell<Vec<PathBuf>>,
     pub(super) play: RefCell<PlayRoles>,
@@ -53,6 +55,8 @@ impl Shared {
             next_block: Cell::new(0),
             roles_path: options.roles_path.clone(),
             collections_path: options.collections_path.clone(),
+            library: options.library.clone(),
+            module_utils: options.module_utils.clone(),
             importing: RefCell::new(Vec::new()),
             play: RefCell::new(PlayRoles::default()),
             check_includes: true,
@@ -65,9 +69,30 @@ impl Shared {
         &self,
         name: &str,
         playbook_dir: &Path,
+        role_dir: Option<&Path>,
     ) -> Option<&'static dyn crate::modules::Module> {
-        super::collections::collection_has_module(name, playbook_dir, &self.collections_path)
-            .then(|| crate::modules::collection_module(name))
+        use crate::modules::python::{PythonModule, finding, utils_paths};
+        let roots = finding::collection_roots(playbook_dir, &self.collections_path);
+        let source = finding::collection_module(name, &roots)?;
+        let utils = utils_paths(role_dir, playbook_dir, &self.module_utils, roots);
+        Some(PythonModule::shared(name, Ok(source), utils))
+    }
+
+    /// A module in `library/` (the role's, the playbook's, the configured ones) by its
+    /// short or `ansible.legacy.` name: it comes before Ansible's own, as in Ansible.
+    pub(super) fn library_module(
+        &self,
+        name: &str,
+        playbook_dir: &Path,
+        role_dir: Option<&Path>,
+    ) -> Option<&'static dyn crate::modules::Module> {
+        use crate::modules::python::{PythonModule, finding, utils_paths};
+        let short = name.strip_prefix("ansible.legacy.").unwrap_or(name);
+        let dirs = finding::library_dirs(role_dir, playbook_dir, &self.library);
+        let source = finding::library_module(short, &dirs)?;
+        let roots = finding::collection_roots(playbook_dir, &self.collections_path);
+        let utils = utils_paths(role_dir, playbook_dir, &self.module_utils, roots);
+        Some(PythonModule::shared(short, Ok(source), utils))
     }
 
     pub(super) fn start_play(&self) {
@@ -109,6 +134,11 @@ pub struct LoadOptions {
     /// `namespace.collection.role` names are found (after `collections/` beside the
     /// playbook).
     pub collections_path: Vec<PathBuf>,
+    /// ansible.cfg `library` / `ANSIBLE_LIBRARY`: module directories after `library/`
+    /// beside the playbook and in roles.
+    pub library: Vec<PathBuf>,
+    /// ansible.cfg `module_utils` / `ANSIBLE_MODULE_UTILS`.
+    pub module_utils: Vec<PathBuf>,
 }
 
 impl LoadOptions {

@@ -140,8 +140,15 @@ impl Loader<'_> {
                 }
                 "vars" => vars = self.mapping(v, "vars")?,
                 "tags" => tags.extend(self.tags(v)?),
-                "check_mode" => check_mode = Some(self.boolean(v, key)?),
-                "diff" => diff = Some(self.boolean(v, key)?),
+                // The inherited value stays for a template that renders to None.
+                "check_mode" => match self.switch(v, key)? {
+                    Ok(fixed) => check_mode = Some(fixed),
+                    Err(template) => keywords.templated.check_mode = Some(template),
+                },
+                "diff" => match self.switch(v, key)? {
+                    Ok(fixed) => diff = Some(fixed),
+                    Err(template) => keywords.templated.diff = Some(template),
+                },
                 "loop_control" => {
                     let (var, control) = self.loop_control(v)?;
                     if let Some(var) = var {
@@ -685,6 +692,7 @@ failed_when: false
             TemplatedSwitches {
                 no_log: Some("{{ 'false' if quiet is undefined else 'true' }}".into()),
                 ignore_errors: Some("{{ lenient | bool }}".into()),
+                ..TemplatedSwitches::default()
             }
         );
         let templar = Templar::new();
@@ -712,18 +720,37 @@ failed_when: false
         };
         assert_eq!(
             switch("{{ '' }}").unwrap_err(),
-            "Error processing keyword 'ignore_errors': The value '' could not be converted to 'bool'."
+            "Task failed: Error processing keyword 'ignore_errors': The value '' could not be converted to 'bool'."
         );
         assert_eq!(
             switch("{{ 2 }}").unwrap_err(),
-            "Error processing keyword 'ignore_errors': The value 2 could not be converted to 'bool'."
+            "Task failed: Error processing keyword 'ignore_errors': The value 2 could not be converted to 'bool'."
         );
         assert_eq!(switch("{{ none }}"), Ok(false));
         assert_eq!(switch("{{ ' T ' }}"), Ok(true));
-        // A value that is no template is still checked when the playbook loads.
+        // So is a string that is no boolean, as Ansible checks it when the task runs; so
+        // are check_mode and diff, which keep the inherited value for a None.
+        let t = task("command: x\nno_log: maybe\ndiff: yes.\ncheck_mode: \"{{ none }}\"");
         assert_eq!(
-            err("- hosts: all\n  tasks:\n    - command: x\n      no_log: maybe\n").message,
-            "no_log must be a boolean, got 'maybe'"
+            t.with_switches_decided(&templar, &vars).unwrap_err(),
+            "Task failed: Error processing keyword 'no_log': The value 'maybe' could not be converted to 'bool'."
+        );
+        let t = task("command: x\ndiff: yes.");
+        assert_eq!(
+            t.with_switches_decided(&templar, &vars).unwrap_err(),
+            "Task failed: Error processing keyword 'diff': The value 'yes.' could not be converted to 'bool'."
+        );
+        let pb = ok(
+            "- hosts: all\n  check_mode: true\n  tasks:\n    - command: x\n      check_mode: \"{{ none }}\"\n      diff: \"{{ flag }}\"\n",
+        );
+        let vars = minijinja::Value::from_serialize(serde_json::json!({"flag": "no"}));
+        let decided = pb.plays[0].tasks[0]
+            .with_switches_decided(&templar, &vars)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (decided.check_mode, decided.diff),
+            (Some(true), Some(false))
         );
     }
 
@@ -856,12 +883,8 @@ failed_when: false
             )
         );
         assert_eq!(
-            message_at(&play("    - ping:\n      ignore_errors: sometimes\n")),
-            (
-                "ignore_errors must be a boolean, got 'sometimes'".into(),
-                4,
-                22
-            )
+            message_at(&play("    - ping:\n      ignore_errors: [sometimes]\n")),
+            ("ignore_errors must be a boolean, got a list".into(), 4, 22)
         );
         assert_eq!(
             message_at(&play(

@@ -95,6 +95,11 @@ impl Loader<'_> {
     ) -> Result<Result<bool, String>, LoadError> {
         match &node.value {
             Value::Str(s) if crate::template::is_template(s) => Ok(Err(s.clone())),
+            // Ansible checks a keyword's type when the task runs (post_validate): a string
+            // that is no boolean fails the task then, with its message, not the load.
+            Value::Str(s) if crate::booleans::strict(&node.to_json()).is_err() => {
+                Ok(Err(s.clone()))
+            }
             _ => self.boolean(node, what).map(Ok),
         }
     }

@@ -555,9 +555,16 @@ fn controller_path_tests() {
         "f": file.display().to_string(),
         "dir": dir.path().display().to_string(),
         "gone": dir.path().join("gone").display().to_string(),
+        "broken": dir.path().join("broken").display().to_string(),
     }));
+    std::os::unix::fs::symlink("nowhere", dir.path().join("broken")).unwrap();
     let t = Templar::new();
     let yes = |expr: &str| t.eval_condition(expr, &vars).unwrap();
+    assert!(yes(
+        "broken is not exists and broken is link_exists and broken is link"
+    ));
+    assert!(yes("f is same_file(f) and f is not same_file(dir)"));
+    assert!(yes("'/' is mount and dir is not mount"));
     assert!(yes("f is file and f is exists and f is not directory"));
     assert!(yes(
         "dir is directory and dir is exists and dir is not file"

@@ -45,6 +45,7 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("b64encode", b64encode);
     env.add_filter("b64decode", b64decode);
     env.add_filter("quote", quote);
+    env.add_filter("strftime", super::dates::strftime);
     env.add_filter("hash", hash);
     env.add_filter("checksum", checksum);
     env.add_filter("password_hash", password_hash);

@@ -346,3 +346,37 @@ fn sequence_takes_its_options_as_keywords_too() {
         json!(["x3", "x4"])
     );
 }
+
+#[test]
+fn combining_lookups_run_in_templates_as_in_loops() {
+    let p = Playbook::new(&[]);
+    assert_eq!(
+        p.value("lookup('indexed_items', ['a', 'b'])"),
+        json!([[0, "a"], [1, "b"]])
+    );
+    assert_eq!(
+        p.value("query('nested', ['a', 'b'], [1])"),
+        json!([["a", 1], ["b", 1]])
+    );
+    assert_eq!(
+        p.value("query('together', ['a', 'b'], [1])"),
+        json!([["a", 1], ["b", null]])
+    );
+}
+
+/// A bare pattern looks in each search directory (its `files/` first) until one has a
+/// match: a file beside the playbook is found though `files/` exists.
+#[test]
+fn fileglob_tries_each_search_directory_until_one_matches() {
+    let p = Playbook::new(&[("in_files.txt", b"x")]);
+    std::fs::write(p.dir.path().join("beside.txt"), "y").unwrap();
+    let beside = p.dir.path().join("beside.txt").display().to_string();
+    assert_eq!(p.value("query('fileglob', 'beside.*')"), json!([beside]));
+    let in_files = p
+        .dir
+        .path()
+        .join("files/in_files.txt")
+        .display()
+        .to_string();
+    assert_eq!(p.value("query('fileglob', '*.txt')"), json!([in_files]));
+}

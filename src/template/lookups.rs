@@ -21,6 +21,7 @@ struct Reach {
 /// The lookups turbo-play has.
 pub const NAMES: &[&str] = &[
     "file",
+    "unvault",
     "env",
     "template",
     "fileglob",
@@ -39,6 +40,11 @@ pub const NAMES: &[&str] = &[
     "csvfile",
     "password",
     "config",
+    "nested",
+    "cartesian",
+    "together",
+    "subelements",
+    "indexed_items",
 ];
 
 pub fn register(
@@ -106,6 +112,7 @@ fn run(
     let name = name.strip_prefix("ansible.builtin.").unwrap_or(name);
     let results = match name {
         "file" => file(terms, &kwargs, &base),
+        "unvault" => unvault(terms, &base),
         "env" => env(terms, &kwargs),
         "template" => template(state, terms, &kwargs, &base),
         "fileglob" => fileglob(terms, &base),
@@ -136,6 +143,14 @@ fn run(
         "csvfile" => super::csvfile_lookup::csvfile(&term_texts(terms), &kwargs, &|name| {
             find(&base, "files", name).filter(|p| p.is_file())
         }),
+        other if super::Combinator::from_lookup(other).is_some() => {
+            let combinator = super::Combinator::from_lookup(other).expect("matched");
+            let terms = serde_json::to_value(terms).map_err(|e| error(e.to_string()))?;
+            combinator
+                .items(terms)
+                .map(|items| items.into_iter().map(MjValue::from_serialize).collect())
+                .map_err(error)
+        }
         other => Err(error(format!(
             "lookup plugin '{other}' is not supported (supported: {})",
             NAMES.join(", ")
@@ -234,11 +249,32 @@ fn file(terms: &[MjValue], kwargs: &Kwargs, base: &SearchPath) -> Result<Vec<MjV
             let path = find(base, "files", term)
                 .filter(|p| p.is_file())
                 .ok_or_else(|| error(format!("could not locate file in lookup: {term}")))?;
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| error(format!("could not read {}: {e}", path.display())))?;
+            let text = read_text(&path)?;
             let text = if rstrip { text.trim_end() } else { &text };
             let text = if lstrip { text.trim_start() } else { text };
             Ok(MjValue::from(text))
+        })
+        .collect()
+}
+
+/// A file's text as Ansible's loader gives it to lookups: decrypted when vault-encrypted.
+fn read_text(path: &Path) -> Result<String, MjError> {
+    let bytes = crate::vault::read_file(path).map_err(|e| match e {
+        crate::vault::ReadError::Vault(vault) => error(vault.describe(&path.display().to_string())),
+        io => error(format!("could not read {}: {io}", path.display())),
+    })?;
+    String::from_utf8(bytes).map_err(|_| error(format!("{} is not UTF-8 text", path.display())))
+}
+
+/// `unvault`: the file lookup's search, the contents decrypted and never stripped.
+fn unvault(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError> {
+    term_texts(terms)
+        .iter()
+        .map(|term| {
+            let path = find(base, "files", term)
+                .filter(|p| p.is_file())
+                .ok_or_else(|| error(format!("Unable to find file matching \"{term}\" ")))?;
+            Ok(MjValue::from(read_text(&path)?))
         })
         .collect()
 }
@@ -284,8 +320,7 @@ fn template(
                         "the template file {term} could not be found for the lookup"
                     ))
                 })?;
-            let source = std::fs::read_to_string(&path)
-                .map_err(|e| error(format!("could not read {}: {e}", path.display())))?;
+            let source = read_text(&path)?;
             let source = if super::chain::may_need_rewrite(&source) {
                 super::chain::rewrite_template(&source)
             } else {
@@ -310,25 +345,41 @@ fn fileglob(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjErro
         };
         let dirs: Vec<PathBuf> = if Path::new(dir).is_absolute() {
             vec![PathBuf::from(dir)]
-        } else {
+        } else if dir.is_empty() {
+            // A bare pattern tries every search directory (each one's `files/` first)
+            // until one has a match, as Ansible's fileglob does.
             base.candidates("files", dir)
+        } else {
+            // A pattern with a directory globs in the first search directory that has it.
+            base.candidates("files", dir)
+                .into_iter()
+                .find(|d| d.is_dir())
+                .into_iter()
+                .collect()
         };
-        // The first search directory that exists wins, as Ansible's search path.
-        let Some(found_dir) = dirs.into_iter().find(|d| d.is_dir()) else {
-            continue;
-        };
-        let mut matches: Vec<String> = std::fs::read_dir(&found_dir)
-            .map_err(|e| error(format!("fileglob: {}: {e}", found_dir.display())))?
-            .filter_map(Result::ok)
-            .filter(|e| e.path().is_file())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|name| crate::fnmatch::glob_component(pattern, name))
-            .map(|name| found_dir.join(name).display().to_string())
-            .collect();
-        matches.sort();
-        out.extend(matches.into_iter().map(MjValue::from));
+        for found_dir in dirs.iter().filter(|d| d.is_dir()) {
+            let matches = glob_in(found_dir, pattern)?;
+            if !matches.is_empty() {
+                out.extend(matches.into_iter().map(MjValue::from));
+                break;
+            }
+        }
     }
     Ok(out)
+}
+
+/// The regular files in `dir` whose names match `pattern`, sorted.
+fn glob_in(dir: &Path, pattern: &str) -> Result<Vec<String>, MjError> {
+    let mut matches: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| error(format!("fileglob: {}: {e}", dir.display())))?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_file())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| crate::fnmatch::glob_component(pattern, name))
+        .map(|name| dir.join(name).display().to_string())
+        .collect();
+    matches.sort();
+    Ok(matches)
 }
 
 /// `first_found`: terms are names or `{files: [...], paths: [...], skip: bool}`.

@@ -8,6 +8,10 @@
 //! in `lookups`; Python's string/list/dict methods come from minijinja-contrib's pycompat.
 
 mod chain;
+mod combining_lookups;
+mod dates;
+pub use combining_lookups::Combinator;
+pub use dates::{local_mtime, local_now};
 mod config_lookup;
 #[cfg(test)]
 mod dialect_tests;
@@ -26,6 +30,7 @@ mod sequence;
 pub use sequence::sequence_items;
 mod sha_crypt;
 mod tests;
+mod vault_filters;
 mod yaml_dump;
 
 use std::collections::HashSet;
@@ -206,6 +211,7 @@ impl Templar {
         math_filters::register(&mut env);
         tests::register(&mut env);
         lookups::register(&mut env, base_dir.clone(), None);
+        vault_filters::register(&mut env);
         env.add_function(chain::CHAIN_FN, chain::chain);
         // Ansible's `undef(hint)`: an undefined value, for defaults that must stay unset.
         env.add_function("undef", |_hint: Option<String>| MjValue::UNDEFINED);

@@ -38,9 +38,16 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_test("is_file", |p: &str| std::path::Path::new(p).is_file());
     env.add_test("directory", |p: &str| std::path::Path::new(p).is_dir());
     env.add_test("is_dir", |p: &str| std::path::Path::new(p).is_dir());
-    env.add_test("exists", |p: &str| {
-        std::path::Path::new(p).exists() || std::fs::symlink_metadata(p).is_ok()
+    // Python's `os.path.exists` follows links (a broken one does not exist); `lexists`
+    // does not.
+    env.add_test("exists", |p: &str| std::path::Path::new(p).exists());
+    env.add_test("link_exists", |p: &str| {
+        std::fs::symlink_metadata(p).is_ok()
     });
+    env.add_test("same_file", same_file);
+    env.add_test("is_same_file", same_file);
+    env.add_test("mount", is_mount);
+    env.add_test("is_mount", is_mount);
     env.add_test("link", |p: &str| {
         std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
     });
@@ -56,6 +63,33 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_test("urn", |value: &MjValue| {
         uri(value, Some(MjValue::from(vec!["urn"])))
     });
+}
+
+/// Python's `os.path.samefile`: the same device and inode (links followed); a missing
+/// path is an error in Python, false here as a test.
+fn same_file(a: &str, b: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// Python's `os.path.ismount`: a directory (not a link) on another device than its
+/// parent, or the same inode as its parent (`/`).
+fn is_mount(p: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let path = std::path::Path::new(p);
+    let Ok(own) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    if own.file_type().is_symlink() || !own.is_dir() {
+        return false;
+    }
+    let Ok(parent) = std::fs::symlink_metadata(path.join("..")) else {
+        return false;
+    };
+    own.dev() != parent.dev() || own.ino() == parent.ino()
 }
 
 /// `nan`: only a float can be NaN; anything else (a string too) is not.

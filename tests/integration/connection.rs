@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use turbo_play::agent_binary::agent_binary;
 use turbo_play::connection::{
-    ConnectError, ConnectionKind, ConnectionSpec, StrictHostKeyChecking, open_agent,
+    ConnectError, ConnectionKind, ConnectionSpec, Proxy, StrictHostKeyChecking, open_agent,
 };
 use turbo_proto::{Command, Exec, FileKind, Op, OpResult};
 
@@ -259,6 +259,9 @@ async fn a_closed_port_says_connection_refused() {
         strict: StrictHostKeyChecking::Yes,
         known_hosts_files: vec![PathBuf::from("/dev/null")],
         connect_timeout: Duration::from_secs(5),
+        proxy: Proxy::None,
+        password: None,
+        retries: None,
         ssh: Default::default(),
     };
     let err = open_agent(&spec)
@@ -338,6 +341,9 @@ async fn the_local_connection_runs_the_agent_as_a_child() {
         strict: StrictHostKeyChecking::Yes,
         known_hosts_files: vec![],
         connect_timeout: Duration::from_secs(5),
+        proxy: Proxy::None,
+        password: None,
+        retries: None,
         ssh: Default::default(),
     };
     let session = open_agent(&spec).await.expect("local agent");

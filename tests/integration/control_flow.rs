@@ -562,8 +562,9 @@ fn unsupported_ansible_modules_fail_only_when_they_run() {
 }
 
 /// A module named by its collection loads when that collection is installed (as Ansible
-/// resolves it), and fails like any unsupported module on a host that runs it; without the
-/// collection it is refused at load time, as ansible-playbook refuses it.
+/// resolves it), and runs only on a host that reaches it (this one, a comment without an
+/// interpreter line, fails as Ansible fails it); without the collection it is refused at
+/// load time, as ansible-playbook refuses it.
 #[test]
 fn installed_collection_modules_load_and_fail_only_when_they_run() {
     let hosts = LocalHosts::new(&["h"]);
@@ -604,7 +605,7 @@ fn installed_collection_modules_load_and_fail_only_when_they_run() {
     );
     assert_contains(
         &out,
-        "the 'ansible.posix.sysctl' module is not supported by turbo-play yet",
+        "module (ansible.posix.sysctl) is missing interpreter line",
     );
     let missing = run_with("/nonexistent");
     missing.assert_code(4);

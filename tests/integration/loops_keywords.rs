@@ -406,6 +406,36 @@ fn serial_runs_batches_in_turn_in_the_play_order() {
     assert!(first_a < first_b && first_b < first_c, "{}", out.stdout);
 }
 
+/// With one fork the hosts take turns in the play's order (`order:` included), as
+/// Ansible's: the shared file lists them in that order.
+#[test]
+fn one_fork_runs_the_hosts_in_the_play_order() {
+    let hosts = LocalHosts::new(&["hb", "ha", "hd", "hc"]);
+    let shared = hosts.dir("ha").join("order.txt");
+    for order in ["inventory", "reverse_sorted"] {
+        let _ = std::fs::remove_file(&shared);
+        let out = TestRun::new()
+            .playbook(&format!(
+                "- hosts: all\n  gather_facts: false\n  order: {order}\n  tasks:\n    \
+                 - shell: echo {{{{ inventory_hostname }}}} >> {}\n",
+                shared.display()
+            ))
+            .local_hosts(&hosts)
+            .args(&["--forks", "1"])
+            .run();
+        out.assert_code(0);
+        let expected = match order {
+            "inventory" => "hb\nha\nhd\nhc\n",
+            _ => "hd\nhc\nhb\nha\n",
+        };
+        assert_eq!(
+            std::fs::read_to_string(&shared).unwrap(),
+            expected,
+            "{order}"
+        );
+    }
+}
+
 #[test]
 fn strategy_free_lets_fast_hosts_run_ahead() {
     let hosts = LocalHosts::new(&["h1", "h2"]);

@@ -82,8 +82,8 @@ fn apt_removes_purges_and_autoremoves_as_ansible() {
     assert_eq!(installed(&host, "turbo-lib"), None);
 }
 
-/// The cost of an apt task with nothing to do: the time of a play of 21 such tasks less
-/// that of a play of one, per task. Printed; bounded loosely (the machine is shared).
+/// An apt task with nothing to do changes nothing; its cost (the time of a play of 21
+/// such tasks less that of a play of one, per task) is printed, not asserted.
 #[test]
 fn a_noop_apt_task_costs_milliseconds() {
     if !debian::available("a_noop_apt_task_costs_milliseconds") {
@@ -120,11 +120,11 @@ fn a_noop_apt_task_costs_milliseconds() {
     let best = |run: &TestRun| (0..3).map(|_| timed(run)).min().expect("runs");
     let (t1, t21) = (best(&one), best(&many));
     let per_task = t21.saturating_sub(t1) / 20;
+    // Printed for the reader; the figure itself is tests/bench/packages.sh's to measure.
     eprintln!("no-op apt task: {per_task:?} per task (1 task: {t1:?}, 21 tasks: {t21:?})");
-    assert!(
-        per_task.as_millis() < 500,
-        "a no-op apt task took {per_task:?}"
-    );
+    let out = many.run();
+    out.assert_code(0);
+    assert_eq!(out.recap(RECORDED_HOST).changed, 0, "{}", out.stdout);
 }
 
 #[test]
@@ -137,14 +137,43 @@ fn package_dpkg_selections_debconf_and_package_facts_as_ansible() {
     assert!(held.ends_with("hold\n"), "{held}");
 }
 
-/// Loop items stay separate apt runs, one after another, each seeing what the one before
-/// installed: squashing them into one apt-get call would change the per-item results
-/// (the second item here would report a change it did not make).
+/// A squashed call that fails runs again item by item: only the item apt does not know
+/// fails, with Ansible's message, and the others install.
 #[test]
-fn apt_loop_items_run_one_after_another_as_ansible() {
-    if !debian::available("apt_loop_items_run_one_after_another_as_ansible") {
+fn apt_loop_with_an_unknown_name_fails_only_that_item_as_ansible() {
+    if !debian::available("apt_loop_with_an_unknown_name_fails_only_that_item_as_ansible") {
+        return;
+    }
+    let (host, _, _) = debian_scenario::check("apt-loop-failure");
+    assert_eq!(installed(&host, "turbo-multi").as_deref(), Some("1.0"));
+}
+
+/// A loop's package names go to apt-get in one call, yet each item reports what it
+/// reports in Ansible, where it runs after the ones before it: the second item, which the
+/// first pulls in as a dependency, changes nothing.
+#[test]
+fn apt_loop_items_squash_into_one_apt_call_with_ansibles_per_item_results() {
+    if !debian::available("apt_loop_items_squash_into_one_apt_call_with_ansibles_per_item_results")
+    {
         return;
     }
     let (host, _, _) = debian_scenario::check("apt-loop");
     assert_eq!(installed(&host, "turbo-multi").as_deref(), Some("1.0"));
+    let history = String::from_utf8_lossy(&host.read("/var/log/apt/history.log")).into_owned();
+    let installs: Vec<&str> = history
+        .lines()
+        .filter(|l| l.starts_with("Commandline:") && l.contains(" install "))
+        .collect();
+    assert_eq!(
+        installs.len(),
+        1,
+        "one apt-get install for the whole loop:\n{history}"
+    );
+    assert!(
+        ["turbo-conf", "turbo-lib", "turbo-multi=1.0"]
+            .iter()
+            .all(|name| installs[0].contains(name)),
+        "{}",
+        installs[0]
+    );
 }

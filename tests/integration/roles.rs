@@ -284,3 +284,43 @@ fn a_handler_loaded_later_under_the_same_name_shadows_the_earlier() {
         out.stdout
     );
 }
+
+/// The role-name magic variables: the play's own roles, their dependencies, and the roles
+/// that import or include the running one, as Ansible's special_vars target checks them.
+#[test]
+fn role_name_variables_tell_play_roles_dependencies_and_parents_apart() {
+    let hosts = LocalHosts::new(&["h1"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all
+  gather_facts: false
+  roles: [app]
+",
+        )
+        .file("roles/base/tasks/main.yml", "- debug: msg=base\n")
+        .file("roles/app/meta/main.yml", "dependencies: [base]\n")
+        .file(
+            "roles/app/tasks/main.yml",
+            "- copy:
+    dest: ~/names
+    content: \"{{ role_names }} {{ ansible_dependent_role_names }} {{ ansible_role_names }} {{ ansible_parent_role_names is defined }}\\n\"
+- include_role:
+    name: helper
+",
+        )
+        .file(
+            "roles/helper/tasks/main.yml",
+            "- copy:
+    dest: ~/parents
+    content: \"{{ ansible_parent_role_names }} {{ ansible_parent_role_paths | map('basename') | list }}\\n\"
+",
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        read(&out, hosts.home(), "names"),
+        "['app'] ['base'] ['app', 'base'] False\n"
+    );
+    assert_eq!(read(&out, hosts.home(), "parents"), "['app'] ['app']\n");
+}

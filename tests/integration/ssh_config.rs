@@ -8,7 +8,7 @@ use std::process::Command;
 
 use crate::support::hosts::{SshHosts, closed_port};
 use crate::support::run::{Outcome, TestRun, assert_contains, assert_not_contains, recap};
-use crate::support::sshd::{Sshd, keygen};
+use crate::support::sshd::{Sshd, SshdOptions, keygen};
 
 const REACH: &str = "- hosts: all
   gather_facts: false
@@ -251,7 +251,7 @@ fn a_jump_host_or_a_bad_line_in_the_file_makes_the_host_unreachable() {
 /// public line.
 fn sshd_with_host_certificate(principals: &'static str) -> (Sshd, String) {
     let ca = std::sync::Mutex::new(String::new());
-    let sshd = Sshd::start_with(|dir, host_key| {
+    let sign = |dir: &Path, host_key: &Path| {
         let ca_key = dir.join("host_ca");
         keygen(&ca_key);
         let status = Command::new("ssh-keygen")
@@ -266,6 +266,10 @@ fn sshd_with_host_certificate(principals: &'static str) -> (Sshd, String) {
         *ca.lock().unwrap() = ca_pub.trim().to_string();
         let cert = host_key.with_file_name("host_ed25519-cert.pub");
         format!("HostCertificate {}\n", cert.display())
+    };
+    let sshd = Sshd::start_with(&SshdOptions {
+        extra: Some(&sign),
+        ..Default::default()
     });
     let ca = ca.into_inner().unwrap();
     (sshd, ca)

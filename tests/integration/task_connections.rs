@@ -1,6 +1,6 @@
 //! A task's own `connection`, `remote_user` and `port` (or its block's): its ops go
 //! through a session for that connection, login and port, as in Ansible; and hosts
-//! behind a jump host are refused rather than contacted directly.
+//! behind a jump host that cannot be reached are unreachable rather than contacted directly.
 
 use std::os::unix::fs::MetadataExt;
 
@@ -166,7 +166,7 @@ fn a_host_behind_a_jump_host_is_unreachable_with_the_reason_not_contacted_direct
     assert_contains(&out, "fatal: [jumped]: UNREACHABLE!");
     assert_contains(
         &out,
-        "ansible_ssh_common_args: ProxyJump is not supported yet: turbo-play connects to each host directly",
+        "Failed to connect to the host via ssh: jump host root@bastion.example:22: ssh: Could not resolve hostname bastion.example",
     );
     assert_eq!(out.recap("jumped").unreachable, 1);
     assert_eq!(out.recap("direct"), recap(1, 1));

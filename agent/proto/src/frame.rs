@@ -267,8 +267,8 @@ mod tests {
 
     // The wire format, committed. If one of these fails, the messages (or bincode's
     // options) changed: bump PROTOCOL_VERSION and update the constants on purpose.
-    const GOLDEN_HELLO_BINCODE: &str = "00000000070000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
-    const GOLDEN_HELLO_FRAME: &str = "0000003f78012589bb090020140303a236164ee26727050b455bd7704ac7300fc31d84048ca59a0a29e4908c345aeaea735f05888e8b10db1c35feef78e001f4ca0aa5";
+    const GOLDEN_HELLO_BINCODE: &str = "00000000080000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
+    const GOLDEN_HELLO_FRAME: &str = "0000003f78012589bb090020140303a2585838899f9d142c146d5dc3291dc33c0c77101230966a2aa4904332d268a9abcf7d15203a2e426c73d4f8bfe38107f5090aa6";
     const GOLDEN_REQUEST_BINCODE: &str = "00000000070000000000000000010500000003000000000000000100000009000000000000002f6574632f6d6f746400000000060000000000000068656c6c6f0a0100000000a401000001010400000000000000726f6f740000010400000000000000020000000000000004000000000000006563686f02000000000000006869000106000000000000002f746d702f7800010000000000000004000000000000004c414e47010000000000000043000112000000070000000a000000000000002f6574632f686f7374730800000000000000010010000000000000";
     const GOLDEN_REQUEST_FRAME: &str = "0000008178013d4e490ac3400c93bb37a7d28fcc1b4a0fbd947e221d9842824be2431e9487469ee018c946b23006eb4c56c891634f3a84ed4a3a52b636f56a5f17276f64c95da78dc730b38b1c683a06550336b9c35ab1ce6dd1f0ca0f12f792f5ff3481a76a3ee2efc7e715de1372e7d21f6e381df5b5a2a38d1797a4e0865a0b53e3121b";
 
@@ -398,6 +398,37 @@ mod tests {
         ops.push(Op::Facts {
             subsets: vec!["all".into(), "!hardware".into()],
         });
+        for style in [
+            ModuleStyle::NewStyle {
+                fqn: "ansible.legacy.m".into(),
+                profile: "legacy".into(),
+            },
+            ModuleStyle::Old {
+                path: "m".into(),
+                python: true,
+            },
+            ModuleStyle::WantJson {
+                path: "m.sh".into(),
+                python: false,
+            },
+            ModuleStyle::Binary { path: "m".into() },
+        ] {
+            ops.push(Op::RunModule(RunModule {
+                interpreters: vec!["python3".into(), "/usr/bin/python3".into()],
+                payload: ModulePayload {
+                    sha256: [3; 32],
+                    files: Some(vec![PayloadFile {
+                        path: "ansible/__init__.py".into(),
+                        data: b"".to_vec(),
+                        executable: false,
+                    }]),
+                },
+                style,
+                args: b"{}".to_vec(),
+                timeout_secs: Some(5),
+                env: vec![("A".into(), "1".into())],
+            }));
+        }
         let nested = Op::Batch(ops.clone());
         ops.push(nested);
         ops
@@ -465,6 +496,14 @@ mod tests {
             }),
             OpResult::Chunk { size: 1 << 20 },
             OpResult::NeedContent,
+            OpResult::Module(ModuleRun {
+                interpreter: "/usr/bin/python3".into(),
+                discovered: true,
+                rc: 1,
+                stdout: b"{}".to_vec(),
+                stderr: b"Traceback".to_vec(),
+                timed_out: true,
+            }),
             OpResult::Facts(vec![
                 ("null".into(), FactValue::Null),
                 ("bool".into(), FactValue::Bool(true)),

@@ -111,6 +111,72 @@ pub enum Op {
     /// exists. Answered by a [`FileOutcome`] of `to`; in check mode only `from` is
     /// looked at.
     Rename { from: String, to: String },
+    /// Run a module that has no native planner (a `library/` or collection module, or
+    /// one of ansible-core's) on the target, answered by [`OpResult::Module`]. Its files
+    /// are kept in the agent's cache by digest: when the agent lacks them and `payload.files`
+    /// is `None` it answers [`OpResult::NeedContent`], and the controller asks again with
+    /// the files. New-style Python modules run in a child forked from one warm interpreter
+    /// the agent keeps per interpreter path for the session.
+    RunModule(RunModule),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunModule {
+    /// Interpreters to try, in order, as Ansible's `interpreter_python=auto` tries its
+    /// list (a bare name looked up on PATH, a path taken if executable); the first found
+    /// runs the module. One entry for `ansible_python_interpreter`.
+    pub interpreters: Vec<String>,
+    pub payload: ModulePayload,
+    pub style: ModuleStyle,
+    /// The arguments as the module reads them: JSON (`{"ANSIBLE_MODULE_ARGS": ...}` for
+    /// new-style modules), or `k=v` text for old-style ones.
+    pub args: Vec<u8>,
+    /// Seconds before the module is killed (the task's `timeout:`).
+    pub timeout_secs: Option<u64>,
+    /// The task's `environment`.
+    pub env: Vec<(String, String)>,
+}
+
+/// A module's files, relative paths under one directory of the agent's cache named by
+/// `sha256` (the digest of the files, computed by the controller).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModulePayload {
+    pub sha256: [u8; 32],
+    /// `None` while the controller believes the agent has them.
+    pub files: Option<Vec<PayloadFile>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PayloadFile {
+    pub path: String,
+    pub data: Vec<u8>,
+    pub executable: bool,
+}
+
+/// How a module takes its arguments and is started, as Ansible's `module_style`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ModuleStyle {
+    /// AnsibleModule: `fqn` is the dotted name it is imported by (`ansible.modules.uri`,
+    /// `ansible_collections.ns.coll.plugins.modules.x`, `ansible.legacy.x`), run by the
+    /// warm interpreter with `profile` (Ansible's serialization profile).
+    NewStyle {
+        fqn: String,
+        profile: String,
+    },
+    /// A program given the path of an arguments file (`k=v` text for `Old`, JSON for the
+    /// others); `path` is the file in the payload. A Python script (`python`) is started
+    /// by the interpreter, anything else by its own `#!` line or as a binary.
+    Old {
+        path: String,
+        python: bool,
+    },
+    WantJson {
+        path: String,
+        python: bool,
+    },
+    Binary {
+        path: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -229,6 +295,8 @@ pub enum OpResult {
     Read(FileRead),
     /// What [`Op::ListTree`] found.
     Tree(TreeListing),
+    /// What [`Op::RunModule`] printed and how it ended.
+    Module(ModuleRun),
     Error(OpError),
 }
 
@@ -402,6 +470,20 @@ pub struct ExecOutcome {
     pub start_unix_micros: i64,
     pub duration_micros: u64,
     pub msg: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModuleRun {
+    /// The interpreter that ran it, empty for a binary.
+    pub interpreter: String,
+    /// True when it was picked from several candidates (Ansible's discovery, whose
+    /// result becomes the `discovered_interpreter_python` fact).
+    pub discovered: bool,
+    pub rc: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Killed after `timeout_secs`.
+    pub timed_out: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

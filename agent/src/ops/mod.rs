@@ -7,6 +7,7 @@ pub mod exec;
 pub mod facts;
 pub mod file;
 pub mod mode;
+pub mod module;
 pub mod path;
 pub mod read;
 pub mod realpath;
@@ -41,6 +42,8 @@ pub struct Agent {
     temp_seq: u64,
     staging_dir: Option<PathBuf>,
     pub names: Names,
+    /// Warm Python interpreters for `RunModule`, one per interpreter path.
+    pub runners: Vec<module::Runner>,
 }
 
 impl Agent {
@@ -54,6 +57,7 @@ impl Agent {
             temp_seq: 0,
             staging_dir: None,
             names: Names::default(),
+            runners: Vec::new(),
         }
     }
 
@@ -92,6 +96,7 @@ impl Agent {
                 checksum,
             } => tree::list_tree(self, &path, max_depth, follow, checksum),
             Op::Rename { from, to } => rename::rename(self, &from, &to, flags),
+            Op::RunModule(spec) => module::run_module(self, spec),
         };
         result.unwrap_or_else(OpResult::Error)
     }

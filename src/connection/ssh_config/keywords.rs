@@ -76,7 +76,7 @@ static KEYWORDS: &[Keyword] = &[
     kw!("StrictHostKeyChecking", One(Strict), Honoured),
     kw!("HashKnownHosts", One(YesNo), Honoured),
     kw!("ConnectTimeout", One(Seconds), Honoured),
-    kw!("ConnectionAttempts", One(Count), NotHonoured),
+    kw!("ConnectionAttempts", One(Count), Honoured),
     kw!("ServerAliveInterval", One(Seconds), Honoured),
     kw!("ServerAliveCountMax", One(Count), Honoured),
     kw!("AddressFamily", One(Family), Honoured),

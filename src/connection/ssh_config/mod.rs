@@ -110,7 +110,10 @@ pub struct Resolved {
     pub address_family: AddressFamily,
     pub bind_address: Option<String>,
     pub algorithms: Algorithms,
+    /// ProxyJump, tokens expanded; `None` for `none`.
     pub proxy_jump: Option<(String, Origin)>,
+    /// ProxyCommand as written: its tokens are expanded when connecting, with the values
+    /// the connection ends up with. `None` for `none`.
     pub proxy_command: Option<(String, Origin)>,
     /// Options read and not acted on, each naming its file and line: warned about.
     pub warnings: Vec<String>,
@@ -126,16 +129,12 @@ pub struct SshSettings {
     pub certificate_files: Vec<PathBuf>,
     /// accept-new writes `|1|salt|hash` names.
     pub hash_known_hosts: bool,
-    pub connection_attempts: Option<u32>,
     /// `Some(ZERO)`: keepalives off.
     pub server_alive_interval: Option<Duration>,
     pub server_alive_count_max: Option<u32>,
     pub address_family: AddressFamily,
     pub bind_address: Option<String>,
     pub algorithms: Algorithms,
-    /// ProxyJump and ProxyCommand, tokens expanded: the transport goes through them.
-    pub proxy_jump: Option<String>,
-    pub proxy_command: Option<String>,
     /// Options read and not acted on, each naming its file and line.
     pub warnings: Vec<String>,
 }
@@ -147,14 +146,11 @@ impl Resolved {
             identity_agent: self.identity_agent.clone(),
             certificate_files: self.certificate_files.clone(),
             hash_known_hosts: self.hash_known_hosts,
-            connection_attempts: self.connection_attempts,
             server_alive_interval: self.server_alive_interval,
             server_alive_count_max: self.server_alive_count_max,
             address_family: self.address_family,
             bind_address: self.bind_address.clone(),
             algorithms: self.algorithms.clone(),
-            proxy_jump: self.proxy_jump.as_ref().map(|(j, _)| j.clone()),
-            proxy_command: self.proxy_command.as_ref().map(|(c, _)| c.clone()),
             warnings: self.warnings.clone(),
         }
     }
@@ -302,16 +298,19 @@ fn finish(request: &Request<'_>, settings: Settings) -> Result<Resolved, String>
             .map(Duration::from_secs)
     };
     let count = |name: &str| settings.value(name).and_then(|v| v.parse::<u32>().ok());
-    let proxy = |name: &str, text: Option<String>| -> Result<Option<(String, Origin)>, String> {
-        let Some(text) = text.filter(|t| !t.trim().eq_ignore_ascii_case("none")) else {
-            return Ok(None);
-        };
-        let origin = value(name).expect("set").origin.clone();
-        let expanded = tokens
-            .expand(&text, tokens::PROXY)
-            .map_err(|e| format!("{origin}: {name}: {e}"))?;
-        Ok(Some((expanded, origin)))
+    let proxy_jump = match jump {
+        None => None,
+        Some(text) => {
+            let origin = value("ProxyJump").expect("set").origin.clone();
+            let expanded = tokens
+                .expand(&text, tokens::PROXY)
+                .map_err(|e| format!("{origin}: ProxyJump: {e}"))?;
+            Some((expanded, origin))
+        }
     };
+    let proxy_command = value("ProxyCommand")
+        .filter(|s| !s.raw.trim().eq_ignore_ascii_case("none"))
+        .map(|s| (s.raw.trim().to_string(), s.origin.clone()));
 
     let mut warnings = settings.not_honoured.clone();
     let mut algorithms = Algorithms::default();
@@ -376,8 +375,8 @@ fn finish(request: &Request<'_>, settings: Settings) -> Result<Resolved, String>
         },
         bind_address: text("BindAddress"),
         algorithms,
-        proxy_jump: proxy("ProxyJump", jump)?,
-        proxy_command: proxy("ProxyCommand", value("ProxyCommand").map(|s| s.raw.clone()))?,
+        proxy_jump,
+        proxy_command,
         hostname,
         warnings,
     })

@@ -9,6 +9,14 @@ pub struct Origin {
     pub line: usize,
 }
 
+impl Origin {
+    pub const COMMAND_LINE: &str = "command-line";
+
+    pub fn is_command_line(&self) -> bool {
+        self.line == 0 && self.file == Origin::COMMAND_LINE
+    }
+}
+
 impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.line == 0 {

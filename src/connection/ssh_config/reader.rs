@@ -80,7 +80,7 @@ impl<'r> Reader<'r> {
     pub fn command_line(&mut self, options: &[String]) -> Result<(), String> {
         for option in options {
             let origin = Origin {
-                file: "command-line".into(),
+                file: Origin::COMMAND_LINE.into(),
                 line: 0,
             };
             let (keyword, args, raw) = match split_line(option) {
@@ -321,7 +321,16 @@ impl<'r> Reader<'r> {
                 list.len() == 1
             }
             _ => {
-                if self.settings.first.contains_key(known.name) {
+                // ProxyJump and ProxyCommand share one slot in OpenSSH: the first of
+                // either (`none` included) keeps the other out.
+                let rival = match known.name {
+                    "ProxyJump" => Some("ProxyCommand"),
+                    "ProxyCommand" => Some("ProxyJump"),
+                    _ => None,
+                };
+                if self.settings.first.contains_key(known.name)
+                    || rival.is_some_and(|r| self.settings.first.contains_key(r))
+                {
                     false
                 } else {
                     self.settings.first.insert(known.name, setting.clone());

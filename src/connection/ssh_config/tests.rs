@@ -346,10 +346,17 @@ fn proxies_are_resolved_with_their_origin() {
     let (jump, origin) = r.proxy_jump.unwrap();
     assert_eq!(jump, "bastion");
     assert_eq!(origin.to_string(), "~/.ssh/config line 2");
+    // The command keeps its tokens: the transport expands them with the final values.
     let r = f.resolve("web2", &["Port=2022"]);
-    assert_eq!(r.proxy_command.unwrap().0, "ssh -W 'web2:2022' gw");
+    assert_eq!(r.proxy_command.unwrap().0, "ssh -W '%h:%p' gw");
     assert_eq!(r.proxy_jump, None);
     assert_eq!(f.resolve("web3", &[]).proxy_jump, None);
+    // The first of ProxyJump and ProxyCommand wins, `none` included.
+    let r = f.resolve("web2", &["ProxyJump=none"]);
+    assert_eq!((r.proxy_jump, r.proxy_command), (None, None));
+    let r = f.resolve("web1", &["ProxyCommand=nc %h %p"]);
+    assert_eq!(r.proxy_jump, None);
+    assert_eq!(r.proxy_command.unwrap().0, "nc %h %p");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 mod outcome;
 mod prepare;
+mod squash;
 mod transport;
 
 use serde_json::{Map, Value};

@@ -328,6 +328,17 @@ pub(super) fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome)
                     v.clone(),
                 );
             }
+            drop(facts);
+            // A fact a module returns without the `ansible_` prefix (`my_fact`) is also a
+            // variable of that name, as Ansible injects facts as variables.
+            let plain: Map<String, Value> = new
+                .iter()
+                .filter(|(k, _)| !k.starts_with("ansible_"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if !plain.is_empty() {
+                host.set_facts_from(&plain);
+            }
         }
         FactsLayer::IncludeVars => host.include_vars_from(new),
         FactsLayer::SetFact => host.set_facts_from(new),

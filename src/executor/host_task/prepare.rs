@@ -341,6 +341,8 @@ pub(super) fn plan_context<'a>(
         vars: Some(vars),
         templar: Some(&ctx.templar),
         ansible_managed: ctx.opts.ansible_managed.as_deref(),
+        no_log: task.keywords.no_log,
+        timeout: None,
     }
 }
 

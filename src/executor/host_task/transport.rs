@@ -2,6 +2,7 @@
 //! all in flight at once), one request per item with `loop_control.pause`, and the upload
 //! of file content the agent asked for.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
@@ -9,7 +10,7 @@ use turbo_proto::{CHUNK_BYTES, EnsureFile, FileContent, Op, OpResult};
 
 use super::super::SessionFailure;
 use super::prepare::{add_environment, agent_check_mode, check_mode, diff_mode, plan_context};
-use super::{HostState, ItemRun, ItemState, RunContext, Target};
+use super::{HostState, ItemRun, ItemState, RunContext, Target, squash};
 use crate::agent_session::AgentSession;
 use crate::modules::{Args, TaskOutcome};
 use crate::playbook::{Playbook, Task};
@@ -33,9 +34,12 @@ pub(super) async fn send_paced(
 ) -> bool {
     // Items whose plans look before they write (lineinfile in a loop over one file) go
     // one after another, as Ansible runs items: each must read what the one before wrote.
-    let stepwise = running
-        .iter()
-        .any(|&i| matches!(runs[i].state, ItemState::Step(..)));
+    // Package modules' items step together instead: each step's reads go as one batch,
+    // and their manager calls are squashed into one (`squash.rs`).
+    let stepwise = !target.task.module.caps().squash_loop
+        && running
+            .iter()
+            .any(|&i| matches!(runs[i].state, ItemState::Step(..)));
     if pause.is_none() && !stepwise {
         return send_remote(target, runs, running).await;
     }
@@ -70,6 +74,9 @@ pub(super) async fn send_remote(
         via,
         become_,
     } = *target;
+    let squash_loop = task.module.caps().squash_loop;
+    // Items whose shared call failed: they go on alone.
+    let mut solo: HashSet<usize> = HashSet::new();
     loop {
         let remote: Vec<usize> = running
             .iter()
@@ -92,33 +99,53 @@ pub(super) async fn send_remote(
                 return true;
             }
         };
-        let ops: Vec<Op> = remote
+        let requests = squash::requests(runs, &remote, squash_loop, &solo);
+        let ops: Vec<Op> = requests
             .iter()
-            .map(|&i| {
-                let mut op = runs[i]
-                    .state
-                    .op()
-                    .expect("filtered to remote items")
-                    .clone();
-                if !runs[i].env.is_empty() {
-                    add_environment(&mut op, &runs[i].env);
+            .map(|request| {
+                let mut op = request.op.clone();
+                let env = &runs[request.members[0]].env;
+                if !env.is_empty() {
+                    add_environment(&mut op, env);
                 }
                 op
             })
+            .collect();
+        // Kept to send again with their files (small: arguments and a digest).
+        let module_ops: Vec<Option<Op>> = ops
+            .iter()
+            .map(|op| matches!(op, Op::RunModule(_)).then(|| op.clone()))
             .collect();
         let sent = if task.module.caps().batchable {
             send_batched(ctx, &session, ops, task).await
         } else {
             send_one_by_one(ctx, &session, ops, task).await
         };
-        let results = match sent {
+        let mut results = match sent {
             Ok(r) => r,
             Err(message) => {
                 host_unreachable(ctx, task, host, &message);
                 return false;
             }
         };
-        for (&i, result) in remote.iter().zip(results) {
+        if let Err(message) =
+            send_module_files(ctx, &session, task, &module_ops, &mut results).await
+        {
+            host_unreachable(ctx, task, host, &message);
+            return false;
+        }
+        let mut answers: Vec<(usize, OpResult)> = Vec::with_capacity(remote.len());
+        for (request, result) in requests.into_iter().zip(results) {
+            if request.members.len() > 1 && !squash::succeeded(&result) {
+                solo.extend(request.members);
+                continue;
+            }
+            for &i in &request.members {
+                answers.push((i, result.clone()));
+            }
+        }
+        answers.sort_by_key(|(i, _)| *i);
+        for (i, result) in answers {
             let state =
                 std::mem::replace(&mut runs[i].state, ItemState::Done(TaskOutcome::default()));
             runs[i].state = match state {
@@ -153,6 +180,49 @@ pub(super) async fn send_remote(
             };
         }
     }
+}
+
+/// Modules the agent answered `NeedContent` for lack their files in its cache: they go
+/// again as one batch, the files with the first op of each payload only, so a loop's
+/// items cost one transfer.
+async fn send_module_files(
+    ctx: &RunContext,
+    session: &AgentSession,
+    task: &Task,
+    ops: &[Option<Op>],
+    results: &mut [OpResult],
+) -> Result<(), String> {
+    let missing: Vec<(usize, &Op)> = (0..ops.len())
+        .filter(|&i| matches!(results[i], OpResult::NeedContent))
+        .filter_map(|i| Some((i, ops[i].as_ref()?)))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut sent = std::collections::HashSet::new();
+    let again: Vec<Op> = missing
+        .iter()
+        .map(|&(_, op)| match op {
+            Op::RunModule(run) if sent.insert(run.payload.sha256) => {
+                crate::modules::python::with_files(op).unwrap_or_else(|| op.clone())
+            }
+            op => op.clone(),
+        })
+        .collect();
+    let replies = if again.len() == 1 {
+        send_one_by_one(ctx, session, again, task).await?
+    } else {
+        let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
+        match session.call(Op::Batch(again), check, diff).await {
+            Ok(OpResult::Batch(r)) if r.len() == missing.len() => r,
+            Ok(other) => return Err(format!("agent answered a batch with {other:?}")),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    for ((i, _), reply) in missing.into_iter().zip(replies) {
+        results[i] = reply;
+    }
+    Ok(())
 }
 
 /// Sends the ops, one request per chunk, all chunks in flight at once.

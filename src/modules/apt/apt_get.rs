@@ -78,6 +78,80 @@ fn with_policy_rc_d(argv: &[String], code: i64) -> String {
     )
 }
 
+/// Marks the parts of a squashed install's output (see [`squashed_install`]).
+const BEFORE: &str = "@@turbo-play apt before ";
+const INSTALL: &str = "@@turbo-play apt install\n";
+
+/// One apt-get call for the packages of several loop items (`line` over all of them),
+/// preceded by a simulation, for each package after the first, of installing the ones
+/// before it: an item whose packages the earlier items pull in reports no change, as it
+/// does in Ansible, where it runs after them.
+pub fn squashed_install(specs: &[String], line: &str) -> Result<Exec, String> {
+    let argv = crate::shell_words::split(line)?;
+    let mut script = String::new();
+    for (j, spec) in specs.iter().enumerate().skip(1) {
+        let before: Vec<String> = specs[..j].iter().map(|s| shell_quote(s)).collect();
+        script.push_str(&format!(
+            "printf '%s%s\\n' {} {}\n{APT_GET} -s -y install {} 2>/dev/null | grep '^Inst '\n",
+            shell_quote(BEFORE),
+            shell_quote(spec),
+            before.join(" ")
+        ));
+    }
+    let command: Vec<String> = argv.iter().map(|w| shell_quote(w)).collect();
+    script.push_str(&format!(
+        "printf '%s' {}\nexec {}\n",
+        shell_quote(INSTALL),
+        command.join(" ")
+    ));
+    Ok(Exec {
+        command: Command::Shell {
+            script,
+            executable: None,
+        },
+        chdir: None,
+        creates: None,
+        removes: None,
+        env: environment(),
+        stdin: None,
+        umask: None,
+    })
+}
+
+/// What a squashed install's output says to the item whose packages are `own`: `None`
+/// when the earlier items' packages pull all of them in (the item changes nothing), else
+/// apt-get's own output. Output that is not a squashed install's is the item's as it is.
+pub fn squashed_view(stdout: &str, own: &[String]) -> Option<String> {
+    let Some(at) = stdout.find(INSTALL) else {
+        return Some(stdout.to_string());
+    };
+    let (simulations, real) = (&stdout[..at], &stdout[at + INSTALL.len()..]);
+    let Some(first) = own.first() else {
+        return Some(real.to_string());
+    };
+    let mut section = None;
+    for part in simulations.split(BEFORE).skip(1) {
+        let (spec, rest) = part.split_once('\n').unwrap_or((part, ""));
+        if spec == first {
+            section = Some(rest);
+        }
+    }
+    let Some(section) = section else {
+        return Some(real.to_string());
+    };
+    let pulled = |spec: &String| {
+        let name = spec.split('=').next().unwrap_or(spec);
+        section
+            .lines()
+            .any(|l| l.strip_prefix("Inst ").and_then(|r| r.split(' ').next()) == Some(name))
+    };
+    if own.iter().all(pulled) {
+        None
+    } else {
+        Some(real.to_string())
+    }
+}
+
 fn shell_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', "'\\''"))
 }
@@ -137,6 +211,38 @@ pub fn known_error(stderr: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_squashed_install_simulates_what_the_earlier_items_pull_in() {
+        let specs = vec!["a".to_string(), "b=1.0".to_string()];
+        let exec = squashed_install(&specs, "/usr/bin/apt-get -y install 'a' 'b=1.0'").unwrap();
+        let Command::Shell { script, .. } = exec.command else {
+            panic!("a script")
+        };
+        assert_eq!(
+            script,
+            "printf '%s%s\\n' '@@turbo-play apt before ' 'b=1.0'\n\
+             /usr/bin/apt-get -s -y install 'a' 2>/dev/null | grep '^Inst '\n\
+             printf '%s' '@@turbo-play apt install\n'\n\
+             exec '/usr/bin/apt-get' '-y' 'install' 'a' 'b=1.0'\n"
+        );
+        let out = "@@turbo-play apt before b=1.0\nInst b (1.0 x)\nInst a (2 x)\n\
+                   @@turbo-play apt install\nReading...\n";
+        assert_eq!(
+            squashed_view(out, &["a".into()]).as_deref(),
+            Some("Reading...\n")
+        );
+        assert_eq!(squashed_view(out, &["b=1.0".into()]), None);
+        let alone = "@@turbo-play apt before b=1.0\nInst a (2 x)\n@@turbo-play apt install\nR\n";
+        assert_eq!(
+            squashed_view(alone, &["b=1.0".into()]).as_deref(),
+            Some("R\n")
+        );
+        assert_eq!(
+            squashed_view("plain", &["a".into()]).as_deref(),
+            Some("plain")
+        );
+    }
 
     #[test]
     fn writes_dpkg_options_as_ansible() {

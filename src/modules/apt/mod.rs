@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use turbo_proto::{Command, Exec, ExecOutcome, Op, OpResult};
 
 use super::spec::{Arg, Elem, Spec};
-use super::{Args, Caps, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome};
+use super::{Args, Caps, Module, ModuleError, Next, Plan, PlanContext, Squash, TaskOutcome};
 use apt_get::{APT_GET, APT_GET_ZERO, quoted};
 use dpkg_status::Known;
 use operations::{cleanup, install_deb, remove, upgrade};
@@ -96,7 +96,7 @@ impl Module for Apt {
     }
 
     fn caps(&self) -> Caps {
-        Caps::TASK.own_check_mode()
+        Caps::TASK.own_check_mode().squash_loop()
     }
 
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
@@ -422,9 +422,10 @@ fn after_probe(request: Arc<Request>, probe: Probe) -> Result<Plan, ModuleError>
     }
     let [stamp, lists] = cache_stats();
     let update = plain_exec(vec![APT_GET.into(), "update".into(), "-q".into()]);
+    let op = Op::Batch(vec![Op::Exec(update), stamp, lists]);
     Ok(Plan::Step(
-        Op::Batch(vec![Op::Exec(update), stamp, lists]),
-        Next::new(move |reply| {
+        op.clone(),
+        Next::squashable(Squash::same(&op), move |reply| {
             let OpResult::Batch(results) = reply else {
                 return failed(reply_error(&reply).unwrap_or_default());
             };
@@ -646,10 +647,19 @@ fn install(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan, Mo
         argv.push(format!("APT::Default-Release={release}"));
     }
     argv.push("policy".into());
-    argv.extend(asked.iter().map(|p| p.name.clone()));
+    let names: Vec<String> = asked.iter().map(|p| p.name.clone()).collect();
+    let squash = Squash {
+        key: argv.join(" "),
+        names: names.clone(),
+        build: Arc::new(move |names| {
+            let mut argv = argv.clone();
+            argv.extend(names.iter().cloned());
+            Op::Exec(plain_exec(argv))
+        }),
+    };
     Ok(Plan::Step(
-        Op::Exec(plain_exec(argv)),
-        Next::new(move |reply| match reply {
+        (squash.build)(&names),
+        Next::squashable(squash, move |reply| match reply {
             OpResult::Exec(x) => {
                 let policies = policy::parse(&String::from_utf8_lossy(&x.stdout));
                 decide_all(request, probe, Some(policies), cache)
@@ -796,13 +806,35 @@ fn run_install(
     }
     let line = install_line(&request, &specs);
     let exec = apt_get::exec(&line, request.policy_rc_d).map_err(ModuleError::Invalid)?;
-    Ok(Plan::Step(
-        Op::Exec(exec),
-        Next::new(move |reply| {
-            let x = match reply {
-                OpResult::Exec(x) => x,
-                other => return failed(reply_error(&other).unwrap_or_default()),
-            };
+    // policy-rc.d's wrapper script stays the one item's own: those items are not squashed.
+    let squash = request.policy_rc_d.is_none().then(|| {
+        let request = Arc::clone(&request);
+        Squash {
+            key: install_line(&request, &[]),
+            names: specs.clone(),
+            build: Arc::new(move |specs| {
+                apt_get::squashed_install(specs, &install_line(&request, specs))
+                    .map_or_else(|_| Op::Batch(Vec::new()), Op::Exec)
+            }),
+        }
+    });
+    let own = specs.clone();
+    let then = move |reply| {
+        let mut x = match reply {
+            OpResult::Exec(x) => x,
+            other => return failed(reply_error(&other).unwrap_or_default()),
+        };
+        if x.rc == 0 {
+            match apt_get::squashed_view(&String::from_utf8_lossy(&x.stdout), &own) {
+                Some(stdout) => x.stdout = stdout.into_bytes(),
+                None => {
+                    let mut out = TaskOutcome::default();
+                    add_cache_fields(&mut out.data, &cache);
+                    return mark(out);
+                }
+            }
+        }
+        {
             let (stdout, stderr) = texts(&x);
             let mut out = TaskOutcome::default();
             if x.rc != 0 {
@@ -824,8 +856,13 @@ fn run_install(
             }
             add_cache_fields(&mut out.data, &cache);
             mark(out)
-        }),
-    ))
+        }
+    };
+    let next = match squash {
+        Some(squash) => Next::squashable(squash, then),
+        None => Next::new(then),
+    };
+    Ok(Plan::Step(Op::Exec(exec), next))
 }
 
 fn texts(x: &ExecOutcome) -> (String, String) {

@@ -5,5 +5,6 @@
 pub mod debian;
 pub mod debian_scenario;
 pub mod hosts;
+pub mod netns;
 pub mod run;
 pub mod sshd;

@@ -13,6 +13,8 @@ pub struct TestRun {
     inventory: Option<String>,
     args: Vec<String>,
     env: Vec<(String, String)>,
+    /// A program (and its arguments) the binary runs under, e.g. `setsid -w`.
+    wrapper: Vec<String>,
 }
 
 impl TestRun {
@@ -23,6 +25,7 @@ impl TestRun {
             inventory: None,
             args: Vec::new(),
             env: Vec::new(),
+            wrapper: Vec::new(),
         }
     }
 
@@ -61,6 +64,13 @@ impl TestRun {
         self
     }
 
+    /// Runs the binary as the last argument of `wrapper` (`setsid -w` for no terminal, a
+    /// pty driver for one).
+    pub fn through(mut self, wrapper: &[&str]) -> Self {
+        self.wrapper = wrapper.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
     pub fn env(mut self, key: &str, value: &str) -> Self {
         self.env.push((key.to_string(), value.to_string()));
         self
@@ -84,7 +94,15 @@ impl TestRun {
     }
 
     pub fn run(&self) -> Outcome {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_turbo-play"));
+        let binary = env!("CARGO_BIN_EXE_turbo-play");
+        let mut cmd = match self.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(binary);
+                cmd
+            }
+            None => Command::new(binary),
+        };
         // The controller reads ~ (ssh config, known_hosts, the local connection's home):
         // keep it away from the real one unless a test sets HOME itself.
         let home = self.dir.path().join("controller-home");

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use turbo_play::connection::{ConnectionKind, ConnectionSpec, StrictHostKeyChecking};
+use turbo_play::connection::{ConnectionKind, ConnectionSpec, Proxy, StrictHostKeyChecking};
 
 const SSHD: &str = "/usr/sbin/sshd";
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,8 +25,33 @@ fn passwd_lock() -> MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// sshd_config lines written from the fixture's directory and host key.
+pub type ExtraConfig<'f> = dyn Fn(&Path, &Path) -> String + 'f;
+
+/// What a test changes in an sshd's configuration.
+#[derive(Default)]
+pub struct SshdOptions<'a> {
+    /// Lines before the defaults: sshd keeps the first value of an option, so these win
+    /// (MaxStartups, whose last value counts, is left out of the defaults when given).
+    pub head: &'a str,
+    /// Lines after them (`Match` blocks).
+    pub tail: &'a str,
+    /// The address to listen on; 127.0.0.1 when unset.
+    pub address: Option<&'a str>,
+    /// Run inside this network namespace (`ip netns exec`).
+    pub netns: Option<&'a str>,
+    /// Accept this key pair's public key instead of a fresh one (hosts on several sshds
+    /// logging in with the same key).
+    pub user_key: Option<&'a Path>,
+    /// More lines after `tail`, written from the fixture's directory and host key (e.g. to
+    /// sign that key and name a HostCertificate).
+    pub extra: Option<&'a ExtraConfig<'a>>,
+}
+
 pub struct Sshd {
     pub dir: tempfile::TempDir,
+    /// The address it listens on.
+    pub address: String,
     pub port: u16,
     /// `ssh-ed25519 AAAA...` (no comment).
     pub host_key_pub: String,
@@ -37,24 +62,32 @@ pub struct Sshd {
 
 impl Sshd {
     pub fn start() -> Sshd {
-        Sshd::start_with(|_, _| String::new())
+        Sshd::start_with(&SshdOptions::default())
     }
 
-    /// With more sshd_config lines, written by `extra` from the fixture's directory and
-    /// host key (e.g. to sign it and name a HostCertificate).
-    pub fn start_with(extra: impl Fn(&Path, &Path) -> String) -> Sshd {
+    pub fn start_with(options: &SshdOptions) -> Sshd {
+        let address = options.address.unwrap_or("127.0.0.1").to_string();
         let dir = tempfile::tempdir().expect("tempdir");
         // sshd reads authorized_keys as the user: the directory must be traversable.
         set_mode(dir.path(), 0o755);
         let host_key = dir.path().join("host_ed25519");
         keygen(&host_key);
-        let user_key = dir.path().join("user_ed25519");
-        keygen(&user_key);
+        let user_key = match options.user_key {
+            Some(key) => key.to_path_buf(),
+            None => {
+                let key = dir.path().join("user_ed25519");
+                keygen(&key);
+                key
+            }
+        };
         let authorized = dir.path().join("authorized_keys");
         std::fs::copy(user_key.with_extension("pub"), &authorized).expect("authorized_keys");
         set_mode(&authorized, 0o644);
         let host_key_pub = key_without_comment(&host_key.with_extension("pub"));
-        let extra = extra(dir.path(), &host_key);
+        let extra = options
+            .extra
+            .map(|extra| extra(dir.path(), &host_key))
+            .unwrap_or_default();
         std::fs::create_dir_all("/run/sshd").expect("/run/sshd");
 
         let mut last_error = String::new();
@@ -62,10 +95,17 @@ impl Sshd {
         for _ in 0..5 {
             let port = free_port();
             let config = dir.path().join("sshd_config");
+            // Inside a namespace the port can only be seen from there: wait for sshd's
+            // own word that it listens (INFO level).
+            let log_level = if options.netns.is_some() {
+                "LogLevel VERBOSE\n"
+            } else {
+                ""
+            };
             std::fs::write(
                 &config,
                 format!(
-                    "ListenAddress 127.0.0.1:{port}\n\
+                    "{head}{log_level}ListenAddress {address}:{port}\n\
                      HostKey {host_key}\n\
                      AuthorizedKeysFile {authorized}\n\
                      UsePAM no\n\
@@ -77,7 +117,16 @@ impl Sshd {
                      LogLevel ERROR\n\
                      PrintMotd no\n\
                      UseDNS no\n\
-                     MaxStartups 100\n{extra}",
+                     {max_startups}\
+                     {tail}{extra}",
+                    // The one option sshd takes the last value of.
+                    max_startups = if options.head.contains("MaxStartups") {
+                        ""
+                    } else {
+                        "MaxStartups 100\n"
+                    },
+                    head = options.head,
+                    tail = options.tail,
                     host_key = host_key.display(),
                     authorized = authorized.display(),
                     pid = dir.path().join("pid").display(),
@@ -85,7 +134,15 @@ impl Sshd {
             )
             .expect("sshd_config");
             let log = std::fs::File::create(dir.path().join("sshd.log")).expect("sshd.log");
-            let mut child = Command::new(SSHD)
+            let mut command = match options.netns {
+                Some(netns) => {
+                    let mut c = Command::new("ip");
+                    c.args(["netns", "exec", netns, SSHD]);
+                    c
+                }
+                None => Command::new(SSHD),
+            };
+            let mut child = command
                 .arg("-D")
                 .arg("-e")
                 .arg("-f")
@@ -95,10 +152,15 @@ impl Sshd {
                 .stderr(log)
                 .spawn()
                 .unwrap_or_else(|e| panic!("starting {SSHD}: {e} (is openssh-server installed?)"));
-            match wait_for_port(port, &mut child) {
+            let ready = match options.netns {
+                Some(_) => wait_for_log(&dir.path().join("sshd.log"), &mut child),
+                None => wait_for_port(&address, port, &mut child),
+            };
+            match ready {
                 Ok(()) => {
                     return Sshd {
                         dir,
+                        address,
                         port,
                         host_key_pub,
                         user_key,
@@ -119,7 +181,12 @@ impl Sshd {
 
     /// `[127.0.0.1]:port ssh-ed25519 AAAA...`
     pub fn known_hosts_line(&self) -> String {
-        format!("[127.0.0.1]:{} {}", self.port, self.host_key_pub)
+        format!("[{}]:{} {}", self.address, self.port, self.host_key_pub)
+    }
+
+    /// What sshd wrote to its log (stderr) so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()
     }
 
     /// A known_hosts file in the fixture's directory holding `text`.
@@ -165,13 +232,16 @@ impl Sshd {
         ConnectionSpec {
             host: format!("test-{}", user.name),
             kind: ConnectionKind::Ssh,
-            address: "127.0.0.1".into(),
+            address: self.address.clone(),
             port: self.port,
             user: user.name.clone(),
             identity_files: vec![self.user_key.clone()],
             strict,
             known_hosts_files: vec![known_hosts],
             connect_timeout: Duration::from_secs(10),
+            proxy: Proxy::None,
+            password: None,
+            retries: None,
             ssh: Default::default(),
         }
     }
@@ -199,6 +269,18 @@ pub struct TestUser {
 }
 
 impl TestUser {
+    /// Gives the user a password (sshd's password and keyboard-interactive logins).
+    pub fn set_password(&self, password: &str) {
+        use std::io::Write;
+        let _passwd = passwd_lock();
+        let mut child = Command::new("chpasswd")
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("chpasswd");
+        writeln!(child.stdin.take().unwrap(), "{}:{password}", self.name).unwrap();
+        assert!(child.wait().unwrap().success(), "chpasswd failed");
+    }
+
     /// Runs `chown -R user: path`.
     pub fn give(&self, path: &Path) {
         run(Command::new("chown")
@@ -236,13 +318,29 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-fn wait_for_port(port: u16, child: &mut Child) -> Result<(), String> {
+fn wait_for_log(log: &Path, child: &mut Child) -> Result<(), String> {
     let start = Instant::now();
     while start.elapsed() < START_TIMEOUT {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("sshd exited with {status}"));
         }
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        if std::fs::read_to_string(log).is_ok_and(|text| text.contains("Server listening on")) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    Err(format!(
+        "sshd did not say it listens within {START_TIMEOUT:?}"
+    ))
+}
+
+fn wait_for_port(address: &str, port: u16, child: &mut Child) -> Result<(), String> {
+    let start = Instant::now();
+    while start.elapsed() < START_TIMEOUT {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("sshd exited with {status}"));
+        }
+        if TcpStream::connect((address, port)).is_ok() {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(25));

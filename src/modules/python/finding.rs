@@ -1,0 +1,260 @@
+//! Where a module without a native planner lives on the controller, found as Ansible's
+//! module loader finds it: `library/` beside the playbook and in the task's role, the
+//! configured library path, collections (beside the playbook, `collections_path`, the
+//! installed `ansible_collections` package), and ansible-core's own `ansible/modules/`.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// A module file and the name it is imported by on the target.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModuleSource {
+    pub path: PathBuf,
+    /// `ansible.legacy.<name>`, `ansible.modules.<name>` or
+    /// `ansible_collections.<ns>.<coll>.plugins.modules.<name>`.
+    pub fqn: String,
+    /// For a collection module, `<root>/ansible_collections/<ns>/<coll>`: its
+    /// `plugins/module_utils` and `plugins/action` are there.
+    pub collection: Option<PathBuf>,
+}
+
+/// What ansible-core installed on the controller provides: its package directory (for
+/// `ansible.builtin` modules and `ansible.module_utils`) and the directories holding an
+/// `ansible_collections` package (the `ansible` distribution's collections).
+#[derive(Debug, Clone, Default)]
+pub struct Installed {
+    pub ansible_dir: Option<PathBuf>,
+    pub collection_roots: Vec<PathBuf>,
+}
+
+/// How to get ansible-core where turbo-play can find it.
+pub const INSTALL_HINT: &str = "install ansible-core on the controller (`pip install ansible-core`, \
+     or `pip install ansible` for the collections too), or point TURBO_ANSIBLE_PYTHON at a \
+     Python that has it";
+
+/// Asked once per run: the controller Python that has ansible-core (the one
+/// `TURBO_ANSIBLE_PYTHON` names, else the interpreter of `ansible-playbook` on PATH, else
+/// `python3`), where its `ansible` and `ansible_collections` packages are.
+pub fn installed() -> &'static Installed {
+    static FOUND: OnceLock<Installed> = OnceLock::new();
+    FOUND.get_or_init(|| {
+        let mut pythons: Vec<PathBuf> = Vec::new();
+        if let Some(p) = std::env::var_os("TURBO_ANSIBLE_PYTHON") {
+            pythons.push(PathBuf::from(p));
+        }
+        if let Some(python) = on_path("ansible-playbook").and_then(|p| shebang_python(&p)) {
+            pythons.push(python);
+        }
+        pythons.push(PathBuf::from("python3"));
+        pythons
+            .iter()
+            .find_map(|python| ask(python))
+            .unwrap_or_default()
+    })
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The interpreter a Python script's `#!` line names (`#!/venv/bin/python3`).
+fn shebang_python(script: &Path) -> Option<PathBuf> {
+    let text = std::fs::read(script).ok()?;
+    let first = text.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(first).ok()?.strip_prefix("#!")?;
+    let mut words = line.split_whitespace();
+    let program = words.next()?;
+    if program.ends_with("/env") {
+        return words.next().map(PathBuf::from);
+    }
+    Some(PathBuf::from(program))
+}
+
+fn ask(python: &Path) -> Option<Installed> {
+    const PROBE: &str = "import os\ntry:\n import ansible\n print('A' + os.path.dirname(ansible.__file__))\nexcept Exception:\n pass\ntry:\n import ansible_collections\n for p in ansible_collections.__path__:\n  print('C' + os.path.dirname(p))\nexcept Exception:\n pass\n";
+    let out = std::process::Command::new(python)
+        .arg("-c")
+        .arg(PROBE)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut found = Installed::default();
+    for line in text.lines() {
+        if let Some(dir) = line.strip_prefix('A') {
+            found.ansible_dir = Some(PathBuf::from(dir));
+        } else if let Some(dir) = line.strip_prefix('C') {
+            found.collection_roots.push(PathBuf::from(dir));
+        }
+    }
+    found.ansible_dir.is_some().then_some(found)
+}
+
+/// Where a short module name may be a library module, in Ansible's order: the task's
+/// role's `library/`, `library/` beside the playbook, then the configured library path.
+pub fn library_dirs(
+    role_dir: Option<&Path>,
+    playbook_dir: &Path,
+    configured: &[PathBuf],
+) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = role_dir
+        .map(|r| r.join("library"))
+        .into_iter()
+        .chain(std::iter::once(playbook_dir.join("library")))
+        .chain(configured.iter().cloned())
+        .collect();
+    dirs.dedup();
+    dirs
+}
+
+/// A library module `name` in `dirs`: `<name>.py`, or any file whose name without its
+/// extension is `name` (a shell script, a binary), as Ansible's loader indexes them.
+pub fn library_module(name: &str, dirs: &[PathBuf]) -> Option<ModuleSource> {
+    if name.contains(['/', '.']) || name.is_empty() {
+        return None;
+    }
+    let found = dirs.iter().find_map(|dir| {
+        let py = dir.join(format!("{name}.py"));
+        if py.is_file() {
+            return Some(py);
+        }
+        let bare = dir.join(name);
+        if bare.is_file() {
+            return Some(bare);
+        }
+        let mut others: Vec<PathBuf> = std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.file_stem().is_some_and(|s| s == name))
+            .collect();
+        others.sort();
+        others.into_iter().next()
+    })?;
+    Some(ModuleSource {
+        path: found,
+        fqn: format!("ansible.legacy.{name}"),
+        collection: None,
+    })
+}
+
+/// The roots searched for collections, in order: `collections/` beside the playbook, the
+/// configured (or default) collections path, then the installed `ansible_collections`.
+pub fn collection_roots(playbook_dir: &Path, collections_path: &[PathBuf]) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = std::iter::once(playbook_dir.join("collections"))
+        .chain(collections_path.iter().cloned())
+        .collect();
+    roots.extend(installed().collection_roots.iter().cloned());
+    roots.dedup();
+    roots
+}
+
+/// The module `namespace.collection.name` of an installed collection.
+pub fn collection_module(fqcn: &str, roots: &[PathBuf]) -> Option<ModuleSource> {
+    let mut parts = fqcn.split('.');
+    let (Some(ns), Some(coll), Some(name), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    if [ns, coll, name].iter().any(|p| !is_identifier(p)) {
+        return None;
+    }
+    roots.iter().find_map(|root| {
+        let collection = root.join("ansible_collections").join(ns).join(coll);
+        let path = collection
+            .join("plugins/modules")
+            .join(format!("{name}.py"));
+        path.is_file().then(|| ModuleSource {
+            path,
+            fqn: format!("ansible_collections.{ns}.{coll}.plugins.modules.{name}"),
+            collection: Some(collection),
+        })
+    })
+}
+
+/// ansible-core's own module `name` (`ansible.builtin.get_url`).
+pub fn builtin_module(name: &str) -> Result<ModuleSource, String> {
+    let dir = installed().ansible_dir.as_ref().ok_or_else(|| {
+        format!(
+            "the 'ansible.builtin.{name}' module runs from ansible-core's own code, which \
+             turbo-play could not find on the controller: {INSTALL_HINT}"
+        )
+    })?;
+    let path = dir.join("modules").join(format!("{name}.py"));
+    if !path.is_file() {
+        return Err(format!(
+            "the installed ansible-core ({}) has no module '{name}'",
+            dir.display()
+        ));
+    }
+    Ok(ModuleSource {
+        path,
+        fqn: format!("ansible.modules.{name}"),
+        collection: None,
+    })
+}
+
+/// The controller-side action plugin a module's behaviour lives in, when it has one that
+/// turbo-play does not run: such a module must not be run half-way.
+pub fn action_plugin(source: &ModuleSource) -> Option<PathBuf> {
+    let name = source.path.file_stem()?.to_string_lossy().into_owned();
+    let collection = source.collection.as_ref()?;
+    let plugin = collection.join("plugins/action").join(format!("{name}.py"));
+    plugin.is_file().then_some(plugin)
+}
+
+fn is_identifier(part: &str) -> bool {
+    let mut chars = part.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_modules_are_found_by_stem_role_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let role = dir.path().join("roles/r");
+        std::fs::create_dir_all(role.join("library")).unwrap();
+        std::fs::create_dir_all(dir.path().join("library")).unwrap();
+        std::fs::write(dir.path().join("library/hello.py"), "").unwrap();
+        std::fs::write(role.join("library/hello.py"), "").unwrap();
+        std::fs::write(dir.path().join("library/script.sh"), "").unwrap();
+        let dirs = library_dirs(Some(&role), dir.path(), &[]);
+        let hello = library_module("hello", &dirs).unwrap();
+        assert_eq!(hello.path, role.join("library/hello.py"));
+        assert_eq!(hello.fqn, "ansible.legacy.hello");
+        let script = library_module("script", &dirs).unwrap();
+        assert_eq!(script.path, dir.path().join("library/script.sh"));
+        assert!(library_module("nope", &dirs).is_none());
+        assert!(library_module("a.b", &dirs).is_none());
+    }
+
+    #[test]
+    fn collection_modules_and_their_action_plugins() {
+        let dir = tempfile::tempdir().unwrap();
+        let coll = dir.path().join("ansible_collections/ns/c");
+        std::fs::create_dir_all(coll.join("plugins/modules")).unwrap();
+        std::fs::create_dir_all(coll.join("plugins/action")).unwrap();
+        std::fs::write(coll.join("plugins/modules/m.py"), "").unwrap();
+        std::fs::write(coll.join("plugins/modules/a.py"), "").unwrap();
+        std::fs::write(coll.join("plugins/action/a.py"), "").unwrap();
+        let roots = [dir.path().to_path_buf()];
+        let m = collection_module("ns.c.m", &roots).unwrap();
+        assert_eq!(m.fqn, "ansible_collections.ns.c.plugins.modules.m");
+        assert_eq!(action_plugin(&m), None);
+        let a = collection_module("ns.c.a", &roots).unwrap();
+        assert_eq!(action_plugin(&a), Some(coll.join("plugins/action/a.py")));
+        assert!(collection_module("ns.c.x", &roots).is_none());
+        assert!(collection_module("m", &roots).is_none());
+    }
+}

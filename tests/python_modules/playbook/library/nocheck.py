@@ -1,0 +1,4 @@
+#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+m = AnsibleModule(argument_spec={})
+m.exit_json(changed=True)

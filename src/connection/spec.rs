@@ -48,15 +48,18 @@ pub enum Proxy {
     Command(String),
 }
 
-/// One bastion of a ProxyJump chain, as written (`[user@]host[:port]`, or the
-/// `ssh://[user@]host[:port]` form). An unset user is the controller's user and an unset
-/// port 22, as OpenSSH does for a jump host ssh_config says nothing about; keys,
-/// known_hosts and host key checking are the target host's.
+/// One bastion of a ProxyJump chain (`[user@]host[:port]`, or the `ssh://[user@]host[:port]`
+/// form), with what the bastion's own ssh_config blocks say filled in (HostName, Port,
+/// User, IdentityFile), as the `ssh -W` OpenSSH runs for it would read them. An unset user
+/// is the controller's user and an unset port 22; known_hosts and host key checking are
+/// the target host's, and so are the keys tried after the bastion's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JumpHost {
     pub user: Option<String>,
     pub address: String,
     pub port: Option<u16>,
+    /// The bastion's own IdentityFile lines.
+    pub identity_files: Vec<PathBuf>,
 }
 
 impl JumpHost {
@@ -100,6 +103,7 @@ impl JumpHost {
             user,
             address: address.to_string(),
             port,
+            identity_files: Vec::new(),
         })
     }
 
@@ -261,7 +265,21 @@ pub(super) fn from_vars_with_env(
         exec: &ssh_config::run_in_shell,
     })
     .map_err(config_error)?;
-    let proxy = proxy_of(&resolved).map_err(config_error)?;
+    let mut warnings = Vec::new();
+    let proxy = proxy_of(&resolved, &mut |jump| {
+        let request = ssh_config::Request {
+            host: &jump.address,
+            command_line: &[],
+            files: &files,
+            local: &local,
+            env,
+            exec: &ssh_config::run_in_shell,
+        };
+        let (bastion, said) = resolve_bastion(jump, &request)?;
+        warnings.extend(said);
+        Ok(bastion)
+    })
+    .map_err(config_error)?;
 
     let strict = match resolved.strict_host_key_checking.as_deref() {
         _ if !host_key_checking => StrictHostKeyChecking::No,
@@ -333,26 +351,68 @@ pub(super) fn from_vars_with_env(
         proxy,
         password,
         retries,
-        ssh: resolved.settings(),
+        ssh: {
+            let mut ssh = resolved.settings();
+            for warning in warnings {
+                if !ssh.warnings.contains(&warning) {
+                    ssh.warnings.push(warning);
+                }
+            }
+            ssh
+        },
     })
 }
 
 /// The proxy the first ProxyJump or ProxyCommand gives (the command line's before the
-/// files'); a `none` there already kept the files' out.
-fn proxy_of(resolved: &ssh_config::Resolved) -> Result<Proxy, String> {
+/// files'); a `none` there already kept the files' out. Each bastion goes through
+/// `bastion`, which fills in what its own ssh_config blocks say.
+fn proxy_of(
+    resolved: &ssh_config::Resolved,
+    bastion: &mut dyn FnMut(&JumpHost) -> Result<JumpHost, String>,
+) -> Result<Proxy, String> {
     if let Some((jump, origin)) = &resolved.proxy_jump {
-        if !origin.is_command_line() {
-            return Err(format!("{origin}: {}", proxy_refusal("ProxyJump")));
-        }
-        return parse_proxy_jump(jump).map_err(|e| format!("{origin}: {e}"));
+        let at = |e: String| format!("{origin}: {e}");
+        return match parse_proxy_jump(jump).map_err(at)? {
+            Proxy::Jump(chain) => chain
+                .iter()
+                .map(|hop| bastion(hop).map_err(at))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Proxy::Jump),
+            other => Ok(other),
+        };
     }
     if let Some((command, origin)) = &resolved.proxy_command {
-        if !origin.is_command_line() {
-            return Err(format!("{origin}: {}", proxy_refusal("ProxyCommand")));
-        }
         return parse_proxy_command(command).map_err(|e| format!("{origin}: {e}"));
     }
     Ok(Proxy::None)
+}
+
+/// A bastion as `ssh -l user -p port bastion` reads the same ssh_config files: the user and
+/// port written in the chain win over its blocks. (Its own ProxyJump is not followed: the
+/// chain as written is the way.) Returns the options of its blocks not acted on, too.
+fn resolve_bastion(
+    jump: &JumpHost,
+    request: &ssh_config::Request<'_>,
+) -> Result<(JumpHost, Vec<String>), String> {
+    let mut command_line = Vec::new();
+    if let Some(user) = &jump.user {
+        command_line.push(format!("User=\"{}\"", user.replace('"', "\\\"")));
+    }
+    if let Some(port) = jump.port {
+        command_line.push(format!("Port={port}"));
+    }
+    let own = ssh_config::resolve_cached(&ssh_config::Request {
+        command_line: &command_line,
+        ..*request
+    })
+    .map_err(|e| format!("jump host {}: {e}", jump.address))?;
+    let bastion = JumpHost {
+        user: own.user.clone(),
+        address: own.hostname.clone(),
+        port: own.port,
+        identity_files: own.identity_files.clone(),
+    };
+    Ok((bastion, own.warnings.clone()))
 }
 
 /// The first of `names` that is set, as text (numbers and booleans included).
@@ -462,15 +522,6 @@ fn check_proxy_option(option: &str) -> Result<(), String> {
         "proxycommand" => parse_proxy_command(value).map(drop),
         _ => Ok(()),
     }
-}
-
-fn proxy_refusal(what: &str) -> String {
-    format!(
-        "{what} is not supported yet: turbo-play connects to each host directly and \
-         cannot go through a jump host. Make the host reachable directly (set \
-         ansible_host/ansible_port to an address or a forwarded port, e.g. one \
-         `ssh -L` opens), or run this play with ansible-playbook"
-    )
 }
 
 /// The name of the user running turbo-play: $USER, $LOGNAME, else the passwd entry.
@@ -673,6 +724,7 @@ mod tests {
             user: user.map(str::to_string),
             address: address.into(),
             port,
+            identity_files: Vec::new(),
         }
     }
 
@@ -911,36 +963,71 @@ mod tests {
             "Host web1
   Port 2201
 Host gw-*
-  ProxyJump bastion
+  ProxyJump bastion,ops@second:2200
 Host cmd
   ProxyCommand nc %h %p
+Host bastion
+  HostName 10.0.0.1
+  Port 2022
+  User jumper
+  IdentityFile /k/bastion
+  ForwardAgent yes
+Host second
+  User ignored
+  Port 1
 ",
         );
         let common = format!("-F {}", path.display());
         let s = spec(json!({"ansible_ssh_common_args": common}));
-        assert_eq!(s.port, 2201);
-        let err = spec_with(
-            json!({"ansible_ssh_common_args": common, "ansible_host": "gw-1"}),
-            &Default::default(),
-            &[],
-        )
-        .unwrap_err()
-        .to_string();
+        assert_eq!((s.port, &s.proxy), (2201, &Proxy::None));
+        // The bastions are read through the same files: their own blocks fill in what the
+        // chain does not say, and what it says wins.
+        let s = spec(json!({"ansible_ssh_common_args": common, "ansible_host": "gw-1"}));
+        let mut first = jump(Some("jumper"), "10.0.0.1", Some(2022));
+        first.identity_files = vec![PathBuf::from("/k/bastion")];
+        assert_eq!(
+            s.proxy,
+            Proxy::Jump(vec![first, jump(Some("ops"), "second", Some(2200))])
+        );
         assert!(
-            err.contains("ssh.cfg line 4: ProxyJump is not supported yet"),
-            "{err}"
+            s.ssh
+                .warnings
+                .iter()
+                .any(|w| w.contains("line 12: ForwardAgent")),
+            "{:?}",
+            s.ssh.warnings
         );
         let defaults = ConnectionDefaults {
             ssh_common_args: Some(common.clone()),
             ..Default::default()
         };
-        let err = spec_with(json!({"ansible_host": "cmd"}), &defaults, &[])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("line 6: ProxyCommand is not supported yet"),
-            "{err}"
+        let s = spec_with(json!({"ansible_host": "cmd"}), &defaults, &[]).unwrap();
+        assert_eq!(s.proxy, Proxy::Command("nc %h %p".into()));
+        // The command line's proxy, `none` included, wins over the file's.
+        let s = spec(json!({
+            "ansible_ssh_common_args": format!("{common} -o ProxyJump=none"),
+            "ansible_host": "gw-1",
+        }));
+        assert_eq!(s.proxy, Proxy::None);
+        let s = spec(json!({
+            "ansible_ssh_common_args": format!("{common} -o ProxyCommand=none"),
+            "ansible_host": "cmd",
+        }));
+        assert_eq!(s.proxy, Proxy::None);
+        let s = spec(json!({
+            "ansible_ssh_extra_args": "-J other",
+            "ansible_ssh_common_args": common,
+            "ansible_host": "cmd",
+        }));
+        assert_eq!(s.proxy, Proxy::Jump(vec![jump(None, "other", None)]));
+        // ConnectionAttempts in the file counts the attempts, retries are one less.
+        let (_dir, attempts) = config_file(
+            "Host *
+  ConnectionAttempts 3
+",
         );
+        let s = spec(json!({"ansible_ssh_common_args": format!("-F {}", attempts.display())}));
+        assert_eq!(s.retries, Some(2));
         // A bad line stops the host, naming the file and line.
         let (_dir, bad) = config_file(
             "Host *

@@ -1,12 +1,14 @@
 //! Hosts reached through OpenSSH's client configuration, against a real sshd: a throw-away
 //! controller HOME's `~/.ssh/config`, `-F` in the ssh args, `Match`, `Include`, negated
-//! patterns, the inventory winning over the files, accept-new with HashKnownHosts, and the
-//! warning for an option turbo-play does not act on.
+//! patterns, the inventory winning over the files, accept-new with HashKnownHosts, the
+//! warning for an option turbo-play does not act on, a ProxyJump bastion named (and
+//! described) only in the file, and a CertificateFile login.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::hosts::{SshHosts, closed_port};
+use crate::support::netns::NetNs;
 use crate::support::run::{Outcome, TestRun, assert_contains, assert_not_contains, recap};
 use crate::support::sshd::{Sshd, SshdOptions, keygen};
 
@@ -226,16 +228,164 @@ fn an_option_not_acted_on_is_warned_about_once() {
 }
 
 #[test]
-fn a_jump_host_or_a_bad_line_in_the_file_makes_the_host_unreachable() {
+fn a_jump_host_named_in_the_users_ssh_config_is_gone_through() {
+    let Some(netns) = NetNs::create() else {
+        eprintln!("skipped: cannot create a network namespace here");
+        return;
+    };
+    // The bastion on the namespace's veth address, the host on its own loopback: only the
+    // bastion reaches it. Both are named only in ~/.ssh/config, the bastion by an alias
+    // whose own block gives its HostName, Port, User and key.
+    let bastion = Sshd::start_with(&SshdOptions {
+        address: Some(&netns.inside),
+        netns: Some(&netns.name),
+        head: "LogLevel DEBUG1\n",
+        ..Default::default()
+    });
+    let target = Sshd::start_with(&SshdOptions {
+        netns: Some(&netns.name),
+        ..Default::default()
+    });
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", target.port)).is_err(),
+        "the host must not be reachable from the controller"
+    );
+    let (hop, web1) = (bastion.add_user(), target.add_user());
+    let kh = bastion.dir.path().join("known_hosts");
+    std::fs::write(
+        &kh,
+        format!(
+            "{}\n{}\n",
+            bastion.known_hosts_line(),
+            target.known_hosts_line()
+        ),
+    )
+    .unwrap();
     let run = TestRun::new().playbook(REACH).inventory("web1\n");
-    write_ssh_file(&run, "config", "Host web1\n  ProxyJump bastion\n");
+    write_ssh_file(
+        &run,
+        "config",
+        &format!(
+            "Host web1\n\
+             \x20 HostName 127.0.0.1\n\
+             \x20 Port {tport}\n\
+             \x20 User {tuser}\n\
+             \x20 IdentityFile {tkey}\n\
+             \x20 ProxyJump gw\n\
+             Host gw\n\
+             \x20 HostName {baddr}\n\
+             \x20 Port {bport}\n\
+             \x20 User {buser}\n\
+             \x20 IdentityFile {bkey}\n\
+             Host *\n\
+             \x20 UserKnownHostsFile {kh}\n",
+            tport = target.port,
+            tuser = web1.name,
+            tkey = target.user_key.display(),
+            baddr = netns.inside,
+            bport = bastion.port,
+            buser = hop.name,
+            bkey = bastion.user_key.display(),
+            kh = kh.display(),
+        ),
+    );
+    let out = run.run();
+    out.assert_code(0);
+    assert_eq!(
+        out.recap("web1"),
+        recap(2, 2),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(web1.home.join("reached").exists());
+    let log = bastion.log();
+    assert!(
+        log.contains(&format!("Accepted publickey for {}", hop.name)),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("target 127.0.0.1 port {}", target.port)),
+        "{log}"
+    );
+
+    // `-o ProxyJump=none` on the command line beats the file, as ssh's first value: the
+    // host is then tried directly, and cannot be reached.
+    let run = run.inventory("web1 ansible_ssh_common_args='-o ProxyJump=none' ansible_timeout=3\n");
     let out = run.run();
     out.assert_code(4);
     assert_contains(
         &out,
-        "~/.ssh/config line 2: ProxyJump is not supported yet: turbo-play connects to each host directly",
+        &format!("ssh: connect to host 127.0.0.1 port {}", target.port),
     );
-    assert_eq!(out.recap("web1").unreachable, 1);
+}
+
+#[test]
+fn a_certificate_file_logs_in_where_the_plain_key_is_not_authorized() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("user_ca");
+    keygen(&ca);
+    let sshd = Sshd::start_with(&SshdOptions {
+        head: &format!("TrustedUserCAKeys {}\n", ca.with_extension("pub").display()),
+        ..Default::default()
+    });
+    let user = sshd.add_user();
+    // A key sshd does not know, signed by the CA for this user.
+    let key = dir.path().join("id_signed");
+    keygen(&key);
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-s"])
+        .arg(&ca)
+        .args(["-I", "test-user", "-n", &user.name, "-V", "-5m:+1h"])
+        .arg(key.with_extension("pub"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "ssh-keygen -s");
+    let cert = dir.path().join("signed.cert");
+    std::fs::rename(dir.path().join("id_signed-cert.pub"), &cert).unwrap();
+    let kh = dir.path().join("known_hosts");
+    std::fs::write(&kh, format!("{}\n", sshd.known_hosts_line())).unwrap();
+    let run = TestRun::new().playbook(REACH).inventory("web1\n");
+    let config = format!(
+        "Host web1\n\
+         \x20 HostName 127.0.0.1\n\
+         \x20 Port {port}\n\
+         \x20 User {name}\n\
+         \x20 IdentityFile {key}\n\
+         \x20 IdentitiesOnly yes\n\
+         \x20 UserKnownHostsFile {kh}\n",
+        port = sshd.port,
+        name = user.name,
+        key = key.display(),
+        kh = kh.display(),
+    );
+    // Without the certificate the key alone is refused...
+    write_ssh_file(&run, "config", &config);
+    let out = run.run();
+    out.assert_code(4);
+    assert_contains(&out, "Permission denied (publickey)");
+    // ...and with CertificateFile it logs in.
+    write_ssh_file(
+        &run,
+        "config",
+        &format!("{config}  CertificateFile {}\n", cert.display()),
+    );
+    let out = run.run();
+    out.assert_code(0);
+    assert_eq!(
+        out.recap("web1"),
+        recap(2, 2),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(user.home.join("reached").exists());
+    assert_not_contains(&out, "CertificateFile");
+}
+
+#[test]
+fn a_bad_line_in_the_file_makes_the_host_unreachable() {
+    let run = TestRun::new().playbook(REACH).inventory("web1\n");
     // As with ssh, a bad line anywhere stops every host, named by file and line.
     write_ssh_file(&run, "config", "Host other\n  Port 22\n  Frobnicate yes\n");
     let out = run.run();

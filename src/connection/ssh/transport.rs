@@ -51,13 +51,21 @@ impl Hop {
         }
     }
 
-    /// A jump host logs in with the host's keys and agent, never its password: that
-    /// secret belongs to the host, not to every machine on the way.
+    /// A jump host logs in with the keys its own ssh_config block names, then the host's
+    /// keys and agent, never the host's password: that secret belongs to the host, not to
+    /// every machine on the way.
     pub(super) fn bastion(spec: &ConnectionSpec, jump: &JumpHost) -> Hop {
+        let mut identity_files = jump.identity_files.clone();
+        for file in &spec.identity_files {
+            if !identity_files.contains(file) {
+                identity_files.push(file.clone());
+            }
+        }
         Hop {
             address: jump.address.clone(),
             port: jump.port.unwrap_or(22),
             user: jump.user.clone().unwrap_or_else(controller_user),
+            identity_files,
             password: None,
             ..Hop::target(spec)
         }

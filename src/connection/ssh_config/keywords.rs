@@ -70,7 +70,7 @@ static KEYWORDS: &[Keyword] = &[
     kw!("IdentityFile", Accumulate, Honoured),
     kw!("IdentitiesOnly", One(YesNo), Honoured),
     kw!("IdentityAgent", One(Any), Honoured),
-    kw!("CertificateFile", Accumulate, NotHonoured),
+    kw!("CertificateFile", Accumulate, Honoured),
     kw!("UserKnownHostsFile", Words, Honoured),
     kw!("GlobalKnownHostsFile", Words, Honoured),
     kw!("StrictHostKeyChecking", One(Strict), Honoured),

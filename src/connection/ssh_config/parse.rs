@@ -11,10 +11,6 @@ pub struct Origin {
 
 impl Origin {
     pub const COMMAND_LINE: &str = "command-line";
-
-    pub fn is_command_line(&self) -> bool {
-        self.line == 0 && self.file == Origin::COMMAND_LINE
-    }
 }
 
 impl std::fmt::Display for Origin {

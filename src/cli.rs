@@ -61,8 +61,8 @@ pub struct Cli {
     )]
     pub connection_password_file: Option<PathBuf>,
 
-    /// Arguments for every ssh connection (read for -J, -o ProxyJump, -o ProxyCommand,
-    /// -o User/Port/IdentityFile/...); a host's `ansible_ssh_common_args` wins.
+    /// Arguments for every ssh connection, read as ssh reads them (-F, -J, -o any option,
+    /// -p/-l/-i...); a host's `ansible_ssh_common_args` wins.
     #[arg(
         long = "ssh-common-args",
         value_name = "SSH_COMMON_ARGS",

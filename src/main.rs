@@ -167,6 +167,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
             ssh_args: config.ssh_args,
             ssh_common_args: cli.ssh_common_args.clone(),
             ssh_extra_args: cli.ssh_extra_args.clone(),
+            ssh_config: None,
             password: connection_password(&cli).map_err(|e| (EXIT_BAD_OPTIONS, e))?,
             retries: config.ssh_retries,
         },

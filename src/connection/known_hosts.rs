@@ -1,6 +1,7 @@
 //! OpenSSH's known_hosts, read the way ssh reads it: host patterns with `*`/`?` wildcards,
 //! `!` negation and comma lists, `[host]:port` for ports other than 22, hashed names
-//! (`|1|salt|hmac`), and the `@revoked` / `@cert-authority` markers.
+//! (`|1|salt|hmac`), and the `@revoked` / `@cert-authority` markers (host certificates
+//! checked against the authorities, as ssh's check_host_cert does).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -8,7 +9,8 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use hmac::{Hmac, KeyInit, Mac};
-use russh::keys::PublicKey;
+use russh::keys::ssh_key::certificate::CertType;
+use russh::keys::{Certificate, PublicKey};
 use sha1::Sha1;
 
 /// What the known_hosts files say about a host's key.
@@ -22,6 +24,115 @@ pub enum HostKeyStatus {
     Changed { file: PathBuf, line: usize },
     /// The key is marked `@revoked` for this host.
     Revoked { file: PathBuf, line: usize },
+}
+
+/// What the known_hosts files say about a host certificate the server presented.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CertificateStatus {
+    /// Signed by an `@cert-authority` of this host, a host certificate naming it, valid now.
+    Trusted,
+    /// No `@cert-authority` line of this host holds the signer: the certificate's key is
+    /// checked as a plain host key, as ssh does.
+    NoAuthority,
+    /// Signed by an authority of this host, yet not valid for it: why.
+    Invalid(String),
+    /// The authority or the certificate's key is marked `@revoked`.
+    Revoked { file: PathBuf, line: usize },
+}
+
+/// Whether any `@cert-authority` line applies to `host:port`: only then does the client
+/// ask servers for a certificate.
+pub fn has_cert_authority(files: &[PathBuf], host: &str, port: u16) -> bool {
+    let name = lookup_name(host, port).to_ascii_lowercase();
+    files.iter().any(|file| {
+        std::fs::read_to_string(file).is_ok_and(|text| {
+            text.lines().any(|line| {
+                Entry::parse(line)
+                    .is_some_and(|e| e.marker == Marker::CertAuthority && e.matches_host(&name))
+            })
+        })
+    })
+}
+
+/// Checks a host certificate for `host:port` at `now` (Unix seconds), as ssh's
+/// check_host_cert does: the signer an `@cert-authority` of the host, the type `host`, the
+/// host among its principals, inside its validity period, no critical options.
+pub fn check_certificate(
+    files: &[PathBuf],
+    host: &str,
+    port: u16,
+    cert: &Certificate,
+    now: u64,
+) -> io::Result<CertificateStatus> {
+    let name = lookup_name(host, port).to_ascii_lowercase();
+    let signer = cert.signature_key();
+    let mut authority = None;
+    for file in files {
+        let text = match std::fs::read_to_string(file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("reading {}: {e}", file.display()),
+                ));
+            }
+        };
+        for (index, line) in text.lines().enumerate() {
+            let Some(entry) = Entry::parse(line) else {
+                continue;
+            };
+            let Some(key) = entry.key() else { continue };
+            if entry.marker == Marker::Revoked
+                && (key.key_data() == signer || key.key_data() == cert.public_key())
+                && entry.matches_host(&name)
+            {
+                return Ok(CertificateStatus::Revoked {
+                    file: file.clone(),
+                    line: index + 1,
+                });
+            }
+            if entry.marker == Marker::CertAuthority
+                && key.key_data() == signer
+                && entry.matches_host(&name)
+                && authority.is_none()
+            {
+                authority = Some(key);
+            }
+        }
+    }
+    let Some(authority) = authority else {
+        return Ok(CertificateStatus::NoAuthority);
+    };
+    let invalid = |why: String| Ok(CertificateStatus::Invalid(why));
+    if cert.cert_type() != CertType::Host {
+        return invalid("it is a user certificate, not a host certificate".into());
+    }
+    let host = host.to_ascii_lowercase();
+    if !cert
+        .valid_principals()
+        .iter()
+        .any(|p| wildcard_match(&p.to_ascii_lowercase(), &host))
+    {
+        return invalid(format!(
+            "it names {} but not {host}",
+            if cert.valid_principals().is_empty() {
+                "no principal".to_string()
+            } else {
+                cert.valid_principals().join(", ")
+            }
+        ));
+    }
+    if let Some((option, _)) = cert.critical_options().iter().next() {
+        return invalid(format!("unknown critical option {option}"));
+    }
+    let fingerprint = authority.fingerprint(russh::keys::HashAlg::Sha256);
+    if cert.validate_at(now, [&fingerprint]).is_err() {
+        return invalid(
+            "its signature does not verify or it is outside its validity period".into(),
+        );
+    }
+    Ok(CertificateStatus::Trusted)
 }
 
 /// The name ssh looks up: the bare host on port 22, `[host]:port` otherwise.
@@ -114,18 +225,38 @@ pub fn known_key_types(files: &[PathBuf], host: &str, port: u16) -> Vec<String> 
     types
 }
 
-/// The line [`append`] writes: `name keytype base64`.
-pub fn entry_line(host: &str, port: u16, key: &PublicKey) -> String {
+/// The line [`append`] writes: `name keytype base64`, the name hashed as ssh's
+/// HashKnownHosts writes it (`|1|salt|HMAC-SHA1(salt, name)`, both base64) when `hashed`.
+pub fn entry_line(host: &str, port: u16, key: &PublicKey, hashed: bool) -> io::Result<String> {
     let bare = PublicKey::new(key.key_data().clone(), "");
     let openssh = bare
         .to_openssh()
         .unwrap_or_else(|_| format!("{} <unencodable>", key.algorithm().as_str()));
-    format!("{} {}", lookup_name(host, port), openssh.trim_end())
+    let name = lookup_name(host, port);
+    let name = if hashed {
+        let mut salt = [0u8; 20];
+        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut salt)?;
+        hashed_name(&salt, &name)
+    } else {
+        name
+    };
+    Ok(format!("{name} {}", openssh.trim_end()))
+}
+
+/// `|1|salt|hash` for `name` (lowercased, as ssh looks names up).
+fn hashed_name(salt: &[u8], name: &str) -> String {
+    let mut mac = <Hmac<Sha1> as KeyInit>::new_from_slice(salt).expect("HMAC takes any key");
+    mac.update(name.to_ascii_lowercase().as_bytes());
+    format!(
+        "|1|{}|{}",
+        BASE64.encode(salt),
+        BASE64.encode(mac.finalize().into_bytes())
+    )
 }
 
 /// Appends a line for `host:port` (accept-new), creating the directory (0700) and the
 /// file (0600) the way ssh does when they are missing.
-pub fn append(file: &Path, host: &str, port: u16, key: &PublicKey) -> io::Result<()> {
+pub fn append(file: &Path, host: &str, port: u16, key: &PublicKey, hashed: bool) -> io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::DirBuilder::new()
@@ -146,7 +277,7 @@ pub fn append(file: &Path, host: &str, port: u16, key: &PublicKey) -> io::Result
     if needs_newline {
         line.push('\n');
     }
-    line.push_str(&entry_line(host, port, key));
+    line.push_str(&entry_line(host, port, key, hashed)?);
     line.push('\n');
     out.write_all(line.as_bytes())
 }
@@ -444,6 +575,89 @@ mod tests {
         );
     }
 
+    /// A host key signed by a fresh CA for `principals`: (CA public line, certificate).
+    fn host_certificate(
+        dir: &Path,
+        principals: &str,
+        validity: &str,
+        host: bool,
+    ) -> (String, Certificate) {
+        let (_, ca) = generate_key(dir, "ca");
+        let (_, _) = generate_key(dir, "hostkey");
+        let mut sign = Command::new("ssh-keygen");
+        sign.args(["-q", "-s"])
+            .arg(dir.join("ca"))
+            .args(["-I", "test", "-V", validity]);
+        if host {
+            sign.arg("-h");
+        }
+        let status = sign
+            .args(["-n", principals])
+            .arg(dir.join("hostkey.pub"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let text = std::fs::read_to_string(dir.join("hostkey-cert.pub")).unwrap();
+        (ca, Certificate::from_openssh(text.trim()).unwrap())
+    }
+
+    fn now() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    }
+
+    #[test]
+    fn host_certificates_against_cert_authority_lines() {
+        let f = fixture();
+        let (ca, cert) =
+            host_certificate(f.dir.path(), "web1.example.com,10.0.0.*", "-5m:+1h", true);
+        let file = f.write(
+            "kh",
+            &format!("@cert-authority *.example.com,10.0.0.* {ca}\n"),
+        );
+        let files = [file];
+        let status =
+            |host: &str, port: u16| check_certificate(&files, host, port, &cert, now()).unwrap();
+        assert_eq!(status("web1.example.com", 22), CertificateStatus::Trusted);
+        assert_eq!(status("10.0.0.7", 22), CertificateStatus::Trusted);
+        assert!(has_cert_authority(&files, "web1.example.com", 22));
+        // The CA line does not cover the name: the key is checked as a plain key.
+        assert_eq!(status("web1.other.org", 22), CertificateStatus::NoAuthority);
+        assert!(!has_cert_authority(&files, "web1.other.org", 22));
+        assert!(!has_cert_authority(&files, "web1.example.com", 2222));
+        // Covered by the CA line, not named by the certificate.
+        match status("db1.example.com", 22) {
+            CertificateStatus::Invalid(why) => {
+                assert!(why.contains("not db1.example.com"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // Out of its validity period.
+        match check_certificate(&files, "web1.example.com", 22, &cert, now() + 7200).unwrap() {
+            CertificateStatus::Invalid(why) => assert!(why.contains("validity"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // A revoked authority.
+        let revoked = f.write("kh2", &format!("@cert-authority * {ca}\n@revoked * {ca}\n"));
+        assert!(matches!(
+            check_certificate(&[revoked], "web1.example.com", 22, &cert, now()).unwrap(),
+            CertificateStatus::Revoked { line: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn a_user_certificate_is_no_host_certificate() {
+        let f = fixture();
+        let (ca, cert) = host_certificate(f.dir.path(), "web1", "-5m:+1h", false);
+        let file = f.write("kh", &format!("@cert-authority * {ca}\n"));
+        assert!(matches!(
+            check_certificate(&[file], "web1", 22, &cert, now()).unwrap(),
+            CertificateStatus::Invalid(_)
+        ));
+    }
+
     #[test]
     fn missing_files_and_dev_null_are_empty() {
         let f = fixture();
@@ -459,8 +673,8 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let f = fixture();
         let file = f.dir.path().join("new/.ssh/known_hosts");
-        append(&file, "127.0.0.1", 2222, &f.key).unwrap();
-        append(&file, "web1", 22, &f.other).unwrap();
+        append(&file, "127.0.0.1", 2222, &f.key, false).unwrap();
+        append(&file, "web1", 22, &f.other, false).unwrap();
         let text = std::fs::read_to_string(&file).unwrap();
         let (key_type, key_b64) = {
             let mut parts = f.key_text.split_whitespace();
@@ -490,10 +704,47 @@ mod tests {
     }
 
     #[test]
+    fn hashed_append_is_what_ssh_keygen_finds() {
+        let f = fixture();
+        let file = f.dir.path().join("kh");
+        append(&file, "127.0.0.1", 2222, &f.key, true).unwrap();
+        append(&file, "Web1", 22, &f.other, true).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.lines().all(|l| l.starts_with("|1|")), "{text}");
+        assert!(
+            !text.contains("127.0.0.1") && !text.contains("eb1"),
+            "{text}"
+        );
+        let files = [file.clone()];
+        assert_eq!(
+            check(&files, "127.0.0.1", 2222, &f.key).unwrap(),
+            HostKeyStatus::Known
+        );
+        assert_eq!(
+            check(&files, "web1", 22, &f.other).unwrap(),
+            HostKeyStatus::Known
+        );
+        // OpenSSH's own lookup finds them.
+        for name in ["[127.0.0.1]:2222", "web1"] {
+            let out = Command::new("ssh-keygen")
+                .arg("-F")
+                .arg(name)
+                .arg("-f")
+                .arg(&file)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "ssh-keygen -F {name} found nothing in {text}"
+            );
+        }
+    }
+
+    #[test]
     fn append_after_a_last_line_without_newline() {
         let f = fixture();
         let file = f.write("kh", &format!("web9 {}", f.other_text));
-        append(&file, "web1", 22, &f.key).unwrap();
+        append(&file, "web1", 22, &f.key, false).unwrap();
         let text = std::fs::read_to_string(&file).unwrap();
         assert_eq!(text.lines().count(), 2);
         assert_eq!(

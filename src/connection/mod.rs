@@ -8,9 +8,11 @@ mod privilege;
 mod pty;
 mod spec;
 mod ssh;
+mod ssh_config;
 
 pub use privilege::{BecomeMethod, BecomeSpec};
 pub use spec::{JumpHost, Proxy, Secret, parse_proxy_command, parse_proxy_jump};
+pub use ssh_config::{AddressFamily, Algorithms, ConfigFiles, SshSettings};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,7 +49,8 @@ pub struct ConnectionSpec {
     /// Tried in order before the ssh-agent and the default keys.
     pub identity_files: Vec<PathBuf>,
     pub strict: StrictHostKeyChecking,
-    /// Read in order; accept-new appends to the first.
+    /// Read in order: UserKnownHostsFile's, then GlobalKnownHostsFile's; accept-new appends
+    /// to the first (`/dev/null` first when UserKnownHostsFile is none).
     pub known_hosts_files: Vec<PathBuf>,
     pub connect_timeout: Duration,
     /// Direct, through jump hosts, or over a command's stdio.
@@ -60,6 +63,8 @@ pub struct ConnectionSpec {
     /// (`ansible_ssh_retries`, ConnectionAttempts - 1). None: turbo-play's default, which
     /// rides out sshd's MaxStartups drops (see `ssh::retry`).
     pub retries: Option<u32>,
+    /// The rest of what ssh_config and the ssh args say.
+    pub ssh: SshSettings,
 }
 
 /// Settings from the command line / ansible.cfg that host vars override.
@@ -69,13 +74,15 @@ pub struct ConnectionDefaults {
     pub private_key: Option<PathBuf>,
     pub host_key_checking: Option<bool>,
     pub timeout: Option<Duration>,
-    /// ansible.cfg `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`, read only for a jump
-    /// host or proxy command in them (the rest are OpenSSH options turbo-play has no use
-    /// for).
+    /// ansible.cfg `[ssh_connection] ssh_args` / `ANSIBLE_SSH_ARGS`: first on Ansible's ssh
+    /// command line, so their `-o` options (and proxy) win over everything else.
     pub ssh_args: Option<String>,
     /// `--ssh-common-args` / `--ssh-extra-args`, under the host's `ansible_ssh_*_args`.
     pub ssh_common_args: Option<String>,
     pub ssh_extra_args: Option<String>,
+    /// The ssh_config files when the ssh args name none (`-F`); `None`: `~/.ssh/config`
+    /// then `/etc/ssh/ssh_config`.
+    pub ssh_config: Option<ConfigFiles>,
     /// `-k` / `--connection-password-file`, under the host's `ansible_password`.
     pub password: Option<Secret>,
     /// `ANSIBLE_SSH_RETRIES` / ansible.cfg `[ssh_connection] retries`.
@@ -177,7 +184,7 @@ pub async fn open_host(spec: &ConnectionSpec) -> Result<(AgentSession, Escalator
         }
         ConnectionKind::Local => {
             let session = local::open_agent(spec).await?;
-            Ok((session, Escalator::Local(spec.clone())))
+            Ok((session, Escalator::Local(Box::new(spec.clone()))))
         }
     }
 }
@@ -192,7 +199,7 @@ pub async fn open_agent(spec: &ConnectionSpec) -> Result<AgentSession, ConnectEr
 #[derive(Clone)]
 pub enum Escalator {
     Ssh(Arc<ssh::Escalator>),
-    Local(ConnectionSpec),
+    Local(Box<ConnectionSpec>),
 }
 
 impl Escalator {

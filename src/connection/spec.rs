@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::ssh_config::{self, ConfigFiles};
 use super::{
     ConnectError, ConnectionDefaults, ConnectionKind, ConnectionSpec, DEFAULT_CONNECT_TIMEOUT,
     StrictHostKeyChecking,
@@ -47,15 +48,18 @@ pub enum Proxy {
     Command(String),
 }
 
-/// One bastion of a ProxyJump chain, as written (`[user@]host[:port]`, or the
-/// `ssh://[user@]host[:port]` form). An unset user is the controller's user and an unset
-/// port 22, as OpenSSH does for a jump host ssh_config says nothing about; keys,
-/// known_hosts and host key checking are the target host's.
+/// One bastion of a ProxyJump chain (`[user@]host[:port]`, or the `ssh://[user@]host[:port]`
+/// form), with what the bastion's own ssh_config blocks say filled in (HostName, Port,
+/// User, IdentityFile), as the `ssh -W` OpenSSH runs for it would read them. An unset user
+/// is the controller's user and an unset port 22; known_hosts and host key checking are
+/// the target host's, and so are the keys tried after the bastion's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JumpHost {
     pub user: Option<String>,
     pub address: String,
     pub port: Option<u16>,
+    /// The bastion's own IdentityFile lines.
+    pub identity_files: Vec<PathBuf>,
 }
 
 impl JumpHost {
@@ -99,6 +103,7 @@ impl JumpHost {
             user,
             address: address.to_string(),
             port,
+            identity_files: Vec::new(),
         })
     }
 
@@ -150,20 +155,6 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// What `-o` options (and `-p`/`-l`/`-i`/`-J`) in the ssh args say; first value wins.
-#[derive(Debug, Default, PartialEq)]
-struct SshOptions {
-    user: Option<String>,
-    port: Option<String>,
-    identity_files: Vec<String>,
-    known_hosts_files: Option<Vec<String>>,
-    strict: Option<String>,
-    connect_timeout: Option<String>,
-    /// `Some(Proxy::None)` when the args said `none`: that beats ssh_config's proxy.
-    proxy: Option<Proxy>,
-    connection_attempts: Option<String>,
-}
-
 pub(super) fn from_vars_with_env(
     host: &str,
     vars: &Map<String, Value>,
@@ -187,75 +178,14 @@ pub(super) fn from_vars_with_env(
         }
     };
 
-    let mut options = SshOptions::default();
-    // `ssh_args` (ansible.cfg's, replaced by `ansible_ssh_args`) come first on Ansible's
-    // command line; only their proxy is read: their other options (ControlMaster and the
-    // like) are for OpenSSH, which turbo-play does not run.
-    let ssh_args = match var_string(vars, &["ansible_ssh_args"]) {
-        Some(args) => Some(("ansible_ssh_args", args)),
-        None => defaults.ssh_args.clone().map(|args| ("ssh_args", args)),
-    };
-    if let Some((name, args)) = ssh_args {
-        let words =
-            crate::shell_words::split(&args).map_err(|e| config_error(format!("{name}: {e}")))?;
-        let mut proxy_only = SshOptions::default();
-        parse_ssh_args(&words, &mut proxy_only)
-            .map_err(|e| config_error(format!("{name}: {e}")))?;
-        options.proxy = proxy_only.proxy;
+    // Ansible's ssh command line, in its order: ssh_args, then its own `-o` options from
+    // the host's variables, then ssh_common_args and ssh_extra_args; ssh keeps the first
+    // value of each option, and reads ssh_config only after the command line.
+    let mut command_line = CommandLine::default();
+    match var_string(vars, &["ansible_ssh_args"]) {
+        Some(args) => command_line.words("ansible_ssh_args", Some(&args), &config_error)?,
+        None => command_line.words("ssh_args", defaults.ssh_args.as_deref(), &config_error)?,
     }
-    for (name, fallback) in [
-        ("ansible_ssh_common_args", &defaults.ssh_common_args),
-        ("ansible_ssh_extra_args", &defaults.ssh_extra_args),
-    ] {
-        let args = var_string(vars, &[name]).map(|a| (name, a)).or_else(|| {
-            fallback
-                .clone()
-                .map(|a| (name.trim_start_matches("ansible_"), a))
-        });
-        if let Some((name, args)) = args {
-            let words = crate::shell_words::split(&args)
-                .map_err(|e| config_error(format!("{name}: {e}")))?;
-            parse_ssh_args(&words, &mut options)
-                .map_err(|e| config_error(format!("{name}: {e}")))?;
-        }
-    }
-
-    let address = var_string(vars, &["ansible_host", "ansible_ssh_host"])
-        .filter(|a| !a.is_empty())
-        .unwrap_or_else(|| host.to_string());
-
-    let port =
-        match var_string(vars, &["ansible_port", "ansible_ssh_port"]).or(options.port.clone()) {
-            None => 22,
-            Some(text) => parse_port(&text).ok_or_else(|| {
-                config_error(format!(
-                    "ansible_port={text} is not a port number (1-65535)"
-                ))
-            })?,
-        };
-
-    let user = var_string(vars, &["ansible_user", "ansible_ssh_user"])
-        .or_else(|| defaults.remote_user.clone())
-        .or(options.user.clone())
-        .or_else(current_user_name)
-        .ok_or_else(|| {
-            config_error("no remote user: set ansible_user or remote_user".to_string())
-        })?;
-
-    let mut identity_files = Vec::new();
-    if let Some(key) = var_string(
-        vars,
-        &["ansible_ssh_private_key_file", "ansible_private_key_file"],
-    ) {
-        identity_files.push(expand_tilde(&key));
-    }
-    if let Some(key) = &defaults.private_key {
-        identity_files.push(expand_tilde(&key.to_string_lossy()));
-    }
-    for key in &options.identity_files {
-        identity_files.push(expand_tilde(key));
-    }
-    dedup_in_order(&mut identity_files);
 
     // The ssh plugin's `host_key_checking` option is `type: boolean`, read leniently by
     // Ansible's config whether it comes from a variable or the environment: anything but a
@@ -273,32 +203,105 @@ pub(super) fn from_vars_with_env(
         .or(checking_env)
         .or(defaults.host_key_checking)
         .unwrap_or(true);
-    let strict = if !host_key_checking {
-        StrictHostKeyChecking::No
-    } else {
-        match options
-            .strict
-            .as_deref()
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            None | Some("yes") | Some("ask") | Some("true") => StrictHostKeyChecking::Yes,
-            Some("no") | Some("off") | Some("false") => StrictHostKeyChecking::No,
-            Some("accept-new") => StrictHostKeyChecking::AcceptNew,
-            Some(other) => {
-                return Err(config_error(format!(
-                    "StrictHostKeyChecking={other} is not one of yes, no, accept-new, off"
-                )));
-            }
-        }
+    if !host_key_checking {
+        command_line.options.push("StrictHostKeyChecking=no".into());
+    }
+    if let Some(text) = var_string(vars, &["ansible_port", "ansible_ssh_port"]) {
+        let port = parse_port(&text).ok_or_else(|| {
+            config_error(format!(
+                "ansible_port={text} is not a port number (1-65535)"
+            ))
+        })?;
+        command_line.options.push(format!("Port={port}"));
+    }
+    let var_key = var_string(
+        vars,
+        &["ansible_ssh_private_key_file", "ansible_private_key_file"],
+    );
+    let default_key = defaults
+        .private_key
+        .as_ref()
+        .map(|k| k.to_string_lossy().into_owned());
+    for key in var_key.iter().chain(default_key.iter()) {
+        command_line
+            .options
+            .push(format!("IdentityFile=\"{}\"", expand_tilde(key).display()));
+    }
+    if let Some(user) = var_string(vars, &["ansible_user", "ansible_ssh_user"])
+        .or_else(|| defaults.remote_user.clone())
+    {
+        command_line.options.push(format!("User=\"{user}\""));
+    }
+    for (name, cli) in [
+        ("ansible_ssh_common_args", &defaults.ssh_common_args),
+        ("ansible_ssh_extra_args", &defaults.ssh_extra_args),
+    ] {
+        let args = var_string(vars, &[name]).or_else(|| cli.clone());
+        command_line.words(name, args.as_deref(), &config_error)?;
+    }
+
+    let address = var_string(vars, &["ansible_host", "ansible_ssh_host"])
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| host.to_string());
+    let home = super::local_home().unwrap_or_default();
+    let local_name = current_user_name().ok_or_else(|| {
+        config_error("no remote user: set ansible_user or remote_user".to_string())
+    })?;
+    let local = ssh_config::LocalUser::current(local_name.clone(), home.clone());
+    let files = match &command_line.config_file {
+        Some(file) if file == "none" => ConfigFiles::None,
+        Some(file) => ConfigFiles::Only(expand_tilde(file)),
+        None => defaults.ssh_config.clone().unwrap_or(ConfigFiles::Default {
+            user: home.join(".ssh/config"),
+            system: PathBuf::from(ssh_config::SYSTEM_CONFIG),
+        }),
+    };
+    let resolved = ssh_config::resolve_cached(&ssh_config::Request {
+        host: &address,
+        command_line: &command_line.options,
+        files: &files,
+        local: &local,
+        env,
+        exec: &ssh_config::run_in_shell,
+    })
+    .map_err(config_error)?;
+    let mut warnings = Vec::new();
+    let proxy = proxy_of(&resolved, &mut |jump| {
+        let request = ssh_config::Request {
+            host: &jump.address,
+            command_line: &[],
+            files: &files,
+            local: &local,
+            env,
+            exec: &ssh_config::run_in_shell,
+        };
+        let (bastion, said) = resolve_bastion(jump, &request)?;
+        warnings.extend(said);
+        Ok(bastion)
+    })
+    .map_err(config_error)?;
+
+    let strict = match resolved.strict_host_key_checking.as_deref() {
+        _ if !host_key_checking => StrictHostKeyChecking::No,
+        // `ask` with nobody to answer is a refusal, as ssh's in batch mode.
+        None | Some("yes") | Some("ask") | Some("true") => StrictHostKeyChecking::Yes,
+        Some("accept-new") => StrictHostKeyChecking::AcceptNew,
+        Some(_) => StrictHostKeyChecking::No,
     };
 
-    let mut known_hosts_files: Vec<PathBuf> = match &options.known_hosts_files {
-        Some(files) => files.iter().map(|f| expand_tilde(f)).collect(),
-        None => vec![expand_tilde("~/.ssh/known_hosts")],
+    let mut known_hosts_files: Vec<PathBuf> = match &resolved.user_known_hosts_files {
+        Some(files) if files.is_empty() => vec![PathBuf::from("/dev/null")],
+        Some(files) => files.clone(),
+        None => vec![
+            home.join(".ssh/known_hosts"),
+            home.join(".ssh/known_hosts2"),
+        ],
     };
-    // ssh reads the system-wide file too, whatever UserKnownHostsFile says.
-    known_hosts_files.push(PathBuf::from("/etc/ssh/ssh_known_hosts"));
+    match &resolved.global_known_hosts_files {
+        Some(files) => known_hosts_files.extend(files.iter().cloned()),
+        None => known_hosts_files
+            .extend(["/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"].map(PathBuf::from)),
+    }
 
     let timeout_var = match var_string(vars, &["ansible_timeout", "ansible_ssh_timeout"]) {
         None => None,
@@ -306,15 +309,9 @@ pub(super) fn from_vars_with_env(
             config_error(format!("ansible_timeout={text} is not a number of seconds"))
         })?),
     };
-    let timeout_option = match &options.connect_timeout {
-        None => None,
-        Some(text) => Some(parse_seconds(text).ok_or_else(|| {
-            config_error(format!("ConnectTimeout={text} is not a number of seconds"))
-        })?),
-    };
     let connect_timeout = timeout_var
         .or(defaults.timeout)
-        .or(timeout_option)
+        .or(resolved.connect_timeout)
         .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
 
     // Ansible's `reconnection_retries` (a variable over ANSIBLE_SSH_RETRIES and ansible.cfg),
@@ -325,24 +322,9 @@ pub(super) fn from_vars_with_env(
                 "ansible_ssh_retries={text} is not a non-negative integer"
             ))
         })?),
-        None => match defaults.retries {
-            Some(n) => Some(n),
-            None => match &options.connection_attempts {
-                None => None,
-                Some(text) => Some(
-                    text.trim()
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|n| *n >= 1)
-                        .ok_or_else(|| {
-                            config_error(format!(
-                                "ConnectionAttempts={text} is not a positive integer"
-                            ))
-                        })?
-                        - 1,
-                ),
-            },
-        },
+        None => defaults
+            .retries
+            .or(resolved.connection_attempts.map(|n| n.saturating_sub(1))),
     };
 
     let password = var_string(
@@ -359,17 +341,78 @@ pub(super) fn from_vars_with_env(
     Ok(ConnectionSpec {
         host: host.to_string(),
         kind,
-        address,
-        port,
-        user,
-        identity_files,
+        address: resolved.hostname.clone(),
+        port: resolved.port.unwrap_or(22),
+        user: resolved.user.clone().unwrap_or(local_name),
+        identity_files: resolved.identity_files.clone(),
         strict,
         known_hosts_files,
         connect_timeout,
-        proxy: options.proxy.unwrap_or_default(),
+        proxy,
         password,
         retries,
+        ssh: {
+            let mut ssh = resolved.settings();
+            for warning in warnings {
+                if !ssh.warnings.contains(&warning) {
+                    ssh.warnings.push(warning);
+                }
+            }
+            ssh
+        },
     })
+}
+
+/// The proxy the first ProxyJump or ProxyCommand gives (the command line's before the
+/// files'); a `none` there already kept the files' out. Each bastion goes through
+/// `bastion`, which fills in what its own ssh_config blocks say.
+fn proxy_of(
+    resolved: &ssh_config::Resolved,
+    bastion: &mut dyn FnMut(&JumpHost) -> Result<JumpHost, String>,
+) -> Result<Proxy, String> {
+    if let Some((jump, origin)) = &resolved.proxy_jump {
+        let at = |e: String| format!("{origin}: {e}");
+        return match parse_proxy_jump(jump).map_err(at)? {
+            Proxy::Jump(chain) => chain
+                .iter()
+                .map(|hop| bastion(hop).map_err(at))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Proxy::Jump),
+            other => Ok(other),
+        };
+    }
+    if let Some((command, origin)) = &resolved.proxy_command {
+        return parse_proxy_command(command).map_err(|e| format!("{origin}: {e}"));
+    }
+    Ok(Proxy::None)
+}
+
+/// A bastion as `ssh -l user -p port bastion` reads the same ssh_config files: the user and
+/// port written in the chain win over its blocks. (Its own ProxyJump is not followed: the
+/// chain as written is the way.) Returns the options of its blocks not acted on, too.
+fn resolve_bastion(
+    jump: &JumpHost,
+    request: &ssh_config::Request<'_>,
+) -> Result<(JumpHost, Vec<String>), String> {
+    let mut command_line = Vec::new();
+    if let Some(user) = &jump.user {
+        command_line.push(format!("User=\"{}\"", user.replace('"', "\\\"")));
+    }
+    if let Some(port) = jump.port {
+        command_line.push(format!("Port={port}"));
+    }
+    let own = ssh_config::resolve_cached(&ssh_config::Request {
+        command_line: &command_line,
+        ..*request
+    })
+    .map_err(|e| format!("jump host {}: {e}", jump.address))?;
+    let bastion = JumpHost {
+        user: own.user.clone(),
+        address: own.hostname.clone(),
+        port: own.port,
+        identity_files: own.identity_files.clone(),
+    };
+    Ok((bastion, own.warnings.clone()))
 }
 
 /// The first of `names` that is set, as text (numbers and booleans included).
@@ -392,82 +435,93 @@ fn parse_seconds(text: &str) -> Option<Duration> {
     (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
-fn dedup_in_order(paths: &mut Vec<PathBuf>) {
-    let mut seen = std::collections::HashSet::new();
-    paths.retain(|p| seen.insert(p.clone()));
+/// The ssh command line as ssh reads it before its config files: `-o` options (and the
+/// flags that stand for one) in order, and the last `-F`.
+#[derive(Debug, Default)]
+struct CommandLine {
+    options: Vec<String>,
+    config_file: Option<String>,
 }
 
-fn parse_ssh_args(words: &[String], options: &mut SshOptions) -> Result<(), String> {
-    let mut words = words.iter();
-    while let Some(word) = words.next() {
-        let Some(flag) = word.strip_prefix('-').and_then(|w| w.chars().next()) else {
-            continue;
+impl CommandLine {
+    /// One of the ssh args settings.
+    fn words(
+        &mut self,
+        name: &str,
+        args: Option<&str>,
+        config_error: &dyn Fn(String) -> ConnectError,
+    ) -> Result<(), ConnectError> {
+        let Some(args) = args else {
+            return Ok(());
         };
-        if !matches!(flag, 'o' | 'p' | 'l' | 'i' | 'J') {
-            continue;
-        }
-        let attached = &word[2..];
-        let value = if attached.is_empty() {
-            words
-                .next()
-                .ok_or_else(|| format!("`-{flag}` needs a value"))?
-                .clone()
-        } else {
-            attached.to_string()
-        };
-        match flag {
-            'p' => set_once(&mut options.port, value),
-            'l' => set_once(&mut options.user, value),
-            'i' => options.identity_files.push(value),
-            'J' => {
-                if options.proxy.is_none() {
-                    options.proxy = Some(parse_proxy_jump(&value)?);
-                }
+        let words =
+            crate::shell_words::split(args).map_err(|e| config_error(format!("{name}: {e}")))?;
+        self.parse(&words)
+            .map_err(|e| config_error(format!("{name}: {e}")))
+    }
+
+    fn parse(&mut self, words: &[String]) -> Result<(), String> {
+        // ssh's flags that take a value, so that the value is not read as a flag.
+        const WITH_VALUE: &str = "BbcDEeFIiJLlmOoPpQRSWw";
+        let mut words = words.iter();
+        while let Some(word) = words.next() {
+            let Some(flag) = word.strip_prefix('-').and_then(|w| w.chars().next()) else {
+                continue;
+            };
+            match flag {
+                '4' => self.options.push("AddressFamily=inet".into()),
+                '6' => self.options.push("AddressFamily=inet6".into()),
+                _ => {}
             }
-            _ => apply_option(&value, options)?,
+            if !WITH_VALUE.contains(flag) {
+                continue;
+            }
+            let attached = &word[1 + flag.len_utf8()..];
+            let value = if attached.is_empty() {
+                words
+                    .next()
+                    .ok_or_else(|| format!("`-{flag}` needs a value"))?
+                    .clone()
+            } else {
+                attached.to_string()
+            };
+            let quoted = || format!("\"{}\"", value.replace('"', "\\\""));
+            match flag {
+                'o' => {
+                    check_proxy_option(&value)?;
+                    self.options.push(value.clone());
+                }
+                'p' => self.options.push(format!("Port={value}")),
+                'l' => self.options.push(format!("User={}", quoted())),
+                'i' => self.options.push(format!("IdentityFile={}", quoted())),
+                'J' => {
+                    parse_proxy_jump(&value)?;
+                    self.options.push(format!("ProxyJump={value}"));
+                }
+                'b' => self.options.push(format!("BindAddress={value}")),
+                'c' => self.options.push(format!("Ciphers={value}")),
+                'm' => self.options.push(format!("MACs={value}")),
+                'F' => self.config_file = Some(value),
+                _ => {}
+            }
         }
-    }
-    Ok(())
-}
-
-fn set_once(slot: &mut Option<String>, value: String) {
-    if slot.is_none() {
-        *slot = Some(value);
+        Ok(())
     }
 }
 
-/// One `Key=Value` or `Key Value` as ssh's -o takes it; options we do not use are ignored.
-fn apply_option(option: &str, options: &mut SshOptions) -> Result<(), String> {
+/// A ProxyJump or ProxyCommand in a `-o` option is checked where it is written, so that
+/// its error names the setting it came from.
+fn check_proxy_option(option: &str) -> Result<(), String> {
     let option = option.trim();
-    let split_at = option
-        .find(|c: char| c == '=' || c.is_whitespace())
-        .ok_or_else(|| format!("`-o {option}` has no value (use -o Key=Value)"))?;
-    let key = option[..split_at].to_ascii_lowercase();
-    let value = option[split_at..]
-        .trim_start_matches(|c: char| c.is_whitespace())
-        .trim_start_matches('=')
-        .trim()
-        .to_string();
-    match key.as_str() {
-        "user" => set_once(&mut options.user, value),
-        "port" => set_once(&mut options.port, value),
-        "identityfile" => options.identity_files.push(value),
-        "stricthostkeychecking" => set_once(&mut options.strict, value),
-        "connecttimeout" => set_once(&mut options.connect_timeout, value),
-        "connectionattempts" => set_once(&mut options.connection_attempts, value),
-        "proxyjump" if options.proxy.is_none() => {
-            options.proxy = Some(parse_proxy_jump(&value)?);
-        }
-        "proxycommand" if options.proxy.is_none() => {
-            options.proxy = Some(parse_proxy_command(&value)?);
-        }
-        "userknownhostsfile" if options.known_hosts_files.is_none() => {
-            options.known_hosts_files =
-                Some(value.split_whitespace().map(str::to_string).collect());
-        }
-        _ => {}
+    let (key, value) = option
+        .split_once(|c: char| c == '=' || c.is_whitespace())
+        .unwrap_or((option, ""));
+    let value = value.trim_start_matches(|c: char| c == '=' || c.is_whitespace());
+    match key.to_ascii_lowercase().as_str() {
+        "proxyjump" => parse_proxy_jump(value).map(drop),
+        "proxycommand" => parse_proxy_command(value).map(drop),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// The name of the user running turbo-play: $USER, $LOGNAME, else the passwd entry.
@@ -499,7 +553,10 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        from_vars_with_env("web1", &vars(v), defaults, &|name| {
+        // Hermetic: the machine's own ssh_config files stay out unless a test names one.
+        let mut defaults = defaults.clone();
+        defaults.ssh_config.get_or_insert(ConfigFiles::None);
+        from_vars_with_env("web1", &vars(v), &defaults, &|name| {
             env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
         })
     }
@@ -667,6 +724,7 @@ mod tests {
             user: user.map(str::to_string),
             address: address.into(),
             port,
+            identity_files: Vec::new(),
         }
     }
 
@@ -749,13 +807,13 @@ mod tests {
             proxy("ansible_ssh_common_args", "-J a -o ProxyCommand=nc"),
             Proxy::Jump(vec![jump(None, "a", None)])
         );
-        // ssh_args come first on Ansible's command line; only their proxy is read.
+        // ssh_args come first on Ansible's command line: their proxy and options win.
         let s = spec(json!({
             "ansible_ssh_args": "-C -o ControlMaster=auto -o ProxyJump=gw -o Port=2022",
             "ansible_ssh_common_args": "-J other",
         }));
         assert_eq!(s.proxy, Proxy::Jump(vec![jump(None, "gw", None)]));
-        assert_eq!(s.port, 22);
+        assert_eq!(s.port, 2022);
         let defaults = ConnectionDefaults {
             ssh_args: Some("-o ControlMaster=auto -J gw".into()),
             ssh_common_args: Some("-J ignored-after-ssh-args -o Port=2200".into()),
@@ -826,6 +884,170 @@ mod tests {
     }
 
     #[test]
+    fn ssh_args_are_read_first() {
+        // `none` turns a proxy off; ssh_args come first on Ansible's ssh command line, so
+        // their options win over the host's variables, as with OpenSSH.
+        let s = spec(json!({
+            "ansible_ssh_common_args": "-o ProxyJump=none -o ProxyCommand=none",
+            "ansible_ssh_args": "-C -o ControlMaster=auto -o ControlPersist=60s -o Port=2022",
+            "ansible_port": 2200,
+        }));
+        assert_eq!(s.port, 2022);
+        assert_eq!(s.proxy, Proxy::None);
+        assert!(s.ssh.warnings.is_empty(), "{:?}", s.ssh.warnings);
+    }
+
+    /// An ssh_config file in a temp dir, named by `-F` or as the user's file.
+    fn config_file(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ssh.cfg");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn ssh_config_under_the_host_variables() {
+        let (_dir, path) = config_file(
+            "Host web1 alias
+  HostName 10.1.1.1
+  Port 2222
+  User cfguser
+  IdentityFile /k/cfg
+               StrictHostKeyChecking accept-new
+  HashKnownHosts yes
+  ServerAliveInterval 5
+             Match user deploy
+  ConnectTimeout 3
+",
+        );
+        let defaults = ConnectionDefaults {
+            ssh_config: Some(ConfigFiles::Only(path.clone())),
+            ..Default::default()
+        };
+        let s = spec_with(json!({}), &defaults, &[]).unwrap();
+        assert_eq!(s.address, "10.1.1.1");
+        assert_eq!((s.port, s.user.as_str()), (2222, "cfguser"));
+        assert_eq!(s.identity_files, vec![PathBuf::from("/k/cfg")]);
+        assert_eq!(s.strict, StrictHostKeyChecking::AcceptNew);
+        assert!(s.ssh.hash_known_hosts);
+        assert_eq!(s.ssh.server_alive_interval, Some(Duration::from_secs(5)));
+        assert_eq!(s.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+
+        // The inventory's variables go first on ssh's command line: they win, and `Match
+        // user` sees ansible_user.
+        let s = spec_with(
+            json!({"ansible_port": 22, "ansible_user": "deploy",
+                   "ansible_ssh_private_key_file": "/k/inv", "host_key_checking": false}),
+            &defaults,
+            &[],
+        )
+        .unwrap();
+        assert_eq!((s.port, s.user.as_str()), (22, "deploy"));
+        assert_eq!(
+            s.identity_files,
+            vec![PathBuf::from("/k/inv"), PathBuf::from("/k/cfg")]
+        );
+        assert_eq!(s.strict, StrictHostKeyChecking::No);
+        assert_eq!(s.connect_timeout, Duration::from_secs(3));
+
+        // ansible_host is the name ssh is given: the `Host` patterns match it.
+        let s = spec_with(json!({"ansible_host": "alias"}), &defaults, &[]).unwrap();
+        assert_eq!(s.address, "10.1.1.1");
+        let s = spec_with(json!({"ansible_host": "127.0.0.1"}), &defaults, &[]).unwrap();
+        assert_eq!((s.address.as_str(), s.port), ("127.0.0.1", 22));
+    }
+
+    #[test]
+    fn f_in_the_ssh_args_and_proxies_in_the_file() {
+        let (_dir, path) = config_file(
+            "Host web1
+  Port 2201
+Host gw-*
+  ProxyJump bastion,ops@second:2200
+Host cmd
+  ProxyCommand nc %h %p
+Host bastion
+  HostName 10.0.0.1
+  Port 2022
+  User jumper
+  IdentityFile /k/bastion
+  ForwardAgent yes
+Host second
+  User ignored
+  Port 1
+",
+        );
+        let common = format!("-F {}", path.display());
+        let s = spec(json!({"ansible_ssh_common_args": common}));
+        assert_eq!((s.port, &s.proxy), (2201, &Proxy::None));
+        // The bastions are read through the same files: their own blocks fill in what the
+        // chain does not say, and what it says wins.
+        let s = spec(json!({"ansible_ssh_common_args": common, "ansible_host": "gw-1"}));
+        let mut first = jump(Some("jumper"), "10.0.0.1", Some(2022));
+        first.identity_files = vec![PathBuf::from("/k/bastion")];
+        assert_eq!(
+            s.proxy,
+            Proxy::Jump(vec![first, jump(Some("ops"), "second", Some(2200))])
+        );
+        assert!(
+            s.ssh
+                .warnings
+                .iter()
+                .any(|w| w.contains("line 12: ForwardAgent")),
+            "{:?}",
+            s.ssh.warnings
+        );
+        let defaults = ConnectionDefaults {
+            ssh_common_args: Some(common.clone()),
+            ..Default::default()
+        };
+        let s = spec_with(json!({"ansible_host": "cmd"}), &defaults, &[]).unwrap();
+        assert_eq!(s.proxy, Proxy::Command("nc %h %p".into()));
+        // The command line's proxy, `none` included, wins over the file's.
+        let s = spec(json!({
+            "ansible_ssh_common_args": format!("{common} -o ProxyJump=none"),
+            "ansible_host": "gw-1",
+        }));
+        assert_eq!(s.proxy, Proxy::None);
+        let s = spec(json!({
+            "ansible_ssh_common_args": format!("{common} -o ProxyCommand=none"),
+            "ansible_host": "cmd",
+        }));
+        assert_eq!(s.proxy, Proxy::None);
+        let s = spec(json!({
+            "ansible_ssh_extra_args": "-J other",
+            "ansible_ssh_common_args": common,
+            "ansible_host": "cmd",
+        }));
+        assert_eq!(s.proxy, Proxy::Jump(vec![jump(None, "other", None)]));
+        // ConnectionAttempts in the file counts the attempts, retries are one less.
+        let (_dir, attempts) = config_file(
+            "Host *
+  ConnectionAttempts 3
+",
+        );
+        let s = spec(json!({"ansible_ssh_common_args": format!("-F {}", attempts.display())}));
+        assert_eq!(s.retries, Some(2));
+        // A bad line stops the host, naming the file and line.
+        let (_dir, bad) = config_file(
+            "Host *
+  Bogus yes
+",
+        );
+        let err = spec_with(
+            json!({"ansible_ssh_extra_args": format!("-F {}", bad.display())}),
+            &Default::default(),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.ends_with("ssh.cfg: line 2: Bad configuration option: bogus"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn ssh_args_options() {
         let s = spec(json!({
             "ansible_ssh_common_args": "-o UserKnownHostsFile='/tmp/kh1 ~/kh2' -oStrictHostKeyChecking=accept-new -o \"ConnectTimeout 4\"",
@@ -836,7 +1058,8 @@ mod tests {
             vec![
                 PathBuf::from("/tmp/kh1"),
                 home().join("kh2"),
-                PathBuf::from("/etc/ssh/ssh_known_hosts")
+                PathBuf::from("/etc/ssh/ssh_known_hosts"),
+                PathBuf::from("/etc/ssh/ssh_known_hosts2"),
             ]
         );
         // The first StrictHostKeyChecking wins, as in ssh.

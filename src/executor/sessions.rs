@@ -120,6 +120,9 @@ impl RunContext {
         let spec =
             ConnectionSpec::from_host_vars(&host.name, &vars, &self.opts.connection_defaults)
                 .map_err(|e| unreachable(e.to_string()))?;
+        for warning in &spec.ssh.warnings {
+            self.warn_once(&format!("{warning} (said once per run)"));
+        }
         let key = format!(
             "{:?}|{}|{}|{}",
             spec.kind, spec.user, spec.address, spec.port

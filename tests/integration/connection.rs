@@ -262,6 +262,7 @@ async fn a_closed_port_says_connection_refused() {
         proxy: Proxy::None,
         password: None,
         retries: None,
+        ssh: Default::default(),
     };
     let err = open_agent(&spec)
         .await
@@ -343,6 +344,7 @@ async fn the_local_connection_runs_the_agent_as_a_child() {
         proxy: Proxy::None,
         password: None,
         retries: None,
+        ssh: Default::default(),
     };
     let session = open_agent(&spec).await.expect("local agent");
     let hello = session.hello().clone();

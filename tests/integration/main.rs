@@ -26,6 +26,7 @@ mod python_modules;
 mod real_roles;
 mod roles;
 mod services;
+mod ssh_config;
 mod ssh_transport;
 mod support;
 mod system_modules;

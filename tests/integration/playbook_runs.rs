@@ -877,7 +877,7 @@ fn accept_new_records_the_key_then_trusts_it() {
     let fresh = hosts.sshd.dir.path().join("fresh_known_hosts");
     let inventory = format!(
         "h ansible_host=127.0.0.1 ansible_port={} ansible_user={} ansible_ssh_private_key_file={} \
-         ansible_ssh_common_args='-o UserKnownHostsFile={} -o StrictHostKeyChecking=accept-new'\n",
+         ansible_ssh_common_args='-o UserKnownHostsFile={} -o StrictHostKeyChecking=accept-new -o HashKnownHosts=no'\n",
         hosts.sshd.port,
         hosts.user("h").name,
         hosts.sshd.user_key.display(),

@@ -12,7 +12,7 @@ use russh::MethodKind;
 use russh::client::{AuthResult, Handle, KeyboardInteractiveAuthResponse};
 use russh::keys::agent::AgentIdentity;
 use russh::keys::agent::client::AgentClient;
-use russh::keys::{HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKey};
+use russh::keys::{Certificate, HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKey};
 
 use super::host_key::{HostKeyGuard, tilde_display};
 use super::retry::Failure;
@@ -65,10 +65,13 @@ pub(super) async fn authenticate(
         rsa_hash: None,
     };
     let given: Vec<PathBuf> = hop.identity_files.clone();
+    // IdentitiesOnly with files given: those files only, no default keys.
+    let identities_only = hop.ssh.identities_only;
     let defaults: Vec<PathBuf> = ["~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa"]
         .iter()
         .map(|p| expand_tilde(p))
         .filter(|p| p.exists() && !given.contains(p))
+        .filter(|_| !identities_only || given.is_empty())
         .collect();
 
     let from_agent = try_ssh_agent(handle, hop, &given, &mut attempts).await?;
@@ -167,6 +170,16 @@ async fn try_key_file(
         }
     };
     attempts.used("publickey");
+    if let Some((cert_path, cert)) = certificate_for(hop, path, key.public_key()) {
+        let result = handle
+            .authenticate_openssh_cert(hop.user.clone(), key.clone(), cert)
+            .await
+            .map_err(|e| transport_error(hop, e))?;
+        attempts.tried.push(tilde_display(&cert_path));
+        if attempts.record(result) {
+            return Ok(true);
+        }
+    }
     let hash = rsa_hash_for(handle, key.public_key(), &mut attempts.rsa_hash).await;
     let result = handle
         .authenticate_publickey(hop.user.clone(), PrivateKeyWithHashAlg::new(key, hash))
@@ -174,6 +187,24 @@ async fn try_key_file(
         .map_err(|e| transport_error(hop, e))?;
     attempts.tried.push(shown);
     Ok(attempts.record(result))
+}
+
+/// The certificate to offer with the key at `path`: the first of CertificateFile's, then
+/// `<path>-cert.pub` (OpenSSH's own guess), whose public key is the key's. A file that is
+/// missing, unreadable or for another key is passed over, as OpenSSH does.
+fn certificate_for(hop: &Hop, path: &Path, key: &PublicKey) -> Option<(PathBuf, Certificate)> {
+    let mut beside = path.as_os_str().to_owned();
+    beside.push("-cert.pub");
+    hop.ssh
+        .certificate_files
+        .iter()
+        .cloned()
+        .chain(std::iter::once(PathBuf::from(beside)))
+        .filter(|file| file.exists())
+        .find_map(|file| {
+            let cert = russh::keys::load_openssh_certificate(&file).ok()?;
+            (cert.public_key() == key.key_data()).then_some((file, cert))
+        })
 }
 
 /// Decoded keys by path, for the whole run: the passphrase is asked once, and the key
@@ -233,10 +264,16 @@ async fn try_ssh_agent(
         success: false,
         tried_files: Vec::new(),
     };
-    if std::env::var_os("SSH_AUTH_SOCK").is_none() {
+    // IdentityAgent: a socket, `none`, or (the default) $SSH_AUTH_SOCK.
+    let socket = match hop.ssh.identity_agent.as_deref() {
+        Some("none") => None,
+        Some(path) if path != "SSH_AUTH_SOCK" => Some(PathBuf::from(path)),
+        _ => std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from),
+    };
+    let Some(socket) = socket else {
         return Ok(outcome);
-    }
-    let Ok(mut agent) = AgentClient::connect_env().await else {
+    };
+    let Ok(mut agent) = AgentClient::connect_uds(&socket).await else {
         return Ok(outcome);
     };
     let Ok(identities) = agent.request_identities().await else {
@@ -260,6 +297,10 @@ async fn try_ssh_agent(
                     .iter()
                     .find(|(_, public)| public.key_data() == key.key_data())
                     .map(|(path, _)| path.clone());
+                // IdentitiesOnly: the agent signs only for the files given, as in OpenSSH.
+                if hop.ssh.identities_only && file.is_none() {
+                    return None;
+                }
                 Some((file, key, comment))
             }
             _ => None,

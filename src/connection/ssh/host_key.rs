@@ -7,12 +7,15 @@ use std::sync::{Arc, Mutex};
 use russh::client;
 use russh::keys::{HashAlg, PublicKey, PublicKeyOrCertificate};
 
-use super::super::known_hosts::{self, HostKeyStatus};
+use super::super::known_hosts::{self, CertificateStatus, HostKeyStatus};
 use crate::connection::{ConnectError, StrictHostKeyChecking};
 
 /// russh's host key algorithms with those already in known_hosts first: a host known by
 /// its RSA key must not be asked for an ed25519 key we could not check.
-pub(super) fn host_key_preference(known_types: &[String]) -> Vec<russh::keys::Algorithm> {
+pub(super) fn host_key_preference(
+    known_types: &[String],
+    keys: Vec<russh::keys::Algorithm>,
+) -> Vec<russh::keys::Algorithm> {
     let family = |algorithm: &russh::keys::Algorithm| {
         if matches!(algorithm, russh::keys::Algorithm::Rsa { .. }) {
             "ssh-rsa".to_string()
@@ -20,8 +23,7 @@ pub(super) fn host_key_preference(known_types: &[String]) -> Vec<russh::keys::Al
             algorithm.as_str().to_string()
         }
     };
-    let defaults = russh::Preferred::DEFAULT.key.to_vec();
-    let (mut known, other): (Vec<_>, Vec<_>) = defaults
+    let (mut known, other): (Vec<_>, Vec<_>) = keys
         .into_iter()
         .partition(|a| known_types.contains(&family(a)));
     known.extend(other);
@@ -32,6 +34,8 @@ pub(super) struct HostKeyGuard {
     pub(super) address: String,
     pub(super) port: u16,
     pub(super) strict: StrictHostKeyChecking,
+    /// HashKnownHosts: accept-new writes hashed names.
+    pub(super) hash: bool,
     pub(super) files: Vec<PathBuf>,
     /// Why the key was refused: russh only reports "unknown key", we say more.
     pub(super) verdict: Arc<Mutex<Option<ConnectError>>>,
@@ -47,10 +51,41 @@ impl client::Handler for HostKeyGuard {
         let key = match server_key {
             PublicKeyOrCertificate::PublicKey { key, .. } => key.clone(),
             PublicKeyOrCertificate::Certificate(cert) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let name = known_hosts::lookup_name(&self.address, self.port);
+                let refusal = match known_hosts::check_certificate(
+                    &self.files,
+                    &self.address,
+                    self.port,
+                    cert,
+                    now,
+                ) {
+                    Ok(CertificateStatus::Trusted) => return Ok(true),
+                    Ok(CertificateStatus::NoAuthority) => None,
+                    Ok(CertificateStatus::Invalid(why)) => Some(ConnectError::KnownHosts(format!(
+                        "the host certificate of {name} is refused: {why}"
+                    ))),
+                    Ok(CertificateStatus::Revoked { file, line }) => {
+                        Some(ConnectError::HostKeyRevoked { name, file, line })
+                    }
+                    Err(e) => Some(ConnectError::KnownHosts(e.to_string())),
+                };
+                if let Some(refusal) = refusal {
+                    *self.verdict.lock().expect("verdict lock") = Some(refusal);
+                    return Ok(false);
+                }
                 PublicKey::new(cert.public_key().clone(), "")
             }
         };
-        match verify_host_key(&self.address, self.port, self.strict, &self.files, &key) {
+        match verify_host_key(
+            &self.address,
+            self.port,
+            (self.strict, self.hash),
+            &self.files,
+            &key,
+        ) {
             Ok(()) => Ok(true),
             Err(refusal) => {
                 *self.verdict.lock().expect("verdict lock") = Some(refusal);
@@ -63,7 +98,7 @@ impl client::Handler for HostKeyGuard {
 pub(in crate::connection) fn verify_host_key(
     address: &str,
     port: u16,
-    strict: StrictHostKeyChecking,
+    (strict, hash): (StrictHostKeyChecking, bool),
     files: &[PathBuf],
     key: &PublicKey,
 ) -> Result<(), ConnectError> {
@@ -82,7 +117,7 @@ pub(in crate::connection) fn verify_host_key(
             StrictHostKeyChecking::No => Ok(()),
             StrictHostKeyChecking::AcceptNew => {
                 if let Some(file) = files.first().filter(|f| !is_dev_null(f)) {
-                    known_hosts::append(file, address, port, key).map_err(|e| {
+                    known_hosts::append(file, address, port, key, hash).map_err(|e| {
                         ConnectError::KnownHosts(format!(
                             "adding the key for {name} to {}: {e}",
                             file.display()
@@ -148,15 +183,21 @@ mod tests {
     #[test]
     fn known_host_key_types_are_asked_for_first() {
         use russh::keys::Algorithm;
-        let defaults = host_key_preference(&[]);
+        let defaults = host_key_preference(&[], russh::Preferred::DEFAULT.key.to_vec());
         assert_eq!(defaults[0], Algorithm::Ed25519);
-        let rsa_first = host_key_preference(&["ssh-rsa".to_string()]);
+        let rsa_first = host_key_preference(
+            &["ssh-rsa".to_string()],
+            russh::Preferred::DEFAULT.key.to_vec(),
+        );
         assert!(
             matches!(rsa_first[0], Algorithm::Rsa { .. }),
             "{rsa_first:?}"
         );
         assert_eq!(rsa_first.len(), defaults.len());
-        let ecdsa_first = host_key_preference(&["ecdsa-sha2-nistp384".to_string()]);
+        let ecdsa_first = host_key_preference(
+            &["ecdsa-sha2-nistp384".to_string()],
+            russh::Preferred::DEFAULT.key.to_vec(),
+        );
         assert_eq!(ecdsa_first[0].as_str(), "ecdsa-sha2-nistp384");
     }
 
@@ -174,9 +215,15 @@ mod tests {
         );
         let key = russh::keys::load_public_key(key_path.with_extension("pub")).unwrap();
         let files = vec![dir.path().join("known_hosts")];
-        let err = verify_host_key("127.0.0.1", 2222, StrictHostKeyChecking::Yes, &files, &key)
-            .unwrap_err()
-            .to_string();
+        let err = verify_host_key(
+            "127.0.0.1",
+            2222,
+            (StrictHostKeyChecking::Yes, false),
+            &files,
+            &key,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             err.starts_with("host key for [127.0.0.1]:2222 is not known (ED25519 SHA256:"),
             "{err}"
@@ -187,7 +234,14 @@ mod tests {
             "{err}"
         );
 
-        verify_host_key("127.0.0.1", 2222, StrictHostKeyChecking::No, &files, &key).unwrap();
+        verify_host_key(
+            "127.0.0.1",
+            2222,
+            (StrictHostKeyChecking::No, false),
+            &files,
+            &key,
+        )
+        .unwrap();
         assert!(
             !files[0].exists(),
             "StrictHostKeyChecking=no records nothing"
@@ -195,11 +249,18 @@ mod tests {
         verify_host_key(
             "127.0.0.1",
             2222,
-            StrictHostKeyChecking::AcceptNew,
+            (StrictHostKeyChecking::AcceptNew, false),
             &files,
             &key,
         )
         .unwrap();
-        verify_host_key("127.0.0.1", 2222, StrictHostKeyChecking::Yes, &files, &key).unwrap();
+        verify_host_key(
+            "127.0.0.1",
+            2222,
+            (StrictHostKeyChecking::Yes, false),
+            &files,
+            &key,
+        )
+        .unwrap();
     }
 }

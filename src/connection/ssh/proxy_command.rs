@@ -145,6 +145,7 @@ mod tests {
             proxy: crate::connection::Proxy::None,
             password: None,
             retries: None,
+            ssh: Default::default(),
         };
         let hop = Hop::target(&spec);
         assert_eq!(

@@ -15,7 +15,8 @@ use super::retry::{self, Failure};
 use super::{Connection, auth, jump, proxy_command};
 use crate::connection::known_hosts;
 use crate::connection::{
-    ConnectError, ConnectionSpec, JumpHost, Proxy, Secret, StrictHostKeyChecking,
+    AddressFamily, ConnectError, ConnectionSpec, JumpHost, Proxy, Secret, SshSettings,
+    StrictHostKeyChecking,
 };
 
 /// One SSH server on the way: a jump host or the host itself.
@@ -30,6 +31,8 @@ pub(super) struct Hop {
     pub(super) connect_timeout: Duration,
     pub(super) password: Option<Secret>,
     pub(super) retries: Option<u32>,
+    /// Algorithms, keepalives, address family, bind address, agent and accept-new hashing.
+    pub(super) ssh: SshSettings,
 }
 
 impl Hop {
@@ -44,16 +47,25 @@ impl Hop {
             connect_timeout: spec.connect_timeout,
             password: spec.password.clone(),
             retries: spec.retries,
+            ssh: spec.ssh.clone(),
         }
     }
 
-    /// A jump host logs in with the host's keys and agent, never its password: that
-    /// secret belongs to the host, not to every machine on the way.
+    /// A jump host logs in with the keys its own ssh_config block names, then the host's
+    /// keys and agent, never the host's password: that secret belongs to the host, not to
+    /// every machine on the way.
     pub(super) fn bastion(spec: &ConnectionSpec, jump: &JumpHost) -> Hop {
+        let mut identity_files = jump.identity_files.clone();
+        for file in &spec.identity_files {
+            if !identity_files.contains(file) {
+                identity_files.push(file.clone());
+            }
+        }
         Hop {
             address: jump.address.clone(),
             port: jump.port.unwrap_or(22),
             user: jump.user.clone().unwrap_or_else(controller_user),
+            identity_files,
             password: None,
             ..Hop::target(spec)
         }
@@ -116,15 +128,25 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let known_types = known_hosts::known_key_types(&hop.known_hosts_files, &hop.address, hop.port);
+    let mut preferred = hop
+        .ssh
+        .algorithms
+        .preferred(|keys| host_key_preference(&known_types, keys));
+    // Ask for a host certificate only where an @cert-authority line can vouch for one.
+    if known_hosts::has_cert_authority(&hop.known_hosts_files, &hop.address, hop.port) {
+        preferred.host_key_certificates = preferred.key.clone();
+    }
     let config = Arc::new(client::Config {
         nodelay: true,
-        preferred: russh::Preferred {
-            key: host_key_preference(&known_types).into(),
-            ..Default::default()
+        preferred,
+        // Notice a dead peer in a long run instead of waiting on TCP forever, unless
+        // ServerAliveInterval says otherwise (0: never).
+        keepalive_interval: match hop.ssh.server_alive_interval {
+            Some(interval) if interval.is_zero() => None,
+            Some(interval) => Some(interval),
+            None => Some(Duration::from_secs(30)),
         },
-        // Notice a dead peer in a long run instead of waiting on TCP forever.
-        keepalive_interval: Some(Duration::from_secs(30)),
-        keepalive_max: 4,
+        keepalive_max: hop.ssh.server_alive_count_max.map_or(4, |n| n as usize),
         ..Default::default()
     });
     let verdict = Arc::new(Mutex::new(None));
@@ -132,6 +154,7 @@ where
         address: hop.address.clone(),
         port: hop.port,
         strict: hop.strict,
+        hash: hop.ssh.hash_known_hosts,
         files: hop.known_hosts_files.clone(),
         verdict: verdict.clone(),
     };
@@ -189,11 +212,17 @@ pub(super) async fn tcp_connect(hop: &Hop) -> Result<TcpStream, Failure> {
             reason: resolve_reason(&e),
         })
     })?
+    .filter(|a: &std::net::SocketAddr| match hop.ssh.address_family {
+        AddressFamily::Any => true,
+        AddressFamily::Inet => a.is_ipv4(),
+        AddressFamily::Inet6 => a.is_ipv6(),
+    })
     .collect();
     let mut last_error = "Name or service not known".to_string();
     let mut reset = false;
     for address in addresses {
-        match tokio::time::timeout(hop.connect_timeout, TcpStream::connect(address)).await {
+        let attempt = connect_from(address, hop.ssh.bind_address.as_deref());
+        match tokio::time::timeout(hop.connect_timeout, attempt).await {
             Ok(Ok(socket)) => {
                 let _ = socket.set_nodelay(true);
                 return Ok(socket);
@@ -209,6 +238,29 @@ pub(super) async fn tcp_connect(hop: &Hop) -> Result<TcpStream, Failure> {
         return Err(Failure::Transient(tcp_error(last_error)));
     }
     Err(Failure::Network(tcp_error(last_error)))
+}
+
+/// A TCP connection, from BindAddress when one is set.
+async fn connect_from(
+    address: std::net::SocketAddr,
+    bind: Option<&str>,
+) -> std::io::Result<TcpStream> {
+    let Some(bind) = bind else {
+        return TcpStream::connect(address).await;
+    };
+    let ip: std::net::IpAddr = bind.parse().map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("BindAddress {bind} is not an IP address"),
+        )
+    })?;
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.bind(std::net::SocketAddr::new(ip, 0))?;
+    socket.connect(address).await
 }
 
 /// "Connection refused", as ssh says it, without Rust's " (os error 111)".

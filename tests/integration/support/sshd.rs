@@ -25,6 +25,9 @@ fn passwd_lock() -> MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// sshd_config lines written from the fixture's directory and host key.
+pub type ExtraConfig<'f> = dyn Fn(&Path, &Path) -> String + 'f;
+
 /// What a test changes in an sshd's configuration.
 #[derive(Default)]
 pub struct SshdOptions<'a> {
@@ -40,6 +43,9 @@ pub struct SshdOptions<'a> {
     /// Accept this key pair's public key instead of a fresh one (hosts on several sshds
     /// logging in with the same key).
     pub user_key: Option<&'a Path>,
+    /// More lines after `tail`, written from the fixture's directory and host key (e.g. to
+    /// sign that key and name a HostCertificate).
+    pub extra: Option<&'a ExtraConfig<'a>>,
 }
 
 pub struct Sshd {
@@ -78,6 +84,10 @@ impl Sshd {
         std::fs::copy(user_key.with_extension("pub"), &authorized).expect("authorized_keys");
         set_mode(&authorized, 0o644);
         let host_key_pub = key_without_comment(&host_key.with_extension("pub"));
+        let extra = options
+            .extra
+            .map(|extra| extra(dir.path(), &host_key))
+            .unwrap_or_default();
         std::fs::create_dir_all("/run/sshd").expect("/run/sshd");
 
         let mut last_error = String::new();
@@ -108,7 +118,7 @@ impl Sshd {
                      PrintMotd no\n\
                      UseDNS no\n\
                      {max_startups}\
-                     {tail}",
+                     {tail}{extra}",
                     // The one option sshd takes the last value of.
                     max_startups = if options.head.contains("MaxStartups") {
                         ""
@@ -232,6 +242,7 @@ impl Sshd {
             proxy: Proxy::None,
             password: None,
             retries: None,
+            ssh: Default::default(),
         }
     }
 

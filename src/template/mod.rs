@@ -8,6 +8,7 @@
 //! in `lookups`; Python's string/list/dict methods come from minijinja-contrib's pycompat.
 
 mod chain;
+mod collection_filters;
 mod combining_lookups;
 mod dates;
 pub use combining_lookups::Combinator;
@@ -26,6 +27,7 @@ mod math_filters;
 mod password_lookup;
 mod prng;
 pub(crate) mod pyregex;
+mod regex_filters;
 mod sequence;
 pub use sequence::sequence_items;
 mod sha_crypt;

@@ -259,11 +259,32 @@ pub struct TemplatedKeyword {
 /// innermost one set wins, field by field, as in Ansible.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BecomeKeywords {
-    pub enabled: Option<String>,
-    pub user: Option<String>,
-    pub method: Option<String>,
-    pub flags: Option<String>,
-    pub exe: Option<String>,
+    pub enabled: Layered,
+    pub user: Layered,
+    pub method: Layered,
+    pub flags: Layered,
+    pub exe: Layered,
+}
+
+/// One keyword as the task and the blocks, role and play around it wrote it, innermost
+/// first. Only templates keep the levels under them: one that renders to `omit` leaves the
+/// keyword as the level around it set it, as Ansible resets an omitted keyword to its
+/// inherited value; a plain value hides everything around it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Layered(Vec<String>);
+
+impl Layered {
+    pub fn set(&mut self, written: String) {
+        if !crate::template::is_template(&written) {
+            self.0.clear();
+        }
+        self.0.insert(0, written);
+    }
+
+    /// Innermost first.
+    pub fn levels(&self) -> impl Iterator<Item = &String> {
+        self.0.iter()
+    }
 }
 
 /// Yes/no keywords whose value is a template, rendered with the task's variables and read
@@ -297,16 +318,21 @@ impl Task {
         if switches.is_empty() {
             return Ok(None);
         }
-        let decide = |what: &str, template: &str| -> Result<Option<bool>, String> {
+        // None for `omit`; Some(None) for a template that renders to None.
+        let decide = |what: &str, template: &str| -> Result<Option<Option<bool>>, String> {
             let rendered = templar
                 .render_value(&Value::String(template.to_string()), vars)
                 .map_err(|e| format!("{what}: {e}"))?;
             // Ansible's strict boolean() for `isa='bool'` keywords; a template rendering
-            // to None leaves the keyword at its default.
+            // to None leaves the keyword at its default, one rendering to `omit` at what
+            // the levels around the task set (kept in the fixed value).
             if rendered.is_null() {
+                return Ok(Some(None));
+            }
+            if rendered.as_str() == Some(crate::template::OMIT) {
                 return Ok(None);
             }
-            crate::booleans::strict(&rendered).map(Some).map_err(|_| {
+            crate::booleans::strict(&rendered).map(|b| Some(Some(b))).map_err(|_| {
                 let shown = match &rendered {
                     Value::String(s) => format!("'{s}'"),
                     other => other.to_string(),
@@ -318,16 +344,24 @@ impl Task {
         };
         let mut decided = self.clone();
         if let Some(template) = &switches.no_log {
-            decided.keywords.no_log = decide("no_log", template)?.unwrap_or(false);
+            decided.keywords.no_log = match decide("no_log", template)? {
+                Some(value) => value.unwrap_or(false),
+                None => self.keywords.no_log,
+            };
         }
         if let Some(template) = &switches.ignore_errors {
-            decided.ignore_errors = decide("ignore_errors", template)?.unwrap_or(false);
+            decided.ignore_errors = match decide("ignore_errors", template)? {
+                Some(value) => value.unwrap_or(false),
+                None => self.ignore_errors,
+            };
         }
         if let Some(template) = &switches.check_mode {
-            decided.check_mode = decide("check_mode", template)?.or(self.check_mode);
+            decided.check_mode = decide("check_mode", template)?
+                .flatten()
+                .or(self.check_mode);
         }
         if let Some(template) = &switches.diff {
-            decided.diff = decide("diff", template)?.or(self.diff);
+            decided.diff = decide("diff", template)?.flatten().or(self.diff);
         }
         decided.keywords.templated = TemplatedSwitches::default();
         Ok(Some(decided))

@@ -338,11 +338,11 @@ impl Loader<'_> {
             "connection" => into.connection = Some(self.scalar(v, key)?),
             "remote_user" => into.remote_user = Some(self.scalar(v, key)?),
             "port" => into.port = Some(self.port(v)?),
-            "become" => into.become_.enabled = Some(self.scalar(v, key)?),
-            "become_user" => into.become_.user = Some(self.scalar(v, key)?),
-            "become_method" => into.become_.method = Some(self.scalar(v, key)?),
-            "become_flags" => into.become_.flags = Some(self.scalar(v, key)?),
-            "become_exe" => into.become_.exe = Some(self.scalar(v, key)?),
+            "become" => into.become_.enabled.set(self.scalar(v, key)?),
+            "become_user" => into.become_.user.set(self.scalar(v, key)?),
+            "become_method" => into.become_.method.set(self.scalar(v, key)?),
+            "become_flags" => into.become_.flags.set(self.scalar(v, key)?),
+            "become_exe" => into.become_.exe.set(self.scalar(v, key)?),
             "throttle" => {
                 let n = self.count(v, key)?;
                 // A template is decided when the task runs.

@@ -425,3 +425,50 @@ fn a_templated_throttle_is_decided_when_the_task_runs() {
     );
     assert_eq!(out.recap("h1").ignored, 1, "{}", out.stdout);
 }
+
+/// ansible-playbook 2.21 (its `omit` target): a keyword whose template renders to `omit`
+/// is as if the task had not set it: the value of the block or play around it holds.
+#[test]
+fn a_keyword_set_to_omit_keeps_the_value_around_it() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all
+  gather_facts: false
+  become: true
+  become_user: nobody
+  tasks:
+    - command: id -un
+      become: '{{ omit }}'
+      register: omitted
+    - command: id -un
+      become: false
+      register: plain
+    - block:
+        - copy: {content: x, dest: ~/omitted}
+          check_mode: '{{ omit }}'
+      check_mode: true
+      become: false
+    - block:
+        - command: 'false'
+          ignore_errors: '{{ omit }}'
+      ignore_errors: true
+      become: false
+    - debug:
+        msg: '{{ omitted.stdout }}/{{ plain.stdout }}'
+",
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "\"msg\": \"nobody/root\"");
+    assert!(!exists(hosts.home(), "omitted"), "{}", out.stdout);
+    assert_contains(&out, "...ignoring");
+    let recap = out.recap("h");
+    assert_eq!(
+        (recap.ok, recap.changed, recap.ignored),
+        (5, 4, 1),
+        "{}",
+        out.stdout
+    );
+}

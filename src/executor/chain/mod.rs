@@ -33,7 +33,7 @@ use super::host_task::{Foreseen, foresee};
 use super::{HostState, RunContext, flow, vars};
 use crate::agent_session::{AgentSession, PendingReply};
 use crate::modules::Control;
-use crate::playbook::{LoopSpec, Play, Section, Task};
+use crate::playbook::{Layered, LoopSpec, Play, Section, Task};
 pub(super) use reads::{ReadRecorder, Reads};
 
 /// How far a chain looks ahead: enough for a role, small enough that planning stays cheap.
@@ -310,7 +310,7 @@ fn depends_on_chain(
         &become_.exe,
     ]
     .into_iter()
-    .flatten()
+    .flat_map(Layered::levels)
     {
         sources.push(keyword.clone());
     }

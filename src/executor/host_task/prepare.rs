@@ -10,7 +10,7 @@ use super::super::vars::{PlayHosts, strip_omitted, task_vars};
 use super::{HostState, ItemRun, ItemState, RunContext};
 use crate::connection::BecomeSpec;
 use crate::modules::{Args, PlanContext, TaskOutcome};
-use crate::playbook::{LoopError, Play, Playbook, Task, ansible_loop};
+use crate::playbook::{Layered, LoopError, Play, Playbook, Task, ansible_loop};
 use crate::report::events::Event;
 use crate::template::TemplateError;
 
@@ -129,15 +129,18 @@ fn decide_become(
         Value::String(s) => s,
         other => other.to_string(),
     };
-    let keyword = |written: &Option<String>| -> Result<Option<String>, String> {
-        written
-            .as_ref()
-            .map(|w| {
-                ctx.templar
-                    .render_str(w, vars)
-                    .map_err(|e| template_failure(task, &e))
-            })
-            .transpose()
+    // The innermost level whose value is not `omit`.
+    let keyword = |written: &Layered| -> Result<Option<String>, String> {
+        for level in written.levels() {
+            let rendered = ctx
+                .templar
+                .render_str(level, vars)
+                .map_err(|e| template_failure(task, &e))?;
+            if rendered != crate::template::OMIT {
+                return Ok(Some(rendered));
+            }
+        }
+        Ok(None)
     };
     let enabled =
         match var("ansible_become")? {
@@ -160,7 +163,7 @@ fn decide_become(
     // Of the variables naming one option, the method's own (`ansible_su_flags`) wins over
     // `ansible_become_*`, as the last of a plugin option's `vars` wins in Ansible.
     let pick = |var_names: &[String],
-                written: &Option<String>,
+                written: &Layered,
                 default: &Option<String>|
      -> Result<Option<String>, String> {
         for name in var_names.iter().rev() {
@@ -196,7 +199,7 @@ fn decide_become(
             "ansible_become_password".to_string(),
             format!("ansible_{}_pass", method.name()),
         ],
-        &None,
+        &Layered::default(),
         &defaults.password,
     )?;
     // A list, or one word.

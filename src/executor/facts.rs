@@ -35,6 +35,7 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
     let setup = crate::modules::find("setup").expect("setup is a registered module");
     let mut task = Task::new("gather_facts", setup, args, play.location.clone());
     task.name = Some(GATHERING_FACTS.into());
+    task.keywords.module_defaults = play.module_defaults.clone();
     // Unless the play is tagged, gathering runs whatever --tags asks, as in Ansible.
     task.tags = if play.tags.is_empty() {
         vec!["always".to_string()]

@@ -19,6 +19,7 @@ mod keyword_table;
 mod keywords;
 mod loader;
 mod loops;
+mod module_defaults;
 mod play;
 mod play_templates;
 mod role_files;
@@ -36,6 +37,7 @@ pub use dynamic_include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUD
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use loader::{load_playbook, load_playbook_text, load_playbooks};
 pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};
+pub use module_defaults::{ModuleDefaultsLevel, defaults_for, names_a_group};
 pub use play_templates::render_templated_play_keywords;
 pub use roles::INCLUDE_ROLE_ARGS;
 pub use shared::{LoadOptions, RanRole};
@@ -88,6 +90,8 @@ pub struct Play {
     pub gather_facts: bool,
     /// The play's `gather_subset` for its fact gathering; empty means Ansible's default.
     pub gather_subset: Vec<String>,
+    /// The play's own `module_defaults` (its fact gathering takes those for `setup`).
+    pub module_defaults: Vec<ModuleDefaultsLevel>,
     /// `pre_tasks`, then `tasks`, then `post_tasks`; blocks flattened (see [`BlockFrame`]).
     pub tasks: Vec<Task>,
     /// `handlers`, in the order they run.
@@ -245,6 +249,8 @@ pub struct RunKeywords {
     /// `no_log` and `ignore_errors` written as templates (`"{{ ansible_check_mode }}"`):
     /// decided per host when the task runs, where they replace the fixed values.
     pub templated: TemplatedSwitches,
+    /// `module_defaults` of the task and around it, outermost first.
+    pub module_defaults: Vec<ModuleDefaultsLevel>,
 }
 
 /// A play keyword written as a template.

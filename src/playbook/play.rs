@@ -202,6 +202,7 @@ impl Loader<'_> {
             vars_prompt,
             gather_facts,
             gather_subset,
+            module_defaults: top.keywords.module_defaults.clone(),
             tasks,
             handlers,
             force_handlers,

@@ -335,6 +335,7 @@ impl Loader<'_> {
             "any_errors_fatal" => into.any_errors_fatal = Some(self.boolean(v, key)?),
             "ignore_unreachable" => into.ignore_unreachable = self.boolean(v, key)?,
             "environment" => into.environment.extend(self.environment(v)?),
+            "module_defaults" => into.module_defaults.push(self.module_defaults(v)?),
             "connection" => into.connection = Some(self.scalar(v, key)?),
             "remote_user" => into.remote_user = Some(self.scalar(v, key)?),
             "port" => into.port = Some(self.port(v)?),

@@ -688,3 +688,57 @@ fn retries_may_name_the_loop_variables() {
     assert_eq!(read(&hosts.dir("h"), "a"), "run\nrun\n");
     assert_eq!(read(&hosts.dir("h"), "b"), "run\nrun\nrun\n");
 }
+
+/// ansible-playbook 2.21 on the same play: `module_defaults` of the play reach its fact
+/// gathering and tasks, a block's entry for a module replaces the play's whole, templates
+/// in them are rendered with the task's variables, and what a task writes wins.
+#[test]
+fn module_defaults_fill_in_what_tasks_leave_out() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  module_defaults:
+    setup: {gather_subset: ['!all']}
+    copy: {mode: '0600'}
+    ansible.builtin.debug: {msg: 'hello {{ who }}'}
+  vars:
+    who: world
+  tasks:
+    - assert:
+        that: [ansible_mounts is not defined, ansible_distribution is defined]
+    - copy: {content: a, dest: ~/a}
+    - copy: {content: b, dest: ~/b, mode: '0644'}
+    - debug:
+      register: d1
+    - block:
+        - debug:
+          register: d2
+        - copy: {content: c, dest: ~/c}
+        - file: {state: touch}
+      module_defaults:
+        debug: {}
+        file: {path: ~/touched, mode: '0640'}
+    - debug:
+        msg: '{{ d1.msg }}|{{ d2.msg }}'
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "\"msg\": \"hello world|Hello world!\"");
+    let mode = |name: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(hosts.home().join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{}", out.stdout))
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(
+        [mode("a"), mode("b"), mode("c"), mode("touched")],
+        [0o600, 0o644, 0o600, 0o640]
+    );
+    let recap = out.recap("h");
+    assert_eq!((recap.ok, recap.changed), (9, 4), "{}", out.stdout);
+}

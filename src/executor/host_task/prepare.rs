@@ -406,7 +406,7 @@ pub(super) fn plan_item(
         Ok(args) => args,
         Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
     };
-    let raw_args = match args_from_templates(ctx, task, raw_args) {
+    let raw_args = match args_from_templates(ctx, task, vars, raw_args) {
         Ok(mut args) => {
             strip_omitted(&mut args);
             args
@@ -430,6 +430,7 @@ pub(super) fn plan_item(
 fn args_from_templates(
     ctx: &RunContext,
     task: &Task,
+    vars: &minijinja::Value,
     mut args: Map<String, Value>,
 ) -> Result<Map<String, Value>, String> {
     use crate::playbook::{RAW_PARAMS, VARIABLE_PARAMS};
@@ -456,13 +457,12 @@ fn args_from_templates(
             "Task failed: Action '{fqcn}' does not support raw params."
         ));
     }
-    if variable.is_none() && raw.is_none() {
-        return Ok(args);
-    }
-    ctx.warn_once(
-        "Using a template for task args is unsafe in some situations (see https://docs.ansible.com/ansible/devel/reference_appendices/faq.html#argsplat-unsafe).",
-    );
     let mut merged = Map::new();
+    if variable.is_some() || raw.is_some() {
+        ctx.warn_once(
+            "Using a template for task args is unsafe in some situations (see https://docs.ansible.com/ansible/devel/reference_appendices/faq.html#argsplat-unsafe).",
+        );
+    }
     for layer in [variable, raw].into_iter().flatten() {
         match layer {
             Value::Object(map) => merged.extend(map),
@@ -477,7 +477,51 @@ fn args_from_templates(
         }
     }
     merged.extend(args);
+    let levels = &task.keywords.module_defaults;
+    if crate::playbook::names_a_group(levels) {
+        ctx.warn_once(
+            "module_defaults for action groups (group/NAME) are not applied by turbo-play yet; name the modules instead",
+        );
+    }
+    if let Some(defaults) = crate::playbook::defaults_for(levels, task.module.name(), &task.action)
+    {
+        let mut under = module_defaults(ctx, task, defaults, vars, &merged)?;
+        under.extend(merged);
+        merged = under;
+    }
     Ok(merged)
+}
+
+/// The task's `module_defaults` for its module, templated: only the arguments the task
+/// does not give itself, so that a default it overrides is never rendered.
+fn module_defaults(
+    ctx: &RunContext,
+    task: &Task,
+    defaults: &Value,
+    vars: &minijinja::Value,
+    given: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    let defaults = match defaults {
+        Value::String(_) => ctx
+            .templar
+            .render_value(defaults, vars)
+            .map_err(|e| template_failure(task, &e))?,
+        other => other.clone(),
+    };
+    let Value::Object(defaults) = defaults else {
+        return Err(format!(
+            "module_defaults for '{}' must resolve to a 'dict' not '{}'.",
+            task.action,
+            crate::template::python_type(&defaults)
+        ));
+    };
+    let missing: Map<String, Value> = defaults
+        .into_iter()
+        .filter(|(k, _)| !given.contains_key(k))
+        .collect();
+    ctx.templar
+        .render_map(&missing, vars)
+        .map_err(|e| template_failure(task, &e))
 }
 
 /// Checks the templated arguments against the module's spec (a failure is the task's, in

@@ -105,8 +105,14 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         let templar = turbo_play::template::Templar::new();
         for playbook in &mut playbooks {
             render_templated_tags(playbook, &templar, &extra_vars).map_err(|e| (EXIT_ERROR, e))?;
-            render_templated_play_keywords(playbook, &templar, &extra_vars)
-                .map_err(|e| (EXIT_ERROR, e))?;
+            render_templated_play_keywords(playbook, &templar, &extra_vars).map_err(|e| {
+                let code = if e.parse {
+                    EXIT_PARSE_ERROR
+                } else {
+                    EXIT_ERROR
+                };
+                (code, e.message)
+            })?;
         }
     }
     // Like ansible-playbook: --syntax-check and the listings stop before any connection

@@ -35,22 +35,66 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
     let setup = crate::modules::find("setup").expect("setup is a registered module");
     let mut task = Task::new("gather_facts", setup, args, play.location.clone());
     task.name = Some(GATHERING_FACTS.into());
+    opening(&mut task, play);
+    Some(task)
+}
+
+/// What the play's opening tasks take from it: its module_defaults, and its tags (unless
+/// the play is tagged, they run whatever --tags asks, as in Ansible).
+fn opening(task: &mut Task, play: &Play) {
     task.keywords.module_defaults = play.module_defaults.clone();
-    // Unless the play is tagged, gathering runs whatever --tags asks, as in Ansible.
     task.tags = if play.tags.is_empty() {
         vec!["always".to_string()]
     } else {
         play.tags.clone()
     };
+}
+
+/// The check of the play's variables against its `validate_argspec` spec, Ansible's
+/// second implicit task (after fact gathering).
+pub(crate) fn validation_task(play: &Play) -> Option<Task> {
+    let spec = play.argspec.as_ref()?;
+    let mut args = Map::new();
+    args.insert("argument_spec".into(), Value::Object(spec.options.clone()));
+    args.insert(
+        "validate_args_context".into(),
+        serde_json::json!({
+            "type": "play",
+            "name": spec.name,
+            "argument_spec_name": spec.name,
+            "path": spec.path.display().to_string(),
+        }),
+    );
+    let module = crate::modules::find("validate_argument_spec")
+        .expect("validate_argument_spec is a registered module");
+    let mut task = Task::new(
+        "ansible.builtin.validate_argument_spec",
+        module,
+        args,
+        play.location.clone(),
+    );
+    task.name = Some(format!(
+        "Validating arguments against arg spec {}",
+        spec.name
+    ));
+    opening(&mut task, play);
     Some(task)
 }
 
-/// Runs the play's fact gathering on its active hosts, all at once up to `forks`. An
+/// Runs the play's fact gathering, then its argument spec check, on its active hosts, all
+/// at once up to `forks`. An
 /// unreachable host is reported and benched as after any task.
 pub(crate) async fn gather(run: &PlayRun<'_>) {
-    let Some(task) = gathering_task(&run.playbook.plays[run.play_index]) else {
-        return;
-    };
+    let play = &run.playbook.plays[run.play_index];
+    for task in [gathering_task(play), validation_task(play)]
+        .into_iter()
+        .flatten()
+    {
+        run_opening_task(run, task).await;
+    }
+}
+
+async fn run_opening_task(run: &PlayRun<'_>, task: Task) {
     if !crate::playbook::selected(&task.tags, &run.ctx.opts.tags) {
         return;
     }

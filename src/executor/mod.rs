@@ -575,11 +575,9 @@ async fn run_batch(
     for (position, &task_index) in task_indexes.iter().enumerate() {
         let active: Vec<Arc<HostState>> =
             hosts.iter().filter(|h| flow::in_play(h)).cloned().collect();
+        // ansible-playbook 2.21 says "NO MORE HOSTS LEFT" only when max_fail_percentage
+        // ends the play (linear.py), not when every host has failed.
         if active.is_empty() {
-            // Hosts that ended the play themselves (meta: end_host) are not "left over".
-            if hosts.iter().all(|h| h.out.load(Ordering::SeqCst)) {
-                ctx.emit(Event::NoMoreHosts);
-            }
             break;
         }
         let task = &play.tasks[task_index];

@@ -129,7 +129,7 @@ pub(super) const KEYWORDS: &[Keyword] = &[
     kw("gather_subset", P, Supported),
     kw("gather_timeout", P, NoEffect),
     kw("fact_path", P, Warned),
-    kw("validate_argspec", P, Warned),
+    kw("validate_argspec", P, Supported),
     kw("force_handlers", P, Supported),
     kw("serial", P, Supported),
     kw("order", P, Supported),

@@ -21,6 +21,7 @@ mod loader;
 mod loops;
 mod module_defaults;
 mod play;
+mod play_argspec;
 mod play_templates;
 mod role_files;
 mod roles;
@@ -38,7 +39,7 @@ pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed}
 pub use loader::{load_playbook, load_playbook_text, load_playbooks};
 pub use loops::{Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};
 pub use module_defaults::{ModuleDefaultsLevel, defaults_for, names_a_group};
-pub use play_templates::render_templated_play_keywords;
+pub use play_templates::{PlayKeywordError, render_templated_play_keywords};
 pub use roles::INCLUDE_ROLE_ARGS;
 pub use shared::{LoadOptions, RanRole};
 pub use tags::{TagFilter, render_templated_tags, select_tasks, selected, split_tags};
@@ -73,6 +74,11 @@ pub struct Play {
     pub templated_keywords: Vec<TemplatedKeyword>,
     /// The play's `name`, else its hosts pattern (what Ansible prints).
     pub name: String,
+    /// Whether the play has a `name` of its own.
+    pub named: bool,
+    /// `validate_argspec` as written (once rendered), and the spec it names once found.
+    pub validate_argspec: ValidateArgspec,
+    pub argspec: Option<PlayArgspec>,
     /// The hosts pattern; a YAML list is joined with ','.
     pub hosts: String,
     /// `hosts` as Ansible holds it: a YAML list's items, or the one string as written
@@ -251,6 +257,23 @@ pub struct RunKeywords {
     pub templated: TemplatedSwitches,
     /// `module_defaults` of the task and around it, outermost first.
     pub module_defaults: Vec<ModuleDefaultsLevel>,
+}
+
+/// A play's `validate_argspec`: off, the spec named as the play is (`true`), or one named.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValidateArgspec {
+    Off,
+    PlayName,
+    Named(String),
+}
+
+/// The argument spec a play's variables are checked against before its tasks (after fact
+/// gathering), from the playbook's `<playbook>.meta.yml`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlayArgspec {
+    pub name: String,
+    pub options: serde_json::Map<String, Value>,
+    pub path: PathBuf,
 }
 
 /// A play keyword written as a template.

@@ -5,7 +5,7 @@ use serde_json::Value as Json;
 
 use super::keyword_table::{At, Places, Taken, names_at};
 use super::loader::{Inherited, Loader, dedup_in_order};
-use super::{BatchSize, HostOrder, Play, PlayKeywords, Task};
+use super::{BatchSize, HostOrder, Play, PlayKeywords, Task, ValidateArgspec};
 use crate::modules::{self, closest};
 use crate::yaml::{LoadError, Node, Source, Span, Value};
 
@@ -45,12 +45,15 @@ impl Loader<'_> {
         // What every task of the play takes on.
         let mut top = Inherited::default();
         let mut templated_keywords = Vec::new();
+        let mut validate_argspec = ValidateArgspec::Off;
         for (k, v) in entries {
             let key = self.key(k)?;
             // Play keywords written as templates are rendered with the play's variables
             // before the play runs (`render_templated_play_keywords`), as Ansible does.
-            if matches!(key, "strategy" | "order" | "gather_facts" | "serial")
-                && let Some(text) = v.as_str()
+            if matches!(
+                key,
+                "strategy" | "order" | "gather_facts" | "serial" | "name" | "validate_argspec"
+            ) && let Some(text) = v.as_str()
                 && crate::template::is_template(text)
             {
                 templated_keywords.push(super::TemplatedKeyword {
@@ -58,6 +61,10 @@ impl Loader<'_> {
                     template: text.to_string(),
                     location: self.location(v.span),
                 });
+                // Until it is rendered (never, under --syntax-check), the name as written.
+                if key == "name" {
+                    name = Some(text.to_string());
+                }
                 continue;
             }
             match key {
@@ -109,6 +116,23 @@ impl Loader<'_> {
                                 v.span,
                                 format!("Invalid play strategy specified: {other}"),
                                 Some("use `linear` or `free`".into()),
+                            ));
+                        }
+                    }
+                }
+                "validate_argspec" => {
+                    validate_argspec = match &v.value {
+                        Value::Bool(false) | Value::Null => ValidateArgspec::Off,
+                        Value::Bool(true) => ValidateArgspec::PlayName,
+                        Value::Str(s) => ValidateArgspec::Named(s.to_string()),
+                        _ => {
+                            return Err(self.err(
+                                v.span,
+                                format!(
+                                    "validate_argspec must be a boolean or string, not {}",
+                                    v.kind_name()
+                                ),
+                                Some("write `validate_argspec: true` or the spec's name".into()),
                             ));
                         }
                     }
@@ -193,7 +217,10 @@ impl Loader<'_> {
             templated_keywords,
             ran_roles: self.shared.ran_roles(),
             roles: self.shared.public_roles(),
+            named: name.is_some(),
             name: name.unwrap_or_else(|| hosts.clone()),
+            validate_argspec,
+            argspec: None,
             hosts,
             host_patterns,
             tags,

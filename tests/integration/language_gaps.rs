@@ -472,3 +472,58 @@ fn a_keyword_set_to_omit_keeps_the_value_around_it() {
         out.stdout
     );
 }
+
+/// ansible-playbook 2.21 on the same playbook: a templated play name is rendered with the
+/// play's variables and extra vars; `validate_argspec: true` checks them against the spec
+/// of that name in `<playbook>.meta.yml`, as a task of its own after fact gathering.
+#[test]
+fn validate_argspec_checks_the_plays_variables_against_its_meta_file() {
+    let run = |args: &[&str]| {
+        TestRun::new()
+            .playbook(
+                "- name: \"{{ play_name | default('Web servers') }}\"
+  hosts: all
+  gather_facts: false
+  validate_argspec: true
+  tasks:
+    - debug: msg=\"port {{ port }}\"
+",
+            )
+            .file(
+                "site.meta.yml",
+                "argument_specs:\n  Web servers:\n    options:\n      port: {type: int, required: true}\n      mode: {type: str, choices: [a, b]}\n",
+            )
+            .local_hosts(&LocalHosts::new(&["h"]))
+            .args(args)
+            .run()
+    };
+    let ok = run(&["-e", "port=80"]);
+    ok.assert_code(0);
+    assert_contains(&ok, "PLAY [Web servers] ***");
+    assert_contains(
+        &ok,
+        "TASK [Validating arguments against arg spec Web servers] ***",
+    );
+    assert_contains(&ok, "\"msg\": \"port 80\"");
+
+    let bad = run(&["-e", "mode=c"]);
+    bad.assert_code(2);
+    assert_contains(
+        &bad,
+        r#""msg": "Validation of arguments failed:\nmissing required arguments: port\nvalue of mode must be one of: a, b, got: c""#,
+    );
+    assert_not_contains(&bad, "TASK [debug]");
+    assert_not_contains(&bad, "NO MORE HOSTS LEFT");
+
+    let unknown = run(&["-e", "play_name=Other"]);
+    unknown.assert_code(4);
+    assert!(
+        unknown.stderr.contains(
+            "Error processing keyword 'validate_argspec': No argument spec named 'Other' in "
+        ) && unknown.stderr.contains(
+            "site.meta.yml. Minimally expected:\nargument_specs:\n  Other:\n    options: {}"
+        ),
+        "{}",
+        unknown.stderr
+    );
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::modules::TaskOutcome;
-use crate::playbook::{Task, Until};
+use crate::playbook::{BreakWhen, Task, Until};
 use crate::template::Templar;
 
 /// How often an item may run and how long to wait in between.
@@ -168,6 +168,46 @@ pub fn judge(
             Verdict::Final
         }
         Err(message) => fail(outcome, message),
+    }
+}
+
+/// Whether `loop_control.break_when` stops the loop after this item, recorded in its
+/// result as Ansible records it (`break_when_result`); a check that cannot be evaluated
+/// fails the item and stops the loop.
+pub fn breaks(
+    task: &Task,
+    templar: &Templar,
+    vars: &minijinja::Value,
+    outcome: &mut TaskOutcome,
+) -> bool {
+    let Some(break_when) = &task.loop_control.break_when else {
+        return false;
+    };
+    let verdict = match break_when {
+        BreakWhen::Conditions(conditions) => {
+            let vars = with_result(task, vars, outcome);
+            conditions.iter().try_fold(true, |all, condition| {
+                Ok::<bool, String>(
+                    all && templar
+                        .eval_condition(condition, &vars)
+                        .map_err(|e| e.to_string())?,
+                )
+            })
+        }
+        BreakWhen::NotStrings => Err("Conditional expressions must be strings.".to_string()),
+    };
+    match verdict {
+        Ok(stop) => {
+            outcome.data.insert("break_when_result".into(), stop.into());
+            stop
+        }
+        Err(message) => {
+            outcome
+                .data
+                .insert("break_when_result".into(), message.into());
+            outcome.failed = true;
+            true
+        }
     }
 }
 

@@ -62,6 +62,18 @@ pub struct LoopControl {
     pub extended_allitems: bool,
     /// Seconds between items, as written (a number or a template).
     pub pause: Option<Value>,
+    /// `break_when`: after each item, the loop stops once all of these hold.
+    pub break_when: Option<BreakWhen>,
+    /// A value Ansible cannot use, in its words: the task fails with it when it runs.
+    pub problem: Option<String>,
+}
+
+/// `loop_control.break_when` as written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BreakWhen {
+    Conditions(Vec<String>),
+    /// Something other than strings: each item's check fails, as in Ansible.
+    NotStrings,
 }
 
 impl LoopControl {

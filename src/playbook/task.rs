@@ -1,8 +1,9 @@
 //! One task: its keywords (loops, conditions, handlers, run keywords) and its action.
 
 use super::action::{ActionArgs, module_list};
-use super::keyword_table::{At, Places, Taken, record_unsupported};
+use super::keyword_table::{At, Places, Taken};
 use super::loader::{Inherited, Loader, dedup_in_order};
+use super::loops::BreakWhen;
 use super::{Combinator, LOOP_LOOKUPS, LoopControl, LoopSpec, RunKeywords, Task, Until};
 use crate::modules::{Module, closest};
 use crate::yaml::{LoadError, Node, Span, Value};
@@ -155,15 +156,6 @@ impl Loader<'_> {
                         loop_var = var;
                     }
                     loop_control = control;
-                    // Stopping a loop part-way needs the items one at a time; not yet.
-                    if let Some(at) = v.as_map().and_then(|entries| {
-                        entries
-                            .iter()
-                            .find(|(k, _)| k.as_str() == Some("break_when"))
-                    }) {
-                        let location = self.location(at.0.span);
-                        record_unsupported(&mut unsupported, "loop_control.break_when", location);
-                    }
                 }
                 "args" => {
                     // `args: "{{ task_args }}"` is resolved to a mapping when the task runs.
@@ -379,28 +371,53 @@ impl Loader<'_> {
             ));
         };
         let mut loop_var = None;
+        // Ansible checks these values when the loop runs: a bad one fails the task then
+        // (`LoopControl::problem`), first the values' types, then the variable names.
+        let mut bad_value = None;
+        let mut convert = |key: &str, v: &Node, to: &str| {
+            let shown = match v.to_json() {
+                Json::String(s) => format!("'{s}'"),
+                other => other.to_string(),
+            };
+            bad_value.get_or_insert(format!(
+                "Error processing keyword '{key}': The value {shown} could not be converted to '{to}'."
+            ));
+        };
         for (k, v) in entries {
             let key = self.key(k)?;
             match key {
                 "loop_var" => loop_var = Some(self.scalar(v, key)?),
                 "index_var" => control.index_var = Some(self.scalar(v, key)?),
                 "label" => control.label = Some(self.scalar(v, key)?),
-                "extended" => control.extended = self.boolean(v, key)?,
-                "extended_allitems" => control.extended_allitems = self.boolean(v, key)?,
+                "extended" | "extended_allitems" => {
+                    let value = match crate::booleans::strict(&v.to_json()) {
+                        Ok(value) => value,
+                        Err(_) => {
+                            convert(key, v, "bool");
+                            false
+                        }
+                    };
+                    if key == "extended" {
+                        control.extended = value;
+                    } else {
+                        control.extended_allitems = value;
+                    }
+                }
                 "pause" => match &v.value {
-                    Value::Int(n) if *n >= 0 => control.pause = Some(v.to_json()),
-                    Value::Float(f) if *f >= 0.0 => control.pause = Some(v.to_json()),
-                    Value::Str(s) if crate::template::is_template(s) => {
+                    Value::Int(_) | Value::Float(_) => control.pause = Some(v.to_json()),
+                    Value::Str(s)
+                        if crate::template::is_template(s) || s.trim().parse::<f64>().is_ok() =>
+                    {
                         control.pause = Some(v.to_json())
                     }
-                    _ => {
-                        return Err(self.err(
-                            v.span,
-                            "loop_control.pause must be a number of seconds",
-                            Some("write e.g. `pause: 2`".into()),
-                        ));
-                    }
+                    _ => convert(key, v, "float"),
                 },
+                "break_when" => {
+                    control.break_when = Some(match self.conditions(v, key) {
+                        Ok(conditions) => BreakWhen::Conditions(conditions),
+                        Err(_) => BreakWhen::NotStrings,
+                    });
+                }
                 _ if LOOP_CONTROL_KEYS.contains(&key) => {}
                 _ => {
                     return Err(self.err(
@@ -412,8 +429,34 @@ impl Loader<'_> {
                 }
             }
         }
+        control.problem = bad_value.or_else(|| {
+            [
+                ("loop_var", loop_var.as_deref()),
+                ("index_var", control.index_var.as_deref()),
+            ]
+            .into_iter()
+            .find_map(|(what, name)| {
+                let name = name?;
+                (!is_identifier(name))
+                    .then(|| format!("Invalid '{what}': Invalid variable name '{name}'."))
+            })
+        });
         Ok((loop_var, control))
     }
+}
+
+/// Python's `str.isidentifier()` and not a keyword: what Ansible takes as a variable name.
+fn is_identifier(name: &str) -> bool {
+    const KEYWORDS: &[&str] = &[
+        "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+        "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+        "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
+        "try", "while", "with", "yield",
+    ];
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+        && !KEYWORDS.contains(&name)
 }
 
 /// Where an `args:` template travels in a task's arguments until the task runs.
@@ -810,21 +853,47 @@ failed_when: false
                 extended: true,
                 extended_allitems: false,
                 pause: Some(Json::from(0.5)),
+                break_when: None,
+                problem: None,
             }
         );
         let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  break_when: item > 0");
-        let keywords: Vec<&str> = t.unsupported.iter().map(|u| u.keyword.as_str()).collect();
-        assert_eq!(keywords, ["loop_control.break_when"]);
+        assert!(t.unsupported.is_empty());
+        assert_eq!(
+            t.loop_control.break_when,
+            Some(BreakWhen::Conditions(vec!["item > 0".into()]))
+        );
+        let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  break_when: {a: b}");
+        assert_eq!(t.loop_control.break_when, Some(BreakWhen::NotStrings));
         let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  pause: \"{{ p }}\"");
         assert_eq!(t.loop_control.pause, Some(Json::from("{{ p }}")));
         assert!(t.loop_control.extended_allitems);
+        // Ansible refuses these when the loop runs, not at load: the task fails then.
+        let problem = |control: &str| {
+            task(&format!(
+                "debug: msg=x\nloop: [1]\nloop_control:\n{control}"
+            ))
+            .loop_control
+            .problem
+            .unwrap_or_default()
+        };
         assert_eq!(
-            message_at(
-                "- hosts: all\n  tasks:\n    - debug: msg=x\n      loop: [1]\n      loop_control:\n        pause: soon\n"
-            )
-            .0,
-            "loop_control.pause must be a number of seconds"
+            problem("  pause: soon"),
+            "Error processing keyword 'pause': The value 'soon' could not be converted to 'float'."
         );
+        assert_eq!(
+            problem("  extended: maybe\n  loop_var: '0'"),
+            "Error processing keyword 'extended': The value 'maybe' could not be converted to 'bool'."
+        );
+        assert_eq!(
+            problem("  loop_var: '0'"),
+            "Invalid 'loop_var': Invalid variable name '0'."
+        );
+        assert_eq!(
+            problem("  index_var: class"),
+            "Invalid 'index_var': Invalid variable name 'class'."
+        );
+        assert_eq!(problem("  loop_var: _x1\n  index_var: i"), "");
     }
 
     #[test]

@@ -742,3 +742,66 @@ fn module_defaults_fill_in_what_tasks_leave_out() {
     let recap = out.recap("h");
     assert_eq!((recap.ok, recap.changed), (9, 4), "{}", out.stdout);
 }
+
+/// ansible-playbook 2.21 on the same play: `break_when` stops the loop after the item for
+/// which it holds (each item judged with its result under the `register` name before the
+/// next runs), and loop_control values Ansible cannot use fail the task when it runs.
+#[test]
+fn break_when_stops_a_loop_and_bad_loop_control_fails_at_run_time() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - command: echo {{ item }}
+      loop: [a, b, c, d]
+      register: r
+      loop_control:
+        break_when:
+          - r.stdout == 'b'
+    - debug:
+        msg: "{{ r.results | map(attribute='stdout') | list }} {{ r.results | map(attribute='break_when_result') | list }}"
+    - debug:
+      loop: [1]
+      loop_control:
+        pause: soon
+      ignore_errors: true
+      register: p
+    - debug:
+      loop: [1]
+      loop_control:
+        index_var: "0"
+      ignore_errors: true
+      register: iv
+    - debug:
+      loop: [1, 2]
+      loop_control:
+        break_when: {nope: sorry}
+      ignore_errors: true
+      register: bad
+    - debug:
+        msg: "{{ p.msg }} | {{ iv.msg }} | {{ bad.msg }} | {{ bad.results | length }} {{ bad.results[0].break_when_result }}"
+"#
+        ))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        out.stdout.matches("changed: [h] => (item=").count(),
+        2,
+        "{}",
+        out.stdout
+    );
+    assert_contains(&out, r#""msg": "['a', 'b'] [False, True]""#);
+    assert_contains(
+        &out,
+        r#""msg": "Error processing keyword 'pause': The value 'soon' could not be converted to 'float'. | Invalid 'index_var': Invalid variable name '0'. | One or more items failed | 1 Conditional expressions must be strings.""#,
+    );
+    let recap = out.recap("h");
+    assert_eq!(
+        (recap.ok, recap.changed, recap.ignored),
+        (6, 1, 3),
+        "{}",
+        out.stdout
+    );
+}

@@ -150,11 +150,83 @@ pub(crate) async fn run(
             _ => *attempts,
         })
         .collect();
-    let mut running: Vec<usize> = (0..runs.len()).collect();
+    // With `break_when`, each item runs (and is judged) before the next starts.
+    if task.loop_control.break_when.is_some() {
+        let mut ran = 0;
+        for i in 0..runs.len() {
+            if let Some(pause) = pause
+                && i > 0
+            {
+                tokio::time::sleep(*pause).await;
+            }
+            if !run_attempts(&target, &mut runs, vec![i], &item_attempts, None).await {
+                return;
+            }
+            ran = i + 1;
+            let run = &mut runs[i];
+            if let ItemState::Done(outcome) = &mut run.state
+                && super::control::breaks(task, &ctx.templar, &run.vars, outcome)
+            {
+                break;
+            }
+        }
+        runs.truncate(ran);
+    } else {
+        let all = (0..runs.len()).collect();
+        if !run_attempts(&target, &mut runs, all, &item_attempts, *pause).await {
+            return;
+        }
+    }
+
+    let outcomes: Vec<outcome::ItemOutcome> = runs
+        .into_iter()
+        .enumerate()
+        .map(|(index, run)| {
+            let label = run
+                .item
+                .as_ref()
+                .map(|item| item_shown(ctx, task, &run.vars, item));
+            match run.state {
+                ItemState::Done(outcome) => outcome::ItemOutcome {
+                    item: run.item,
+                    index,
+                    label,
+                    outcome,
+                },
+                ItemState::Remote(_) | ItemState::Step(..) => {
+                    unreachable!("every remote item got its reply")
+                }
+            }
+        })
+        .collect();
+    if task.loop_spec.is_some() {
+        outcome::finish_loop(ctx, task, host, delegate.as_deref(), outcomes, &notify);
+    } else {
+        let only = outcomes.into_iter().next().expect("one run without a loop");
+        finish_task(ctx, task, host, delegate.as_deref(), only.outcome, &notify);
+    }
+}
+/// Sends the `running` items, judges each reply (changed_when, failed_when, until) and
+/// sends the items `until` keeps going again, after the delay, until all are done. False
+/// when the host turned out unreachable (already reported).
+async fn run_attempts(
+    target: &Target<'_>,
+    runs: &mut [ItemRun],
+    mut running: Vec<usize>,
+    item_attempts: &[Attempts],
+    pause: Option<std::time::Duration>,
+) -> bool {
+    let Target {
+        ctx,
+        playbook,
+        task,
+        host,
+        ..
+    } = *target;
     let mut attempt = 1;
     loop {
-        if !transport::send_paced(&target, &mut runs, &running, *pause).await {
-            return;
+        if !transport::send_paced(target, runs, &running, pause).await {
+            return false;
         }
         let mut again = Vec::new();
         for &i in &running {
@@ -195,35 +267,9 @@ pub(crate) async fn run(
         attempt += 1;
         running = again;
     }
-
-    let outcomes: Vec<outcome::ItemOutcome> = runs
-        .into_iter()
-        .enumerate()
-        .map(|(index, run)| {
-            let label = run
-                .item
-                .as_ref()
-                .map(|item| item_shown(ctx, task, &run.vars, item));
-            match run.state {
-                ItemState::Done(outcome) => outcome::ItemOutcome {
-                    item: run.item,
-                    index,
-                    label,
-                    outcome,
-                },
-                ItemState::Remote(_) | ItemState::Step(..) => {
-                    unreachable!("every remote item got its reply")
-                }
-            }
-        })
-        .collect();
-    if task.loop_spec.is_some() {
-        outcome::finish_loop(ctx, task, host, delegate.as_deref(), outcomes, &notify);
-    } else {
-        let only = outcomes.into_iter().next().expect("one run without a loop");
-        finish_task(ctx, task, host, delegate.as_deref(), only.outcome, &notify);
-    }
+    true
 }
+
 /// Where a task's ops go: the task, the host it runs for, and `via`, the host whose
 /// session carries them (itself, or the one the task is delegated to).
 #[derive(Clone, Copy)]

@@ -91,6 +91,11 @@ pub(super) fn prepare_from<'t>(
             Err(e) => return Err(loop_failure(decided_task, &e)),
         },
     };
+    if decided_task.loop_spec.is_some()
+        && let Some(problem) = &decided_task.loop_control.problem
+    {
+        return Err(problem.clone());
+    }
     let pause = loop_pause(ctx, decided_task, &base)?;
     let become_ = decide_become(ctx, decided_task, &base)?;
     Ok(Prepared {
@@ -320,8 +325,16 @@ pub(super) fn loop_pause(
         Value::String(s) => s.trim().parse::<f64>().ok(),
         _ => None,
     }
-    .filter(|s| s.is_finite() && *s >= 0.0)
-    .ok_or_else(|| format!("loop_control.pause must be a number of seconds, got {value}"))?;
+    .filter(|s| s.is_finite())
+    .ok_or_else(|| {
+        let shown = match &value {
+            Value::String(s) => format!("'{s}'"),
+            other => other.to_string(),
+        };
+        format!(
+            "Error processing keyword 'pause': The value {shown} could not be converted to 'float'."
+        )
+    })?;
     Ok((seconds > 0.0).then(|| std::time::Duration::from_secs_f64(seconds)))
 }
 

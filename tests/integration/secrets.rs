@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
-use crate::support::hosts::{LocalHosts, SshHosts};
+use crate::support::hosts::{LocalHosts, SshHosts, refusing_host_line};
 use crate::support::run::{Outcome, PLAY_HEAD, TestRun, assert_contains, assert_not_contains};
 use crate::support::sshd::{Sshd, SshdOptions, TestUser};
 
@@ -124,6 +124,23 @@ fn no_log_output_is_what_ansible_shows() {
         json.stdout
             .contains("\"item\":\"(censored due to no_log)\"")
     );
+}
+
+/// An unreachable host's result is censored too, as Ansible's.
+#[test]
+fn no_log_censors_an_unreachable_result() {
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  tasks:\n    - command: echo hi\n      no_log: true\n"
+        ))
+        .inventory(&format!("{}\n", refusing_host_line("gone")))
+        .run();
+    out.assert_code(4);
+    assert_contains(
+        &out,
+        &format!("fatal: [gone]: UNREACHABLE! => {{{CENSORED}, \"changed\": false}}"),
+    );
+    assert_not_contains(&out, "Failed to connect");
 }
 
 /// AnsibleModule masks the values of arguments its spec marks `no_log` wherever they show

@@ -298,6 +298,15 @@ fn censor(outcome: &TaskOutcome, keep_changed: bool) -> Map<String, Value> {
     data
 }
 
+/// An unreachable host's result as the output shows it: censored under `no_log` too.
+pub(super) fn unreachable_shown(task: &Task, data: &Map<String, Value>) -> Map<String, Value> {
+    if task.keywords.no_log {
+        censor(&TaskOutcome::default(), true)
+    } else {
+        data.clone()
+    }
+}
+
 /// AnsibleModule keeps the values of its `no_log` arguments (user's `password`,
 /// yum_repository's) out of everything it returns, registered value included, whether or
 /// not the task has `no_log`.

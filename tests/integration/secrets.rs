@@ -538,3 +538,38 @@ fn untrusted_cached_agents_are_replaced_never_run() {
         again.stdout
     );
 }
+
+/// The local connection's cache (the controller's own home) is checked the same way.
+#[test]
+fn the_local_connection_replaces_an_untrusted_cached_agent_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let hosts = LocalHosts::new(&["h"]);
+    let run = || {
+        TestRun::new()
+            .playbook(&format!("{PLAY_HEAD}  tasks:\n    - command: id -un\n"))
+            .local_hosts(&hosts)
+            .arg("-vv")
+            .run()
+    };
+    run().assert_code(0);
+    let agent = turbo_play::agent_binary::agent_binary().unwrap();
+    let dir = hosts.home().join(".cache/turbo-play");
+    let cached = dir.join(agent.remote_name());
+    let mut bytes = std::fs::read(&cached).unwrap();
+    let at = bytes
+        .windows(15)
+        .position(|w| w == b"refusing to run")
+        .expect("the agent's message in its bytes");
+    bytes[at] ^= 0x20;
+    std::fs::write(&cached, &bytes).unwrap();
+    let out = run();
+    out.assert_code(0);
+    assert_contains(&out, "<h> replaced a stale agent");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = run();
+    out.assert_code(0);
+    assert_contains(&out, "<h> agent uploaded");
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    assert!(std::fs::read(&cached).unwrap() == agent.bytes.as_ref());
+}

@@ -1,6 +1,7 @@
 //! turbo-agent: runs on a managed host, reads [`Request`]s as frames on stdin and answers
 //! each with one [`Reply`] on stdout, in order. It speaks first with an [`AgentHello`].
-//! Exit status: 0 when the controller closes stdin, 2 when the stream breaks.
+//! Exit status: 0 when the controller closes stdin, 2 when the stream breaks, 3 when
+//! `--expect-sha256 HEX` was given and this program's own file does not hash to it.
 
 mod md;
 mod ops;
@@ -25,6 +26,10 @@ fn main() {
 }
 
 fn run() -> i32 {
+    if let Err(message) = check_own_digest(std::env::args().skip(1)) {
+        eprintln!("turbo-agent: {message}");
+        return EXIT_DIGEST_MISMATCH;
+    }
     let (input, output) = match take_protocol_fds() {
         Ok(fds) => fds,
         Err(e) => {
@@ -45,6 +50,32 @@ fn run() -> i32 {
     let code = serve(&mut agent, hello, &mut input, &mut output);
     agent.clean_staging();
     code
+}
+
+const EXIT_DIGEST_MISMATCH: i32 = 3;
+
+/// The bootstrap names the sha256 of the agent it would have uploaded: a cached file that
+/// was corrupted or altered (same size) exits before its hello, which the controller takes
+/// as "not an agent" and replaces. Without the argument nothing is checked.
+fn check_own_digest(args: impl Iterator<Item = String>) -> Result<(), String> {
+    let mut args = args.skip_while(|a| a != "--expect-sha256");
+    if args.next().is_none() {
+        return Ok(());
+    }
+    let expected = args
+        .next()
+        .ok_or("--expect-sha256 needs the hex sha256 of the agent")?;
+    let exe = std::path::Path::new("/proc/self/exe");
+    let digest = sha256::digest_file(exe)
+        .map_err(|e| format!("cannot read {} to check its sha256: {e}", exe.display()))?;
+    let actual: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    if actual.eq_ignore_ascii_case(&expected) {
+        Ok(())
+    } else {
+        Err(format!(
+            "refusing to run: this file's sha256 is {actual}, expected {expected} (a corrupt or altered cached agent)"
+        ))
+    }
 }
 
 /// Moves the protocol off fds 0 and 1 onto private close-on-exec fds, and points 0 and 1
@@ -163,6 +194,19 @@ mod tests {
             })) => assert!(e.message.contains("does not fit"), "{}", e.message),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_digest_is_checked_only_when_asked_for() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(check_own_digest(args(&[]).into_iter()).is_ok());
+        let own = sha256::digest_file(std::path::Path::new("/proc/self/exe")).unwrap();
+        let own: String = own.iter().map(|b| format!("{b:02x}")).collect();
+        assert!(check_own_digest(args(&["--expect-sha256", &own]).into_iter()).is_ok());
+        let wrong = "0".repeat(64);
+        let err = check_own_digest(args(&["--expect-sha256", &wrong]).into_iter()).unwrap_err();
+        assert!(err.contains(&own) && err.contains(&wrong), "{err}");
+        assert!(check_own_digest(args(&["--expect-sha256"]).into_iter()).is_err());
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub(super) async fn open_agent(spec: &ConnectionSpec) -> Result<AgentSession, Co
         report.uploaded = true;
     }
     loop {
-        let (mut child, stderr) = spawn(&path)
+        let (mut child, stderr) = spawn(&path, &agent.sha256)
             .await
             .map_err(|e| error(format!("starting the agent {}: {e}", path.display())))?;
         let stdout = child.stdout.take().expect("piped stdout");
@@ -71,15 +71,33 @@ pub(super) async fn open_agent(spec: &ConnectionSpec) -> Result<AgentSession, Co
     }
 }
 
+/// The cached agent may run only when it and its directory are this user's, no symlink,
+/// and writable by nobody else (as the SSH probe checks); its sha256 the agent checks
+/// itself (`--expect-sha256`).
 fn is_installed(path: &Path, agent: &AgentBinary) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .map(|m| {
-            m.is_file()
-                && m.len() == agent.bytes.len() as u64
-                && m.permissions().mode() & 0o100 != 0
-        })
-        .unwrap_or(false)
+    let Some(dir) = path.parent() else {
+        return false;
+    };
+    let file_ok = std::fs::symlink_metadata(path).is_ok_and(|m| {
+        use std::os::unix::fs::PermissionsExt;
+        m.is_file() && m.len() == agent.bytes.len() as u64 && m.permissions().mode() & 0o100 != 0
+    });
+    file_ok && is_private(path) && is_private_dir(dir)
+}
+
+/// Owned by the user this process runs as (the owner of `/proc/self`) and writable by no
+/// one else; a symlink never is.
+fn is_private(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(me) = std::fs::metadata("/proc/self").map(|m| m.uid()) else {
+        return false;
+    };
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| !m.file_type().is_symlink() && m.uid() == me && m.mode() & 0o022 == 0)
+}
+
+fn is_private_dir(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) && is_private(dir)
 }
 
 /// Writes a temp file beside `path` and renames it into place: a concurrent run never
@@ -88,10 +106,22 @@ fn install(path: &Path, agent: &AgentBinary) -> std::io::Result<u64> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let dir = path.parent().expect("cache path has a parent");
+    // What others could have put in a directory they can write to goes with it.
+    if std::fs::symlink_metadata(dir).is_ok() && !is_private_dir(dir) {
+        let aside = dir.with_extension(format!("untrusted.{}", std::process::id()));
+        std::fs::rename(dir, &aside)?;
+        let _ = std::fs::remove_dir_all(&aside);
+    }
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
+    if !is_private_dir(dir) {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory that only this user can write",
+            dir.display()
+        )));
+    }
     // Several local hosts of one run install at once: each writes its own temp file, and
     // the renames onto the same cached path are atomic either way.
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -121,10 +151,11 @@ fn install(path: &Path, agent: &AgentBinary) -> std::io::Result<u64> {
 
 /// Spawns the agent with piped stdio. Retries "text file busy": another thread's fork may
 /// briefly hold a copy of the descriptor we just wrote the file through.
-async fn spawn(path: &Path) -> std::io::Result<(Child, Arc<Mutex<Vec<u8>>>)> {
+async fn spawn(path: &Path, sha256: &str) -> std::io::Result<(Child, Arc<Mutex<Vec<u8>>>)> {
     let mut attempts = 0;
     let mut child = loop {
         let spawned = Command::new(path)
+            .args(["--expect-sha256", sha256])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -198,12 +198,18 @@ fn become_script(agent: &AgentBinary, pty: bool) -> String {
     let name = agent.remote_name();
     let size = agent.bytes.len();
     let gz_size = super::ssh::compressed_agent(agent).len();
+    let checks = super::ssh::cache_checks(size);
+    let sha256 = &agent.sha256;
+    // No second chance follows a failed start here (the escalation would have to be
+    // asked again), so the agent's own sha256 check runs as a trial before the marker,
+    // its stdin at end of file: a corrupt file is received anew instead.
     format!(
         "{raw}u=$(uname -sm); if [ \"$u\" != \"{SUPPORTED_UNAME}\" ]; then echo \"$u\"; echo {MARK_UNSUPPORTED}; exit 0; fi; \
-         m=$(umask); umask 077; d=\"$HOME/.cache/turbo-play\"; \
-         if ! mkdir -p \"$d\" 2>/dev/null || [ ! -w \"$d\" ]; then d=\"/tmp/turbo-play-$(id -u)\"; mkdir -p \"$d\" || exit 8; [ -O \"$d\" ] || {{ echo \"$d is not owned by $(id -un)\" >&2; exit 8; }}; chmod 700 \"$d\"; fi; \
+         m=$(umask); umask 077; d=\"$HOME/.cache/turbo-play\"; {checks}\
+         if ! mkdir -p \"$d\" 2>/dev/null || [ ! -w \"$d\" ]; then d=\"/tmp/turbo-play-$(id -u)\"; fi; \
+         tp_private_dir || exit 8; \
          f=\"$d/{name}\"; \
-         if [ -x \"$f\" ] && [ $(wc -c < \"$f\") -eq {size} ] 2>/dev/null; then echo {MARK_RUN}; umask $m; exec \"$f\"{quiet}; fi; \
+         if tp_trusted && \"$f\" --expect-sha256 {sha256} </dev/null >/dev/null 2>&1; then echo {MARK_RUN}; umask $m; exec \"$f\"{quiet}; fi; \
          t=\"$d/.{name}.$$\"; \
          if command -v gzip >/dev/null 2>&1; then echo {MARK_SEND_GZIP}; head -c {gz_size} | gzip -dc > \"$t\"; \
          else echo {MARK_SEND_RAW}; head -c {size} > \"$t\"; fi; \

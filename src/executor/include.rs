@@ -314,7 +314,11 @@ fn load_group(
     ctx.emit(Event::Included {
         file: group.target.shown(),
         hosts: group.hosts.iter().map(|h| h.name.clone()).collect(),
-        item: group.label.clone(),
+        // Ansible censors the label of a no_log include, with or without a loop.
+        item: match task.keywords.no_log {
+            true => Some(super::host_task::CENSORED_ITEM.to_string()),
+            false => group.label.clone(),
+        },
     });
     // Ansible counts each include a host took as ok.
     for host in &group.hosts {

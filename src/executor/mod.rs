@@ -291,11 +291,12 @@ impl RunContext {
             .clone()
     }
 
-    /// Marks a host unreachable and reports it the way Ansible does.
-    pub fn unreachable(&self, host: &HostState, message: &str) {
+    /// Marks a host unreachable and reports it the way Ansible does, showing `data` (an
+    /// `unreachable_result`, censored under no_log).
+    pub fn unreachable(&self, host: &HostState, data: Map<String, Value>) {
         host.out.store(true, Ordering::SeqCst);
         host.stat(|s| s.unreachable += 1);
-        self.emit_unreachable(host, unreachable_result(message), false);
+        self.emit_unreachable(host, data, false);
     }
 
     pub fn emit_unreachable(&self, host: &HostState, data: Map<String, Value>, ignored: bool) {

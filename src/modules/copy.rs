@@ -53,7 +53,8 @@ static SPEC: Spec = Spec::new(&[
         .no_effect(ATOMIC),
     Arg::str("validate"),
 ])
-.unknown(Unknown::ModuleAs("ansible.legacy.copy"));
+.unknown(Unknown::ModuleAs("ansible.legacy.copy"))
+.no_log_values_unmasked();
 
 impl Module for Copy {
     fn name(&self) -> &'static str {

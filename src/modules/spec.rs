@@ -206,6 +206,10 @@ pub struct Spec {
     /// `(key, needs)`: when `key` is set, every one of `needs` must be set too.
     pub required_by: &'static [(&'static str, &'static [&'static str])],
     pub unknown: Unknown,
+    /// Whether the values of `no_log` arguments are masked out of the task's result, as
+    /// AnsibleModule does; false where Ansible's action plugin takes them away before the
+    /// module runs (copy's `content`), so Ansible never masks them.
+    pub masks_no_log_values: bool,
 }
 
 impl Spec {
@@ -218,6 +222,7 @@ impl Spec {
             required_if: &[],
             required_by: &[],
             unknown: Unknown::Module,
+            masks_no_log_values: true,
         }
     }
     pub const fn mutually_exclusive(mut self, groups: &'static [&'static [&'static str]]) -> Spec {
@@ -246,6 +251,33 @@ impl Spec {
     pub const fn unknown(mut self, unknown: Unknown) -> Spec {
         self.unknown = unknown;
         self
+    }
+    pub const fn no_log_values_unmasked(mut self) -> Spec {
+        self.masks_no_log_values = false;
+        self
+    }
+
+    /// The strings AnsibleModule keeps out of a result (`_list_no_log_values`): every
+    /// scalar inside the value of a `no_log` argument, given by its name or an alias;
+    /// empty strings, booleans and nulls are not secrets.
+    pub fn no_log_values(&self, raw: &ModuleArgs) -> Vec<String> {
+        let mut found = Vec::new();
+        if !self.masks_no_log_values {
+            return found;
+        }
+        for arg in self.args.iter().filter(|a| a.no_log) {
+            let given = raw
+                .iter()
+                .filter(|(k, _)| *k == arg.name || arg.aliases.contains(&k.as_str()));
+            for (_, value) in given {
+                scalar_texts(value, &mut found);
+            }
+        }
+        found.sort();
+        found.dedup();
+        // Longer first, so that a secret containing another is masked whole.
+        found.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        found
     }
 
     /// The declared argument of this canonical name.
@@ -691,6 +723,52 @@ fn python_class(value: &Value) -> String {
     format!("<class '{}'>", python_type(value))
 }
 
+fn scalar_texts(value: &Value, into: &mut Vec<String>) {
+    match value {
+        Value::String(s) if !s.is_empty() => into.push(s.clone()),
+        Value::Number(n) => into.push(python_text(&Value::Number(n.clone()))),
+        Value::Array(items) => items.iter().for_each(|v| scalar_texts(v, into)),
+        Value::Object(map) => map.values().for_each(|v| scalar_texts(v, into)),
+        _ => {}
+    }
+}
+
+/// AnsibleModule's `remove_values`: a string that is a secret becomes
+/// `VALUE_SPECIFIED_IN_NO_LOG_PARAMETER`, a secret inside a string becomes `********`, a
+/// number that shows a secret is replaced whole; keys, booleans and nulls stay.
+pub fn mask_no_log_values(value: &mut Value, secrets: &[String]) {
+    const WHOLE: &str = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER";
+    if secrets.is_empty() {
+        return;
+    }
+    match value {
+        Value::String(s) => {
+            if secrets.iter().any(|x| x == s) {
+                *s = WHOLE.to_string();
+            } else {
+                for secret in secrets {
+                    if s.contains(secret.as_str()) {
+                        *s = s.replace(secret.as_str(), "********");
+                    }
+                }
+            }
+        }
+        Value::Number(n) => {
+            let text = python_text(&Value::Number(n.clone()));
+            if secrets.iter().any(|x| text.contains(x.as_str())) {
+                *value = Value::String(WHOLE.to_string());
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| mask_no_log_values(v, secrets)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| mask_no_log_values(v, secrets)),
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
 /// A value as Python's `str()` shows it (`True`, `1.5`, `['a']`).
 pub fn python_text(value: &Value) -> String {
     match value {
@@ -841,6 +919,34 @@ mod tests {
         let args = check(json!({"path": 5, "headers": "a=1 b='x y'"})).unwrap();
         assert_eq!(args.str("path"), Some("5"));
         assert_eq!(args.dict("headers").unwrap()["b"], json!("x y"));
+    }
+
+    #[test]
+    fn no_log_values_are_masked_as_ansible_module_masks_them() {
+        let raw = json!({"path": "/x", "content": "hunter2", "src": "a"});
+        let secrets = FILE_LIKE.no_log_values(raw.as_object().unwrap());
+        assert_eq!(secrets, ["hunter2"]);
+        let mut result = json!({
+            "msg": "bad hunter2 here", "content": "hunter2", "rc": 1, "ok": true,
+            "lines": ["xhunter2x"], "n": null
+        });
+        mask_no_log_values(&mut result, &secrets);
+        assert_eq!(
+            result,
+            json!({
+                "msg": "bad ******** here", "content": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER",
+                "rc": 1, "ok": true, "lines": ["x********x"], "n": null
+            })
+        );
+        let mut number = json!({"port": 1234});
+        mask_no_log_values(&mut number, &["23".to_string()]);
+        assert_eq!(number["port"], "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER");
+        let empty = json!({"content": ""});
+        assert!(
+            FILE_LIKE
+                .no_log_values(empty.as_object().unwrap())
+                .is_empty()
+        );
     }
 
     #[test]

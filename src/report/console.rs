@@ -157,17 +157,12 @@ impl<W: Write> ConsoleReporter<W> {
             Event::Retry {
                 host,
                 task,
-                item,
                 retries_left,
+                ..
             } => {
-                // Ansible's wording; an item is shown as the task name's suffix.
-                let item = item
-                    .as_deref()
-                    .map(|i| format!(" (item={i})"))
-                    .unwrap_or_default();
-                let text = format!(
-                    "FAILED - RETRYING: [{host}]: {task}{item} ({retries_left} retries left)."
-                );
+                // Ansible's wording, which names no loop item (so none leaks under no_log).
+                let text =
+                    format!("FAILED - RETRYING: [{host}]: {task} ({retries_left} retries left).");
                 let text = self.style(Style::new().red()).apply_to(text).to_string();
                 self.line(&text);
             }

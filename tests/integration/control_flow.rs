@@ -114,7 +114,7 @@ fn until_retries_only_the_items_that_need_it() {
     assert_eq!(out.stdout.matches("FAILED - RETRYING").count(), 2);
     assert_contains(
         &out,
-        "FAILED - RETRYING: [h]: per item counters (item=3) (3 retries left).",
+        "FAILED - RETRYING: [h]: per item counters (3 retries left).",
     );
 }
 

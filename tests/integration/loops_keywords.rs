@@ -291,7 +291,7 @@ fn environment_reaches_commands_and_no_log_hides_results() {
         &out,
         "\"censored\": \"the output has been hidden due to the fact that 'no_log: true' was specified for this result\"",
     );
-    assert_contains(&out, "(item=None)");
+    assert_contains(&out, "(item=(censored due to no_log))");
     assert_not_contains(&out, "hunter2");
 }
 

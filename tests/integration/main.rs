@@ -25,6 +25,7 @@ mod playbook_runs;
 mod python_modules;
 mod real_roles;
 mod roles;
+mod secrets;
 mod services;
 mod ssh_config;
 mod ssh_transport;

@@ -33,33 +33,60 @@ fn sh_command(script: &str) -> String {
     format!("exec /bin/sh -c '{script}'")
 }
 
+/// Shell functions over `$d` (the cache directory) and `$f` (the agent in it) that decide
+/// whether the cached agent may run: `tp_trusted` is true only for a directory and a
+/// regular executable file of the agent's size, neither a symlink, both owned by the
+/// running user and writable by nobody else; only that user (or root) could then have
+/// written the file. `tp_private_dir` makes `$d` such a directory, moving an untrusted one
+/// aside (and removing what it can of it), so a file someone else could have planted in
+/// it is never run. `ls -ldn` is POSIX; its first field is the mode, its fifth the size.
+pub(in crate::connection) fn cache_checks(size: usize) -> String {
+    format!(
+        "set -f; \
+         tp_safe() {{ [ ! -L \"$1\" ] && [ -O \"$1\" ] || return 1; set -- $(ls -ldn \"$1\"); \
+         case \"$1\" in ?????w*|????????w*) return 1;; esac; tp_size=$5; }}; \
+         tp_dir_ok() {{ [ -d \"$d\" ] && tp_safe \"$d\"; }}; \
+         tp_trusted() {{ tp_dir_ok && [ -f \"$f\" ] && [ -x \"$f\" ] && tp_safe \"$f\" && [ \"$tp_size\" = {size} ]; }}; \
+         tp_private_dir() {{ \
+         if ! tp_dir_ok && {{ [ -e \"$d\" ] || [ -L \"$d\" ]; }}; then \
+         mv -f \"$d\" \"$d.untrusted.$$\" 2>/dev/null; rm -rf \"$d.untrusted.$$\" 2>/dev/null; fi; \
+         mkdir -p \"$d\" 2>/dev/null; [ -L \"$d\" ] || chmod 700 \"$d\" 2>/dev/null; \
+         tp_dir_ok || {{ echo \"$d is not a directory that only $(id -un) can write, and could not be replaced\" >&2; return 1; }}; }}; "
+    )
+}
+
 /// Prints `uname -sm`, then exactly one marker: run the cached agent (`exec`, so its
-/// stdout continues this channel), ask for an upload, or give up on this platform.
+/// stdout continues this channel), ask for an upload, or give up on this platform. The
+/// agent checks its own sha256 before its hello; on a mismatch it exits, and the
+/// bootstrap replaces it as any program that is not an agent.
 pub(in crate::connection) fn probe_script(agent: &AgentBinary) -> String {
     let name = agent.remote_name();
-    let size = agent.bytes.len();
+    let checks = cache_checks(agent.bytes.len());
+    let sha256 = &agent.sha256;
     sh_command(&format!(
         "u=$(uname -sm); echo \"$u\"; \
          if [ \"$u\" != \"{SUPPORTED_UNAME}\" ]; then echo {MARK_UNSUPPORTED}; exit 0; fi; \
-         f=\"$HOME/.cache/turbo-play/{name}\"; \
-         if [ -x \"$f\" ] && [ $(wc -c < \"$f\") -eq {size} ] 2>/dev/null; then echo {MARK_RUN}; exec \"$f\"; fi; \
+         d=\"$HOME/.cache/turbo-play\"; f=\"$d/{name}\"; {checks}\
+         if tp_trusted; then echo {MARK_RUN}; exec \"$f\" --expect-sha256 {sha256}; fi; \
          echo {MARK_UPLOAD}"
     ))
 }
 
 /// Receives the agent on stdin into a temp file next to the cache path, then renames it
-/// into place, so a concurrent run never executes a half-written file.
+/// into place, so a concurrent run never executes a half-written file; the directory is
+/// made private first.
 pub(in crate::connection) fn upload_script(agent: &AgentBinary, gzip: bool) -> String {
     let name = agent.remote_name();
+    let checks = cache_checks(agent.bytes.len());
     let receive = if gzip {
         format!("command -v gzip >/dev/null 2>&1 || exit {EXIT_NO_GZIP}; gzip -dc")
     } else {
         "cat".to_string()
     };
     sh_command(&format!(
-        "umask 077; d=\"$HOME/.cache/turbo-play\"; t=\"$d/.{name}.$$\"; \
-         mkdir -p \"$d\" || exit 8; \
-         {receive} > \"$t\" && chmod 700 \"$t\" && mv -f \"$t\" \"$d/{name}\" || {{ rm -f \"$t\"; exit 8; }}"
+        "umask 077; d=\"$HOME/.cache/turbo-play\"; f=\"$d/{name}\"; t=\"$d/.{name}.$$\"; {checks}\
+         tp_private_dir || exit 8; \
+         {receive} > \"$t\" && chmod 700 \"$t\" && mv -f \"$t\" \"$f\" || {{ rm -f \"$t\"; exit 8; }}"
     ))
 }
 
@@ -503,6 +530,100 @@ mod tests {
         }
         assert!(child.wait().unwrap().success());
         assert_eq!(std::fs::read(&path).unwrap(), agent.bytes.as_ref());
+    }
+
+    fn upload_with_cat(home: &Path, agent: &AgentBinary) -> std::process::ExitStatus {
+        use std::io::Write;
+        let mut child = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(upload_script(agent, false))
+            .env("HOME", home)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&agent.bytes).unwrap();
+        child.wait().unwrap()
+    }
+
+    #[test]
+    fn untrusted_caches_are_never_run_and_the_upload_makes_them_private() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let home = tempfile::tempdir().unwrap();
+        let agent = fake_agent();
+        let dir = home.path().join(".cache/turbo-play");
+        let path = dir.join(agent.remote_name());
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
+        let chmod = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        assert!(upload_with_cat(home.path(), &agent).success());
+        assert_eq!(mode(&dir), 0o700);
+        assert!(run_probe(home.path(), &agent).contains("TP-RUN"));
+
+        // Writable by others: the file, then the directory.
+        for m in [0o766, 0o727, 0o666] {
+            chmod(&path, m);
+            assert!(
+                run_probe(home.path(), &agent).ends_with("TP-UPLOAD\n"),
+                "{m:o}"
+            );
+            chmod(&path, 0o700);
+        }
+        chmod(&dir, 0o777);
+        assert!(run_probe(home.path(), &agent).ends_with("TP-UPLOAD\n"));
+        // A directory others could write to is replaced whole, not just chmodded: what
+        // they put in it goes with it.
+        std::fs::write(dir.join("planted"), b"x").unwrap();
+        assert!(upload_with_cat(home.path(), &agent).success());
+        assert_eq!(mode(&dir), 0o700);
+        assert!(!dir.join("planted").exists());
+        assert!(run_probe(home.path(), &agent).contains("TP-RUN"));
+
+        // A symlinked agent, and a symlinked directory.
+        let elsewhere = home.path().join("elsewhere");
+        std::fs::copy(&path, &elsewhere).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        symlink(&elsewhere, &path).unwrap();
+        assert!(run_probe(home.path(), &agent).ends_with("TP-UPLOAD\n"));
+        assert!(upload_with_cat(home.path(), &agent).success());
+        assert!(
+            !std::fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        let other_dir = home.path().join("other-dir");
+        std::fs::rename(&dir, &other_dir).unwrap();
+        symlink(&other_dir, &dir).unwrap();
+        assert!(run_probe(home.path(), &agent).ends_with("TP-UPLOAD\n"));
+        assert!(upload_with_cat(home.path(), &agent).success());
+        assert!(std::fs::symlink_metadata(&dir).unwrap().is_dir());
+        assert_eq!(
+            mode(&other_dir),
+            0o700,
+            "the symlink's target was left alone"
+        );
+
+        // Owned by someone else (needs root to arrange).
+        if running_as_root() {
+            std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+            assert!(run_probe(home.path(), &agent).ends_with("TP-UPLOAD\n"));
+            assert!(upload_with_cat(home.path(), &agent).success());
+            assert!(run_probe(home.path(), &agent).contains("TP-RUN"));
+            std::os::unix::fs::chown(&dir, Some(65534), None).unwrap();
+            assert!(run_probe(home.path(), &agent).ends_with("TP-UPLOAD\n"));
+            assert!(upload_with_cat(home.path(), &agent).success());
+            use std::os::unix::fs::MetadataExt;
+            assert_eq!(std::fs::metadata(&dir).unwrap().uid(), 0);
+            assert!(run_probe(home.path(), &agent).contains("TP-RUN"));
+        }
+    }
+
+    fn running_as_root() -> bool {
+        use std::os::unix::fs::MetadataExt;
+        // The owner of a file we just made is our effective uid.
+        let probe = tempfile::NamedTempFile::new().unwrap();
+        std::fs::metadata(probe.path()).unwrap().uid() == 0
     }
 
     #[test]

@@ -20,7 +20,7 @@ mod proxy_command;
 mod retry;
 mod transport;
 
-pub(super) use bootstrap::compressed_agent;
+pub(super) use bootstrap::{cache_checks, compressed_agent};
 pub use escalator::Escalator;
 
 use bootstrap::{Diagnostics, PumpGuard, RunningAgent, channel_error, start_pump};

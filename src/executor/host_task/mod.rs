@@ -20,7 +20,7 @@ use crate::modules::{Args, Effect, Next, Plan, TaskOutcome};
 use crate::playbook::{Play, Playbook, Task};
 use crate::report::events::Event;
 
-pub(super) use outcome::{finish_task, item_shown};
+pub(super) use outcome::{CENSORED_ITEM, finish_task, item_shown};
 pub(super) use prepare::item_vars;
 
 /// One loop item (or the task itself when it has no loop) on its way through.
@@ -187,12 +187,15 @@ pub(crate) async fn run(
                 .as_ref()
                 .map(|item| item_shown(ctx, task, &run.vars, item));
             match run.state {
-                ItemState::Done(outcome) => outcome::ItemOutcome {
-                    item: run.item,
-                    index,
-                    label,
-                    outcome,
-                },
+                ItemState::Done(mut outcome) => {
+                    outcome::mask_no_log_args(task, &run.raw_args, &mut outcome);
+                    outcome::ItemOutcome {
+                        item: run.item,
+                        index,
+                        label,
+                        outcome,
+                    }
+                }
                 ItemState::Remote(_) | ItemState::Step(..) => {
                     unreachable!("every remote item got its reply")
                 }
@@ -206,6 +209,7 @@ pub(crate) async fn run(
         finish_task(ctx, task, host, delegate.as_deref(), only.outcome, &notify);
     }
 }
+
 /// Sends the `running` items, judges each reply (changed_when, failed_when, until) and
 /// sends the items `until` keeps going again, after the delay, until all are done. False
 /// when the host turned out unreachable (already reported).
@@ -253,7 +257,7 @@ async fn run_attempts(
             ctx.emit(Event::Retry {
                 host: host.name.clone(),
                 task: task.display_name(),
-                item: runs[i].item.as_ref().map(outcome::item_label),
+                item: outcome::label_shown(task, runs[i].item.as_ref().map(outcome::item_label)),
                 // Ansible counts the attempt about to start as made.
                 retries_left: item_attempts[i].total.saturating_sub(attempt + 1),
             });

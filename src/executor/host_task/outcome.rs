@@ -99,8 +99,7 @@ pub(super) fn finish_loop(
             );
         }
         let (label, shown) = if task.keywords.no_log {
-            // Ansible shows `(item=None)` and hides the whole result.
-            (Some("None".to_string()), censored(&outcome))
+            (label_shown(task, label), censored(task, &outcome))
         } else {
             let own_data = task.module.caps().shown == Shown::OwnData;
             let mut shown = if own_data {
@@ -120,8 +119,9 @@ pub(super) fn finish_loop(
             item: label,
             data: shown,
             ignored: task.ignore_errors && Some(index) == last_failed,
-            verbose_always: verbose
-                || (task.module.caps().shown == Shown::OwnData && !outcome.skipped),
+            // A censored result is shown as any other, only with -v.
+            verbose_always: !task.keywords.no_log
+                && (verbose || (task.module.caps().shown == Shown::OwnData && !outcome.skipped)),
         }));
         results.push(Value::Object(data));
     }
@@ -147,6 +147,9 @@ pub(super) fn finish_loop(
             data.insert("skipped_reason".into(), "No items in the list".into());
         } else {
             data.insert("msg".into(), "All items skipped".into());
+        }
+        if task.keywords.no_log {
+            data = censored(task, &TaskOutcome::default());
         }
         ctx.emit(Event::HostResult(HostResult {
             host: shown_host(host, delegate),
@@ -187,7 +190,7 @@ pub(in crate::executor) fn finish_task(
         data.clone()
     };
     let shown = if task.keywords.no_log {
-        censored(&outcome)
+        censored(task, &outcome)
     } else {
         shown
     };
@@ -197,7 +200,8 @@ pub(in crate::executor) fn finish_task(
         item: None,
         data: shown,
         ignored: outcome.failed && task.ignore_errors,
-        verbose_always: is_debug || verbose,
+        // Ansible's censored result loses `_ansible_verbose_always` with the rest.
+        verbose_always: !task.keywords.no_log && (is_debug || verbose),
     }));
     record(task, host, &outcome, data, notify);
 }
@@ -248,17 +252,81 @@ pub(super) fn debug_shown(data: &Map<String, Value>) -> Map<String, Value> {
         .collect()
 }
 
+/// What Ansible's callback shows for the item of a `no_log` task.
+pub(in crate::executor) const CENSORED_ITEM: &str = "(censored due to no_log)";
+
+/// An item's label as the output may show it: censored under `no_log`.
+pub(in crate::executor) fn label_shown(task: &Task, label: Option<String>) -> Option<String> {
+    match label {
+        Some(_) if task.keywords.no_log => Some(CENSORED_ITEM.to_string()),
+        other => other,
+    }
+}
+
+/// The keys Ansible keeps of a censored result (`PRESERVE` in its `_task.py`).
+const PRESERVED: &[&str] = &[
+    "attempts",
+    "changed",
+    "deprecations",
+    "exception",
+    "retries",
+    "warnings",
+];
+
 /// What `no_log: true` leaves of a result in the output (the registered value keeps it
 /// all, as in Ansible).
-pub(super) fn censored(outcome: &TaskOutcome) -> Map<String, Value> {
-    let mut data = Map::new();
+pub(super) fn censored(task: &Task, outcome: &TaskOutcome) -> Map<String, Value> {
+    // debug's result has no `changed` of its own to keep (every other action sets it).
+    censor(outcome, task.module.caps().shown != Shown::OwnData)
+}
+
+fn censor(outcome: &TaskOutcome, keep_changed: bool) -> Map<String, Value> {
+    let mut data: Map<String, Value> = outcome
+        .data
+        .iter()
+        .filter(|(k, _)| PRESERVED.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if keep_changed {
+        data.insert("changed".into(), outcome.changed.into());
+    }
     data.insert(
         "censored".into(),
         "the output has been hidden due to the fact that 'no_log: true' was specified for this result"
             .into(),
     );
-    data.insert("changed".into(), outcome.changed.into());
     data
+}
+
+/// An unreachable host's result as the output shows it: censored under `no_log` too.
+pub(super) fn unreachable_shown(task: &Task, data: &Map<String, Value>) -> Map<String, Value> {
+    if task.keywords.no_log {
+        censor(&TaskOutcome::default(), true)
+    } else {
+        data.clone()
+    }
+}
+
+/// AnsibleModule keeps the values of its `no_log` arguments (user's `password`,
+/// yum_repository's) out of everything it returns, registered value included, whether or
+/// not the task has `no_log`.
+pub(super) fn mask_no_log_args(
+    task: &Task,
+    raw_args: &Map<String, Value>,
+    outcome: &mut TaskOutcome,
+) {
+    let secrets = task.module.spec().no_log_values(raw_args);
+    if secrets.is_empty() {
+        return;
+    }
+    for value in outcome.data.values_mut() {
+        crate::modules::spec::mask_no_log_values(value, &secrets);
+    }
+    if let Some(msg) = &mut outcome.msg {
+        let mut text = Value::String(std::mem::take(msg));
+        crate::modules::spec::mask_no_log_values(&mut text, &secrets);
+        *msg = text.as_str().unwrap_or_default().to_string();
+    }
 }
 
 /// Ansible's `h1 -> h2` for a delegated task.
@@ -404,21 +472,25 @@ mod tests {
     }
 
     #[test]
-    fn no_log_keeps_only_changed() {
-        let outcome = TaskOutcome {
+    fn no_log_keeps_only_what_ansible_preserves() {
+        let mut outcome = TaskOutcome {
             changed: true,
             msg: Some("secret".into()),
             ..Default::default()
         };
-        let shown = censored(&outcome);
-        assert_eq!(shown.len(), 2);
+        outcome.data.insert("stdout".into(), "secret".into());
+        outcome.data.insert("attempts".into(), 2.into());
+        let shown = censor(&outcome, true);
+        assert_eq!(shown.len(), 3, "{shown:?}");
         assert_eq!(shown["changed"], true);
+        assert_eq!(shown["attempts"], 2);
         assert!(
             shown["censored"]
                 .as_str()
                 .unwrap()
                 .contains("'no_log: true'")
         );
+        assert!(!censor(&outcome, false).contains_key("changed"));
     }
 
     #[test]

@@ -389,12 +389,13 @@ pub(super) async fn upload_content(
 /// `ignore_unreachable` Ansible counts it ok and ignored, registers the result, and keeps
 /// the host in the play.
 pub(super) fn host_unreachable(ctx: &RunContext, task: &Task, host: &HostState, message: &str) {
+    let data = super::super::unreachable_result(message);
+    let shown = super::outcome::unreachable_shown(task, &data);
     if !task.keywords.ignore_unreachable {
-        ctx.unreachable(host, message);
+        ctx.unreachable(host, shown);
         return;
     }
-    let data = super::super::unreachable_result(message);
-    ctx.emit_unreachable(host, data.clone(), true);
+    ctx.emit_unreachable(host, shown, true);
     host.stat(|s| {
         s.ok += 1;
         s.ignored += 1;

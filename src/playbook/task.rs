@@ -343,6 +343,7 @@ impl Loader<'_> {
             "become_method" => into.become_.method = Some(self.scalar(v, key)?),
             "become_flags" => into.become_.flags = Some(self.scalar(v, key)?),
             "become_exe" => into.become_.exe = Some(self.scalar(v, key)?),
+            "timeout" => into.timeout = Some(self.scalar(v, key)?),
             "throttle" => {
                 let n = self.count(v, key)?;
                 // A template is decided when the task runs.

@@ -259,13 +259,11 @@ fn over_ssh_a_timed_out_host_fails_while_the_other_goes_on() {
         hosts.line("slow"),
         hosts.line("fast")
     );
-    let playbook = format!(
-        "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: sleep {{{{ pause }}}}\n      timeout: 2\n    - copy: content=done dest=~/done\n"
-    );
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: sleep {{ pause }}\n      timeout: 2\n    - copy: content=done dest=~/done\n";
     let started = Instant::now();
     let out = TestRun::new()
         .inventory(&inventory)
-        .playbook(&playbook)
+        .playbook(playbook)
         .run();
     out.assert_code(2);
     assert!(started.elapsed() < Duration::from_secs(15), "{out:?}");

@@ -6,6 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 /// Sent by the controller.
+// As for `AgentMsg`: one value per frame, taken apart at once; boxing would cost an
+// allocation per request to save stack nobody holds.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ControllerMsg {
     /// One request; the agent answers it with exactly one [`AgentMsg::Reply`] of the same id.

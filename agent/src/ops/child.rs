@@ -20,7 +20,10 @@ pub const GRACE: Duration = Duration::from_secs(1);
 const LONGEST_WAIT: Duration = Duration::from_millis(500);
 
 /// How often a child whose pipes are closed is asked whether it has exited.
-const EXIT_POLL: Duration = Duration::from_millis(5);
+const EXIT_POLL: Duration = Duration::from_millis(1);
+
+/// Short sleeps spent waiting for a child that just closed its pipes to be reapable.
+const EXIT_SPINS: u32 = 50;
 
 #[derive(Debug)]
 pub enum Ending {
@@ -64,7 +67,7 @@ pub fn supervise(agent: &mut Agent, child: &mut Child, started: Instant) -> io::
     let mut chunk = vec![0u8; 64 << 10];
     loop {
         let pipes_open = pipes.iter().any(|p| p.reader.is_some());
-        if !pipes_open && let Some(status) = child.try_wait()? {
+        if !pipes_open && let Some(status) = reaped_soon(child)? {
             let mut outputs = pipes.into_iter().map(|p| p.bytes);
             return Ok(Finished {
                 ending: Ending::Exited(status),
@@ -129,6 +132,19 @@ pub fn supervise(agent: &mut Agent, child: &mut Child, started: Instant) -> io::
             }
         }
     }
+}
+
+/// The child's status if it exits within a moment: a process closes its pipes as it
+/// exits, a little before its parent can reap it, and a millisecond's wait for each
+/// command would be most of what a short command costs.
+fn reaped_soon(child: &mut Child) -> io::Result<Option<ExitStatus>> {
+    for _ in 0..EXIT_SPINS {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        std::thread::sleep(Duration::from_micros(20));
+    }
+    child.try_wait()
 }
 
 /// TERM to the child's group, then KILL once the grace is over and something of the

@@ -322,22 +322,26 @@ fn in_a_chain_a_timed_out_task_stops_the_host_like_a_failure() {
     - command: touch ~/after2
 "
     );
-    let started = Instant::now();
-    let out = TestRun::new()
-        .inventory(&hosts.inventory())
-        .playbook(&playbook)
-        .run();
-    out.assert_code(2);
-    assert!(started.elapsed() < Duration::from_secs(10), "{out:?}");
-    assert_contains(
-        &out,
-        "\"msg\": \"Task failed: Timed out after 1 second(s).\"",
-    );
     let home = &hosts.user("h1").home;
-    assert!(!home.join("after").exists() && !home.join("after2").exists());
-    let recap = out.recap("h1");
-    assert_eq!((recap.ok, recap.changed, recap.failed), (1, 1, 1));
-    assert_gone(&format!("sleep {sleep}"), None);
+    // And the same without chains.
+    for chains in ["1", "0"] {
+        let started = Instant::now();
+        let out = TestRun::new()
+            .inventory(&hosts.inventory())
+            .playbook(&playbook)
+            .env("TURBO_PLAY_CHAINS", chains)
+            .run();
+        out.assert_code(2);
+        assert!(started.elapsed() < Duration::from_secs(10), "{out:?}");
+        assert_contains(
+            &out,
+            "\"msg\": \"Task failed: Timed out after 1 second(s).\"",
+        );
+        assert!(!home.join("after").exists() && !home.join("after2").exists());
+        let recap = out.recap("h1");
+        assert_eq!((recap.ok, recap.changed, recap.failed), (1, 1, 1));
+        assert_gone(&format!("sleep {sleep}"), None);
+    }
 
     // With ignore_errors the chain's later tasks run in their turn.
     let playbook = playbook.replace("timeout: 1\n", "timeout: 1\n      ignore_errors: true\n");

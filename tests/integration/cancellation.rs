@@ -502,3 +502,40 @@ fn ctrl_c_stops_a_command_run_through_sudo() {
     // The sleep ran as root: found by its command line.
     assert_gone(&words, None);
 }
+
+#[test]
+fn a_timeout_on_the_play_or_a_block_is_each_tasks_and_zero_is_none() {
+    let hosts = LocalHosts::new(&["h1"]);
+    let (first, second) = (marker(), marker());
+    let playbook = format!(
+        "- hosts: all
+  gather_facts: false
+  timeout: \"{{{{ limit }}}}\"
+  vars:
+    limit: 1
+  tasks:
+    - command: sleep {first}
+      ignore_errors: true
+      register: from_play
+    - block:
+        - command: sleep 1.5
+          register: unlimited
+      timeout: 0
+    - block:
+        - command: sleep {second}
+          register: from_block
+          ignore_errors: true
+      timeout: 2
+    - assert:
+        that:
+          - from_play.timedout.period == 1
+          - unlimited is succeeded
+          - from_block.timedout.period == 2
+"
+    );
+    let out = TestRun::new().local_hosts(&hosts).playbook(&playbook).run();
+    out.assert_code(0);
+    assert_eq!(out.recap("h1").ignored, 2);
+    assert_gone(&format!("sleep {first}"), None);
+    assert_gone(&format!("sleep {second}"), None);
+}

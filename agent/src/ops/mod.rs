@@ -93,6 +93,7 @@ impl Agent {
             return OpResult::ChainSkipped;
         }
         let result = self.run(request.op, flags);
+        self.deadline = None;
         if chain != 0 && result.stops_chain() {
             self.stopped_chains.insert(chain);
         }

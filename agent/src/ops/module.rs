@@ -528,4 +528,39 @@ mod tests {
         let fine = run(&mut a, request(payload("print('{}')\n", 4), None));
         assert_eq!((fine.rc, fine.stdout), (0, b"{}\n".to_vec()));
     }
+
+    #[test]
+    fn the_requests_deadline_stops_a_warm_module_and_answers_timed_out() {
+        if !Path::new(PYTHON).is_file() {
+            eprintln!("skipped: no {PYTHON}");
+            return;
+        }
+        let home = TempDir::new();
+        let mut a = agent(home.path());
+        let pid_file = home.join("pid");
+        let module = format!(
+            "import os, time\nopen({:?}, 'w').write(str(os.getpid()))\ntime.sleep(30)\n",
+            pid_file.display().to_string()
+        );
+        let started = Instant::now();
+        let result = a.handle(turbo_proto::Request {
+            id: 1,
+            check: false,
+            diff: false,
+            chain: 0,
+            timeout_ms: Some(1000),
+            op: turbo_proto::Op::RunModule(request(payload(&module, 5), None)),
+        });
+        assert!(matches!(result, OpResult::TimedOut { .. }), "{result:?}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z "),
+            "the module still runs"
+        );
+        // The warm runner answers the next module as before.
+        let fine = run(&mut a, request(payload("print('{}')\n", 6), None));
+        assert_eq!(fine.rc, 0);
+    }
 }

@@ -223,12 +223,26 @@ impl AgentSession {
         diff: bool,
         chain: u64,
     ) -> Result<PendingReply, SessionError> {
+        self.send_timed(op, check, diff, chain, None).await
+    }
+
+    /// [`AgentSession::send`] with the task's `timeout:` for each of the request's ops:
+    /// the agent stops what runs past it and answers `OpResult::TimedOut`.
+    pub async fn send_timed(
+        &self,
+        op: Op,
+        check: bool,
+        diff: bool,
+        chain: u64,
+        timeout_ms: Option<u64>,
+    ) -> Result<PendingReply, SessionError> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let frame = encode_frame(&ControllerMsg::Request(Request {
             id,
             check,
             diff,
             chain,
+            timeout_ms,
             op,
         }))
         .map_err(|e| SessionError::Protocol(e.to_string()))?;
@@ -295,6 +309,17 @@ impl AgentSession {
         self.inner.pending.lock().expect("pending lock").fail_all();
         let kept = std::mem::take(&mut *self.inner.keep_alive.lock().expect("keep lock"));
         drop(kept);
+    }
+
+    /// Stops the agent at once, whatever it is running (Ctrl-C on the controller): a
+    /// `Cancel` overtakes the queued requests, the agent kills the running process group,
+    /// removes its staging files and exits; then the session closes as [`Self::close`]
+    /// does (the end of its input means the same to an agent that missed the message).
+    pub async fn cancel(&self) {
+        if let Ok(frame) = encode_frame(&ControllerMsg::Cancel) {
+            let _ = self.inner.frames.send(WriterCmd::Frame(frame)).await;
+        }
+        self.close().await;
     }
 
     /// Ties `thing` (a connection handle, a child process) to the session's lifetime.

@@ -8,7 +8,7 @@ use clap::Parser;
 use turbo_play::cli::{Cli, parse_extra_vars};
 use turbo_play::config::Config;
 use turbo_play::connection::ConnectionDefaults;
-use turbo_play::executor::{BecomeDefaults, RunOptions, run_playbooks};
+use turbo_play::executor::{BecomeDefaults, RunOptions, run_playbooks_until};
 use turbo_play::inventory::Inventory;
 use turbo_play::listing::{self, Listings};
 use turbo_play::playbook::{
@@ -22,6 +22,10 @@ use turbo_play::report::json::JsonReporter;
 const EXIT_ERROR: u8 = 1;
 const EXIT_PARSE_ERROR: u8 = 4;
 const EXIT_BAD_OPTIONS: u8 = 5;
+/// Ctrl-C: ansible-playbook's "User interrupted execution".
+const EXIT_INTERRUPTED: u8 = 99;
+/// SIGTERM: what ansible-playbook's exit looks like to its parent (killed by signal 15).
+const EXIT_TERMINATED: u8 = 128 + 15;
 
 /// `forks` when neither a flag, the environment nor ansible.cfg sets it. Not Ansible's 5:
 /// a host costs turbo-play a connection and a task that mostly waits on the network, not
@@ -191,7 +195,9 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         .enable_all()
         .build()
         .map_err(|e| (EXIT_ERROR, format!("starting the async runtime: {e}")))?;
-    let summary = runtime.block_on(async move {
+    // The exit code of the signal that stopped the run.
+    let stopped_by = std::sync::atomic::AtomicU8::new(EXIT_INTERRUPTED);
+    let summary = runtime.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let verbosity = cli.verbose;
         let show_custom_stats = config.show_custom_stats;
@@ -213,16 +219,48 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         for warning in config.warnings {
             let _ = tx.send(Event::Warning(warning));
         }
-        let summary = run_playbooks(playbooks, inventory, opts, tx).await;
+        let summary =
+            run_playbooks_until(playbooks, inventory, opts, tx, interrupt(&stopped_by)).await;
         let _ = reporter.await;
         summary
     });
+    if summary.interrupted {
+        return Ok(stopped_by.load(std::sync::atomic::Ordering::SeqCst));
+    }
     if let Some(name) = &summary.start_at_unmatched {
         eprintln!(
             "ERROR! No matching task \"{name}\" found. Note: --start-at-task can only follow static includes."
         );
     }
     Ok(summary.exit_code() as u8)
+}
+
+/// Completes at the first SIGINT or SIGTERM, noting which in `stopped_by`; the run then
+/// stops its agents and shows the recap. A second one exits at once.
+async fn interrupt(stopped_by: &std::sync::atomic::AtomicU8) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // Without handlers the signals keep their default: the run can only be killed.
+        return std::future::pending().await;
+    };
+    let code = tokio::select! {
+        _ = int.recv() => {
+            eprintln!("[ERROR]: User interrupted execution");
+            EXIT_INTERRUPTED
+        }
+        _ = term.recv() => EXIT_TERMINATED,
+    };
+    stopped_by.store(code, std::sync::atomic::Ordering::SeqCst);
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        std::process::exit(i32::from(code));
+    });
 }
 
 /// ansible-playbook refuses, before running anything, a `--limit` that leaves none of a

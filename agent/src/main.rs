@@ -1,8 +1,11 @@
 //! turbo-agent: runs on a managed host, reads [`Request`]s as frames on stdin and answers
 //! each with one [`Reply`] on stdout, in order. It speaks first with an [`AgentHello`].
-//! Exit status: 0 when the controller closes stdin, 2 when the stream breaks, 3 when
-//! `--expect-sha256 HEX` was given and this program's own file does not hash to it.
+//! Exit status: 0 when the controller closes stdin or cancels, 2 when the stream breaks,
+//! 3 when `--expect-sha256 HEX` was given and this program's own file does not hash to it.
+//! A `Cancel`, the end of the input or SIGTERM/SIGHUP/SIGINT, seen even while a command
+//! runs, stop the command's process group and end the agent, its staging files removed.
 
+mod input;
 mod md;
 mod ops;
 mod sha1;
@@ -11,14 +14,15 @@ mod sys;
 mod users;
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::os::fd::{AsFd, AsRawFd};
 
 use turbo_proto::{
     AgentHello, AgentMsg, ControllerMsg, ErrorKind, FrameError, OpError, OpResult,
-    PROTOCOL_VERSION, Reply, encode_frame, read_frame,
+    PROTOCOL_VERSION, Reply, encode_frame,
 };
 
+use input::Input;
 use ops::Agent;
 
 fn main() {
@@ -37,7 +41,7 @@ fn run() -> i32 {
             return 2;
         }
     };
-    let mut input = BufReader::with_capacity(256 << 10, input);
+    sys::install_stop_handlers();
     let mut output = BufWriter::with_capacity(256 << 10, output);
 
     let hello = hello();
@@ -47,8 +51,11 @@ fn run() -> i32 {
         hello.uid,
         hello.gid,
     );
-    let code = serve(&mut agent, hello, &mut input, &mut output);
+    agent.input = Some(Input::new(input));
+    let code = serve(&mut agent, hello, &mut output);
     agent.clean_staging();
+    // Warm runners stop the modules they run as they are dropped.
+    agent.runners.clear();
     code
 }
 
@@ -111,20 +118,23 @@ fn hello() -> AgentHello {
     }
 }
 
-fn serve(
-    agent: &mut Agent,
-    hello: AgentHello,
-    input: &mut impl std::io::Read,
-    output: &mut impl Write,
-) -> i32 {
+fn serve(agent: &mut Agent, hello: AgentHello, output: &mut impl Write) -> i32 {
     if let Err(e) = send(output, &AgentMsg::Hello(hello)) {
         eprintln!("turbo-agent: cannot write the hello: {e}");
         return 2;
     }
     loop {
-        let request = match read_frame::<_, ControllerMsg>(input) {
+        if agent.stopping() {
+            return 0;
+        }
+        let next = agent
+            .input
+            .as_mut()
+            .expect("serve reads the agent's input")
+            .next_message();
+        let request = match next {
             Ok(Some(ControllerMsg::Request(request))) => request,
-            Ok(None) => return 0,
+            Ok(Some(ControllerMsg::Cancel)) | Ok(None) => return 0,
             Err(e) => {
                 // Nothing more is written: after a broken frame the stream cannot be
                 // trusted to be in step, and the controller reports the exit.
@@ -134,6 +144,11 @@ fn serve(
         };
         let id = request.id;
         let result = agent.handle(request);
+        if agent.stopping() {
+            // Cancelled while it ran (its process group is stopped): nobody waits for
+            // this reply or the ones queued.
+            return 0;
+        }
         let frame = reply_frame(id, result, encode_frame);
         let sent = frame.and_then(|bytes| {
             // Flushed per reply: each one leaves as soon as it is ready.
@@ -174,7 +189,7 @@ fn reply_frame(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use turbo_proto::{Op, Request};
+    use turbo_proto::{Op, Request, read_frame};
 
     #[test]
     fn an_unsendable_result_becomes_an_error_reply() {
@@ -230,6 +245,7 @@ mod tests {
                     check: false,
                     diff: false,
                     chain: 0,
+                    timeout_ms: None,
                     op: Op::Stat {
                         path: "/".into(),
                         checksum: None,
@@ -240,7 +256,8 @@ mod tests {
             );
         }
         let mut output = Vec::new();
-        assert_eq!(serve(&mut agent, hello(), &mut &input[..], &mut output), 0);
+        agent.input = Some(input::testing::from_bytes(&input));
+        assert_eq!(serve(&mut agent, hello(), &mut output), 0);
         let mut r = &output[..];
         assert!(matches!(
             read_frame(&mut r).unwrap(),
@@ -259,7 +276,8 @@ mod tests {
 
         input.extend_from_slice(&[0, 0, 0, 3, 1, 2, 3]);
         let mut output = Vec::new();
-        assert_eq!(serve(&mut agent, hello(), &mut &input[..], &mut output), 2);
+        agent.input = Some(input::testing::from_bytes(&input));
+        assert_eq!(serve(&mut agent, hello(), &mut output), 2);
         let mut r = &output[..];
         let mut frames = 0;
         while read_frame::<_, AgentMsg>(&mut r).unwrap().is_some() {

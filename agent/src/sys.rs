@@ -27,6 +27,9 @@ unsafe extern "C" {
     fn statvfs(path: *const c_char, buf: *mut StatVfs) -> i32;
     fn access(path: *const c_char, mode: i32) -> i32;
     fn kill(pid: i32, sig: i32) -> i32;
+    fn poll(fds: *mut PollFd, nfds: u64, timeout: i32) -> i32;
+    fn signal(sig: i32, handler: extern "C" fn(i32)) -> usize;
+    fn siginterrupt(sig: i32, flag: i32) -> i32;
     static tzname: [*const c_char; 2];
 }
 
@@ -100,18 +103,104 @@ pub fn redirect_fd(source: RawFd, target: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// The process umask. umask(2) can only be read by setting it, so it is set back at once;
-/// call this once at startup, before any thread exists.
-/// SIGKILL to the process group `pgid` leads (a module past its timeout, and whatever it
-/// started).
-pub fn kill_group(pgid: u32) {
-    const SIGKILL: i32 = 9;
-    // SAFETY: kill(2) takes plain integers; a group that is gone is an error we ignore.
+pub const SIGHUP: i32 = 1;
+pub const SIGINT: i32 = 2;
+pub const SIGKILL: i32 = 9;
+pub const SIGTERM: i32 = 15;
+
+/// Sends `sig` to the process group `pgid` (a command or module the agent started as the
+/// leader of its own group, and whatever that started). False when no process is left
+/// in the group; a group that is gone is not an error here.
+pub fn signal_group(pgid: u32, sig: i32) -> bool {
+    // SAFETY: kill(2) takes plain integers.
+    unsafe { kill(-(pgid as i32), sig) == 0 }
+}
+
+/// Sends `sig` to one process.
+pub fn signal_process(pid: u32, sig: i32) {
+    // SAFETY: kill(2) takes plain integers; a process that is gone gives ESRCH.
     unsafe {
-        kill(-(pgid as i32), SIGKILL);
+        kill(pid as i32, sig);
     }
 }
 
+/// Set by the agent's handler of SIGTERM, SIGHUP and SIGINT: the agent stops what runs
+/// and exits, as when its input ends, rather than dying and leaving its children.
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn note_stop(_sig: i32) {
+    // An atomic store is async-signal-safe.
+    STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Installs the stop handlers. They interrupt blocking calls (no SA_RESTART), so a read
+/// or poll in progress returns EINTR and the flag is seen. Handlers, unlike an ignored
+/// signal, are reset to the default in the programs the agent starts.
+pub fn install_stop_handlers() {
+    for sig in [SIGTERM, SIGHUP, SIGINT] {
+        // SAFETY: the handler only stores to an atomic; signal and siginterrupt take
+        // plain integers and a function pointer that lives for the whole program.
+        unsafe {
+            signal(sig, note_stop);
+            siginterrupt(sig, 1);
+        }
+    }
+}
+
+/// Whether a stop signal has arrived.
+pub fn stop_requested() -> bool {
+    STOP.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// poll(2)'s `struct pollfd`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct PollFd {
+    pub fd: i32,
+    pub events: i16,
+    pub revents: i16,
+}
+
+pub const POLLIN: i16 = 0x1;
+pub const POLLERR: i16 = 0x8;
+pub const POLLHUP: i16 = 0x10;
+pub const POLLNVAL: i16 = 0x20;
+
+impl PollFd {
+    pub fn readable(fd: RawFd) -> PollFd {
+        PollFd {
+            fd,
+            events: POLLIN,
+            revents: 0,
+        }
+    }
+
+    /// Data, the end of the stream or an error waits: a read will not block.
+    pub fn ready(&self) -> bool {
+        self.revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0
+    }
+}
+
+/// Waits until one of `fds` is ready or `timeout_ms` passes (-1: no limit). A signal
+/// ends the wait early with nothing ready, as a timeout does.
+pub fn wait_readable(fds: &mut [PollFd], timeout_ms: i32) -> io::Result<usize> {
+    for fd in fds.iter_mut() {
+        fd.revents = 0;
+    }
+    // SAFETY: fds is a valid, writable array of pollfd of the length given.
+    let n = unsafe { poll(fds.as_mut_ptr(), fds.len() as u64, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(n as usize)
+}
+
+/// The process umask. umask(2) can only be read by setting it, so it is set back at once;
+/// call this once at startup, before any thread exists.
 pub fn current_umask() -> u32 {
     // SAFETY: umask cannot fail and touches no memory.
     unsafe {

@@ -78,6 +78,7 @@ impl Session {
             check,
             diff: false,
             chain: 0,
+            timeout_ms: None,
             op,
         });
         write_frame(self.stdin.as_mut().unwrap(), &msg).unwrap();
@@ -258,6 +259,7 @@ fn truncated_frame_at_eof_is_an_error_exit() {
         check: false,
         diff: false,
         chain: 0,
+        timeout_ms: None,
         op: Op::Stat {
             path: "/".into(),
             checksum: None,

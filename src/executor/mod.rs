@@ -100,6 +100,8 @@ pub struct RunSummary {
     pub stats: Vec<HostStats>,
     /// The `--start-at-task` name no task matched (ansible-playbook reports it).
     pub start_at_unmatched: Option<String>,
+    /// The run was stopped by an interrupt; `stats` are what had finished before it.
+    pub interrupted: bool,
 }
 
 impl RunSummary {
@@ -229,6 +231,9 @@ pub(crate) struct RunContext {
     warned_keywords: Mutex<std::collections::HashSet<String>>,
     /// What `set_stats` tasks returned, for the recap.
     pub custom_stats: custom_stats::CustomStats,
+    /// Set when an interrupt stops the run: what the aborted tasks would still report is
+    /// not shown.
+    interrupted: std::sync::atomic::AtomicBool,
 }
 
 impl RunContext {
@@ -279,6 +284,9 @@ impl RunContext {
     }
 
     pub fn emit(&self, event: Event) {
+        if self.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         // The reporter outlives the run; a closed channel only means output is gone.
         let _ = self.events.send(event);
     }
@@ -330,6 +338,20 @@ pub async fn run_playbooks(
     opts: RunOptions,
     events: EventSender,
 ) -> RunSummary {
+    run_playbooks_until(playbooks, inventory, opts, events, std::future::pending()).await
+}
+
+/// [`run_playbooks`], stopped early when `interrupt` completes (Ctrl-C, SIGTERM): the
+/// tasks in flight are abandoned, every agent is cancelled (it stops the process group
+/// it runs, removes its staging files and exits), and the recap of what had finished
+/// is shown.
+pub async fn run_playbooks_until(
+    playbooks: Vec<Playbook>,
+    inventory: Inventory,
+    opts: RunOptions,
+    events: EventSender,
+    interrupt: impl std::future::Future<Output = ()>,
+) -> RunSummary {
     let start_at = Mutex::new(opts.start_at_task.clone());
     let ctx = Arc::new_cyclic(|me: &std::sync::Weak<RunContext>| RunContext {
         inventory,
@@ -355,28 +377,39 @@ pub async fn run_playbooks(
         ran_roles: Mutex::default(),
         warned_keywords: Mutex::default(),
         custom_stats: Default::default(),
+        interrupted: Default::default(),
     });
     for warning in ctx.inventory.warnings() {
         ctx.emit(Event::Warning(warning.clone()));
     }
     // Ansible's recap lists every host that took part, by name.
-    let mut seen = std::collections::BTreeSet::new();
-    'playbooks: for playbook in playbooks {
-        let playbook = Arc::new(playbook);
-        for play_index in 0..playbook.plays.len() {
-            let hosts = match select_hosts(&ctx, &playbook.plays[play_index]) {
-                Ok(h) => h,
-                Err(message) => {
-                    ctx.emit(Event::Warning(message));
-                    continue;
+    let seen = Mutex::new(std::collections::BTreeSet::new());
+    let plays = async {
+        'playbooks: for playbook in playbooks {
+            let playbook = Arc::new(playbook);
+            for play_index in 0..playbook.plays.len() {
+                let hosts = match select_hosts(&ctx, &playbook.plays[play_index]) {
+                    Ok(h) => h,
+                    Err(message) => {
+                        ctx.emit(Event::Warning(message));
+                        continue;
+                    }
+                };
+                seen.lock()
+                    .expect("seen lock")
+                    .extend(hosts.iter().cloned());
+                if run_play(&ctx, &playbook, play_index, hosts).await == PlayEnd::StopRun {
+                    break 'playbooks;
                 }
-            };
-            seen.extend(hosts.iter().cloned());
-            if run_play(&ctx, &playbook, play_index, hosts).await == PlayEnd::StopRun {
-                break 'playbooks;
             }
         }
-    }
+    };
+    // Dropping the plays drops their host jobs' JoinSets, which aborts every task.
+    let interrupted = tokio::select! {
+        _ = plays => false,
+        _ = interrupt => true,
+    };
+    let seen = seen.into_inner().expect("seen lock");
     let mut sessions = Vec::new();
     let mut stats = Vec::new();
     for name in &seen {
@@ -395,6 +428,21 @@ pub async fn run_playbooks(
             stats.push(s);
         }
     }
+    if interrupted {
+        ctx.interrupted
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut cancels = JoinSet::new();
+        for session in sessions {
+            cancels.spawn(async move { session.cancel().await });
+        }
+        while cancels.join_next().await.is_some() {}
+        let _ = ctx.events.send(Event::Recap(stats.clone()));
+        return RunSummary {
+            stats,
+            start_at_unmatched: None,
+            interrupted: true,
+        };
+    }
     for session in sessions {
         session.close().await;
     }
@@ -407,6 +455,7 @@ pub async fn run_playbooks(
     RunSummary {
         stats,
         start_at_unmatched,
+        interrupted: false,
     }
 }
 

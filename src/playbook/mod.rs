@@ -238,6 +238,9 @@ pub struct RunKeywords {
     pub throttle: Option<u64>,
     /// `throttle` written as a template, rendered when the task runs.
     pub throttle_template: Option<String>,
+    /// `timeout` as written (seconds, or a template), decided per host when the task
+    /// runs: a task (each loop item) that runs longer fails, its process stopped.
+    pub timeout: Option<String>,
     /// `any_errors_fatal` on the task or a block (else the play's decides).
     pub any_errors_fatal: Option<bool>,
     /// An unreachable host counts as ok (and ignored) and stays in the play.

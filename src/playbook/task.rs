@@ -336,6 +336,7 @@ impl Loader<'_> {
             "become_method" => into.become_.method.set(self.scalar(v, key)?),
             "become_flags" => into.become_.flags.set(self.scalar(v, key)?),
             "become_exe" => into.become_.exe.set(self.scalar(v, key)?),
+            "timeout" => into.timeout = Some(self.scalar(v, key)?),
             "throttle" => {
                 let n = self.count(v, key)?;
                 // A template is decided when the task runs.

@@ -246,10 +246,19 @@ impl<W: Write> ConsoleReporter<W> {
         // `failed`/`skipped` are already said by the line's word, and Ansible drops them.
         let stripped;
         let hide_diff = self.verbosity < 3 && r.data.contains_key("diff");
-        let r = if hide_diff || r.data.contains_key("failed") || r.data.contains_key("skipped") {
+        // Ansible's callback takes the exception out of the dump below -vvv.
+        let hide_exception = self.verbosity < 3 && r.data.contains_key("exception");
+        let r = if hide_diff
+            || hide_exception
+            || r.data.contains_key("failed")
+            || r.data.contains_key("skipped")
+        {
             let mut copy = r.clone();
             if hide_diff {
                 copy.data.remove("diff");
+            }
+            if hide_exception {
+                copy.data.remove("exception");
             }
             copy.data.remove("failed");
             copy.data.remove("skipped");

@@ -4,6 +4,7 @@
 mod apt_sources;
 mod become_su;
 mod become_sudo;
+mod cancellation;
 mod cli_features;
 mod command_modules;
 mod connection;

@@ -12,7 +12,7 @@ pub use frame::{FrameDecoder, FrameError, encode_frame, read_frame, write_frame}
 pub use messages::*;
 
 /// Bumped on every change to [`messages`]. An agent that says another number is replaced.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// Largest compressed frame accepted. Bulk content travels in `WriteChunk`s well below it.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;

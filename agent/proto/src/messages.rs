@@ -6,10 +6,18 @@
 use serde::{Deserialize, Serialize};
 
 /// Sent by the controller.
+// As for `AgentMsg`: one value per frame, taken apart at once; boxing would cost an
+// allocation per request to save stack nobody holds.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ControllerMsg {
     /// One request; the agent answers it with exactly one [`AgentMsg::Reply`] of the same id.
     Request(Request),
+    /// Stop everything: the agent kills the process group of whatever it is running,
+    /// removes its staging files and exits without answering what is still queued. Read
+    /// while a child runs too (the agent polls its input then), so it overtakes the
+    /// requests queued before it. The end of the input (or a hangup) means the same.
+    Cancel,
 }
 
 /// Sent by the agent.
@@ -51,6 +59,12 @@ pub struct Request {
     /// the chain's later requests with [`OpResult::ChainSkipped`] without running them, so
     /// the controller can send a host's next tasks before the earlier ones have answered.
     pub chain: u64,
+    /// The task's `timeout:` in milliseconds, for each op of the request (each op of a
+    /// `Batch`: a loop's items have one each, as in Ansible). At the deadline the agent
+    /// kills the process group of a command or module (TERM, then KILL after a short
+    /// grace) and answers [`OpResult::TimedOut`]; ops that start no process are not
+    /// stopped (the controller keeps a backstop for them).
+    pub timeout_ms: Option<u64>,
     pub op: Op,
 }
 
@@ -311,6 +325,10 @@ pub enum OpResult {
     Error(OpError),
     /// Not run: an earlier request of the same chain stopped it.
     ChainSkipped,
+    /// The op outlived the request's `timeout_ms` and was stopped after this long.
+    TimedOut {
+        after_ms: u64,
+    },
 }
 
 impl OpResult {
@@ -324,6 +342,7 @@ impl OpResult {
             OpResult::Error(_)
             | OpResult::NeedContent
             | OpResult::ChainSkipped
+            | OpResult::TimedOut { .. }
             | OpResult::Module(_) => true,
             OpResult::Exec(outcome) => outcome.rc != 0,
             OpResult::Batch(results) => results.iter().any(OpResult::stops_chain),

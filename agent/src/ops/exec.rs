@@ -2,14 +2,15 @@
 //! environment and stdin. Output is captured whole; the protocol stream is on private fds,
 //! so the child cannot write into it.
 
-use std::io::{Read, Write};
-use std::os::unix::process::ExitStatusExt;
+use std::io::Write;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use turbo_proto::{Command, ErrorKind, Exec, ExecOutcome, OpError, OpResult};
 
+use super::child::{self, Ending};
 use super::{Agent, Flags, op_error};
 use crate::sys;
 
@@ -115,7 +116,9 @@ pub fn exec(agent: &mut Agent, spec: Exec, flags: Flags) -> Result<OpResult, OpE
             Stdio::null()
         })
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stderr(Stdio::piped())
+        // Its own group: a timeout or a cancel stops the command and all it started.
+        .process_group(0);
 
     // Set around the spawn only, so that the child inherits it and the agent's own files
     // keep the session's umask.
@@ -139,8 +142,8 @@ pub fn exec(agent: &mut Agent, spec: Exec, flags: Flags) -> Result<OpResult, OpE
         }
     };
 
-    // stdin, stdout and stderr each get their own reader or writer: a child that fills one
-    // pipe while we wait on another would otherwise deadlock.
+    // stdin gets its own writer: a child that fills its output pipes while we feed it
+    // would otherwise deadlock. Output is read as it comes, with the protocol input.
     let feeder = match (spec.stdin, child.stdin.take()) {
         (Some(bytes), Some(mut pipe)) => Some(std::thread::spawn(move || {
             // A child that exits without reading all of its input is not an error.
@@ -148,26 +151,24 @@ pub fn exec(agent: &mut Agent, spec: Exec, flags: Flags) -> Result<OpResult, OpE
         })),
         _ => None,
     };
-    let stderr_reader = child.stderr.take().map(|mut pipe| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            bytes
-        })
-    });
-    let mut stdout = Vec::new();
-    if let Some(mut pipe) = child.stdout.take() {
-        let _ = pipe.read_to_end(&mut stdout);
-    }
-    let stderr = stderr_reader
-        .and_then(|t| t.join().ok())
-        .unwrap_or_default();
+    let finished = child::supervise(agent, &mut child, started)
+        .map_err(|e| op_error(ErrorKind::Io, format!("waiting for {program}: {e}")))?;
+    let status = match finished.ending {
+        Ending::Exited(status) => status,
+        // The feeder is left to end on its broken pipe: the group is gone.
+        Ending::TimedOut { after } => {
+            return Ok(OpResult::TimedOut {
+                after_ms: after.as_millis() as u64,
+            });
+        }
+        Ending::Cancelled => {
+            return Err(op_error(ErrorKind::Io, "cancelled by the controller"));
+        }
+    };
     if let Some(t) = feeder {
         let _ = t.join();
     }
-    let status = child
-        .wait()
-        .map_err(|e| op_error(ErrorKind::Io, format!("waiting for {program}: {e}")))?;
+    let (stdout, stderr) = (finished.stdout, finished.stderr);
     // Ansible reports death by signal N as rc -N.
     let rc = status
         .code()

@@ -3,6 +3,7 @@
 //! [`OpResult::Error`] so that one bad op never ends the session.
 
 pub mod backup;
+pub mod child;
 pub mod exec;
 pub mod facts;
 pub mod file;
@@ -46,6 +47,12 @@ pub struct Agent {
     pub runners: Vec<module::Runner>,
     /// Chains an op has stopped: their later requests are answered without running.
     stopped_chains: std::collections::HashSet<u64>,
+    /// The protocol input, polled while a child runs (`None` in unit tests).
+    pub input: Option<crate::input::Input>,
+    /// The request's `timeout_ms`, given to each of its ops.
+    timeout: Option<std::time::Duration>,
+    /// When the op running now must be stopped.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Agent {
@@ -61,6 +68,17 @@ impl Agent {
             names: Names::default(),
             runners: Vec::new(),
             stopped_chains: std::collections::HashSet::new(),
+            input: None,
+            timeout: None,
+            deadline: None,
+        }
+    }
+
+    /// Whether the agent must stop what it runs and exit (see `Input::stopping`).
+    pub fn stopping(&self) -> bool {
+        match &self.input {
+            Some(input) => input.stopping(),
+            None => crate::sys::stop_requested(),
         }
     }
 
@@ -70,10 +88,12 @@ impl Agent {
             diff: request.diff,
         };
         let chain = request.chain;
+        self.timeout = request.timeout_ms.map(std::time::Duration::from_millis);
         if chain != 0 && self.stopped_chains.contains(&chain) {
             return OpResult::ChainSkipped;
         }
         let result = self.run(request.op, flags);
+        self.deadline = None;
         if chain != 0 && result.stops_chain() {
             self.stopped_chains.insert(chain);
         }
@@ -81,6 +101,13 @@ impl Agent {
     }
 
     fn run(&mut self, op: Op, flags: Flags) -> OpResult {
+        if self.stopping() {
+            // Cancelled: what is left of a batch is not started; nobody reads the reply.
+            return OpResult::ChainSkipped;
+        }
+        if !matches!(op, Op::Batch(_)) {
+            self.deadline = self.timeout.map(|t| std::time::Instant::now() + t);
+        }
         let result = match op {
             Op::Stat {
                 path,
@@ -482,6 +509,7 @@ mod tests {
             check: false,
             diff: false,
             chain,
+            timeout_ms: None,
             op,
         };
         let ok = a.handle(request(5, exec("true")));
@@ -519,6 +547,7 @@ mod tests {
             check: false,
             diff: false,
             chain: 0,
+            timeout_ms: None,
             op: Op::Batch(vec![
                 Op::Stat {
                     path: dir.str("missing/deeper"),

@@ -5,6 +5,7 @@
 //! here with an arguments file.
 
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -15,7 +16,8 @@ use turbo_proto::{
     ErrorKind, ModulePayload, ModuleRun, ModuleStyle, OpError, OpResult, PayloadFile, RunModule,
 };
 
-use super::{Agent, io_error, op_error};
+use super::{Agent, child, io_error, op_error};
+use crate::input::Input;
 use crate::md::hex;
 use crate::sys;
 
@@ -31,7 +33,16 @@ pub struct Runner {
 
 impl Drop for Runner {
     fn drop(&mut self) {
-        // Closing its input ends the runner's loop; it exits on its own.
+        // TERM makes the runner stop the module it runs (its own process group) before it
+        // exits; KILL, which would leave that module running, only if it does not.
+        sys::signal_process(self.child.id(), sys::SIGTERM);
+        let end = Instant::now() + 2 * child::GRACE;
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -69,14 +80,30 @@ pub fn run_module(agent: &mut Agent, spec: RunModule) -> Result<OpResult, OpErro
     } else {
         String::new()
     };
+    // The request's deadline (the task's `timeout:`) answers `TimedOut`; the module's own
+    // `timeout_secs` keeps its module-shaped answer.
+    let by_request = agent.deadline.is_some();
+    let started = Instant::now();
+    let own = spec.timeout_secs.map(|s| started + Duration::from_secs(s));
+    let deadline = match (agent.deadline, own) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let run = match &spec.style {
         ModuleStyle::NewStyle { fqn, profile } => {
-            run_warm(agent, &interpreter, &dir, fqn, profile, &spec)?
+            run_warm(agent, &interpreter, &dir, fqn, profile, &spec, deadline)?
         }
         ModuleStyle::Old { path, .. }
         | ModuleStyle::WantJson { path, .. }
-        | ModuleStyle::Binary { path } => run_program(agent, &interpreter, &dir.join(path), &spec)?,
+        | ModuleStyle::Binary { path } => {
+            run_program(agent, &interpreter, &dir.join(path), &spec, deadline)?
+        }
     };
+    if run.timed_out && by_request {
+        return Ok(OpResult::TimedOut {
+            after_ms: started.elapsed().as_millis() as u64,
+        });
+    }
     Ok(OpResult::Module(ModuleRun {
         discovered: needs_python && spec.interpreters.len() > 1,
         interpreter,
@@ -171,8 +198,15 @@ fn run_warm(
     fqn: &str,
     profile: &str,
     spec: &RunModule,
+    deadline: Option<Instant>,
 ) -> Result<ModuleRun, OpError> {
-    let timeout = spec.timeout_secs.map(|s| s.to_string()).unwrap_or_default();
+    // What is left of the deadline, in seconds: the runner stops the module at it.
+    let timeout = deadline
+        .map(|d| {
+            let left = d.saturating_duration_since(Instant::now());
+            format!("{:.3}", left.as_secs_f64())
+        })
+        .unwrap_or_default();
     let env: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let request = [
         dir.to_string_lossy().as_bytes(),
@@ -191,9 +225,14 @@ fn run_warm(
     // A runner that died (a module that killed its parent group, an OOM kill) is
     // replaced once; a second failure is the task's.
     for attempt in 0..2 {
-        let runner = warm_runner(agent, interpreter)?;
-        match exchange(runner, &request) {
-            Ok(run) => return Ok(run),
+        let index = warm_runner(agent, interpreter)?;
+        match exchange(&mut agent.runners[index], agent.input.as_mut(), &request) {
+            Ok(Some(run)) => return Ok(run),
+            Ok(None) => {
+                // Cancelled: dropping the runner stops the module it runs.
+                agent.runners.remove(index);
+                return Err(op_error(ErrorKind::Io, "cancelled by the controller"));
+            }
             Err(e) => {
                 agent.runners.retain(|r| r.interpreter != interpreter);
                 if attempt == 1 {
@@ -208,13 +247,14 @@ fn run_warm(
     unreachable!("the second attempt returns")
 }
 
-fn warm_runner<'a>(agent: &'a mut Agent, interpreter: &str) -> Result<&'a mut Runner, OpError> {
+/// The index of the warm runner for `interpreter`, started when there is none.
+fn warm_runner(agent: &mut Agent, interpreter: &str) -> Result<usize, OpError> {
     if let Some(i) = agent
         .runners
         .iter()
         .position(|r| r.interpreter == interpreter)
     {
-        return Ok(&mut agent.runners[i]);
+        return Ok(i);
     }
     // The runner moves its pipes to fds 3 and 4 and points 0 and 1 at /dev/null, so a
     // module's stray read or print never touches the requests.
@@ -244,12 +284,38 @@ fn warm_runner<'a>(agent: &'a mut Agent, interpreter: &str) -> Result<&'a mut Ru
         input,
         output,
     });
-    Ok(agent.runners.last_mut().expect("just pushed"))
+    Ok(agent.runners.len() - 1)
 }
 
-fn exchange(runner: &mut Runner, request: &[u8]) -> std::io::Result<ModuleRun> {
+/// Sends one request to the runner and reads its answer; `None` when the agent must
+/// stop first (the protocol input is polled while the module runs).
+fn exchange(
+    runner: &mut Runner,
+    mut input: Option<&mut Input>,
+    request: &[u8],
+) -> std::io::Result<Option<ModuleRun>> {
     runner.input.write_all(request)?;
     runner.input.flush()?;
+    loop {
+        let stopping = input
+            .as_ref()
+            .map_or_else(sys::stop_requested, |i| i.stopping());
+        if stopping {
+            return Ok(None);
+        }
+        let mut fds = vec![sys::PollFd::readable(runner.output.as_raw_fd())];
+        fds.extend(input.as_ref().map(|i| sys::PollFd::readable(i.fd())));
+        sys::wait_readable(&mut fds, 500)?;
+        if fds.len() > 1
+            && fds[1].ready()
+            && let Some(input) = input.as_mut()
+        {
+            input.absorb();
+        }
+        if fds[0].ready() {
+            break;
+        }
+    }
     let mut field = || -> std::io::Result<Vec<u8>> {
         let mut len = [0u8; 8];
         runner.output.read_exact(&mut len)?;
@@ -261,14 +327,14 @@ fn exchange(runner: &mut Runner, request: &[u8]) -> std::io::Result<ModuleRun> {
     let timed_out = !field()?.is_empty();
     let stdout = field()?;
     let stderr = field()?;
-    Ok(ModuleRun {
+    Ok(Some(ModuleRun {
         interpreter: String::new(),
         discovered: false,
         rc,
         stdout,
         stderr,
         timed_out,
-    })
+    }))
 }
 
 /// An old-style, `WANT_JSON` or binary module: the program given the path of a file
@@ -278,6 +344,7 @@ fn run_program(
     interpreter: &str,
     program: &Path,
     spec: &RunModule,
+    deadline: Option<Instant>,
 ) -> Result<ModuleRun, OpError> {
     let staging = agent.staging_dir()?;
     let args_file = agent.temp_path(&staging.join("args"));
@@ -297,14 +364,15 @@ fn run_program(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let result = capture(command, spec.timeout_secs, program);
+    let result = capture(agent, command, deadline, program);
     let _ = std::fs::remove_file(&args_file);
     result
 }
 
 fn capture(
+    agent: &mut Agent,
     mut command: Command,
-    timeout_secs: Option<u64>,
+    deadline: Option<Instant>,
     program: &Path,
 ) -> Result<ModuleRun, OpError> {
     let mut child = match command.spawn() {
@@ -320,55 +388,29 @@ fn capture(
             });
         }
     };
-    let readers: Vec<_> = [
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .map(|pipe| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    })
-    .collect();
-    let deadline = timeout_secs.map(|s| Instant::now() + Duration::from_secs(s));
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(e) => return Err(op_error(ErrorKind::Io, format!("waiting for module: {e}"))),
+    let request_deadline = std::mem::replace(&mut agent.deadline, deadline);
+    let finished = child::supervise(agent, &mut child, Instant::now());
+    agent.deadline = request_deadline;
+    let finished =
+        finished.map_err(|e| op_error(ErrorKind::Io, format!("waiting for module: {e}")))?;
+    let (rc, timed_out) = match finished.ending {
+        child::Ending::Exited(status) => (
+            status
+                .code()
+                .unwrap_or_else(|| -status.signal().unwrap_or(0)),
+            false,
+        ),
+        child::Ending::TimedOut { .. } => (-(sys::SIGKILL), true),
+        child::Ending::Cancelled => {
+            return Err(op_error(ErrorKind::Io, "cancelled by the controller"));
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            timed_out = true;
-            sys::kill_group(child.id());
-            break child
-                .wait()
-                .map_err(|e| op_error(ErrorKind::Io, format!("waiting for module: {e}")))?;
-        }
-        std::thread::sleep(Duration::from_millis(2));
     };
-    let mut outputs = readers.into_iter().map(|t| t.join().unwrap_or_default());
-    let stdout = outputs.next().unwrap_or_default();
-    let stderr = outputs.next().unwrap_or_default();
     Ok(ModuleRun {
         interpreter: String::new(),
         discovered: false,
-        rc: status
-            .code()
-            .unwrap_or_else(|| -status.signal().unwrap_or(0)),
-        stdout,
-        stderr,
+        rc,
+        stdout: finished.stdout,
+        stderr: finished.stderr,
         timed_out,
     })
 }
@@ -485,5 +527,40 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(10));
         let fine = run(&mut a, request(payload("print('{}')\n", 4), None));
         assert_eq!((fine.rc, fine.stdout), (0, b"{}\n".to_vec()));
+    }
+
+    #[test]
+    fn the_requests_deadline_stops_a_warm_module_and_answers_timed_out() {
+        if !Path::new(PYTHON).is_file() {
+            eprintln!("skipped: no {PYTHON}");
+            return;
+        }
+        let home = TempDir::new();
+        let mut a = agent(home.path());
+        let pid_file = home.join("pid");
+        let module = format!(
+            "import os, time\nopen({:?}, 'w').write(str(os.getpid()))\ntime.sleep(30)\n",
+            pid_file.display().to_string()
+        );
+        let started = Instant::now();
+        let result = a.handle(turbo_proto::Request {
+            id: 1,
+            check: false,
+            diff: false,
+            chain: 0,
+            timeout_ms: Some(1000),
+            op: turbo_proto::Op::RunModule(request(payload(&module, 5), None)),
+        });
+        assert!(matches!(result, OpResult::TimedOut { .. }), "{result:?}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z "),
+            "the module still runs"
+        );
+        // The warm runner answers the next module as before.
+        let fine = run(&mut a, request(payload("print('{}')\n", 6), None));
+        assert_eq!(fine.rc, 0);
     }
 }

@@ -138,8 +138,48 @@ def run_child(payload_dir, fqn, profile, args, env, out_w, err_w):
     os._exit(code & 0xff)
 
 
+GRACE = 1.0
+# The module child running now, stopped when the runner is told to stop.
+current = None
+
+
+def stop_group(pid):
+    """TERM to the module's process group, KILL once the grace is over. Returns the
+    module's wait status when it was reaped meanwhile."""
+    status = None
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except OSError:
+        return status
+    end = time.monotonic() + GRACE
+    while time.monotonic() < end:
+        try:
+            if status is None:
+                reaped, st = os.waitpid(pid, os.WNOHANG)
+                if reaped:
+                    status = st
+            # A zombie leader still counts as a member of its group.
+            os.killpg(pid, 0)
+        except OSError:
+            return status
+        time.sleep(0.005)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    return status
+
+
+def on_stop(signum, frame):
+    # The agent stops (cancelled, or its session ended): the module goes with it.
+    if current is not None:
+        stop_group(current)
+    os._exit(0)
+
+
 def collect(pid, out_r, err_r, deadline):
-    """The child's output and exit code; kills it (and what it started) at the deadline."""
+    """The child's output and exit code; stops it (and what it started) at the deadline,
+    or when the agent's end of the requests closes (the agent is gone)."""
     buffers = {out_r: [], err_r: []}
     open_fds = [out_r, err_r]
     timed_out = False
@@ -150,21 +190,22 @@ def collect(pid, out_r, err_r, deadline):
             if wait <= 0:
                 timed_out = True
                 break
-        ready, _, _ = select.select(open_fds, [], [], wait)
+        ready, _, _ = select.select(open_fds + [PROTO_IN], [], [], wait)
         for fd in ready:
+            if fd == PROTO_IN:
+                # No request comes while a module runs: readable means the end.
+                stop_group(pid)
+                os._exit(0)
             chunk = os.read(fd, 65536)
             if chunk:
                 buffers[fd].append(chunk)
             else:
                 open_fds.remove(fd)
-    if timed_out:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    status = stop_group(pid) if timed_out else None
     os.close(out_r)
     os.close(err_r)
-    _, status = os.waitpid(pid, 0)
+    if status is None:
+        _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         rc = -os.WTERMSIG(status)
     else:
@@ -173,6 +214,8 @@ def collect(pid, out_r, err_r, deadline):
 
 
 def main():
+    global current
+    signal.signal(signal.SIGTERM, on_stop)
     known = set()
     sys.path = [p for p in sys.path if p not in ('', '.')]
     while True:
@@ -190,13 +233,21 @@ def main():
         err_r, err_w = os.pipe()
         pid = os.fork()
         if pid == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.close(out_r)
             os.close(err_r)
             run_child(payload_dir, fqn, profile, args, env, out_w, err_w)
+        # Set here too, so the group exists before the runner may have to stop it.
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        current = pid
         os.close(out_w)
         os.close(err_w)
         deadline = time.monotonic() + float(timeout) if timeout else None
         rc, timed_out, out, err = collect(pid, out_r, err_r, deadline)
+        current = None
         write_fields([str(rc).encode(), b'1' if timed_out else b'', out, err])
 
 

@@ -95,7 +95,18 @@ pub(crate) struct SentAhead {
     op: Op,
     check: bool,
     diff: bool,
+    timeout: Option<u64>,
     reply: PendingReply,
+}
+
+/// A task of the chain being planned, before it is sent.
+struct Member {
+    task_key: usize,
+    index: usize,
+    op: Op,
+    check: bool,
+    diff: bool,
+    timeout: Option<u64>,
 }
 
 /// A host's ops sent ahead, by the address of their task.
@@ -145,7 +156,7 @@ async fn send_host_chain(
     let mut written: HashSet<String> = HashSet::new();
     // Facts set by earlier members decided on the controller, with their values.
     let mut known: Map<String, Value> = Map::new();
-    let mut members: Vec<(usize, usize, Op, bool, bool)> = Vec::new();
+    let mut members: Vec<Member> = Vec::new();
     // A member whose reply plans again, or whose module may fail on a reply that does
     // not stop the chain, is the chain's last.
     let mut session: Option<AgentSession> = None;
@@ -180,6 +191,7 @@ async fn send_host_chain(
                 diff,
                 become_,
                 steps,
+                timeout,
             } => {
                 let Ok(its) = ctx.session(host, play, task, become_.as_ref()).await else {
                     break;
@@ -189,7 +201,14 @@ async fn send_host_chain(
                     Some(_) => {}
                     None => session = Some(its),
                 }
-                members.push((key(task), index, *op, check, diff));
+                members.push(Member {
+                    task_key: key(task),
+                    index,
+                    op: *op,
+                    check,
+                    diff,
+                    timeout,
+                });
                 written.extend(task.register.clone());
                 if steps || !SENT_AHEAD_MODULES.contains(&task.module.name()) {
                     break;
@@ -204,8 +223,20 @@ async fn send_host_chain(
     let chain = NEXT_CHAIN.fetch_add(1, Ordering::Relaxed);
     let mut sent = Vec::new();
     let count = members.len();
-    for (n, (task_key, index, op, check, diff)) in members.into_iter().enumerate() {
-        match session.send(op.clone(), check, diff, chain).await {
+    for (n, member) in members.into_iter().enumerate() {
+        let Member {
+            task_key,
+            index,
+            op,
+            check,
+            diff,
+            timeout,
+        } = member;
+        let timeout_ms = timeout.map(|s| s * 1000);
+        match session
+            .send_timed(op.clone(), check, diff, chain, timeout_ms)
+            .await
+        {
             Ok(reply) => sent.push((
                 task_key,
                 SentAhead {
@@ -215,6 +246,7 @@ async fn send_host_chain(
                     op,
                     check,
                     diff,
+                    timeout,
                     reply,
                 },
             )),
@@ -419,6 +451,7 @@ pub(super) async fn take_reply(
     session: &AgentSession,
     op: &Op,
     (check, diff): (bool, bool),
+    timeout: Option<u64>,
 ) -> Option<Result<(OpResult, bool), String>> {
     let entry = host
         .sent_ahead
@@ -428,8 +461,32 @@ pub(super) async fn take_reply(
     let same = entry.session.same_as(session)
         && &entry.op == op
         && entry.check == check
-        && entry.diff == diff;
-    let reply = entry.reply.await;
+        && entry.diff == diff
+        && entry.timeout == timeout;
+    let reply = match entry.timeout {
+        // The backstop, as for a request sent in the task's turn; it counts from the
+        // turn, later than the agent's deadline, so it never fires first.
+        Some(seconds) => {
+            let ops = match &entry.op {
+                Op::Batch(ops) => Some(ops.len()),
+                _ => None,
+            };
+            let backstop = super::host_task::backstop(seconds, ops.unwrap_or(1));
+            match tokio::time::timeout(backstop, entry.reply).await {
+                Ok(reply) => reply,
+                Err(_) => {
+                    let session = entry.session.clone();
+                    tokio::spawn(async move { session.cancel().await });
+                    let after_ms = seconds * 1000;
+                    Ok(match ops {
+                        Some(n) => OpResult::Batch(vec![OpResult::TimedOut { after_ms }; n]),
+                        None => OpResult::TimedOut { after_ms },
+                    })
+                }
+            }
+        }
+        None => entry.reply.await,
+    };
     if !same {
         if !matches!(reply, Ok(OpResult::ChainSkipped) | Err(_)) {
             ctx.warn_once(&format!(

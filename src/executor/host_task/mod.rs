@@ -7,6 +7,7 @@ mod outcome;
 mod prepare;
 mod reconnect;
 mod squash;
+mod timeout;
 mod transport;
 
 use serde_json::{Map, Value};
@@ -22,6 +23,7 @@ use crate::report::events::Event;
 
 pub(super) use outcome::{CENSORED_ITEM, finish_task, item_shown};
 pub(super) use prepare::item_vars;
+pub(in crate::executor) use timeout::backstop;
 
 /// One loop item (or the task itself when it has no loop) on its way through.
 struct ItemRun {
@@ -87,6 +89,7 @@ pub(crate) async fn run(
         items,
         pause,
         become_,
+        timeout,
         ..
     } = &prepared;
     let task = prepared.task();
@@ -134,6 +137,7 @@ pub(crate) async fn run(
         host,
         via,
         become_: become_.as_ref(),
+        timeout: *timeout,
     };
     for run in &mut runs {
         if let ItemState::Done(outcome) = &mut run.state
@@ -286,6 +290,8 @@ struct Target<'a> {
     via: &'a HostState,
     /// Whom the ops run as, when the task becomes another user.
     become_: Option<&'a BecomeSpec>,
+    /// The task's `timeout:` in seconds, for each item.
+    timeout: Option<u64>,
 }
 
 /// What a task would do on a host if it ran now, planned on the controller and sent
@@ -306,6 +312,8 @@ pub(in crate::executor) enum Foreseen {
         diff: bool,
         become_: Option<BecomeSpec>,
         steps: bool,
+        /// The task's `timeout:` in seconds, sent with the op.
+        timeout: Option<u64>,
     },
     /// A loop, a delegate, a pause or an error: not foreseen, run in its turn.
     Unknown,
@@ -382,6 +390,7 @@ fn plan_ahead(
         diff: prepare::diff_mode(ctx, task),
         become_: prepared.become_.clone(),
         steps,
+        timeout: prepared.timeout,
     };
     if items.is_none() {
         let Some(run) = runs.first() else {

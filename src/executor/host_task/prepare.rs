@@ -30,6 +30,8 @@ pub(super) struct Prepared<'t> {
     pub(super) loop_error: Option<String>,
     /// The user the task's ops run as, with `become`.
     pub(super) become_: Option<BecomeSpec>,
+    /// `timeout:` in seconds, for each item (each attempt of `until`).
+    pub(super) timeout: Option<u64>,
 }
 
 impl Prepared<'_> {
@@ -98,9 +100,11 @@ pub(super) fn prepare_from<'t>(
     }
     let pause = loop_pause(ctx, decided_task, &base)?;
     let become_ = decide_become(ctx, decided_task, &base)?;
+    let timeout = super::timeout::task_timeout(&ctx.templar, decided_task, &base)?;
     Ok(Prepared {
         loop_error,
         become_,
+        timeout,
         written: task,
         decided,
         base,

@@ -73,6 +73,7 @@ pub(super) async fn send_remote(
         host,
         via,
         become_,
+        timeout,
     } = *target;
     let squash_loop = task.module.caps().squash_loop;
     // Items whose shared call failed: they go on alone.
@@ -126,7 +127,9 @@ pub(super) async fn send_remote(
             _ => None,
         };
         let ahead = match &asked {
-            Some(op) => super::super::chain::take_reply(ctx, host, task, &session, op, flags).await,
+            Some(op) => {
+                super::super::chain::take_reply(ctx, host, task, &session, op, flags, timeout).await
+            }
             None => None,
         };
         // Whether the reply came from a chain that went on after it.
@@ -140,8 +143,10 @@ pub(super) async fn send_remote(
                     (other, _) => Err(format!("agent answered a batch with {other:?}")),
                 }
             }),
-            None if task.module.caps().batchable => send_batched(ctx, &session, ops, task).await,
-            None => send_one_by_one(ctx, &session, ops, task).await,
+            None if task.module.caps().batchable => {
+                send_batched(ctx, &session, ops, task, timeout).await
+            }
+            None => send_one_by_one(ctx, &session, ops, task, timeout).await,
         };
         let mut results = match sent {
             Ok(r) => r,
@@ -151,7 +156,7 @@ pub(super) async fn send_remote(
             }
         };
         if let Err(message) =
-            send_module_files(ctx, &session, task, &module_ops, &mut results).await
+            send_module_files(ctx, &session, task, &module_ops, &mut results, timeout).await
         {
             host_unreachable(ctx, task, host, &message);
             return false;
@@ -168,6 +173,12 @@ pub(super) async fn send_remote(
         }
         answers.sort_by_key(|(i, _)| *i);
         for (i, result) in answers {
+            if let (Some(period), true) = (timeout, super::timeout::is_timed_out(&result)) {
+                // Ansible's timeout is an exception: no finish, no failed_when, no until.
+                runs[i].state = ItemState::Done(super::timeout::timed_out(period));
+                runs[i].planned = false;
+                continue;
+            }
             let state =
                 std::mem::replace(&mut runs[i].state, ItemState::Done(TaskOutcome::default()));
             runs[i].state = match state {
@@ -216,6 +227,7 @@ async fn send_module_files(
     task: &Task,
     ops: &[Option<Op>],
     results: &mut [OpResult],
+    timeout: Option<u64>,
 ) -> Result<(), String> {
     let missing: Vec<(usize, &Op)> = (0..ops.len())
         .filter(|&i| matches!(results[i], OpResult::NeedContent))
@@ -235,13 +247,13 @@ async fn send_module_files(
         })
         .collect();
     let replies = if again.len() == 1 {
-        send_one_by_one(ctx, session, again, task).await?
+        send_one_by_one(ctx, session, again, task, timeout).await?
     } else {
-        let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
-        match session.call(Op::Batch(again), check, diff).await {
+        let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
+        match super::timeout::call(session, Op::Batch(again), flags, timeout).await {
             Ok(OpResult::Batch(r)) if r.len() == missing.len() => r,
             Ok(other) => return Err(format!("agent answered a batch with {other:?}")),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e),
         }
     };
     for ((i, _), reply) in missing.into_iter().zip(replies) {
@@ -256,10 +268,11 @@ pub(super) async fn send_batched(
     session: &AgentSession,
     ops: Vec<Op>,
     task: &Task,
+    timeout: Option<u64>,
 ) -> Result<Vec<OpResult>, String> {
-    let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
+    let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     if ops.len() == 1 {
-        return send_one_by_one(ctx, session, ops, task).await;
+        return send_one_by_one(ctx, session, ops, task, timeout).await;
     }
     let mut pending = Vec::new();
     let mut ops = ops.into_iter().peekable();
@@ -269,7 +282,9 @@ pub(super) async fn send_batched(
         let session = session.clone();
         pending.push((
             expected,
-            tokio::spawn(async move { session.call(Op::Batch(chunk), check, diff).await }),
+            tokio::spawn(async move {
+                super::timeout::call(&session, Op::Batch(chunk), flags, timeout).await
+            }),
         ));
     }
     let mut results = Vec::new();
@@ -277,7 +292,7 @@ pub(super) async fn send_batched(
         match handle.await.map_err(|e| e.to_string())? {
             Ok(OpResult::Batch(r)) if r.len() == expected => results.extend(r),
             Ok(other) => return Err(format!("agent answered a batch with {other:?}")),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e),
         }
     }
     Ok(results)
@@ -288,16 +303,12 @@ pub(super) async fn send_one_by_one(
     session: &AgentSession,
     ops: Vec<Op>,
     task: &Task,
+    timeout: Option<u64>,
 ) -> Result<Vec<OpResult>, String> {
-    let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
+    let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     let mut results = Vec::with_capacity(ops.len());
     for op in ops {
-        results.push(
-            session
-                .call(op, check, diff)
-                .await
-                .map_err(|e| e.to_string())?,
-        );
+        results.push(super::timeout::call(session, op, flags, timeout).await?);
     }
     Ok(results)
 }

@@ -24,6 +24,23 @@ pub(crate) enum SessionFailure {
     Failed(String),
 }
 
+/// The cell of `key`'s session, a fresh one when the agent in it has died: an agent
+/// killed on the host fails its task, as a killed module does in Ansible, and the host's
+/// next task starts another agent, as Ansible's next task starts another module process.
+/// (A lost connection makes the host unreachable instead: no later task asks.)
+fn live_cell(host: &HostState, key: &str) -> SessionCell {
+    let mut sessions = host.sessions.lock().expect("sessions lock");
+    let cell = sessions.entry(key.to_string()).or_default();
+    let dead = cell
+        .get()
+        .and_then(|opened| opened.as_ref().ok())
+        .is_some_and(|(session, _)| session.is_closed());
+    if dead {
+        *cell = SessionCell::default();
+    }
+    cell.clone()
+}
+
 impl RunContext {
     /// The host's agent session for this task, connecting on first use: one per kind,
     /// login, address and port, so a task whose `connection`, `remote_user` or `port`
@@ -43,13 +60,7 @@ impl RunContext {
         };
         let escalator = login.1.expect("a login session has its escalator");
         let key = format!("{login_key}|{}", become_.session_key());
-        let cell = host
-            .sessions
-            .lock()
-            .expect("sessions lock")
-            .entry(key)
-            .or_default()
-            .clone();
+        let cell = live_cell(host, &key);
         cell.get_or_init(|| async {
             // Ansible wraps what the connection raised as the task's error.
             let session = escalator.open(become_).await.map_err(|e| match e {
@@ -127,13 +138,7 @@ impl RunContext {
             "{:?}|{}|{}|{}",
             spec.kind, spec.user, spec.address, spec.port
         );
-        let cell = host
-            .sessions
-            .lock()
-            .expect("sessions lock")
-            .entry(key.clone())
-            .or_default()
-            .clone();
+        let cell = live_cell(host, &key);
         let opened = cell
             .get_or_init(|| async {
                 let (session, escalator) = open_host(&spec)

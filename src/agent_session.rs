@@ -761,6 +761,63 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_witness_names_the_cause_even_when_it_speaks_after_the_end() {
+        let (session, agent) = session_pair().await;
+        let told = Arc::new(Mutex::new(None));
+        let witness = told.clone();
+        session.add_end_witness(Box::new(move || witness.lock().unwrap().clone()));
+        let call = {
+            let s = session.clone();
+            tokio::spawn(async move { s.call(stat_op("/slow"), false, false).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The stream ends first; the exit signal comes a moment later, as over SSH.
+        drop(agent);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        *told.lock().unwrap() = Some(StreamEnd::AgentKilled {
+            signal: "KILL".into(),
+            core_dumped: false,
+        });
+        let err = call.await.unwrap().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the agent (pid 42) on the host was killed by signal 9 (SIGKILL) mid-task"
+        );
+        let ended = err.ended().unwrap();
+        assert!(ended.cause.agent_died());
+        assert_eq!(ended.cause.rc(), Some(137));
+        // Later calls carry the same cause.
+        let later = session.call(stat_op("/x"), false, false).await.unwrap_err();
+        assert_eq!(later.to_string(), err.to_string());
+        assert_eq!(session.ended(), Some(ended.clone()));
+    }
+
+    #[tokio::test]
+    async fn a_lost_connection_is_not_an_agent_death_and_silence_is_bounded() {
+        let lost = StreamEnd::ConnectionLost("Connection reset by peer".into());
+        assert!(!lost.agent_died());
+        assert_eq!(lost.rc(), None);
+        assert_eq!(
+            Ended {
+                cause: lost,
+                agent_pid: 7
+            }
+            .to_string(),
+            "the connection was lost mid-task: Connection reset by peer"
+        );
+        assert_eq!(StreamEnd::AgentExited(3).rc(), Some(3));
+
+        // A witness that never knows: the plain error, within the bounded wait.
+        let (session, agent) = session_pair().await;
+        session.add_end_witness(Box::new(|| None));
+        drop(agent);
+        let started = std::time::Instant::now();
+        let err = session.call(stat_op("/"), false, false).await.unwrap_err();
+        assert!(started.elapsed() < END_CAUSE_WAIT + Duration::from_secs(2));
+        assert_eq!(err.to_string(), "host disconnected");
+    }
+
+    #[tokio::test]
     async fn version_mismatch_is_reported() {
         let (ours, mut theirs) = duplex(4096);
         theirs

@@ -170,3 +170,48 @@ fn signal_name(signal: &Sig) -> String {
     }
     .to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_connections_are_worded_as_ssh_words_them() {
+        let keepalive = (Some(Duration::from_secs(1)), 2);
+        assert_eq!(
+            lost_words(&russh::Error::KeepaliveTimeout, keepalive),
+            "Timeout, server not responding: no answer to 2 keepalives sent every 1 s (ServerAliveInterval, ServerAliveCountMax)"
+        );
+        assert_eq!(
+            lost_words(&russh::Error::InactivityTimeout, keepalive),
+            lost_words(&russh::Error::KeepaliveTimeout, keepalive)
+        );
+        let reset = std::io::Error::from_raw_os_error(104);
+        assert_eq!(
+            lost_words(&russh::Error::IO(reset), keepalive),
+            "Connection reset by peer"
+        );
+        let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+        assert_eq!(
+            lost_words(&russh::Error::IO(eof), keepalive),
+            "Connection closed by remote host"
+        );
+    }
+
+    #[test]
+    fn the_channel_witness_prefers_the_signal_to_the_status() {
+        let diagnostics = Arc::new(Mutex::new(Diagnostics::default()));
+        let witness = channel_witness(diagnostics.clone());
+        assert_eq!(witness(), None);
+        diagnostics.lock().unwrap().exit_status = Some(1);
+        assert_eq!(witness(), Some(StreamEnd::AgentExited(1)));
+        diagnostics.lock().unwrap().exit_signal = Some((Sig::SEGV, true));
+        assert_eq!(
+            witness(),
+            Some(StreamEnd::AgentKilled {
+                signal: "SEGV".into(),
+                core_dumped: true
+            })
+        );
+    }
+}

@@ -215,9 +215,10 @@ pub(super) fn keepalives(ssh: &SshSettings) -> (Option<Duration>, usize) {
 }
 
 /// How long the connection may go without hearing from the server while keepalives are
-/// on. russh does not poll its keepalive timer while a write is blocked (a peer that
-/// stopped reading fills the socket buffer during an upload): its inactivity timer, which
-/// it does poll then, bounds that stall. Answered keepalives reset it, so an idle but live
+/// on. russh does not poll its keepalive timer while a write is blocked (on a real link
+/// a dead peer ACKs nothing, and an upload fills the small send buffer at once; TCP
+/// would retry for about 15 minutes): its inactivity timer, which it does poll then,
+/// bounds that stall. Answered keepalives reset it, so an idle but live
 /// connection never reaches it; without keepalives nothing bounds an idle connection, as
 /// in ssh.
 fn write_stall_limit(interval: Option<Duration>, max: usize) -> Option<Duration> {
@@ -317,4 +318,34 @@ fn resolve_reason(e: &std::io::Error) -> String {
     text.strip_prefix("failed to lookup address information: ")
         .map(str::to_string)
         .unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keepalives_default_to_15_s_times_3_and_zero_turns_them_off() {
+        let mut ssh = SshSettings::default();
+        assert_eq!(keepalives(&ssh), (Some(Duration::from_secs(15)), 3));
+        ssh.server_alive_interval = Some(Duration::from_secs(1));
+        ssh.server_alive_count_max = Some(2);
+        assert_eq!(keepalives(&ssh), (Some(Duration::from_secs(1)), 2));
+        ssh.server_alive_interval = Some(Duration::ZERO);
+        assert_eq!(keepalives(&ssh).0, None);
+    }
+
+    #[test]
+    fn a_stalled_write_is_bounded_only_while_keepalives_are_on() {
+        // As long as the unanswered keepalives take: interval x (count + 1).
+        assert_eq!(
+            write_stall_limit(Some(Duration::from_secs(15)), 3),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            write_stall_limit(Some(Duration::from_secs(1)), 0),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(write_stall_limit(None, 3), None);
+    }
 }

@@ -180,6 +180,14 @@ pub(super) async fn send_remote(
                                 .await
                             {
                                 Ok(r) => r,
+                                // A connection lost during the upload makes the host
+                                // unreachable, as anywhere else.
+                                Err(_) if lost_connection(&session) => {
+                                    let message =
+                                        session.ended().map_or_else(String::new, |e| e.to_string());
+                                    host_unreachable(ctx, task, host, &message);
+                                    return false;
+                                }
                                 Err(outcome) => {
                                     runs[i].state = ItemState::Done(outcome);
                                     continue;
@@ -412,6 +420,13 @@ fn lost_agent(
             false
         }
     }
+}
+
+/// The session ended because its connection did (not because the agent died).
+fn lost_connection(session: &AgentSession) -> bool {
+    session
+        .ended()
+        .is_some_and(|ended| !ended.cause.agent_died())
 }
 
 /// The host (or the one the task is delegated to) cannot be reached. With

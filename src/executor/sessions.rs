@@ -24,23 +24,6 @@ pub(crate) enum SessionFailure {
     Failed(String),
 }
 
-/// The cell of `key`'s session, a fresh one when the agent in it has died: an agent
-/// killed on the host fails its task, as a killed module does in Ansible, and the host's
-/// next task starts another agent, as Ansible's next task starts another module process.
-/// (A lost connection makes the host unreachable instead: no later task asks.)
-fn live_cell(host: &HostState, key: &str) -> SessionCell {
-    let mut sessions = host.sessions.lock().expect("sessions lock");
-    let cell = sessions.entry(key.to_string()).or_default();
-    let dead = cell
-        .get()
-        .and_then(|opened| opened.as_ref().ok())
-        .is_some_and(|(session, _)| session.is_closed());
-    if dead {
-        *cell = SessionCell::default();
-    }
-    cell.clone()
-}
-
 impl RunContext {
     /// The host's agent session for this task, connecting on first use: one per kind,
     /// login, address and port, so a task whose `connection`, `remote_user` or `port`
@@ -60,7 +43,13 @@ impl RunContext {
         };
         let escalator = login.1.expect("a login session has its escalator");
         let key = format!("{login_key}|{}", become_.session_key());
-        let cell = live_cell(host, &key);
+        let cell = host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .entry(key)
+            .or_default()
+            .clone();
         cell.get_or_init(|| async {
             // Ansible wraps what the connection raised as the task's error.
             let session = escalator.open(become_).await.map_err(|e| match e {
@@ -138,7 +127,13 @@ impl RunContext {
             "{:?}|{}|{}|{}",
             spec.kind, spec.user, spec.address, spec.port
         );
-        let cell = live_cell(host, &key);
+        let cell = host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .entry(key.clone())
+            .or_default()
+            .clone();
         let opened = cell
             .get_or_init(|| async {
                 let (session, escalator) = open_host(&spec)
@@ -156,6 +151,23 @@ impl RunContext {
             .await
             .clone()?;
         Ok((key, opened))
+    }
+
+    /// Forgets `session`, whose agent died on the host: that fails the task it was running,
+    /// as a killed module does in Ansible, and the host's next task starts another agent,
+    /// as Ansible's next task starts another module process. Forgotten only once the
+    /// death is reported: replies the agent sent before it died (a chain's earlier
+    /// tasks) are still taken from it.
+    pub(crate) fn forget_session(&self, host: &HostState, session: &AgentSession) {
+        host.sessions
+            .lock()
+            .expect("sessions lock")
+            .retain(|_, cell| {
+                !cell
+                    .get()
+                    .and_then(|opened| opened.as_ref().ok())
+                    .is_some_and(|(open, _)| open.same_as(session))
+            });
     }
 
     pub(super) fn open_sessions(&self, host: &HostState) -> Vec<AgentSession> {

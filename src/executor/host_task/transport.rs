@@ -413,6 +413,7 @@ fn lost_agent(
             for &i in remote {
                 runs[i].state = ItemState::Done(outcome.clone());
             }
+            target.ctx.forget_session(target.via, session);
             true
         }
         _ => {

@@ -3,7 +3,9 @@
 //!
 //! A writer task owns the outgoing half and a reader task routes each reply to its caller
 //! by id. When the stream ends or breaks, every pending and every later call fails with
-//! [`SessionError::Disconnected`]: nothing waits forever on a dead host.
+//! [`SessionError::Disconnected`]: nothing waits forever on a dead host. Whoever owns the
+//! stream may add [`EndWitness`]es (the SSH channel's exit status or signal, the
+//! connection's end) that say why it ended, so that the error names the true cause.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -31,10 +33,110 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// Frames queued for the writer before callers wait: enough to keep the pipe full.
 const WRITE_QUEUE_FRAMES: usize = 64;
 
+/// How long the reader waits, once the stream has ended, for a witness to say why. The
+/// end of the agent's output comes just before its exit status or signal (SSH sends EOF,
+/// then exit-signal, then close), and a lost connection is told when russh gives up.
+const END_CAUSE_WAIT: Duration = Duration::from_secs(2);
+
+/// Why the agent's stream ended, as its owner saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The agent process exited by itself with this status.
+    AgentExited(u32),
+    /// The agent process was killed by a signal, named as SSH names it ("KILL").
+    AgentKilled { signal: String, core_dumped: bool },
+    /// The connection under the stream is gone (reset, closed, keepalives unanswered).
+    ConnectionLost(String),
+}
+
+impl StreamEnd {
+    /// The agent died while the way to the host still works: Ansible's "the module's
+    /// process died", a failed task, not an unreachable host.
+    pub fn agent_died(&self) -> bool {
+        matches!(
+            self,
+            StreamEnd::AgentExited(_) | StreamEnd::AgentKilled { .. }
+        )
+    }
+
+    /// The exit status a shell would report for the agent (128 + the signal), as Ansible's
+    /// `rc` for a module process killed on an SSH host.
+    pub fn rc(&self) -> Option<i64> {
+        match self {
+            StreamEnd::AgentExited(status) => Some(i64::from(*status)),
+            StreamEnd::AgentKilled { signal, .. } => {
+                signal_number(signal).map(|n| 128 + i64::from(n))
+            }
+            StreamEnd::ConnectionLost(_) => None,
+        }
+    }
+}
+
+/// Linux's numbers for the signals SSH names (RFC 4254, 6.10).
+fn signal_number(name: &str) -> Option<u32> {
+    Some(match name {
+        "HUP" => 1,
+        "INT" => 2,
+        "QUIT" => 3,
+        "ILL" => 4,
+        "ABRT" => 6,
+        "FPE" => 8,
+        "KILL" => 9,
+        "USR1" => 10,
+        "SEGV" => 11,
+        "USR2" => 12,
+        "PIPE" => 13,
+        "ALRM" => 14,
+        "TERM" => 15,
+        _ => return None,
+    })
+}
+
+/// The end of an agent's stream with what its witnesses said about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    pub cause: StreamEnd,
+    /// The agent's pid on the host, from its hello.
+    pub agent_pid: u32,
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pid = self.agent_pid;
+        match &self.cause {
+            StreamEnd::AgentExited(status) => {
+                write!(
+                    f,
+                    "the agent (pid {pid}) on the host exited with status {status} mid-task"
+                )
+            }
+            StreamEnd::AgentKilled {
+                signal,
+                core_dumped,
+            } => {
+                let number = signal_number(signal).map_or(String::new(), |n| format!("{n} "));
+                let core = if *core_dumped { ", core dumped" } else { "" };
+                write!(
+                    f,
+                    "the agent (pid {pid}) on the host was killed by signal {number}(SIG{signal}{core}) mid-task"
+                )
+            }
+            StreamEnd::ConnectionLost(reason) => {
+                write!(f, "the connection was lost mid-task: {reason}")
+            }
+        }
+    }
+}
+
+/// Says, when asked, why the stream ended, or None while it does not know (yet).
+pub type EndWitness = Box<dyn Fn() -> Option<StreamEnd> + Send + Sync>;
+
+type Witnesses = Arc<Mutex<Vec<EndWitness>>>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    #[error("host disconnected")]
-    Disconnected,
+    #[error("{}", disconnected_text(.0))]
+    Disconnected(Option<Ended>),
     #[error(
         "the agent speaks protocol version {agent}, this turbo-play speaks {controller}: the agent file is replaced on the next connect"
     )]
@@ -47,6 +149,13 @@ pub enum SessionError {
     Protocol(String),
     #[error("agent stream: {0}")]
     Io(#[from] std::io::Error),
+}
+
+fn disconnected_text(ended: &Option<Ended>) -> String {
+    match ended {
+        Some(ended) => ended.to_string(),
+        None => "host disconnected".into(),
+    }
 }
 
 fn detail_suffix(detail: &str) -> String {
@@ -69,6 +178,14 @@ impl SessionError {
                 | SessionError::Protocol(_)
         )
     }
+
+    /// Why the stream ended, when a witness said so.
+    pub fn ended(&self) -> Option<&Ended> {
+        match self {
+            SessionError::Disconnected(ended) => ended.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 /// What the bootstrap had to do to get the agent running.
@@ -90,14 +207,27 @@ type ReplySlot = oneshot::Sender<Result<OpResult, SessionError>>;
 struct Pending {
     waiting: HashMap<u64, ReplySlot>,
     closed: bool,
+    /// Why, once closed, when known: later calls fail with the same cause.
+    ended: Option<Ended>,
 }
 
 impl Pending {
     fn fail_all(&mut self) {
         self.closed = true;
         for (_, slot) in self.waiting.drain() {
-            let _ = slot.send(Err(SessionError::Disconnected));
+            let _ = slot.send(Err(SessionError::Disconnected(self.ended.clone())));
         }
+    }
+
+    fn fail_all_because(&mut self, ended: Option<Ended>) {
+        if self.ended.is_none() {
+            self.ended = ended;
+        }
+        self.fail_all();
+    }
+
+    fn disconnected(&self) -> SessionError {
+        SessionError::Disconnected(self.ended.clone())
     }
 }
 
@@ -116,6 +246,7 @@ struct Inner {
     sent: Arc<AtomicU64>,
     received: Arc<AtomicU64>,
     reader: Mutex<Option<JoinHandle<()>>>,
+    witnesses: Witnesses,
     /// Whatever must live as long as the session: the SSH connection, the local child.
     keep_alive: Mutex<Vec<Box<dyn Any + Send>>>,
 }
@@ -133,7 +264,7 @@ impl std::future::Future for PendingReply {
         // A dropped slot means the session was torn down without an answer.
         std::pin::Pin::new(&mut self.0)
             .poll(cx)
-            .map(|r| r.unwrap_or(Err(SessionError::Disconnected)))
+            .map(|r| r.unwrap_or(Err(SessionError::Disconnected(None))))
     }
 }
 
@@ -185,12 +316,24 @@ impl AgentSession {
         let pending = Arc::new(Mutex::new(Pending::default()));
         let sent = Arc::new(AtomicU64::new(0));
         let (frames, queue) = mpsc::channel(WRITE_QUEUE_FRAMES);
-        tokio::spawn(write_frames(writer, queue, pending.clone(), sent.clone()));
+        let witnesses: Witnesses = Arc::default();
+        let explainer = Explainer {
+            witnesses: witnesses.clone(),
+            agent_pid: hello.pid,
+        };
+        tokio::spawn(write_frames(
+            writer,
+            queue,
+            pending.clone(),
+            sent.clone(),
+            explainer.clone(),
+        ));
         let reader_task = tokio::spawn(read_replies(
             reader,
             decoder,
             pending.clone(),
             received.clone(),
+            explainer,
         ));
         Ok(AgentSession {
             inner: Arc::new(Inner {
@@ -202,6 +345,7 @@ impl AgentSession {
                 sent,
                 received,
                 reader: Mutex::new(Some(reader_task)),
+                witnesses,
                 keep_alive: Mutex::new(Vec::new()),
             }),
         })
@@ -251,7 +395,7 @@ impl AgentSession {
         {
             let mut pending = self.inner.pending.lock().expect("pending lock");
             if pending.closed {
-                return Err(SessionError::Disconnected);
+                return Err(pending.disconnected());
             }
             pending.waiting.insert(id, slot);
         }
@@ -263,7 +407,12 @@ impl AgentSession {
             .is_err()
         {
             self.forget(id);
-            return Err(SessionError::Disconnected);
+            return Err(self
+                .inner
+                .pending
+                .lock()
+                .expect("pending lock")
+                .disconnected());
         }
         Ok(PendingReply(answer))
     }
@@ -327,6 +476,25 @@ impl AgentSession {
         self.inner.keep_alive.lock().expect("keep lock").push(thing);
     }
 
+    /// Adds a witness of the stream's end, asked (first added first) once it has ended.
+    pub fn add_end_witness(&self, witness: EndWitness) {
+        self.inner
+            .witnesses
+            .lock()
+            .expect("witnesses lock")
+            .push(witness);
+    }
+
+    /// Why the stream ended, once it has and a witness said why.
+    pub fn ended(&self) -> Option<Ended> {
+        self.inner
+            .pending
+            .lock()
+            .expect("pending lock")
+            .ended
+            .clone()
+    }
+
     /// True once the stream has ended: every call from now on fails.
     pub fn is_closed(&self) -> bool {
         self.inner.pending.lock().expect("pending lock").closed
@@ -365,16 +533,20 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     mut queue: mpsc::Receiver<WriterCmd>,
     pending: Arc<Mutex<Pending>>,
     sent: Arc<AtomicU64>,
+    explainer: Explainer,
 ) {
+    let mut broken = false;
     while let Some(cmd) = queue.recv().await {
         match cmd {
             WriterCmd::Frame(frame) => {
                 if writer.write_all(&frame).await.is_err() {
+                    broken = true;
                     break;
                 }
                 sent.fetch_add(frame.len() as u64, Ordering::Relaxed);
                 // Flush only when nothing else is queued, so bursts share a flush.
                 if queue.is_empty() && writer.flush().await.is_err() {
+                    broken = true;
                     break;
                 }
             }
@@ -383,7 +555,48 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     }
     let _ = writer.shutdown().await;
     // The agent cannot receive anything more; waiting callers would never be answered.
-    pending.lock().expect("pending lock").fail_all();
+    let ended = if broken {
+        explainer.explain().await
+    } else {
+        None
+    };
+    pending
+        .lock()
+        .expect("pending lock")
+        .fail_all_because(ended);
+}
+
+/// Asks the witnesses why the stream ended.
+#[derive(Clone)]
+struct Explainer {
+    witnesses: Witnesses,
+    agent_pid: u32,
+}
+
+impl Explainer {
+    /// The first witness's answer, waiting up to [`END_CAUSE_WAIT`] for one: the causes
+    /// arrive just after the end of the output they explain.
+    async fn explain(&self) -> Option<Ended> {
+        let deadline = tokio::time::Instant::now() + END_CAUSE_WAIT;
+        loop {
+            {
+                let witnesses = self.witnesses.lock().expect("witnesses lock");
+                if witnesses.is_empty() {
+                    return None;
+                }
+                if let Some(cause) = witnesses.iter().find_map(|w| w()) {
+                    return Some(Ended {
+                        cause,
+                        agent_pid: self.agent_pid,
+                    });
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 async fn read_replies<R: AsyncRead + Unpin>(
@@ -391,6 +604,7 @@ async fn read_replies<R: AsyncRead + Unpin>(
     mut decoder: FrameDecoder,
     pending: Arc<Mutex<Pending>>,
     received: Arc<AtomicU64>,
+    explainer: Explainer,
 ) {
     let mut buf = vec![0u8; READ_BUFFER_BYTES];
     'stream: loop {
@@ -420,7 +634,11 @@ async fn read_replies<R: AsyncRead + Unpin>(
             }
         }
     }
-    pending.lock().expect("pending lock").fail_all();
+    let ended = explainer.explain().await;
+    pending
+        .lock()
+        .expect("pending lock")
+        .fail_all_because(ended);
 }
 
 #[cfg(test)]
@@ -550,7 +768,7 @@ mod tests {
         // The agent dies with /f1 unanswered.
         drop(agent);
         let err = second.await.unwrap().unwrap_err();
-        assert!(matches!(err, SessionError::Disconnected));
+        assert!(matches!(err, SessionError::Disconnected(None)));
         assert_eq!(err.to_string(), "host disconnected");
 
         // And nothing later waits either.
@@ -560,11 +778,68 @@ mod tests {
         )
         .await
         .expect("a call after disconnect must not hang");
-        assert!(matches!(later, Err(SessionError::Disconnected)));
+        assert!(matches!(later, Err(SessionError::Disconnected(None))));
         assert!(session.is_closed());
 
         let (sent, received) = session.traffic();
         assert!(sent > 0 && received > 0);
+    }
+
+    #[tokio::test]
+    async fn a_witness_names_the_cause_even_when_it_speaks_after_the_end() {
+        let (session, agent) = session_pair().await;
+        let told = Arc::new(Mutex::new(None));
+        let witness = told.clone();
+        session.add_end_witness(Box::new(move || witness.lock().unwrap().clone()));
+        let call = {
+            let s = session.clone();
+            tokio::spawn(async move { s.call(stat_op("/slow"), false, false).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The stream ends first; the exit signal comes a moment later, as over SSH.
+        drop(agent);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        *told.lock().unwrap() = Some(StreamEnd::AgentKilled {
+            signal: "KILL".into(),
+            core_dumped: false,
+        });
+        let err = call.await.unwrap().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the agent (pid 42) on the host was killed by signal 9 (SIGKILL) mid-task"
+        );
+        let ended = err.ended().unwrap();
+        assert!(ended.cause.agent_died());
+        assert_eq!(ended.cause.rc(), Some(137));
+        // Later calls carry the same cause.
+        let later = session.call(stat_op("/x"), false, false).await.unwrap_err();
+        assert_eq!(later.to_string(), err.to_string());
+        assert_eq!(session.ended(), Some(ended.clone()));
+    }
+
+    #[tokio::test]
+    async fn a_lost_connection_is_not_an_agent_death_and_silence_is_bounded() {
+        let lost = StreamEnd::ConnectionLost("Connection reset by peer".into());
+        assert!(!lost.agent_died());
+        assert_eq!(lost.rc(), None);
+        assert_eq!(
+            Ended {
+                cause: lost,
+                agent_pid: 7
+            }
+            .to_string(),
+            "the connection was lost mid-task: Connection reset by peer"
+        );
+        assert_eq!(StreamEnd::AgentExited(3).rc(), Some(3));
+
+        // A witness that never knows: the plain error, within the bounded wait.
+        let (session, agent) = session_pair().await;
+        session.add_end_witness(Box::new(|| None));
+        drop(agent);
+        let started = std::time::Instant::now();
+        let err = session.call(stat_op("/"), false, false).await.unwrap_err();
+        assert!(started.elapsed() < END_CAUSE_WAIT + Duration::from_secs(2));
+        assert_eq!(err.to_string(), "host disconnected");
     }
 
     #[tokio::test]
@@ -641,7 +916,7 @@ mod tests {
         assert_eq!(agent_task.await.unwrap(), 0);
         assert!(matches!(
             session.call(stat_op("/"), false, false).await,
-            Err(SessionError::Disconnected)
+            Err(SessionError::Disconnected(_))
         ));
     }
 

@@ -153,6 +153,23 @@ impl RunContext {
         Ok((key, opened))
     }
 
+    /// Forgets `session`, whose agent died on the host: that fails the task it was running,
+    /// as a killed module does in Ansible, and the host's next task starts another agent,
+    /// as Ansible's next task starts another module process. Forgotten only once the
+    /// death is reported: replies the agent sent before it died (a chain's earlier
+    /// tasks) are still taken from it.
+    pub(crate) fn forget_session(&self, host: &HostState, session: &AgentSession) {
+        host.sessions
+            .lock()
+            .expect("sessions lock")
+            .retain(|_, cell| {
+                !cell
+                    .get()
+                    .and_then(|opened| opened.as_ref().ok())
+                    .is_some_and(|(open, _)| open.same_as(session))
+            });
+    }
+
     pub(super) fn open_sessions(&self, host: &HostState) -> Vec<AgentSession> {
         let cells: Vec<SessionCell> = host
             .sessions

@@ -13,6 +13,7 @@ mod debian_targets;
 mod dynamic_includes;
 mod everyday_modules;
 mod facts;
+mod faults;
 mod fetch_find;
 mod file_modules;
 mod language_gaps;

@@ -121,6 +121,8 @@ pub(super) struct RunningAgent {
 pub(super) struct Diagnostics {
     pub(super) stderr: Vec<u8>,
     pub(super) exit_status: Option<u32>,
+    /// The signal that killed the program, and whether it dumped core.
+    pub(super) exit_signal: Option<(russh::Sig, bool)>,
 }
 
 impl Diagnostics {
@@ -167,6 +169,7 @@ pub(super) async fn bootstrap(
                 let writer = stdin.make_writer();
                 match AgentSession::start(stdout, writer, report.clone()).await {
                     Ok(session) => {
+                        session.add_end_witness(super::channel_witness(diagnostics));
                         session.keep_alive(Box::new(PumpGuard(pump)));
                         session.keep_alive(Box::new(stdin));
                         return Ok(session);
@@ -341,6 +344,14 @@ pub(super) fn start_pump(
                 }
                 ChannelMsg::ExitStatus { exit_status } => {
                     shared.lock().expect("diagnostics").exit_status = Some(exit_status)
+                }
+                ChannelMsg::ExitSignal {
+                    signal_name,
+                    core_dumped,
+                    ..
+                } => {
+                    shared.lock().expect("diagnostics").exit_signal =
+                        Some((signal_name, core_dumped))
                 }
                 ChannelMsg::Eof => {
                     let _ = sink.shutdown().await;

@@ -39,10 +39,35 @@ pub(super) struct HostKeyGuard {
     pub(super) files: Vec<PathBuf>,
     /// Why the key was refused: russh only reports "unknown key", we say more.
     pub(super) verdict: Arc<Mutex<Option<ConnectError>>>,
+    /// Why the connection ended once it was up, for the agent's session to tell.
+    pub(super) lost: super::ConnectionLoss,
+    /// ServerAliveInterval and ServerAliveCountMax as russh applies them, for the words
+    /// of a keepalive timeout.
+    pub(super) keepalive: (Option<std::time::Duration>, usize),
 }
 
 impl client::Handler for HostKeyGuard {
     type Error = russh::Error;
+
+    async fn disconnected(
+        &mut self,
+        reason: client::DisconnectReason<Self::Error>,
+    ) -> Result<(), Self::Error> {
+        let (words, result) = match reason {
+            client::DisconnectReason::ReceivedDisconnect(info) => {
+                let message = info.message.trim();
+                let words = if message.is_empty() {
+                    "the server closed the connection".to_string()
+                } else {
+                    format!("the server closed the connection: {message}")
+                };
+                (words, Ok(()))
+            }
+            client::DisconnectReason::Error(e) => (super::lost_words(&e, self.keepalive), Err(e)),
+        };
+        self.lost.lock().expect("lost lock").get_or_insert(words);
+        result
+    }
 
     async fn check_server_key(
         &mut self,

@@ -13,11 +13,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use russh::client::Handle;
 use tokio::sync::Semaphore;
 
 use super::Connection;
-use super::host_key::HostKeyGuard;
 use super::retry::{self, Failure};
 use super::transport::{self, Hop};
 use crate::connection::{ConnectError, ConnectionSpec, JumpHost};
@@ -40,7 +38,7 @@ impl Bastion {
     pub(super) async fn forward_and_login(
         &self,
         hop: &Hop,
-    ) -> Result<Handle<HostKeyGuard>, Failure> {
+    ) -> Result<transport::LoggedIn, Failure> {
         let _permit = self
             .opening
             .acquire()

@@ -122,8 +122,14 @@ pub(super) fn server_key(route: &str, hop: &Hop) -> String {
     format!("{route}>{}:{}", hop.address, hop.port)
 }
 
+/// A logged-in connection, and where its handler writes why it ended.
+pub(super) struct LoggedIn {
+    pub(super) handle: Handle<HostKeyGuard>,
+    pub(super) lost: super::ConnectionLoss,
+}
+
 /// Handshake (with the host key check) and login over `stream`.
-pub(super) async fn login<S>(hop: &Hop, stream: S) -> Result<Handle<HostKeyGuard>, Failure>
+pub(super) async fn login<S>(hop: &Hop, stream: S) -> Result<LoggedIn, Failure>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -136,19 +142,16 @@ where
     if known_hosts::has_cert_authority(&hop.known_hosts_files, &hop.address, hop.port) {
         preferred.host_key_certificates = preferred.key.clone();
     }
+    let (keepalive_interval, keepalive_max) = keepalives(&hop.ssh);
     let config = Arc::new(client::Config {
         nodelay: true,
         preferred,
-        // Notice a dead peer in a long run instead of waiting on TCP forever, unless
-        // ServerAliveInterval says otherwise (0: never).
-        keepalive_interval: match hop.ssh.server_alive_interval {
-            Some(interval) if interval.is_zero() => None,
-            Some(interval) => Some(interval),
-            None => Some(Duration::from_secs(30)),
-        },
-        keepalive_max: hop.ssh.server_alive_count_max.map_or(4, |n| n as usize),
+        keepalive_interval,
+        keepalive_max,
+        inactivity_timeout: write_stall_limit(keepalive_interval, keepalive_max),
         ..Default::default()
     });
+    let lost = super::ConnectionLoss::default();
     let verdict = Arc::new(Mutex::new(None));
     let guard = HostKeyGuard {
         address: hop.address.clone(),
@@ -157,6 +160,8 @@ where
         hash: hop.ssh.hash_known_hosts,
         files: hop.known_hosts_files.clone(),
         verdict: verdict.clone(),
+        lost: lost.clone(),
+        keepalive: (keepalive_interval, keepalive_max),
     };
     let ssh_error = |message: String| ConnectError::Ssh {
         address: hop.address.clone(),
@@ -186,7 +191,42 @@ where
         }
     };
     auth::authenticate(&mut handle, hop).await?;
-    Ok(handle)
+    Ok(LoggedIn { handle, lost })
+}
+
+/// Without ServerAliveInterval, a keepalive every 15 s and the connection given up after
+/// 3 unanswered (ssh's default ServerAliveCountMax): a peer that silently vanished (a cut
+/// cable, a firewall dropping the flow) is noticed within a minute, where ssh itself would
+/// wait for TCP's own keepalive (two hours on Linux). 0 turns them off, as in ssh.
+pub(super) const DEFAULT_SERVER_ALIVE_INTERVAL: Duration = Duration::from_secs(15);
+pub(super) const DEFAULT_SERVER_ALIVE_COUNT_MAX: usize = 3;
+
+/// russh's keepalive interval and count from ServerAliveInterval/ServerAliveCountMax.
+pub(super) fn keepalives(ssh: &SshSettings) -> (Option<Duration>, usize) {
+    let interval = match ssh.server_alive_interval {
+        Some(interval) if interval.is_zero() => None,
+        Some(interval) => Some(interval),
+        None => Some(DEFAULT_SERVER_ALIVE_INTERVAL),
+    };
+    let max = ssh
+        .server_alive_count_max
+        .map_or(DEFAULT_SERVER_ALIVE_COUNT_MAX, |n| n as usize);
+    (interval, max)
+}
+
+/// How long the connection may go without hearing from the server while keepalives are
+/// on. russh does not poll its keepalive timer while a write is blocked (on a real link
+/// a dead peer ACKs nothing, and an upload fills the small send buffer at once; TCP
+/// would retry for about 15 minutes): its inactivity timer, which it does poll then,
+/// bounds that stall. Answered keepalives reset it, so an idle but live
+/// connection never reaches it; without keepalives nothing bounds an idle connection, as
+/// in ssh.
+fn write_stall_limit(interval: Option<Duration>, max: usize) -> Option<Duration> {
+    let interval = interval?;
+    let unanswered = u32::try_from(max.max(1))
+        .unwrap_or(u32::MAX)
+        .saturating_add(1);
+    Some(interval.saturating_mul(unanswered))
 }
 
 pub(super) async fn tcp_connect(hop: &Hop) -> Result<TcpStream, Failure> {
@@ -278,4 +318,34 @@ fn resolve_reason(e: &std::io::Error) -> String {
     text.strip_prefix("failed to lookup address information: ")
         .map(str::to_string)
         .unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keepalives_default_to_15_s_times_3_and_zero_turns_them_off() {
+        let mut ssh = SshSettings::default();
+        assert_eq!(keepalives(&ssh), (Some(Duration::from_secs(15)), 3));
+        ssh.server_alive_interval = Some(Duration::from_secs(1));
+        ssh.server_alive_count_max = Some(2);
+        assert_eq!(keepalives(&ssh), (Some(Duration::from_secs(1)), 2));
+        ssh.server_alive_interval = Some(Duration::ZERO);
+        assert_eq!(keepalives(&ssh).0, None);
+    }
+
+    #[test]
+    fn a_stalled_write_is_bounded_only_while_keepalives_are_on() {
+        // As long as the unanswered keepalives take: interval x (count + 1).
+        assert_eq!(
+            write_stall_limit(Some(Duration::from_secs(15)), 3),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            write_stall_limit(Some(Duration::from_secs(1)), 0),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(write_stall_limit(None, 3), None);
+    }
 }

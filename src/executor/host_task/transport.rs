@@ -150,16 +150,12 @@ pub(super) async fn send_remote(
         };
         let mut results = match sent {
             Ok(r) => r,
-            Err(message) => {
-                host_unreachable(ctx, task, host, &message);
-                return false;
-            }
+            Err(message) => return lost_agent(target, runs, &remote, &session, &message),
         };
         if let Err(message) =
             send_module_files(ctx, &session, task, &module_ops, &mut results, timeout).await
         {
-            host_unreachable(ctx, task, host, &message);
-            return false;
+            return lost_agent(target, runs, &remote, &session, &message);
         }
         let mut answers: Vec<(usize, OpResult)> = Vec::with_capacity(remote.len());
         for (request, result) in requests.into_iter().zip(results) {
@@ -195,6 +191,14 @@ pub(super) async fn send_remote(
                                 .await
                             {
                                 Ok(r) => r,
+                                // A connection lost during the upload makes the host
+                                // unreachable, as anywhere else.
+                                Err(_) if lost_connection(&session) => {
+                                    let message =
+                                        session.ended().map_or_else(String::new, |e| e.to_string());
+                                    host_unreachable(ctx, task, host, &message);
+                                    return false;
+                                }
                                 Err(outcome) => {
                                     runs[i].state = ItemState::Done(outcome);
                                     continue;
@@ -394,6 +398,47 @@ pub(super) async fn upload_content(
         }
     }
     unreachable!("the last group returns")
+}
+
+/// The agent's session broke under the `remote` items. An agent that died while its
+/// connection still works (killed on the host, by hand or by the OOM killer) fails the
+/// task, as Ansible fails a task whose module process was killed (ssh's exit status is
+/// the shell's 128 + signal, not ssh's own 255, so not a connection failure; the result
+/// cannot be parsed: "Module result deserialization failed"); the host stays in the play
+/// and its next task starts another agent. A lost connection (reset, closed by the
+/// server, keepalives unanswered) makes it unreachable, as in Ansible. True when the host
+/// goes on.
+fn lost_agent(
+    target: &Target<'_>,
+    runs: &mut [ItemRun],
+    remote: &[usize],
+    session: &AgentSession,
+    message: &str,
+) -> bool {
+    match session.ended() {
+        Some(ended) if ended.cause.agent_died() => {
+            let mut outcome = TaskOutcome::failed(format!("MODULE FAILURE: {ended}"));
+            if let Some(rc) = ended.cause.rc() {
+                outcome.data.insert("rc".into(), rc.into());
+            }
+            for &i in remote {
+                runs[i].state = ItemState::Done(outcome.clone());
+            }
+            target.ctx.forget_session(target.via, session);
+            true
+        }
+        _ => {
+            host_unreachable(target.ctx, target.task, target.host, message);
+            false
+        }
+    }
+}
+
+/// The session ended because its connection did (not because the agent died).
+fn lost_connection(session: &AgentSession) -> bool {
+    session
+        .ended()
+        .is_some_and(|ended| !ended.cause.agent_died())
 }
 
 /// The host (or the one the task is delegated to) cannot be reached. With

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod cut_proxy;
 pub mod debian;
 pub mod debian_scenario;
 pub mod hosts;

@@ -213,9 +213,14 @@ struct Pending {
 
 impl Pending {
     fn fail_all(&mut self) {
+        let ended = self.ended.clone();
+        self.fail_all_with(|| SessionError::Disconnected(ended.clone()));
+    }
+
+    fn fail_all_with(&mut self, error: impl Fn() -> SessionError) {
         self.closed = true;
         for (_, slot) in self.waiting.drain() {
-            let _ = slot.send(Err(SessionError::Disconnected(self.ended.clone())));
+            let _ = slot.send(Err(error()));
         }
     }
 
@@ -607,7 +612,8 @@ async fn read_replies<R: AsyncRead + Unpin>(
     explainer: Explainer,
 ) {
     let mut buf = vec![0u8; READ_BUFFER_BYTES];
-    'stream: loop {
+    // Why the stream is no longer trusted; None for a clean end or a broken stream.
+    let broken: Option<String> = 'stream: loop {
         loop {
             match decoder.next::<AgentMsg>() {
                 Ok(Some(AgentMsg::Reply(reply))) => {
@@ -616,29 +622,50 @@ async fn read_replies<R: AsyncRead + Unpin>(
                         .expect("pending lock")
                         .waiting
                         .remove(&reply.id);
-                    if let Some(slot) = slot {
-                        let _ = slot.send(Ok(reply.result));
-                    }
+                    // An id nobody waits for was never sent or was answered already: the
+                    // stream is out of step, and every later reply may be someone else's.
+                    let Some(slot) = slot else {
+                        break 'stream Some(format!(
+                            "agent replied to request {}, which no call is waiting for",
+                            reply.id
+                        ));
+                    };
+                    let _ = slot.send(Ok(reply.result));
                 }
-                // A second hello carries nothing a caller waits for.
-                Ok(Some(AgentMsg::Hello(_))) => {}
+                Ok(Some(AgentMsg::Hello(_))) => {
+                    break 'stream Some("agent said hello a second time".into());
+                }
                 Ok(None) => break,
-                Err(_) => break 'stream,
+                Err(e) => break 'stream Some(e.to_string()),
             }
         }
         match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
+            Ok(0) if decoder.pending_bytes() > 0 => {
+                break Some(format!(
+                    "stream ended inside a frame ({} bytes of it received)",
+                    decoder.pending_bytes()
+                ));
+            }
+            Ok(0) | Err(_) => break None,
             Ok(n) => {
                 received.fetch_add(n as u64, Ordering::Relaxed);
                 decoder.push(&buf[..n]);
             }
         }
+    };
+    match broken {
+        Some(why) => pending
+            .lock()
+            .expect("pending lock")
+            .fail_all_with(|| SessionError::Protocol(why.clone())),
+        None => {
+            let ended = explainer.explain().await;
+            pending
+                .lock()
+                .expect("pending lock")
+                .fail_all_because(ended);
+        }
     }
-    let ended = explainer.explain().await;
-    pending
-        .lock()
-        .expect("pending lock")
-        .fail_all_because(ended);
 }
 
 #[cfg(test)]
@@ -964,5 +991,182 @@ mod tests {
         }
         session.close().await;
         agent_task.await.unwrap();
+    }
+
+    /// The bytes of a frame with a right length prefix around `payload`.
+    fn framed(payload: &[u8]) -> Vec<u8> {
+        let mut out = (payload.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn zlib(raw: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(raw).unwrap();
+        z.finish().unwrap()
+    }
+
+    /// A call in flight, then `bytes` from the agent (and EOF when `then_eof`): what the
+    /// call gets, and whether the session took further calls afterwards.
+    async fn call_then_agent_sends(bytes: Vec<u8>, then_eof: bool) -> SessionError {
+        let (session, mut agent) = session_pair().await;
+        let reply = session.send(stat_op("/"), false, false, 0).await.unwrap();
+        agent.write_all(&bytes).await.unwrap();
+        if then_eof {
+            // Ends only what the agent says: a closed pipe both ways would let the writer
+            // see the break first and report a plain disconnect.
+            agent.shutdown().await.unwrap();
+        }
+        // Kept open otherwise: the session must give up on its own, not wait for more.
+        let _agent = agent;
+        let err = tokio::time::timeout(Duration::from_secs(10), reply)
+            .await
+            .expect("the pending call fails at once")
+            .unwrap_err();
+        assert!(session.is_closed(), "{err}");
+        assert!(matches!(
+            session.call(stat_op("/"), false, false).await,
+            Err(SessionError::Disconnected(_))
+        ));
+        err
+    }
+
+    fn protocol_message(err: SessionError) -> String {
+        match err {
+            SessionError::Protocol(why) => why,
+            other => panic!("expected a protocol error, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reply_to_an_id_nobody_waits_for_is_a_protocol_error() {
+        let stray = encode_frame(&AgentMsg::Reply(Reply {
+            id: 99,
+            result: exec_result(0, "not yours"),
+        }))
+        .unwrap();
+        let why = protocol_message(call_then_agent_sends(stray, false).await);
+        assert!(
+            why.contains("request 99, which no call is waiting for"),
+            "{why}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_second_reply_to_the_same_id_is_a_protocol_error() {
+        let (session, mut agent) = session_pair().await;
+        let first = session.send(stat_op("/a"), false, false, 0).await.unwrap();
+        let second = session.send(stat_op("/b"), false, false, 0).await.unwrap();
+        for _ in 0..2 {
+            let reply = AgentMsg::Reply(Reply {
+                id: 1,
+                result: exec_result(0, "a"),
+            });
+            agent
+                .write_all(&encode_frame(&reply).unwrap())
+                .await
+                .unwrap();
+        }
+        assert_eq!(first.await.unwrap(), exec_result(0, "a"));
+        let why = protocol_message(second.await.unwrap_err());
+        assert!(why.contains("request 1,"), "{why}");
+        drop(agent);
+    }
+
+    #[tokio::test]
+    async fn a_second_hello_is_a_protocol_error() {
+        let again = encode_frame(&AgentMsg::Hello(hello(PROTOCOL_VERSION))).unwrap();
+        let why = protocol_message(call_then_agent_sends(again, false).await);
+        assert!(why.contains("hello a second time"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn garbage_after_hello_is_a_protocol_error() {
+        let why = protocol_message(call_then_agent_sends(framed(b"not zlib"), false).await);
+        assert!(why.contains("corrupt frame: zlib"), "{why}");
+        // A script's output after the hello: its first bytes read as an enormous length.
+        let why = protocol_message(call_then_agent_sends(b"Traceback (most".to_vec(), false).await);
+        assert!(why.contains("exceeds the"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_message_type_is_a_protocol_error() {
+        // AgentMsg has two variants; tag 7 is none of them.
+        let bytes = framed(&zlib(&7u32.to_le_bytes()));
+        let why = protocol_message(call_then_agent_sends(bytes, false).await);
+        assert!(why.contains("corrupt frame: bincode"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn an_oversized_length_is_refused_before_its_body_arrives() {
+        // Only the prefix is sent: the session must not wait for (or allocate) 4 GiB.
+        let why =
+            protocol_message(call_then_agent_sends(u32::MAX.to_be_bytes().to_vec(), false).await);
+        assert!(why.contains("exceeds the"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn a_truncated_frame_at_end_of_stream_is_a_protocol_error() {
+        let frame = encode_frame(&AgentMsg::Reply(Reply {
+            id: 1,
+            result: exec_result(0, "cut short"),
+        }))
+        .unwrap();
+        let cut = frame[..frame.len() - 3].to_vec();
+        let why = protocol_message(call_then_agent_sends(cut, true).await);
+        assert!(why.contains("stream ended inside a frame"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn deeply_nested_batches_fail_the_host_not_the_controller() {
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&1u32.to_le_bytes()); // AgentMsg::Reply
+        raw.extend_from_slice(&1u64.to_le_bytes()); // id
+        for _ in 0..100_000 {
+            raw.extend_from_slice(&5u32.to_le_bytes()); // OpResult::Batch
+            raw.extend_from_slice(&1u64.to_le_bytes()); // of one
+        }
+        let why = protocol_message(call_then_agent_sends(framed(&zlib(&raw)), false).await);
+        assert!(why.contains("nests deeper"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn one_hostile_agent_leaves_another_hosts_session_working() {
+        let (hostile, mut bad_agent) = session_pair().await;
+        let (honest, honest_agent) = session_pair().await;
+        let (mut honest_r, mut honest_w) = tokio::io::split(honest_agent);
+        let bad_call = hostile.send(stat_op("/"), false, false, 0).await.unwrap();
+        bad_agent.write_all(&framed(b"garbage")).await.unwrap();
+        assert!(matches!(bad_call.await, Err(SessionError::Protocol(_))));
+
+        let good_call = honest.send(stat_op("/ok"), false, false, 0).await.unwrap();
+        let mut decoder = FrameDecoder::new();
+        let requests = read_requests_from(&mut honest_r, &mut decoder).await;
+        let reply = AgentMsg::Reply(Reply {
+            id: requests.id,
+            result: exec_result(0, "fine"),
+        });
+        honest_w
+            .write_all(&encode_frame(&reply).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(good_call.await.unwrap(), exec_result(0, "fine"));
+        assert!(!honest.is_closed());
+    }
+
+    async fn read_requests_from<R: AsyncRead + Unpin>(
+        stream: &mut R,
+        decoder: &mut FrameDecoder,
+    ) -> Request {
+        let mut buf = vec![0u8; 4096];
+        loop {
+            if let Some(ControllerMsg::Request(r)) = decoder.next::<ControllerMsg>().unwrap() {
+                return r;
+            }
+            let got = stream.read(&mut buf).await.unwrap();
+            assert!(got > 0, "controller closed early");
+            decoder.push(&buf[..got]);
+        }
     }
 }

@@ -9,6 +9,9 @@ pub mod config;
 pub mod connection;
 pub mod executor;
 pub mod fnmatch;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod inventory;
 pub mod kv_args;
 pub mod listing;

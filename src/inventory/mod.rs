@@ -554,6 +554,22 @@ fn load_dir(dir: &Path, data: &mut Data) -> Result<bool, InventoryError> {
 
 /// One inventory file: YAML when its extension says so or when it reads as a YAML mapping
 /// (as Ansible's yaml plugin gets the first try on extension-less files), else INI.
+/// An inventory of one file's text, as `load_file` reads a file of that name: for the fuzz
+/// targets, which must not touch the disk.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub fn from_text(name: &str, text: &str) -> Result<Inventory, InventoryError> {
+    let source = Source::from_text(name, text);
+    let mut data = Data::default();
+    if name.ends_with(".yml") {
+        yaml_inv::parse(&source, &source.parse()?, &mut data)?;
+    } else {
+        ini::parse(&source, &mut data)?;
+    }
+    data.reconcile().map_err(InventoryError::GroupLoop)?;
+    Ok(Inventory::finish(data, Vec::new(), Vec::new()))
+}
+
 fn load_file(path: &Path, data: &mut Data) -> Result<(), InventoryError> {
     let source = Source::read(path)?;
     data.current_source = SourceInfo {

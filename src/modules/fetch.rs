@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 use turbo_proto::{Digest, ErrorKind, FileKind, Op, OpResult};
 
-use super::fetch_dest::{Where, local_dest};
+use super::fetch_dest::{Where, host_root, leaves_through_symlink, local_dest};
 use super::fetch_local::{Download, hex, local_digests};
 use super::spec::{Arg, Spec, Unknown};
 use super::{Args, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome, unexpected};
@@ -154,6 +154,9 @@ fn after_stat(request: Request, src: String, reply: OpResult) -> Plan {
         Ok(dest) => dest,
         Err(msg) => return Plan::Done(TaskOutcome::failed(msg)),
     };
+    if let Some(msg) = host_root(&w).and_then(|root| leaves_through_symlink(&dest, &root)) {
+        return Plan::Done(TaskOutcome::failed(msg));
+    }
     let dest_text = dest.to_string_lossy().into_owned();
     let local = local_digests(&dest);
     if let Some((sha1, md5)) = &local
@@ -227,6 +230,18 @@ fn read_page(download: Download, done: Done) -> Plan {
                 }
                 other => return Ok(Plan::Done(unexpected("fetch", other))),
             };
+            // An agent that answers another page than the one asked for, or an empty page
+            // that is not the end, would corrupt the copy or keep the task asking for ever.
+            if read.offset != download.received || (read.data.is_empty() && !read.eof) {
+                return Ok(Plan::Done(TaskOutcome::failed(format!(
+                    "agent protocol error: asked for {} from byte {}, got {} bytes from byte {}{}",
+                    done.source,
+                    download.received,
+                    read.data.len(),
+                    read.offset,
+                    if read.eof { "" } else { " and more to come" }
+                ))));
+            }
             if let Err(msg) = download.append(&read.data) {
                 return Ok(Plan::Done(TaskOutcome::failed(msg)));
             }
@@ -437,5 +452,156 @@ mod tests {
         assert!(out.failed);
         assert_eq!(out.msg.as_deref(), Some("checksum mismatch"));
         assert_eq!(std::fs::read(&dest).unwrap(), b"new");
+    }
+
+    /// Every file under `dir`, relative to it, with what symlinks point to left unread.
+    fn files_under(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for entry in std::fs::read_dir(&d).unwrap().flatten() {
+                let path = entry.path();
+                if entry.file_type().unwrap().is_dir() {
+                    todo.push(path);
+                } else {
+                    out.push(path.strip_prefix(dir).unwrap().display().to_string());
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// An agent asked for `asked` that answers with the stat of `lied` and its bytes.
+    fn fetch_with_lying_stat(dir: &Path, args: Value, lied: &str) -> TaskOutcome {
+        let stat = file_stat(lied, b"owned\n");
+        match step(plan_in(dir, args), OpResult::Stat(stat.clone())).1 {
+            Plan::Done(out) => out,
+            plan => done(step(plan, page(&stat, 0, b"owned\n", true)).1),
+        }
+    }
+
+    #[test]
+    fn a_remote_path_that_climbs_out_of_dest_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let play = root.path().join("play");
+        std::fs::create_dir(&play).unwrap();
+        for lied in [
+            "/../../../outside",
+            "/var/../../../../outside",
+            "..",
+            "/",
+            "",
+        ] {
+            let args = json!({"src": "/var/log/app.log", "dest": "got"});
+            let out = fetch_with_lying_stat(&play, args, lied);
+            assert!(out.failed, "{lied:?}: {out:?}");
+            let msg = out.msg.unwrap();
+            assert!(msg.starts_with("Detected directory traversal"), "{msg}");
+        }
+        // The user's own src with `..` is held to the same rule.
+        let args = json!({"src": "../../../outside", "dest": "got"});
+        let out = fetch_with_lying_stat(&play, args, "../../../outside");
+        assert!(out.failed);
+        // With flat and a trailing slash, only the remote name is taken: `..` is no name.
+        let args = json!({"src": "/etc/x", "dest": "got/", "flat": true});
+        let out = fetch_with_lying_stat(&play, args, "/etc/..");
+        assert!(out.failed);
+        assert_eq!(files_under(root.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_absolute_remote_path_stays_under_the_hosts_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = json!({"src": "/etc/motd", "dest": "got"});
+        let out = fetch_with_lying_stat(dir.path(), args, "/root/.ssh/authorized_keys");
+        // The agent chose which of its files to send, but not where the controller puts it.
+        assert!(!out.failed, "{out:?}");
+        assert_eq!(
+            files_under(dir.path()),
+            ["got/web1/root/.ssh/authorized_keys"]
+        );
+    }
+
+    #[test]
+    fn a_symlink_in_the_dest_tree_is_not_followed_out_of_it() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = root.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        let play = root.path().join("play");
+        std::fs::create_dir_all(play.join("got/web1/var")).unwrap();
+        // Planted where a fetch of /var/log/... goes, pointing elsewhere.
+        std::os::unix::fs::symlink(&outside, play.join("got/web1/var/log")).unwrap();
+        let args = json!({"src": "/var/log/app.log", "dest": "got"});
+        let out = fetch_with_lying_stat(&play, args, "/var/log/app.log");
+        assert!(out.failed, "{out:?}");
+        assert!(out.msg.unwrap().contains("through a symbolic link"));
+        assert_eq!(files_under(&outside), Vec::<String>::new());
+
+        // A host folder that is itself a link (the user's choice of disk) is followed.
+        let elsewhere = root.path().join("big/web1");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::create_dir(play.join("linked")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, play.join("linked/web1")).unwrap();
+        let args = json!({"src": "/etc/motd", "dest": "linked"});
+        let out = fetch_with_lying_stat(&play, args, "/etc/motd");
+        assert!(!out.failed, "{out:?}");
+        assert_eq!(files_under(&elsewhere), ["etc/motd"]);
+    }
+
+    #[test]
+    fn a_checksum_that_does_not_match_the_bytes_fails_the_task() {
+        let dir = tempfile::tempdir().unwrap();
+        // The stat claims the SHA-1 of other content than the pages carry.
+        let stat = file_stat("/f", b"what the stat says");
+        let args = json!({"src": "/f", "dest": "got"});
+        let (_, plan) = step(plan_in(dir.path(), args), OpResult::Stat(stat.clone()));
+        let out = done(step(plan, page(&stat, 0, b"what was sent", true)).1);
+        assert!(out.failed);
+        assert_eq!(out.msg.as_deref(), Some("checksum mismatch"));
+        assert_ne!(out.data["checksum"], out.data["remote_checksum"]);
+        // As in Ansible, the copy stays (inside dest) and nothing else is left behind.
+        assert_eq!(files_under(dir.path()), ["got/web1/f"]);
+    }
+
+    #[test]
+    fn pages_out_of_step_or_empty_without_end_fail_instead_of_looping() {
+        let dir = tempfile::tempdir().unwrap();
+        let stat = file_stat("/f", b"0123456789");
+        let args = json!({"src": "/f", "dest": "got"});
+        let start = || {
+            step(
+                plan_in(dir.path(), args.clone()),
+                OpResult::Stat(stat.clone()),
+            )
+            .1
+        };
+        // A page from another offset than asked.
+        let (_, plan) = step(start(), page(&stat, 0, b"01234", false));
+        let out = done(step(plan, page(&stat, 2, b"23456789", true)).1);
+        assert!(out.failed);
+        assert!(
+            out.msg
+                .unwrap()
+                .starts_with("agent protocol error: asked for /f from byte 5")
+        );
+        // An empty page that promises more: the task would ask again for ever.
+        let out = done(step(start(), page(&stat, 0, b"", false)).1);
+        assert!(out.failed);
+        // Wrong answers of another kind are errors too, and no temp file is left.
+        let out = done(step(start(), OpResult::NeedContent).1);
+        assert!(out.failed);
+        let out = done(
+            step(
+                plan_in(dir.path(), args.clone()),
+                OpResult::Stat(StatInfo {
+                    checksum: None,
+                    ..stat.clone()
+                }),
+            )
+            .1,
+        );
+        assert!(out.failed);
+        assert_eq!(files_under(dir.path()), Vec::<String>::new());
     }
 }

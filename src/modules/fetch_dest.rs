@@ -32,6 +32,11 @@ pub(super) fn local_dest(w: &Where, is_dir: impl Fn(&Path) -> bool) -> Result<Pa
         let mut dest = w.dest.to_string();
         if dest.ends_with('/') {
             let base = w.source.rsplit('/').next().unwrap_or(w.source);
+            // The remote path comes from the agent's reply: a name that is no name would
+            // put the file beside the folder instead of in it.
+            if matches!(base, "" | "." | "..") {
+                return Err(traversal(&dest, &format!("{dest}{base}")));
+            }
             dest.push_str(base);
             if is_dir(Path::new(&dest)) {
                 return Err(format!(
@@ -45,9 +50,61 @@ pub(super) fn local_dest(w: &Where, is_dir: impl Fn(&Path) -> bool) -> Result<Pa
             dwim(&dest)
         }
     } else {
-        format!("{}/{}/{}", dwim(w.dest), w.host, w.source)
+        let root = normpath(&format!("{}/{}", dwim(w.dest), w.host));
+        let dest = normpath(&format!("{root}/{}", w.source));
+        // Ansible joins the path it asked for; here the remote path is the one the agent
+        // reported, so a lying agent (or a `src` with `..`) must not climb out of
+        // `dest/<host>/`.
+        if !dest.starts_with(&format!("{}/", root.trim_end_matches('/'))) {
+            return Err(traversal(&root, &dest));
+        }
+        return Ok(PathBuf::from(dest));
     };
     Ok(PathBuf::from(normpath(&dest)))
+}
+
+fn traversal(root: &str, dest: &str) -> String {
+    format!("Detected directory traversal, expected to be contained in '{root}' but got '{dest}'")
+}
+
+/// The folder a per-host fetch must stay inside, `dest/<host>`; `None` with `flat`, where
+/// the user names the file itself.
+pub(super) fn host_root(w: &Where) -> Option<PathBuf> {
+    if w.flat {
+        return None;
+    }
+    let expanded = crate::tilde::expand_user(w.dest);
+    let dest = if expanded.starts_with('/') {
+        expanded
+    } else {
+        w.base.join(expanded).to_string_lossy().into_owned()
+    };
+    Some(PathBuf::from(normpath(&format!("{dest}/{}", w.host))))
+}
+
+/// Whether the directories that already exist on the way to `dest` lead out of `root`
+/// through a symlink (one planted in a shared folder such as /tmp, say): the write would
+/// land wherever it points. Checked on what exists; `Download::start` creates the rest as
+/// real directories.
+pub(super) fn leaves_through_symlink(dest: &Path, root: &Path) -> Option<String> {
+    let Ok(real_root) = root.canonicalize() else {
+        // Nothing of the root exists yet, so nothing below it can be a link.
+        return None;
+    };
+    let mut existing = dest.parent()?;
+    while !existing.exists() {
+        existing = existing.parent()?;
+    }
+    let real = existing.canonicalize().ok()?;
+    (!real.starts_with(&real_root)).then(|| {
+        format!(
+            "fetch will not write {}: {} leads out of {} (to {}) through a symbolic link",
+            dest.display(),
+            existing.display(),
+            root.display(),
+            real.display()
+        )
+    })
 }
 
 /// Python's `os.path.normpath` for POSIX paths: no empty or `.` parts, `..` taken back

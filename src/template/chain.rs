@@ -92,7 +92,8 @@ fn tag_end(body: &str, close: &str) -> Option<usize> {
     while i < bytes.len() {
         match bytes[i] {
             b'\'' | b'"' => i = skip_string(bytes, i),
-            _ if body[i..].starts_with(close) => return Some(i),
+            // Bytes, not `body[i..]`: `i` steps through multi-byte characters too.
+            _ if bytes[i..].starts_with(close.as_bytes()) => return Some(i),
             _ => i += 1,
         }
     }
@@ -273,6 +274,21 @@ fn feeds_undefined_check(after: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Found by the template fuzz target: a non-ASCII character inside a tag panicked
+    // ("byte index is not a char boundary"), taking the controller down with it.
+    #[test]
+    fn non_ascii_inside_a_tag_is_kept_not_a_panic() {
+        let text =
+            "{{\u{596}n~entory_hostname}} {{ x | d('é') ~ ž }}{% if ü.a is defined %}ß{% endif %}";
+        let out = rewrite_template(text);
+        assert!(out.contains("ž }}"), "{out}");
+        assert!(out.contains("__tp_chain(ü") || out.contains("ü.a"), "{out}");
+        assert!(out.ends_with("ß{% endif %}"), "{out}");
+        let templar = super::super::Templar::new();
+        let vars = minijinja::Value::from_serialize(serde_json::json!({}));
+        assert!(templar.render_str("{{\u{596}n }}", &vars).is_err());
+    }
 
     #[test]
     fn rewrites_chains_that_feed_default_or_defined() {

@@ -184,6 +184,18 @@ impl Templar {
         lookups::register(&mut self.env, self.base_dir.clone(), self.hosts.clone());
     }
 
+    /// The environment a run sets up, but with only the lookups that read nothing outside
+    /// (see `lookups::register_pure`) and a fuel budget, so that a fuzzed template can
+    /// neither touch the machine nor loop for ever.
+    #[cfg(feature = "fuzzing")]
+    #[doc(hidden)]
+    pub fn for_fuzzing(fuel: u64) -> Templar {
+        let mut templar = Templar::build(None);
+        lookups::register_pure(&mut templar.env);
+        templar.env.set_fuel(Some(fuel));
+        templar
+    }
+
     pub fn base_dir(&self) -> Option<&Path> {
         self.base_dir.as_deref()
     }

@@ -14,6 +14,10 @@ struct Sequence {
 
 /// `with_sequence` after templating, as Ansible's sequence lookup: `start= end= stride=
 /// format= count=` or the short `[start-]end[/stride][:format]`, to the formatted items.
+/// Most items one sequence makes: each is a loop item (or a list element) held in memory
+/// at once, and a typo in `end` should be an error, not the controller's memory gone.
+pub const MAX_ITEMS: usize = 1_000_000;
+
 pub fn sequence_items(spec: &str) -> Result<Vec<String>, String> {
     let spec = spec.trim();
     let mut seq = Sequence {
@@ -57,7 +61,18 @@ pub fn sequence_items(spec: &str) -> Result<Vec<String>, String> {
             return Err("can't specify both count and end in with_sequence".into());
         }
         (Some(0), None) => return Ok(Vec::new()),
-        (Some(count), None) => seq.end = Some(seq.start + count * seq.stride - 1),
+        (Some(count), None) => {
+            let end = count
+                .checked_mul(seq.stride)
+                .and_then(|span| seq.start.checked_add(span))
+                .and_then(|end| end.checked_sub(1));
+            seq.end = Some(end.ok_or_else(|| {
+                format!(
+                    "with_sequence: {count} items from {} by {} go past a 64-bit integer",
+                    seq.start, seq.stride
+                )
+            })?);
+        }
         (None, Some(_)) => {}
     }
     let end = seq.end.unwrap_or(seq.start);
@@ -73,14 +88,25 @@ pub fn sequence_items(spec: &str) -> Result<Vec<String>, String> {
     if seq.stride == 0 {
         return Ok(Vec::new());
     }
-    let mut items = Vec::new();
+    // Computed wide: `end - start` of two 64-bit integers may not fit in one.
+    let len = (i128::from(end) - i128::from(seq.start)) / i128::from(seq.stride) + 1;
+    if len > MAX_ITEMS as i128 {
+        return Err(format!(
+            "with_sequence of {len} items is more than the {MAX_ITEMS} turbo-play makes"
+        ));
+    }
+    let mut items = Vec::with_capacity(len as usize);
     let mut i = seq.start;
     while (seq.stride > 0 && i <= end) || (seq.stride < 0 && i >= end) {
         items.push(
             printf_int(&seq.format, i)
                 .ok_or_else(|| format!("problem formatting {i} with {}", seq.format))?,
         );
-        i += seq.stride;
+        // The last item may sit at the very end of the integers.
+        let Some(next) = i.checked_add(seq.stride) else {
+            break;
+        };
+        i = next;
     }
     Ok(items)
 }
@@ -187,7 +213,7 @@ fn printf_int(format: &str, n: i64) -> Option<String> {
     }
     let mut width = 0usize;
     while let Some(&(_, c)) = chars.peek().filter(|(_, c)| c.is_ascii_digit()) {
-        width = width * 10 + c.to_digit(10)? as usize;
+        width = widen(width, c)?;
         chars.next();
     }
     let mut precision: Option<usize> = None;
@@ -195,7 +221,7 @@ fn printf_int(format: &str, n: i64) -> Option<String> {
         chars.next();
         let mut p = 0usize;
         while let Some(&(_, c)) = chars.peek().filter(|(_, c)| c.is_ascii_digit()) {
-            p = p * 10 + c.to_digit(10)? as usize;
+            p = widen(p, c)?;
             chars.next();
         }
         precision = Some(p);
@@ -248,6 +274,16 @@ fn printf_int(format: &str, n: i64) -> Option<String> {
     Some(format!("{prefix}{body}{suffix}"))
 }
 
+/// Widest field (and longest precision) a format may ask for: Python refuses a width past
+/// its int range; a few thousand columns is already no host name.
+const MAX_FIELD: usize = 4096;
+
+/// `value` with the decimal digit `c` appended, `None` past [`MAX_FIELD`].
+fn widen(value: usize, c: char) -> Option<usize> {
+    let next = value * 10 + c.to_digit(10)? as usize;
+    (next <= MAX_FIELD).then_some(next)
+}
+
 fn pad(text: &str, width: usize, left: bool, fill: char) -> String {
     let len = text.chars().count();
     if len >= width {
@@ -285,6 +321,29 @@ mod tests {
         assert_eq!(seq("start=8 end=10 format=%o"), ["10", "11", "12"]);
         assert_eq!(seq("start=1 end=2 format='/srv/%s'"), ["/srv/1", "/srv/2"]);
         assert_eq!(seq("start=1 end=1000").len(), 1000);
+    }
+
+    // Found by the template fuzz target's review: overflow panicked (debug builds) and a
+    // huge end tried to make every item.
+    #[test]
+    fn sequences_at_the_edges_of_the_integers_are_errors_not_panics() {
+        let err = |spec: &str| sequence_items(spec).unwrap_err();
+        assert!(err("count=9223372036854775807 stride=2").contains("go past a 64-bit"));
+        assert!(err("start=-9223372036854775807 end=9223372036854775807").contains("1000000"));
+        assert!(err("start=1 end=99999999999").contains("more than the 1000000"));
+        assert_eq!(
+            seq("start=9223372036854775806 end=9223372036854775807"),
+            ["9223372036854775806", "9223372036854775807"]
+        );
+        assert_eq!(
+            seq("start=-9223372036854775806 end=-9223372036854775807 stride=-1"),
+            ["-9223372036854775806", "-9223372036854775807"]
+        );
+        assert_eq!(seq("start=1 end=1000000").len(), MAX_ITEMS);
+        // A width or precision of 20 digits overflowed; a big one allocated it per item.
+        assert!(err("end=2 format=%99999999999999999999d").contains("problem formatting"));
+        assert!(err("end=2 format=%.9999999d").contains("problem formatting"));
+        assert_eq!(seq("end=1 format=%4096d")[0].len(), 4096);
     }
 
     #[test]

@@ -802,6 +802,81 @@ mod tests {
         ));
     }
 
+    /// bincode of an `AgentMsg::Reply` whose result is `levels` `Batch`es, each holding the
+    /// next one (the innermost one empty).
+    fn nested_batch_reply(levels: usize) -> Vec<u8> {
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&1u32.to_le_bytes()); // AgentMsg::Reply
+        raw.extend_from_slice(&1u64.to_le_bytes()); // id
+        for level in 0..levels {
+            raw.extend_from_slice(&5u32.to_le_bytes()); // OpResult::Batch
+            let len = if level + 1 == levels { 0u64 } else { 1 };
+            raw.extend_from_slice(&len.to_le_bytes());
+        }
+        raw
+    }
+
+    // Found by the frame fuzz target: a 96 KB frame inflating to a million nested Batches
+    // overflowed the stack and aborted the controller, every host with it.
+    #[test]
+    fn deeply_nested_batches_are_corrupt_not_a_stack_overflow() {
+        let bytes = framed(&zlib(&nested_batch_reply(1_000_000)));
+        assert!(bytes.len() < 200_000);
+        match read_frame::<_, AgentMsg>(&mut &bytes[..]) {
+            Err(FrameError::Corrupt(why)) => assert!(why.contains("nests deeper"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let mut dec = FrameDecoder::new();
+        dec.push(&bytes);
+        assert!(matches!(
+            dec.next::<AgentMsg>(),
+            Err(FrameError::Corrupt(_))
+        ));
+        // The same on the agent's side, and for facts nested in facts.
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&0u32.to_le_bytes()); // ControllerMsg::Request
+        raw.extend_from_slice(&1u64.to_le_bytes()); // id
+        raw.extend_from_slice(&[0, 0]); // check, diff
+        raw.extend_from_slice(&0u64.to_le_bytes()); // chain
+        for _ in 0..100_000 {
+            raw.extend_from_slice(&9u32.to_le_bytes()); // Op::Batch
+            raw.extend_from_slice(&1u64.to_le_bytes());
+        }
+        assert!(matches!(
+            read_frame::<_, ControllerMsg>(&mut &framed(&zlib(&raw))[..]),
+            Err(FrameError::Corrupt(_))
+        ));
+        let mut deep = FactValue::Null;
+        for _ in 0..crate::MAX_NESTING + 1 {
+            deep = FactValue::List(vec![deep]);
+        }
+        let frame = encode_frame(&AgentMsg::Reply(Reply {
+            id: 1,
+            result: OpResult::Facts(vec![("deep".into(), deep)]),
+        }))
+        .unwrap();
+        assert!(matches!(
+            read_frame::<_, AgentMsg>(&mut &frame[..]),
+            Err(FrameError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn nesting_up_to_the_limit_still_decodes_and_the_count_resets() {
+        let bytes = framed(&zlib(&nested_batch_reply(crate::MAX_NESTING)));
+        let mut dec = FrameDecoder::new();
+        // Twice: a refused frame before must not leave levels counted on this thread.
+        dec.push(&framed(&zlib(&nested_batch_reply(crate::MAX_NESTING + 1))));
+        assert!(dec.next::<AgentMsg>().is_err());
+        for _ in 0..2 {
+            dec.push(&bytes);
+            assert!(matches!(
+                dec.next::<AgentMsg>(),
+                Ok(Some(AgentMsg::Reply(_)))
+            ));
+        }
+    }
+
     #[test]
     fn random_payloads_never_panic() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;

@@ -7,9 +7,11 @@
 
 pub mod frame;
 pub mod messages;
+mod nesting;
 
 pub use frame::{FrameDecoder, FrameError, encode_frame, read_frame, write_frame};
 pub use messages::*;
+pub use nesting::MAX_NESTING;
 
 /// Bumped on every change to [`messages`]. An agent that says another number is replaced.
 pub const PROTOCOL_VERSION: u32 = 10;

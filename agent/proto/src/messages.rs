@@ -100,7 +100,7 @@ pub enum Op {
     Exec(Exec),
     /// Run each op in order and reply with one result per op: a loop's items travel as
     /// one round trip. A failed op does not stop the ones after it.
-    Batch(Vec<Op>),
+    Batch(#[serde(deserialize_with = "crate::nesting::nested")] Vec<Op>),
     /// Describe the host (Ansible's `setup`): the named subsets of facts, read natively.
     /// Subsets as `gather_subset` writes them: "all", "min", "network", "!hardware"...;
     /// unknown names are ignored.
@@ -313,7 +313,7 @@ pub enum OpResult {
     },
     /// The file's digest did not match: send the bytes (see [`FileContent::Digest`]).
     NeedContent,
-    Batch(Vec<OpResult>),
+    Batch(#[serde(deserialize_with = "crate::nesting::nested")] Vec<OpResult>),
     /// Facts by name, without the `ansible_` prefix, in the order gathered.
     Facts(Vec<(String, FactValue)>),
     /// What [`Op::ReadFile`] read.
@@ -400,9 +400,9 @@ pub enum FactValue {
     Int(i64),
     Float(f64),
     Str(String),
-    List(Vec<FactValue>),
+    List(#[serde(deserialize_with = "crate::nesting::nested")] Vec<FactValue>),
     /// Keys in the order the agent produced them.
-    Map(Vec<(String, FactValue)>),
+    Map(#[serde(deserialize_with = "crate::nesting::nested")] Vec<(String, FactValue)>),
 }
 
 /// A path as lstat(2) (or stat(2), when following) sees it, plus what only the target can

@@ -52,6 +52,39 @@ pub enum TemplateError {
     Render { expr: String, message: String },
 }
 
+/// Runs the template engine on `shown`, turning a panic inside it (minijinja 2.24's lexer
+/// panics on some malformed input, found by fuzzing) into this template's error, so that
+/// it fails one task like any bad template rather than the host.
+fn engine_guarded<T>(shown: &str, run: impl FnOnce() -> T) -> Result<T, TemplateError> {
+    thread_local! {
+        static GUARDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    // The default hook would print the engine's panic as if turbo-play had crashed.
+    static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !GUARDED.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    let was = GUARDED.with(|g| g.replace(true));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    GUARDED.with(|g| g.set(was));
+    outcome.map_err(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        TemplateError::Syntax {
+            expr: shown.to_string(),
+            message: format!("the template engine could not read this template ({why})"),
+        }
+    })
+}
+
 /// A template quoted in a one-line message: a whole template file would drown it.
 fn short(expr: &str) -> String {
     let first = expr.lines().next().unwrap_or("");
@@ -283,9 +316,13 @@ impl Templar {
         // chain (`a.b | default`) is no longer a reference to `a.b`.
         let compiled_source;
         if let Some(inner) = single_expression(&source)
-            && let Ok(expr) = {
+            && let Some(expr) = {
                 compiled_source = rewrite_expr(inner);
-                self.env.compile_expression_owned(compiled_source.clone())
+                engine_guarded(s, || {
+                    self.env.compile_expression_owned(compiled_source.clone())
+                })
+                .ok()
+                .and_then(Result::ok)
             }
         {
             let value = expr
@@ -361,8 +398,7 @@ impl Templar {
         } else {
             source
         };
-        let rendered = env
-            .render_str(source, vars)
+        let rendered = engine_guarded(shown, || env.render_str(source, vars))?
             .map_err(|e| self.template_error(e, source, vars).shown_as(shown))?;
         Ok(preserve_trailing_newlines(shown, rendered))
     }
@@ -371,14 +407,19 @@ impl Templar {
     /// included), or None when it does not parse: the caller must then assume it may
     /// read anything.
     pub fn names_read(&self, source: &str) -> Option<std::collections::HashSet<String>> {
-        let template = self.env.template_from_str(source).ok()?;
-        Some(template.undeclared_variables(false))
+        let names = engine_guarded(source, || {
+            let template = self.env.template_from_str(source).ok()?;
+            Some(template.undeclared_variables(false))
+        });
+        names.ok().flatten()
     }
 
     /// As [`Self::names_read`], for a bare expression (`when`).
     pub fn names_read_by_expr(&self, expr: &str) -> Option<std::collections::HashSet<String>> {
         let expr = single_expression(expr).unwrap_or(expr);
-        let compiled = self.env.compile_expression(expr).ok()?;
+        let compiled = engine_guarded(expr, || self.env.compile_expression(expr))
+            .ok()?
+            .ok()?;
         Some(compiled.undeclared_variables(false))
     }
 
@@ -448,13 +489,13 @@ impl Templar {
         vars: &MjValue,
     ) -> Result<MjValue, TemplateError> {
         let compiled_source = rewrite_expr(bare);
-        let compiled = self
-            .env
-            .compile_expression_owned(compiled_source.clone())
-            .map_err(|e| TemplateError::Syntax {
-                expr: shown.to_string(),
-                message: error_message(&e, bare),
-            })?;
+        let compiled = engine_guarded(shown, || {
+            self.env.compile_expression_owned(compiled_source.clone())
+        })?
+        .map_err(|e| TemplateError::Syntax {
+            expr: shown.to_string(),
+            message: error_message(&e, bare),
+        })?;
         let value = compiled
             .eval(vars)
             .map_err(|e| self.expr_error(e, &compiled_source, shown, vars))?;
@@ -502,7 +543,9 @@ impl Templar {
     /// first missing segment (`a.b.c` with no `b` -> `a.b`).
     fn undefined_name_in_expr(&self, expr: &str, vars: &MjValue) -> Option<String> {
         let expr = strip_statement_keyword(expr);
-        let compiled = self.env.compile_expression_owned(expr.to_string()).ok()?;
+        let compiled = engine_guarded(expr, || self.env.compile_expression_owned(expr.to_string()))
+            .ok()?
+            .ok()?;
         let mut paths: Vec<String> = compiled.undeclared_variables(true).into_iter().collect();
         // Sets have no order; the reported name must not change from run to run.
         paths.sort_by_key(|p| (expr.find(p.as_str()).unwrap_or(usize::MAX), p.clone()));
@@ -883,6 +926,20 @@ mod unit_tests {
 
     fn t() -> Templar {
         Templar::new()
+    }
+
+    /// Found by the template fuzz target: minijinja 2.24's lexer panics ("empty lexer
+    /// stack") on this text; it must be a template error like any other.
+    #[test]
+    fn a_panic_in_the_template_engine_is_a_template_error() {
+        let text =
+            "{{ s | lower |ex_replace('(W)]orld', '\\\\1') }}\n{map('string')}}map('string')}}";
+        let err = t()
+            .render_value(&json!(text), &vars(json!({"s": "Hi"})))
+            .unwrap_err();
+        assert!(err.to_string().contains("template error"), "{err}");
+        assert!(t().names_read(text).is_none_or(|names| names.contains("s")));
+        assert!(t().eval_condition(text, &vars(json!({}))).is_err());
     }
 
     #[test]

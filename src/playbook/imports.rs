@@ -190,7 +190,7 @@ impl Loader<'_> {
                 self.expand_role(&entry, &inner, used, None, out)?;
             }
             _ => {
-                let (written, span) = self.tasks_file_arg(kind, value, extra_args)?;
+                let (written, span) = self.tasks_file_arg(kind, value, extra_args, &inner)?;
                 let path = self.find_tasks_file(&written, span, inherited)?;
                 if self.shared.is_importing(&path) {
                     return Err(self.err(
@@ -221,6 +221,7 @@ impl Loader<'_> {
         kind: &str,
         value: &Node,
         extra_args: Option<&Node>,
+        inherited: &Inherited,
     ) -> Result<(String, Span), LoadError> {
         let mut file: Option<&Node> = None;
         for node in [Some(value), extra_args].into_iter().flatten() {
@@ -252,13 +253,48 @@ impl Loader<'_> {
         })?;
         let written = self.scalar(node, kind)?;
         if is_template(&written) {
-            return Err(self.err(
-                node.span,
-                format!("templated {kind} paths are not supported yet"),
-                Some("write the file's path literally".into()),
-            ));
+            return match self.render_at_load(&written, inherited) {
+                Ok(rendered) => Ok((rendered, node.span)),
+                Err(e) => Err(self.err(
+                    node.span,
+                    format!(
+                        "{kind} is resolved when the playbook loads, and its path cannot be \
+                         templated then: {e}"
+                    ),
+                    Some(
+                        "name the file with what is known at load (role_path, playbook_dir, \
+                         the role's defaults and vars), or use include_tasks, which is \
+                         resolved when the task runs"
+                            .into(),
+                    ),
+                )),
+            };
         }
         Ok((written, node.span))
+    }
+
+    /// A static import's templated path, rendered with what is known before any host
+    /// runs: the role's defaults, vars and `role_path`/`role_name`, the variables of the
+    /// blocks around, and `playbook_dir`.
+    fn render_at_load(
+        &self,
+        template: &str,
+        inherited: &Inherited,
+    ) -> Result<String, crate::template::TemplateError> {
+        let mut vars = serde_json::Map::new();
+        if let Some(role) = &inherited.role {
+            vars.extend(role.defaults.clone());
+            vars.extend(role.vars.clone());
+            vars.insert("role_path".into(), role.path.display().to_string().into());
+            vars.insert("role_name".into(), role.name.clone().into());
+        }
+        vars.extend(inherited.vars.clone());
+        vars.insert(
+            "playbook_dir".into(),
+            self.playbook_dir.display().to_string().into(),
+        );
+        crate::template::Templar::new()
+            .render_str(template, &minijinja::Value::from_serialize(&vars))
     }
 
     /// A tasks file as Ansible finds it: inside a role its `tasks/` first, then beside the
@@ -446,6 +482,34 @@ mod tests {
         assert_eq!(public, ["common", "web", "common"]);
         // Handlers of imported roles come after the play's own.
         assert_eq!(names(&play.handlers), ["play handler", "restart web"]);
+    }
+
+    /// Ansible templates a static import's path when it loads the play: inside a role,
+    /// `role_path` and the role's defaults are known; a host's variables are not.
+    #[test]
+    fn import_tasks_paths_may_be_templates_of_what_is_known_at_load() {
+        let dir = tree(&[
+            ("roles/r/defaults/main.yml", "part: extra\n"),
+            (
+                "roles/r/tasks/main.yml",
+                "- import_tasks: \"{{ role_path }}/tests/{{ part }}.yml\"\n",
+            ),
+            ("roles/r/tests/extra.yml", "- name: from tests\n  ping:\n"),
+            ("site.yml", "- hosts: all\n  roles: [r]\n"),
+        ]);
+        let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
+        assert_eq!(names(&play.tasks), ["from tests"]);
+
+        let dir = tree(&[(
+            "site.yml",
+            "- hosts: all\n  tasks:\n    - import_tasks: \"{{ inventory_hostname }}.yml\"\n",
+        )]);
+        let err = load(&dir).unwrap_err().to_string();
+        assert!(
+            err.contains("import_tasks is resolved when the playbook loads")
+                && err.contains("'inventory_hostname' is undefined"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -87,6 +87,7 @@ mod wait_for_probe;
 mod yum_repository;
 
 pub use registry::{all, collection_module, find, is_implemented, suggest};
+pub use setup::with_task_environment;
 pub use spec::{Args, Spec};
 
 /// Arguments after templating, before they are checked against the module's spec.

@@ -103,6 +103,22 @@ impl Module for Setup {
     }
 }
 
+/// The task's `environment` in the `ansible_env` fact: Ansible's setup module runs with it
+/// and reports its own process environment, while the agent reads the one it started with.
+pub fn with_task_environment(outcome: &mut TaskOutcome, env: &[(String, String)]) {
+    if env.is_empty() {
+        return;
+    }
+    let Some(Value::Object(facts)) = outcome.data.get_mut("ansible_facts") else {
+        return;
+    };
+    if let Some(Value::Object(seen)) = facts.get_mut("ansible_env") {
+        for (k, v) in env {
+            seen.insert(k.clone(), Value::String(v.clone()));
+        }
+    }
+}
+
 /// Interpreters tried when the host sets no `ansible_python_interpreter`: Ansible's
 /// `INTERPRETER_PYTHON_FALLBACK`.
 const PYTHON_FALLBACK: &[&str] = &[

@@ -805,3 +805,33 @@ fn break_when_stops_a_loop_and_bad_loop_control_fails_at_run_time() {
         out.stdout
     );
 }
+
+/// ansible-playbook 2.21 on the same play: a play environment that reads `ansible_env`
+/// leaves that entry out while facts are gathered (the other entries reach the setup
+/// module's environment, so its `ansible_env` shows them), then applies it to commands.
+#[test]
+fn a_play_environment_reading_ansible_env_waits_for_the_facts() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  environment:
+    PATH: '{{ ansible_env.PATH + ":/lola" }}'
+    lola: ido
+  tasks:
+    - assert:
+        that:
+          - "'/lola' not in ansible_env.PATH"
+          - ansible_env.lola == 'ido'
+    - shell: echo "$lola $PATH"
+      register: r
+    - debug:
+        msg: "{{ r.stdout.endswith(':/lola') }} {{ r.stdout.split(' ')[0] }}"
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "\"msg\": \"True ido\"");
+    assert_eq!(out.recap("h"), crate::support::run::recap(4, 1));
+}

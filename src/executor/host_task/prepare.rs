@@ -620,11 +620,37 @@ pub(super) fn task_environment(
             task.location
         )
     };
+    // Ansible leaves out an entry that reads `ansible_env` before facts give it (the
+    // play's `PATH: "{{ ansible_env.PATH }}:/x"` while facts are gathered).
+    let render = |value: &Value| match ctx.templar.render_value(value, vars) {
+        Err(TemplateError::Undefined { name, .. })
+            if name == "ansible_env"
+                || name.starts_with("ansible_env.")
+                || name.starts_with("ansible_facts.env") =>
+        {
+            Ok(None)
+        }
+        other => other.map(Some).map_err(|e| template_failure(task, &e)),
+    };
     for layer in play.environment.iter().chain(&task.keywords.environment) {
-        let rendered = ctx
-            .templar
-            .render_value(layer, vars)
-            .map_err(|e| template_failure(task, &e))?;
+        let rendered = match layer {
+            Value::Object(entries) => {
+                let mut kept = Map::new();
+                for (k, v) in entries {
+                    let Some(v) = render(v)? else { continue };
+                    let k = match render(&Value::String(k.clone()))? {
+                        Some(Value::String(k)) => k,
+                        _ => k.clone(),
+                    };
+                    kept.insert(k, v);
+                }
+                Value::Object(kept)
+            }
+            other => match render(other)? {
+                Some(rendered) => rendered,
+                None => continue,
+            },
+        };
         // One mapping, or a list of them merged in order; `omit` leaves an entry out.
         let maps: Vec<Map<String, Value>> = match rendered {
             Value::Object(map) => vec![map],

@@ -33,6 +33,9 @@ pub(crate) struct HostVars {
     ctx: Weak<RunContext>,
     playbook_dir: PathBuf,
     built: Mutex<HashMap<String, MjValue>>,
+    /// Hosts whose variables are being resolved: a template of theirs that reads their
+    /// own `hostvars` sees them as written instead of recursing.
+    resolving: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for HostVars {
@@ -47,6 +50,7 @@ impl HostVars {
             ctx,
             playbook_dir,
             built: Mutex::new(HashMap::new()),
+            resolving: Mutex::new(Default::default()),
         }
     }
 }
@@ -62,7 +66,23 @@ impl Object for HostVars {
             return Some(built.clone());
         }
         let ctx = self.ctx.upgrade()?;
-        let vars = one_host(&ctx, &self.playbook_dir, name)?;
+        let (mut vars, keep) = one_host(&ctx, &self.playbook_dir, name)?;
+        // Ansible templates what hostvars holds when it is read, as any variable.
+        if !self
+            .resolving
+            .lock()
+            .expect("hostvars lock")
+            .insert(name.to_string())
+        {
+            return Some(MjValue::from_serialize(&vars));
+        }
+        super::vars::resolve_hostvars_templates(
+            &ctx.templar,
+            &mut vars,
+            |k| keep.contains(k),
+            &MjValue::from_dyn_object(self.clone()),
+        );
+        self.resolving.lock().expect("hostvars lock").remove(name);
         let value = MjValue::from_serialize(&vars);
         self.built
             .lock()
@@ -95,11 +115,13 @@ impl Object for HostVars {
 /// group_vars/host_vars files), facts, include_vars, set facts, registered results, extra vars and its
 /// own magic variables; not the play's or task's vars. `None` for a host the inventory
 /// does not know.
+/// With the names that hold data rather than templates (facts, registered results).
 fn one_host(
     ctx: &RunContext,
     playbook_dir: &std::path::Path,
     name: &str,
-) -> Option<Map<String, Value>> {
+) -> Option<(Map<String, Value>, std::collections::HashSet<String>)> {
+    let mut keep = std::collections::HashSet::new();
     let (added, group_names) = {
         let runtime = ctx.runtime.lock().expect("runtime lock");
         (
@@ -117,8 +139,11 @@ fn one_host(
         let facts = state.facts.lock().expect("facts lock").clone();
         for (k, v) in &facts {
             vars.insert(format!("ansible_{k}"), v.clone());
+            keep.insert(format!("ansible_{k}"));
         }
         vars.insert("ansible_facts".into(), Value::Object(facts));
+        keep.insert("ansible_facts".into());
+        keep.extend(state.registered.lock().expect("vars lock").keys().cloned());
         for layer in [&state.included_vars, &state.set_facts, &state.registered] {
             for (k, v) in layer.lock().expect("vars lock").iter() {
                 vars.insert(k.clone(), v.clone());
@@ -138,7 +163,7 @@ fn one_host(
     );
     vars.insert("ansible_version".into(), ansible_version());
     vars.insert("omit".into(), Value::from(OMIT));
-    Some(vars)
+    Some((vars, keep))
 }
 
 #[cfg(test)]

@@ -220,6 +220,22 @@ pub(super) fn layered_vars(
     Ok(vars)
 }
 
+/// [`resolve_nested_templates`] for what `hostvars[name]` holds: every variable holding a
+/// template but those `keep` names (registered results and facts are data, not templates).
+pub(super) fn resolve_hostvars_templates(
+    templar: &Templar,
+    vars: &mut Map<String, Value>,
+    keep: impl Fn(&str) -> bool,
+    hostvars: &minijinja::Value,
+) {
+    let pending: Vec<String> = vars
+        .iter()
+        .filter(|(k, v)| holds_template(v) && !keep(k))
+        .map(|(k, _)| k.clone())
+        .collect();
+    resolve_nested_templates(templar, vars, pending, hostvars);
+}
+
 /// Passes a variable may need before every template inside it is resolved
 /// (`a: "{{ b }}"`, `b: "{{ c }}"`, ...); deeper chains are left as they are.
 const MAX_TEMPLATE_DEPTH: usize = 8;
@@ -251,8 +267,11 @@ fn resolve_nested_templates(
         for key in pending {
             let rendered = match templar.render_value(&vars[&key], &context) {
                 Ok(rendered) => rendered,
+                // It may name one not resolved yet (`all: "{{ hostvars[h] }}"` before
+                // `x: "{{ all.y }}"`): tried again while the others change.
                 Err(TemplateError::Undefined { .. }) => {
                     failed.remove(&key);
+                    still.push(key);
                     continue;
                 }
                 Err(

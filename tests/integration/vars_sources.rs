@@ -324,3 +324,27 @@ fn vars_prompt_takes_extra_vars_or_the_default_and_never_waits() {
         "stable ops"
     );
 }
+
+/// ansible-playbook 2.21 (its filter_mathstuff target): what `hostvars` holds is templated
+/// when read, and a variable naming another not resolved yet is tried again.
+#[test]
+fn hostvars_values_are_templated_when_read() {
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - vars:
+        all_vars: "{{ hostvars[inventory_hostname] }}"
+        test_var: "{{ all_vars.foo }}"
+      block:
+        - include_vars: {file: later.yml}
+        - debug: msg="{{ test_var }}|{{ hostvars[inventory_hostname].foo }}"
+"#,
+        )
+        .file("later.yml", "foo: \"{{ bar }}\"\nbar: test\n")
+        .local_hosts(&LocalHosts::new(&["h"]))
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "\"msg\": \"test|test\"");
+}

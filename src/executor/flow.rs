@@ -319,7 +319,11 @@ impl PlayRun<'_> {
         let Some(first) = runners.first() else {
             return name;
         };
-        if !crate::template::is_template(&name) {
+        // An unnamed task shows its action as written, a templated one too (Ansible
+        // templates names, not the action it falls back to).
+        if !crate::template::is_template(&name)
+            || (task.name.is_none() && crate::modules::templated_action::is_stand_in(task.module))
+        {
             return name;
         }
         let play = &self.playbook.plays[self.play_index];

@@ -75,6 +75,7 @@ mod systemd;
 mod sysvinit;
 mod tempfile;
 mod template;
+pub mod templated_action;
 mod text_file;
 mod unarchive;
 mod unarchive_tar;

@@ -105,8 +105,15 @@ impl Loader<'_> {
         let (written, args) = match &node.value {
             Value::Str(s) => {
                 let s = s.trim_start();
-                let (name, rest) = s.split_once(char::is_whitespace).unwrap_or((s, ""));
-                (name.to_string(), ActionArgs::Text(rest.to_string()))
+                // The name may itself be a template with spaces inside (`{{ prefix }}file`).
+                let end = crate::kv_args::split_args(s)
+                    .first()
+                    .map_or(s.len(), |token| token.end);
+                let (name, rest) = s.split_at(end);
+                (
+                    name.to_string(),
+                    ActionArgs::Text(rest.trim_start().to_string()),
+                )
             }
             Value::Map(entries) => {
                 let module = node.get("module").and_then(Node::as_str).ok_or_else(|| {
@@ -133,6 +140,10 @@ impl Loader<'_> {
                 ));
             }
         };
+        // A templated name is rendered, and its module found, per host when the task runs.
+        if modules::templated_action::is_templated(&written) {
+            return Ok((written, &modules::templated_action::TemplatedAction, args));
+        }
         let module = self
             .find_module(&written, inherited)
             .ok_or_else(|| self.unknown_action(&written, node.span))?;
@@ -272,6 +283,17 @@ mod tests {
         assert_eq!(t.args["_raw_params"], json!("touch /x"));
         assert_eq!(t.keywords.delegate_to.as_deref(), Some("localhost"));
         assert!(t.unsupported.is_empty());
+        // A templated name waits for the host's variables; its arguments are k=v already.
+        let t = task("action: \"{{ prefix }}file path=/x state=absent\"");
+        assert_eq!(t.action, "{{ prefix }}file");
+        assert!(crate::modules::templated_action::is_stand_in(t.module));
+        assert_eq!(
+            Json::Object(t.args),
+            json!({"path": "/x", "state": "absent"})
+        );
+        let t = task("action:\n  module: '{{ m }}'\n  msg: hi");
+        assert_eq!(t.action, "{{ m }}");
+        assert!(crate::modules::templated_action::is_stand_in(t.module));
     }
 
     #[test]

@@ -19,7 +19,7 @@ ARCHIVE="ansible_core-$VERSION.tar.gz"
 TOP="ansible_core-$VERSION"
 
 stamp="$dest/.fetched"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$SHA256" && -d "$dest/targets" ]]; then
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$SHA256" && -d "$dest/targets" && -d "$dest/lib/ansible" ]]; then
     echo "conformance: ansible-core $VERSION targets already fetched"
     exit 0
 fi
@@ -45,12 +45,16 @@ if [[ "$got" != "$SHA256" ]]; then
     exit 1
 fi
 
-rm -rf "${dest:?}/targets" "$dest/COPYING" "$dest/.unpack"
-mkdir -p "$dest/.unpack"
-# GNU tar refuses absolute paths and `..` members by default; only the targets and the
-# licence, which travels with them, are extracted.
-tar -xzf "$archive" -C "$dest/.unpack" "$TOP/test/integration/targets" "$TOP/COPYING"
+rm -rf "${dest:?}/targets" "$dest/lib" "$dest/COPYING" "$dest/.unpack"
+mkdir -p "$dest/.unpack" "$dest/lib"
+# GNU tar refuses absolute paths and `..` members by default; only the targets, the
+# licence, which travels with them, and ansible-core's own package are extracted. The
+# package is the controller-side ansible-core an ansible-test run has installed: turbo-play
+# packs its module_utils for the targets' `library/` modules (run.py points
+# TURBO_ANSIBLE_PYTHON at it); nothing is installed.
+tar -xzf "$archive" -C "$dest/.unpack" "$TOP/test/integration/targets" "$TOP/lib/ansible" "$TOP/COPYING"
 mv "$dest/.unpack/$TOP/test/integration/targets" "$dest/targets"
+mv "$dest/.unpack/$TOP/lib/ansible" "$dest/lib/ansible"
 mv "$dest/.unpack/$TOP/COPYING" "$dest/COPYING"
 rm -rf "$dest/.unpack"
 echo "$SHA256" >"$stamp"

@@ -212,6 +212,14 @@ class Runner:
         # controller Python they mean; turbo-play has none, so it is this one.
         for name in ("python", "python3"):
             (self.bin_dir / name).symlink_to(sys.executable)
+        # The ansible-core an ansible-test controller has installed, unpacked by fetch.sh
+        # (never installed): turbo-play packs its module_utils for the targets' own
+        # `library/` modules. Only turbo-play is pointed at it (TURBO_ANSIBLE_PYTHON), so the
+        # targets' scripts still see no Python Ansible.
+        (self.bin_dir / "ansible-core-python").write_text(
+            "#!/bin/sh\n"
+            f"PYTHONPATH='{FETCHED / 'lib'}' exec '{sys.executable}' \"$@\"\n")
+        (self.bin_dir / "ansible-core-python").chmod(0o755)
         (self.bin_dir / "virtualenv.sh").write_text(
             "# Sourced by targets: a fresh virtual environment in OUTPUT_DIR, activated.\n"
             'rm -rf "${OUTPUT_DIR}/venv"\n'
@@ -339,6 +347,7 @@ class Runner:
             "LC_ALL": configured_locale(),
             "PATH": os.pathsep.join([str(self.bin_dir)] + without_ansible(os.environ.get("PATH", os.defpath))),
             "HOME": os.environ["HOME"],
+            "TURBO_ANSIBLE_PYTHON": str(self.bin_dir / "ansible-core-python"),
         }
         for optional in ("LD_LIBRARY_PATH", "SSH_AUTH_SOCK", "SSH_SK_PROVIDER", "ANSIBLE_KEEP_REMOTE_FILES",
                          "LDFLAGS", "CFLAGS"):

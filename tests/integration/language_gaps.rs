@@ -527,3 +527,53 @@ fn validate_argspec_checks_the_plays_variables_against_its_meta_file() {
         unknown.stderr
     );
 }
+
+/// ansible-playbook 2.21: a module name that is a template is rendered per host when the
+/// task runs (`debug` on one host, `ping` on the other), k=v arguments after it included;
+/// the banner shows the action as written; a name that resolves to no module fails the
+/// task with Ansible's message.
+#[test]
+fn a_templated_action_name_is_resolved_per_host_when_the_task_runs() {
+    let hosts = LocalHosts::new(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all
+  gather_facts: no
+  vars:
+    prefix: ansible.builtin.
+  tasks:
+    - set_fact:
+        m: \"{{ 'debug' if inventory_hostname == 'h1' else 'ping' }}\"
+    - action:
+        module: \"{{ m }}\"
+      register: out
+    - action: \"{{ prefix }}file path=~/made-{{ inventory_hostname }} state=touch\"
+    - action: \"{{ 'nope' }} a=1\"
+      ignore_errors: true
+      register: bad
+    - debug:
+        msg: \"{{ out.ping | default('no ping') }} {{ bad.msg }}\"
+",
+        )
+        .local_hosts(&hosts)
+        .args(&["--forks", "1"])
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "TASK [{{ m }}] ***");
+    assert_contains(
+        &out,
+        "ok: [h1] => {\n    \"msg\": \"Hello world!\"\n}\nok: [h2]\n",
+    );
+    assert_contains(&out, "TASK [{{ prefix }}file] ***");
+    assert!(exists(hosts.home(), "made-h1") && exists(hosts.home(), "made-h2"));
+    assert_contains(
+        &out,
+        "fatal: [h1]: FAILED! => {\"changed\": false, \"msg\": \"Task failed: Cannot resolve 'nope' to an action or module.\"}\n...ignoring",
+    );
+    assert_contains(
+        &out,
+        "\"msg\": \"pong Task failed: Cannot resolve 'nope' to an action or module.\"",
+    );
+    assert_eq!(out.recap("h1").ok, 5, "{}", out.stdout);
+    assert_eq!(out.recap("h2").ignored, 1, "{}", out.stdout);
+}

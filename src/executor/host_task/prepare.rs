@@ -69,6 +69,10 @@ pub(super) fn prepare_from<'t>(
     };
     // `no_log`/`ignore_errors` written as templates are decided here, per host.
     let decided = task.with_switches_decided(&ctx.templar, &base)?;
+    let decided = match resolve_templated_action(ctx, decided.as_ref().unwrap_or(task), &base)? {
+        Some(resolved) => Some(resolved),
+        None => decided,
+    };
     let decided_task = decided.as_ref().unwrap_or(task);
     let attempts = match Attempts::of(decided_task, &ctx.templar, &base) {
         Ok(attempts) => attempts,
@@ -113,6 +117,35 @@ pub(super) fn prepare_from<'t>(
         items,
         pause,
     })
+}
+
+/// A task whose module name is a template, with the name rendered for this host and the
+/// module it names in place, as Ansible's post-validation of `action` does.
+fn resolve_templated_action(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+) -> Result<Option<Task>, String> {
+    use crate::modules::templated_action;
+    if !templated_action::is_stand_in(task.module) {
+        return Ok(None);
+    }
+    let rendered = ctx
+        .templar
+        .render_value(&Value::String(task.action.clone()), vars)
+        .map_err(|e| e.to_string())?;
+    let name = match &rendered {
+        Value::String(s) if s == crate::template::OMIT => {
+            return Err("Task failed: Omit is not valid for the `action` keyword.".to_string());
+        }
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let module = templated_action::resolve(&name)?;
+    let mut resolved = task.clone();
+    resolved.action = name.trim().to_string();
+    resolved.module = module;
+    Ok(Some(resolved))
 }
 
 /// Whether, and as whom, the task becomes another user on this host, as Ansible decides

@@ -45,6 +45,7 @@ mod group;
 mod include;
 mod include_vars;
 mod inventory_edit;
+mod known_hosts;
 mod lineinfile;
 mod meta;
 mod package;

@@ -76,7 +76,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("include_tasks", Native(&include::IncludeTasks)),
     ("include_vars", Native(&include_vars::IncludeVars)),
     ("iptables", NOT_YET),
-    ("known_hosts", NOT_YET),
+    ("known_hosts", Native(&super::known_hosts::KnownHosts)),
     ("lineinfile", Native(&lineinfile::LineInFile)),
     ("meta", Native(&meta::Meta)),
     ("mount_facts", NOT_YET),

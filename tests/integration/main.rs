@@ -16,6 +16,7 @@ mod facts;
 mod faults;
 mod fetch_find;
 mod file_modules;
+mod known_hosts;
 mod language_gaps;
 mod loops_keywords;
 mod module_args;

@@ -42,6 +42,7 @@ mod find_filters;
 mod gather_facts;
 mod getent;
 mod group;
+mod hostname;
 mod include;
 mod include_vars;
 mod inventory_edit;

@@ -71,7 +71,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("git", NOT_YET),
     ("group", Native(&super::group::Group)),
     ("group_by", Native(&inventory_edit::GroupBy)),
-    ("hostname", NOT_YET),
+    ("hostname", Native(&super::hostname::Hostname)),
     ("include_role", Native(&include::IncludeRole)),
     ("include_tasks", Native(&include::IncludeTasks)),
     ("include_vars", Native(&include_vars::IncludeVars)),

@@ -107,3 +107,77 @@ fn git_mount_facts_and_friends_register_what_ansible_registers() {
     assert!(dir.join("mirror.git/HEAD").is_file());
     assert!(!dir.join("never").exists());
 }
+
+/// ansible.posix's authorized_key and mount (`state: present` into the test's own fstab:
+/// nothing is mounted) and community.general's archive, from ansible 14.5.0's collections,
+/// against what ansible-playbook 2.21.5 registered (tests/python_modules/collection_rows/).
+#[test]
+fn authorized_key_mount_and_archive_register_what_ansible_registers() {
+    let test = "authorized_key_mount_and_archive_register_what_ansible_registers";
+    let Some((core, collections)) = controller_side(test) else {
+        return;
+    };
+    let fixture = Path::new(FIXTURES).join("collection_rows");
+    let run = TestRun::new();
+    let dir = run.dir().join("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_text = dir.to_str().unwrap();
+    let site = std::fs::read_to_string(fixture.join("site.yml")).unwrap();
+    let run = with_controller(run, &core, &collections)
+        .playbook(&site)
+        .inventory("localhost ansible_connection=local\n")
+        .args(&["-e", &format!("d={dir_text}")]);
+    let out = run.run();
+    out.assert_code(0);
+    assert_eq!(
+        out.recap("localhost"),
+        crate::support::run::recap(9, 5),
+        "{}",
+        out.stdout
+    );
+    let got: serde_json::Map<String, Value> =
+        crate::everyday_modules::results(&out).into_iter().collect();
+    let recorded = std::fs::read_to_string(fixture.join("expected-local.json"))
+        .unwrap()
+        .replace("DIR", dir_text);
+    let want: serde_json::Map<String, Value> = serde_json::from_str(&recorded).unwrap();
+    // archive lists files in the directory's own order, which differs between filesystems.
+    let sorted = |mut v: Value| {
+        if let Some(Value::Array(list)) = v.get_mut("archived") {
+            list.sort_by_key(|x| x.to_string());
+        }
+        v
+    };
+    assert_eq!(got.len(), want.len(), "{}", out.stdout);
+    for (task, expected) in want {
+        assert_eq!(
+            sorted(got[&task].clone()),
+            sorted(expected),
+            "task {task}\n{}",
+            out.stdout
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("ak/authorized_keys")).unwrap(),
+        "from=\"10.0.0.1\" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPl6M6n0ys/6f0HFKdgIj0V5O+9Bl8RSmjBXDaGqZZRe k@test\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("fstab")).unwrap(),
+        "/dev/sdz1 /mnt/data ext4 noatime 0 0\n"
+    );
+    let listed = std::process::Command::new("tar")
+        .arg("tzf")
+        .arg(dir.join("tree.tar.gz"))
+        .output()
+        .expect("tar");
+    let mut names: Vec<&str> = std::str::from_utf8(&listed.stdout)
+        .unwrap()
+        .lines()
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["tree/a.txt", "tree/b.txt"],
+        "as Ansible's archive held"
+    );
+}

@@ -2,32 +2,15 @@
 //! recorded in fixtures/known_hosts/): every task's registered result (diff included),
 //! the files left, the recap, and a second run over what the first left.
 
-use crate::everyday_modules::results;
+use crate::everyday_modules::assert_recorded;
 use crate::support::hosts::LocalHosts;
-use crate::support::run::{Outcome, Recap, TestRun, file_bytes_and_mode, recap};
+use crate::support::run::{Recap, TestRun, file_bytes_and_mode, recap};
 
 const PLAYBOOK: &str = include_str!("fixtures/known_hosts/site.yml");
 const FIRST_RUN: &str = include_str!("fixtures/known_hosts/first_run.jsonl");
 const SECOND_RUN: &str = include_str!("fixtures/known_hosts/second_run.jsonl");
 
 const OTHER: &[u8] = b"[other.org]:2222,10.0.0.9 ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBNu8ZmvpfYdLbH5W8uKbcEztWGxq4d6CEiOuSX3L2pXbW1tLdnNTiLkTdgmqFpB6wCmqDRBmfV4PwS7Hy4gmcmc=\n";
-
-#[track_caller]
-fn assert_recorded(out: &Outcome, dir: &str, recorded: &str) {
-    let got = results(out);
-    let want: Vec<(String, serde_json::Value)> = recorded
-        .lines()
-        .map(|line| {
-            let v: serde_json::Value = serde_json::from_str(&line.replace("DIR", dir)).unwrap();
-            (v["task"].as_str().unwrap().to_string(), v["result"].clone())
-        })
-        .collect();
-    assert_eq!(got.len(), want.len(), "{}", out.stdout);
-    for ((name, value), (want_name, want_value)) in got.iter().zip(&want) {
-        assert_eq!(name, want_name);
-        assert_eq!(value, want_value, "task {name}\n{}", out.stdout);
-    }
-}
 
 #[test]
 fn known_hosts_writes_what_ansible_wrote() {
@@ -44,7 +27,7 @@ fn known_hosts_writes_what_ansible_wrote() {
 
     let first = run.run();
     first.assert_code(0);
-    assert_recorded(&first, dir_text, FIRST_RUN);
+    assert_recorded(&first, &FIRST_RUN.replace("DIR", dir_text));
     assert_eq!(first.recap("h"), expected(10), "{}", first.stdout);
     // `ssh-keygen -R` left the file it removed the host from as kh.old, as under Ansible.
     assert_eq!(file_bytes_and_mode(&dir.join("kh")), (Vec::new(), 0o644));
@@ -73,7 +56,7 @@ fn known_hosts_writes_what_ansible_wrote() {
 
     let again = run.run();
     again.assert_code(0);
-    assert_recorded(&again, dir_text, SECOND_RUN);
+    assert_recorded(&again, &SECOND_RUN.replace("DIR", dir_text));
     assert_eq!(again.recap("h"), expected(9), "{}", again.stdout);
     assert_eq!(
         std::fs::read_to_string(dir.join("hashed")).unwrap(),

@@ -346,3 +346,32 @@ fn hostname_writes_etc_hostname_as_ansible_did() {
         again.stdout
     );
 }
+
+/// command and shell with each of their arguments (executable, stdin, stdin_add_newline,
+/// strip_empty_ends, expand_argument_vars, argv, creates/removes with globs, chdir, check
+/// mode, a program that cannot start) against ansible-playbook 2.21's registered results
+/// (fixtures/command_args/).
+#[test]
+fn every_command_and_shell_argument_registers_what_ansible_registered() {
+    let hosts = LocalHosts::new(&["localhost"]);
+    let home = hosts.home().to_str().unwrap().to_string();
+    let run = TestRun::new()
+        .playbook(include_str!("fixtures/command_args/site.yml"))
+        .local_hosts(&hosts);
+    let out = run.run();
+    out.assert_code(0);
+    crate::everyday_modules::assert_recorded(
+        &out,
+        &include_str!("fixtures/command_args/expected.jsonl").replace("HOMEDIR", &home),
+    );
+    assert_eq!(
+        out.recap("localhost"),
+        Recap {
+            skipped: 1,
+            ignored: 5,
+            ..recap(23, 14)
+        },
+        "{}",
+        out.stdout
+    );
+}

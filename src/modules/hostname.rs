@@ -120,7 +120,7 @@ impl Module for Hostname {
             Next::new(move |reply| {
                 let probe = match probe_of(reply) {
                     Ok(probe) => probe,
-                    Err(out) => return Ok(Plan::Done(out)),
+                    Err(out) => return Ok(Plan::Done(*out)),
                 };
                 Ok(run(name, used.as_deref(), check, probe))
             }),
@@ -150,9 +150,9 @@ fn argv(words: &[&str]) -> Exec {
     }
 }
 
-fn probe_of(reply: OpResult) -> Result<Probe, TaskOutcome> {
+fn probe_of(reply: OpResult) -> Result<Probe, Box<TaskOutcome>> {
     let OpResult::Batch(replies) = reply else {
-        return Err(super::unexpected("hostname", reply));
+        return Err(Box::new(super::unexpected("hostname", reply)));
     };
     let mut probe = Probe::default();
     let mut replies = replies.into_iter();
@@ -171,10 +171,10 @@ fn probe_of(reply: OpResult) -> Result<Probe, TaskOutcome> {
             }
         }
         other => {
-            return Err(super::unexpected(
+            return Err(Box::new(super::unexpected(
                 "hostname",
                 other.unwrap_or(OpResult::Batch(vec![])),
-            ));
+            )));
         }
     }
     if let Some(OpResult::Exec(found)) = replies.next() {
@@ -275,7 +275,7 @@ fn systemd(name: String, check: bool, probe: Probe) -> Plan {
         Next::new(move |reply| {
             let outs = match exec_outputs(reply) {
                 Ok(outs) => outs,
-                Err(out) => return Ok(Plan::Done(out)),
+                Err(out) => return Ok(Plan::Done(*out)),
             };
             let [current, permanent] = [outs[0].trim().to_string(), outs[1].trim().to_string()];
             let mut writes = Vec::new();
@@ -310,7 +310,7 @@ fn systemd(name: String, check: bool, probe: Probe) -> Plan {
                 Op::Batch(writes),
                 Next::new(move |reply| match exec_outputs(reply) {
                     Ok(_) => Ok(Plan::Done(done)),
-                    Err(out) => Ok(Plan::Done(out)),
+                    Err(out) => Ok(Plan::Done(*out)),
                 }),
             ))
         }),
@@ -318,22 +318,22 @@ fn systemd(name: String, check: bool, probe: Probe) -> Plan {
 }
 
 /// Each command's stdout, or the first failure in Ansible's words.
-fn exec_outputs(reply: OpResult) -> Result<Vec<String>, TaskOutcome> {
+fn exec_outputs(reply: OpResult) -> Result<Vec<String>, Box<TaskOutcome>> {
     let OpResult::Batch(replies) = reply else {
-        return Err(super::unexpected("hostname", reply));
+        return Err(Box::new(super::unexpected("hostname", reply)));
     };
     let mut outs = Vec::new();
     for reply in replies {
         let OpResult::Exec(e) = reply else {
-            return Err(super::unexpected("hostname", reply));
+            return Err(Box::new(super::unexpected("hostname", reply)));
         };
         let out = String::from_utf8_lossy(&e.stdout).into_owned();
         if e.rc != 0 {
-            return Err(TaskOutcome::failed(format!(
+            return Err(Box::new(TaskOutcome::failed(format!(
                 "Command failed rc={}, out={out}, err={}",
                 e.rc,
                 String::from_utf8_lossy(&e.stderr)
-            )));
+            ))));
         }
         outs.push(out);
     }

@@ -201,14 +201,14 @@ fn look_up(request: Request, current: Current) -> Plan {
                         return Ok(Plan::Done(out));
                     }
                     Some(Ok(_)) => {}
-                    Some(Err(out)) => return Ok(Plan::Done(out)),
+                    Some(Err(out)) => return Ok(Plan::Done(*out)),
                     None => return Ok(Plan::Done(missing_reply())),
                 }
             }
             let found = match search.map(exec_of) {
                 None => None,
                 Some(Ok(found)) => Some(found),
-                Some(Err(out)) => return Ok(Plan::Done(out)),
+                Some(Err(out)) => return Ok(Plan::Done(*out)),
             };
             Ok(decide(request, current, found))
         }),
@@ -220,17 +220,18 @@ fn missing_reply() -> TaskOutcome {
 }
 
 /// An `Exec` reply as `(rc, stdout, stderr)`, or the task's failure.
-fn exec_of(reply: OpResult) -> Result<(i32, String, String), TaskOutcome> {
+fn exec_of(reply: OpResult) -> Result<(i32, String, String), Box<TaskOutcome>> {
     match reply {
+        // The agent could not start it: Ansible's `get_bin_path` failure, first thing.
+        OpResult::Exec(e) if e.msg.contains("(os error ") => Err(Box::new(TaskOutcome::failed(
+            "Failed to find required executable \"ssh-keygen\" in paths",
+        ))),
         OpResult::Exec(e) => Ok((
             e.rc,
             String::from_utf8_lossy(&e.stdout).into_owned(),
             String::from_utf8_lossy(&e.stderr).into_owned(),
         )),
-        OpResult::Error(e) if e.message.contains("No such file") => Err(TaskOutcome::failed(
-            "Failed to find required executable \"ssh-keygen\" in paths",
-        )),
-        other => Err(text_file::agent_failure(other)),
+        other => Err(Box::new(text_file::agent_failure(other))),
     }
 }
 
@@ -419,7 +420,7 @@ fn decide(request: Request, current: Current, found: Option<(i32, String, String
                         out.data.insert("stderr".into(), json!(stderr));
                         return Ok(Plan::Done(out));
                     }
-                    Some(Err(out)) => return Ok(Plan::Done(out)),
+                    Some(Err(out)) => return Ok(Plan::Done(*out)),
                     None => return Ok(Plan::Done(missing_reply())),
                 }
                 let stat = match stat {

@@ -284,14 +284,14 @@ mod tests {
         assert!(find("community.general.copy").is_none());
         assert!(find("nope").is_none());
         // Ansible's own modules load even when turbo-play cannot run them yet.
-        assert_eq!(find("ansible.builtin.iptables").unwrap().name(), "iptables");
+        assert_eq!(find("ansible.builtin.reboot").unwrap().name(), "reboot");
         assert_eq!(
             find("ansible.legacy.lineinfile").unwrap().name(),
             "lineinfile"
         );
         assert!(find("community.general.ufw").is_none());
         assert!(is_implemented("ansible.builtin.copy"));
-        assert!(!is_implemented("iptables"));
+        assert!(!is_implemented("reboot"));
         assert!(!is_implemented("nope"));
         for m in all() {
             assert!(std::ptr::eq(find(m.name()).unwrap(), m));
@@ -300,15 +300,15 @@ mod tests {
 
     #[test]
     fn an_unsupported_module_fails_when_it_runs() {
-        let iptables = find("iptables").expect("iptables is an Ansible module");
-        let outcome = placeholder_outcome(iptables);
+        let reboot = find("reboot").expect("reboot is an Ansible module");
+        let outcome = placeholder_outcome(reboot);
         assert!(outcome.failed);
         assert!(!outcome.changed);
         assert!(
             outcome
                 .msg
                 .unwrap()
-                .starts_with("the 'iptables' module is not supported by turbo-play yet")
+                .starts_with("the 'reboot' module is not supported by turbo-play yet")
         );
         assert!(find("script").unwrap().caps().free_form);
         assert!(!find("package").unwrap().caps().free_form);

@@ -188,9 +188,28 @@ fn cmd_from(command: &Command) -> Value {
 }
 
 fn exec_result(module: &str, cmd: Value, args: &Args, result: OpResult) -> TaskOutcome {
-    let OpResult::Exec(x) = result else {
-        return unexpected(module, result);
+    let x = match result {
+        OpResult::Exec(x) => x,
+        OpResult::Error(e) if e.message.starts_with(CHDIR_FAILED) => {
+            return not_run(cmd, None, format!("{CHDIR_FAILED}."));
+        }
+        other => return unexpected(module, other),
     };
+    if let Some(errno) = spawn_errno(&x) {
+        // What `run_command` answers when the program cannot be started: its arguments
+        // joined as `_clean_args` shows them, the errno as rc.
+        let joined = match &cmd {
+            Value::Array(words) => Value::String(
+                words
+                    .iter()
+                    .map(|w| python_quote(w.as_str().unwrap_or_default()))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            other => other.clone(),
+        };
+        return not_run(joined, Some(errno), "Error executing command.".into());
+    }
     let strip = args.bool("strip_empty_ends");
     let text = |bytes: &[u8]| {
         let s = String::from_utf8_lossy(bytes).into_owned();
@@ -238,6 +257,43 @@ fn exec_result(module: &str, cmd: Value, args: &Args, result: OpResult) -> TaskO
     TaskOutcome {
         changed,
         failed,
+        msg: Some(msg),
+        data,
+        ..TaskOutcome::default()
+    }
+}
+
+const CHDIR_FAILED: &str = "Unable to change directory before execution";
+
+/// The errno of a program the agent could not start (`... (os error N): program`).
+fn spawn_errno(x: &ExecOutcome) -> Option<i32> {
+    let rest = x.msg.split("(os error ").nth(1)?;
+    rest.split(')').next()?.parse().ok()
+}
+
+/// Python's `shlex.quote`.
+fn python_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\"'\"'"))
+    }
+}
+
+/// A command that never ran: Ansible's failure with empty output.
+fn not_run(cmd: Value, rc: Option<i32>, msg: String) -> TaskOutcome {
+    let mut data = serde_json::Map::new();
+    data.insert("cmd".into(), cmd);
+    if let Some(rc) = rc {
+        data.insert("rc".into(), json!(rc));
+    }
+    for key in ["stdout", "stderr"] {
+        data.insert(key.into(), json!(""));
+        data.insert(format!("{key}_lines"), json!([]));
+    }
+    TaskOutcome {
+        failed: true,
         msg: Some(msg),
         data,
         ..TaskOutcome::default()
@@ -535,10 +591,39 @@ mod tests {
             &a,
             OpResult::Error(OpError {
                 kind: ErrorKind::NotFound,
-                message: "Unable to change directory before execution".into(),
+                message: "Unable to change directory before execution: /x is not a directory"
+                    .into(),
             }),
         );
-        assert!(out.failed);
+        assert!(out.failed && !out.changed);
+        assert_eq!(
+            out.msg.as_deref(),
+            Some("Unable to change directory before execution.")
+        );
+        assert_eq!(
+            Value::Object(out.data),
+            json!({"cmd": ["make"], "stdout": "", "stdout_lines": [], "stderr": "", "stderr_lines": []})
+        );
+    }
+
+    #[test]
+    fn a_program_that_cannot_start_is_ansibles_error_executing_command() {
+        let a = args(json!({"argv": ["/no/prog", "a b"]}));
+        let out = CommandModule.finish(
+            &a,
+            outcome(
+                true,
+                2,
+                "",
+                "No such file or directory (os error 2): /no/prog",
+            ),
+        );
+        assert!(out.failed && !out.changed);
+        assert_eq!(out.msg.as_deref(), Some("Error executing command."));
+        assert_eq!(
+            Value::Object(out.data),
+            json!({"cmd": "/no/prog 'a b'", "rc": 2, "stdout": "", "stdout_lines": [], "stderr": "", "stderr_lines": []})
+        );
     }
 
     #[test]

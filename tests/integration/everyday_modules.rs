@@ -26,6 +26,25 @@ pub(crate) fn results(out: &Outcome) -> Vec<(String, serde_json::Value)> {
     found
 }
 
+/// Compares every result with the recorded one, in order: one JSON object per line,
+/// `{"task": NAME, "result": {...}}`, as the tests' fixtures keep Ansible's.
+#[track_caller]
+pub(crate) fn assert_recorded(out: &Outcome, recorded: &str) {
+    let got = results(out);
+    let want: Vec<(String, serde_json::Value)> = recorded
+        .lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            (v["task"].as_str().unwrap().to_string(), v["result"].clone())
+        })
+        .collect();
+    assert_eq!(got.len(), want.len(), "{}", out.stdout);
+    for ((name, value), (want_name, want_value)) in got.iter().zip(&want) {
+        assert_eq!(name, want_name);
+        assert_eq!(value, want_value, "task {name}\n{}", out.stdout);
+    }
+}
+
 /// Compares every result with the recorded one (`run`'s first, then `first`'s); the
 /// `loose` names' messages need only share the recorded one's start up to its `(`.
 #[track_caller]

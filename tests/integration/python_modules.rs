@@ -16,11 +16,11 @@ use serde_json::Value;
 use crate::support::hosts::SshHosts;
 use crate::support::run::{Outcome, TestRun};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python_modules");
+pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python_modules");
 const TARGET_PYTHON: &str = "/usr/bin/python3";
 
 /// `(core, collections)` unpacked by fetch.sh, or why the test cannot run.
-fn controller_side(test: &str) -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn controller_side(test: &str) -> Option<(PathBuf, PathBuf)> {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/python-modules");
     let core = base.join("core");
     let collections = base.join("collections");
@@ -121,7 +121,7 @@ fn steady(mut results: Value) -> Value {
     results
 }
 
-fn with_controller(run: TestRun, core: &Path, collections: &Path) -> TestRun {
+pub(crate) fn with_controller(run: TestRun, core: &Path, collections: &Path) -> TestRun {
     run.env("PYTHONPATH", core.to_str().expect("utf-8"))
         .env("TURBO_ANSIBLE_PYTHON", TARGET_PYTHON)
         .env(

@@ -326,3 +326,52 @@ fn command_and_shell_arguments_do_what_ansible_did() {
     crate::everyday_modules::assert_results(&out, &home, &[], &recorded, &[]);
     assert_eq!(out.recap("h"), recap(10, 7), "{}", out.stdout);
 }
+
+/// hostname on a Debian host without systemd running (Ansible's FileStrategy): the
+/// /etc/hostname, results and recaps ansible-playbook left (tests/debian/hostname/expected/).
+/// Only ever on a Debian test host: the build machine's own name is never touched.
+#[test]
+fn hostname_writes_etc_hostname_as_ansible_did() {
+    if !crate::support::debian::available("hostname_writes_etc_hostname_as_ansible_did") {
+        return;
+    }
+    let (host, _first, again) = crate::support::debian_scenario::check("hostname");
+    assert_eq!(host.read("/etc/hostname"), b"web1.example.org\n");
+    // The running name is not the module's to change under FileStrategy.
+    assert_eq!(host.check_output(&["hostname"]), "debian-target\n");
+    assert_eq!(
+        again.stdout.matches("changed: [").count(),
+        1,
+        "{}",
+        again.stdout
+    );
+}
+
+/// command and shell with each of their arguments (executable, stdin, stdin_add_newline,
+/// strip_empty_ends, expand_argument_vars, argv, creates/removes with globs, chdir, check
+/// mode, a program that cannot start) against ansible-playbook 2.21's registered results
+/// (fixtures/command_args/).
+#[test]
+fn every_command_and_shell_argument_registers_what_ansible_registered() {
+    let hosts = LocalHosts::new(&["localhost"]);
+    let home = hosts.home().to_str().unwrap().to_string();
+    let run = TestRun::new()
+        .playbook(include_str!("fixtures/command_args/site.yml"))
+        .local_hosts(&hosts);
+    let out = run.run();
+    out.assert_code(0);
+    crate::everyday_modules::assert_recorded(
+        &out,
+        &include_str!("fixtures/command_args/expected.jsonl").replace("HOMEDIR", &home),
+    );
+    assert_eq!(
+        out.recap("localhost"),
+        Recap {
+            skipped: 1,
+            ignored: 5,
+            ..recap(23, 14)
+        },
+        "{}",
+        out.stdout
+    );
+}

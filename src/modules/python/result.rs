@@ -82,8 +82,52 @@ pub fn outcome(run: ModuleRun, timeout_secs: Option<u64>) -> TaskOutcome {
             );
         }
     }
+    for (text, lines) in [("stdout", "stdout_lines"), ("stderr", "stderr_lines")] {
+        // The controller splits a result's output into lines when the module did not
+        // (ansible's `_task.py`), whichever module it was.
+        if data.contains_key(text) && !data.contains_key(lines) {
+            let split = match data.get(text) {
+                Some(Value::String(s)) => python_splitlines(s),
+                _ => Vec::new(),
+            };
+            data.insert(lines.into(), Value::from(split));
+        }
+    }
     outcome.data = data;
     outcome
+}
+
+/// Python's `str.splitlines()`: every line without its ending.
+fn python_splitlines(text: &str) -> Vec<String> {
+    crate::modules::text_file::split_lines_keep(text)
+        .into_iter()
+        .map(|line| {
+            let end = line.strip_suffix("\r\n").map(str::len).unwrap_or_else(|| {
+                line.len()
+                    - line
+                        .chars()
+                        .last()
+                        .filter(|c| is_line_end(*c))
+                        .map_or(0, char::len_utf8)
+            });
+            line[..end].to_string()
+        })
+        .collect()
+}
+
+fn is_line_end(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r'
+            | '\x0b'
+            | '\x0c'
+            | '\x1c'
+            | '\x1d'
+            | '\x1e'
+            | '\u{85}'
+            | '\u{2028}'
+            | '\u{2029}'
+    )
 }
 
 /// The message of a serialized `WarningSummary` (or other summary of one event).
@@ -223,6 +267,17 @@ mod tests {
             stderr: Vec::new(),
             timed_out: false,
         }
+    }
+
+    #[test]
+    fn output_is_split_into_lines_as_the_controller_does() {
+        assert_eq!(
+            python_splitlines("a\r\nb\rc\n\nd"),
+            ["a", "b", "c", "", "d"]
+        );
+        let out = outcome(run(r#"{"stdout": "x\ny\n", "stderr": "", "rc": 1}"#), None);
+        assert_eq!(out.data["stdout_lines"], serde_json::json!(["x", "y"]));
+        assert_eq!(out.data["stderr_lines"], serde_json::json!([]));
     }
 
     #[test]

@@ -102,7 +102,10 @@ fn a_job_past_its_time_limit_fails_as_ansible_2_21_words_it_and_is_killed() {
     assert_eq!(out.recap("h").ignored, 1);
     let r = debugged(&out, "r");
     let jid = job_id(&r["async_result"]);
-    assert_contains(&out, &format!("ASYNC FAILED on h: jid={jid}\nfatal: [h]: FAILED!"));
+    assert_contains(
+        &out,
+        &format!("ASYNC FAILED on h: jid={jid}\nfatal: [h]: FAILED!"),
+    );
     assert_eq!(r["msg"], "async task produced unparsable results");
     assert_eq!(r["failed"], true);
     let status = &r["async_result"];
@@ -159,12 +162,18 @@ fn fire_and_forget_then_async_status_until_finished_then_cleanup() {
             "results_file": file, "started": true
         })
     );
-    assert_contains(&out, "FAILED - RETRYING: [h]: async_status (9 retries left).");
+    assert_contains(
+        &out,
+        "FAILED - RETRYING: [h]: async_status (9 retries left).",
+    );
     let st = debugged(&out, "st");
     assert_eq!(st["finished"], true);
     assert_eq!(st["stdout"], "later");
     assert_eq!(st["changed"], true);
-    assert_eq!(st["cmd"], serde_json::json!(["sh", "-c", "sleep 2; echo later"]));
+    assert_eq!(
+        st["cmd"],
+        serde_json::json!(["sh", "-c", "sleep 2; echo later"])
+    );
     let cl = debugged(&out, "cl");
     assert_eq!(
         cl,
@@ -333,4 +342,80 @@ fn a_polled_job_over_ssh_gives_the_synchronous_result() {
     assert_eq!(r["stdout"], "over-ssh");
     assert_eq!(r["finished"], true);
     assert_contains(&out, &format!("ASYNC OK on web: jid={}", job_id(&r)));
+}
+
+/// ansible-core's module_utils unpacked by tests/python_modules/fetch.sh, for a
+/// `library/` module run through the target's Python.
+fn python_side(test: &str) -> Option<std::path::PathBuf> {
+    let core = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/python-modules/core");
+    if !core.join("ansible/module_utils/basic.py").is_file()
+        || !std::path::Path::new("/usr/bin/python3").is_file()
+    {
+        eprintln!("{test}: skipped: run `bash tests/python_modules/fetch.sh` first");
+        return None;
+    }
+    Some(core)
+}
+
+const SLOW_MODULE: &str = "#!/usr/bin/python3
+import time
+from ansible.module_utils.basic import AnsibleModule
+
+def main():
+    module = AnsibleModule(argument_spec=dict(seconds=dict(type='int', default=1)))
+    time.sleep(module.params['seconds'])
+    module.exit_json(changed=False, slept=module.params['seconds'])
+
+if __name__ == '__main__':
+    main()
+";
+
+#[test]
+fn a_python_module_runs_as_a_job_polled_and_fired_and_forgotten() {
+    let test = "a_python_module_runs_as_a_job_polled_and_fired_and_forgotten";
+    let Some(core) = python_side(test) else {
+        return;
+    };
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: h
+  gather_facts: false
+  tasks:
+    - slow: seconds=2
+      async: 10
+      poll: 1
+      register: polled
+    - debug: var=polled
+    - slow: seconds=1
+      async: 10
+      poll: 0
+      register: job
+    - async_status: jid={{ job.ansible_job_id }}
+      register: st
+      until: st is finished
+      retries: 10
+      delay: 1
+    - debug: var=st
+",
+        )
+        .file("library/slow.py", SLOW_MODULE)
+        .local_hosts(&hosts)
+        .env("PYTHONPATH", core.to_str().unwrap())
+        .env("TURBO_ANSIBLE_PYTHON", "/usr/bin/python3")
+        .args(&["-e", "ansible_python_interpreter=/usr/bin/python3"])
+        .run();
+    out.assert_code(0);
+    let polled = debugged(&out, "polled");
+    assert_eq!(polled["slept"], 2);
+    assert_eq!(polled["changed"], false);
+    assert_eq!(polled["finished"], true);
+    assert_contains(
+        &out,
+        &format!("ASYNC OK on h: jid={}\nok: [h]", job_id(&polled)),
+    );
+    let st = debugged(&out, "st");
+    assert_eq!(st["slept"], 1);
+    assert_eq!(st["finished"], true);
+    assert_ne!(job_id(&st), job_id(&polled));
 }

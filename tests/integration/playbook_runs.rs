@@ -408,8 +408,13 @@ fn play_keyword_connection_local_runs_locally_and_warns_about_unsupported_keys()
     assert_contains(&out, "'fact_path' is not supported yet");
     // Said once per run, not once per place.
     assert_eq!(
-        out.stdout.matches("'fact_path' is not supported yet").count()
-            + out.stderr.matches("'fact_path' is not supported yet").count(),
+        out.stdout
+            .matches("'fact_path' is not supported yet")
+            .count()
+            + out
+                .stderr
+                .matches("'fact_path' is not supported yet")
+                .count(),
         1,
         "{}\n{}",
         out.stdout,

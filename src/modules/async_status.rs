@@ -61,7 +61,7 @@ pub enum JobState {
     },
     Finished {
         results_file: String,
-        reply: OpResult,
+        reply: Box<OpResult>,
         note: Option<Value>,
     },
 }
@@ -149,7 +149,7 @@ pub fn job_state(reply: OpResult) -> Result<JobState, String> {
         .flatten();
     Ok(JobState::Finished {
         results_file,
-        reply: answer,
+        reply: Box::new(answer),
         note,
     })
 }
@@ -254,7 +254,7 @@ fn decide(jid: &str, cleanup: bool, reply: OpResult) -> Plan {
             reply,
             note,
         } => {
-            let mut outcome = finish_job(note.as_ref(), reply);
+            let mut outcome = finish_job(note.as_ref(), *reply);
             with_job_fields(&mut outcome, jid, Some(&results_file), true, true);
             outcome
         }
@@ -272,7 +272,7 @@ mod tests {
     use turbo_proto::{FileRead, StatInfo};
 
     use super::*;
-    use crate::modules::{check, try_plan};
+    use crate::modules::try_plan;
 
     fn read(path: &str, data: Option<Vec<u8>>) -> OpResult {
         OpResult::Read(FileRead {
@@ -296,8 +296,13 @@ mod tests {
 
     #[test]
     fn status_reads_the_jobs_three_files_in_one_batch() {
-        let args = check(&AsyncStatus, json!({"jid": "j12.34"}));
-        let Plan::Step(op, _) = try_plan(&AsyncStatus, &args).unwrap() else {
+        let args = json!({"jid": "j12.34"});
+        let Plan::Step(op, _) = try_plan(
+            &AsyncStatus,
+            args,
+            &PlanContext::new(std::path::Path::new(".")),
+        )
+        .unwrap() else {
             panic!("a step");
         };
         assert_eq!(op, status_op("~/.ansible_async", "j12.34"));
@@ -307,8 +312,13 @@ mod tests {
 
     #[test]
     fn a_missing_job_fails_as_ansible_words_it() {
-        let args = check(&AsyncStatus, json!({"jid": "j1.2"}));
-        let plan = try_plan(&AsyncStatus, &args).unwrap();
+        let args = json!({"jid": "j1.2"});
+        let plan = try_plan(
+            &AsyncStatus,
+            args,
+            &PlanContext::new(std::path::Path::new(".")),
+        )
+        .unwrap();
         let f = "/root/.ansible_async/j1.2";
         let reply = OpResult::Batch(vec![read(f, None), read("r", None), read("n", None)]);
         let Plan::Done(outcome) = resume(plan, reply) else {
@@ -322,8 +332,13 @@ mod tests {
 
     #[test]
     fn a_running_job_is_started_and_not_finished() {
-        let args = check(&AsyncStatus, json!({"jid": "j1.2"}));
-        let plan = try_plan(&AsyncStatus, &args).unwrap();
+        let args = json!({"jid": "j1.2"});
+        let plan = try_plan(
+            &AsyncStatus,
+            args,
+            &PlanContext::new(std::path::Path::new(".")),
+        )
+        .unwrap();
         let f = "/root/.ansible_async/j1.2";
         let reply = OpResult::Batch(vec![
             read(f, Some(b"{}".to_vec())),
@@ -341,8 +356,13 @@ mod tests {
 
     #[test]
     fn cleanup_removes_the_files_and_names_the_status_file_erased() {
-        let args = check(&AsyncStatus, json!({"jid": "j1.2", "mode": "cleanup"}));
-        let plan = try_plan(&AsyncStatus, &args).unwrap();
+        let args = json!({"jid": "j1.2", "mode": "cleanup"});
+        let plan = try_plan(
+            &AsyncStatus,
+            args,
+            &PlanContext::new(std::path::Path::new(".")),
+        )
+        .unwrap();
         let f = "/root/.ansible_async/j1.2";
         let reply = OpResult::Batch(vec![
             read(f, Some(b"{}".to_vec())),

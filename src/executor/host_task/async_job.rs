@@ -169,11 +169,13 @@ pub(super) async fn poll(
             Err(e) => Err(e.to_string()),
         };
         match state {
-            Ok(JobState::Finished { reply, .. }) if !matches!(reply, OpResult::TimedOut { .. }) => {
+            Ok(JobState::Finished { reply, .. })
+                if !matches!(*reply, OpResult::TimedOut { .. }) =>
+            {
                 let _ = session
                     .call(async_status::cleanup_op(&run.dir, &job.jid), false, false)
                     .await;
-                return Polled::Reply(reply);
+                return Polled::Reply(*reply);
             }
             Ok(JobState::Missing { .. }) => {
                 let mut outcome = TaskOutcome::failed("could not find job");

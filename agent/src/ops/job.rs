@@ -58,9 +58,10 @@ pub fn start_job(agent: &mut Agent, spec: StartJob, flags: Flags) -> Result<OpRe
     };
     let frame = turbo_proto::encode_frame(&request)
         .map_err(|e| super::op_error(turbo_proto::ErrorKind::Protocol, e.to_string()))?;
-    write_atomically(&files.status, status_json(&jid, false).as_bytes())?;
-    write_atomically(&files.note, &note)?;
-    write_atomically(&files.job, &frame)?;
+    write_atomically(&files.status, status_json(&jid, false).as_bytes(), PUBLIC)?;
+    // The arguments may hold secrets: only the user reads them.
+    write_atomically(&files.note, &note, PRIVATE)?;
+    write_atomically(&files.job, &frame, PRIVATE)?;
     let exe = std::env::current_exe().map_err(|e| io_error(e, Path::new("/proc/self/exe")))?;
     let mut launcher = Command::new(&exe);
     launcher
@@ -135,10 +136,10 @@ pub fn run(job_file: &str) -> i32 {
     let Ok(frame) = turbo_proto::encode_frame(&result) else {
         return 1;
     };
-    if write_atomically(&files.reply, &frame).is_err() {
+    if write_atomically(&files.reply, &frame, PRIVATE).is_err() {
         return 1;
     }
-    match write_atomically(&files.status, status_json(jid, true).as_bytes()) {
+    match write_atomically(&files.status, status_json(jid, true).as_bytes(), PUBLIC) {
         Ok(()) => 0,
         Err(_) => 1,
     }
@@ -168,15 +169,26 @@ fn status_json(jid: &str, finished: bool) -> String {
     format!("{{\"started\": true, \"finished\": {finished}, \"ansible_job_id\": \"{jid}\"}}")
 }
 
+/// The status file as Ansible's wrapper creates it (the umask decides).
+const PUBLIC: u32 = 0o666;
+const PRIVATE: u32 = 0o600;
+
 /// A reader never sees half a file: written aside, then renamed over.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OpError> {
+fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OpError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let mut aside = path.as_os_str().to_owned();
     aside.push(".tmp");
     let aside = PathBuf::from(aside);
-    let written = std::fs::File::create(&aside).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
+    let _ = std::fs::remove_file(&aside);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&aside)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        });
     written.map_err(|e| io_error(e, &aside))?;
     std::fs::rename(&aside, path).map_err(|e| io_error(e, path))
 }

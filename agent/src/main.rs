@@ -30,6 +30,12 @@ fn main() {
 }
 
 fn run() -> i32 {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [mode, file] if mode == ops::job::JOB_LAUNCH_ARG => return ops::job::launch(file),
+        [mode, file] if mode == ops::job::JOB_RUN_ARG => return ops::job::run(file),
+        _ => {}
+    }
     if let Err(message) = check_own_digest(std::env::args().skip(1)) {
         eprintln!("turbo-agent: {message}");
         return EXIT_DIGEST_MISMATCH;
@@ -57,6 +63,14 @@ fn run() -> i32 {
     // Warm runners stop the modules they run as they are dropped.
     agent.runners.clear();
     code
+}
+
+/// The agent a detached job runs its op with: the session's user, home and umask, no
+/// protocol input (nothing can cancel it but its time limit and signals).
+pub(crate) fn job_agent() -> Agent {
+    sys::install_stop_handlers();
+    let hello = hello();
+    Agent::new(hello.home, sys::current_umask(), hello.uid, hello.gid)
 }
 
 const EXIT_DIGEST_MISMATCH: i32 = 3;

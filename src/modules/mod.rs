@@ -21,6 +21,7 @@ mod apt_repository;
 mod assemble;
 mod assemble_fragments;
 mod assert;
+pub mod async_status;
 mod blockinfile;
 mod command;
 mod command_expand;

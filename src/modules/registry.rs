@@ -14,10 +14,10 @@ use std::sync::LazyLock;
 use super::spec::{Spec, Unknown};
 use super::{
     Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, apt, apt_key, apt_repository,
-    assert, blockinfile, command, copy, deb822_repository, debconf, debug, dnf, dpkg_selections,
-    fetch, file, include, include_vars, inventory_edit, lineinfile, meta, package, package_facts,
-    pause, ping, pip, raw, replace, rpm_key, script, service, service_facts, set_fact, setup,
-    slurp, stat, systemd, sysvinit, template, yum_repository,
+    assert, async_status, blockinfile, command, copy, deb822_repository, debconf, debug, dnf,
+    dpkg_selections, fetch, file, include, include_vars, inventory_edit, lineinfile, meta, package,
+    package_facts, pause, ping, pip, raw, replace, rpm_key, script, service, service_facts,
+    set_fact, setup, slurp, stat, systemd, sysvinit, template, yum_repository,
 };
 
 /// What turbo-play does with one of Ansible's modules.
@@ -46,7 +46,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("apt_repository", Native(&apt_repository::AptRepository)),
     ("assemble", Native(&super::assemble::Assemble)),
     ("assert", Native(&assert::Assert)),
-    ("async_status", NOT_YET),
+    ("async_status", Native(&async_status::AsyncStatus)),
     ("blockinfile", Native(&blockinfile::BlockInFile)),
     ("command", Native(&command::CommandModule)),
     ("copy", Native(&copy::Copy)),

@@ -182,8 +182,8 @@ pub(super) const KEYWORDS: &[Keyword] = &[
     kw("args", T.or(I).or(D), Supported),
     kw("action", T.or(D), Supported),
     kw("local_action", T, Supported),
-    kw("async", T.or(R).or(I), Warned).refused_on(R.or(I)),
-    kw("poll", T.or(R).or(I), Warned).refused_on(R.or(I)),
+    kw("async", T.or(R).or(I), Supported).refused_on(R.or(I)),
+    kw("poll", T.or(R).or(I), Supported).refused_on(R.or(I)),
 ];
 
 /// The keywords of [`RunKeywords`]: parsed the same way on a task, a block, a role

@@ -155,6 +155,8 @@ pub struct Task {
     pub failed_when: Option<Vec<String>>,
     /// `until`/`retries`/`delay`: re-run the item until the conditions hold.
     pub until: Option<Until>,
+    /// `async`/`poll` as written (ints or templates): run as a detached job on the target.
+    pub async_job: AsyncKeywords,
     /// Handler names or `listen` topics to notify when the task changed something.
     pub notify: Vec<String>,
     /// A handler's `listen` topics (empty for tasks).
@@ -423,6 +425,7 @@ impl Task {
             changed_when: None,
             failed_when: None,
             until: None,
+            async_job: AsyncKeywords::default(),
             notify: Vec::new(),
             listen: Vec::new(),
             frames: Vec::new(),
@@ -533,6 +536,18 @@ pub struct BlockFrame {
     pub section: Section,
     pub has_rescue: bool,
     pub has_always: bool,
+}
+
+/// A task's `async` (the job's time limit in seconds) and `poll` (seconds between status
+/// checks; 0 fires and forgets), raw: both may be templates. Ansible's `poll` default is 15.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AsyncKeywords {
+    pub limit: Option<Value>,
+    pub poll: Option<Value>,
+}
+
+impl AsyncKeywords {
+    pub const DEFAULT_POLL: u64 = 15;
 }
 
 /// A task's `until` with its `retries` and `delay`, raw: both may be templates.

@@ -62,6 +62,7 @@ impl Loader<'_> {
         let mut listen = Vec::new();
         let (mut changed_when, mut failed_when, mut until) = (None, None, None);
         let (mut retries, mut delay): (Option<&Node>, Option<&Node>) = (None, None);
+        let mut async_job = super::AsyncKeywords::default();
         let mut vars = serde_json::Map::new();
         let mut unsupported = inherited.unsupported.clone();
         let mut tags = inherited.tags.clone();
@@ -113,6 +114,8 @@ impl Loader<'_> {
                 "until" => until = Some(self.conditions(v, key)?),
                 "retries" => retries = Some(self.count(v, key)?),
                 "delay" => delay = Some(self.seconds(v, key)?),
+                "async" => async_job.limit = Some(self.count(v, key)?.to_json()),
+                "poll" => async_job.poll = Some(self.count(v, key)?.to_json()),
                 "register" => register = Some(self.scalar(v, "register")?),
                 "ignore_errors" => match self.switch(v, key)? {
                     Ok(fixed) => {
@@ -262,6 +265,7 @@ impl Loader<'_> {
                 retries: retries.map(Node::to_json),
                 delay: delay.map(Node::to_json),
             }),
+            async_job,
             notify: {
                 let mut all = notify;
                 for name in &inherited.notify {

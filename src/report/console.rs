@@ -166,6 +166,26 @@ impl<W: Write> ConsoleReporter<W> {
                 let text = self.style(Style::new().red()).apply_to(text).to_string();
                 self.line(&text);
             }
+            Event::AsyncPoll {
+                host,
+                jid,
+                started,
+                finished,
+            } => {
+                let text = format!(
+                    "ASYNC POLL on {host}: jid={jid} started={} finished={}",
+                    python_bool(*started),
+                    python_bool(*finished)
+                );
+                let text = self.style(Style::new().red()).apply_to(text).to_string();
+                self.line(&text);
+            }
+            Event::AsyncDone { host, jid, failed } => {
+                let verdict = if *failed { "FAILED" } else { "OK" };
+                let text = format!("ASYNC {verdict} on {host}: jid={jid}");
+                let text = self.style(Style::new().red()).apply_to(text).to_string();
+                self.line(&text);
+            }
             Event::AgentReady {
                 host,
                 uploaded,
@@ -462,6 +482,11 @@ impl serde_json::ser::Formatter for PythonCompact {
     fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
         w.write_all(b": ")
     }
+}
+
+/// How Python prints a bool, as the default callback's `%s` shows it.
+fn python_bool(value: bool) -> &'static str {
+    if value { "True" } else { "False" }
 }
 
 #[cfg(test)]

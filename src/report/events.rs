@@ -40,6 +40,19 @@ pub enum Event {
         item: Option<String>,
         retries_left: u64,
     },
+    /// An async job was checked and is still running (Ansible's "ASYNC POLL").
+    AsyncPoll {
+        host: String,
+        jid: String,
+        started: bool,
+        finished: bool,
+    },
+    /// A polled async job's result is in (Ansible's "ASYNC OK"/"ASYNC FAILED").
+    AsyncDone {
+        host: String,
+        jid: String,
+        failed: bool,
+    },
     /// One result: a whole task on a host, or one loop item when `item` is set.
     HostResult(HostResult),
     /// A dynamic include loaded `file` (a path, or a role's name) for these hosts, whose

@@ -81,6 +81,24 @@ impl<W: Write> JsonReporter<W> {
                 "item": item,
                 "retries_left": retries_left,
             }),
+            Event::AsyncPoll {
+                host,
+                jid,
+                started,
+                finished,
+            } => json!({
+                "event": "async_poll",
+                "host": host,
+                "jid": jid,
+                "started": started,
+                "finished": finished,
+            }),
+            Event::AsyncDone { host, jid, failed } => json!({
+                "event": "async_done",
+                "host": host,
+                "jid": jid,
+                "failed": failed,
+            }),
             Event::Included { file, hosts, item } => json!({
                 "event": "included",
                 "task": self.task,

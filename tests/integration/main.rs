@@ -2,6 +2,7 @@
 //! against a throw-away sshd where the ssh connection is what it checks (see support/).
 
 mod apt_sources;
+mod async_tasks;
 mod become_su;
 mod become_sudo;
 mod cancellation;

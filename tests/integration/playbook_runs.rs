@@ -387,11 +387,15 @@ fn play_keyword_connection_local_runs_locally_and_warns_about_unsupported_keys()
             "- hosts: web
   connection: local
   gather_facts: false
+  fact_path: /nowhere
   tasks:
     - copy: content=by-play-keyword dest=~/from_play
-      async: 5
     - debug: msg=again
-      async: 5
+- hosts: web
+  connection: local
+  gather_facts: false
+  fact_path: /nowhere
+  tasks:
     - debug: msg=not-asked
 ",
         )
@@ -401,11 +405,16 @@ fn play_keyword_connection_local_runs_locally_and_warns_about_unsupported_keys()
     out.assert_code(0);
     assert_eq!(out.recap("web"), recap(3, 1));
     assert_contains(&out, "[WARNING]: ");
-    assert_contains(&out, "'async' is not supported yet");
+    assert_contains(&out, "'fact_path' is not supported yet");
     // Said once per run, not once per place.
     assert_eq!(
-        out.stdout.matches("'async' is not supported yet").count()
-            + out.stderr.matches("'async' is not supported yet").count(),
+        out.stdout
+            .matches("'fact_path' is not supported yet")
+            .count()
+            + out
+                .stderr
+                .matches("'fact_path' is not supported yet")
+                .count(),
         1,
         "{}\n{}",
         out.stdout,

@@ -137,6 +137,38 @@ pub enum Op {
     /// the files. New-style Python modules run in a child forked from one warm interpreter
     /// the agent keeps per interpreter path for the session.
     RunModule(RunModule),
+    /// Start `op` as a detached job (Ansible's `async`): a process of its own session,
+    /// which outlives the agent and the connection, runs it with this request's flags and
+    /// the job's time limit as its timeout, and writes what it answered to the job's files
+    /// in `dir` (see [`StartJob`]). Answered at once by [`OpResult::JobStarted`], or by
+    /// [`OpResult::NeedContent`] when `op` is a `RunModule` whose files the cache lacks.
+    StartJob(StartJob),
+}
+
+/// A detached job's files, all in `dir` (`~` allowed) and named after the job id: `JID`
+/// holds Ansible's status JSON (`{"started": true, "finished": false, "ansible_job_id":
+/// ...}`, with `finished` true once the job ended), `JID.reply` the job's [`OpResult`] as
+/// one frame (written before `JID` says finished), `JID.note` the controller's `note`,
+/// kept for whoever asks about the job later.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartJob {
+    /// The job id's first part (`j` and digits); the agent appends `.` and its pid, as
+    /// Ansible's async_wrapper does.
+    pub jid_prefix: String,
+    pub dir: String,
+    /// Seconds after which the job's process group is killed (its reply: `TimedOut`).
+    pub time_limit_secs: u64,
+    pub note: Vec<u8>,
+    #[serde(deserialize_with = "crate::nesting::nested")]
+    pub op: Box<Op>,
+}
+
+/// What [`Op::StartJob`] started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobStarted {
+    pub jid: String,
+    /// `dir/JID` with `~` expanded.
+    pub results_file: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -329,6 +361,8 @@ pub enum OpResult {
     TimedOut {
         after_ms: u64,
     },
+    /// What [`Op::StartJob`] started.
+    JobStarted(JobStarted),
 }
 
 impl OpResult {
@@ -343,6 +377,7 @@ impl OpResult {
             | OpResult::NeedContent
             | OpResult::ChainSkipped
             | OpResult::TimedOut { .. }
+            | OpResult::JobStarted(_)
             | OpResult::Module(_) => true,
             OpResult::Exec(outcome) => outcome.rc != 0,
             OpResult::Batch(results) => results.iter().any(OpResult::stops_chain),

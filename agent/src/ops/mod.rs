@@ -7,6 +7,7 @@ pub mod child;
 pub mod exec;
 pub mod facts;
 pub mod file;
+pub mod job;
 pub mod mode;
 pub mod module;
 pub mod path;
@@ -135,6 +136,7 @@ impl Agent {
             } => tree::list_tree(self, &path, max_depth, follow, checksum),
             Op::Rename { from, to } => rename::rename(self, &from, &to, flags),
             Op::RunModule(spec) => module::run_module(self, spec),
+            Op::StartJob(spec) => job::start_job(self, spec, flags),
         };
         result.unwrap_or_else(OpResult::Error)
     }

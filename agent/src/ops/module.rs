@@ -113,7 +113,10 @@ pub fn run_module(agent: &mut Agent, spec: RunModule) -> Result<OpResult, OpErro
 
 /// The payload's directory in the cache, written from `payload.files` when it is not
 /// there yet; `None` when it is missing and no files came with the request.
-fn payload_dir(agent: &mut Agent, payload: &ModulePayload) -> Result<Option<PathBuf>, OpError> {
+pub(crate) fn payload_dir(
+    agent: &mut Agent,
+    payload: &ModulePayload,
+) -> Result<Option<PathBuf>, OpError> {
     let root = agent.expand("~/.cache/turbo-play/modules");
     let dir = root.join(hex(&payload.sha256));
     if dir.is_dir() {

@@ -3,6 +3,7 @@
 //! `run` is the walk through those three rooms; `until` sends the items that must try
 //! again through the same path.
 
+mod async_job;
 mod outcome;
 mod prepare;
 mod reconnect;
@@ -94,6 +95,13 @@ pub(crate) async fn run(
     } = &prepared;
     let task = prepared.task();
     let via: &HostState = delegate.as_deref().unwrap_or(host);
+    let async_run = match async_job::decide(ctx, task, base) {
+        Ok(run) => run,
+        Err(message) => {
+            finish_task(ctx, task, host, None, TaskOutcome::failed(message), &[]);
+            return;
+        }
+    };
     if let Some(items) = items {
         ctx.emit(Event::ItemsPlanned {
             count: items.len().saturating_sub(1),
@@ -125,6 +133,14 @@ pub(crate) async fn run(
             }
         }
     }
+    if async_run.is_some()
+        && let Some(refusal) = async_job::refusal(task)
+    {
+        // Ansible's action plugin refuses before it looks at its arguments.
+        for run in runs.iter_mut().filter(|run| run.planned) {
+            run.state = ItemState::Done(TaskOutcome::failed(refusal.clone()));
+        }
+    }
     let notify = prepare::notify_names(ctx, task, base);
 
     // Every attempt sends the items still running as one batch; `until` decides which
@@ -138,6 +154,7 @@ pub(crate) async fn run(
         via,
         become_: become_.as_ref(),
         timeout: *timeout,
+        async_run: async_run.as_ref(),
     };
     for run in &mut runs {
         if let ItemState::Done(outcome) = &mut run.state
@@ -295,6 +312,8 @@ struct Target<'a> {
     become_: Option<&'a BecomeSpec>,
     /// The task's `timeout:` in seconds, for each item.
     timeout: Option<u64>,
+    /// `async:`: each item's final op runs as a detached job.
+    async_run: Option<&'a async_job::AsyncRun>,
 }
 
 /// What a task would do on a host if it ran now, planned on the controller and sent
@@ -336,6 +355,10 @@ pub(in crate::executor) fn foresee(
     play_hosts: &super::vars::PlayHosts,
     known: &Map<String, Value>,
 ) -> (Foreseen, Reads) {
+    // An async task's op runs as a job its turn starts: never sent ahead.
+    if task.async_job.limit.is_some() {
+        return (Foreseen::Unknown, Reads::default());
+    }
     let Ok(vars) = super::vars::task_vars(ctx, playbook, play, task, host, play_hosts) else {
         return (Foreseen::Unknown, Reads::default());
     };

@@ -738,6 +738,7 @@ pub(super) fn add_environment(op: &mut Op, env: &[(String, String)]) {
             exec.env = merged;
         }
         Op::Batch(ops) => ops.iter_mut().for_each(|op| add_environment(op, env)),
+        Op::StartJob(job) => add_environment(&mut job.op, env),
         _ => {}
     }
 }

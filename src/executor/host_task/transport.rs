@@ -10,7 +10,7 @@ use turbo_proto::{CHUNK_BYTES, EnsureFile, FileContent, Op, OpResult};
 
 use super::super::SessionFailure;
 use super::prepare::{add_environment, agent_check_mode, check_mode, diff_mode, plan_context};
-use super::{HostState, ItemRun, ItemState, RunContext, Target, squash};
+use super::{HostState, ItemRun, ItemState, RunContext, Target, async_job, squash};
 use crate::agent_session::AgentSession;
 use crate::modules::{Args, TaskOutcome};
 use crate::playbook::{Playbook, Task};
@@ -40,6 +40,8 @@ pub(super) async fn send_paced(
         && running
             .iter()
             .any(|&i| matches!(runs[i].state, ItemState::Step(..)));
+    // A polled job's item is waited for before the next starts, as Ansible's items are.
+    let stepwise = stepwise || target.async_run.is_some_and(|run| run.poll > 0);
     if pause.is_none() && !stepwise {
         return send_remote(target, runs, running).await;
     }
@@ -74,8 +76,10 @@ pub(super) async fn send_remote(
         via,
         become_,
         timeout,
+        async_run,
     } = *target;
-    let squash_loop = task.module.caps().squash_loop;
+    // Each item of an async task is a job of its own.
+    let squash_loop = task.module.caps().squash_loop && async_run.is_none();
     // Items whose shared call failed: they go on alone.
     let mut solo: HashSet<usize> = HashSet::new();
     loop {
@@ -105,17 +109,23 @@ pub(super) async fn send_remote(
             .iter()
             .map(|request| {
                 let mut op = request.op.clone();
-                let env = &runs[request.members[0]].env;
-                if !env.is_empty() {
-                    add_environment(&mut op, env);
+                let run = &runs[request.members[0]];
+                if !run.env.is_empty() {
+                    add_environment(&mut op, &run.env);
                 }
-                op
+                match (async_run, &run.state) {
+                    (Some(job), ItemState::Remote(_)) => {
+                        let check = agent_check_mode(ctx, task);
+                        async_job::start_op(task, job, &run.raw_args, check, op)
+                    }
+                    _ => op,
+                }
             })
             .collect();
         // Kept to send again with their files (small: arguments and a digest).
         let module_ops: Vec<Option<Op>> = ops
             .iter()
-            .map(|op| matches!(op, Op::RunModule(_)).then(|| op.clone()))
+            .map(|op| runs_module(op).then(|| op.clone()))
             .collect();
         let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
         // A loop's items were sent ahead as the one batch `send_batched` would send.
@@ -169,6 +179,27 @@ pub(super) async fn send_remote(
         }
         answers.sort_by_key(|(i, _)| *i);
         for (i, result) in answers {
+            let mut job_done = None;
+            let result = match (result, async_run) {
+                (OpResult::JobStarted(job), Some(run)) if run.poll == 0 => {
+                    runs[i].state = ItemState::Done(async_job::started(&job));
+                    continue;
+                }
+                (OpResult::JobStarted(job), Some(run)) => {
+                    match async_job::poll(target, &session, run, &job).await {
+                        async_job::Polled::Reply(reply) => {
+                            job_done = Some(job);
+                            reply
+                        }
+                        async_job::Polled::Failed(outcome) => {
+                            async_job::report_done(ctx, target, &job.jid, true);
+                            runs[i].state = ItemState::Done(outcome);
+                            continue;
+                        }
+                    }
+                }
+                (result, _) => result,
+            };
             if let (Some(period), true) = (timeout, super::timeout::is_timed_out(&result)) {
                 // Ansible's timeout is an exception: no finish, no failed_when, no until.
                 runs[i].state = ItemState::Done(super::timeout::timed_out(period));
@@ -215,6 +246,10 @@ pub(super) async fn send_remote(
                 }
                 done @ ItemState::Done(_) => done,
             };
+            if let (Some(job), ItemState::Done(outcome)) = (job_done, &mut runs[i].state) {
+                async_job::finished(outcome, &job);
+                async_job::report_done(ctx, target, &job.jid, outcome.failed);
+            }
             if chain_went_on && matches!(&runs[i].state, ItemState::Done(o) if o.failed) {
                 super::super::chain::failed_after_going_on(ctx, task);
             }
@@ -247,6 +282,16 @@ async fn send_module_files(
             Op::RunModule(run) if sent.insert(run.payload.sha256) => {
                 crate::modules::python::with_files(op).unwrap_or_else(|| op.clone())
             }
+            Op::StartJob(job) => match job.op.as_ref() {
+                Op::RunModule(run) if sent.insert(run.payload.sha256) => {
+                    let mut job = job.clone();
+                    if let Some(inner) = crate::modules::python::with_files(&job.op) {
+                        job.op = Box::new(inner);
+                    }
+                    Op::StartJob(job)
+                }
+                _ => op.clone(),
+            },
             op => op.clone(),
         })
         .collect();
@@ -264,6 +309,15 @@ async fn send_module_files(
         results[i] = reply;
     }
     Ok(())
+}
+
+/// Whether the agent may answer this op `NeedContent` for a module's files.
+fn runs_module(op: &Op) -> bool {
+    match op {
+        Op::RunModule(_) => true,
+        Op::StartJob(job) => matches!(job.op.as_ref(), Op::RunModule(_)),
+        _ => false,
+    }
 }
 
 /// Sends the ops, one request per chunk, all chunks in flight at once.

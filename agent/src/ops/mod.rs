@@ -4,6 +4,7 @@
 
 pub mod backup;
 pub mod child;
+pub mod delta;
 pub mod exec;
 pub mod facts;
 pub mod file;
@@ -135,6 +136,14 @@ impl Agent {
             } => tree::list_tree(self, &path, max_depth, follow, checksum),
             Op::Rename { from, to } => rename::rename(self, &from, &to, flags),
             Op::RunModule(spec) => module::run_module(self, spec),
+            Op::BlockSignatures { path, block_size } => {
+                delta::block_signatures(self, &path, block_size)
+            }
+            Op::WriteDelta {
+                upload_id,
+                basis,
+                instructions,
+            } => delta::write_delta(self, upload_id, &basis, &instructions),
         };
         result.unwrap_or_else(OpResult::Error)
     }

@@ -7,6 +7,7 @@ pub mod booleans;
 pub mod cli;
 pub mod config;
 pub mod connection;
+pub mod delta;
 pub mod executor;
 pub mod fnmatch;
 #[cfg(feature = "fuzzing")]
@@ -37,6 +38,7 @@ mod layering {
         ("tilde", 0),
         ("kv_args", 0),
         ("shell_words", 0),
+        ("delta", 0),
         ("vault", 1),
         ("yaml", 2),
         ("config", 2),

@@ -10,8 +10,8 @@ use turbo_proto::{EnsureFile, FileContent, FileDiff, FileKind, FileMode, Op, OpR
 use super::copy_tree::{TreeSpec, tree_op, tree_result};
 use super::spec::{Arg, Spec, Unknown};
 use super::{
-    Args, Module, ModuleError, Plan, PlanContext, TaskOutcome, find_local_source, mode_string,
-    ownership, parse_mode, read_local, read_local_decrypted, unexpected,
+    Args, FileSource, Module, ModuleError, Plan, PlanContext, TaskOutcome, find_local_source,
+    local_digest, mode_string, ownership, parse_mode, read_local, read_local_decrypted, unexpected,
 };
 use crate::template::python_json;
 
@@ -75,6 +75,17 @@ impl Module for Copy {
             Resolved::File { dest, bytes } => {
                 ensure_file_op(dest, bytes, mode, ownership(args), force)
             }
+            Resolved::Large {
+                dest, sha256, size, ..
+            } => Op::EnsureFile(EnsureFile {
+                path: dest,
+                content: FileContent::Digest { sha256, size },
+                mode,
+                force,
+                owner: ownership(args),
+                validate: None,
+                backup: false,
+            }),
             Resolved::Tree { root, written_src } => {
                 let dest = args.str("dest").unwrap_or_default();
                 let spec = TreeSpec {
@@ -92,9 +103,10 @@ impl Module for Copy {
         Ok(Plan::Remote(with_validate(op, args)?))
     }
 
-    fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<Vec<u8>>, ModuleError> {
+    fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<FileSource>, ModuleError> {
         match self.resolve(args, ctx)? {
-            Resolved::File { bytes, .. } => Ok(Some(bytes)),
+            Resolved::File { bytes, .. } => Ok(Some(FileSource::Bytes(bytes))),
+            Resolved::Large { path, .. } => Ok(Some(FileSource::Local(path))),
             // A tree's contents travel inline: the agent never asks for them.
             Resolved::Tree { .. } => Ok(None),
         }
@@ -119,6 +131,13 @@ enum Resolved {
     File {
         dest: String,
         bytes: Vec<u8>,
+    },
+    /// A controller file too large to hold: planned by its digest, read as it is sent.
+    Large {
+        dest: String,
+        path: PathBuf,
+        sha256: [u8; 32],
+        size: u64,
     },
     /// A directory on the controller (`src` as written decides contents vs itself).
     Tree {
@@ -165,6 +184,14 @@ impl Copy {
                         written_src: src,
                     });
                 }
+                if let Some((sha256, size)) = large_plain_file(&path)? {
+                    return Ok(Resolved::Large {
+                        dest: dest_for_src(&dest, &src),
+                        path,
+                        sha256,
+                        size,
+                    });
+                }
                 let bytes = if args.bool("decrypt") {
                     read_local_decrypted(&path)?
                 } else {
@@ -177,6 +204,24 @@ impl Copy {
             }
         }
     }
+}
+
+/// A controller file past [`INLINE_LIMIT`] that is not vault-encrypted (those are
+/// decrypted in memory): its digest and size, computed without holding it.
+fn large_plain_file(path: &std::path::Path) -> Result<Option<([u8; 32], u64)>, ModuleError> {
+    use std::io::Read;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(None);
+    };
+    if !meta.is_file() || meta.len() <= INLINE_LIMIT as u64 {
+        return Ok(None);
+    }
+    let mut head = [0u8; 14];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read(&mut head));
+    if read.is_ok_and(|n| head[..n].starts_with(b"$ANSIBLE_VAULT")) {
+        return Ok(None);
+    }
+    local_digest(path).map(Some)
 }
 
 /// `content` as Ansible writes it: strings exactly, lists and mappings as Python's
@@ -488,9 +533,45 @@ mod tests {
             Copy.content(&args(a), &PlanContext::new(Path::new("/")))
                 .unwrap()
                 .unwrap()
+                .into_bytes()
+                .unwrap()
                 .len(),
             big.len()
         );
+    }
+
+    #[test]
+    fn a_large_src_file_is_planned_by_digest_and_read_only_as_it_is_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let big: Vec<u8> = (0..INLINE_LIMIT as u32 * 3)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        std::fs::create_dir_all(dir.path().join("files")).unwrap();
+        let path = dir.path().join("files/big.bin");
+        std::fs::write(&path, &big).unwrap();
+        let a = json!({"src": "big.bin", "dest": "/srv/"});
+        let Plan::Remote(Op::EnsureFile(f)) = plan(a.clone(), dir.path()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(f.path, "/srv/big.bin");
+        assert_eq!(
+            f.content,
+            FileContent::Digest {
+                sha256: Sha256::digest(&big).into(),
+                size: big.len() as u64
+            }
+        );
+        assert_eq!(
+            Copy.content(&args(a), &PlanContext::new(dir.path()))
+                .unwrap(),
+            Some(FileSource::Local(path))
+        );
+        // A vault-encrypted file is decrypted in memory, never sent as it is on disk.
+        let vaulted = dir.path().join("files/v.bin");
+        let mut text = b"$ANSIBLE_VAULT;1.1;AES256\n".to_vec();
+        text.extend(std::iter::repeat_n(b'3', INLINE_LIMIT + 10));
+        std::fs::write(&vaulted, &text).unwrap();
+        assert_eq!(large_plain_file(&vaulted).unwrap(), None);
     }
 
     #[test]

@@ -210,11 +210,15 @@ struct Done {
     validate: bool,
 }
 
+/// Bytes asked per page: small enough that a page in flight, decoded and written costs a
+/// few MiB on the controller, large enough that round trips stay few.
+const PAGE_BYTES: u64 = 2 << 20;
+
 fn read_page(download: Download, done: Done) -> Plan {
     let op = Op::ReadFile {
         path: done.source.clone(),
         offset: download.received,
-        limit: None,
+        limit: Some(PAGE_BYTES),
     };
     Plan::Step(
         op,
@@ -351,7 +355,7 @@ mod tests {
             Op::ReadFile {
                 path: "/var/log/app.log".into(),
                 offset: 0,
-                limit: None
+                limit: Some(PAGE_BYTES)
             }
         );
         let (op, plan) = step(plan, page(&stat, 9, b"line two\n", true));
@@ -360,7 +364,7 @@ mod tests {
             Op::ReadFile {
                 path: "/var/log/app.log".into(),
                 offset: 9,
-                limit: None
+                limit: Some(PAGE_BYTES)
             }
         );
         let out = done(plan);

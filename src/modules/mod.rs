@@ -362,7 +362,7 @@ pub trait Module: Send + Sync {
     }
     /// The bytes behind a planned `FileContent::Digest`, for when the agent answers
     /// `NeedContent`. Only modules that plan digests (copy, template) return `Some`.
-    fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<Vec<u8>>, ModuleError> {
+    fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<FileSource>, ModuleError> {
         let _ = (args, ctx);
         Ok(None)
     }
@@ -582,6 +582,74 @@ pub(crate) fn find_local_source(
         path: src.to_string(),
         looked_in: looked.join(", "),
     })
+}
+
+/// Where the bytes of a file to upload are: in memory (rendered, decrypted, small), or
+/// in a controller file read as it is sent, so a file of any size costs a chunk of memory.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileSource {
+    Bytes(Vec<u8>),
+    Local(PathBuf),
+}
+
+impl FileSource {
+    /// All the bytes (for tests and small sources).
+    pub fn into_bytes(self) -> Result<Vec<u8>, ModuleError> {
+        match self {
+            FileSource::Bytes(b) => Ok(b),
+            FileSource::Local(path) => read_local(&path),
+        }
+    }
+}
+
+/// The SHA-256 and size of a controller file, read in pieces; remembered per path, size,
+/// inode and mtime, because a task is planned more than once (chains look ahead).
+pub(crate) fn local_digest(path: &Path) -> Result<([u8; 32], u64), ModuleError> {
+    use sha2::Digest as _;
+    use std::collections::HashMap;
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Mutex;
+    type Key = (PathBuf, u64, u64, i64, i64);
+    static SEEN: Mutex<Option<HashMap<Key, [u8; 32]>>> = Mutex::new(None);
+    let read_error = |e: std::io::Error| ModuleError::Read {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let meta = std::fs::metadata(path).map_err(read_error)?;
+    let key = (
+        path.to_path_buf(),
+        meta.len(),
+        meta.ino(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+    );
+    if let Some(sum) = SEEN
+        .lock()
+        .expect("digest cache")
+        .as_ref()
+        .and_then(|m| m.get(&key))
+    {
+        return Ok((*sum, meta.len()));
+    }
+    let mut file = std::fs::File::open(path).map_err(read_error)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let n = file.read(&mut buf).map_err(read_error)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        size += n as u64;
+    }
+    let sum: [u8; 32] = hasher.finalize().into();
+    SEEN.lock()
+        .expect("digest cache")
+        .get_or_insert_with(HashMap::new)
+        .insert(key, sum);
+    Ok((sum, size))
 }
 
 pub(crate) fn read_local(path: &Path) -> Result<Vec<u8>, ModuleError> {

@@ -11,8 +11,8 @@ use super::copy::{
 };
 use super::spec::{Arg, Spec, Unknown};
 use super::{
-    Args, Module, ModuleError, Plan, PlanContext, TaskOutcome, find_local_source, ownership,
-    parse_mode, read_local_decrypted,
+    Args, FileSource, Module, ModuleError, Plan, PlanContext, TaskOutcome, find_local_source,
+    ownership, parse_mode, read_local_decrypted,
 };
 
 pub struct Template;
@@ -80,8 +80,9 @@ impl Module for Template {
         Ok(Plan::Remote(with_validate(op, args)?))
     }
 
-    fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<Vec<u8>>, ModuleError> {
-        self.render(args, ctx).map(|(_, bytes)| Some(bytes))
+    fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<FileSource>, ModuleError> {
+        self.render(args, ctx)
+            .map(|(_, bytes)| Some(FileSource::Bytes(bytes)))
     }
 
     fn finish_check(&self, args: &Args, result: OpResult) -> TaskOutcome {
@@ -281,6 +282,8 @@ mod tests {
             let out = Template
                 .content(&args(json!({"src": "t.j2", "dest": "/etc/x"})), &ctx)
                 .unwrap()
+                .unwrap()
+                .into_bytes()
                 .unwrap();
             String::from_utf8(out).unwrap()
         };
@@ -319,7 +322,7 @@ mod tests {
         let render = |a: Value| {
             Template
                 .content(&args(a), &ctx)
-                .map(|out| String::from_utf8(out.unwrap()).unwrap())
+                .map(|out| String::from_utf8(out.unwrap().into_bytes().unwrap()).unwrap())
         };
         // The byte-for-byte outputs ansible-playbook 2.21 wrote for the same files.
         let p = |extra: Value| {

@@ -43,3 +43,4 @@ mod text_modules;
 mod users_groups;
 mod vars_sources;
 mod vault;
+mod wire_speed;

@@ -1,5 +1,9 @@
 //! Framing: length prefix + zlib + bincode, with hard caps so that a corrupt or hostile
 //! peer yields an error, never a panic or an unbounded allocation.
+//!
+//! The top bit of the length prefix ([`STORED_FLAG`]) marks a payload sent as plain
+//! bincode: a large message whose sample does not shrink (already-compressed or random
+//! file content) skips zlib, which would cost CPU on both sides for nothing.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -67,11 +71,44 @@ fn bincode_options() -> impl Options {
         .reject_trailing_bytes()
 }
 
+/// Set in the length prefix when the payload is stored bincode, not zlib.
+pub const STORED_FLAG: u32 = 1 << 31;
+
+/// Messages at least this large are sampled before they are compressed.
+const SAMPLE_FROM: usize = 256 << 10;
+const SAMPLE_BYTES: usize = 64 << 10;
+
+/// Whether zlib would earn its CPU on `raw`: a sample from its middle (past the headers
+/// of the message) must shrink by a tenth. Small messages are always compressed.
+fn worth_compressing(raw: &[u8]) -> bool {
+    if raw.len() < SAMPLE_FROM {
+        return true;
+    }
+    let start = raw.len() / 2 - SAMPLE_BYTES / 2;
+    let sample = &raw[start..start + SAMPLE_BYTES];
+    let mut z = ZlibEncoder::new(Vec::with_capacity(SAMPLE_BYTES), Compression::fast());
+    if z.write_all(sample).is_err() {
+        return true;
+    }
+    z.finish()
+        .map_or(true, |out| out.len() < SAMPLE_BYTES - SAMPLE_BYTES / 10)
+}
+
 /// One whole frame (length prefix included) holding `msg`.
 pub fn encode_frame<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
     let raw = bincode_options()
         .serialize(msg)
         .map_err(|e| FrameError::Corrupt(e.to_string()))?;
+    if !worth_compressing(&raw) {
+        let len = raw.len();
+        if len > MAX_FRAME_BYTES {
+            return Err(FrameError::TooLarge { len });
+        }
+        let mut out = Vec::with_capacity(len + 4);
+        out.extend_from_slice(&(len as u32 | STORED_FLAG).to_be_bytes());
+        out.extend_from_slice(&raw);
+        return Ok(out);
+    }
     let mut out = Vec::with_capacity(raw.len() / 2 + 16);
     out.extend_from_slice(&[0; 4]);
     let mut z = ZlibEncoder::new(out, Compression::fast());
@@ -85,7 +122,24 @@ pub fn encode_frame<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
     Ok(out)
 }
 
-/// Inflates and decodes one frame's payload (the bytes after the length prefix).
+/// The payload's length and whether it is stored, from a length prefix.
+fn split_prefix(prefix: [u8; 4]) -> (usize, bool) {
+    let word = u32::from_be_bytes(prefix);
+    ((word & !STORED_FLAG) as usize, word & STORED_FLAG != 0)
+}
+
+/// Decodes one frame's payload (the bytes after the length prefix), inflating it unless
+/// the prefix marked it stored.
+fn decode_body<T: DeserializeOwned>(payload: &[u8], stored: bool) -> Result<T, FrameError> {
+    if stored {
+        return bincode_options()
+            .deserialize(payload)
+            .map_err(|e| FrameError::Corrupt(format!("bincode: {e}")));
+    }
+    decode_payload(payload)
+}
+
+/// Inflates and decodes one compressed frame's payload (the bytes after the length prefix).
 pub fn decode_payload<T: DeserializeOwned>(payload: &[u8]) -> Result<T, FrameError> {
     let mut raw = Vec::new();
     ZlibDecoder::new(payload)
@@ -117,7 +171,7 @@ pub fn read_frame<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<Option<T>, 
     if got < 4 {
         return Err(FrameError::Truncated { expected: 4, got });
     }
-    let len = u32::from_be_bytes(len_buf) as usize;
+    let (len, stored) = split_prefix(len_buf);
     if len > MAX_FRAME_BYTES {
         return Err(FrameError::TooLarge { len });
     }
@@ -131,7 +185,7 @@ pub fn read_frame<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<Option<T>, 
             got: payload.len(),
         });
     }
-    decode_payload(&payload).map(Some)
+    decode_body(&payload, stored).map(Some)
 }
 
 fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
@@ -171,14 +225,14 @@ impl FrameDecoder {
         if self.buf.len() < 4 {
             return Ok(None);
         }
-        let len = u32::from_be_bytes(self.buf[..4].try_into().expect("4 bytes")) as usize;
+        let (len, stored) = split_prefix(self.buf[..4].try_into().expect("4 bytes"));
         if len > MAX_FRAME_BYTES {
             return Err(FrameError::TooLarge { len });
         }
         if self.buf.len() < 4 + len {
             return Ok(None);
         }
-        let msg = decode_payload(&self.buf[4..4 + len]);
+        let msg = decode_body(&self.buf[4..4 + len], stored);
         self.buf.drain(..4 + len);
         msg.map(Some)
     }
@@ -269,8 +323,8 @@ mod tests {
 
     // The wire format, committed. If one of these fails, the messages (or bincode's
     // options) changed: bump PROTOCOL_VERSION and update the constants on purpose.
-    const GOLDEN_HELLO_BINCODE: &str = "000000000b0000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
-    const GOLDEN_HELLO_FRAME: &str = "0000003f78012589bb090020140303a28d164ee26727050b455bd7704ac7300fc31d84048ca59a0a29e4908c345aeaea735f05888e8b10db1c35feef78e001f5c60aa9";
+    const GOLDEN_HELLO_BINCODE: &str = "000000000c0000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
+    const GOLDEN_HELLO_FRAME: &str = "0000003f7801258abb090020104303a2958593f8d949c142395bd7704ac73087210f4212509e58a2ceb1c4ec3491dad6907d0da0e88d255297d9d2df4e001ef6050aaa";
     const GOLDEN_REQUEST_BINCODE: &str = "0000000007000000000000000001030000000000000001dc050000000000000500000003000000000000000100000009000000000000002f6574632f6d6f746400000000060000000000000068656c6c6f0a0100000000a401000001010400000000000000726f6f740000010400000000000000020000000000000004000000000000006563686f02000000000000006869000106000000000000002f746d702f7800010000000000000004000000000000004c414e47010000000000000043000112000000070000000a000000000000002f6574632f686f7374730800000000000000010010000000000000";
     const GOLDEN_REQUEST_FRAME: &str = "0000008878013d4fdb0d0241081c7c7b5fc646b606e3873fc626ce4dd6e42e188f0f0bb22c8b71c07013069881905d105b3242965100f9ae11f0329b74f6a447a9d69751edee62e3896c7518b41376f8308bacbc255faa06cc72813f725cfba6e9b50724ef151b9fe50d9e8afd5cbf9e6e97f4ce902387fe838ed5239ed674b269e792141c10f80114101300";
 
@@ -398,6 +452,21 @@ mod tests {
             stdin: Some(b"in".to_vec()),
             umask: None,
         }));
+        ops.push(Op::BlockSignatures {
+            path: "~/big".into(),
+            block_size: 4096,
+        });
+        ops.push(Op::WriteDelta {
+            upload_id: 4,
+            basis: "/srv/big".into(),
+            instructions: vec![
+                DeltaInstruction::Copy {
+                    offset: 1 << 33,
+                    len: 4096,
+                },
+                DeltaInstruction::Literal(vec![9, 8, 7]),
+            ],
+        });
         ops.push(Op::Facts {
             subsets: vec!["all".into(), "!hardware".into()],
         });
@@ -472,6 +541,21 @@ mod tests {
 
     fn every_result() -> Vec<OpResult> {
         let mut results = vec![
+            OpResult::Signatures(BlockSignatures {
+                exists: true,
+                size: 5000,
+                block_size: 4096,
+                blocks: vec![
+                    BlockSignature {
+                        weak: 0xdead_beef,
+                        strong: [3; 16],
+                    },
+                    BlockSignature {
+                        weak: 1,
+                        strong: [0; 16],
+                    },
+                ],
+            }),
             OpResult::Stat(a_stat()),
             OpResult::Stat(StatInfo::missing("/gone".into())),
             OpResult::Read(FileRead {
@@ -664,7 +748,7 @@ mod tests {
         dec.push(&u32::MAX.to_be_bytes());
         assert!(matches!(
             dec.next::<ControllerMsg>(),
-            Err(FrameError::TooLarge { len }) if len == u32::MAX as usize
+            Err(FrameError::TooLarge { len }) if len == !STORED_FLAG as usize
         ));
     }
 
@@ -674,6 +758,72 @@ mod tests {
         assert!(matches!(
             read_frame::<_, ControllerMsg>(&mut &bytes[..]),
             Err(FrameError::Truncated { got: 0, .. })
+        ));
+    }
+
+    /// Bytes zlib cannot shrink, as a compressed file's are.
+    fn incompressible(len: usize) -> Vec<u8> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 32) as u8
+            })
+            .collect()
+    }
+
+    fn chunk_request(data: Vec<u8>) -> ControllerMsg {
+        ControllerMsg::Request(Request {
+            id: 1,
+            check: false,
+            diff: false,
+            chain: 0,
+            timeout_ms: None,
+            op: Op::WriteChunk { upload_id: 1, data },
+        })
+    }
+
+    #[test]
+    fn incompressible_content_is_stored_and_compressible_content_compressed() {
+        let random = chunk_request(incompressible(1 << 20));
+        let frame = encode_frame(&random).unwrap();
+        let prefix = u32::from_be_bytes(frame[..4].try_into().unwrap());
+        assert_ne!(prefix & STORED_FLAG, 0, "random bytes go stored");
+        assert_eq!((prefix & !STORED_FLAG) as usize, frame.len() - 4);
+        let raw = bincode_options().serialize(&random).unwrap();
+        assert_eq!(
+            &frame[4..],
+            &raw[..],
+            "a stored payload is the bincode itself"
+        );
+        assert_eq!(
+            read_frame::<_, ControllerMsg>(&mut &frame[..]).unwrap(),
+            Some(random.clone())
+        );
+        let mut dec = FrameDecoder::new();
+        dec.push(&frame);
+        assert_eq!(dec.next::<ControllerMsg>().unwrap(), Some(random));
+
+        let text = chunk_request(b"a line of a config file\n".repeat(50_000));
+        let frame = encode_frame(&text).unwrap();
+        let prefix = u32::from_be_bytes(frame[..4].try_into().unwrap());
+        assert_eq!(prefix & STORED_FLAG, 0, "text is compressed");
+        assert!(frame.len() < 50_000, "{}", frame.len());
+        assert_eq!(
+            read_frame::<_, ControllerMsg>(&mut &frame[..]).unwrap(),
+            Some(text)
+        );
+    }
+
+    #[test]
+    fn a_stored_frame_that_is_not_bincode_is_corrupt() {
+        let mut bytes = (3 | STORED_FLAG).to_be_bytes().to_vec();
+        bytes.extend_from_slice(&[0xff, 0xff, 0xff]);
+        assert!(matches!(
+            read_frame::<_, ControllerMsg>(&mut &bytes[..]),
+            Err(FrameError::Corrupt(_))
         ));
     }
 

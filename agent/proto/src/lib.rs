@@ -8,13 +8,14 @@
 pub mod frame;
 pub mod messages;
 mod nesting;
+pub mod rolling;
 
 pub use frame::{FrameDecoder, FrameError, encode_frame, read_frame, write_frame};
 pub use messages::*;
 pub use nesting::MAX_NESTING;
 
 /// Bumped on every change to [`messages`]. An agent that says another number is replaced.
-pub const PROTOCOL_VERSION: u32 = 11;
+pub const PROTOCOL_VERSION: u32 = 12;
 
 /// Largest compressed frame accepted. Bulk content travels in `WriteChunk`s well below it.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -28,3 +29,9 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 /// Most bytes one [`Op::ReadFile`] reply carries. Well under [`MAX_FRAME_BYTES`] so that a
 /// `Batch` of a few full reads still fits one frame; bigger files are paged by offset.
 pub const READ_BYTES_MAX: usize = 8 << 20;
+
+/// Smallest and largest block of a delta transfer's signatures, and the most blocks one
+/// file is described by (the signatures of a huge file stay a few MiB).
+pub const DELTA_BLOCK_MIN: u32 = 1 << 10;
+pub const DELTA_BLOCK_MAX: u32 = 1 << 20;
+pub const DELTA_BLOCKS_MAX: u64 = 1 << 17;

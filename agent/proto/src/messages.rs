@@ -143,6 +143,19 @@ pub enum Op {
     /// in `dir` (see [`StartJob`]). Answered at once by [`OpResult::JobStarted`], or by
     /// [`OpResult::NeedContent`] when `op` is a `RunModule` whose files the cache lacks.
     StartJob(StartJob),
+    /// Describe a file block by block for a delta upload, answered by
+    /// [`OpResult::Signatures`]: each `block_size` bytes (the last block may be shorter)
+    /// get a weak rolling checksum and a strong digest. A missing file is an answer.
+    BlockSignatures { path: String, block_size: u32 },
+    /// Append to the staging file of `upload_id` (as `WriteChunk` does) what the
+    /// instructions make of `basis`, the file the signatures described: ranges copied
+    /// from it and literal bytes. The result is checked as any staged upload is, by the
+    /// `EnsureFile { content: Staged }` that follows.
+    WriteDelta {
+        upload_id: u64,
+        basis: String,
+        instructions: Vec<DeltaInstruction>,
+    },
 }
 
 /// A detached job's files, all in `dir` (`~` allowed) and named after the job id: `JID`
@@ -169,6 +182,33 @@ pub struct JobStarted {
     pub jid: String,
     /// `dir/JID` with `~` expanded.
     pub results_file: String,
+}
+
+/// One step of rebuilding a file from the old one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeltaInstruction {
+    /// `len` bytes of the basis file from `offset`.
+    Copy { offset: u64, len: u64 },
+    /// Bytes the basis file does not have.
+    Literal(Vec<u8>),
+}
+
+/// What [`Op::BlockSignatures`] found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlockSignatures {
+    /// False when there is no regular file to read (then `blocks` is empty).
+    pub exists: bool,
+    pub size: u64,
+    pub block_size: u32,
+    pub blocks: Vec<BlockSignature>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockSignature {
+    /// The rolling checksum of the block (see the agent's and controller's `rolling`).
+    pub weak: u32,
+    /// The first 16 bytes of the block's SHA-256.
+    pub strong: [u8; 16],
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -363,6 +403,8 @@ pub enum OpResult {
     },
     /// What [`Op::StartJob`] started.
     JobStarted(JobStarted),
+    /// What [`Op::BlockSignatures`] found.
+    Signatures(BlockSignatures),
 }
 
 impl OpResult {
@@ -386,7 +428,8 @@ impl OpResult {
             | OpResult::Chunk { .. }
             | OpResult::Facts(_)
             | OpResult::Read(_)
-            | OpResult::Tree(_) => false,
+            | OpResult::Tree(_)
+            | OpResult::Signatures(_) => false,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod backup;
 pub mod child;
+pub mod delta;
 pub mod exec;
 pub mod facts;
 pub mod file;
@@ -137,6 +138,14 @@ impl Agent {
             Op::Rename { from, to } => rename::rename(self, &from, &to, flags),
             Op::RunModule(spec) => module::run_module(self, spec),
             Op::StartJob(spec) => job::start_job(self, spec, flags),
+            Op::BlockSignatures { path, block_size } => {
+                delta::block_signatures(self, &path, block_size)
+            }
+            Op::WriteDelta {
+                upload_id,
+                basis,
+                instructions,
+            } => delta::write_delta(self, upload_id, &basis, &instructions),
         };
         result.unwrap_or_else(OpResult::Error)
     }

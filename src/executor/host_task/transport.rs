@@ -12,7 +12,9 @@ use super::super::SessionFailure;
 use super::prepare::{add_environment, agent_check_mode, check_mode, diff_mode, plan_context};
 use super::{HostState, ItemRun, ItemState, RunContext, Target, async_job, squash};
 use crate::agent_session::AgentSession;
-use crate::modules::{Args, TaskOutcome};
+use std::io::Read;
+
+use crate::modules::{Args, FileSource, TaskOutcome};
 use crate::playbook::{Playbook, Task};
 
 /// Ops per request for long loops: the first chunk starts on the agent while the next are
@@ -20,7 +22,7 @@ use crate::playbook::{Playbook, Task};
 pub(super) const BATCH_CHUNK: usize = 256;
 
 /// Upload chunks per request: one round trip moves this many bytes.
-pub(super) const CHUNKS_PER_REQUEST: usize = 16;
+pub(super) const CHUNKS_PER_REQUEST: usize = 2;
 
 /// `loop_control.pause` makes items wait for each other: each item must be done on the
 /// host before the pause starts (a rolling restart relies on it), so the items go one
@@ -394,8 +396,8 @@ pub(super) async fn upload_content(
         ));
     };
     let plan_ctx = plan_context(ctx, playbook, task, &run.vars);
-    let bytes = match task.module.content(args, &plan_ctx) {
-        Ok(Some(bytes)) => bytes,
+    let source = match task.module.content(args, &plan_ctx) {
+        Ok(Some(source)) => source,
         Ok(None) => {
             return Err(TaskOutcome::failed(format!(
                 "{} cannot provide file content",
@@ -405,53 +407,163 @@ pub(super) async fn upload_content(
         Err(e) => return Err(TaskOutcome::failed(e.to_string())),
     };
     let upload_id = NEXT_UPLOAD.fetch_add(1, Ordering::Relaxed);
-    let (check, diff) = (agent_check_mode(ctx, task), diff_mode(ctx, task));
+    let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     let failed = |e: String| TaskOutcome::failed(format!("uploading {}: {e}", ensure.path));
-    if bytes.is_empty() {
-        let inline = Op::EnsureFile(EnsureFile {
-            content: FileContent::Inline(bytes),
-            ..ensure.clone()
-        });
-        return session
-            .call(inline, check, diff)
-            .await
-            .map_err(|e| failed(e.to_string()));
-    }
-    let chunks: Vec<&[u8]> = bytes.chunks(CHUNK_BYTES).collect();
-    let groups: Vec<&[&[u8]]> = chunks.chunks(CHUNKS_PER_REQUEST).collect();
-    let last = groups.len().saturating_sub(1);
     let staged = Op::EnsureFile(EnsureFile {
         content: FileContent::Staged { upload_id, sha256 },
         ..ensure.clone()
     });
-    // In-order batches: the agent appends chunks in the order it reads them.
-    for (index, group) in groups.iter().enumerate() {
-        let mut ops: Vec<Op> = group
-            .iter()
-            .map(|data| Op::WriteChunk {
-                upload_id,
-                data: data.to_vec(),
-            })
-            .collect();
-        if index == last {
-            ops.push(staged.clone());
+    let upload = Upload {
+        session,
+        flags,
+        upload_id,
+    };
+    let sent = match source {
+        FileSource::Bytes(bytes) if bytes.is_empty() => {
+            let inline = Op::EnsureFile(EnsureFile {
+                content: FileContent::Inline(bytes),
+                ..ensure.clone()
+            });
+            return session
+                .call(inline, flags.0, flags.1)
+                .await
+                .map_err(|e| failed(e.to_string()));
         }
-        match session.call(Op::Batch(ops), check, diff).await {
-            Ok(OpResult::Batch(mut results)) => {
-                if let Some(err @ OpResult::Error(_)) =
-                    results.iter().find(|r| matches!(r, OpResult::Error(_)))
-                {
-                    return Ok(err.clone());
+        FileSource::Bytes(bytes) => upload.chunks(&mut &bytes[..]).await,
+        FileSource::Local(path) => {
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            upload.local_file(&path, size, &ensure.path).await
+        }
+    };
+    match sent {
+        Ok(None) => {}
+        Ok(Some(refused)) => return Ok(refused),
+        Err(e) => return Err(failed(e)),
+    }
+    session
+        .call(staged, flags.0, flags.1)
+        .await
+        .map_err(|e| failed(e.to_string()))
+}
+
+/// Below this size a file goes whole: the signatures' round trip would cost more than the
+/// bytes a delta could save.
+const DELTA_FROM: u64 = 1 << 20;
+
+/// Literal bytes per `WriteDelta`, and chunks per request of a whole upload: a few MiB
+/// in memory on either side at a time.
+const DELTA_LITERAL_BYTES: usize = 2 << 20;
+
+/// One upload into the agent's staging file.
+struct Upload<'s> {
+    session: &'s AgentSession,
+    flags: (bool, bool),
+    upload_id: u64,
+}
+
+impl Upload<'_> {
+    /// A controller file: as a delta against what the target holds when it holds a file
+    /// there, else whole. `Ok(Some(result))` is the agent refusing a step.
+    async fn local_file(
+        &self,
+        path: &std::path::Path,
+        size: u64,
+        dest: &str,
+    ) -> Result<Option<OpResult>, String> {
+        let open = || std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()));
+        if size >= DELTA_FROM {
+            let block_size = crate::delta::block_size_for(size);
+            let asked = Op::BlockSignatures {
+                path: dest.to_string(),
+                block_size,
+            };
+            // Read-only: asked without check mode so it answers the same either way.
+            match self.session.call(asked, false, false).await {
+                Ok(OpResult::Signatures(sigs)) if sigs.exists && sigs.size > 0 => {
+                    return self.delta(&sigs, open()?, dest).await;
                 }
-                if index == last {
-                    return results.pop().ok_or_else(|| failed("empty reply".into()));
+                Ok(OpResult::Signatures(_)) | Ok(OpResult::Error(_)) => {}
+                Ok(other) => return Err(format!("unexpected reply {other:?}")),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        self.chunks(&mut std::io::BufReader::new(open()?)).await
+    }
+
+    async fn delta(
+        &self,
+        sigs: &turbo_proto::BlockSignatures,
+        file: std::fs::File,
+        basis: &str,
+    ) -> Result<Option<OpResult>, String> {
+        let mut encoder = crate::delta::DeltaEncoder::new(sigs, file, DELTA_LITERAL_BYTES);
+        while let Some(instructions) = encoder.next_batch().map_err(|e| e.to_string())? {
+            let op = Op::WriteDelta {
+                upload_id: self.upload_id,
+                basis: basis.to_string(),
+                instructions,
+            };
+            match self.session.call(op, self.flags.0, self.flags.1).await {
+                Ok(OpResult::Chunk { .. }) => {}
+                Ok(err @ OpResult::Error(_)) => return Ok(Some(err)),
+                Ok(other) => return Err(format!("unexpected reply {other:?}")),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The bytes in `CHUNK_BYTES` pieces, `CHUNKS_PER_REQUEST` to a request, in order
+    /// (the agent appends chunks as it reads them); only one request's worth is read at a time.
+    async fn chunks(
+        &self,
+        reader: &mut (dyn std::io::Read + Send),
+    ) -> Result<Option<OpResult>, String> {
+        loop {
+            let mut ops = Vec::with_capacity(CHUNKS_PER_REQUEST);
+            let mut at_end = false;
+            while ops.len() < CHUNKS_PER_REQUEST {
+                let mut data = Vec::with_capacity(CHUNK_BYTES);
+                reader
+                    .take(CHUNK_BYTES as u64)
+                    .read_to_end(&mut data)
+                    .map_err(|e| e.to_string())?;
+                if data.is_empty() {
+                    at_end = true;
+                    break;
+                }
+                let short = data.len() < CHUNK_BYTES;
+                ops.push(Op::WriteChunk {
+                    upload_id: self.upload_id,
+                    data,
+                });
+                if short {
+                    at_end = true;
+                    break;
                 }
             }
-            Ok(other) => return Err(failed(format!("unexpected reply {other:?}"))),
-            Err(e) => return Err(failed(e.to_string())),
+            if !ops.is_empty() {
+                match self
+                    .session
+                    .call(Op::Batch(ops), self.flags.0, self.flags.1)
+                    .await
+                {
+                    Ok(OpResult::Batch(results)) => {
+                        if let Some(err @ OpResult::Error(_)) =
+                            results.iter().find(|r| matches!(r, OpResult::Error(_)))
+                        {
+                            return Ok(Some(err.clone()));
+                        }
+                    }
+                    Ok(other) => return Err(format!("unexpected reply {other:?}")),
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            if at_end {
+                return Ok(None);
+            }
         }
     }
-    unreachable!("the last group returns")
 }
 
 /// The agent's session broke under the `remote` items. An agent that died while its

@@ -23,6 +23,8 @@ struct State {
     generation: AtomicU64,
     /// Both sockets of every connection accepted so far.
     sockets: Mutex<Vec<TcpStream>>,
+    /// Bytes forwarded, both directions together.
+    forwarded: AtomicU64,
 }
 
 /// How often a forwarding thread looks at the flags while no data comes.
@@ -74,6 +76,11 @@ impl CutProxy {
         // The forwarding threads drop their copies when they see the new generation.
         self.state.generation.fetch_add(1, Ordering::SeqCst);
         drop(sockets);
+    }
+
+    /// Bytes forwarded so far, both directions: what crossed the wire.
+    pub fn bytes(&self) -> u64 {
+        self.state.forwarded.load(Ordering::SeqCst)
     }
 
     /// Stops forwarding: bytes already sent stay in the sockets' buffers, nothing more
@@ -134,6 +141,7 @@ fn pump(state: &State, generation: u64, mut from: TcpStream, mut to: TcpStream) 
                 return;
             }
             Ok(n) => {
+                state.forwarded.fetch_add(n as u64, Ordering::SeqCst);
                 if to.write_all(&buffer[..n]).is_err() {
                     return;
                 }

@@ -1,5 +1,6 @@
 //! `command` (argv, no shell) and `shell` (`/bin/sh -c`).
 
+use super::text_file::split_lines;
 use serde_json::{Value, json};
 use turbo_proto::{Command, Exec, ExecOutcome, Op, OpResult};
 
@@ -252,8 +253,8 @@ fn exec_result(module: &str, cmd: Value, args: &Args, result: OpResult) -> TaskO
     data.insert("rc".into(), json!(x.rc));
     data.insert("stdout".into(), json!(stdout));
     data.insert("stderr".into(), json!(stderr));
-    data.insert("stdout_lines".into(), json!(python_splitlines(&stdout)));
-    data.insert("stderr_lines".into(), json!(python_splitlines(&stderr)));
+    data.insert("stdout_lines".into(), json!(split_lines(&stdout)));
+    data.insert("stderr_lines".into(), json!(split_lines(&stderr)));
     TaskOutcome {
         changed,
         failed,
@@ -303,35 +304,6 @@ fn not_run(cmd: Value, rc: Option<i32>, msg: String) -> TaskOutcome {
 /// The agent skips without running in check mode only after creates/removes let it through.
 fn is_check_mode_skip(x: &ExecOutcome) -> bool {
     x.msg.contains("check mode")
-}
-
-/// Python's `str.splitlines()` for the line breaks commands print.
-pub(super) fn python_splitlines(s: &str) -> Vec<&str> {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\n' => {
-                lines.push(&s[start..i]);
-                start = i + 1;
-            }
-            b'\r' => {
-                lines.push(&s[start..i]);
-                if bytes.get(i + 1) == Some(&b'\n') {
-                    i += 1;
-                }
-                start = i + 1;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    if start < bytes.len() {
-        lines.push(&s[start..]);
-    }
-    lines
 }
 
 /// Python's `str(timedelta)`: "0:00:00.003210", no fraction when it is zero.
@@ -636,8 +608,8 @@ mod tests {
             format_utc_time(951_782_400_000_001),
             "2000-02-29 00:00:00.000001"
         );
-        assert_eq!(python_splitlines("a\r\nb\rc\n"), ["a", "b", "c"]);
-        assert_eq!(python_splitlines(""), Vec::<&str>::new());
-        assert_eq!(python_splitlines("\n"), [""]);
+        assert_eq!(split_lines("a\r\nb\rc\n"), ["a", "b", "c"]);
+        assert_eq!(split_lines(""), Vec::<&str>::new());
+        assert_eq!(split_lines("\n"), [""]);
     }
 }

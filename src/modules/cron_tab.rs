@@ -16,30 +16,9 @@ pub(super) struct CronTab {
 
 /// Python's `str.splitlines()`: the lines without their endings.
 fn split_lines(text: &str) -> Vec<String> {
-    super::text_file::split_lines_keep(text)
+    super::text_file::split_lines(text)
         .into_iter()
-        .map(|line| {
-            let end = line
-                .char_indices()
-                .rev()
-                .take_while(|(_, c)| {
-                    matches!(
-                        c,
-                        '\n' | '\r'
-                            | '\x0b'
-                            | '\x0c'
-                            | '\x1c'
-                            | '\x1d'
-                            | '\x1e'
-                            | '\u{85}'
-                            | '\u{2028}'
-                            | '\u{2029}'
-                    )
-                })
-                .last()
-                .map_or(line.len(), |(i, _)| i);
-            line[..end].to_string()
-        })
+        .map(str::to_string)
         .collect()
 }
 

@@ -5,8 +5,8 @@
 use serde_json::{Map, Value, json};
 use turbo_proto::{Command, Exec, Op, OpResult};
 
-use super::command::python_splitlines;
 use super::spec::{Arg, Spec};
+use super::text_file::split_lines;
 use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
 
 pub struct Getent;
@@ -109,7 +109,7 @@ impl Module for Getent {
 fn records(stdout: &str, split: Option<&str>) -> Map<String, Value> {
     let mut out = Map::new();
     let mut seen: std::collections::HashMap<String, usize> = Default::default();
-    for line in python_splitlines(stdout) {
+    for line in split_lines(stdout) {
         let fields: Vec<&str> = match split {
             Some(sep) => line.split(sep).collect(),
             None => line.split_whitespace().collect(),

@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 use turbo_proto::{Command, Exec, Op, OpResult};
 
-use super::command::python_splitlines;
 use super::spec::{Arg, Spec, Unknown};
+use super::text_file::split_lines;
 use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome, unexpected};
 
 /// Ansible's raw action reads only these two and never checks its arguments: any other
@@ -67,8 +67,8 @@ pub(super) fn shell_result(rc: i32, stdout: &[u8], stderr: &[u8]) -> TaskOutcome
     let stderr = String::from_utf8_lossy(stderr).into_owned();
     let mut data = serde_json::Map::new();
     data.insert("rc".into(), json!(rc));
-    data.insert("stdout_lines".into(), json!(python_splitlines(&stdout)));
-    data.insert("stderr_lines".into(), json!(python_splitlines(&stderr)));
+    data.insert("stdout_lines".into(), json!(split_lines(&stdout)));
+    data.insert("stderr_lines".into(), json!(split_lines(&stderr)));
     data.insert("stdout".into(), Value::String(stdout));
     data.insert("stderr".into(), Value::String(stderr));
     let failed = rc != 0;

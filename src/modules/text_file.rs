@@ -156,9 +156,10 @@ pub(super) fn check_encoding(args: &Args, module: &str) -> Result<(), ModuleErro
     }
 }
 
-/// Python's `str.splitlines(keepends=True)`: every line keeps its own ending, any of
-/// `\n`, `\r\n`, `\r`, `\v`, `\f`, `\x1c`, `\x1d`, `\x1e`, `\x85`, U+2028 and U+2029.
-pub(super) fn split_lines_keep(text: &str) -> Vec<String> {
+/// Each line of `text` as Python's `str.splitlines()` cuts it: where its content ends and
+/// where its line ending (any of `\n`, `\r\n`, `\r`, `\v`, `\f`, `\x1c`, `\x1d`, `\x1e`,
+/// `\x85`, U+2028 and U+2029; none on a last line without one) ends.
+fn python_line_bounds(text: &str) -> Vec<(usize, usize, usize)> {
     let mut lines = Vec::new();
     let mut start = 0;
     let mut chars = text.char_indices().peekable();
@@ -175,13 +176,30 @@ pub(super) fn split_lines_keep(text: &str) -> Vec<String> {
             | '\u{2029}' => i + c.len_utf8(),
             _ => continue,
         };
-        lines.push(text[start..end].to_string());
+        lines.push((start, i, end));
         start = end;
     }
     if start < text.len() {
-        lines.push(text[start..].to_string());
+        lines.push((start, text.len(), text.len()));
     }
     lines
+}
+
+/// Python's `str.splitlines(keepends=True)`: every line keeps its own ending.
+pub(super) fn split_lines_keep(text: &str) -> Vec<String> {
+    python_line_bounds(text)
+        .into_iter()
+        .map(|(start, _, end)| text[start..end].to_string())
+        .collect()
+}
+
+/// Python's `str.splitlines()`: every line without its ending (a command's
+/// `stdout_lines`, a crontab's lines).
+pub(super) fn split_lines(text: &str) -> Vec<&str> {
+    python_line_bounds(text)
+        .into_iter()
+        .map(|(start, content_end, _)| &text[start..content_end])
+        .collect()
 }
 
 /// Python's `str.splitlines(True)` lines after `readlines()` on text whose newlines are

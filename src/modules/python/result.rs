@@ -87,7 +87,7 @@ pub fn outcome(run: ModuleRun, timeout_secs: Option<u64>) -> TaskOutcome {
         // (ansible's `_task.py`), whichever module it was.
         if data.contains_key(text) && !data.contains_key(lines) {
             let split = match data.get(text) {
-                Some(Value::String(s)) => python_splitlines(s),
+                Some(Value::String(s)) => crate::modules::text_file::split_lines(s),
                 _ => Vec::new(),
             };
             data.insert(lines.into(), Value::from(split));
@@ -95,39 +95,6 @@ pub fn outcome(run: ModuleRun, timeout_secs: Option<u64>) -> TaskOutcome {
     }
     outcome.data = data;
     outcome
-}
-
-/// Python's `str.splitlines()`: every line without its ending.
-fn python_splitlines(text: &str) -> Vec<String> {
-    crate::modules::text_file::split_lines_keep(text)
-        .into_iter()
-        .map(|line| {
-            let end = line.strip_suffix("\r\n").map(str::len).unwrap_or_else(|| {
-                line.len()
-                    - line
-                        .chars()
-                        .last()
-                        .filter(|c| is_line_end(*c))
-                        .map_or(0, char::len_utf8)
-            });
-            line[..end].to_string()
-        })
-        .collect()
-}
-
-fn is_line_end(c: char) -> bool {
-    matches!(
-        c,
-        '\n' | '\r'
-            | '\x0b'
-            | '\x0c'
-            | '\x1c'
-            | '\x1d'
-            | '\x1e'
-            | '\u{85}'
-            | '\u{2028}'
-            | '\u{2029}'
-    )
 }
 
 /// The message of a serialized `WarningSummary` (or other summary of one event).
@@ -272,8 +239,8 @@ mod tests {
     #[test]
     fn output_is_split_into_lines_as_the_controller_does() {
         assert_eq!(
-            python_splitlines("a\r\nb\rc\n\nd"),
-            ["a", "b", "c", "", "d"]
+            crate::modules::text_file::split_lines("a\r\nb\rc\n\nd\u{2028}e"),
+            ["a", "b", "c", "", "d", "e"]
         );
         let out = outcome(run(r#"{"stdout": "x\ny\n", "stderr": "", "rc": 1}"#), None);
         assert_eq!(out.data["stdout_lines"], serde_json::json!(["x", "y"]));

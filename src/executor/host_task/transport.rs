@@ -418,32 +418,24 @@ pub(super) async fn upload_content(
         flags,
         upload_id,
     };
-    let sent = match source {
+    match source {
         FileSource::Bytes(bytes) if bytes.is_empty() => {
             let inline = Op::EnsureFile(EnsureFile {
                 content: FileContent::Inline(bytes),
                 ..ensure.clone()
             });
-            return session
+            session
                 .call(inline, flags.0, flags.1)
                 .await
-                .map_err(|e| failed(e.to_string()));
+                .map_err(|e| e.to_string())
         }
-        FileSource::Bytes(bytes) => upload.chunks(&mut &bytes[..]).await,
+        FileSource::Bytes(bytes) => upload.chunks(&mut &bytes[..], staged).await,
         FileSource::Local(path) => {
             let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            upload.local_file(&path, size, &ensure.path).await
+            upload.local_file(&path, size, &ensure.path, staged).await
         }
-    };
-    match sent {
-        Ok(None) => {}
-        Ok(Some(refused)) => return Ok(refused),
-        Err(e) => return Err(failed(e)),
     }
-    session
-        .call(staged, flags.0, flags.1)
-        .await
-        .map_err(|e| failed(e.to_string()))
+    .map_err(failed)
 }
 
 /// Below this size a file goes whole: the signatures' round trip would cost more than the
@@ -463,13 +455,15 @@ struct Upload<'s> {
 
 impl Upload<'_> {
     /// A controller file: as a delta against what the target holds when it holds a file
-    /// there, else whole. `Ok(Some(result))` is the agent refusing a step.
+    /// there, else whole; then `finish` (the staged write). Its reply is the answer, or
+    /// the agent's refusal of a step before it.
     async fn local_file(
         &self,
         path: &std::path::Path,
         size: u64,
         dest: &str,
-    ) -> Result<Option<OpResult>, String> {
+        finish: Op,
+    ) -> Result<OpResult, String> {
         let open = || std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()));
         if size >= DELTA_FROM {
             let block_size = crate::delta::block_size_for(size);
@@ -480,14 +474,22 @@ impl Upload<'_> {
             // Read-only: asked without check mode so it answers the same either way.
             match self.session.call(asked, false, false).await {
                 Ok(OpResult::Signatures(sigs)) if sigs.exists && sigs.size > 0 => {
-                    return self.delta(&sigs, open()?, dest).await;
+                    if let Some(refused) = self.delta(&sigs, open()?, dest).await? {
+                        return Ok(refused);
+                    }
+                    return self
+                        .session
+                        .call(finish, self.flags.0, self.flags.1)
+                        .await
+                        .map_err(|e| e.to_string());
                 }
                 Ok(OpResult::Signatures(_)) | Ok(OpResult::Error(_)) => {}
                 Ok(other) => return Err(format!("unexpected reply {other:?}")),
                 Err(e) => return Err(e.to_string()),
             }
         }
-        self.chunks(&mut std::io::BufReader::new(open()?)).await
+        self.chunks(&mut std::io::BufReader::new(open()?), finish)
+            .await
     }
 
     async fn delta(
@@ -514,13 +516,16 @@ impl Upload<'_> {
     }
 
     /// The bytes in `CHUNK_BYTES` pieces, `CHUNKS_PER_REQUEST` to a request, in order
-    /// (the agent appends chunks as it reads them); only one request's worth is read at a time.
+    /// (the agent appends chunks as it reads them), with `finish` in the last request so
+    /// that it costs no round trip of its own; only one request's worth is read at a time.
+    /// The answer is `finish`'s reply, or the agent's refusal of a chunk.
     async fn chunks(
         &self,
         reader: &mut (dyn std::io::Read + Send),
-    ) -> Result<Option<OpResult>, String> {
+        finish: Op,
+    ) -> Result<OpResult, String> {
         loop {
-            let mut ops = Vec::with_capacity(CHUNKS_PER_REQUEST);
+            let mut ops = Vec::with_capacity(CHUNKS_PER_REQUEST + 1);
             let mut at_end = false;
             while ops.len() < CHUNKS_PER_REQUEST {
                 let mut data = Vec::with_capacity(CHUNK_BYTES);
@@ -528,39 +533,38 @@ impl Upload<'_> {
                     .take(CHUNK_BYTES as u64)
                     .read_to_end(&mut data)
                     .map_err(|e| e.to_string())?;
-                if data.is_empty() {
-                    at_end = true;
-                    break;
-                }
                 let short = data.len() < CHUNK_BYTES;
-                ops.push(Op::WriteChunk {
-                    upload_id: self.upload_id,
-                    data,
-                });
+                if !data.is_empty() {
+                    ops.push(Op::WriteChunk {
+                        upload_id: self.upload_id,
+                        data,
+                    });
+                }
                 if short {
                     at_end = true;
                     break;
                 }
             }
-            if !ops.is_empty() {
-                match self
-                    .session
-                    .call(Op::Batch(ops), self.flags.0, self.flags.1)
-                    .await
-                {
-                    Ok(OpResult::Batch(results)) => {
-                        if let Some(err @ OpResult::Error(_)) =
-                            results.iter().find(|r| matches!(r, OpResult::Error(_)))
-                        {
-                            return Ok(Some(err.clone()));
-                        }
-                    }
-                    Ok(other) => return Err(format!("unexpected reply {other:?}")),
-                    Err(e) => return Err(e.to_string()),
-                }
+            if at_end {
+                ops.push(finish.clone());
+            }
+            let mut results = match self
+                .session
+                .call(Op::Batch(ops), self.flags.0, self.flags.1)
+                .await
+            {
+                Ok(OpResult::Batch(results)) => results,
+                Ok(other) => return Err(format!("unexpected reply {other:?}")),
+                Err(e) => return Err(e.to_string()),
+            };
+            let last = if at_end { results.pop() } else { None };
+            if let Some(err @ OpResult::Error(_)) =
+                results.iter().find(|r| matches!(r, OpResult::Error(_)))
+            {
+                return Ok(err.clone());
             }
             if at_end {
-                return Ok(None);
+                return last.ok_or_else(|| "empty reply".to_string());
             }
         }
     }

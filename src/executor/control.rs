@@ -17,6 +17,25 @@ pub struct Attempts {
     pub delay: Duration,
 }
 
+/// A keyword that counts (`retries`, `async`, `poll`), templated for one host: a
+/// non-negative integer, or a string of one.
+pub(super) fn keyword_count(
+    templar: &Templar,
+    raw: &Value,
+    vars: &minijinja::Value,
+    what: &str,
+) -> Result<u64, String> {
+    let value = templar
+        .render_value(raw, vars)
+        .map_err(|e| format!("{what}: {e}"))?;
+    match &value {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+    .ok_or_else(|| format!("{what} must be a non-negative integer, got {value}"))
+}
+
 impl Attempts {
     pub const ONCE: Attempts = Attempts {
         total: 1,
@@ -29,17 +48,9 @@ impl Attempts {
             return Ok(Attempts::ONCE);
         };
         let number = |raw: &Option<Value>, what: &str| -> Result<Option<u64>, String> {
-            let Some(raw) = raw else { return Ok(None) };
-            let value = templar
-                .render_value(raw, vars)
-                .map_err(|e| format!("{what}: {e}"))?;
-            match &value {
-                Value::Number(n) => n.as_u64(),
-                Value::String(s) => s.trim().parse().ok(),
-                _ => None,
-            }
-            .map(Some)
-            .ok_or_else(|| format!("{what} must be a non-negative integer, got {value}"))
+            raw.as_ref()
+                .map(|raw| keyword_count(templar, raw, vars, what))
+                .transpose()
         };
         let total = match number(&until.retries, "retries")? {
             None => Until::DEFAULT_RETRIES,

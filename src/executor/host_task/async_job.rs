@@ -62,17 +62,8 @@ pub(super) fn decide(
 ) -> Result<Option<AsyncRun>, String> {
     let AsyncKeywords { limit, poll } = &task.async_job;
     let Some(limit) = limit else { return Ok(None) };
-    let number = |raw: &Value, what: &str| -> Result<u64, String> {
-        let value = ctx
-            .templar
-            .render_value(raw, vars)
-            .map_err(|e| format!("{what}: {e}"))?;
-        match &value {
-            Value::Number(n) => n.as_u64(),
-            Value::String(s) => s.trim().parse().ok(),
-            _ => None,
-        }
-        .ok_or_else(|| format!("{what} must be a non-negative integer, got {value}"))
+    let number = |raw: &Value, what: &str| {
+        super::super::control::keyword_count(&ctx.templar, raw, vars, what)
     };
     let limit = number(limit, "async")?;
     if limit == 0 {

@@ -76,13 +76,18 @@ impl<W: Write> ConsoleReporter<W> {
         }
     }
 
-    /// Prints above the progress bar when there is one.
+    /// Prints above the progress bar when there is one. The line goes to our own output
+    /// either way: the bar's `println` writes to the bar's target (stderr, or nowhere while
+    /// the bar is hidden), which would lose results or move them off stdout.
     fn line(&mut self, text: &str) {
+        let out = &mut self.out;
+        let mut write = || {
+            let _ = writeln!(out, "{text}");
+            let _ = out.flush();
+        };
         match &self.progress {
-            Some(bar) => bar.println(text),
-            None => {
-                let _ = writeln!(self.out, "{text}");
-            }
+            Some(bar) => bar.suspend(write),
+            None => write(),
         }
     }
 
@@ -510,6 +515,31 @@ mod tests {
             ignored: false,
             verbose_always: false,
         })
+    }
+
+    /// On a terminal the bar exists (hidden at first, then on stderr): every line must
+    /// still reach the reporter's own output, the same as when piped.
+    #[test]
+    fn a_progress_bar_never_swallows_or_moves_lines() {
+        let mut events = vec![
+            Event::PlayStart { name: "all".into() },
+            Event::TaskStart {
+                name: "Loop".into(),
+                hosts: 1,
+            },
+            Event::ItemsPlanned { count: 60 },
+        ];
+        for i in 0..60 {
+            let item = i.to_string();
+            events.push(result(Status::Ok, Some(&item), serde_json::json!({})));
+        }
+        let mut with_bar = ConsoleReporter::new(Vec::new(), 0, false, true);
+        for e in &events {
+            with_bar.handle(e);
+        }
+        let with_bar = String::from_utf8(with_bar.into_inner()).unwrap();
+        assert_eq!(with_bar, render(&events, 0));
+        assert!(with_bar.contains("ok: [web1] => (item=59)\n"), "{with_bar}");
     }
 
     #[test]

@@ -8,14 +8,13 @@
 //! `admin` has sudo with [`TEST_PASSWORD`], `plain` has no sudo. Every account's password,
 //! root's included, is [`TEST_PASSWORD`]; every user but root accepts the base's key.
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use super::sshd::free_port;
+use super::sshd::{free_port, wait_for_log};
 
 /// The password of every account in the base (build-base.sh's TEST_PASSWORD).
 pub const TEST_PASSWORD: &str = "turbo-test-password";
@@ -27,7 +26,6 @@ pub const SUDO_PASSWORD_USER: &str = "admin";
 pub const PLAIN_USER: &str = "plain";
 
 const SUITE: &str = "bookworm";
-const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 static NEXT_HOST: AtomicU32 = AtomicU32::new(0);
 
@@ -166,7 +164,7 @@ impl DebianHost {
             std::fs::create_dir_all(dir.join("work")).expect("overlay work directory");
             let port = free_port();
             let mut child = spawn_sshd(name, &dir, &base.rootfs(), port);
-            match wait_for_port(port, &mut child) {
+            match wait_for_log(&dir.join("sshd.log"), &mut child) {
                 Ok(()) => {
                     let init_pid = namespace_init(child.id()).unwrap_or_else(|| {
                         let _ = child.kill();
@@ -421,25 +419,20 @@ fn spawn_sshd(name: &str, dir: &Path, base: &Path, port: u16) -> Child {
         .unwrap_or_else(|e| panic!("{name}: starting unshare: {e} (util-linux is needed)"))
 }
 
-fn wait_for_port(port: u16, child: &mut Child) -> Result<(), String> {
+/// The pid of unshare's child (the namespace's PID 1), from the outside's /proc.
+/// sshd says it listens only after unshare forked it, but on a loaded machine /proc may
+/// take a moment to list the child: ask for up to a second.
+fn namespace_init(unshare: u32) -> Option<u32> {
     let start = Instant::now();
-    while start.elapsed() < START_TIMEOUT {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("sshd exited with {status}"));
-        }
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Ok(());
+    loop {
+        let found = std::fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children"))
+            .ok()
+            .and_then(|children| children.split_whitespace().next()?.parse().ok());
+        if found.is_some() || start.elapsed() > Duration::from_secs(1) {
+            return found;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    Err(format!("port {port} not accepting after {START_TIMEOUT:?}"))
-}
-
-/// The pid of unshare's child (the namespace's PID 1), from the outside's /proc.
-fn namespace_init(unshare: u32) -> Option<u32> {
-    let children =
-        std::fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children")).ok()?;
-    children.split_whitespace().next()?.parse().ok()
 }
 
 /// Hosts left by test processes that died before dropping their hosts (named

@@ -318,7 +318,9 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-fn wait_for_log(log: &Path, child: &mut Child) -> Result<(), String> {
+/// sshd's own word that it listens: a connect alone can be answered by the connecting
+/// socket itself (a loopback self-connection when the probe's source port is the port).
+pub fn wait_for_log(log: &Path, child: &mut Child) -> Result<(), String> {
     let start = Instant::now();
     while start.elapsed() < START_TIMEOUT {
         if let Ok(Some(status)) = child.try_wait() {
@@ -340,8 +342,11 @@ fn wait_for_port(address: &str, port: u16, child: &mut Child) -> Result<(), Stri
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("sshd exited with {status}"));
         }
-        if TcpStream::connect((address, port)).is_ok() {
-            return Ok(());
+        if let Ok(stream) = TcpStream::connect((address, port)) {
+            // A self-connection (source port == the probed port) is nobody listening.
+            if stream.local_addr().ok() != stream.peer_addr().ok() {
+                return Ok(());
+            }
         }
         std::thread::sleep(Duration::from_millis(25));
     }

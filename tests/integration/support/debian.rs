@@ -383,7 +383,8 @@ impl Drop for DebianHost {
 /// mounts the overlay of `dir/upper` on the base at `dir/root`, /proc and a devpts of its
 /// own inside it, names the host, gives it this machine's resolv.conf (apt inside reaches
 /// the archive through this machine's network), and runs its sshd chrooted as the
-/// namespace's PID 1.
+/// namespace's PID 1. The base's sshd logs only errors; `LogLevel=INFO` on the command line
+/// (which wins over sshd_config) makes it say "Server listening on", which is when it is ready.
 fn spawn_sshd(name: &str, dir: &Path, base: &Path, port: u16) -> Child {
     let dir = dir.to_str().expect("utf-8 path");
     let base = base.to_str().expect("utf-8 path");
@@ -398,7 +399,8 @@ fn spawn_sshd(name: &str, dir: &Path, base: &Path, port: u16) -> Child {
          printf '127.0.0.1\\tlocalhost\\n127.0.1.1\\t%s\\n::1\\tlocalhost ip6-localhost ip6-loopback\\n' \
            '{name}' > '{dir}/root/etc/hosts'\n\
          hostname '{name}'\n\
-         exec chroot '{dir}/root' /usr/sbin/sshd -D -e -p {port} -o ListenAddress=127.0.0.1:{port}\n"
+         exec chroot '{dir}/root' /usr/sbin/sshd -D -e -p {port} -o ListenAddress=127.0.0.1:{port} \
+           -o LogLevel=INFO\n"
     );
     let log = std::fs::File::create(Path::new(dir).join("sshd.log")).expect("sshd.log");
     Command::new("setpriv")

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 )]
 pub struct Cli {
     /// Playbook(s) to run, in order.
-    #[arg(required = true, value_name = "PLAYBOOK")]
+    #[arg(required_unless_present = "merge_recaps", value_name = "PLAYBOOK")]
     pub playbooks: Vec<PathBuf>,
 
     /// Inventory: a file (INI or YAML), a directory, or a comma list `host1,host2,`.
@@ -29,6 +29,17 @@ pub struct Cli {
     /// Further limit the selected hosts to this pattern.
     #[arg(short = 'l', long = "limit", value_name = "SUBSET")]
     pub limit: Option<String>,
+
+    /// Run only the K-th of N stable slices of the hosts (K from 1 to N), to split a large
+    /// fleet over N controllers; a host's slice depends on its name alone. Merge the slices'
+    /// `--json` logs with `--merge-recaps`.
+    #[arg(long = "slice", value_name = "K/N")]
+    pub slice: Option<crate::host_slice::HostSlice>,
+
+    /// Print one PLAY RECAP (and exit with its code) from the `--json` event logs of several
+    /// runs, such as the slices of one fleet; runs nothing.
+    #[arg(long = "merge-recaps", value_name = "JSON_LOG", num_args = 1.., conflicts_with = "playbooks")]
+    pub merge_recaps: Vec<PathBuf>,
 
     /// How many hosts run at once. Default: $ANSIBLE_FORKS, else ansible.cfg's `forks`,
     /// else 50 (not Ansible's 5: a host here costs a connection and a waiting task, not a

@@ -13,6 +13,7 @@ pub mod fnmatch;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod host_slice;
 pub mod inventory;
 pub mod kv_args;
 pub mod listing;

@@ -31,11 +31,18 @@ pub fn syntax_check(shown_path: &str) -> String {
 /// numbered on as one list, as Ansible does. `filter` is the tag selection: for
 /// `--list-tags` without tag flags, pass [`TagFilter::for_listing_tags`]'s, which lists
 /// `never` tasks too, as Ansible does.
+/// `--limit` and `--slice`, which narrow every play's hosts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostFilter<'a> {
+    pub limit: Option<&'a str>,
+    pub slice: Option<crate::host_slice::HostSlice>,
+}
+
 pub fn render(
     playbooks: &[Playbook],
     shown_path: &str,
     inventory: &Inventory,
-    limit: Option<&str>,
+    narrow: HostFilter<'_>,
     what: Listings,
     filter: &TagFilter,
 ) -> Result<String, String> {
@@ -52,8 +59,11 @@ pub fn render(
         ));
         if what.hosts {
             let mut hosts = inventory.select(&play.hosts).map_err(|e| e.to_string())?;
-            if let Some(limit) = limit {
+            if let Some(limit) = narrow.limit {
                 hosts = inventory.limit(hosts, limit).map_err(|e| e.to_string())?;
+            }
+            if let Some(slice) = narrow.slice {
+                hosts.retain(|host| slice.holds(host));
             }
             out.push_str(&format!(
                 "    pattern: {}\n    hosts ({}):\n",
@@ -185,7 +195,8 @@ mod tests {
 
     fn listing(what: Listings, filter: &TagFilter, limit: Option<&str>) -> String {
         let pb = load_playbook_text(Path::new("site.yml"), SITE).unwrap();
-        render(&[pb], "site.yml", &inventory(), limit, what, filter).unwrap()
+        let narrow = HostFilter { limit, slice: None };
+        render(&[pb], "site.yml", &inventory(), narrow, what, filter).unwrap()
     }
 
     /// Each expected text below is what ansible-playbook 2.19 printed for SITE (its set
@@ -234,7 +245,7 @@ mod tests {
             &[pb],
             "site.yml",
             &inventory(),
-            None,
+            HostFilter::default(),
             what,
             &TagFilter::default(),
         );
@@ -352,7 +363,7 @@ mod tests {
             &[pb],
             "blk.yml",
             &inventory(),
-            None,
+            HostFilter::default(),
             what,
             &TagFilter::default(),
         );

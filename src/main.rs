@@ -51,6 +51,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<u8, (u8, String)> {
+    if !cli.merge_recaps.is_empty() {
+        return merge_recaps(&cli);
+    }
     let mut config = Config::load().map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
     // Before anything is read: `-e @file`, inventories and playbooks may be encrypted too.
     let vault_warnings = install_vault_secrets(&cli, &config.vault).map_err(|e| (EXIT_ERROR, e))?;
@@ -152,7 +155,10 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                 these,
                 &path.display().to_string(),
                 &inventory,
-                cli.limit.as_deref(),
+                listing::HostFilter {
+                    limit: cli.limit.as_deref(),
+                    slice: cli.slice,
+                },
                 listings,
                 &filter,
             )
@@ -167,6 +173,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         check: cli.check,
         diff: cli.diff,
         limit: cli.limit.clone(),
+        slice: cli.slice,
         extra_vars,
         force_handlers: cli.force_handlers,
         connection_defaults: ConnectionDefaults {
@@ -232,6 +239,22 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
             "ERROR! No matching task \"{name}\" found. Note: --start-at-task can only follow static includes."
         );
     }
+    Ok(summary.exit_code() as u8)
+}
+
+/// `--merge-recaps`: the slices' recaps as one, with the exit code one run would have had.
+fn merge_recaps(cli: &Cli) -> Result<u8, (u8, String)> {
+    let merged = turbo_play::report::merged_recap::merge_files(&cli.merge_recaps)
+        .map_err(|e| (EXIT_ERROR, e.to_string()))?;
+    for warning in &merged.warnings {
+        eprintln!("[WARNING]: {warning}");
+    }
+    ConsoleReporter::stdout(cli.verbose).handle(&Event::Recap(merged.stats.clone()));
+    let summary = turbo_play::executor::RunSummary {
+        stats: merged.stats,
+        start_at_unmatched: None,
+        interrupted: false,
+    };
     Ok(summary.exit_code() as u8)
 }
 

@@ -25,6 +25,9 @@ pub struct RunOptions {
     pub check: bool,
     pub diff: bool,
     pub limit: Option<String>,
+    /// `--slice K/N`: only the inventory's hosts in this slice (hosts `add_host` makes
+    /// are run by the slice that made them).
+    pub slice: Option<crate::host_slice::HostSlice>,
     pub extra_vars: Map<String, Value>,
     pub connection_defaults: ConnectionDefaults,
     /// ansible.cfg `roles_path` / `ANSIBLE_ROLES_PATH`: where roles are searched after

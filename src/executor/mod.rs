@@ -169,11 +169,17 @@ fn select_hosts(ctx: &RunContext, play: &Play) -> Result<Vec<String>, String> {
     {
         let runtime = ctx.runtime.lock().expect("runtime lock");
         if !runtime.is_empty() {
-            let hosts = runtime.select(&ctx.inventory, &play.hosts);
-            return match &ctx.opts.limit {
-                Some(limit) => ctx.inventory.limit(hosts, limit).map_err(|e| e.to_string()),
-                None => Ok(hosts),
-            };
+            let mut hosts = runtime.select(&ctx.inventory, &play.hosts);
+            if let Some(limit) = &ctx.opts.limit {
+                hosts = ctx
+                    .inventory
+                    .limit(hosts, limit)
+                    .map_err(|e| e.to_string())?;
+            }
+            if let Some(slice) = &ctx.opts.slice {
+                hosts.retain(|host| slice.holds(host) || runtime.knows_host(host));
+            }
+            return Ok(hosts);
         }
     }
     let selection = ctx
@@ -189,6 +195,9 @@ fn select_hosts(ctx: &RunContext, play: &Play) -> Result<Vec<String>, String> {
             .map_err(|e| e.to_string())?;
         hosts = limited.hosts;
         unmatched.extend(limited.unmatched);
+    }
+    if let Some(slice) = &ctx.opts.slice {
+        hosts.retain(|host| slice.holds(host));
     }
     for pattern in unmatched {
         ctx.emit(Event::Warning(format!(

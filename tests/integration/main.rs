@@ -17,6 +17,7 @@ mod facts;
 mod faults;
 mod fetch_find;
 mod file_modules;
+mod fleet_slices;
 mod known_hosts;
 mod language_gaps;
 mod loops_keywords;

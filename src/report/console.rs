@@ -1,17 +1,14 @@
 //! Ansible-shaped terminal output, so that users' eyes and scripts find what they know:
 //! `PLAY [..] ***`, `changed: [host] => (item=1)`, `fatal: [host]: FAILED! => {...}`,
-//! `PLAY RECAP`. A progress bar (terminal only) keeps long loops and many hosts readable.
+//! `PLAY RECAP`. A progress display (terminal only, `progress.rs`) keeps long loops and many hosts readable.
 
 use std::io::{self, Write};
 
 use console::Style;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Map, Value};
 
 use super::events::{Event, HostResult, HostStats, Status};
-
-/// Below this many expected results a bar is more noise than help.
-const PROGRESS_MIN_RESULTS: u64 = 50;
+use super::progress::{FleetTally, TaskProgress};
 
 pub struct ConsoleReporter<W: Write> {
     out: W,
@@ -19,7 +16,9 @@ pub struct ConsoleReporter<W: Write> {
     colors: bool,
     /// Only when attached to a terminal.
     progress_enabled: bool,
-    progress: Option<ProgressBar>,
+    progress: Option<TaskProgress>,
+    /// Hosts failed or unreachable so far, for the progress display.
+    tally: FleetTally,
     /// ansible.cfg's `show_custom_stats`: the recap's CUSTOM STATS section.
     show_custom_stats: bool,
 }
@@ -55,6 +54,7 @@ impl<W: Write> ConsoleReporter<W> {
             colors,
             progress_enabled,
             progress: None,
+            tally: FleetTally::default(),
             show_custom_stats: false,
         }
     }
@@ -86,7 +86,7 @@ impl<W: Write> ConsoleReporter<W> {
             let _ = out.flush();
         };
         match &self.progress {
-            Some(bar) => bar.suspend(write),
+            Some(progress) => progress.suspend(write),
             None => write(),
         }
     }
@@ -115,27 +115,12 @@ impl<W: Write> ConsoleReporter<W> {
                 self.line("");
                 self.line(&banner(&title));
                 if self.progress_enabled {
-                    let bar = ProgressBar::with_draw_target(
-                        Some(*hosts as u64),
-                        ProgressDrawTarget::stderr(),
-                    );
-                    bar.set_style(
-                        ProgressStyle::with_template(
-                            "  {spinner} {pos}/{len} results {wide_bar} {elapsed}",
-                        )
-                        .expect("valid template"),
-                    );
-                    // Hidden until the work turns out to be long enough to need it.
-                    bar.set_draw_target(ProgressDrawTarget::hidden());
-                    self.progress = Some(bar);
+                    self.progress = Some(TaskProgress::start(name, *hosts, &self.tally));
                 }
             }
-            Event::ItemsPlanned { count } => {
-                if let Some(bar) = &self.progress {
-                    bar.inc_length(*count as u64);
-                    if bar.length().unwrap_or(0) >= PROGRESS_MIN_RESULTS {
-                        bar.set_draw_target(ProgressDrawTarget::stderr());
-                    }
+            Event::ItemsPlanned { host, count } => {
+                if let Some(progress) = &mut self.progress {
+                    progress.planned(host, *count as u64);
                 }
             }
             Event::HostResult(result) => {
@@ -146,8 +131,9 @@ impl<W: Write> ConsoleReporter<W> {
                 }
                 let text = self.format_result(result);
                 self.line(&text);
-                if let Some(bar) = &self.progress {
-                    bar.inc(1);
+                self.tally.count(result);
+                if let Some(progress) = &mut self.progress {
+                    progress.result(result, &self.tally);
                 }
             }
             Event::Included { file, hosts, item } => {
@@ -261,8 +247,8 @@ impl<W: Write> ConsoleReporter<W> {
     }
 
     fn finish_progress(&mut self) {
-        if let Some(bar) = self.progress.take() {
-            bar.finish_and_clear();
+        if let Some(progress) = self.progress.take() {
+            progress.finish();
         }
     }
 
@@ -527,7 +513,10 @@ mod tests {
                 name: "Loop".into(),
                 hosts: 1,
             },
-            Event::ItemsPlanned { count: 60 },
+            Event::ItemsPlanned {
+                host: "web1".into(),
+                count: 60,
+            },
         ];
         for i in 0..60 {
             let item = i.to_string();

@@ -29,8 +29,10 @@ pub enum Event {
         name: String,
         hosts: usize,
     },
-    /// A host's loop was expanded: this many more results to wait for (progress display).
+    /// A host's loop was expanded: this many more results than a plain task's one to wait
+    /// for (progress display); `host` as its results name it.
     ItemsPlanned {
+        host: String,
         count: usize,
     },
     /// An `until` check failed: the item runs again (Ansible's "FAILED - RETRYING").

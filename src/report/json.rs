@@ -173,7 +173,10 @@ mod tests {
                 name: "Create".into(),
                 hosts: 1,
             },
-            Event::ItemsPlanned { count: 3 },
+            Event::ItemsPlanned {
+                host: "h1".into(),
+                count: 3,
+            },
             Event::HostResult(HostResult {
                 host: "h1".into(),
                 status: Status::Changed,

@@ -4,3 +4,4 @@ pub mod console;
 pub mod events;
 pub mod json;
 pub mod merged_recap;
+pub mod progress;

@@ -27,6 +27,7 @@ mod packages_apt;
 mod packages_dnf;
 mod packages_pip;
 mod playbook_runs;
+mod progress_display;
 mod python_builtin_rows;
 mod python_modules;
 mod real_roles;

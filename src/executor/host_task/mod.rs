@@ -104,6 +104,7 @@ pub(crate) async fn run(
     };
     if let Some(items) = items {
         ctx.emit(Event::ItemsPlanned {
+            host: outcome::shown_host(host, delegate.as_deref()),
             count: items.len().saturating_sub(1),
         });
     }

@@ -3,3 +3,4 @@
 pub mod console;
 pub mod events;
 pub mod json;
+pub mod warnings;

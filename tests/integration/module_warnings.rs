@@ -213,3 +213,46 @@ fn warnings_over_ssh_are_the_local_runs() {
     );
     assert_registered(&hosts.user("h").home.join("registered.json"));
 }
+
+#[test]
+fn json_output_keeps_warnings_in_the_results() {
+    let Some(run) = fixture_run("json_output_keeps_warnings_in_the_results") else {
+        return;
+    };
+    let out = local(run).arg("--json").run();
+    out.assert_code(0);
+    let events: Vec<serde_json::Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let result = |task: &str| {
+        events
+            .iter()
+            .filter(|e| e["event"] == "result" && e["task"] == task)
+            .collect::<Vec<_>>()
+    };
+    let plain = &result("plain")[0]["result"];
+    assert_eq!(plain["warnings"], serde_json::json!(["careful"]));
+    assert_eq!(plain["deprecations"].as_array().map(Vec::len), Some(4));
+    // Every copy stays in the data: the display's once-per-run is the console's.
+    assert_eq!(
+        result("the same again")[0]["result"]["warnings"],
+        serde_json::json!(["careful"])
+    );
+    let items: Vec<&serde_json::Value> = result("loop")
+        .iter()
+        .map(|e| &e["result"]["warnings"][0])
+        .collect();
+    assert_eq!(items, ["item a", "item b", "item a"]);
+    assert_eq!(
+        result("hidden")[0]["result"]["warnings"],
+        serde_json::json!(["said under no_log"])
+    );
+    assert!(
+        !events.iter().any(|e| e["event"] == "warning"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.stderr, "", "nothing but JSON is printed");
+}

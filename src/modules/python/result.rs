@@ -274,6 +274,30 @@ mod tests {
     }
 
     #[test]
+    fn deprecations_register_as_ansible_registers_them() {
+        let summary = |deprecator: Value, extra: Value| {
+            let mut d = json!({"__ansible_type": "DeprecationSummary",
+                "event": {"__ansible_type": "Event", "msg": "m"}, "deprecator": deprecator});
+            d.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            d
+        };
+        let reply = json!({"deprecations": [
+            summary(json!({"resolved_name": "acme.tools", "type": null}), json!({"version": "3.0.0"})),
+            summary(json!({"resolved_name": "ns.c.mod", "type": "module"}), json!({"date": "2030-01-01", "version": "9"})),
+        ]});
+        let out = outcome(run(&reply.to_string()), None);
+        assert_eq!(
+            out.data["deprecations"],
+            json!([
+                {"collection_name": "acme.tools", "deprecator": {"resolved_name": "acme.tools", "type": null}, "msg": "m", "version": "3.0.0"},
+                {"collection_name": "ns.c", "date": "2030-01-01", "deprecator": {"resolved_name": "ns.c.mod", "type": "module"}, "msg": "m"},
+            ])
+        );
+    }
+
+    #[test]
     fn a_discovered_interpreter_becomes_a_fact() {
         let mut found = run("{}");
         found.discovered = true;

@@ -43,6 +43,9 @@ pub struct Config {
     pub ssh_retries: Option<u32>,
     /// `[defaults] show_custom_stats` / `ANSIBLE_SHOW_CUSTOM_STATS`: the recap's CUSTOM STATS.
     pub show_custom_stats: bool,
+    /// `[defaults] deprecation_warnings` / `ANSIBLE_DEPRECATION_WARNINGS`: whether
+    /// `[DEPRECATION WARNING]`s are shown (unset: they are).
+    pub deprecation_warnings: Option<bool>,
     /// `[privilege_escalation]`: become, become_user, become_method, become_flags,
     /// become_exe, become_ask_pass, become_password_file (and their `ANSIBLE_BECOME*`).
     pub become_: BecomeConfig,
@@ -314,6 +317,9 @@ impl Config {
         }
         if let Some((value, _)) = setting("ANSIBLE_SHOW_CUSTOM_STATS", "show_custom_stats") {
             config.show_custom_stats = crate::booleans::lenient_text(&value);
+        }
+        if let Some((value, _)) = setting("ANSIBLE_DEPRECATION_WARNINGS", "deprecation_warnings") {
+            config.deprecation_warnings = Some(crate::booleans::lenient_text(&value));
         }
         // turbo-play's own section: Ansible ignores sections it does not know.
         let chains = env("TURBO_PLAY_CHAINS").or_else(|| {

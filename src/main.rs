@@ -208,6 +208,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let verbosity = cli.verbose;
         let show_custom_stats = config.show_custom_stats;
+        let deprecation_warnings = config.deprecation_warnings.unwrap_or(true);
         // One reporter owns the terminal; it drains the channel until every sender is gone.
         let reporter = tokio::task::spawn_blocking(move || {
             if json_output {
@@ -216,8 +217,9 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                     json.handle(&event);
                 }
             } else {
-                let mut console =
-                    ConsoleReporter::stdout(verbosity).with_custom_stats(show_custom_stats);
+                let mut console = ConsoleReporter::stdout(verbosity)
+                    .with_custom_stats(show_custom_stats)
+                    .with_deprecation_warnings(deprecation_warnings);
                 while let Some(event) = rx.blocking_recv() {
                     console.handle(&event);
                 }

@@ -135,11 +135,27 @@ fn empty_pattern_warning(request: &Request) -> Option<String> {
 
 fn edit(request: Request, current: Current) -> Plan {
     let warning = empty_pattern_warning(&request);
-    let mut plan = checked_edit(request, current);
-    if let (Some(warning), Plan::Done(outcome)) = (warning, &mut plan) {
-        outcome.data.insert("warnings".into(), json!([warning]));
+    let plan = checked_edit(request, current);
+    match warning {
+        Some(warning) => warned(plan, warning),
+        None => plan,
     }
-    plan
+}
+
+/// The plan with `warning` in the outcome it ends in, however many steps (the write and
+/// the attributes) come before.
+fn warned(plan: Plan, warning: String) -> Plan {
+    match plan {
+        Plan::Done(mut outcome) => {
+            outcome.data.insert("warnings".into(), json!([warning]));
+            Plan::Done(outcome)
+        }
+        Plan::Step(op, next) => {
+            Plan::Step(op, next.and_then(move |plan| Ok(warned(plan, warning))))
+        }
+        // lineinfile's edits all end in steps; a bare op's reply goes to `finish`.
+        remote @ Plan::Remote(_) => remote,
+    }
 }
 
 fn checked_edit(request: Request, current: Current) -> Plan {

@@ -9,9 +9,13 @@ use serde_json::{Map, Value};
 
 use super::events::{Event, HostResult, HostStats, Status};
 use super::progress::{FleetTally, TaskProgress};
+use super::warnings::{Kind, Warnings, without_warnings};
 
-pub struct ConsoleReporter<W: Write> {
+pub struct ConsoleReporter<W: Write, E: Write> {
     out: W,
+    /// Where warnings go: stderr, as Ansible's display sends them.
+    err: E,
+    warnings: Warnings,
     verbosity: u8,
     colors: bool,
     /// Only when attached to a terminal.
@@ -23,7 +27,7 @@ pub struct ConsoleReporter<W: Write> {
     show_custom_stats: bool,
 }
 
-impl ConsoleReporter<io::Stdout> {
+impl ConsoleReporter<io::Stdout, io::Stderr> {
     /// Colours on a terminal; none with NO_COLOR / ANSIBLE_NOCOLOR true, always with
     /// ANSIBLE_FORCE_COLOR true.
     pub fn stdout(verbosity: u8) -> Self {
@@ -42,14 +46,16 @@ impl ConsoleReporter<io::Stdout> {
             .unwrap_or(false);
         let colors = force || (tty && !nocolor);
         console::set_colors_enabled(colors);
-        ConsoleReporter::new(io::stdout(), verbosity, colors, tty)
+        ConsoleReporter::new(io::stdout(), io::stderr(), verbosity, colors, tty)
     }
 }
 
-impl<W: Write> ConsoleReporter<W> {
-    pub fn new(out: W, verbosity: u8, colors: bool, progress_enabled: bool) -> Self {
+impl<W: Write, E: Write> ConsoleReporter<W, E> {
+    pub fn new(out: W, err: E, verbosity: u8, colors: bool, progress_enabled: bool) -> Self {
         ConsoleReporter {
             out,
+            err,
+            warnings: Warnings::new(true),
             verbosity,
             colors,
             progress_enabled,
@@ -64,8 +70,18 @@ impl<W: Write> ConsoleReporter<W> {
         self
     }
 
+    /// ansible.cfg's `deprecation_warnings`: false shows no deprecation at all.
+    pub fn with_deprecation_warnings(mut self, enabled: bool) -> Self {
+        self.warnings = Warnings::new(enabled);
+        self
+    }
+
     pub fn into_inner(self) -> W {
         self.out
+    }
+
+    pub fn into_parts(self) -> (W, E) {
+        (self.out, self.err)
     }
 
     fn style(&self, s: Style) -> Style {
@@ -87,6 +103,27 @@ impl<W: Write> ConsoleReporter<W> {
         };
         match &self.progress {
             Some(progress) => progress.suspend(write),
+            None => write(),
+        }
+    }
+
+    /// A warning or deprecation, on stderr (above the progress bar), its own line breaks
+    /// included.
+    fn warning_line(&mut self, kind: Kind, text: &str) {
+        let style = match kind {
+            Kind::Warning => Style::new().magenta().bold(),
+            Kind::Deprecation => Style::new().magenta(),
+        };
+        // Coloured without its line breaks, as Ansible's display colours a message.
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        let text = format!("{}\n", self.style(style).apply_to(body));
+        let err = &mut self.err;
+        let mut write = || {
+            let _ = err.write_all(text.as_bytes());
+            let _ = err.flush();
+        };
+        match &self.progress {
+            Some(bar) => bar.suspend(write),
             None => write(),
         }
     }
@@ -128,6 +165,9 @@ impl<W: Write> ConsoleReporter<W> {
                     for text in render_diffs(diff) {
                         self.line(&text);
                     }
+                }
+                for (kind, text) in self.warnings.from_result(&result.data) {
+                    self.warning_line(kind, &text);
                 }
                 let text = self.format_result(result);
                 self.line(&text);
@@ -195,11 +235,9 @@ impl<W: Write> ConsoleReporter<W> {
                 }
             }
             Event::Warning(text) => {
-                let text = self
-                    .style(Style::new().magenta())
-                    .apply_to(format!("[WARNING]: {text}"))
-                    .to_string();
-                self.line(&text);
+                if let Some(text) = self.warnings.warning(text) {
+                    self.warning_line(Kind::Warning, &text);
+                }
             }
             Event::NoMoreHosts => {
                 self.finish_progress();
@@ -259,6 +297,14 @@ impl<W: Write> ConsoleReporter<W> {
         let hide_diff = self.verbosity < 3 && r.data.contains_key("diff");
         // Ansible's callback takes the exception out of the dump below -vvv.
         let hide_exception = self.verbosity < 3 && r.data.contains_key("exception");
+        let unwarned;
+        let r = match without_warnings(&r.data) {
+            Some(data) => {
+                unwarned = HostResult { data, ..r.clone() };
+                &unwarned
+            }
+            None => r,
+        };
         let r = if hide_diff
             || hide_exception
             || r.data.contains_key("failed")
@@ -485,7 +531,7 @@ mod tests {
     use super::*;
 
     fn render(events: &[Event], verbosity: u8) -> String {
-        let mut r = ConsoleReporter::new(Vec::new(), verbosity, false, false);
+        let mut r = ConsoleReporter::new(Vec::new(), Vec::new(), verbosity, false, false);
         for e in events {
             r.handle(e);
         }
@@ -522,7 +568,7 @@ mod tests {
             let item = i.to_string();
             events.push(result(Status::Ok, Some(&item), serde_json::json!({})));
         }
-        let mut with_bar = ConsoleReporter::new(Vec::new(), 0, false, true);
+        let mut with_bar = ConsoleReporter::new(Vec::new(), Vec::new(), 0, false, true);
         for e in &events {
             with_bar.handle(e);
         }
@@ -646,6 +692,44 @@ mod tests {
             render(&[item(Status::Skipped)], 1),
             "skipping: [web1] => (item=b)  => {\"item\": \"b\"}\n"
         );
+    }
+
+    #[test]
+    fn warnings_go_to_stderr_once_and_leave_the_dump() {
+        let data = serde_json::json!({
+            "changed": false,
+            "warnings": ["careful"],
+            "deprecations": [{"msg": "old", "version": "2.99", "collection_name": "ansible.legacy",
+                "deprecator": {"resolved_name": "ansible.legacy.m", "type": "module"}}],
+        });
+        let events = [
+            result(Status::Ok, None, data.clone()),
+            result(Status::Ok, None, data),
+            Event::Warning("careful".into()),
+            Event::Warning("new".into()),
+        ];
+        let mut r = ConsoleReporter::new(Vec::new(), Vec::new(), 1, false, false);
+        for e in &events {
+            r.handle(e);
+        }
+        let (out, err) = r.into_parts();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "ok: [web1] => {\"changed\": false}\nok: [web1] => {\"changed\": false}\n"
+        );
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "[WARNING]: careful\n\
+             [WARNING]: Deprecation warnings can be disabled by setting `deprecation_warnings=False` in ansible.cfg.\n\
+             [DEPRECATION WARNING]: old. This feature will be removed from module 'm' in collection 'ansible.legacy' version 2.99.\n\
+             [WARNING]: new\n"
+        );
+        let mut quiet = ConsoleReporter::new(Vec::new(), Vec::new(), 0, false, false)
+            .with_deprecation_warnings(false);
+        quiet.handle(&events[0]);
+        let (out, err) = quiet.into_parts();
+        assert_eq!(String::from_utf8(out).unwrap(), "ok: [web1]\n");
+        assert_eq!(String::from_utf8(err).unwrap(), "[WARNING]: careful\n");
     }
 
     #[test]

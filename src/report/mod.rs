@@ -5,3 +5,4 @@ pub mod events;
 pub mod json;
 pub mod merged_recap;
 pub mod progress;
+pub mod warnings;

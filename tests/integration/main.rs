@@ -22,6 +22,7 @@ mod known_hosts;
 mod language_gaps;
 mod loops_keywords;
 mod module_args;
+mod module_warnings;
 mod network_wait;
 mod packages_apt;
 mod packages_dnf;

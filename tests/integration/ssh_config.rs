@@ -222,7 +222,7 @@ fn an_option_not_acted_on_is_warned_about_once() {
     assert_reached(&out, &hosts, "web2");
     let warning = "[WARNING]: ~/.ssh/config line 6: ForwardAgent is not supported by turbo-play \
                    and was ignored (said once per run)";
-    assert_eq!(out.stdout.matches(warning).count(), 1, "{}", out.stdout);
+    assert_eq!(out.stderr.matches(warning).count(), 1, "{}", out.stderr);
     // ControlMaster and ControlPersist (Ansible's own ssh_args) are ignored on purpose.
     assert_not_contains(&out, "ControlMaster");
 }

@@ -130,7 +130,7 @@ pub(crate) async fn run(
                 })
                 .collect();
             for wait in waits {
-                outcome::take_pause(ctx, task, outcome, wait).await;
+                outcome::take_pause(outcome, wait).await;
             }
         }
     }

@@ -67,6 +67,8 @@ pub(super) fn finish_loop(
     notify: &[String],
 ) {
     let mut results = Vec::with_capacity(outcomes.len());
+    // Ansible's loop result gathers its items' warnings and deprecations, every copy.
+    let (mut warnings, mut deprecations) = (Vec::new(), Vec::new());
     let (mut any_changed, mut any_failed, mut all_skipped) = (false, false, true);
     let last_failed = outcomes.iter().rposition(|o| o.outcome.failed);
     let control = &task.loop_control;
@@ -85,6 +87,14 @@ pub(super) fn finish_loop(
         any_failed |= outcome.failed;
         all_skipped &= outcome.skipped;
         let mut data = outcome.registered();
+        for (key, all) in [
+            ("warnings", &mut warnings),
+            ("deprecations", &mut deprecations),
+        ] {
+            if let Some(Value::Array(list)) = data.get(key) {
+                all.extend(list.iter().cloned());
+            }
+        }
         // Ansible's result keys: the item under its loop_var, the index under index_var.
         data.insert(task.loop_var.clone(), item.unwrap_or(Value::Null));
         data.insert("ansible_loop_var".into(), task.loop_var.clone().into());
@@ -161,6 +171,13 @@ pub(super) fn finish_loop(
         }));
     }
     let mut data = summary.registered();
+    let msg = data.shift_remove("msg");
+    for (key, all) in [("warnings", warnings), ("deprecations", deprecations)] {
+        if !all.is_empty() {
+            data.insert(key.into(), Value::Array(all));
+        }
+    }
+    data.extend(msg.map(|m| ("msg".to_string(), m)));
     data.insert("results".into(), Value::Array(results));
     record(task, host, &summary, data, notify);
 }
@@ -184,8 +201,12 @@ pub(in crate::executor) fn finish_task(
     let shown = if is_debug && !outcome.failed {
         outcome.data.clone()
     } else if shown_as == Shown::Nothing && !outcome.failed {
-        // Ansible never prints gathered facts, even with -v (`_ansible_verbose_override`).
-        Map::new()
+        // Ansible never prints gathered facts, even with -v (`_ansible_verbose_override`),
+        // but still says their warnings.
+        data.iter()
+            .filter(|(k, _)| *k == "warnings" || *k == "deprecations")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     } else {
         data.clone()
     };
@@ -207,17 +228,8 @@ pub(in crate::executor) fn finish_task(
 }
 
 /// The `pause` module's wait, done here because planners cannot sleep.
-pub(super) async fn take_pause(
-    ctx: &RunContext,
-    task: &Task,
-    outcome: &mut TaskOutcome,
-    wait: std::time::Duration,
-) {
-    if let Some(Value::Array(warnings)) = outcome.data.get("warnings") {
-        for warning in warnings.iter().filter_map(Value::as_str) {
-            ctx.emit(Event::Warning(format!("{}: {warning}", task.location)));
-        }
-    }
+pub(super) async fn take_pause(outcome: &mut TaskOutcome, wait: std::time::Duration) {
+    // Its warnings stay in the result, which the reporter shows with the result's line.
     let start = std::time::SystemTime::now();
     if !wait.is_zero() {
         tokio::time::sleep(wait).await;

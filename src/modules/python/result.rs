@@ -104,12 +104,13 @@ fn summary_msg(value: &Value, kind: &str) -> Option<String> {
 }
 
 /// A serialized `DeprecationSummary` as playbooks see it (Ansible's
-/// `deprecation_as_dict`): the collection, the deprecator, the message and the version or
-/// date.
+/// `deprecation_as_dict` plus the deprecator): the collection (none for an indeterminate
+/// deprecator), the deprecator's name and type (null when unknown, as for a collection's
+/// own deprecation), the message and the date, else the version.
 fn deprecation_dict(value: &Value) -> Option<Value> {
     let msg = summary_msg(value, "DeprecationSummary")?;
     let mut out = Map::new();
-    if let Some(deprecator) = value.get("deprecator") {
+    if let Some(deprecator) = value.get("deprecator").filter(|d| d.is_object()) {
         let resolved = deprecator.get("resolved_name").and_then(Value::as_str);
         let kind = deprecator
             .get("type")
@@ -121,20 +122,22 @@ fn deprecation_dict(value: &Value) -> Option<Value> {
             collection.map_or(Value::Null, Value::String),
         );
         let mut plain = Map::new();
-        if let Some(name) = resolved {
-            plain.insert("resolved_name".into(), Value::String(name.into()));
-        }
-        if let Some(kind) = kind {
-            plain.insert("type".into(), Value::String(kind.into()));
-        }
+        let text = |s: Option<&str>| s.map_or(Value::Null, |s| Value::String(s.into()));
+        plain.insert("resolved_name".into(), text(resolved));
+        plain.insert("type".into(), text(kind));
         out.insert("deprecator".into(), Value::Object(plain));
+    } else {
+        out.insert("collection_name".into(), Value::Null);
+        out.insert("deprecator".into(), Value::Null);
     }
     out.insert("msg".into(), Value::String(msg));
-    for key in ["version", "date"] {
-        if let Some(v) = value.get(key).filter(|v| !v.is_null()) {
-            out.insert(key.into(), v.clone());
-        }
-    }
+    match value.get("date").filter(|v| !v.is_null()) {
+        Some(date) => out.insert("date".into(), date.clone()),
+        None => out.insert(
+            "version".into(),
+            value.get("version").cloned().unwrap_or(Value::Null),
+        ),
+    };
     Some(Value::Object(out))
 }
 
@@ -268,6 +271,30 @@ mod tests {
         assert!(out.failed);
         assert_eq!(out.data["rc"], json!(1));
         assert_eq!(out.data["module_stdout"], json!("Traceback\n"));
+    }
+
+    #[test]
+    fn deprecations_register_as_ansible_registers_them() {
+        let summary = |deprecator: Value, extra: Value| {
+            let mut d = json!({"__ansible_type": "DeprecationSummary",
+                "event": {"__ansible_type": "Event", "msg": "m"}, "deprecator": deprecator});
+            d.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            d
+        };
+        let reply = json!({"deprecations": [
+            summary(json!({"resolved_name": "acme.tools", "type": null}), json!({"version": "3.0.0"})),
+            summary(json!({"resolved_name": "ns.c.mod", "type": "module"}), json!({"date": "2030-01-01", "version": "9"})),
+        ]});
+        let out = outcome(run(&reply.to_string()), None);
+        assert_eq!(
+            out.data["deprecations"],
+            json!([
+                {"collection_name": "acme.tools", "deprecator": {"resolved_name": "acme.tools", "type": null}, "msg": "m", "version": "3.0.0"},
+                {"collection_name": "ns.c", "date": "2030-01-01", "deprecator": {"resolved_name": "ns.c.mod", "type": "module"}, "msg": "m"},
+            ])
+        );
     }
 
     #[test]

@@ -26,11 +26,13 @@
 # turbo-play packs modules with the venv's ansible-core (TURBO_ANSIBLE_PYTHON).
 #
 # "payload sends" is how many times the module's files crossed the wire, over all hosts:
-# for turbo-play the payloads the agents wrote into their caches (they are written only
-# from files the controller sent, and sent only when the agent lacked them); Ansible's
-# pipelining sends the AnsiballZ payload with every call; Mitogen's file service sends
-# each module file once per target process (counted from its -vvv log is not possible
-# without slowing it, so it is not counted).
+# for turbo-play the payloads the agents wrote into their caches (written only from files
+# the controller sent, which it sends only to an agent that lacks them; the first run's
+# extra bytes up over the rerun's are that payload); Ansible's pipelining sends the
+# AnsiballZ payload with every call; Mitogen's file service serves each module file once
+# per target interpreter, which this script does not count (its bytes are in the table).
+# BENCH_TURBO_AGENT=path runs turbo-play with another agent build (TURBO_PLAY_AGENT), to
+# compare agents under one controller.
 set -euo pipefail
 ROOT=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
 cd "$ROOT"
@@ -156,6 +158,7 @@ run() {
         turbo)
             cmd=("$BIN" -i "$inv" "$WORK/$shape.yml")
             env+=(TURBO_ANSIBLE_PYTHON="$VENV/bin/python")
+            if [[ -n "${BENCH_TURBO_AGENT:-}" ]]; then env+=(TURBO_PLAY_AGENT="$BENCH_TURBO_AGENT"); fi
             ;;
         ansible | mitogen)
             cmd=("$VENV/bin/ansible-playbook" -i "$inv" "$WORK/$shape.yml")
@@ -186,8 +189,13 @@ run() {
             recap="$recap (h$i: bench.ini wrong)"
     done
     case $tool in
-        turbo) [[ $which = first ]] && sends=$(find "$WORK"/home-*/.cache/turbo-play/modules \
-            -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l) ;;
+        turbo) if [[ $which = first ]]; then
+            sends=0
+            for i in $(seq "$hosts"); do
+                sends=$((sends + $(find "$WORK/home-$i/.cache/turbo-play/modules" -mindepth 1 \
+                    -maxdepth 1 -type d 2>/dev/null | wc -l)))
+            done
+        fi ;;
         ansible) sends=$((CALLS * hosts)) ;;
     esac
     cp "$WORK/last.out" "$WORK/$shape-$tool-$hosts-$which.out"
@@ -213,8 +221,9 @@ for shape in $SHAPES; do
                 continue
             fi
             # The agent is cached on the hosts before the first measured run.
-            [[ $tool = turbo ]] && ANSIBLE_HOST_KEY_CHECKING=False "$BIN" -i "$WORK/warm-hosts" \
-                "$WORK/warm.yml" >/dev/null 2>&1
+            [[ $tool = turbo ]] && env ANSIBLE_HOST_KEY_CHECKING=False \
+                ${BENCH_TURBO_AGENT:+TURBO_PLAY_AGENT="$BENCH_TURBO_AGENT"} "$BIN" \
+                -i "$WORK/warm-hosts" "$WORK/warm.yml" >/dev/null 2>&1
             run "$shape" "$tool" "$hosts" first
             run "$shape" "$tool" "$hosts" rerun
         done

@@ -592,4 +592,22 @@ mod tests {
         assert!(String::from_utf8_lossy(&last.stdout).starts_with("5 "));
         assert_ne!(a.runners[0].child.id(), pid);
     }
+
+    #[test]
+    fn two_payloads_with_one_module_name_each_run_their_own() {
+        if !Path::new(PYTHON).is_file() {
+            eprintln!("skipped: no {PYTHON}");
+            return;
+        }
+        let home = TempDir::new();
+        let mut a = agent(home.path());
+        // Two roles' library/ modules of one name: each payload runs its own file.
+        let first = run(&mut a, request(payload("print('a')\n", 12), None));
+        let second = run(&mut a, request(payload("print('b')\n", 13), None));
+        let again = run(&mut a, request(payload("print('a')\n", 12), None));
+        assert_eq!(
+            [first.stdout, second.stdout, again.stdout],
+            [b"a\n".to_vec(), b"b\n".to_vec(), b"a\n".to_vec()]
+        );
+    }
 }

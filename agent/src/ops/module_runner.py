@@ -127,6 +127,23 @@ def add_payload(payload_dir, known):
                 pass
 
 
+def prefer(payload_dir):
+    """In the child: this payload's files before those of payloads added after it (two
+    roles' library modules may share a name)."""
+    if sys.path[0] == payload_dir:
+        return
+    sys.path.remove(payload_dir)
+    sys.path.insert(0, payload_dir)
+    for name, module in list(sys.modules.items()):
+        if not (name == 'ansible' or name.startswith(('ansible.', 'ansible_collections'))):
+            continue
+        path = getattr(module, '__path__', None)
+        candidate = os.path.join(payload_dir, *name.split('.'))
+        if isinstance(path, list) and candidate in path:
+            path.remove(candidate)
+            path.insert(0, candidate)
+
+
 def warm_module(fqn):
     """Compiles the module here, once, and imports its packages, so that its children
     only run it."""
@@ -188,6 +205,7 @@ def run_child(payload_dir, fqn, profile, args, env, out_w, err_w, learn_w):
             key, _, value = entry.partition('=')
             os.environ[key] = value
         sys.argv = [fqn]
+        prefer(payload_dir)
         # Imported by the warm parent from an earlier payload: its idea of where the
         # `ansible` package lives must be this payload's, or a deprecation would not be
         # attributed to this module.

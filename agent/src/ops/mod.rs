@@ -17,6 +17,7 @@ pub mod realpath;
 pub mod rename;
 pub mod stat;
 pub mod tree;
+pub mod warm;
 
 use std::fs::Metadata;
 use std::io;
@@ -46,7 +47,7 @@ pub struct Agent {
     staging_dir: Option<PathBuf>,
     pub names: Names,
     /// Warm Python interpreters for `RunModule`, one per interpreter path.
-    pub runners: Vec<module::Runner>,
+    pub runners: Vec<warm::Runner>,
     /// Chains an op has stopped: their later requests are answered without running.
     stopped_chains: std::collections::HashSet<u64>,
     /// The protocol input, polled while a child runs (`None` in unit tests).
@@ -121,9 +122,7 @@ impl Agent {
             Op::WriteChunk { upload_id, data } => file::write_chunk(self, upload_id, &data),
             Op::Exec(spec) => exec::exec(self, spec, flags),
             Op::Facts { subsets } => Ok(facts::facts(&subsets)),
-            Op::Batch(ops) => Ok(OpResult::Batch(
-                ops.into_iter().map(|op| self.run(op, flags)).collect(),
-            )),
+            Op::Batch(ops) => Ok(OpResult::Batch(self.run_batch(ops, flags))),
             Op::ReadFile {
                 path,
                 offset,
@@ -148,6 +147,40 @@ impl Agent {
             } => delta::write_delta(self, upload_id, &basis, &instructions),
         };
         result.unwrap_or_else(OpResult::Error)
+    }
+
+    /// A batch's ops in order; consecutive `RunModule` ops (a loop's items) run
+    /// together, so that their warm runner gets them in one exchange.
+    fn run_batch(&mut self, ops: Vec<Op>, flags: Flags) -> Vec<OpResult> {
+        let mut results = Vec::with_capacity(ops.len());
+        let mut ops = ops.into_iter().peekable();
+        while let Some(op) = ops.next() {
+            let Op::RunModule(spec) = op else {
+                results.push(self.run(op, flags));
+                continue;
+            };
+            let mut specs = vec![spec];
+            while let Some(Op::RunModule(_)) = ops.peek() {
+                if let Some(Op::RunModule(spec)) = ops.next() {
+                    specs.push(spec);
+                }
+            }
+            if self.stopping() {
+                results.extend(specs.iter().map(|_| OpResult::ChainSkipped));
+                continue;
+            }
+            results.extend(
+                module::run_modules(self, specs)
+                    .into_iter()
+                    .map(|r| r.unwrap_or_else(OpResult::Error)),
+            );
+        }
+        results
+    }
+
+    /// The request's `timeout_ms`, which each of its ops gets in full.
+    pub fn op_timeout(&self) -> Option<std::time::Duration> {
+        self.timeout
     }
 
     /// `~` and `~/x` mean the agent user's home; everything else is taken as given.

@@ -1,56 +1,80 @@
 //! `Op::RunModule`: modules without a native planner, run on the target as Ansible runs
 //! them. Their files live in the cache by digest (sent once, kept across runs); new-style
-//! Python modules go to a warm runner (`module_runner.py`) started once per interpreter,
-//! which forks a child per module; old-style, `WANT_JSON` and binary modules are started
-//! here with an arguments file.
+//! Python modules go to a warm runner (`warm.rs`, `module_runner.py`) started once per
+//! interpreter, which forks a child per module; old-style, `WANT_JSON` and binary modules
+//! are started here with an arguments file.
 
-use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use turbo_proto::{
     ErrorKind, ModulePayload, ModuleRun, ModuleStyle, OpError, OpResult, PayloadFile, RunModule,
 };
 
+use super::warm::{self, Answer};
 use super::{Agent, child, io_error, op_error};
-use crate::input::Input;
 use crate::md::hex;
 use crate::sys;
 
-const RUNNER: &str = include_str!("module_runner.py");
-
-/// One warm interpreter: its pipes, and the child to reap when the session ends.
-pub struct Runner {
-    interpreter: String,
-    child: Child,
-    input: ChildStdin,
-    output: ChildStdout,
-}
-
-impl Drop for Runner {
-    fn drop(&mut self) {
-        // TERM makes the runner stop the module it runs (its own process group) before it
-        // exits; KILL, which would leave that module running, only if it does not.
-        sys::signal_process(self.child.id(), sys::SIGTERM);
-        let end = Instant::now() + 2 * child::GRACE;
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 pub fn run_module(agent: &mut Agent, spec: RunModule) -> Result<OpResult, OpError> {
+    run_modules(agent, vec![spec])
+        .pop()
+        .expect("one result per module")
+}
+
+/// A module ready to run: its payload's directory and its interpreter.
+struct Ready {
+    dir: PathBuf,
+    interpreter: String,
+    needs_python: bool,
+}
+
+/// Consecutive `RunModule` ops of a request (a loop's items), in order: the new-style
+/// ones for one interpreter go to its warm runner together; the others run one by one.
+pub fn run_modules(agent: &mut Agent, specs: Vec<RunModule>) -> Vec<Result<OpResult, OpError>> {
+    let mut results: Vec<Option<Result<OpResult, OpError>>> = Vec::new();
+    // The new-style modules waiting for the runner: (index, ready, spec).
+    let mut pending: Vec<(usize, Ready)> = Vec::new();
+    for (index, spec) in specs.iter().enumerate() {
+        results.push(None);
+        let ready = match prepare(agent, spec) {
+            Ok(Some(ready)) => ready,
+            Ok(None) => {
+                results[index] = Some(Ok(OpResult::NeedContent));
+                continue;
+            }
+            Err(e) => {
+                results[index] = Some(Err(e));
+                continue;
+            }
+        };
+        if let ModuleStyle::NewStyle { .. } = spec.style {
+            if pending
+                .first()
+                .is_some_and(|(_, first)| first.interpreter != ready.interpreter)
+            {
+                flush(agent, &specs, &mut pending, &mut results);
+            }
+            pending.push((index, ready));
+        } else {
+            flush(agent, &specs, &mut pending, &mut results);
+            results[index] = Some(run_program_op(agent, spec, &ready));
+        }
+    }
+    flush(agent, &specs, &mut pending, &mut results);
+    results
+        .into_iter()
+        .map(|r| r.expect("every module answered"))
+        .collect()
+}
+
+/// The payload's directory (`None`: not in the cache) and the interpreter of `spec`.
+fn prepare(agent: &mut Agent, spec: &RunModule) -> Result<Option<Ready>, OpError> {
     let Some(dir) = payload_dir(agent, &spec.payload)? else {
-        return Ok(OpResult::NeedContent);
+        return Ok(None);
     };
     // Ansible makes its remote temp dir under `remote_tmp` before a module runs; modules
     // that make their own temp files there expect it (and warn when they must create it).
@@ -80,35 +104,96 @@ pub fn run_module(agent: &mut Agent, spec: RunModule) -> Result<OpResult, OpErro
     } else {
         String::new()
     };
-    // The request's deadline (the task's `timeout:`) answers `TimedOut`; the module's own
-    // `timeout_secs` keeps its module-shaped answer.
-    let by_request = agent.deadline.is_some();
-    let started = Instant::now();
-    let own = spec.timeout_secs.map(|s| started + Duration::from_secs(s));
-    let deadline = match (agent.deadline, own) {
+    Ok(Some(Ready {
+        dir,
+        interpreter,
+        needs_python,
+    }))
+}
+
+/// How long a module may run: the request's `timeout_ms` (answered `TimedOut`) and the
+/// module's own `timeout_secs` (which keeps its module-shaped answer), the sooner.
+fn time_limit(agent: &Agent, spec: &RunModule) -> Option<Duration> {
+    let own = spec.timeout_secs.map(Duration::from_secs);
+    match (agent.op_timeout(), own) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
+    }
+}
+
+fn answered(
+    agent: &Agent,
+    spec: &RunModule,
+    ready: &Ready,
+    run: ModuleRun,
+    ran_ms: u64,
+) -> OpResult {
+    if run.timed_out && agent.op_timeout().is_some() {
+        return OpResult::TimedOut { after_ms: ran_ms };
+    }
+    OpResult::Module(ModuleRun {
+        discovered: ready.needs_python && spec.interpreters.len() > 1,
+        interpreter: ready.interpreter.clone(),
+        ..run
+    })
+}
+
+/// Runs the new-style modules waiting in `pending` in their warm runner.
+fn flush(
+    agent: &mut Agent,
+    specs: &[RunModule],
+    pending: &mut Vec<(usize, Ready)>,
+    results: &mut [Option<Result<OpResult, OpError>>],
+) {
+    let Some((_, first)) = pending.first() else {
+        return;
     };
-    let run = match &spec.style {
-        ModuleStyle::NewStyle { fqn, profile } => {
-            run_warm(agent, &interpreter, &dir, fqn, profile, &spec, deadline)?
-        }
-        ModuleStyle::Old { path, .. }
-        | ModuleStyle::WantJson { path, .. }
-        | ModuleStyle::Binary { path } => {
-            run_program(agent, &interpreter, &dir.join(path), &spec, deadline)?
-        }
-    };
-    if run.timed_out && by_request {
-        return Ok(OpResult::TimedOut {
-            after_ms: started.elapsed().as_millis() as u64,
+    let interpreter = first.interpreter.clone();
+    let items: Vec<warm::Item> = pending
+        .iter()
+        .map(|(index, ready)| {
+            let spec = &specs[*index];
+            let ModuleStyle::NewStyle { fqn, profile } = &spec.style else {
+                unreachable!("only new-style modules wait for the runner")
+            };
+            warm::Item {
+                dir: &ready.dir,
+                fqn,
+                profile,
+                args: &spec.args,
+                env: &spec.env,
+                timeout: time_limit(agent, spec),
+            }
+        })
+        .collect();
+    let answers = warm::run_warm(agent, &interpreter, &items);
+    drop(items);
+    for ((index, ready), answer) in pending.drain(..).zip(answers) {
+        let spec = &specs[index];
+        results[index] = Some(match answer {
+            Answer::Ran { run, ran_ms } => {
+                let limit = time_limit(agent, spec).map_or(0, |t| t.as_millis() as u64);
+                Ok(answered(agent, spec, &ready, run, ran_ms.unwrap_or(limit)))
+            }
+            Answer::Failed(e) => Err(e),
+            Answer::Skipped => Ok(OpResult::ChainSkipped),
         });
     }
-    Ok(OpResult::Module(ModuleRun {
-        discovered: needs_python && spec.interpreters.len() > 1,
-        interpreter,
-        ..run
-    }))
+}
+
+fn run_program_op(agent: &mut Agent, spec: &RunModule, ready: &Ready) -> Result<OpResult, OpError> {
+    let started = Instant::now();
+    let deadline = time_limit(agent, spec).map(|t| started + t);
+    let (ModuleStyle::Old { path, .. }
+    | ModuleStyle::WantJson { path, .. }
+    | ModuleStyle::Binary { path }) = &spec.style
+    else {
+        unreachable!("new-style modules go to the runner")
+    };
+    let program = ready.dir.join(path);
+    let run = run_program(agent, &ready.interpreter, &program, spec, deadline)?;
+    let ran_ms = started.elapsed().as_millis() as u64;
+    Ok(answered(agent, spec, ready, run, ran_ms))
 }
 
 /// The payload's directory in the cache, written from `payload.files` when it is not
@@ -194,152 +279,6 @@ fn find_interpreter(candidates: &[String]) -> Option<String> {
     })
 }
 
-fn run_warm(
-    agent: &mut Agent,
-    interpreter: &str,
-    dir: &Path,
-    fqn: &str,
-    profile: &str,
-    spec: &RunModule,
-    deadline: Option<Instant>,
-) -> Result<ModuleRun, OpError> {
-    // What is left of the deadline, in seconds: the runner stops the module at it.
-    let timeout = deadline
-        .map(|d| {
-            let left = d.saturating_duration_since(Instant::now());
-            format!("{:.3}", left.as_secs_f64())
-        })
-        .unwrap_or_default();
-    let env: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let request = [
-        dir.to_string_lossy().as_bytes(),
-        fqn.as_bytes(),
-        profile.as_bytes(),
-        &spec.args,
-        timeout.as_bytes(),
-        env.join("\0").as_bytes(),
-    ]
-    .iter()
-    .fold(Vec::new(), |mut out, field| {
-        out.extend_from_slice(&(field.len() as u64).to_be_bytes());
-        out.extend_from_slice(field);
-        out
-    });
-    // A runner that died (a module that killed its parent group, an OOM kill) is
-    // replaced once; a second failure is the task's.
-    for attempt in 0..2 {
-        let index = warm_runner(agent, interpreter)?;
-        match exchange(&mut agent.runners[index], agent.input.as_mut(), &request) {
-            Ok(Some(run)) => return Ok(run),
-            Ok(None) => {
-                // Cancelled: dropping the runner stops the module it runs.
-                agent.runners.remove(index);
-                return Err(op_error(ErrorKind::Io, "cancelled by the controller"));
-            }
-            Err(e) => {
-                agent.runners.retain(|r| r.interpreter != interpreter);
-                if attempt == 1 {
-                    return Err(op_error(
-                        ErrorKind::Io,
-                        format!("the Python runner of {interpreter} ended: {e}"),
-                    ));
-                }
-            }
-        }
-    }
-    unreachable!("the second attempt returns")
-}
-
-/// The index of the warm runner for `interpreter`, started when there is none.
-fn warm_runner(agent: &mut Agent, interpreter: &str) -> Result<usize, OpError> {
-    if let Some(i) = agent
-        .runners
-        .iter()
-        .position(|r| r.interpreter == interpreter)
-    {
-        return Ok(i);
-    }
-    // The runner moves its pipes to fds 3 and 4 and points 0 and 1 at /dev/null, so a
-    // module's stray read or print never touches the requests.
-    let bootstrap = format!(
-        "import os\nos.dup2(0, 3)\nos.dup2(1, 4)\nn = os.open(os.devnull, os.O_RDWR)\n\
-         os.dup2(n, 0)\nos.dup2(n, 1)\nos.close(n)\n{RUNNER}"
-    );
-    let mut child = Command::new(interpreter)
-        .arg("-c")
-        .arg(bootstrap)
-        .current_dir(&agent.home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| {
-            op_error(
-                ErrorKind::NotFound,
-                format!("cannot start {interpreter}: {e}"),
-            )
-        })?;
-    let input = child.stdin.take().expect("piped stdin");
-    let output = child.stdout.take().expect("piped stdout");
-    agent.runners.push(Runner {
-        interpreter: interpreter.to_string(),
-        child,
-        input,
-        output,
-    });
-    Ok(agent.runners.len() - 1)
-}
-
-/// Sends one request to the runner and reads its answer; `None` when the agent must
-/// stop first (the protocol input is polled while the module runs).
-fn exchange(
-    runner: &mut Runner,
-    mut input: Option<&mut Input>,
-    request: &[u8],
-) -> std::io::Result<Option<ModuleRun>> {
-    runner.input.write_all(request)?;
-    runner.input.flush()?;
-    loop {
-        let stopping = input
-            .as_ref()
-            .map_or_else(sys::stop_requested, |i| i.stopping());
-        if stopping {
-            return Ok(None);
-        }
-        let mut fds = vec![sys::PollFd::readable(runner.output.as_raw_fd())];
-        fds.extend(input.as_ref().map(|i| sys::PollFd::readable(i.fd())));
-        sys::wait_readable(&mut fds, 500)?;
-        if fds.len() > 1
-            && fds[1].ready()
-            && let Some(input) = input.as_mut()
-        {
-            input.absorb();
-        }
-        if fds[0].ready() {
-            break;
-        }
-    }
-    let mut field = || -> std::io::Result<Vec<u8>> {
-        let mut len = [0u8; 8];
-        runner.output.read_exact(&mut len)?;
-        let mut data = vec![0u8; u64::from_be_bytes(len) as usize];
-        runner.output.read_exact(&mut data)?;
-        Ok(data)
-    };
-    let rc = String::from_utf8_lossy(&field()?).parse().unwrap_or(1);
-    let timed_out = !field()?.is_empty();
-    let stdout = field()?;
-    let stderr = field()?;
-    Ok(Some(ModuleRun {
-        interpreter: String::new(),
-        discovered: false,
-        rc,
-        stdout,
-        stderr,
-        timed_out,
-    }))
-}
-
 /// An old-style, `WANT_JSON` or binary module: the program given the path of a file
 /// holding its arguments, as Ansible starts them.
 fn run_program(
@@ -422,6 +361,7 @@ fn capture(
 mod tests {
     use super::super::testutil::{TempDir, agent};
     use super::*;
+    use turbo_proto::Op;
 
     const PYTHON: &str = "/usr/bin/python3";
 
@@ -565,5 +505,109 @@ mod tests {
         // The warm runner answers the next module as before.
         let fine = run(&mut a, request(payload("print('{}')\n", 6), None));
         assert_eq!(fine.rc, 0);
+    }
+
+    #[test]
+    fn a_batchs_modules_go_to_one_runner_together_each_in_its_own_child() {
+        if !Path::new(PYTHON).is_file() {
+            eprintln!("skipped: no {PYTHON}");
+            return;
+        }
+        let home = TempDir::new();
+        let mut a = agent(home.path());
+        // What a module leaves in its interpreter never reaches the next one; what it
+        // imported from the standard library is there, imported by the warm parent.
+        let module = "import json, os, sys\n\
+                      from ansible.module_utils._internal._ansiballz import _loader\n\
+                      n = json.loads(_loader.ARGS)['x']\n\
+                      seen = ['colorsys' in sys.modules, hasattr(json, 'left')]\n\
+                      json.left = True\n\
+                      import colorsys\n\
+                      if n == 2: os._exit(7)\n\
+                      if n == 3: os.kill(os.getppid(), 9)\n\
+                      print(n, os.getpid(), *seen)\n";
+        let item = |x: u32| {
+            let mut spec = request(payload(module, 7), None);
+            spec.args = format!("{{\"x\": {x}}}").into_bytes();
+            Op::RunModule(spec)
+        };
+        let result = a.handle(turbo_proto::Request {
+            id: 1,
+            check: false,
+            diff: false,
+            chain: 0,
+            timeout_ms: None,
+            op: Op::Batch(vec![item(0), item(1), item(2), item(4)]),
+        });
+        let OpResult::Batch(results) = result else {
+            panic!("{result:?}")
+        };
+        let runs: Vec<ModuleRun> = results
+            .into_iter()
+            .map(|r| match r {
+                OpResult::Module(run) => run,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let out = |i: usize| -> Vec<String> {
+            let text = String::from_utf8_lossy(&runs[i].stdout).into_owned();
+            assert!(
+                !text.is_empty(),
+                "{}",
+                String::from_utf8_lossy(&runs[i].stderr)
+            );
+            text.split_whitespace().map(String::from).collect()
+        };
+        assert_eq!(
+            [&out(0)[0], &out(0)[2], &out(0)[3]],
+            ["0", "False", "False"]
+        );
+        assert_eq!([&out(1)[2], &out(1)[3]], ["True", "False"]);
+        assert_ne!(out(0)[1], out(1)[1], "each module has its own process");
+        assert_eq!(runs[2].rc, 7);
+        assert_eq!(out(3)[0], "4");
+        assert_eq!(a.runners.len(), 1);
+        // A module that kills its runner fails alone, once sent again to a new one;
+        // the batch goes on in a third runner.
+        let pid = a.runners[0].child.id();
+        let result = a.handle(turbo_proto::Request {
+            id: 2,
+            check: false,
+            diff: false,
+            chain: 0,
+            timeout_ms: None,
+            op: Op::Batch(vec![item(3), item(5)]),
+        });
+        let OpResult::Batch(results) = result else {
+            panic!("{result:?}")
+        };
+        assert!(
+            matches!(&results[0], OpResult::Error(e) if e.message.contains("runner")),
+            "{:?}",
+            results[0]
+        );
+        let OpResult::Module(last) = &results[1] else {
+            panic!("{:?}", results[1])
+        };
+        assert!(String::from_utf8_lossy(&last.stdout).starts_with("5 "));
+        assert_ne!(a.runners[0].child.id(), pid);
+    }
+
+    #[test]
+    fn two_payloads_with_one_module_name_each_run_their_own() {
+        if !Path::new(PYTHON).is_file() {
+            eprintln!("skipped: no {PYTHON}");
+            return;
+        }
+        let home = TempDir::new();
+        let mut a = agent(home.path());
+        // Two roles' library/ modules of one name: each payload runs its own file.
+        let first = run(&mut a, request(payload("print('a')\n", 12), None));
+        let second = run(&mut a, request(payload("print('b')\n", 13), None));
+        let again = run(&mut a, request(payload("print('a')\n", 12), None));
+        assert_eq!(
+            [first.stdout, second.stdout, again.stdout],
+            [b"a\n".to_vec(), b"b\n".to_vec(), b"a\n".to_vec()]
+        );
     }
 }

@@ -550,7 +550,10 @@ async fn a_prelude_written_before_the_hello_gets_its_replies_and_ids_go_on_after
         id: 3,
         result: exec_result(0, "three"),
     });
-    theirs.write_all(&encode_frame(&reply).unwrap()).await.unwrap();
+    theirs
+        .write_all(&encode_frame(&reply).unwrap())
+        .await
+        .unwrap();
     assert_eq!(third.await.unwrap(), exec_result(0, "three"));
 }
 
@@ -575,8 +578,5 @@ async fn a_prelude_outlives_a_failed_start_and_its_replies_fail_when_dropped() {
     assert!(err.is_not_an_agent(), "{err}");
     assert!(!prelude.is_empty());
     drop(prelude);
-    assert!(matches!(
-        reply.await,
-        Err(SessionError::Disconnected(None))
-    ));
+    assert!(matches!(reply.await, Err(SessionError::Disconnected(None))));
 }

@@ -86,7 +86,12 @@ impl RunContext {
 
     /// The session of `key` when it is open.
     pub(crate) fn open_session(&self, host: &HostState, key: &str) -> Option<AgentSession> {
-        let cell = host.sessions.lock().expect("sessions lock").get(key)?.clone();
+        let cell = host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .get(key)?
+            .clone();
         cell.get()
             .and_then(|opened| opened.as_ref().ok())
             .map(|(session, _)| session.clone())

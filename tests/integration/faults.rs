@@ -377,7 +377,10 @@ fn a_connection_reset_mid_chain_makes_the_host_unreachable_and_nothing_later_run
         let (out, _) = running.unwrap().join().unwrap();
         let reported_after = cut_at.elapsed();
         kill_leftovers(web1);
-        assert!(reported_after < BOUND, "chains={chains}: took {reported_after:?}");
+        assert!(
+            reported_after < BOUND,
+            "chains={chains}: took {reported_after:?}"
+        );
         out.assert_code(4);
         let line = result_line(&out, "web1", "fatal");
         assert!(
@@ -388,7 +391,10 @@ fn a_connection_reset_mid_chain_makes_the_host_unreachable_and_nothing_later_run
             ),
             "chains={chains}: {line}"
         );
-        assert!(line.ends_with(", \"unreachable\": true}"), "chains={chains}: {line}");
+        assert!(
+            line.ends_with(", \"unreachable\": true}"),
+            "chains={chains}: {line}"
+        );
         // The task cut is the sleep (the second command); web1 shows in no later task.
         let at = out.stdout.find(line).unwrap();
         let banners: Vec<usize> = out
@@ -404,7 +410,11 @@ fn a_connection_reset_mid_chain_makes_the_host_unreachable_and_nothing_later_run
         let after = &out.stdout[at..];
         let later = &after[line.len()..];
         assert!(!later.contains("[web1]"), "chains={chains}\n{}", out.stdout);
-        assert!(later.contains("TASK [copy]"), "chains={chains}\n{}", out.stdout);
+        assert!(
+            later.contains("TASK [copy]"),
+            "chains={chains}\n{}",
+            out.stdout
+        );
         let home = |host: &str| hosts.user(host).home.clone();
         assert!(home("web1").join("m1").exists(), "chains={chains}");
         for marker in ["m2", "m3", "m4"] {
@@ -413,7 +423,10 @@ fn a_connection_reset_mid_chain_makes_the_host_unreachable_and_nothing_later_run
                 "chains={chains}: {marker} ran on web1 after the cut\n{}",
                 out.stdout
             );
-            assert!(home("web2").join(marker).exists(), "chains={chains}: {marker}");
+            assert!(
+                home("web2").join(marker).exists(),
+                "chains={chains}: {marker}"
+            );
         }
         let web1_recap = out.recap("web1");
         assert_eq!(

@@ -288,7 +288,9 @@ async fn send_host_chain(
                     Err(_) => return,
                 }
             }
-            let Ok(session) = ctx.login_session_with(host, play, opener, &mut prelude).await
+            let Ok(session) = ctx
+                .login_session_with(host, play, opener, &mut prelude)
+                .await
             else {
                 // The task's turn meets the failure and reports it.
                 return;
@@ -316,7 +318,13 @@ async fn send_host_chain(
     for (n, member) in members {
         let timeout_ms = member.timeout.map(|s| s * 1000);
         match session
-            .send_timed(member.op.clone(), member.check, member.diff, chain, timeout_ms)
+            .send_timed(
+                member.op.clone(),
+                member.check,
+                member.diff,
+                chain,
+                timeout_ms,
+            )
             .await
         {
             Ok(reply) => sent.push(sent_ahead(member, n + 1 == count, &session, reply)),

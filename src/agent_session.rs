@@ -291,10 +291,24 @@ impl Prelude {
     pub fn push(
         &mut self,
         op: Op,
-        (check, diff): (bool, bool),
+        flags: (bool, bool),
         chain: u64,
         timeout_ms: Option<u64>,
     ) -> Result<PendingReply, SessionError> {
+        self.push_within(op, flags, chain, timeout_ms, usize::MAX)
+            .map(|reply| reply.expect("no limit"))
+    }
+
+    /// [`Prelude::push`], unless the prelude would then hold more than `limit` bytes:
+    /// None, and nothing added.
+    pub fn push_within(
+        &mut self,
+        op: Op,
+        (check, diff): (bool, bool),
+        chain: u64,
+        timeout_ms: Option<u64>,
+        limit: usize,
+    ) -> Result<Option<PendingReply>, SessionError> {
         let id = self.slots.len() as u64 + 1;
         let frame = encode_frame(&ControllerMsg::Request(Request {
             id,
@@ -305,10 +319,13 @@ impl Prelude {
             op,
         }))
         .map_err(|e| SessionError::Protocol(e.to_string()))?;
+        if self.bytes.len() + frame.len() > limit {
+            return Ok(None);
+        }
         self.bytes.extend_from_slice(&frame);
         let (slot, answer) = oneshot::channel();
         self.slots.push((id, slot));
-        Ok(PendingReply(answer))
+        Ok(Some(PendingReply(answer)))
     }
 
     /// The frames, to write on the stream right after starting the agent.

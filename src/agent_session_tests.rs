@@ -580,3 +580,45 @@ async fn a_prelude_outlives_a_failed_start_and_its_replies_fail_when_dropped() {
     drop(prelude);
     assert!(matches!(reply.await, Err(SessionError::Disconnected(None))));
 }
+
+#[test]
+fn a_prelude_refuses_a_request_past_its_limit_and_keeps_what_it_has() {
+    let mut prelude = Prelude::default();
+    let first = prelude
+        .push_within(stat_op("/a"), (false, false), 1, None, 4096)
+        .unwrap();
+    assert!(first.is_some());
+    let held = prelude.bytes().len();
+    // Bytes zlib cannot shrink much: a frame past the limit whatever the compression.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let noise: String = (0..60_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            char::from(b'!' + (state % 90) as u8)
+        })
+        .collect();
+    let big = Op::Stat {
+        path: noise,
+        checksum: None,
+        follow: false,
+    };
+    let refused = prelude
+        .push_within(big, (false, false), 1, None, 4096)
+        .unwrap();
+    assert!(refused.is_none());
+    assert_eq!(prelude.bytes().len(), held);
+    // The next request still gets the next id.
+    let mut decoder = FrameDecoder::new();
+    prelude
+        .push_within(stat_op("/b"), (false, false), 1, None, 4096)
+        .unwrap()
+        .expect("fits");
+    decoder.push(prelude.bytes());
+    let mut ids = Vec::new();
+    while let Some(ControllerMsg::Request(r)) = decoder.next::<ControllerMsg>().unwrap() {
+        ids.push(r.id);
+    }
+    assert_eq!(ids, vec![1, 2]);
+}

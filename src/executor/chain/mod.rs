@@ -130,6 +130,11 @@ pub(super) async fn send_ahead(run: &flow::PlayRun<'_>, ahead: &[usize], hosts: 
     if !ctx.opts.chains || !play_allows_chains(play) {
         return;
     }
+    // What is sent ahead runs outside the task's turn, so outside `--forks`: only when
+    // every host of the task may run at once anyway (as `throttle` ends a chain).
+    if hosts.len() > ctx.opts.forks.max(1) {
+        return;
+    }
     let mut connecting = Vec::new();
     for host in hosts {
         {
@@ -146,8 +151,8 @@ pub(super) async fn send_ahead(run: &flow::PlayRun<'_>, ahead: &[usize], hosts: 
         send_host_chain(run, play, ahead, host).await;
     }
     // A host without an agent yet connects with its chain: the chain's first requests
-    // ride the exec that starts the agent. As in the task's turn, at most `--forks`
-    // hosts connect at once, taking the permits in the hosts' order.
+    // ride the exec that starts the agent. The permits are taken in the hosts' order,
+    // as the task's turn takes them.
     let mut jobs = tokio::task::JoinSet::new();
     for host in connecting {
         let permit = run
@@ -183,9 +188,9 @@ pub(super) async fn send_ahead(run: &flow::PlayRun<'_>, ahead: &[usize], hosts: 
     while jobs.join_next().await.is_some() {}
 }
 
-/// Requests of a chain that may ride the exec starting the agent: beyond this, the rest
-/// of the chain follows once the agent is up (a large prelude would wait on the
-/// channel's window while nobody reads the probe's output).
+/// Bytes of a chain's requests that may ride the exec starting the agent: the rest of the
+/// chain follows once the agent is up (a large prelude would wait on the channel's window
+/// while nobody reads the probe's output).
 const PRELUDE_BYTES: usize = 32 * 1024;
 
 async fn send_host_chain(
@@ -279,12 +284,17 @@ async fn send_host_chain(
         None if become_.is_none() => {
             let mut prelude = Prelude::default();
             let mut early = Vec::new();
-            while let Some((n, member)) = members.next_if(|_| prelude.bytes().len() < PRELUDE_BYTES)
-            {
+            while let Some((n, member)) = members.peek() {
                 let timeout_ms = member.timeout.map(|s| s * 1000);
                 let flags = (member.check, member.diff);
-                match prelude.push(member.op.clone(), flags, chain, timeout_ms) {
-                    Ok(reply) => early.push((n, member, reply)),
+                let op = member.op.clone();
+                match prelude.push_within(op, flags, chain, timeout_ms, PRELUDE_BYTES) {
+                    Ok(Some(reply)) => {
+                        let n = *n;
+                        let (_, member) = members.next().expect("peeked");
+                        early.push((n, member, reply));
+                    }
+                    Ok(None) => break,
                     Err(_) => return,
                 }
             }

@@ -254,6 +254,7 @@ struct Inner {
     witnesses: Witnesses,
     /// Whatever must live as long as the session: the SSH connection, the local child.
     keep_alive: Mutex<Vec<Box<dyn Any + Send>>>,
+    goodbye: Mutex<Option<Goodbye>>,
 }
 
 /// The reply to a request already sent.
@@ -272,6 +273,76 @@ impl std::future::Future for PendingReply {
             .map(|r| r.unwrap_or(Err(SessionError::Disconnected(None))))
     }
 }
+
+/// Requests written to the agent's stream before its hello has come back: the first chain
+/// of a host rides the exec that starts the agent instead of waiting a round trip for the
+/// hello. The agent reads them once it has checked itself and said hello, so only our
+/// agent ever runs them; a bootstrap that must start the agent again (an upload, a stale
+/// file replaced) writes them again on the new stream, nothing having run them.
+#[derive(Default)]
+pub struct Prelude {
+    bytes: Vec<u8>,
+    slots: Vec<(u64, ReplySlot)>,
+}
+
+impl Prelude {
+    /// Adds a request (ids 1, 2, ... in order: the session's own ids follow them) and
+    /// returns its reply to come, which fails with `Disconnected` if no session starts.
+    pub fn push(
+        &mut self,
+        op: Op,
+        flags: (bool, bool),
+        chain: u64,
+        timeout_ms: Option<u64>,
+    ) -> Result<PendingReply, SessionError> {
+        self.push_within(op, flags, chain, timeout_ms, usize::MAX)
+            .map(|reply| reply.expect("no limit"))
+    }
+
+    /// [`Prelude::push`], unless the prelude would then hold more than `limit` bytes:
+    /// None, and nothing added.
+    pub fn push_within(
+        &mut self,
+        op: Op,
+        (check, diff): (bool, bool),
+        chain: u64,
+        timeout_ms: Option<u64>,
+        limit: usize,
+    ) -> Result<Option<PendingReply>, SessionError> {
+        let id = self.slots.len() as u64 + 1;
+        let frame = encode_frame(&ControllerMsg::Request(Request {
+            id,
+            check,
+            diff,
+            chain,
+            timeout_ms,
+            op,
+        }))
+        .map_err(|e| SessionError::Protocol(e.to_string()))?;
+        if self.bytes.len() + frame.len() > limit {
+            return Ok(None);
+        }
+        self.bytes.extend_from_slice(&frame);
+        let (slot, answer) = oneshot::channel();
+        self.slots.push((id, slot));
+        Ok(Some(PendingReply(answer)))
+    }
+
+    /// The frames, to write on the stream right after starting the agent.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+}
+
+/// Ends a session at the end of the run the quickest way its owner knows (an SSH
+/// connection's goodbye, which the server answers with nothing), instead of closing the
+/// agent's input and waiting for it to exit.
+pub type Goodbye =
+    Box<dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync>;
 
 #[derive(Clone)]
 pub struct AgentSession {
@@ -293,11 +364,42 @@ impl AgentSession {
         Self::start_with_timeout(reader, writer, bootstrap, HELLO_TIMEOUT).await
     }
 
+    /// [`AgentSession::start`] on a stream where `prelude`'s frames were already written:
+    /// their replies come to the prelude's callers. The prelude is emptied only when the
+    /// session starts, so that a bootstrap that tries again can write it again.
+    pub async fn start_after<R, W>(
+        reader: R,
+        writer: W,
+        bootstrap: BootstrapReport,
+        prelude: &mut Prelude,
+    ) -> Result<AgentSession, SessionError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        Self::start_inner(reader, writer, bootstrap, HELLO_TIMEOUT, prelude).await
+    }
+
     pub(crate) async fn start_with_timeout<R, W>(
+        reader: R,
+        writer: W,
+        bootstrap: BootstrapReport,
+        hello_timeout: Duration,
+    ) -> Result<AgentSession, SessionError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let mut none = Prelude::default();
+        Self::start_inner(reader, writer, bootstrap, hello_timeout, &mut none).await
+    }
+
+    async fn start_inner<R, W>(
         mut reader: R,
         writer: W,
         bootstrap: BootstrapReport,
         hello_timeout: Duration,
+        prelude: &mut Prelude,
     ) -> Result<AgentSession, SessionError>
     where
         R: AsyncRead + Unpin + Send + 'static,
@@ -318,8 +420,15 @@ impl AgentSession {
             });
         }
 
-        let pending = Arc::new(Mutex::new(Pending::default()));
-        let sent = Arc::new(AtomicU64::new(0));
+        // The prelude's callers wait before the reader starts: their replies may already
+        // be behind the hello.
+        let prelude = std::mem::take(prelude);
+        let pending = Arc::new(Mutex::new(Pending {
+            waiting: prelude.slots.into_iter().collect(),
+            ..Pending::default()
+        }));
+        let first_id = pending.lock().expect("pending lock").waiting.len() as u64 + 1;
+        let sent = Arc::new(AtomicU64::new(prelude.bytes.len() as u64));
         let (frames, queue) = mpsc::channel(WRITE_QUEUE_FRAMES);
         let witnesses: Witnesses = Arc::default();
         let explainer = Explainer {
@@ -344,7 +453,7 @@ impl AgentSession {
             inner: Arc::new(Inner {
                 hello,
                 bootstrap,
-                next_id: AtomicU64::new(1),
+                next_id: AtomicU64::new(first_id),
                 frames,
                 pending,
                 sent,
@@ -352,6 +461,7 @@ impl AgentSession {
                 reader: Mutex::new(Some(reader_task)),
                 witnesses,
                 keep_alive: Mutex::new(Vec::new()),
+                goodbye: Mutex::new(None),
             }),
         })
     }
@@ -463,6 +573,26 @@ impl AgentSession {
         self.inner.pending.lock().expect("pending lock").fail_all();
         let kept = std::mem::take(&mut *self.inner.keep_alive.lock().expect("keep lock"));
         drop(kept);
+    }
+
+    /// Ends the session at the end of the run, when nothing is pending: through the
+    /// owner's [`Goodbye`] when it gave one (nothing is waited for from the host: the
+    /// agent sees its input end when the server drops the connection, and exits), else
+    /// as [`Self::close`].
+    pub async fn release(&self) {
+        let goodbye = self.inner.goodbye.lock().expect("goodbye lock").take();
+        let Some(goodbye) = goodbye else {
+            return self.close().await;
+        };
+        self.inner.pending.lock().expect("pending lock").fail_all();
+        goodbye().await;
+        let kept = std::mem::take(&mut *self.inner.keep_alive.lock().expect("keep lock"));
+        drop(kept);
+    }
+
+    /// Sets how [`Self::release`] ends the session.
+    pub(crate) fn set_goodbye(&self, goodbye: Goodbye) {
+        *self.inner.goodbye.lock().expect("goodbye lock") = Some(goodbye);
     }
 
     /// Stops the agent at once, whatever it is running (Ctrl-C on the controller): a

@@ -496,3 +496,129 @@ async fn read_requests_from<R: AsyncRead + Unpin>(
         decoder.push(&buf[..got]);
     }
 }
+
+/// The first chain of a host is written before the hello: its replies may arrive in the
+/// same read as the hello, and the session's own ids follow the prelude's.
+#[tokio::test]
+async fn a_prelude_written_before_the_hello_gets_its_replies_and_ids_go_on_after_it() {
+    let (ours, mut theirs) = duplex(1 << 16);
+    let mut prelude = Prelude::default();
+    let first = prelude
+        .push(stat_op("/p1"), (false, false), 7, None)
+        .unwrap();
+    let second = prelude
+        .push(stat_op("/p2"), (true, false), 7, Some(1000))
+        .unwrap();
+    // The stream as the agent finds it: the prelude's frames, in order.
+    let mut decoder = FrameDecoder::new();
+    decoder.push(prelude.bytes());
+    let mut early = Vec::new();
+    while let Some(ControllerMsg::Request(r)) = decoder.next::<ControllerMsg>().unwrap() {
+        early.push(r);
+    }
+    assert_eq!(
+        early
+            .iter()
+            .map(|r| (r.id, r.chain, r.check, r.timeout_ms))
+            .collect::<Vec<_>>(),
+        vec![(1, 7, false, None), (2, 7, true, Some(1000))]
+    );
+    // Hello and both replies in one write, the second first.
+    let mut burst = encode_frame(&AgentMsg::Hello(hello(PROTOCOL_VERSION))).unwrap();
+    for (id, out) in [(2, "two"), (1, "one")] {
+        burst.extend(
+            encode_frame(&AgentMsg::Reply(Reply {
+                id,
+                result: exec_result(0, out),
+            }))
+            .unwrap(),
+        );
+    }
+    theirs.write_all(&burst).await.unwrap();
+    let (r, w) = tokio::io::split(ours);
+    let session = AgentSession::start_after(r, w, BootstrapReport::default(), &mut prelude)
+        .await
+        .unwrap();
+    assert!(prelude.is_empty(), "taken by the session");
+    assert_eq!(first.await.unwrap(), exec_result(0, "one"));
+    assert_eq!(second.await.unwrap(), exec_result(0, "two"));
+    let third = session.send(stat_op("/p3"), false, false, 0).await.unwrap();
+    let mut decoder = FrameDecoder::new();
+    let next = read_requests(&mut theirs, &mut decoder, 1).await;
+    assert_eq!(next[0].id, 3);
+    let reply = AgentMsg::Reply(Reply {
+        id: 3,
+        result: exec_result(0, "three"),
+    });
+    theirs
+        .write_all(&encode_frame(&reply).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(third.await.unwrap(), exec_result(0, "three"));
+}
+
+/// A prelude whose session never starts keeps its requests (a bootstrap writes them
+/// again), and dropped, fails its replies.
+#[tokio::test]
+async fn a_prelude_outlives_a_failed_start_and_its_replies_fail_when_dropped() {
+    let (ours, mut theirs) = duplex(1 << 16);
+    let mut prelude = Prelude::default();
+    let reply = prelude
+        .push(stat_op("/p1"), (false, false), 1, None)
+        .unwrap();
+    theirs
+        .write_all(&encode_frame(&AgentMsg::Hello(hello(PROTOCOL_VERSION + 1))).unwrap())
+        .await
+        .unwrap();
+    let (r, w) = tokio::io::split(ours);
+    let err = AgentSession::start_after(r, w, BootstrapReport::default(), &mut prelude)
+        .await
+        .err()
+        .expect("a version mismatch");
+    assert!(err.is_not_an_agent(), "{err}");
+    assert!(!prelude.is_empty());
+    drop(prelude);
+    assert!(matches!(reply.await, Err(SessionError::Disconnected(None))));
+}
+
+#[test]
+fn a_prelude_refuses_a_request_past_its_limit_and_keeps_what_it_has() {
+    let mut prelude = Prelude::default();
+    let first = prelude
+        .push_within(stat_op("/a"), (false, false), 1, None, 4096)
+        .unwrap();
+    assert!(first.is_some());
+    let held = prelude.bytes().len();
+    // Bytes zlib cannot shrink much: a frame past the limit whatever the compression.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let noise: String = (0..60_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            char::from(b'!' + (state % 90) as u8)
+        })
+        .collect();
+    let big = Op::Stat {
+        path: noise,
+        checksum: None,
+        follow: false,
+    };
+    let refused = prelude
+        .push_within(big, (false, false), 1, None, 4096)
+        .unwrap();
+    assert!(refused.is_none());
+    assert_eq!(prelude.bytes().len(), held);
+    // The next request still gets the next id.
+    let mut decoder = FrameDecoder::new();
+    prelude
+        .push_within(stat_op("/b"), (false, false), 1, None, 4096)
+        .unwrap()
+        .expect("fits");
+    decoder.push(prelude.bytes());
+    let mut ids = Vec::new();
+    while let Some(ControllerMsg::Request(r)) = decoder.next::<ControllerMsg>().unwrap() {
+        ids.push(r.id);
+    }
+    assert_eq!(ids, vec![1, 2]);
+}

@@ -6,17 +6,20 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 use super::privilege::{self, BecomeSpec, Negotiation, Step};
 use super::{ConnectError, ConnectionSpec, agent_for, local_home};
 use crate::agent_binary::AgentBinary;
-use crate::agent_session::{AgentSession, BootstrapReport};
+use crate::agent_session::{AgentSession, BootstrapReport, Prelude};
 
 const STDERR_LIMIT: usize = 16 * 1024;
 
-pub(super) async fn open_agent(spec: &ConnectionSpec) -> Result<AgentSession, ConnectError> {
+pub(super) async fn open_agent(
+    spec: &ConnectionSpec,
+    prelude: &mut Prelude,
+) -> Result<AgentSession, ConnectError> {
     let agent = agent_for(&spec.host)?;
     let error = |message: String| ConnectError::Bootstrap {
         host: spec.host.clone(),
@@ -37,8 +40,13 @@ pub(super) async fn open_agent(spec: &ConnectionSpec) -> Result<AgentSession, Co
             .await
             .map_err(|e| error(format!("starting the agent {}: {e}", path.display())))?;
         let stdout = child.stdout.take().expect("piped stdout");
-        let stdin = child.stdin.take().expect("piped stdin");
-        match AgentSession::start(stdout, stdin, report.clone()).await {
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        // As over SSH: the agent reads them after its hello (a pipe holds them meanwhile);
+        // one that fails its own check exits without reading, and they go again.
+        if !prelude.is_empty() {
+            let _ = stdin.write_all(prelude.bytes()).await;
+        }
+        match AgentSession::start_after(stdout, stdin, report.clone(), prelude).await {
             Ok(session) => {
                 session.keep_alive(Box::new(child));
                 return Ok(session);

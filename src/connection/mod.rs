@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::agent_session::AgentSession;
+use crate::agent_session::{AgentSession, Prelude};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectionKind {
@@ -177,13 +177,23 @@ fn tried_list(tried: &[String]) -> String {
 /// session and what opens become agents beside it. For `ConnectionKind::Local` the agent
 /// runs as a child of this process.
 pub async fn open_host(spec: &ConnectionSpec) -> Result<(AgentSession, Escalator), ConnectError> {
+    open_host_with(spec, &mut Prelude::default()).await
+}
+
+/// [`open_host`], with `prelude`'s requests written to the agent as it starts, ahead of
+/// its hello (over SSH, a round trip saved): once the session is open, their replies come
+/// to the prelude's callers. After a failed open they never come (drop the prelude).
+pub async fn open_host_with(
+    spec: &ConnectionSpec,
+    prelude: &mut Prelude,
+) -> Result<(AgentSession, Escalator), ConnectError> {
     match spec.kind {
         ConnectionKind::Ssh => {
-            let (session, escalator) = ssh::open_agent(spec).await?;
+            let (session, escalator) = ssh::open_agent(spec, prelude).await?;
             Ok((session, Escalator::Ssh(Arc::new(escalator))))
         }
         ConnectionKind::Local => {
-            let session = local::open_agent(spec).await?;
+            let session = local::open_agent(spec, prelude).await?;
             Ok((session, Escalator::Local(Box::new(spec.clone()))))
         }
     }

@@ -303,14 +303,18 @@ impl RunContext {
     }
 }
 
-/// Ansible's result for a host it could not reach.
+/// Ansible's result for a host it could not reach. ansible-playbook 2.21.5 words what the
+/// connection raised as the task's error: "Task failed: Failed to connect to the host via
+/// ssh: ssh: connect to host 127.0.0.1 port 1: Connection refused" (checked); a message
+/// that already says "Task failed:" (a become prompt that never came) keeps its words.
 pub(crate) fn unreachable_result(message: &str) -> Map<String, Value> {
     let mut data = Map::new();
     data.insert("changed".into(), false.into());
-    data.insert(
-        "msg".into(),
-        format!("Failed to connect to the host via ssh: {message}").into(),
-    );
+    let msg = match message.starts_with("Task failed: ") {
+        true => format!("Failed to connect to the host via ssh: {message}"),
+        false => format!("Task failed: Failed to connect to the host via ssh: {message}"),
+    };
+    data.insert("msg".into(), msg.into());
     data.insert("unreachable".into(), true.into());
     data
 }

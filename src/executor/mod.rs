@@ -149,9 +149,12 @@ pub async fn run_playbooks_until(
             interrupted: true,
         };
     }
+    // Every host's sessions end at once, none waiting for an answer it does not need.
+    let mut releases = JoinSet::new();
     for session in sessions {
-        session.close().await;
+        releases.spawn(async move { session.release().await });
     }
+    while releases.join_next().await.is_some() {}
     ctx.emit(Event::Recap(stats.clone()));
     let custom = ctx.custom_stats.snapshot();
     if !custom.is_empty() {

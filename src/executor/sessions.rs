@@ -6,8 +6,8 @@ use std::sync::Arc;
 use tokio::sync::OnceCell;
 
 use super::{HostState, RunContext};
-use crate::agent_session::AgentSession;
-use crate::connection::{BecomeSpec, ConnectError, ConnectionSpec, Escalator, open_host};
+use crate::agent_session::{AgentSession, Prelude};
+use crate::connection::{BecomeSpec, ConnectError, ConnectionSpec, Escalator, open_host_with};
 use crate::playbook::Play;
 use crate::report::events::Event;
 
@@ -68,12 +68,102 @@ impl RunContext {
         .map(|(session, _)| session)
     }
 
+    /// The key of the session a task's ops go to (as [`Self::session`] would open it),
+    /// without connecting.
+    pub(crate) fn session_key(
+        &self,
+        host: &HostState,
+        play: &Play,
+        task: &crate::playbook::Task,
+        become_: Option<&BecomeSpec>,
+    ) -> Result<String, SessionFailure> {
+        let (login_key, _) = self.login_target(host, play, task)?;
+        Ok(match become_ {
+            Some(become_) => format!("{login_key}|{}", become_.session_key()),
+            None => login_key,
+        })
+    }
+
+    /// The session of `key` when it is open.
+    pub(crate) fn open_session(&self, host: &HostState, key: &str) -> Option<AgentSession> {
+        let cell = host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .get(key)?
+            .clone();
+        cell.get()
+            .and_then(|opened| opened.as_ref().ok())
+            .map(|(session, _)| session.clone())
+    }
+
+    /// The task's login session, opened with `prelude` sent to the agent as it starts
+    /// when it is not open yet (the prelude is left as it was when it is).
+    pub(crate) async fn login_session_with(
+        &self,
+        host: &HostState,
+        play: &Play,
+        task: &crate::playbook::Task,
+        prelude: &mut Prelude,
+    ) -> Result<AgentSession, SessionFailure> {
+        let (key, spec) = self.login_target(host, play, task)?;
+        let ((session, _), _) = self.open_login(host, key, spec, prelude).await?;
+        Ok(session)
+    }
+
     async fn login_session(
         &self,
         host: &HostState,
         play: &Play,
         task: &crate::playbook::Task,
     ) -> Result<(String, (AgentSession, Option<Escalator>)), SessionFailure> {
+        let (key, spec) = self.login_target(host, play, task)?;
+        let (opened, key) = self
+            .open_login(host, key, spec, &mut Prelude::default())
+            .await?;
+        Ok((key, opened))
+    }
+
+    async fn open_login(
+        &self,
+        host: &HostState,
+        key: String,
+        spec: ConnectionSpec,
+        prelude: &mut Prelude,
+    ) -> Result<((AgentSession, Option<Escalator>), String), SessionFailure> {
+        let cell = host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let opened = cell
+            .get_or_init(|| async {
+                let (session, escalator) = open_host_with(&spec, prelude)
+                    .await
+                    .map_err(|e| SessionFailure::Unreachable(e.to_string()))?;
+                let b = session.bootstrap();
+                self.emit(Event::AgentReady {
+                    host: host.name.clone(),
+                    uploaded: b.uploaded,
+                    upload_bytes: b.upload_bytes,
+                    replaced_stale: b.replaced_stale,
+                });
+                Ok((session, Some(escalator)))
+            })
+            .await
+            .clone()?;
+        Ok((opened, key))
+    }
+
+    /// The key and connection of the task's login session.
+    fn login_target(
+        &self,
+        host: &HostState,
+        play: &Play,
+        task: &crate::playbook::Task,
+    ) -> Result<(String, ConnectionSpec), SessionFailure> {
         let unreachable = |e: String| SessionFailure::Unreachable(e);
         // group_vars/ and host_vars/ beside the playbook file count too (its directory is
         // the playbook's, as the loader sets it).
@@ -127,30 +217,7 @@ impl RunContext {
             "{:?}|{}|{}|{}",
             spec.kind, spec.user, spec.address, spec.port
         );
-        let cell = host
-            .sessions
-            .lock()
-            .expect("sessions lock")
-            .entry(key.clone())
-            .or_default()
-            .clone();
-        let opened = cell
-            .get_or_init(|| async {
-                let (session, escalator) = open_host(&spec)
-                    .await
-                    .map_err(|e| unreachable(e.to_string()))?;
-                let b = session.bootstrap();
-                self.emit(Event::AgentReady {
-                    host: host.name.clone(),
-                    uploaded: b.uploaded,
-                    upload_bytes: b.upload_bytes,
-                    replaced_stale: b.replaced_stale,
-                });
-                Ok((session, Some(escalator)))
-            })
-            .await
-            .clone()?;
-        Ok((key, opened))
+        Ok((key, spec))
     }
 
     /// Forgets `session`, whose agent died on the host: that fails the task it was running,

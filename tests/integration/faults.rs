@@ -330,6 +330,126 @@ fn a_connection_reset_mid_task_makes_the_host_unreachable() {
     );
 }
 
+/// A chain cut by a reset, with chains on and off: web1's chain (touch m1, the long sleep,
+/// then m2, m3, m4, all sent ahead together) loses its connection during the sleep. As
+/// ansible-playbook 2.21.5 showed it for the same play, the connection reset by a proxy
+/// (recorded by hand, ssh with ControlPersist):
+///
+/// ```text
+/// TASK [command] *****************************************************************
+/// changed: [web2]
+/// [ERROR]: Task failed: Failed to connect to the host via ssh: Shared connection to 127.0.0.1 closed.
+/// Origin: /tmp/rt/ans/site.yml:6:7
+/// ...
+/// fatal: [web1]: UNREACHABLE! => {"changed": false, "msg": "Task failed: Failed to connect to the host via ssh: Shared connection to 127.0.0.1 closed.", "unreachable": true}
+///
+/// TASK [command] *****************************************************************
+/// changed: [web2]
+/// ...
+/// web1                       : ok=2    changed=2    unreachable=1    failed=0    skipped=0    rescued=0    ignored=0
+/// web2                       : ok=5    changed=5    unreachable=0    failed=0    skipped=0    rescued=0    ignored=0
+/// ```
+///
+/// exit code 4; the task cut is UNREACHABLE, web1 is in none of the later tasks, and
+/// nothing after the sleep ran on it. What the connection said is ssh's there,
+/// turbo-play's own here; the "[ERROR]: ... Origin:" block ansible-playbook 2.21 prints
+/// before a fatal line is not printed by turbo-play for any failure yet.
+#[test]
+fn a_connection_reset_mid_chain_makes_the_host_unreachable_and_nothing_later_runs_on_it() {
+    const CHAIN: &str = "  tasks:\n\
+        \x20   - command: touch ~/m1\n\
+        \x20   - command: sleep {{ 60 if inventory_hostname == 'web1' else 1 }}\n\
+        \x20   - command: touch ~/m2\n\
+        \x20   - copy: content=x dest=~/m3\n\
+        \x20   - file: path=~/m4 state=touch\n";
+    for chains in ["1", "0"] {
+        let hosts = SshHosts::start(&["web1", "web2"]);
+        let proxy = CutProxy::start(hosts.sshd.port);
+        let run = TestRun::new()
+            .playbook(&format!("{PLAY_HEAD}{CHAIN}"))
+            .inventory(&inventory_through(&hosts, &proxy, ""))
+            .env("TURBO_PLAY_CHAINS", chains);
+        let mut running = Some(in_background(run));
+        let web1 = hosts.user("web1");
+        agent_running_the_sleep(web1, &mut running);
+        let cut_at = Instant::now();
+        proxy.reset();
+        let (out, _) = running.unwrap().join().unwrap();
+        let reported_after = cut_at.elapsed();
+        kill_leftovers(web1);
+        assert!(
+            reported_after < BOUND,
+            "chains={chains}: took {reported_after:?}"
+        );
+        out.assert_code(4);
+        let line = result_line(&out, "web1", "fatal");
+        assert!(
+            line.starts_with(
+                "fatal: [web1]: UNREACHABLE! => {\"changed\": false, \"msg\": \"Task failed: \
+                 Failed to connect to the host via ssh: the connection was lost mid-task: \
+                 Connection reset by peer"
+            ),
+            "chains={chains}: {line}"
+        );
+        assert!(
+            line.ends_with(", \"unreachable\": true}"),
+            "chains={chains}: {line}"
+        );
+        // The task cut is the sleep (the second command); web1 shows in no later task.
+        let at = out.stdout.find(line).unwrap();
+        let banners: Vec<usize> = out
+            .stdout
+            .match_indices("TASK [command]")
+            .map(|(i, _)| i)
+            .collect();
+        assert!(
+            banners.len() == 3 && banners[1] < at && at < banners[2],
+            "chains={chains}\n{}",
+            out.stdout
+        );
+        let after = &out.stdout[at..];
+        let later = &after[line.len()..];
+        assert!(!later.contains("[web1]"), "chains={chains}\n{}", out.stdout);
+        assert!(
+            later.contains("TASK [copy]"),
+            "chains={chains}\n{}",
+            out.stdout
+        );
+        let home = |host: &str| hosts.user(host).home.clone();
+        assert!(home("web1").join("m1").exists(), "chains={chains}");
+        for marker in ["m2", "m3", "m4"] {
+            assert!(
+                !home("web1").join(marker).exists(),
+                "chains={chains}: {marker} ran on web1 after the cut\n{}",
+                out.stdout
+            );
+            assert!(
+                home("web2").join(marker).exists(),
+                "chains={chains}: {marker}"
+            );
+        }
+        let web1_recap = out.recap("web1");
+        assert_eq!(
+            (
+                web1_recap.ok,
+                web1_recap.changed,
+                web1_recap.unreachable,
+                web1_recap.failed
+            ),
+            (1, 1, 1, 0),
+            "chains={chains}\n{}",
+            out.stdout
+        );
+        let web2_recap = out.recap("web2");
+        assert_eq!(
+            (web2_recap.ok, web2_recap.changed, web2_recap.unreachable),
+            (5, 5, 0),
+            "chains={chains}\n{}",
+            out.stdout
+        );
+    }
+}
+
 #[test]
 fn keepalives_give_up_a_connection_that_silently_stopped_forwarding() {
     let hosts = SshHosts::start(&["web1", "web2"]);

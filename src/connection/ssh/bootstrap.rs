@@ -11,7 +11,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::host_key::HostKeyGuard;
 use crate::agent_binary::{AgentBinary, SUPPORTED_UNAME};
-use crate::agent_session::{AgentSession, BootstrapReport};
+use crate::agent_session::{AgentSession, BootstrapReport, Prelude};
 use crate::connection::{ConnectError, ConnectionSpec};
 
 /// Output allowed before the probe's marker line (shell rc files may print things).
@@ -144,10 +144,11 @@ pub(super) async fn bootstrap(
     spec: &ConnectionSpec,
     agent: &AgentBinary,
     handle: &Handle<HostKeyGuard>,
+    prelude: &mut Prelude,
 ) -> Result<AgentSession, ConnectError> {
     let mut report = BootstrapReport::default();
     loop {
-        match probe(spec, agent, handle).await? {
+        match probe(spec, agent, handle, prelude).await? {
             Probe::Unsupported(uname) => return Err(ConnectError::Unsupported { uname }),
             Probe::Upload => {
                 if report.uploaded {
@@ -167,7 +168,7 @@ pub(super) async fn bootstrap(
                     pump,
                 } = running;
                 let writer = stdin.make_writer();
-                match AgentSession::start(stdout, writer, report.clone()).await {
+                match AgentSession::start_after(stdout, writer, report.clone(), prelude).await {
                     Ok(session) => {
                         session.add_end_witness(super::channel_witness(diagnostics));
                         session.keep_alive(Box::new(PumpGuard(pump)));
@@ -227,6 +228,7 @@ async fn probe(
     spec: &ConnectionSpec,
     agent: &AgentBinary,
     handle: &Handle<HostKeyGuard>,
+    prelude: &Prelude,
 ) -> Result<Probe, ConnectError> {
     let channel = handle
         .channel_open_session()
@@ -237,6 +239,15 @@ async fn probe(
         .await
         .map_err(|e| channel_error(spec, "running the probe", e))?;
     let (mut read, write) = channel.split();
+    // The first requests go behind the exec, read by the agent the script execs (the
+    // script itself reads no input); when it asks for an upload instead, they are lost
+    // with its input and go again behind the next probe.
+    if !prelude.is_empty() {
+        write
+            .data(prelude.bytes())
+            .await
+            .map_err(|e| channel_error(spec, "sending the first requests", e))?;
+    }
     let mut stdout: Vec<u8> = Vec::new();
     let mut diagnostics = Diagnostics::default();
     loop {

@@ -112,6 +112,7 @@ impl Escalator {
                         Ok(session) => {
                             session.add_end_witness(super::channel_witness(diagnostics));
                             session.add_end_witness(super::connection_witness(&self.connection));
+                            session.set_goodbye(super::goodbye(&self.connection));
                             session.keep_alive(Box::new(PumpGuard(pump)));
                             session.keep_alive(Box::new(stdin));
                             session.keep_alive(Box::new(self.connection.clone()));

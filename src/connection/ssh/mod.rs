@@ -10,7 +10,7 @@ use russh::client::Handle;
 use russh::{Disconnect, Sig};
 
 use super::{ConnectError, ConnectionSpec, agent_for};
-use crate::agent_session::{AgentSession, EndWitness, StreamEnd};
+use crate::agent_session::{AgentSession, EndWitness, Prelude, StreamEnd};
 
 mod auth;
 mod bootstrap;
@@ -29,13 +29,15 @@ use host_key::HostKeyGuard;
 
 pub(super) async fn open_agent(
     spec: &ConnectionSpec,
+    prelude: &mut Prelude,
 ) -> Result<(AgentSession, Escalator), ConnectError> {
     let agent = agent_for(&spec.host)?;
     let connection = Arc::new(transport::connect(spec).await?);
-    let session = bootstrap::bootstrap(spec, agent, connection.handle())
+    let session = bootstrap::bootstrap(spec, agent, connection.handle(), prelude)
         .await
         .map_err(|e| with_lost_cause(e, &connection))?;
     session.add_end_witness(connection_witness(&connection));
+    session.set_goodbye(goodbye(&connection));
     session.keep_alive(Box::new(connection.clone()));
     Ok((
         session,
@@ -85,6 +87,34 @@ impl Drop for Connection {
             });
         }
     }
+}
+
+/// The end of the run for the sessions on `connection`: SSH's disconnect, which the
+/// server answers with nothing (closing the agent's channel first would make it send the
+/// agent's exit status and close back, a round trip nobody needs). Waits only until
+/// russh's session has written it and ended, bounded.
+fn goodbye(connection: &Arc<Connection>) -> crate::agent_session::Goodbye {
+    let connection = Arc::downgrade(connection);
+    Box::new(move || {
+        let connection = connection.clone();
+        Box::pin(async move {
+            let Some(connection) = connection.upgrade() else {
+                return;
+            };
+            let handle = connection.handle();
+            if handle
+                .disconnect(Disconnect::ByApplication, "", "en")
+                .await
+                .is_err()
+            {
+                return;
+            }
+            let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+            while !handle.is_closed() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+    })
 }
 
 /// A bootstrap that failed because the connection went away says why it did (russh's

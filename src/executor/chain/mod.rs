@@ -31,7 +31,8 @@ use turbo_proto::{Op, OpResult};
 
 use super::host_task::{Foreseen, foresee};
 use super::{HostState, RunContext, flow, vars};
-use crate::agent_session::{AgentSession, PendingReply};
+use crate::agent_session::{AgentSession, PendingReply, Prelude};
+use crate::connection::BecomeSpec;
 use crate::modules::Control;
 use crate::playbook::{Layered, LoopSpec, Play, Section, Task};
 pub(super) use reads::{ReadRecorder, Reads};
@@ -129,6 +130,12 @@ pub(super) async fn send_ahead(run: &flow::PlayRun<'_>, ahead: &[usize], hosts: 
     if !ctx.opts.chains || !play_allows_chains(play) {
         return;
     }
+    // What is sent ahead runs outside the task's turn, so outside `--forks`: only when
+    // every host of the task may run at once anyway (as `throttle` ends a chain).
+    if hosts.len() > ctx.opts.forks.max(1) {
+        return;
+    }
+    let mut connecting = Vec::new();
     for host in hosts {
         {
             let mut sent = host.sent_ahead.lock().expect("sent_ahead lock");
@@ -137,13 +144,54 @@ pub(super) async fn send_ahead(run: &flow::PlayRun<'_>, ahead: &[usize], hosts: 
                 continue;
             }
         }
-        // The first connection is made in the task's turn, under `--forks`.
         if ctx.open_sessions(host).is_empty() {
+            connecting.push(host.clone());
             continue;
         }
         send_host_chain(run, play, ahead, host).await;
     }
+    // A host without an agent yet connects with its chain: the chain's first requests
+    // ride the exec that starts the agent. The permits are taken in the hosts' order,
+    // as the task's turn takes them.
+    let mut jobs = tokio::task::JoinSet::new();
+    for host in connecting {
+        let permit = run
+            .forks
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("semaphore open");
+        let ctx = ctx.clone();
+        let playbook = run.playbook.clone();
+        let forks = run.forks.clone();
+        let throttles = run.throttles.clone();
+        let play_hosts = run.play_hosts.clone();
+        let play_index = run.play_index;
+        let ahead = ahead.to_vec();
+        jobs.spawn(async move {
+            let _permit = permit;
+            let single = [host.clone()];
+            let own = flow::PlayRun {
+                ctx: &ctx,
+                playbook: &playbook,
+                play_index,
+                hosts: &single,
+                play_hosts: &play_hosts,
+                forks: &forks,
+                throttles: &throttles,
+            };
+            let play = &playbook.plays[play_index];
+            send_host_chain(&own, play, &ahead, &host).await;
+        });
+    }
+    // A job that panicked sent nothing ahead: the task's turn runs as without chains.
+    while jobs.join_next().await.is_some() {}
 }
+
+/// Bytes of a chain's requests that may ride the exec starting the agent: the rest of the
+/// chain follows once the agent is up (a large prelude would wait on the channel's window
+/// while nobody reads the probe's output).
+const PRELUDE_BYTES: usize = 32 * 1024;
 
 async fn send_host_chain(
     run: &flow::PlayRun<'_>,
@@ -159,7 +207,9 @@ async fn send_host_chain(
     let mut members: Vec<Member> = Vec::new();
     // A member whose reply plans again, or whose module may fail on a reply that does
     // not stop the chain, is the chain's last.
-    let mut session: Option<AgentSession> = None;
+    let mut session_key: Option<String> = None;
+    // The first member to send: its session is the chain's.
+    let mut opener: Option<(&Task, Option<BecomeSpec>)> = None;
     for (n, &index) in ahead.iter().take(LOOKAHEAD).enumerate() {
         let task = &play.tasks[index];
         if !may_join(lead, task) || flow::runners(std::slice::from_ref(host), task).is_empty() {
@@ -193,13 +243,16 @@ async fn send_host_chain(
                 steps,
                 timeout,
             } => {
-                let Ok(its) = ctx.session(host, play, task, become_.as_ref()).await else {
+                let Ok(its) = ctx.session_key(host, play, task, become_.as_ref()) else {
                     break;
                 };
-                match &session {
-                    Some(chain) if !chain.same_as(&its) => break,
+                match &session_key {
+                    Some(chain) if *chain != its => break,
                     Some(_) => {}
-                    None => session = Some(its),
+                    None => {
+                        session_key = Some(its);
+                        opener = Some((task, become_));
+                    }
                 }
                 members.push(Member {
                     task_key: key(task),
@@ -216,40 +269,75 @@ async fn send_host_chain(
             }
         }
     }
-    // One op alone gains nothing over its own turn.
-    let (Some(session), true) = (session, members.len() > 1) else {
+    let (Some(key), Some((opener, become_))) = (session_key, opener) else {
         return;
     };
     let chain = NEXT_CHAIN.fetch_add(1, Ordering::Relaxed);
-    let mut sent = Vec::new();
     let count = members.len();
-    for (n, member) in members.into_iter().enumerate() {
-        let Member {
-            task_key,
-            index,
-            op,
-            check,
-            diff,
-            timeout,
-        } = member;
-        let timeout_ms = timeout.map(|s| s * 1000);
+    let mut sent = Vec::new();
+    let mut members = members.into_iter().enumerate().peekable();
+    let session = match ctx.open_session(host, &key) {
+        // One op alone gains nothing over its own turn.
+        Some(_) if count < 2 => return,
+        Some(session) => session,
+        // The login agent starts with the chain's first requests behind its exec.
+        None if become_.is_none() => {
+            let mut prelude = Prelude::default();
+            let mut early = Vec::new();
+            while let Some((n, member)) = members.peek() {
+                let timeout_ms = member.timeout.map(|s| s * 1000);
+                let flags = (member.check, member.diff);
+                let op = member.op.clone();
+                match prelude.push_within(op, flags, chain, timeout_ms, PRELUDE_BYTES) {
+                    Ok(Some(reply)) => {
+                        let n = *n;
+                        let (_, member) = members.next().expect("peeked");
+                        early.push((n, member, reply));
+                    }
+                    Ok(None) => break,
+                    Err(_) => return,
+                }
+            }
+            let Ok(session) = ctx
+                .login_session_with(host, play, opener, &mut prelude)
+                .await
+            else {
+                // The task's turn meets the failure and reports it.
+                return;
+            };
+            // Opened meanwhile by another path: nothing of the prelude went.
+            if !prelude.is_empty() {
+                return;
+            }
+            for (n, member, reply) in early {
+                sent.push(sent_ahead(member, n + 1 == count, &session, reply));
+            }
+            session
+        }
+        // A become agent opens beside the login agent, in its own round trips.
+        None => {
+            let Ok(session) = ctx.session(host, play, opener, become_.as_ref()).await else {
+                return;
+            };
+            if count < 2 {
+                return;
+            }
+            session
+        }
+    };
+    for (n, member) in members {
+        let timeout_ms = member.timeout.map(|s| s * 1000);
         match session
-            .send_timed(op.clone(), check, diff, chain, timeout_ms)
+            .send_timed(
+                member.op.clone(),
+                member.check,
+                member.diff,
+                chain,
+                timeout_ms,
+            )
             .await
         {
-            Ok(reply) => sent.push((
-                task_key,
-                SentAhead {
-                    index,
-                    last: n + 1 == count,
-                    session: session.clone(),
-                    op,
-                    check,
-                    diff,
-                    timeout,
-                    reply,
-                },
-            )),
+            Ok(reply) => sent.push(sent_ahead(member, n + 1 == count, &session, reply)),
             // The task's turn meets the dead session and reports it.
             Err(_) => break,
         }
@@ -258,6 +346,36 @@ async fn send_host_chain(
         .lock()
         .expect("sent_ahead lock")
         .extend(sent);
+}
+
+/// The entry of a member whose request went, by the address of its task.
+fn sent_ahead(
+    member: Member,
+    last: bool,
+    session: &AgentSession,
+    reply: PendingReply,
+) -> (usize, SentAhead) {
+    let Member {
+        task_key,
+        index,
+        op,
+        check,
+        diff,
+        timeout,
+    } = member;
+    (
+        task_key,
+        SentAhead {
+            index,
+            last,
+            session: session.clone(),
+            op,
+            check,
+            diff,
+            timeout,
+            reply,
+        },
+    )
 }
 
 /// Play keywords under which one host's failure changes what the others do, and the free

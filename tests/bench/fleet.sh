@@ -4,7 +4,8 @@
 # copy loop), first run (agent uploaded to every home) and rerun (nothing changes);
 # turbo-play directly and through one bastion (ProxyJump: one connection to the bastion,
 # a direct-tcpip channel per host), and Ansible+Mitogen on a smaller fleet. Wall time, the
-# controller's peak memory (max RSS) and CPU (user + system), from GNU time. Every run's
+# controller's peak memory (max RSS) and CPU (user + system), from GNU time, and the
+# targets' CPU (sshds, sessions, agents; a cpuacct cgroup). Every run's
 # recap is checked (all hosts ok, the rerun changed=0). Needs root (useradd, sshd).
 # Prints a Markdown table; not a test.
 #
@@ -48,6 +49,8 @@ chmod 755 "$WORK"
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    [[ -n "${CGROUP:-}" ]] && rmdir "$CGROUP" 2>/dev/null
     if [[ -z "${BENCH_KEEP:-}" ]]; then
         for i in $(seq "$MAX"); do userdel "$PREFIX$i" 2>/dev/null || true; done
         userdel "${PREFIX}jump" 2>/dev/null || true
@@ -90,6 +93,13 @@ for _ in $(seq "$SSHDS"); do
     PORTS+=("$port")
 done
 for port in "${PORTS[@]}"; do wait_port "$port"; done
+# The targets' CPU (every sshd, session, shell and agent: what a real fleet spreads over
+# its own machines, and this one pays on the same two cores), from a cpuacct cgroup.
+CGROUP=/sys/fs/cgroup/cpuacct/bench-fleet-$$
+if mkdir "$CGROUP" 2>/dev/null; then
+    for p in "${PIDS[@]}"; do echo "$p" >"$CGROUP/tasks"; done
+fi
+target_cpu() { cat "$CGROUP/cpuacct.usage" 2>/dev/null || echo 0; }
 JUMP_PORT=${PORTS[0]}
 
 cat >"$WORK/site.yml" <<'EOF'
@@ -116,6 +126,21 @@ inventory() {
     done
 }
 
+# floor N: OpenSSH's own client logging in to every host to run `true`, 50 at a time: what
+# connecting alone costs this machine (the targets' side of it above all).
+floor() {
+    local n=$1 cpu_before start end
+    cpu_before=$(target_cpu)
+    start=$(date +%s.%N)
+    for i in $(seq "$n"); do echo "$i"; done | xargs -P 50 -I{} sh -c \
+        'ssh -q -i "$0" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes \
+            -p "$(echo "$1" | cut -d" " -f$(( $2 % $3 + 1 )))" "$4$2@127.0.0.1" true' \
+        "$WORK/user_key" "${PORTS[*]}" {} "$SSHDS" "$PREFIX"
+    end=$(date +%s.%N)
+    printf '| floor | ssh true | %s | | %.1f s | | | %.1f s | |\n' "$n" "$(echo "$end - $start" | bc -l)" \
+        "$(echo "($(target_cpu) - $cpu_before) / 1000000000" | bc -l)"
+}
+
 # run LABEL TOOL N [jump]: prints a row.
 run() {
     local label=$1 tool=$2 n=$3 jump=${4:-} inv cmd=() env=(ANSIBLE_HOST_KEY_CHECKING=False) rc=0
@@ -130,23 +155,27 @@ run() {
                 ANSIBLE_STRATEGY_PLUGINS="$(echo "$VENV"/lib/python3*/site-packages/ansible_mitogen/plugins/strategy)")
             ;;
     esac
+    local cpu_before
+    cpu_before=$(target_cpu)
     env "${env[@]}" /usr/bin/time -f '%e %M %U %S' -o "$WORK/time" "${cmd[@]}" >"$WORK/last.out" 2>&1 || rc=$?
     cp "$WORK/last.out" "$WORK/$label-$tool-$n-${jump:-direct}.out"
-    local wall rss user sys check
+    local wall rss user sys check targets
     read -r wall rss user sys <"$WORK/time"
+    targets=$(echo "($(target_cpu) - $cpu_before) / 1000000000" | bc -l)
     local ok changed
     ok=$(grep -cE '^h[0-9]+ +: ok=1 +changed=[01] +unreachable=0 +failed=0' "$WORK/last.out" || true)
     changed=$(grep -cE '^h[0-9]+ +: ok=1 +changed=1 ' "$WORK/last.out" || true)
     check="$ok/$n ok, $changed changed"
     [[ $rc = 0 ]] || check="exit $rc, $check: $(grep -m1 -E 'UNREACHABLE|FAILED|ERROR' "$WORK/last.out" | cut -c1-120)"
-    printf '| %s | %s | %s | %s | %.1f s | %.0f MiB (%.2f MiB/host) | %.1f s | %s |\n' \
+    printf '| %s | %s | %s | %s | %.1f s | %.0f MiB (%.2f MiB/host) | %.1f s | %.1f s | %s |\n' \
         "$label" "$tool" "$n" "${jump:+bastion}" "$wall" "$(echo "$rss / 1024" | bc -l)" \
-        "$(echo "$rss / 1024 / $n" | bc -l)" "$(echo "$user + $sys" | bc -l)" "$check"
+        "$(echo "$rss / 1024 / $n" | bc -l)" "$(echo "$user + $sys" | bc -l)" "$targets" "$check"
 }
 
-echo "| run | tool | hosts | via | wall | controller peak RSS | controller CPU | recap |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| run | tool | hosts | via | wall | controller peak RSS | controller CPU | targets' CPU | recap |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for n in $FLEETS; do
+    floor "$n"
     for jump in "" $([[ $BASTION = 1 ]] && echo jump); do
         # A fresh fleet: no agent in any home, no files.
         for i in $(seq "$n"); do rm -rf "$WORK/homes/$PREFIX$i/.cache" "$WORK/homes/$PREFIX$i"/f*; done
@@ -156,7 +185,7 @@ for n in $FLEETS; do
 done
 if (( MITOGEN_HOSTS > 0 )); then
     if [[ -z "$VENV" ]]; then
-        echo "| | mitogen | $MITOGEN_HOSTS | | no venv with ansible-core and mitogen (BENCH_VENV) | | | |"
+        echo "| | mitogen | $MITOGEN_HOSTS | | no venv with ansible-core and mitogen (BENCH_VENV) | | | | |"
     else
         for i in $(seq "$MITOGEN_HOSTS"); do rm -rf "$WORK/homes/$PREFIX$i"/f* "$WORK/homes/$PREFIX$i/.ansible"; done
         run first mitogen "$MITOGEN_HOSTS"

@@ -17,6 +17,9 @@
 #   BENCH_TOOLS      chained unchained ansible mitogen
 #   BENCH_LINKS      round trip in ms:host count, 0 = loopback (default "0:3 30:1 30:3 100:1 100:3")
 #   BENCH_PLAYBOOK   another playbook to run instead (default playbooks/bench_role40.yml)
+#   BENCH_USER       the login: "plain" (default) is a throw-away user with /bin/sh and its
+#                    own home, made for the run; "root" logs in as root, whose login shell on
+#                    some machines (pyenv in .bashrc) costs every tool 0.1-0.5 s a connection
 set -euo pipefail
 ROOT=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
 cd "$ROOT"
@@ -35,7 +38,17 @@ DELAY_PROXY="$ROOT/../shared/delay-proxy.py"
 WORK=$(mktemp -d /tmp/bench-role40.XXXXXX)
 chmod 755 "$WORK"
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; [[ -n "${BENCH_KEEP:-}" ]] || rm -rf "$WORK"' EXIT
+LOGIN=root
+if [[ ${BENCH_USER:-plain} = plain ]]; then
+    LOGIN=tprole40
+    id "$LOGIN" >/dev/null 2>&1 && userdel "$LOGIN"
+    useradd --no-user-group --gid nogroup --home-dir "$WORK/home" --create-home --shell /bin/sh "$LOGIN"
+    usermod -p '*' "$LOGIN"
+    TARGET_HOME=$WORK/home
+else
+    TARGET_HOME=$WORK
+fi
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; [[ $LOGIN = root ]] || userdel "$LOGIN" 2>/dev/null; [[ -n "${BENCH_KEEP:-}" ]] || rm -rf "$WORK"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { # the readiness probe: connect, say nothing, close
     for _ in $(seq 50); do
@@ -58,8 +71,8 @@ printf '[defaults]\n' >"$WORK/ansible.cfg"
 PYTHON=/usr/bin/python3
 [[ -x $PYTHON ]] || PYTHON=$(command -v python3)
 printf -- '- hosts: all\n  gather_facts: false\n  tasks:\n    - ping:\n' >"$WORK/warm.yml"
-printf 'h1 ansible_host=127.0.0.1 ansible_port=%s ansible_user=root ansible_ssh_private_key_file=%s\n' \
-    "$SSHD_PORT" "$WORK/user_key" >"$WORK/warm-hosts"
+printf 'h1 ansible_host=127.0.0.1 ansible_port=%s ansible_user=%s ansible_ssh_private_key_file=%s\n' \
+    "$SSHD_PORT" "$LOGIN" "$WORK/user_key" >"$WORK/warm-hosts"
 
 # run LABEL TOOL HOSTS TARGET_PORT: one run through a fresh count proxy; prints a row.
 run() {
@@ -67,9 +80,9 @@ run() {
     count_port=$(free_port)
     inv="$WORK/hosts-$hosts-$count_port"
     for i in $(seq "$hosts"); do
-        echo "h$i ansible_host=127.0.0.1 ansible_port=$count_port ansible_user=root" \
+        echo "h$i ansible_host=127.0.0.1 ansible_port=$count_port ansible_user=$LOGIN" \
             "ansible_ssh_private_key_file=$WORK/user_key ansible_python_interpreter=$PYTHON" \
-            "bench_root=$WORK/root/h$i"
+            "bench_root=$TARGET_HOME/root/h$i"
     done >"$inv"
     python3 tests/bench/count_proxy.py "$count_port" "$target" "$WORK/count.json" &
     local proxy=$!
@@ -126,7 +139,7 @@ for link in $LINKS; do
             echo "| $name | $tool | $hosts | no venv with ansible-core and mitogen (BENCH_VENV) | | |"
             continue
         fi
-        rm -rf "$WORK/root"
+        rm -rf "$TARGET_HOME/root"
         # The agent is cached on the host before the first measured run.
         [[ $tool = chained ]] && ANSIBLE_HOST_KEY_CHECKING=False "$BIN" -i "$WORK/warm-hosts" \
             "$WORK/warm.yml" >/dev/null 2>&1

@@ -8,6 +8,7 @@
 mod input;
 mod md;
 mod ops;
+mod own_digest;
 mod sha1;
 mod sha256;
 mod sys;
@@ -36,7 +37,7 @@ fn run() -> i32 {
         [mode, file] if mode == ops::job::JOB_RUN_ARG => return ops::job::run(file),
         _ => {}
     }
-    if let Err(message) = check_own_digest(std::env::args().skip(1)) {
+    if let Err(message) = own_digest::check(std::env::args().skip(1)) {
         eprintln!("turbo-agent: {message}");
         return EXIT_DIGEST_MISMATCH;
     }
@@ -74,30 +75,6 @@ pub(crate) fn job_agent() -> Agent {
 }
 
 const EXIT_DIGEST_MISMATCH: i32 = 3;
-
-/// The bootstrap names the sha256 of the agent it would have uploaded: a cached file that
-/// was corrupted or altered (same size) exits before its hello, which the controller takes
-/// as "not an agent" and replaces. Without the argument nothing is checked.
-fn check_own_digest(args: impl Iterator<Item = String>) -> Result<(), String> {
-    let mut args = args.skip_while(|a| a != "--expect-sha256");
-    if args.next().is_none() {
-        return Ok(());
-    }
-    let expected = args
-        .next()
-        .ok_or("--expect-sha256 needs the hex sha256 of the agent")?;
-    let exe = std::path::Path::new("/proc/self/exe");
-    let digest = sha256::digest_file(exe)
-        .map_err(|e| format!("cannot read {} to check its sha256: {e}", exe.display()))?;
-    let actual: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    if actual.eq_ignore_ascii_case(&expected) {
-        Ok(())
-    } else {
-        Err(format!(
-            "refusing to run: this file's sha256 is {actual}, expected {expected} (a corrupt or altered cached agent)"
-        ))
-    }
-}
 
 /// Moves the protocol off fds 0 and 1 onto private close-on-exec fds, and points 0 and 1
 /// at /dev/null: whatever a child (or a stray print) writes to stdout can then never land
@@ -223,19 +200,6 @@ mod tests {
             })) => assert!(e.message.contains("does not fit"), "{}", e.message),
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn a_digest_is_checked_only_when_asked_for() {
-        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(check_own_digest(args(&[]).into_iter()).is_ok());
-        let own = sha256::digest_file(std::path::Path::new("/proc/self/exe")).unwrap();
-        let own: String = own.iter().map(|b| format!("{b:02x}")).collect();
-        assert!(check_own_digest(args(&["--expect-sha256", &own]).into_iter()).is_ok());
-        let wrong = "0".repeat(64);
-        let err = check_own_digest(args(&["--expect-sha256", &wrong]).into_iter()).unwrap_err();
-        assert!(err.contains(&own) && err.contains(&wrong), "{err}");
-        assert!(check_own_digest(args(&["--expect-sha256"]).into_iter()).is_err());
     }
 
     #[test]

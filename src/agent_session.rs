@@ -274,6 +274,25 @@ impl std::future::Future for PendingReply {
     }
 }
 
+/// One request as it goes on the wire, for the session and its prelude alike.
+fn request_frame(
+    id: u64,
+    op: Op,
+    (check, diff): (bool, bool),
+    chain: u64,
+    timeout_ms: Option<u64>,
+) -> Result<Vec<u8>, SessionError> {
+    encode_frame(&ControllerMsg::Request(Request {
+        id,
+        check,
+        diff,
+        chain,
+        timeout_ms,
+        op,
+    }))
+    .map_err(|e| SessionError::Protocol(e.to_string()))
+}
+
 /// Requests written to the agent's stream before its hello has come back: the first chain
 /// of a host rides the exec that starts the agent instead of waiting a round trip for the
 /// hello. The agent reads them once it has checked itself and said hello, so only our
@@ -310,15 +329,7 @@ impl Prelude {
         limit: usize,
     ) -> Result<Option<PendingReply>, SessionError> {
         let id = self.slots.len() as u64 + 1;
-        let frame = encode_frame(&ControllerMsg::Request(Request {
-            id,
-            check,
-            diff,
-            chain,
-            timeout_ms,
-            op,
-        }))
-        .map_err(|e| SessionError::Protocol(e.to_string()))?;
+        let frame = request_frame(id, op, (check, diff), chain, timeout_ms)?;
         if self.bytes.len() + frame.len() > limit {
             return Ok(None);
         }
@@ -496,15 +507,7 @@ impl AgentSession {
         timeout_ms: Option<u64>,
     ) -> Result<PendingReply, SessionError> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let frame = encode_frame(&ControllerMsg::Request(Request {
-            id,
-            check,
-            diff,
-            chain,
-            timeout_ms,
-            op,
-        }))
-        .map_err(|e| SessionError::Protocol(e.to_string()))?;
+        let frame = request_frame(id, op, (check, diff), chain, timeout_ms)?;
 
         let (slot, answer) = oneshot::channel();
         {

@@ -7,7 +7,7 @@ use sha1::Sha1;
 use sha2::{Digest, Sha256};
 use turbo_proto::{EnsureFile, FileContent, FileDiff, FileKind, FileMode, Op, OpResult, Ownership};
 
-use super::copy_tree::{TreeSpec, tree_op, tree_result};
+use super::copy_tree::{TreeSpec, tree_plan};
 use super::spec::{Arg, Spec, Unknown};
 use super::{
     Args, FileSource, Module, ModuleError, Plan, PlanContext, TaskOutcome, find_local_source,
@@ -97,7 +97,13 @@ impl Module for Copy {
                     force,
                     decrypt: args.bool("decrypt"),
                 };
-                tree_op(&root, &spec)?
+                let finish = if ctx.check_mode {
+                    would_change
+                } else {
+                    std::convert::identity
+                };
+                let shape = |op| with_validate(op, args);
+                return tree_plan(&root, &spec, args.raw("src").cloned(), shape, finish);
             }
         };
         Ok(Plan::Remote(with_validate(op, args)?))
@@ -107,7 +113,7 @@ impl Module for Copy {
         match self.resolve(args, ctx)? {
             Resolved::File { bytes, .. } => Ok(Some(FileSource::Bytes(bytes))),
             Resolved::Large { path, .. } => Ok(Some(FileSource::Local(path))),
-            // A tree's contents travel inline: the agent never asks for them.
+            // A tree's plan sends the files the agent asks for itself.
             Resolved::Tree { .. } => Ok(None),
         }
     }
@@ -117,10 +123,6 @@ impl Module for Copy {
     }
 
     fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
-        if let OpResult::Batch(results) = result {
-            let dest = args.str("dest").unwrap_or_default();
-            return tree_result(args.raw("src"), dest, results);
-        }
         let checksum = inline_content(args).map(|b| sha1_hex(&b));
         file_result(self.name(), args, result, checksum)
     }
@@ -606,14 +608,14 @@ mod tests {
                 dir.path().display()
             )
         );
-        let Plan::Remote(Op::Batch(ops)) =
+        let Plan::Step(Op::Batch(ops), _) =
             plan(json!({"src": "files", "dest": "/x"}), dir.path()).unwrap()
         else {
             panic!("a directory src is one batch of ops")
         };
         assert!(matches!(&ops[0], Op::EnsurePath(p) if p.path == "/x/files"));
         // validate checks every file of a directory copy.
-        let Plan::Remote(Op::Batch(ops)) = plan(
+        let Plan::Step(Op::Batch(ops), _) = plan(
             json!({"src": "files", "dest": "/x", "validate": "/bin/true %s"}),
             dir.path(),
         )

@@ -1,19 +1,26 @@
 //! `copy` with a directory as `src`: the whole tree goes to the agent as one `Batch` of
-//! primitive ops (a directory op per directory, a file op per file, contents inline), so a
-//! tree of any shape costs one round trip, and unchanged files are left alone by the agent.
+//! primitive ops (a directory op per directory, a file op per file), each file described
+//! by its digest. The agent leaves alone what already matches and asks for the rest
+//! (`NeedContent`), which goes in one more batch: a rerun costs one round trip and no
+//! content bytes, and a changed file costs only its own bytes.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
 use turbo_proto::{
     EnsureFile, EnsurePath, FileContent, FileMode, Op, OpResult, Ownership, PathState,
 };
 
-use super::{ModuleError, TaskOutcome, read_local, read_local_decrypted};
+use super::{ModuleError, Next, Plan, TaskOutcome, local_digest, read_local, read_local_decrypted};
 
-/// More than this in one tree would make a request too large to carry (the frame cap is
-/// 64 MiB): such trees want an archive (`unarchive`) rather than `copy`.
+/// More than this of changed content in one tree would make a request too large to
+/// carry (the frame cap is 64 MiB): such trees want an archive (`unarchive`) rather than
+/// `copy`.
 const TREE_LIMIT: u64 = 32 << 20;
+
+/// Files this small go inline at once: their digest would be about as many bytes.
+const INLINE_AT_ONCE: u64 = 64;
 
 /// What a directory copy needs besides the tree itself.
 pub(super) struct TreeSpec<'a> {
@@ -29,9 +36,110 @@ pub(super) struct TreeSpec<'a> {
     pub decrypt: bool,
 }
 
-/// The ops that make `dest` hold the tree at `root`, parents before children, in name
-/// order so that runs are reproducible.
-pub(super) fn tree_op(root: &Path, spec: &TreeSpec) -> Result<Op, ModuleError> {
+/// A file of the tree described by its digest: its op's place in the batch, the op, and
+/// where its bytes are on the controller.
+struct DigestFile {
+    index: usize,
+    op: EnsureFile,
+    source: PathBuf,
+}
+
+/// The plan that makes `dest` hold the tree at `root`: every directory and file in one
+/// batch, then the files the agent asked for in another, then the result, shaped by
+/// `finish` (copy's check mode reports only what would change).
+/// `shape` adds what every file op of the copy carries (backup, validate).
+pub(super) fn tree_plan(
+    root: &Path,
+    spec: &TreeSpec,
+    args_src: Option<Value>,
+    shape: impl FnOnce(Op) -> Result<Op, ModuleError>,
+    finish: fn(TaskOutcome) -> TaskOutcome,
+) -> Result<Plan, ModuleError> {
+    let (op, sources) = tree_op(root, spec)?;
+    let op = shape(op)?;
+    let Op::Batch(planned) = &op else {
+        unreachable!("a tree copy is planned as one batch")
+    };
+    let files: Vec<DigestFile> = sources
+        .into_iter()
+        .filter_map(|(index, source)| match &planned[index] {
+            Op::EnsureFile(op) => Some(DigestFile {
+                index,
+                op: op.clone(),
+                source,
+            }),
+            _ => None,
+        })
+        .collect();
+    let dest = spec.dest.to_string();
+    let decrypt = spec.decrypt;
+    let done = move |results: Vec<OpResult>| {
+        Plan::Done(finish(tree_result(args_src.as_ref(), &dest, results)))
+    };
+    Ok(Plan::Step(
+        op,
+        Next::new(move |reply| {
+            let OpResult::Batch(mut results) = reply else {
+                return Ok(done(vec![reply]));
+            };
+            let wanted: Vec<DigestFile> = files
+                .into_iter()
+                .filter(|f| matches!(results.get(f.index), Some(OpResult::NeedContent)))
+                .collect();
+            if wanted.is_empty() {
+                return Ok(done(results));
+            }
+            let changed: u64 = wanted
+                .iter()
+                .map(|f| match f.op.content {
+                    FileContent::Digest { size, .. } => size,
+                    _ => 0,
+                })
+                .sum();
+            if changed > TREE_LIMIT {
+                return Err(too_large(&wanted[0].source, changed));
+            }
+            let mut places = Vec::with_capacity(wanted.len());
+            let mut ops = Vec::with_capacity(wanted.len());
+            for file in wanted {
+                let bytes = if decrypt {
+                    read_local_decrypted(&file.source)?
+                } else {
+                    read_local(&file.source)?
+                };
+                places.push(file.index);
+                ops.push(Op::EnsureFile(EnsureFile {
+                    content: FileContent::Inline(bytes),
+                    ..file.op
+                }));
+            }
+            Ok(Plan::Step(
+                Op::Batch(ops),
+                Next::new(move |reply| {
+                    let OpResult::Batch(written) = reply else {
+                        return Ok(done(vec![reply]));
+                    };
+                    for (place, result) in places.into_iter().zip(written) {
+                        results[place] = result;
+                    }
+                    Ok(done(results))
+                }),
+            ))
+        }),
+    ))
+}
+
+fn too_large(root: &Path, bytes: u64) -> ModuleError {
+    ModuleError::Invalid(format!(
+        "{} holds {} MiB to copy; a directory copy carries at most {} MiB (copy an archive with unarchive, or split the tree)",
+        root.display(),
+        bytes >> 20,
+        TREE_LIMIT >> 20
+    ))
+}
+
+/// The first batch of a tree copy, and the files in it that went as digests.
+fn tree_op(root: &Path, spec: &TreeSpec) -> Result<(Op, Vec<(usize, PathBuf)>), ModuleError> {
     let dest_root = if spec.written_src.ends_with('/') {
         spec.dest.trim_end_matches('/').to_string()
     } else {
@@ -45,18 +153,6 @@ pub(super) fn tree_op(root: &Path, spec: &TreeSpec) -> Result<Op, ModuleError> {
     let mut files: Vec<(String, PathBuf)> = Vec::new();
     let mut dirs: Vec<String> = vec![dest_root.clone()];
     walk(root, &dest_root, &mut dirs, &mut files)?;
-    let mut total = 0u64;
-    for (_, path) in &files {
-        total += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    }
-    if total > TREE_LIMIT {
-        return Err(ModuleError::Invalid(format!(
-            "{} holds {} MiB; a directory copy carries at most {} MiB (copy an archive with unarchive, or split the tree)",
-            root.display(),
-            total >> 20,
-            TREE_LIMIT >> 20
-        )));
-    }
     let mut ops: Vec<Op> = dirs
         .into_iter()
         .map(|path| {
@@ -69,24 +165,47 @@ pub(super) fn tree_op(root: &Path, spec: &TreeSpec) -> Result<Op, ModuleError> {
             })
         })
         .collect();
+    let mut digests = Vec::new();
     for (path, source) in files {
-        // Inline whatever the size (the tree is capped above): the agent still compares
-        // before it writes.
-        ops.push(Op::EnsureFile(EnsureFile {
-            path,
-            content: FileContent::Inline(if spec.decrypt {
-                read_local_decrypted(&source)?
+        let content = if spec.decrypt {
+            // What lands is the decrypted text, so that is what is compared.
+            let bytes = read_local_decrypted(&source)?;
+            described(bytes)
+        } else {
+            let (sha256, size) = local_digest(&source)?;
+            if size <= INLINE_AT_ONCE {
+                FileContent::Inline(read_local(&source)?)
             } else {
-                read_local(&source)?
-            }),
+                FileContent::Digest { sha256, size }
+            }
+        };
+        let op = EnsureFile {
+            path,
+            content,
             mode: spec.mode.clone(),
             force: spec.force,
             owner: spec.owner.clone(),
             validate: None,
             backup: false,
-        }));
+        };
+        if matches!(op.content, FileContent::Digest { .. }) {
+            digests.push((ops.len(), source));
+        }
+        ops.push(Op::EnsureFile(op));
     }
-    Ok(Op::Batch(ops))
+    Ok((Op::Batch(ops), digests))
+}
+
+/// Bytes in hand as the first batch carries them: small ones inline, others by digest.
+fn described(bytes: Vec<u8>) -> FileContent {
+    if bytes.len() as u64 <= INLINE_AT_ONCE {
+        FileContent::Inline(bytes)
+    } else {
+        FileContent::Digest {
+            sha256: Sha256::digest(&bytes).into(),
+            size: bytes.len() as u64,
+        }
+    }
 }
 
 /// Directories and files below `dir` (symlinks followed, as Ansible's `local_follow`).
@@ -203,7 +322,7 @@ mod tests {
     fn a_trailing_slash_copies_the_contents_else_the_directory_itself() {
         let dir = tree();
         let root = dir.path().join("conf.d");
-        let contents = tree_op(&root, &spec("conf.d/")).unwrap();
+        let contents = tree_op(&root, &spec("conf.d/")).unwrap().0;
         assert_eq!(
             paths(&contents),
             vec![
@@ -214,7 +333,7 @@ mod tests {
                 ("/etc/app/sub/c.conf".into(), Some(b"c\n".to_vec())),
             ]
         );
-        let itself = tree_op(&root, &spec("conf.d")).unwrap();
+        let itself = tree_op(&root, &spec("conf.d")).unwrap().0;
         assert_eq!(paths(&itself)[0].0, "/etc/app/conf.d");
         assert_eq!(paths(&itself)[4].0, "/etc/app/conf.d/sub/c.conf");
         let Op::Batch(ops) = itself else { panic!() };
@@ -222,6 +341,96 @@ mod tests {
         assert_eq!(d.mode, Some(FileMode::Bits(0o750)));
         let Op::EnsureFile(f) = &ops[2] else { panic!() };
         assert_eq!(f.mode, Some(FileMode::Bits(0o640)));
+    }
+
+    /// Files past a digest's size go as digests; only those the agent asks for follow,
+    /// with their bytes, and every reply lands in its file's place in the result.
+    #[test]
+    fn only_the_files_the_agent_asks_for_are_sent() {
+        let dir = tree();
+        let root = dir.path().join("conf.d");
+        let big_a = "a".repeat(100);
+        let big_b = "b".repeat(100);
+        std::fs::write(root.join("a.conf"), &big_a).unwrap();
+        std::fs::write(root.join("b.conf"), &big_b).unwrap();
+        let mut spec = spec("conf.d/");
+        spec.decrypt = false;
+        let Plan::Step(Op::Batch(first), next) = tree_plan(
+            &root,
+            &spec,
+            Some(json!("conf.d/")),
+            Ok,
+            std::convert::identity,
+        )
+        .unwrap() else {
+            panic!("a tree copy starts with one batch")
+        };
+        let Op::EnsureFile(a) = &first[2] else {
+            panic!()
+        };
+        assert_eq!(
+            a.content,
+            FileContent::Digest {
+                sha256: Sha256::digest(big_a.as_bytes()).into(),
+                size: 100
+            }
+        );
+        assert!(
+            matches!(&first[4], Op::EnsureFile(c) if c.content == FileContent::Inline(b"c\n".to_vec()))
+        );
+        let file = |path: &str, changed| {
+            OpResult::File(FileOutcome {
+                changed,
+                path: path.into(),
+                kind: FileKind::File,
+                mode: 0o640,
+                size: 2,
+                uid: 0,
+                gid: 0,
+                owner: "root".into(),
+                group: "root".into(),
+                diff: None,
+                backup_file: None,
+            })
+        };
+        let dir_ok = || file("/etc/app", false);
+        // b.conf already matches; a.conf does not.
+        let replies = vec![
+            dir_ok(),
+            dir_ok(),
+            OpResult::NeedContent,
+            file("/etc/app/b.conf", false),
+            file("/etc/app/sub/c.conf", false),
+        ];
+        let Plan::Step(Op::Batch(second), next) = next.resume(OpResult::Batch(replies)).unwrap()
+        else {
+            panic!("the asked-for files follow")
+        };
+        assert_eq!(second.len(), 1);
+        let Op::EnsureFile(sent) = &second[0] else {
+            panic!()
+        };
+        assert_eq!(sent.path, "/etc/app/a.conf");
+        assert_eq!(sent.content, FileContent::Inline(big_a.into_bytes()));
+        assert_eq!(sent.mode, Some(FileMode::Bits(0o640)));
+        let Plan::Done(out) = next
+            .resume(OpResult::Batch(vec![file("/etc/app/a.conf", true)]))
+            .unwrap()
+        else {
+            panic!("then the result")
+        };
+        assert!(out.changed && !out.failed, "{out:?}");
+        // A rerun: nothing asked for, no second batch.
+        let Plan::Step(_, next) =
+            tree_plan(&root, &spec, None, Ok, std::convert::identity).unwrap()
+        else {
+            panic!()
+        };
+        let unchanged = (0..5).map(|_| dir_ok()).collect();
+        let Plan::Done(out) = next.resume(OpResult::Batch(unchanged)).unwrap() else {
+            panic!("nothing more to send")
+        };
+        assert!(!out.changed);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `fetch`: a remote file copied to the controller, as Ansible's fetch action does it: stat
 //! the file with its SHA-1, compare with the local copy, and bring the bytes over only
-//! when they differ, page by page (`ReadFile` with `offset`). A loop's items go together:
-//! one batch of stats, then one batch of first pages.
+//! when they differ, page by page (`ReadFile` with `offset`). A loop's items go together
+//! (each touches a local file of its own): one batch of stats, then one batch of first
+//! pages.
 //!
 //! Unlike every other module, fetch writes on the controller: the pages go straight into
 //! a temp file beside the destination ([`fetch_local::Download`]), renamed into place when
@@ -99,9 +100,15 @@ impl Module for Fetch {
             checksum: Some(Digest::Sha1),
             follow: true,
         };
+        // What the item writes on the controller: its own file under dest unless flat.
+        let touched = if request.flat {
+            format!("fetch to {}", request.dest)
+        } else {
+            format!("fetch of {src} to {}", request.dest)
+        };
         Ok(Plan::Step(
             stat,
-            Next::new(move |reply| Ok(after_stat(request, src, reply))),
+            Next::new(move |reply| Ok(after_stat(request, src, reply))).touching(touched),
         ))
     }
 }

@@ -150,6 +150,7 @@ pub enum Plan {
 pub struct Next {
     then: Box<dyn FnOnce(OpResult) -> Result<Plan, ModuleError> + Send + Sync>,
     squash: Option<Squash>,
+    touches: Option<String>,
 }
 
 impl Next {
@@ -159,6 +160,7 @@ impl Next {
         Next {
             then: Box::new(then),
             squash: None,
+            touches: None,
         }
     }
 
@@ -170,7 +172,22 @@ impl Next {
         Next {
             then: Box::new(then),
             squash: Some(squash),
+            touches: None,
         }
+    }
+
+    /// The one thing this step and every later step of the item read and write (a file's
+    /// path on the target, a destination on the controller). A loop's items that look
+    /// before they write go one after another, as Ansible runs them, so each sees what the
+    /// one before wrote; items that each touch a thing of their own step together instead,
+    /// one batch per step for the whole loop.
+    pub fn touching(mut self, what: impl Into<String>) -> Next {
+        self.touches = Some(what.into());
+        self
+    }
+
+    pub fn touches(&self) -> Option<&str> {
+        self.touches.as_deref()
     }
 
     pub fn resume(self, reply: OpResult) -> Result<Plan, ModuleError> {
@@ -187,6 +204,7 @@ impl Next {
         Next {
             then: Box::new(move |reply| after(then(reply)?)),
             squash: self.squash,
+            touches: self.touches,
         }
     }
 

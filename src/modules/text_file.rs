@@ -57,6 +57,7 @@ pub(super) fn read(
             limit: None,
         },
     ]);
+    let touched = path.to_string();
     Plan::Step(
         first,
         Next::new(move |reply| {
@@ -89,7 +90,8 @@ pub(super) fn read(
             } else {
                 Ok(read_more(current, then))
             }
-        }),
+        })
+        .touching(touched),
     )
 }
 

@@ -38,10 +38,7 @@ pub(super) async fn send_paced(
     // one after another, as Ansible runs items: each must read what the one before wrote.
     // Package modules' items step together instead: each step's reads go as one batch,
     // and their manager calls are squashed into one (`squash.rs`).
-    let stepwise = !target.task.module.caps().squash_loop
-        && running
-            .iter()
-            .any(|&i| matches!(runs[i].state, ItemState::Step(..)));
+    let stepwise = !target.task.module.caps().squash_loop && !steps_apart(runs, running);
     // A polled job's item is waited for before the next starts, as Ansible's items are.
     let stepwise = stepwise || target.async_run.is_some_and(|run| run.poll > 0);
     if pause.is_none() && !stepwise {
@@ -58,6 +55,17 @@ pub(super) async fn send_paced(
         }
     }
     true
+}
+
+/// Whether the items' steps may go together: none looks before it writes, or each that
+/// does touches a thing no other item touches
+/// ([`crate::modules::Next::touching`]).
+fn steps_apart(runs: &[ItemRun], running: &[usize]) -> bool {
+    let mut touched = HashSet::new();
+    running.iter().all(|&i| match &runs[i].state {
+        ItemState::Step(_, next) => next.touches().is_some_and(|what| touched.insert(what)),
+        ItemState::Done(_) | ItemState::Remote(_) => true,
+    })
 }
 
 /// Sends the ops of the `running` items that wait for the agent as one batch and turns

@@ -601,3 +601,38 @@ fn files_past_one_read_page_are_edited_and_slurped_whole() {
     assert_eq!(out.recap("h"), recap(4, 2), "{}", out.stdout);
     assert_file(&dir.join("big"), edited.as_bytes(), 0o644);
 }
+
+/// A loop over one file whose items are planned on the content the items before them
+/// leave: one item the controller cannot predict (it sets a mode) goes again from its
+/// own read, and what each item reports is what ansible-playbook 2.21.5 reported.
+#[test]
+fn a_loop_over_one_file_with_an_item_that_sets_a_mode_matches_ansible() {
+    let hosts = LocalHosts::new(&["h"]);
+    let dir = hosts.dir("h");
+    std::fs::write(dir.join("f"), "a\n").unwrap();
+    let playbook = r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - lineinfile:
+        path: DIR/f
+        line: "{{ item.l }}"
+        mode: "{{ item.m | default(omit) }}"
+      loop: [{l: b}, {l: c, m: "0600"}, {l: d}, {l: a}, {l: e}]
+      register: r
+    - debug: msg="{{ r.results | map(attribute='changed') | list }} {{ r.results | map(attribute='msg') | list }}"
+"#;
+    let run = TestRun::new()
+        .playbook(&playbook.replace("DIR", dir.to_str().unwrap()))
+        .local_hosts(&hosts);
+    let out = run.run();
+    out.assert_code(0);
+    assert_contains(
+        &out,
+        "\"msg\": \"[True, True, True, False, True] ['line added', 'line added and ownership, perms or SE linux context changed', 'line added', '', 'line added']\"",
+    );
+    assert_file(&dir.join("f"), b"a\nb\nc\nd\ne\n", 0o600);
+    // A rerun changes nothing.
+    let again = run.run();
+    again.assert_code(0);
+    assert_eq!(again.recap("h"), recap(2, 0), "{}", again.stdout);
+}

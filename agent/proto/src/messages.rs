@@ -303,6 +303,13 @@ pub enum FileContent {
         sha256: [u8; 32],
         size: u64,
     },
+    /// `bytes`, computed from content the controller did not read but predicted (what the
+    /// ops before this one in the batch wrote): written only while the file still hashes
+    /// to `was_sha256`, else [`ErrorKind::Conflict`] and the file is left alone.
+    Replacing {
+        bytes: Vec<u8>,
+        was_sha256: [u8; 32],
+    },
 }
 
 /// A file mode as Ansible accepts it: octal bits, or symbolic (`u=rw,g=r,o=r`, `u+x`).
@@ -635,4 +642,7 @@ pub enum ErrorKind {
     Io,
     /// The request was not understood (e.g. a version skew that slipped through).
     Protocol,
+    /// The file no longer holds what the request was computed from
+    /// ([`FileContent::Replacing`]).
+    Conflict,
 }

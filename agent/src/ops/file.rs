@@ -91,6 +91,23 @@ pub fn ensure_file(agent: &mut Agent, spec: EnsureFile, flags: Flags) -> Result<
             }
             (Source::Existing, size, false)
         }
+        FileContent::Replacing { bytes, was_sha256 } => {
+            let holds = match &existing {
+                Some(_) => {
+                    sha256::digest_file(&path).map_err(|e| io_error(e, &path))? == was_sha256
+                }
+                None => false,
+            };
+            if !holds {
+                return Err(op_error(
+                    ErrorKind::Conflict,
+                    format!("{} changed since it was read", path.display()),
+                ));
+            }
+            let same = fs::read(&path).map_err(|e| io_error(e, &path))? == bytes;
+            let size = bytes.len() as u64;
+            (Source::Bytes(bytes), size, !same)
+        }
         FileContent::Staged { upload_id, sha256 } => {
             let staged = verified_staging_file(agent, upload_id, &sha256)?;
             let size = fs::metadata(&staged)
@@ -254,18 +271,31 @@ fn write_atomically(
         ids.gid.or(existing.map(|m| m.gid())).unwrap_or(gid),
     );
     let result = (|| -> io::Result<()> {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        match source {
-            Source::Bytes(bytes) => file.write_all(bytes)?,
-            Source::Staged(staged) => {
-                io::copy(&mut File::open(staged)?, &mut file)?;
+        let create = || {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temp)
+        };
+        let file = match source {
+            // On the staging directory's filesystem the upload itself becomes the temp
+            // file: a large file is not written twice.
+            Source::Staged(staged) if fs::rename(staged, &temp).is_ok() => {
+                OpenOptions::new().write(true).open(&temp)?
             }
-            Source::Existing => {}
-        }
+            Source::Staged(staged) => {
+                let mut file = create()?;
+                io::copy(&mut File::open(staged)?, &mut file)?;
+                file
+            }
+            Source::Bytes(bytes) => {
+                let mut file = create()?;
+                file.write_all(bytes)?;
+                file
+            }
+            Source::Existing => create()?,
+        };
         // The new file gets its owner before it takes the old one's place. Without
         // `owner`/`group` it keeps the old owner when we may give it away (root); anyone
         // else gets EPERM and owns the new file, as with Ansible.
@@ -802,6 +832,47 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(r, OpResult::File(ref o) if o.changed && o.mode == 0o600));
+    }
+
+    #[test]
+    fn replacing_writes_only_over_the_content_it_was_computed_from() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        fs::write(dir.join("f"), b"one\n").unwrap();
+        let replacing = |bytes: &[u8], was: &[u8]| FileContent::Replacing {
+            bytes: bytes.to_vec(),
+            was_sha256: sha256::digest(was),
+        };
+        let path = dir.str("f");
+        let r = ensure(
+            &mut a,
+            &path,
+            replacing(b"one\ntwo\n", b"one\n"),
+            None,
+            Flags::default(),
+        );
+        assert!(matches!(r, Ok(OpResult::File(ref o)) if o.changed), "{r:?}");
+        // Computed from what the file held before: refused, the file left as it is.
+        let r = ensure(
+            &mut a,
+            &path,
+            replacing(b"one\nthree\n", b"one\n"),
+            None,
+            Flags::default(),
+        );
+        let e = r.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Conflict);
+        assert_eq!(e.message, format!("{path} changed since it was read"));
+        assert_eq!(fs::read(dir.join("f")).unwrap(), b"one\ntwo\n");
+        let r = ensure(
+            &mut a,
+            &dir.str("g"),
+            replacing(b"x", b""),
+            None,
+            Flags::default(),
+        );
+        assert_eq!(r.unwrap_err().kind, ErrorKind::Conflict);
+        assert!(!dir.join("g").exists());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 mod async_job;
 mod outcome;
+mod predict;
 mod prepare;
 mod reconnect;
 mod squash;

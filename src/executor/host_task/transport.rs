@@ -44,6 +44,14 @@ pub(super) async fn send_paced(
     if pause.is_none() && !stepwise {
         return send_remote(target, runs, running).await;
     }
+    // Items over one file go in order, but on reads the controller predicts.
+    if pause.is_none()
+        && target.async_run.is_none()
+        && !agent_check_mode(target.ctx, target.task)
+        && super::predict::one_file(runs, running)
+    {
+        return super::predict::send_one_file_items(target, runs, running).await;
+    }
     for (n, &i) in running.iter().enumerate() {
         if let Some(pause) = pause
             && n > 0
@@ -77,6 +85,43 @@ pub(super) async fn send_remote(
     runs: &mut [ItemRun],
     running: &[usize],
 ) -> bool {
+    // Items whose shared call failed: they go on alone.
+    let mut solo: HashSet<usize> = HashSet::new();
+    loop {
+        match send_round(target, runs, running, &mut solo, None).await {
+            Round::Idle => return true,
+            Round::Went => {}
+            Round::Lost => return false,
+        }
+    }
+}
+
+/// What one round of [`send_round`] came to.
+pub(super) enum Round {
+    /// No item had an op to send.
+    Idle,
+    /// The ops went and their replies moved the items on.
+    Went,
+    /// The host turned out unreachable (reported).
+    Lost,
+}
+
+impl Round {
+    fn after_loss(reachable: bool) -> Round {
+        if reachable { Round::Went } else { Round::Lost }
+    }
+}
+
+/// One round trip of [`send_remote`]: the current ops of the `running` items as one
+/// batch, each reply resuming its item's plan. `seen`, when given, gets a copy of every
+/// item's reply.
+pub(super) async fn send_round(
+    target: &Target<'_>,
+    runs: &mut [ItemRun],
+    running: &[usize],
+    solo: &mut HashSet<usize>,
+    seen: Option<&mut Vec<(usize, OpResult)>>,
+) -> Round {
     let Target {
         ctx,
         playbook,
@@ -90,181 +135,180 @@ pub(super) async fn send_remote(
     } = *target;
     // Each item of an async task is a job of its own.
     let squash_loop = task.module.caps().squash_loop && async_run.is_none();
-    // Items whose shared call failed: they go on alone.
-    let mut solo: HashSet<usize> = HashSet::new();
-    loop {
-        let remote: Vec<usize> = running
-            .iter()
-            .copied()
-            .filter(|&i| runs[i].state.op().is_some())
-            .collect();
-        if remote.is_empty() {
-            return true;
+    let remote: Vec<usize> = running
+        .iter()
+        .copied()
+        .filter(|&i| runs[i].state.op().is_some())
+        .collect();
+    if remote.is_empty() {
+        return Round::Idle;
+    }
+    let session = match ctx.session(via, play, task, become_).await {
+        Ok(s) => s,
+        Err(SessionFailure::Unreachable(message)) => {
+            host_unreachable(ctx, task, host, &message);
+            return Round::Lost;
         }
-        let session = match ctx.session(via, play, task, become_).await {
-            Ok(s) => s,
-            Err(SessionFailure::Unreachable(message)) => {
-                host_unreachable(ctx, task, host, &message);
-                return false;
+        Err(SessionFailure::Failed(message)) => {
+            for &i in &remote {
+                runs[i].state = ItemState::Done(TaskOutcome::failed(message.clone()));
             }
-            Err(SessionFailure::Failed(message)) => {
-                for &i in &remote {
-                    runs[i].state = ItemState::Done(TaskOutcome::failed(message.clone()));
-                }
-                return true;
-            }
-        };
-        let requests = squash::requests(runs, &remote, squash_loop, &solo);
-        let ops: Vec<Op> = requests
-            .iter()
-            .map(|request| {
-                let mut op = request.op.clone();
-                let run = &runs[request.members[0]];
-                if !run.env.is_empty() {
-                    add_environment(&mut op, &run.env);
-                }
-                match (async_run, &run.state) {
-                    (Some(job), ItemState::Remote(_)) => {
-                        let check = agent_check_mode(ctx, task);
-                        async_job::start_op(task, job, &run.raw_args, check, op)
-                    }
-                    _ => op,
-                }
-            })
-            .collect();
-        // Kept to send again with their files (small: arguments and a digest).
-        let module_ops: Vec<Option<Op>> = ops
-            .iter()
-            .map(|op| runs_module(op).then(|| op.clone()))
-            .collect();
-        let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
-        // A loop's items were sent ahead as the one batch `send_batched` would send.
-        let asked = match ops.as_slice() {
-            [op] => Some(op.clone()),
-            _ if task.module.caps().batchable && ops.len() <= BATCH_CHUNK => {
-                Some(Op::Batch(ops.clone()))
-            }
-            _ => None,
-        };
-        let ahead = match &asked {
-            Some(op) => {
-                super::super::chain::take_reply(ctx, host, task, &session, op, flags, timeout).await
-            }
-            None => None,
-        };
-        // Whether the reply came from a chain that went on after it.
-        let mut chain_went_on = false;
-        let sent = match ahead {
-            Some(reply) => reply.and_then(|(result, went_on)| {
-                chain_went_on = went_on;
-                match (result, ops.len()) {
-                    (OpResult::Batch(results), n) if n > 1 && results.len() == n => Ok(results),
-                    (result, 1) => Ok(vec![result]),
-                    (other, _) => Err(format!("agent answered a batch with {other:?}")),
-                }
-            }),
-            None if task.module.caps().batchable => {
-                send_batched(ctx, &session, ops, task, timeout).await
-            }
-            None => send_one_by_one(ctx, &session, ops, task, timeout).await,
-        };
-        let mut results = match sent {
-            Ok(r) => r,
-            Err(message) => return lost_agent(target, runs, &remote, &session, &message),
-        };
-        if let Err(message) =
-            send_module_files(ctx, &session, task, &module_ops, &mut results, timeout).await
-        {
-            return lost_agent(target, runs, &remote, &session, &message);
+            return Round::Went;
         }
-        let mut answers: Vec<(usize, OpResult)> = Vec::with_capacity(remote.len());
-        for (request, result) in requests.into_iter().zip(results) {
-            if request.members.len() > 1 && !squash::succeeded(&result) {
-                solo.extend(request.members);
-                continue;
+    };
+    let requests = squash::requests(runs, &remote, squash_loop, solo);
+    let ops: Vec<Op> = requests
+        .iter()
+        .map(|request| {
+            let mut op = request.op.clone();
+            let run = &runs[request.members[0]];
+            if !run.env.is_empty() {
+                add_environment(&mut op, &run.env);
             }
-            for &i in &request.members {
-                answers.push((i, result.clone()));
+            match (async_run, &run.state) {
+                (Some(job), ItemState::Remote(_)) => {
+                    let check = agent_check_mode(ctx, task);
+                    async_job::start_op(task, job, &run.raw_args, check, op)
+                }
+                _ => op,
             }
+        })
+        .collect();
+    // Kept to send again with their files (small: arguments and a digest).
+    let module_ops: Vec<Option<Op>> = ops
+        .iter()
+        .map(|op| runs_module(op).then(|| op.clone()))
+        .collect();
+    let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
+    // A loop's items were sent ahead as the one batch `send_batched` would send.
+    let asked = match ops.as_slice() {
+        [op] => Some(op.clone()),
+        _ if task.module.caps().batchable && ops.len() <= BATCH_CHUNK => {
+            Some(Op::Batch(ops.clone()))
         }
-        answers.sort_by_key(|(i, _)| *i);
-        for (i, result) in answers {
-            let mut job_done = None;
-            let result = match (result, async_run) {
-                (OpResult::JobStarted(job), Some(run)) if run.poll == 0 => {
-                    runs[i].state = ItemState::Done(async_job::started(&job));
-                    continue;
-                }
-                (OpResult::JobStarted(job), Some(run)) => {
-                    match async_job::poll(target, &session, run, &job).await {
-                        async_job::Polled::Reply(reply) => {
-                            job_done = Some(job);
-                            reply
-                        }
-                        async_job::Polled::Failed(outcome) => {
-                            async_job::report_done(ctx, target, &job.jid, true);
-                            runs[i].state = ItemState::Done(outcome);
-                            continue;
-                        }
-                    }
-                }
-                (result, _) => result,
-            };
-            if let (Some(period), true) = (timeout, super::timeout::is_timed_out(&result)) {
-                // Ansible's timeout is an exception: no finish, no failed_when, no until.
-                runs[i].state = ItemState::Done(super::timeout::timed_out(period));
-                runs[i].planned = false;
-                continue;
+        _ => None,
+    };
+    let ahead = match &asked {
+        Some(op) => {
+            super::super::chain::take_reply(ctx, host, task, &session, op, flags, timeout).await
+        }
+        None => None,
+    };
+    // Whether the reply came from a chain that went on after it.
+    let mut chain_went_on = false;
+    let sent = match ahead {
+        Some(reply) => reply.and_then(|(result, went_on)| {
+            chain_went_on = went_on;
+            match (result, ops.len()) {
+                (OpResult::Batch(results), n) if n > 1 && results.len() == n => Ok(results),
+                (result, 1) => Ok(vec![result]),
+                (other, _) => Err(format!("agent answered a batch with {other:?}")),
             }
-            let state =
-                std::mem::replace(&mut runs[i].state, ItemState::Done(TaskOutcome::default()));
-            runs[i].state = match state {
-                ItemState::Step(_, next) => match next.resume(result) {
-                    Ok(plan) => ItemState::of(plan),
-                    Err(e) => ItemState::Done(TaskOutcome::failed(e.to_string())),
-                },
-                ItemState::Remote(op) => {
-                    let run = &runs[i];
-                    let args = run.args.as_ref().expect("a planned item has its arguments");
-                    let result = match result {
-                        OpResult::NeedContent => {
-                            match upload_content(ctx, playbook, task, &session, run, &op, args)
-                                .await
-                            {
-                                Ok(r) => r,
-                                // A connection lost during the upload makes the host
-                                // unreachable, as anywhere else.
-                                Err(_) if lost_connection(&session) => {
-                                    let message =
-                                        session.ended().map_or_else(String::new, |e| e.to_string());
-                                    host_unreachable(ctx, task, host, &message);
-                                    return false;
-                                }
-                                Err(outcome) => {
-                                    runs[i].state = ItemState::Done(outcome);
-                                    continue;
-                                }
-                            }
-                        }
-                        other => other,
-                    };
-                    ItemState::Done(if check_mode(ctx, task) {
-                        task.module.finish_check(args, result)
-                    } else {
-                        task.module.finish(args, result)
-                    })
-                }
-                done @ ItemState::Done(_) => done,
-            };
-            if let (Some(job), ItemState::Done(outcome)) = (job_done, &mut runs[i].state) {
-                async_job::finished(outcome, &job);
-                async_job::report_done(ctx, target, &job.jid, outcome.failed);
-            }
-            if chain_went_on && matches!(&runs[i].state, ItemState::Done(o) if o.failed) {
-                super::super::chain::failed_after_going_on(ctx, task);
-            }
+        }),
+        None if task.module.caps().batchable => {
+            send_batched(ctx, &session, ops, task, timeout).await
+        }
+        None => send_one_by_one(ctx, &session, ops, task, timeout).await,
+    };
+    let mut results = match sent {
+        Ok(r) => r,
+        Err(message) => {
+            return Round::after_loss(lost_agent(target, runs, &remote, &session, &message));
+        }
+    };
+    if let Err(message) =
+        send_module_files(ctx, &session, task, &module_ops, &mut results, timeout).await
+    {
+        return Round::after_loss(lost_agent(target, runs, &remote, &session, &message));
+    }
+    let mut answers: Vec<(usize, OpResult)> = Vec::with_capacity(remote.len());
+    for (request, result) in requests.into_iter().zip(results) {
+        if request.members.len() > 1 && !squash::succeeded(&result) {
+            solo.extend(request.members);
+            continue;
+        }
+        for &i in &request.members {
+            answers.push((i, result.clone()));
         }
     }
+    answers.sort_by_key(|(i, _)| *i);
+    if let Some(seen) = seen {
+        seen.extend(answers.iter().cloned());
+    }
+    for (i, result) in answers {
+        let mut job_done = None;
+        let result = match (result, async_run) {
+            (OpResult::JobStarted(job), Some(run)) if run.poll == 0 => {
+                runs[i].state = ItemState::Done(async_job::started(&job));
+                continue;
+            }
+            (OpResult::JobStarted(job), Some(run)) => {
+                match async_job::poll(target, &session, run, &job).await {
+                    async_job::Polled::Reply(reply) => {
+                        job_done = Some(job);
+                        reply
+                    }
+                    async_job::Polled::Failed(outcome) => {
+                        async_job::report_done(ctx, target, &job.jid, true);
+                        runs[i].state = ItemState::Done(outcome);
+                        continue;
+                    }
+                }
+            }
+            (result, _) => result,
+        };
+        if let (Some(period), true) = (timeout, super::timeout::is_timed_out(&result)) {
+            // Ansible's timeout is an exception: no finish, no failed_when, no until.
+            runs[i].state = ItemState::Done(super::timeout::timed_out(period));
+            runs[i].planned = false;
+            continue;
+        }
+        let state = std::mem::replace(&mut runs[i].state, ItemState::Done(TaskOutcome::default()));
+        runs[i].state = match state {
+            ItemState::Step(_, next) => match next.resume(result) {
+                Ok(plan) => ItemState::of(plan),
+                Err(e) => ItemState::Done(TaskOutcome::failed(e.to_string())),
+            },
+            ItemState::Remote(op) => {
+                let run = &runs[i];
+                let args = run.args.as_ref().expect("a planned item has its arguments");
+                let result = match result {
+                    OpResult::NeedContent => {
+                        match upload_content(ctx, playbook, task, &session, run, &op, args).await {
+                            Ok(r) => r,
+                            // A connection lost during the upload makes the host
+                            // unreachable, as anywhere else.
+                            Err(_) if lost_connection(&session) => {
+                                let message =
+                                    session.ended().map_or_else(String::new, |e| e.to_string());
+                                host_unreachable(ctx, task, host, &message);
+                                return Round::Lost;
+                            }
+                            Err(outcome) => {
+                                runs[i].state = ItemState::Done(outcome);
+                                continue;
+                            }
+                        }
+                    }
+                    other => other,
+                };
+                ItemState::Done(if check_mode(ctx, task) {
+                    task.module.finish_check(args, result)
+                } else {
+                    task.module.finish(args, result)
+                })
+            }
+            done @ ItemState::Done(_) => done,
+        };
+        if let (Some(job), ItemState::Done(outcome)) = (job_done, &mut runs[i].state) {
+            async_job::finished(outcome, &job);
+            async_job::report_done(ctx, target, &job.jid, outcome.failed);
+        }
+        if chain_went_on && matches!(&runs[i].state, ItemState::Done(o) if o.failed) {
+            super::super::chain::failed_after_going_on(ctx, task);
+        }
+    }
+    Round::Went
 }
 
 /// Modules the agent answered `NeedContent` for lack their files in its cache: they go

@@ -15,6 +15,8 @@ fn main() {
     println!("cargo:rerun-if-changed=agent/src");
     println!("cargo:rerun-if-changed=agent/proto/src");
     println!("cargo:rerun-if-changed=agent/Cargo.toml");
+    // The agent's build profile lives in the workspace manifest.
+    println!("cargo:rerun-if-changed=Cargo.toml");
     println!("cargo:rerun-if-changed=agent/proto/Cargo.toml");
     println!("cargo:rerun-if-env-changed=TURBO_PLAY_PREBUILT_AGENT");
 

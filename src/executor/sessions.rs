@@ -157,6 +157,18 @@ impl RunContext {
         Ok((opened, key))
     }
 
+    /// Whether the task reaches its host through `connection: local` (where `reboot`
+    /// would restart the controller).
+    pub(crate) fn connects_locally(
+        &self,
+        host: &HostState,
+        play: &Play,
+        task: &crate::playbook::Task,
+    ) -> bool {
+        self.login_target(host, play, task)
+            .is_ok_and(|(_, spec)| spec.kind == crate::connection::ConnectionKind::Local)
+    }
+
     /// The key and connection of the task's login session.
     fn login_target(
         &self,

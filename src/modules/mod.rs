@@ -57,6 +57,7 @@ mod ping;
 mod pip;
 pub mod python;
 mod raw;
+pub(crate) mod reboot;
 pub mod registry;
 mod replace;
 mod rpm_key;
@@ -409,6 +410,9 @@ pub enum Effect {
     /// wait_for_connection: the executor tries the host until it answers (the result
     /// becomes what that wait gave).
     Reconnect(wait_for_connection::Reconnect),
+    /// reboot: the executor restarts the host and waits for it (the result becomes what
+    /// that gave).
+    Reboot(Box<reboot::RebootSpec>),
 }
 
 /// What a task did on one host (or for one loop item).

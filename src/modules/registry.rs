@@ -36,8 +36,6 @@ pub enum Entry {
 
 use Entry::{Native, NotYet, Python};
 
-const NOT_YET: Entry = NotYet { free_form: false };
-
 /// Sorted by name; a test keeps it so.
 static MODULES: &[(&str, Entry)] = &[
     ("add_host", Native(&inventory_edit::AddHost)),
@@ -86,7 +84,7 @@ static MODULES: &[(&str, Entry)] = &[
     ("ping", Native(&ping::Ping)),
     ("pip", Native(&pip::Pip)),
     ("raw", Native(&raw::Raw)),
-    ("reboot", NOT_YET),
+    ("reboot", Native(&super::reboot::Reboot)),
     ("replace", Native(&replace::Replace)),
     ("rpm_key", Native(&rpm_key::RpmKey)),
     ("script", Native(&script::Script)),
@@ -283,7 +281,6 @@ mod tests {
         assert_eq!(find("ansible.legacy.shell").unwrap().name(), "shell");
         assert!(find("community.general.copy").is_none());
         assert!(find("nope").is_none());
-        // Ansible's own modules load even when turbo-play cannot run them yet.
         assert_eq!(find("ansible.builtin.reboot").unwrap().name(), "reboot");
         assert_eq!(
             find("ansible.legacy.lineinfile").unwrap().name(),
@@ -291,7 +288,7 @@ mod tests {
         );
         assert!(find("community.general.ufw").is_none());
         assert!(is_implemented("ansible.builtin.copy"));
-        assert!(!is_implemented("reboot"));
+        assert!(is_implemented("reboot"));
         assert!(!is_implemented("nope"));
         for m in all() {
             assert!(std::ptr::eq(find(m.name()).unwrap(), m));
@@ -300,15 +297,14 @@ mod tests {
 
     #[test]
     fn an_unsupported_module_fails_when_it_runs() {
-        let reboot = find("reboot").expect("reboot is an Ansible module");
-        let outcome = placeholder_outcome(reboot);
+        let ufw = collection_module("community.general.ufw");
+        let outcome = placeholder_outcome(ufw);
         assert!(outcome.failed);
         assert!(!outcome.changed);
         assert!(
-            outcome
-                .msg
-                .unwrap()
-                .starts_with("the 'reboot' module is not supported by turbo-play yet")
+            outcome.msg.unwrap().starts_with(
+                "the 'community.general.ufw' module is not supported by turbo-play yet"
+            )
         );
         assert!(find("script").unwrap().caps().free_form);
         assert!(!find("package").unwrap().caps().free_form);

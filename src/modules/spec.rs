@@ -778,7 +778,7 @@ pub fn python_text(value: &Value) -> String {
 }
 
 /// A value as Python's `repr()` shows it (`'abc'`).
-fn python_repr(value: &Value) -> String {
+pub(super) fn python_repr(value: &Value) -> String {
     match value {
         Value::String(s) => format!("'{s}'"),
         other => python_text(other),

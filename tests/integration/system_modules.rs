@@ -2,7 +2,7 @@
 //! command/shell arguments against what ansible-playbook
 //! 2.21 did with the same playbooks (`-c local`, recorded here as data).
 
-use crate::support::hosts::LocalHosts;
+use crate::support::hosts::{LocalHosts, SshHosts};
 use crate::support::run::{Recap, TestRun, recap};
 
 const SET_STATS: &str = r#"- hosts: all
@@ -373,5 +373,86 @@ fn every_command_and_shell_argument_registers_what_ansible_registered() {
         },
         "{}",
         out.stdout
+    );
+}
+
+/// reboot over ssh, its restart and boot id played by the module's own arguments
+/// (`reboot_command`, `boot_time_command`), with what ansible-playbook 2.21.5 gave on
+/// the same play and user. Ansible's low-level commands run on a pty, so there the
+/// command's stderr lands in `stdout` and ssh adds "Shared connection to ... closed." to
+/// `stderr`; turbo-play's agent keeps the two apart, as a pty-less Ansible would.
+#[test]
+fn reboot_waits_for_a_new_boot_id_and_fails_as_ansible_does() {
+    let hosts = SshHosts::start(&["web"]);
+    let home = hosts.user("web").home.clone();
+    let playbook = r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - copy: {content: "1\n", dest: "H/boot_id"}
+    - reboot:
+        reboot_command: "sh -c 'echo 2 > H/boot_id'"
+        boot_time_command: "cat H/boot_id"
+        test_command: "test -s H/boot_id"
+      register: r
+    - reboot: {reboot_command: "false", boot_time_command: "cat H/boot_id"}
+      register: f
+      ignore_errors: true
+    - reboot: {boot_time_command: "cat H/nope"}
+      register: g
+      ignore_errors: true
+    - reboot: {reboot_command: "nosuchcmd now", boot_time_command: "cat H/boot_id"}
+      register: n
+      ignore_errors: true
+    - reboot: {reboot_command: "sh -c true", boot_time_command: "cat H/boot_id", reboot_timeout: 3}
+      register: t
+      ignore_errors: true
+    - reboot: {}
+      check_mode: true
+      register: c
+    - assert:
+        that:
+          - r == want_r
+          - f.msg == want_f and not f.rebooted and f.elapsed == 0
+          - g.msg is search(want_g)
+          - g.reboot == false and g.exception == "(traceback unavailable)"
+          - n.msg == want_n
+          - t.msg == want_t and t.rebooted
+          - t.elapsed >= 3 and t.elapsed <= 5
+          - c is changed and c.rebooted and c.elapsed == 0
+      vars:
+        want_r: {changed: true, elapsed: 0, failed: false, rebooted: true}
+        want_f: "Reboot command failed. Error was: ', '"
+        want_g: "^reboot: failed to get host boot time info, rc: 1, stdout: , stderr: cat: .*nope: No such file or directory"
+        want_n: "Task failed: Unable to find command \"nosuchcmd\" in search paths: ['/sbin', '/bin', '/usr/sbin', '/usr/bin', '/usr/local/sbin']"
+        want_t: "Timed out waiting for last boot time check (timeout=3)"
+- hosts: all
+  gather_facts: false
+  connection: local
+  tasks:
+    - reboot: {}
+      register: l
+      ignore_errors: true
+    - assert:
+        that: l.msg == want and not l.rebooted
+      vars:
+        want: "Running reboot with local connection would reboot the control node."
+"#;
+    let out = TestRun::new()
+        .playbook(&playbook.replace("H/", &format!("{}/", home.display())))
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        out.recap("web"),
+        Recap {
+            ignored: 5,
+            ..recap(10, 3)
+        },
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join("boot_id")).unwrap(),
+        "2\n"
     );
 }

@@ -7,6 +7,7 @@ mod async_job;
 mod outcome;
 mod predict;
 mod prepare;
+mod reboot;
 mod reconnect;
 mod squash;
 mod timeout;
@@ -163,6 +164,11 @@ pub(crate) async fn run(
             && let Some(Effect::Reconnect(wait)) = outcome.effects.first().cloned()
         {
             *outcome = reconnect::wait_for_connection(&target, wait).await;
+        }
+        if let ItemState::Done(outcome) = &mut run.state
+            && let Some(Effect::Reboot(spec)) = outcome.effects.first().cloned()
+        {
+            *outcome = reboot::reboot(&target, &spec).await;
         }
     }
     // A loop's `retries` and `delay` may name its variables: each item has its own.

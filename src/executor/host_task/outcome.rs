@@ -385,7 +385,7 @@ pub(super) fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &mut
                     runtime.add_to_group(&host.name, parent);
                 }
             }
-            Effect::Wait(_) | Effect::Reconnect(_) => {}
+            Effect::Wait(_) | Effect::Reconnect(_) | Effect::Reboot(_) => {}
         }
     }
 }

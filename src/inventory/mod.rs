@@ -14,6 +14,7 @@ mod pattern;
 mod pyliteral;
 mod shlex;
 mod vars_dirs;
+mod view;
 mod yaml_inv;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -25,6 +26,7 @@ use serde_json::{Map, Value};
 use crate::yaml::{LoadError, Source};
 use data::{ALL, Data, LOCALHOST_NAMES, SourceInfo};
 use vars_dirs::{DirVars, Target, dir_key};
+pub use view::GroupView;
 
 /// A host with its inventory variables already merged (see [`Inventory::host_vars`]).
 #[derive(Debug, Clone, PartialEq)]

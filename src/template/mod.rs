@@ -35,7 +35,7 @@ pub use sequence::sequence_items;
 mod sha_crypt;
 mod tests;
 mod vault_filters;
-mod yaml_dump;
+pub mod yaml_dump;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

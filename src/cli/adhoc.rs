@@ -111,18 +111,21 @@ pub struct AdhocCli {
 /// Modules Ansible refuses to run without arguments (`C.MODULE_REQUIRE_ARGS`).
 const REQUIRE_ARGS: &[&str] = &[
     "command",
-    "win_command",
-    "ansible.windows.win_command",
-    "shell",
-    "win_shell",
-    "ansible.windows.win_shell",
     "raw",
     "script",
-    "include_role",
-    "include_tasks",
-    "group_by",
-    "set_fact",
-    "meta",
+    "shell",
+    "win_command",
+    "win_shell",
+    "ansible.builtin.command",
+    "ansible.builtin.raw",
+    "ansible.builtin.script",
+    "ansible.builtin.shell",
+    "ansible.legacy.command",
+    "ansible.legacy.raw",
+    "ansible.legacy.script",
+    "ansible.legacy.shell",
+    "ansible.windows.win_command",
+    "ansible.windows.win_shell",
 ];
 
 pub fn run(cli: AdhocCli) -> Result<u8, Failure> {
@@ -243,6 +246,7 @@ pub fn run(cli: AdhocCli) -> Result<u8, Failure> {
         }
         if tree.is_some() {
             reporter.deprecated("The '-t' argument is deprecated. This feature will be removed from ansible-core version 2.23. Use callback configuration to enable the tree callback instead.");
+            reporter.deprecated("tree has been deprecated. Use another callback plugin, or vendor and/or move the tree callback to a collection. This feature will be removed from ansible-core version 2.23.\nOrigin: <unknown>\n\ntree");
         }
         while let Some(event) = rx.blocking_recv() {
             reporter.handle(&event);

@@ -165,10 +165,13 @@ pub fn run(cli: InventoryCli) -> Result<u8, Failure> {
         extra_vars,
     };
     let results = if let Some(pattern) = &cli.host {
-        let hosts = inventory
-            .select(pattern)
+        let selection = inventory
+            .select_reporting(pattern)
             .map_err(|e| (EXIT_ERROR, e.to_string()))?;
-        let [host] = hosts.as_slice() else {
+        for unmatched in &selection.unmatched {
+            eprintln!("[WARNING]: Could not match supplied host pattern, ignoring: {unmatched}");
+        }
+        let [host] = selection.hosts.as_slice() else {
             return Err((
                 EXIT_BAD_OPTIONS,
                 "You must pass a single valid host to --host parameter".into(),
@@ -238,27 +241,14 @@ fn dump(value: &Value, format: Format) -> Result<String, Failure> {
     })
 }
 
-/// `json.dumps(stuff, sort_keys=True, indent=4)`: ASCII only, other characters escaped.
+/// `json.dumps(stuff, sort_keys=True, indent=4)` with Ansible's inventory encoder, which
+/// leaves non-ASCII text as it is.
 fn json_dump(value: &Value) -> String {
-    let sorted = sorted(value);
     let mut buf = Vec::new();
     let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
     let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    serde::Serialize::serialize(&sorted, &mut ser).expect("json");
-    let text = String::from_utf8(buf).expect("utf8");
-    let mut out = String::with_capacity(text.len());
-    // Outside strings JSON is ASCII, so every other character is inside one.
-    for c in text.chars() {
-        if c.is_ascii() {
-            out.push(c);
-        } else {
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                out.push_str(&format!("\\u{unit:04x}"));
-            }
-        }
-    }
-    out
+    serde::Serialize::serialize(&sorted(value), &mut ser).expect("json");
+    String::from_utf8(buf).expect("utf8")
 }
 
 fn sorted(value: &Value) -> Value {
@@ -593,11 +583,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn json_is_ascii_with_sorted_keys_as_pythons_dumps() {
+    fn json_has_sorted_keys_and_keeps_non_ascii_text() {
         let value = json!({"b": "café 🎉", "a": [1, {"d": true, "c": null}]});
         assert_eq!(
             json_dump(&value),
-            "{\n    \"a\": [\n        1,\n        {\n            \"c\": null,\n            \"d\": true\n        }\n    ],\n    \"b\": \"caf\\u00e9 \\ud83c\\udf89\"\n}"
+            "{\n    \"a\": [\n        1,\n        {\n            \"c\": null,\n            \"d\": true\n        }\n    ],\n    \"b\": \"café 🎉\"\n}"
         );
     }
 

@@ -227,6 +227,7 @@ pub fn run(cli: AdhocCli) -> Result<u8, Failure> {
         become_defaults: launch::become_defaults(&cli.runas, &config.become_)?,
         ..RunOptions::default()
     };
+    let task_repr = task_repr(module, &raw_args, &cli);
     let shape = if cli.one_line {
         Shape::OneLine
     } else {
@@ -238,6 +239,7 @@ pub fn run(cli: AdhocCli) -> Result<u8, Failure> {
     let deprecation_warnings = config.deprecation_warnings.unwrap_or(true);
     let report = move |mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>| {
         let mut reporter = AdhocReporter::stdout(verbosity, shape, &module)
+            .with_task_repr(task_repr)
             .with_tree(tree.clone())
             .with_deprecation_warnings(deprecation_warnings);
         if shape == Shape::OneLine {
@@ -309,4 +311,34 @@ fn play_text(pattern: &str, module: &str, raw_args: &str, cli: &AdhocCli) -> Str
         "tasks": [Value::Object(task)],
     }]);
     play.to_string()
+}
+
+/// The task as Ansible's error block shows it: its data after `_play_ds`, as Python's
+/// `repr` of the dict (`-a` parsed as `parse_kv` parses it, free-form for the modules that
+/// require arguments).
+fn task_repr(module: &str, raw_args: &str, cli: &AdhocCli) -> String {
+    let mut args = serde_json::Map::new();
+    let json_object = raw_args.starts_with('{') && raw_args.ends_with('}');
+    match serde_json::from_str::<Value>(raw_args) {
+        Ok(Value::Object(map)) if json_object && !map.is_empty() => args = map,
+        _ => {
+            let free_form = REQUIRE_ARGS.contains(&module);
+            let only = free_form.then_some(crate::kv_args::FREE_FORM_OPTIONS);
+            let parsed = crate::kv_args::parse_kv(raw_args, only);
+            for (key, value) in parsed.pairs {
+                args.insert(key, Value::String(value));
+            }
+            if !parsed.raw.is_empty() {
+                args.insert("_raw_params".into(), Value::String(parsed.raw));
+            }
+        }
+    }
+    let task = json!({
+        "action": module,
+        "args": args,
+        "timeout": cli.task_timeout.unwrap_or(0),
+        "async_val": cli.background.unwrap_or(0),
+        "poll": cli.poll.unwrap_or(15),
+    });
+    crate::template::python_repr_of(&minijinja::Value::from_serialize(&task))
 }

@@ -30,6 +30,8 @@ pub struct AdhocReporter<W: Write, E: Write> {
     /// The module's name: command, shell and raw print their output rather than JSON.
     module: String,
     tree: Option<PathBuf>,
+    /// The task as Ansible's error block quotes it (`{'action': ..., 'args': ...}`).
+    task_repr: Option<String>,
 }
 
 impl AdhocReporter<io::Stdout, io::Stderr> {
@@ -50,12 +52,19 @@ impl<W: Write, E: Write> AdhocReporter<W, E> {
             shape,
             module: module.to_string(),
             tree: None,
+            task_repr: None,
         }
     }
 
     /// `-t DIR`: each host's result is also written to `DIR/<host>`.
     pub fn with_tree(mut self, dir: Option<PathBuf>) -> Self {
         self.tree = dir;
+        self
+    }
+
+    /// The task's text for the `[ERROR]: Task failed` block above a failed host's result.
+    pub fn with_task_repr(mut self, repr: String) -> Self {
+        self.task_repr = Some(repr);
         self
     }
 
@@ -124,6 +133,12 @@ impl<W: Write, E: Write> AdhocReporter<W, E> {
         {
             write_tree_file(dir, &result.host, &self.tree_text(result));
         }
+        if self.shape == Shape::Minimal
+            && let Some(block) = self.error_block(result)
+        {
+            let painted = self.paint(&block, Style::new().red());
+            let _ = writeln!(self.out, "{painted}");
+        }
         let (text, style) = match self.shape {
             Shape::Minimal => self.minimal(result),
             Shape::OneLine => self.one_line(result),
@@ -131,6 +146,31 @@ impl<W: Write, E: Write> AdhocReporter<W, E> {
         let text = text.strip_suffix('\n').unwrap_or(&text).to_string();
         let painted = self.paint(&text, style);
         let _ = writeln!(self.out, "{painted}");
+    }
+
+    /// What the minimal callback's exception handling prints above a failed or
+    /// unreachable host's result: the error, the task's origin and the task itself.
+    fn error_block(&self, result: &HostResult) -> Option<String> {
+        let repr = self.task_repr.as_ref()?;
+        let msg = result.data.get("msg").map(python_str).unwrap_or_default();
+        let error = match result.status {
+            Status::Failed => {
+                // Ansible's controller-side actions fail as actions, the rest as modules.
+                let kind = if ACTIONS.contains(&short_name(&self.module)) {
+                    "Action failed"
+                } else {
+                    "Module failed"
+                };
+                format!("Task failed: {kind}: {msg}")
+            }
+            Status::Unreachable if msg.starts_with("Task failed: ") => msg,
+            Status::Unreachable => format!("Task failed: {msg}"),
+            _ => return None,
+        };
+        Some(format!(
+            "[ERROR]: {error}\nOrigin: <adhoc '{}' task>\n\n{repr}\n",
+            self.module
+        ))
     }
 
     /// The result as the callbacks dump it: no internal keys, no `failed`/`skipped` (the
@@ -153,11 +193,7 @@ impl<W: Write, E: Write> AdhocReporter<W, E> {
     }
 
     fn no_json(&self) -> bool {
-        let short = self
-            .module
-            .strip_prefix("ansible.builtin.")
-            .or_else(|| self.module.strip_prefix("ansible.legacy."))
-            .unwrap_or(&self.module);
+        let short = short_name(&self.module);
         matches!(
             short,
             "command" | "shell" | "raw" | "win_command" | "win_shell"
@@ -253,6 +289,27 @@ impl<W: Write, E: Write> AdhocReporter<W, E> {
         serde::Serialize::serialize(&sort_keys(&Value::Object(data)), &mut ser).expect("json");
         String::from_utf8(buf).expect("utf8")
     }
+}
+
+/// Modules whose work is all in Ansible's controller-side action plugin.
+const ACTIONS: &[&str] = &[
+    "add_host",
+    "assert",
+    "debug",
+    "fail",
+    "group_by",
+    "include_vars",
+    "pause",
+    "set_fact",
+    "set_stats",
+    "validate_argument_spec",
+];
+
+fn short_name(module: &str) -> &str {
+    module
+        .strip_prefix("ansible.builtin.")
+        .or_else(|| module.strip_prefix("ansible.legacy."))
+        .unwrap_or(module)
 }
 
 /// The minimal callback's block for command, shell and raw: a header, then the output,

@@ -1,9 +1,7 @@
 //! `ansible` (the binary invoked under that name, or `turbo-play adhoc`): one module on
 //! the hosts of a pattern, its output, exit code and what it leaves on the hosts. The
 //! expected texts are what ansible 2.21.5 printed for the same commands on the same
-//! inventory (local hosts), except that Ansible also prints an `[ERROR]: Task failed:
-//! ...` block above a failed host's result, which turbo-play's playbook output does not
-//! print either.
+//! inventory (local hosts).
 
 use crate::support::hosts::{LocalHosts, refusing_host_line};
 use crate::support::run::{Outcome, TestRun};
@@ -80,7 +78,19 @@ fn a_failed_host_exits_2_and_an_unreachable_one_4() {
     out.assert_code(2);
     assert_eq!(
         out.stdout,
-        "h1 | FAILED | rc=3 >>\nouterrThe command exited with a non-zero return code.\n"
+        "[ERROR]: Task failed: Module failed: The command exited with a non-zero return code.\n\
+         Origin: <adhoc 'shell' task>\n\n\
+         {'action': 'shell', 'args': {'_raw_params': 'echo out; echo err >&2; exit 3'}, 'timeout': 0, 'async_val': 0, 'poll': 15}\n\n\
+         h1 | FAILED | rc=3 >>\nouterrThe command exited with a non-zero return code.\n"
+    );
+    let out = ansible(&hosts, &["h1", "-m", "fail", "-a", "msg=boom"]);
+    out.assert_code(2);
+    assert_eq!(
+        out.stdout,
+        "[ERROR]: Task failed: Action failed: boom\n\
+         Origin: <adhoc 'fail' task>\n\n\
+         {'action': 'fail', 'args': {'msg': 'boom'}, 'timeout': 0, 'async_val': 0, 'poll': 15}\n\n\
+         h1 | FAILED! => {\n    \"changed\": false,\n    \"msg\": \"boom\"\n}\n"
     );
 
     let run = TestRun::new()
@@ -89,9 +99,20 @@ fn a_failed_host_exits_2_and_an_unreachable_one_4() {
         .args(&["down", "-m", "ping"]);
     let out = run.run();
     out.assert_code(4);
+    let task = "\n\n{'action': 'ping', 'args': {}, 'timeout': 0, 'async_val': 0, 'poll': 15}\n\n";
+    let (error, result) = out.stdout.split_once(task).expect("the error block");
     assert!(
+        error.starts_with("[ERROR]: Task failed: "),
+        "{}",
         out.stdout
-            .starts_with("down | UNREACHABLE! => {\n    \"changed\": false,\n    \"msg\": "),
+    );
+    assert!(
+        error.ends_with("\nOrigin: <adhoc 'ping' task>"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        result.starts_with("down | UNREACHABLE! => {\n    \"changed\": false,\n    \"msg\": "),
         "{}",
         out.stdout
     );

@@ -226,6 +226,7 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
         ansible_managed: config.ansible_managed.clone(),
         chains: config.chains.unwrap_or(true),
         become_defaults: launch::become_defaults(&cli.runas, &config.become_)?,
+        verbosity: cli.verbose,
     };
     let verbosity = cli.verbose;
     let show_custom_stats = config.show_custom_stats;

@@ -136,6 +136,7 @@ pub fn run(cli: AdhocCli) -> Result<u8, Failure> {
         library.append(&mut config.library);
         config.library = library;
     }
+    launch::show_config_file(&config, cli.verbose);
     let extra_vars =
         parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
     let inventory = launch::load_inventory(&cli.inventory, &config)?;
@@ -225,6 +226,7 @@ pub fn run(cli: AdhocCli) -> Result<u8, Failure> {
         ansible_managed: config.ansible_managed.clone(),
         chains: config.chains.unwrap_or(true),
         become_defaults: launch::become_defaults(&cli.runas, &config.become_)?,
+        verbosity: cli.verbose,
         ..RunOptions::default()
     };
     let task_repr = task_repr(module, &raw_args, &cli);

@@ -39,6 +39,17 @@ pub fn load_config(vault: &VaultArgs) -> Result<Config, Failure> {
     Ok(config)
 }
 
+/// What Ansible's commands print first at `-v`: which ansible.cfg they read.
+pub fn show_config_file(config: &Config, verbosity: u8) {
+    if verbosity == 0 {
+        return;
+    }
+    match &config.file {
+        Some(file) => println!("Using {} as config file", file.display()),
+        None => println!("No config file found; using defaults"),
+    }
+}
+
 /// The `-i` sources (a flag beats the environment and ansible.cfg, which Config has
 /// already layered), loaded.
 pub fn load_inventory(args: &InventoryArgs, config: &Config) -> Result<Inventory, Failure> {

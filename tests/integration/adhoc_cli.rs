@@ -200,3 +200,24 @@ fn the_subcommand_is_the_same_command() {
         "h1 | SUCCESS => {\"changed\": false,\"ping\": \"pong\"}\n"
     );
 }
+
+#[test]
+fn verbose_names_the_config_file_and_sets_ansible_verbosity() {
+    let hosts = LocalHosts::new(&["h1"]);
+    let out = ansible(
+        &hosts,
+        &[
+            "h1",
+            "-m",
+            "debug",
+            "-a",
+            "msg={{ ansible_verbosity }}",
+            "-v",
+        ],
+    );
+    out.assert_code(0);
+    assert_eq!(
+        out.stdout,
+        "No config file found; using defaults\nh1 | SUCCESS => {\n    \"msg\": 1\n}\n"
+    );
+}

@@ -58,6 +58,20 @@ fn main() -> ExitCode {
             }
         }
     };
+    // Ansible's commands answer `--version` wherever it is, before anything else.
+    let ansible_name = !matches!(name.as_str(), "turbo-play");
+    if ansible_name && args.iter().skip(1).any(|a| a == "--version") {
+        let prog = name.strip_prefix("turbo-play ").unwrap_or(&name);
+        let prog = match prog {
+            "adhoc" => "ansible",
+            "inventory" => "ansible-inventory",
+            "playbook" => "ansible-playbook",
+            other => other,
+        };
+        let executable = args[0].to_string_lossy().into_owned();
+        print!("{}", launch::version_text(prog, &executable));
+        return ExitCode::SUCCESS;
+    }
     // ansible-playbook's errors keep the `ERROR!` the conformance runner and users' scripts
     // read; the other commands print Ansible 2.21's `[ERROR]:`.
     let (outcome, error_prefix) = match command {

@@ -39,6 +39,33 @@ pub fn load_config(vault: &VaultArgs) -> Result<Config, Failure> {
     Ok(config)
 }
 
+/// `--version` under Ansible's names, in the shape of Ansible's: the ansible-core release
+/// whose behaviour this binary follows, then where it reads its configuration and modules.
+pub fn version_text(prog: &str, executable: &str) -> String {
+    let config = Config::load().ok();
+    let file = config
+        .as_ref()
+        .and_then(|c| c.file.as_ref())
+        .map_or("None".to_string(), |f| f.display().to_string());
+    let options = config.as_ref().map(load_options).unwrap_or_default();
+    let quoted: Vec<String> = options
+        .library
+        .iter()
+        .map(|p| format!("'{}'", p.display()))
+        .collect();
+    let collections: Vec<String> = options
+        .collections_path
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    format!(
+        "{prog} [core 2.21.5] (turbo-play {})\n  config file = {file}\n  configured module search path = [{}]\n  ansible collection location = {}\n  executable location = {executable}\n",
+        env!("CARGO_PKG_VERSION"),
+        quoted.join(", "),
+        collections.join(":"),
+    )
+}
+
 /// What Ansible's commands print first at `-v`: which ansible.cfg they read.
 pub fn show_config_file(config: &Config, verbosity: u8) {
     if verbosity == 0 {

@@ -221,3 +221,29 @@ fn verbose_names_the_config_file_and_sets_ansible_verbosity() {
         "No config file found; using defaults\nh1 | SUCCESS => {\n    \"msg\": 1\n}\n"
     );
 }
+
+#[test]
+fn version_is_ansibles_shape_with_the_config_file() {
+    let run = TestRun::new()
+        .invoked_as("ansible")
+        .file("ansible.cfg", "[defaults]\nforks = 3\n")
+        .arg("--version");
+    let out = run.run();
+    out.assert_code(0);
+    let mut lines = out.stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            format!(
+                "ansible [core 2.21.5] (turbo-play {})",
+                env!("CARGO_PKG_VERSION")
+            )
+            .as_str()
+        )
+    );
+    let config = run.dir().join("ansible.cfg");
+    assert_eq!(
+        lines.next(),
+        Some(format!("  config file = {}", config.display()).as_str())
+    );
+}

@@ -7,9 +7,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
-use turbo_play::cli::launch::{
-    DEFAULT_FORKS, EXIT_BAD_OPTIONS, EXIT_ERROR, EXIT_PARSE_ERROR, Ended, Failure,
-};
+use turbo_play::cli::launch::{EXIT_BAD_OPTIONS, EXIT_ERROR, EXIT_PARSE_ERROR, Ended, Failure};
 use turbo_play::cli::{Cli, launch, parse_extra_vars};
 use turbo_play::executor::RunOptions;
 use turbo_play::inventory::Inventory;
@@ -219,28 +217,20 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
         return Ok(0);
     }
     let json_output = cli.json_output();
+    let flags = launch::RunFlags {
+        forks: &cli.forks,
+        check: &cli.check,
+        inventory: &cli.inventory,
+        connect: &cli.connect,
+        runas: &cli.runas,
+        verbosity: cli.verbose,
+    };
     let opts = RunOptions {
-        forks: cli
-            .forks
-            .forks
-            .or(config.forks)
-            .unwrap_or(DEFAULT_FORKS)
-            .max(1),
-        check: cli.check.check,
-        diff: cli.check.diff,
-        limit: cli.inventory.limit.clone(),
         slice: cli.slice,
-        extra_vars,
         force_handlers: cli.force_handlers,
-        connection_defaults: launch::connection_defaults(&cli.connect, &config)?,
-        roles_path: config.roles_path.clone(),
         tags,
         start_at_task: cli.start_at_task.clone(),
-        connection: cli.connect.connection.clone(),
-        ansible_managed: config.ansible_managed.clone(),
-        chains: config.chains.unwrap_or(true),
-        become_defaults: launch::become_defaults(&cli.runas, &config.become_)?,
-        verbosity: cli.verbose,
+        ..launch::run_options(&config, flags, extra_vars)?
     };
     let verbosity = cli.verbose;
     let show_custom_stats = config.show_custom_stats;

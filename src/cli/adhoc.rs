@@ -7,13 +7,10 @@ use std::path::PathBuf;
 use clap::{ArgAction, Parser};
 use serde_json::{Value, json};
 
-use super::launch::{
-    self, DEFAULT_FORKS, EXIT_BAD_OPTIONS, EXIT_ERROR, EXIT_PARSE_ERROR, Ended, Failure,
-};
+use super::launch::{self, EXIT_BAD_OPTIONS, EXIT_ERROR, EXIT_PARSE_ERROR, Ended, Failure};
 use super::{
     CheckArgs, ConnectArgs, ForkArgs, InventoryArgs, RunasArgs, VaultArgs, parse_extra_vars,
 };
-use crate::executor::RunOptions;
 use crate::inventory::Inventory;
 use crate::report::events::Event;
 use crate::report::minimal::{AdhocReporter, Shape};
@@ -209,26 +206,15 @@ pub fn run(cli: AdhocCli) -> Result<u8, Failure> {
             .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
     }
 
-    let opts = RunOptions {
-        forks: cli
-            .forks
-            .forks
-            .or(config.forks)
-            .unwrap_or(DEFAULT_FORKS)
-            .max(1),
-        check: cli.check.check,
-        diff: cli.check.diff,
-        limit: cli.inventory.limit.clone(),
-        extra_vars,
-        connection_defaults: launch::connection_defaults(&cli.connect, &config)?,
-        roles_path: config.roles_path.clone(),
-        connection: cli.connect.connection.clone(),
-        ansible_managed: config.ansible_managed.clone(),
-        chains: config.chains.unwrap_or(true),
-        become_defaults: launch::become_defaults(&cli.runas, &config.become_)?,
+    let flags = launch::RunFlags {
+        forks: &cli.forks,
+        check: &cli.check,
+        inventory: &cli.inventory,
+        connect: &cli.connect,
+        runas: &cli.runas,
         verbosity: cli.verbose,
-        ..RunOptions::default()
     };
+    let opts = launch::run_options(&config, flags, extra_vars)?;
     let task_repr = task_repr(module, &raw_args, &cli);
     let shape = if cli.one_line {
         Shape::OneLine

@@ -248,25 +248,8 @@ fn json_dump(value: &Value) -> String {
     let mut buf = Vec::new();
     let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
     let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    serde::Serialize::serialize(&sorted(value), &mut ser).expect("json");
+    serde::Serialize::serialize(&crate::report::console::sort_keys(value), &mut ser).expect("json");
     String::from_utf8(buf).expect("utf8")
-}
-
-fn sorted(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(k, v)| (k.clone(), sorted(v)))
-                    .collect(),
-            )
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-        other => other.clone(),
-    }
 }
 
 fn without_internal(mut vars: Map<String, Value>) -> Map<String, Value> {
@@ -444,21 +427,7 @@ impl Dumper<'_> {
             }
         }
         entry.insert("children".into(), Value::Object(children));
-        let mut hosts = Map::new();
-        if group.name != "all" {
-            for host in group
-                .hosts
-                .iter()
-                .filter(|h| available.contains(h.as_str()))
-            {
-                let vars = if seen_hosts.insert(host.clone()) {
-                    self.host_vars(host)?
-                } else {
-                    Map::new()
-                };
-                hosts.insert(host.clone(), Value::Object(vars));
-            }
-        }
+        let hosts = self.hosts_once(group, available, seen_hosts)?;
         entry.insert("hosts".into(), Value::Object(hosts));
         if self.cli.export {
             let vars = self.group_vars(group)?;
@@ -471,6 +440,33 @@ impl Dumper<'_> {
             results.insert(group.name.clone(), Value::Object(entry));
         }
         Ok(())
+    }
+
+    /// A group's own hosts within the limit (none for `all`), each with its variables the
+    /// first time a host is met and `{}` after that.
+    fn hosts_once(
+        &self,
+        group: &GroupView,
+        available: &HashSet<&str>,
+        seen_hosts: &mut HashSet<String>,
+    ) -> Result<Map<String, Value>, Failure> {
+        let mut hosts = Map::new();
+        if group.name == "all" {
+            return Ok(hosts);
+        }
+        for host in group
+            .hosts
+            .iter()
+            .filter(|h| available.contains(h.as_str()))
+        {
+            let vars = if seen_hosts.insert(host.clone()) {
+                self.host_vars(host)?
+            } else {
+                Map::new()
+            };
+            hosts.insert(host.clone(), Value::Object(vars));
+        }
+        Ok(hosts)
     }
 
     /// `--toml --list`: every group at the top, with its children's names and its hosts.
@@ -518,23 +514,9 @@ impl Dumper<'_> {
         }
         let mut entry = Map::new();
         entry.insert("children".into(), Value::Array(children));
-        if group.name != "all" {
-            let mut hosts = Map::new();
-            for host in group
-                .hosts
-                .iter()
-                .filter(|h| available.contains(h.as_str()))
-            {
-                let vars = if seen_hosts.insert(host.clone()) {
-                    self.host_vars(host)?
-                } else {
-                    Map::new()
-                };
-                hosts.insert(host.clone(), Value::Object(vars));
-            }
-            if !hosts.is_empty() {
-                entry.insert("hosts".into(), Value::Object(hosts));
-            }
+        let hosts = self.hosts_once(group, available, seen_hosts)?;
+        if !hosts.is_empty() {
+            entry.insert("hosts".into(), Value::Object(hosts));
         }
         if self.cli.export {
             entry.insert("vars".into(), Value::Object(self.group_vars(group)?));

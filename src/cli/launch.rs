@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{ConnectArgs, InventoryArgs, RunasArgs, VaultArgs};
+use super::{CheckArgs, ConnectArgs, ForkArgs, InventoryArgs, RunasArgs, VaultArgs};
 use crate::config::Config;
 use crate::connection::ConnectionDefaults;
 use crate::executor::{BecomeDefaults, RunOptions, RunSummary, run_playbooks_until};
@@ -127,6 +127,45 @@ pub fn connection_defaults(
         ssh_config: None,
         password: connection_password(connect).map_err(|e| (EXIT_BAD_OPTIONS, e))?,
         retries: config.ssh_retries,
+    })
+}
+
+/// The flags every running command has, for [`run_options`].
+pub struct RunFlags<'a> {
+    pub forks: &'a ForkArgs,
+    pub check: &'a CheckArgs,
+    pub inventory: &'a InventoryArgs,
+    pub connect: &'a ConnectArgs,
+    pub runas: &'a RunasArgs,
+    pub verbosity: u8,
+}
+
+/// The run's options that every command sets the same way, from its flags over
+/// ansible.cfg; a playbook adds its tags, slice and the like.
+pub fn run_options(
+    config: &Config,
+    flags: RunFlags,
+    extra_vars: serde_json::Map<String, serde_json::Value>,
+) -> Result<RunOptions, Failure> {
+    Ok(RunOptions {
+        forks: flags
+            .forks
+            .forks
+            .or(config.forks)
+            .unwrap_or(DEFAULT_FORKS)
+            .max(1),
+        check: flags.check.check,
+        diff: flags.check.diff,
+        limit: flags.inventory.limit.clone(),
+        extra_vars,
+        connection_defaults: connection_defaults(flags.connect, config)?,
+        roles_path: config.roles_path.clone(),
+        connection: flags.connect.connection.clone(),
+        ansible_managed: config.ansible_managed.clone(),
+        chains: config.chains.unwrap_or(true),
+        become_defaults: become_defaults(flags.runas, &config.become_)?,
+        verbosity: flags.verbosity,
+        ..RunOptions::default()
     })
 }
 

@@ -494,7 +494,7 @@ fn dump_flat(data: &Map<String, Value>) -> String {
 }
 
 /// Ansible dumps with `sort_keys`, at every depth.
-pub(super) fn sort_keys(value: &Value) -> Value {
+pub fn sort_keys(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();

@@ -205,11 +205,7 @@ impl<W: Write, E: Write> AdhocReporter<W, E> {
         let host = &result.host;
         match result.status {
             Status::Ok | Status::Changed => {
-                let (state, style) = if result.status == Status::Changed {
-                    ("CHANGED", Style::new().yellow())
-                } else {
-                    ("SUCCESS", Style::new().green())
-                };
+                let (state, style) = ok_state(result);
                 if self.no_json() && !result.data.contains_key("ansible_job_id") {
                     (command_output(host, &result.data, state), style)
                 } else {
@@ -244,11 +240,7 @@ impl<W: Write, E: Write> AdhocReporter<W, E> {
         let flat = pretty(&data, if result.verbose_always { 4 } else { 0 }).replace('\n', "");
         match result.status {
             Status::Ok | Status::Changed => {
-                let (state, style) = if result.status == Status::Changed {
-                    ("CHANGED", Style::new().yellow())
-                } else {
-                    ("SUCCESS", Style::new().green())
-                };
+                let (state, style) = ok_state(result);
                 if self.no_json() && !result.data.contains_key("ansible_job_id") {
                     (one_line_command(host, &result.data, state), style)
                 } else {
@@ -288,6 +280,15 @@ impl<W: Write, E: Write> AdhocReporter<W, E> {
         let mut ser = serde_json::Serializer::with_formatter(&mut buf, PythonCompact);
         serde::Serialize::serialize(&sort_keys(&Value::Object(data)), &mut ser).expect("json");
         String::from_utf8(buf).expect("utf8")
+    }
+}
+
+/// A good result's word and colour.
+fn ok_state(result: &HostResult) -> (&'static str, Style) {
+    if result.status == Status::Changed {
+        ("CHANGED", Style::new().yellow())
+    } else {
+        ("SUCCESS", Style::new().green())
     }
 }
 

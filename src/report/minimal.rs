@@ -124,8 +124,9 @@ impl<W: Write, E: Write> AdhocReporter<W, E> {
         if self.shape == Shape::Minimal
             && let Some(diff) = result.data.get("diff")
         {
+            // Ansible's display adds its line break to the diff's own.
             for text in render_diffs(diff) {
-                let _ = write!(self.out, "{text}");
+                let _ = writeln!(self.out, "{text}");
             }
         }
         if let Some(dir) = &self.tree

@@ -152,6 +152,32 @@ fn one_line_tree_and_check_mode() {
     out.assert_code(0);
     assert_eq!(out.stdout, "h1 | CHANGED => {\n    \"changed\": true\n}\n");
     assert!(!hosts.dir("h1").join("copied").exists());
+
+    // -D shows the diff above the result, followed by a blank line.
+    let file = hosts.dir("h1").join("f.txt");
+    std::fs::write(&file, "old\n").unwrap();
+    let dest = format!("dest={}", file.display());
+    let out = ansible(
+        &hosts,
+        &[
+            "h1",
+            "-C",
+            "-D",
+            "-m",
+            "copy",
+            "-a",
+            &format!("content=new {dest}"),
+        ],
+    );
+    out.assert_code(0);
+    let path = file.display();
+    assert_eq!(
+        out.stdout,
+        format!(
+            "--- before: {path}\n+++ after: {path}\n@@ -1 +1 @@\n-old\n+new\n\\ No newline at end of file\n\n\
+             h1 | CHANGED => {{\n    \"changed\": true\n}}\n"
+        )
+    );
 }
 
 #[test]

@@ -73,14 +73,17 @@ fn main() -> ExitCode {
     // ansible-playbook's errors keep the `ERROR!` the conformance runner and users' scripts
     // read; the other commands print Ansible 2.21's `[ERROR]:`.
     let (outcome, error_prefix) = match command {
-        Command::Playbook => (parse::<Cli>(&name, args).and_then(run), "ERROR! "),
+        Command::Playbook => (
+            parse::<Cli>(&name, args, EXIT_BAD_OPTIONS).and_then(run),
+            "ERROR! ",
+        ),
         Command::Adhoc => (
-            parse::<turbo_play::cli::adhoc::AdhocCli>(&name, args)
+            parse::<turbo_play::cli::adhoc::AdhocCli>(&name, args, EXIT_USAGE)
                 .and_then(|cli| Ok(turbo_play::cli::adhoc::run(cli)?)),
             "[ERROR]: ",
         ),
         Command::Inventory => (
-            parse::<turbo_play::cli::inventory::InventoryCli>(&name, args)
+            parse::<turbo_play::cli::inventory::InventoryCli>(&name, args, EXIT_USAGE)
                 .and_then(|cli| Ok(turbo_play::cli::inventory::run(cli)?)),
             "[ERROR]: ",
         ),
@@ -107,13 +110,21 @@ impl From<Failure> for Exit {
     }
 }
 
-fn parse<T: CommandFactory + FromArgMatches>(name: &str, args: Vec<OsString>) -> Result<T, Exit> {
+/// argparse's exit code for a usage error, which Ansible's `ansible` and
+/// `ansible-inventory` give (ansible-playbook here keeps its documented 5).
+const EXIT_USAGE: u8 = 2;
+
+fn parse<T: CommandFactory + FromArgMatches>(
+    name: &str,
+    args: Vec<OsString>,
+    usage_code: u8,
+) -> Result<T, Exit> {
     let parsed = T::command()
         .bin_name(name)
         .try_get_matches_from(args)
         .and_then(|mut m| T::from_arg_matches_mut(&mut m));
     parsed.map_err(|e| {
-        let code = if e.use_stderr() { EXIT_BAD_OPTIONS } else { 0 };
+        let code = if e.use_stderr() { usage_code } else { 0 };
         let _ = e.print();
         Exit::Code(code)
     })

@@ -75,6 +75,9 @@ fn wrong_actions_are_refused_as_ansible_does() {
         out.stderr,
         "[ERROR]: No action selected, at least one of --host, --graph or --list needs to be specified.\n"
     );
+    // A usage error is argparse's 2.
+    let out = inventory(&["--list", "--bogus"]);
+    out.assert_code(2);
     let out = inventory(&["--list", "--graph"]);
     out.assert_code(5);
     assert!(

@@ -254,7 +254,7 @@ fn json_dump(value: &Value) -> String {
 
 fn without_internal(mut vars: Map<String, Value>) -> Map<String, Value> {
     for name in INTERNAL_VARS {
-        vars.remove(*name);
+        vars.shift_remove(*name);
     }
     vars
 }
@@ -381,7 +381,7 @@ impl Dumper<'_> {
         if !entry.is_empty() {
             results.insert(group.name.clone(), Value::Object(entry));
         } else {
-            results.remove(&group.name);
+            results.shift_remove(&group.name);
         }
         Ok(())
     }
@@ -523,7 +523,7 @@ impl Dumper<'_> {
         }
         remove_empty(&mut entry);
         if entry.is_empty() {
-            results.remove(&group.name);
+            results.shift_remove(&group.name);
         } else {
             results.insert(group.name.clone(), Value::Object(entry));
         }
@@ -540,7 +540,7 @@ fn remove_empty(entry: &mut Map<String, Value>) {
             _ => false,
         };
         if empty {
-            entry.remove(key);
+            entry.shift_remove(key);
         }
     }
 }

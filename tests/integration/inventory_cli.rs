@@ -1,7 +1,8 @@
 //! `ansible-inventory` (the binary invoked under that name, or `turbo-play inventory`):
 //! each view of one inventory with nesting, inline, group_vars/ and host_vars/ variables,
 //! a group priority and non-ASCII text, byte for byte as ansible-inventory 2.21.5 printed
-//! it on the same files (recorded in fixtures/inventory_cli/).
+//! it on the same files (recorded in fixtures/inventory_cli/; the TOML files with the
+//! tomli-w 1.2.0 library it needs for `--toml` on its path).
 
 use std::path::{Path, PathBuf};
 
@@ -44,10 +45,12 @@ fn list_and_host_print_the_inventory_script_json() {
 }
 
 #[test]
-fn graph_and_yaml_views() {
+fn graph_yaml_and_toml_views() {
     assert_prints(&["--graph", "--vars"], "graph_vars.txt");
     assert_prints(&["--graph", "prod", "-l", "web1"], "graph_prod.txt");
     assert_prints(&["--list", "-y"], "list.yaml");
+    assert_prints(&["--list", "--toml"], "list.toml");
+    assert_prints(&["--list", "--toml", "--export"], "export.toml");
 }
 
 #[test]

@@ -103,3 +103,31 @@ fn wrong_actions_are_refused_as_ansible_does() {
             .contains("Pattern must be valid group name when using --graph")
     );
 }
+
+/// A source no parser reads is left out with warnings, as Ansible does (its yaml parser
+/// refuses a number as a host name), and the command goes on with what is left.
+#[test]
+fn an_unparsable_source_is_a_warning() {
+    let source = fixtures().join("int_hostname.yml");
+    let out = TestRun::new()
+        .invoked_as("ansible-inventory")
+        .args(&["-i", source.to_str().unwrap(), "--list"])
+        .run();
+    out.assert_code(0);
+    assert_eq!(out.stdout, recorded("int_hostname_list.json"));
+    assert!(
+        out.stderr.contains(
+            "Host pattern 1234 must be a string. Enclose integers/floats in quotation marks."
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "[WARNING]: Unable to parse {} as an inventory source\n",
+            source.display()
+        )),
+        "{}",
+        out.stderr
+    );
+}

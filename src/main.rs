@@ -41,7 +41,12 @@ fn main() -> ExitCode {
         "ansible-inventory" => (Command::Inventory, invoked_as.clone()),
         "ansible-playbook" => (Command::Playbook, invoked_as.clone()),
         _ => {
-            let sub = match args.get(1).and_then(|a| a.to_str()) {
+            // A playbook file of one of these names still runs as a playbook.
+            let word = args
+                .get(1)
+                .and_then(|a| a.to_str())
+                .filter(|a| !std::path::Path::new(a).is_file());
+            let sub = match word {
                 Some("adhoc" | "ansible") => Some(Command::Adhoc),
                 Some("inventory" | "ansible-inventory") => Some(Command::Inventory),
                 Some("playbook" | "ansible-playbook") => Some(Command::Playbook),

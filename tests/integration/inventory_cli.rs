@@ -131,3 +131,15 @@ fn an_unparsable_source_is_a_warning() {
         out.stderr
     );
 }
+
+/// A playbook that happens to be named like a command still runs as a playbook.
+#[test]
+fn a_playbook_named_inventory_is_a_playbook() {
+    let run = TestRun::new().subcommand("inventory").file(
+        "inventory",
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - debug:\n        msg: ran\n",
+    );
+    let out = run.run();
+    out.assert_code(0);
+    assert!(out.stdout.contains("\"msg\": \"ran\""), "{}", out.stdout);
+}

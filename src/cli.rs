@@ -1,8 +1,15 @@
-//! Command-line flags, spelled as ansible-playbook spells them.
+//! Command-line flags, spelled as ansible-playbook spells them, in the groups Ansible's
+//! commands share; the ad-hoc and inventory commands and what every command does around
+//! a run are in the submodules.
+
+pub mod adhoc;
+pub mod inventory;
+pub mod launch;
+mod toml_dump;
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, Parser};
+use clap::{ArgAction, Args, Parser};
 use serde_json::{Map, Value};
 
 #[derive(Debug, Parser)]
@@ -10,25 +17,19 @@ use serde_json::{Map, Value};
     name = "turbo-play",
     version,
     about = "Run Ansible playbooks over one SSH connection per host, with a cached agent",
-    after_help = "Exit codes: 0 ok, 1 error, 2 a host failed, 4 a host unreachable or a parse error, 5 bad options."
+    after_help = "Exit codes: 0 ok, 1 error, 2 a host failed, 4 a host unreachable or a parse error, 5 bad options.\n\nAlso: `turbo-play adhoc PATTERN -m MODULE -a ARGS` (Ansible's `ansible`) and `turbo-play inventory --list` (`ansible-inventory`); or link the binary under those names."
 )]
 pub struct Cli {
     /// Playbook(s) to run, in order.
     #[arg(required_unless_present = "merge_recaps", value_name = "PLAYBOOK")]
     pub playbooks: Vec<PathBuf>,
 
-    /// Inventory: a file (INI or YAML), a directory, or a comma list `host1,host2,`.
-    /// Default: $ANSIBLE_INVENTORY, else ansible.cfg's `inventory`.
-    #[arg(short = 'i', long = "inventory", visible_alias = "inventory-file", value_name = "INVENTORY", value_delimiter = None)]
-    pub inventory: Vec<String>,
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
 
     /// Extra variables: `k=v k2=v2`, JSON or YAML `{"k": 1}`, or `@file`. Highest precedence.
     #[arg(short = 'e', long = "extra-vars", value_name = "VARS")]
     pub extra_vars: Vec<String>,
-
-    /// Further limit the selected hosts to this pattern.
-    #[arg(short = 'l', long = "limit", value_name = "SUBSET")]
-    pub limit: Option<String>,
 
     /// Run only the K-th of N stable slices of the hosts (K from 1 to N), to split a large
     /// fleet over N controllers; a host's slice depends on its name alone. Merge the slices'
@@ -41,12 +42,109 @@ pub struct Cli {
     #[arg(long = "merge-recaps", value_name = "JSON_LOG", num_args = 1.., conflicts_with = "playbooks")]
     pub merge_recaps: Vec<PathBuf>,
 
+    #[command(flatten)]
+    pub forks: ForkArgs,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+
+    #[command(flatten)]
+    pub check: CheckArgs,
+
+    /// Run notified handlers even on hosts that failed.
+    #[arg(long = "force-handlers")]
+    pub force_handlers: bool,
+
+    /// More output (-v results, -vv agent bootstrap).
+    #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Only run plays and tasks tagged with these values (comma list; repeatable).
+    #[arg(short = 't', long = "tags", value_name = "TAGS")]
+    pub tags: Vec<String>,
+
+    /// Only run plays and tasks whose tags do not match these values (comma list;
+    /// repeatable).
+    #[arg(long = "skip-tags", value_name = "SKIP_TAGS")]
+    pub skip_tags: Vec<String>,
+
+    /// Start the playbook at the first task whose name matches (a shell glob).
+    #[arg(long = "start-at-task", value_name = "START_AT_TASK")]
+    pub start_at_task: Option<String>,
+
+    /// List the hosts each play would run on; runs nothing.
+    #[arg(long = "list-hosts")]
+    pub list_hosts: bool,
+
+    /// List the tasks that would run; runs nothing.
+    #[arg(long = "list-tasks")]
+    pub list_tasks: bool,
+
+    /// List the tags in use; runs nothing.
+    #[arg(long = "list-tags")]
+    pub list_tags: bool,
+
+    /// Check the playbooks' syntax; runs nothing.
+    #[arg(long = "syntax-check")]
+    pub syntax_check: bool,
+
+    #[command(flatten)]
+    pub runas: RunasArgs,
+
+    #[command(flatten)]
+    pub vault: VaultArgs,
+
+    /// Print one JSON event per line instead of the human output (same as --output json).
+    #[arg(long = "json")]
+    pub json: bool,
+
+    /// Output format: `human` (Ansible's default callback) or `json` (one event per line).
+    #[arg(long = "output", value_enum, value_name = "FORMAT")]
+    pub output: Option<OutputFormat>,
+}
+
+/// Ansible's inventory options (`-i`, `-l`, `--flush-cache`), shared by its commands.
+#[derive(Debug, Clone, Default, Args)]
+pub struct InventoryArgs {
+    /// Inventory: a file (INI or YAML), a directory, or a comma list `host1,host2,`.
+    /// Default: $ANSIBLE_INVENTORY, else ansible.cfg's `inventory`.
+    #[arg(short = 'i', long = "inventory", visible_alias = "inventory-file", value_name = "INVENTORY", value_delimiter = None)]
+    pub inventory: Vec<String>,
+
+    /// Further limit the selected hosts to this pattern.
+    #[arg(short = 'l', long = "limit", value_name = "SUBSET")]
+    pub limit: Option<String>,
+
+    /// Accepted for compatibility: turbo-play keeps no fact cache.
+    #[arg(long = "flush-cache")]
+    pub flush_cache: bool,
+}
+
+/// `-f`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ForkArgs {
     /// How many hosts run at once. Default: $ANSIBLE_FORKS, else ansible.cfg's `forks`,
     /// else 50 (not Ansible's 5: a host here costs a connection and a waiting task, not a
     /// process, so the controller mostly waits on the network).
     #[arg(short = 'f', long = "forks", value_name = "FORKS")]
     pub forks: Option<usize>,
+}
 
+/// `-C`, `-D`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CheckArgs {
+    /// Don't change anything; report what would change.
+    #[arg(short = 'C', long = "check")]
+    pub check: bool,
+
+    /// Show the differences in changed files.
+    #[arg(short = 'D', long = "diff")]
+    pub diff: bool,
+}
+
+/// Ansible's connection options: as whom and how to connect.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConnectArgs {
     /// Connect as this user (inventory `ansible_user` wins). Default:
     /// $ANSIBLE_REMOTE_USER, else ansible.cfg's `remote_user`.
     #[arg(short = 'u', long = "user", value_name = "REMOTE_USER")]
@@ -93,61 +191,16 @@ pub struct Cli {
     #[arg(short = 'T', long = "timeout", value_name = "TIMEOUT")]
     pub timeout: Option<u64>,
 
-    /// Don't change anything; report what would change.
-    #[arg(short = 'C', long = "check")]
-    pub check: bool,
-
-    /// Run notified handlers even on hosts that failed.
-    #[arg(long = "force-handlers")]
-    pub force_handlers: bool,
-
-    /// Show the differences in changed files.
-    #[arg(short = 'D', long = "diff")]
-    pub diff: bool,
-
-    /// More output (-v results, -vv agent bootstrap).
-    #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
-    pub verbose: u8,
-
-    /// Only run plays and tasks tagged with these values (comma list; repeatable).
-    #[arg(short = 't', long = "tags", value_name = "TAGS")]
-    pub tags: Vec<String>,
-
-    /// Only run plays and tasks whose tags do not match these values (comma list;
-    /// repeatable).
-    #[arg(long = "skip-tags", value_name = "SKIP_TAGS")]
-    pub skip_tags: Vec<String>,
-
-    /// Start the playbook at the first task whose name matches (a shell glob).
-    #[arg(long = "start-at-task", value_name = "START_AT_TASK")]
-    pub start_at_task: Option<String>,
-
-    /// List the hosts each play would run on; runs nothing.
-    #[arg(long = "list-hosts")]
-    pub list_hosts: bool,
-
-    /// List the tasks that would run; runs nothing.
-    #[arg(long = "list-tasks")]
-    pub list_tasks: bool,
-
-    /// List the tags in use; runs nothing.
-    #[arg(long = "list-tags")]
-    pub list_tags: bool,
-
-    /// Check the playbooks' syntax; runs nothing.
-    #[arg(long = "syntax-check")]
-    pub syntax_check: bool,
-
-    /// Accepted for compatibility: turbo-play keeps no fact cache.
-    #[arg(long = "flush-cache")]
-    pub flush_cache: bool,
-
     /// Connection type for hosts that set no `ansible_connection` (and whose play sets no
     /// `connection`).
     #[arg(short = 'c', long = "connection", value_name = "CONNECTION",
           value_parser = ["ssh", "local", "smart", "paramiko", "paramiko_ssh"])]
     pub connection: Option<String>,
+}
 
+/// Ansible's privilege escalation options.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunasArgs {
     /// Run operations with become (does not imply a password prompt).
     #[arg(short = 'b', long = "become")]
     pub become_: bool,
@@ -171,7 +224,11 @@ pub struct Cli {
         value_name = "BECOME_PASSWORD_FILE"
     )]
     pub become_password_file: Option<std::path::PathBuf>,
+}
 
+/// Ansible's vault options.
+#[derive(Debug, Clone, Default, Args)]
+pub struct VaultArgs {
     /// A vault identity: `label@source`, the source a password file, an executable that
     /// prints the password, or `prompt` (repeatable; tried in order).
     #[arg(long = "vault-id", value_name = "VAULT_IDS")]
@@ -193,14 +250,6 @@ pub struct Cli {
         value_name = "VAULT_PASSWORD_FILES"
     )]
     pub vault_password_files: Vec<PathBuf>,
-
-    /// Print one JSON event per line instead of the human output (same as --output json).
-    #[arg(long = "json")]
-    pub json: bool,
-
-    /// Output format: `human` (Ansible's default callback) or `json` (one event per line).
-    #[arg(long = "output", value_enum, value_name = "FORMAT")]
-    pub output: Option<OutputFormat>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -316,9 +365,9 @@ mod tests {
         .unwrap();
         assert_eq!(cli.tags, ["a,b", "c"]);
         assert_eq!(cli.skip_tags, ["d"]);
-        assert!(cli.list_tasks && !cli.list_hosts && cli.flush_cache);
+        assert!(cli.list_tasks && !cli.list_hosts && cli.inventory.flush_cache);
         assert_eq!(cli.start_at_task.as_deref(), Some("Install*"));
-        assert_eq!(cli.connection.as_deref(), Some("local"));
+        assert_eq!(cli.connect.connection.as_deref(), Some("local"));
         assert!(cli.json_output());
         let plain = Cli::try_parse_from(["turbo-play", "site.yml"]).unwrap();
         assert!(!plain.json_output());

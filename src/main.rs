@@ -1,74 +1,153 @@
-//! The CLI edge: parse flags, load everything (no connection is opened before all input
-//! is known to be good), run, and map the outcome to ansible-playbook's exit codes.
+//! The CLI edge: which command was asked for (the name the binary was invoked under, or
+//! its first argument), its flags, and for ansible-playbook: load everything (no
+//! connection is opened before all input is known to be good), run, and map the outcome
+//! to ansible-playbook's exit codes.
 
+use std::ffi::OsString;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use clap::Parser;
-use turbo_play::cli::{Cli, parse_extra_vars};
-use turbo_play::config::Config;
-use turbo_play::connection::ConnectionDefaults;
-use turbo_play::executor::{BecomeDefaults, RunOptions, run_playbooks_until};
+use clap::{CommandFactory, FromArgMatches};
+use turbo_play::cli::launch::{EXIT_BAD_OPTIONS, EXIT_ERROR, EXIT_PARSE_ERROR, Ended, Failure};
+use turbo_play::cli::{Cli, launch, parse_extra_vars};
+use turbo_play::executor::RunOptions;
 use turbo_play::inventory::Inventory;
 use turbo_play::listing::{self, Listings};
 use turbo_play::playbook::{
-    LoadOptions, TagFilter, load_playbooks, render_templated_play_keywords, render_templated_tags,
+    TagFilter, load_playbooks, render_templated_play_keywords, render_templated_tags,
 };
 use turbo_play::report::console::ConsoleReporter;
 use turbo_play::report::events::Event;
 use turbo_play::report::json::JsonReporter;
 
-/// ansible-playbook's exit codes.
-const EXIT_ERROR: u8 = 1;
-const EXIT_PARSE_ERROR: u8 = 4;
-const EXIT_BAD_OPTIONS: u8 = 5;
-/// Ctrl-C: ansible-playbook's "User interrupted execution".
-const EXIT_INTERRUPTED: u8 = 99;
-/// SIGTERM: what ansible-playbook's exit looks like to its parent (killed by signal 15).
-const EXIT_TERMINATED: u8 = 128 + 15;
-
-/// `forks` when neither a flag, the environment nor ansible.cfg sets it. Not Ansible's 5:
-/// a host costs turbo-play a connection and a task that mostly waits on the network, not
-/// a Python process, and 5 at a time leaves the controller idle on a fleet.
-const DEFAULT_FORKS: usize = 50;
+/// The commands of Ansible's this binary is: by the name it was invoked under (a link
+/// named `ansible`, `ansible-inventory` or `ansible-playbook`), else by its first argument
+/// (`turbo-play adhoc ...`, `turbo-play inventory ...`), else ansible-playbook's.
+#[derive(Clone, Copy)]
+enum Command {
+    Playbook,
+    Adhoc,
+    Inventory,
+}
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_BAD_OPTIONS } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    let invoked_as = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (command, name) = match invoked_as.as_str() {
+        "ansible" => (Command::Adhoc, invoked_as.clone()),
+        "ansible-inventory" => (Command::Inventory, invoked_as.clone()),
+        "ansible-playbook" => (Command::Playbook, invoked_as.clone()),
+        _ => {
+            // A playbook file of one of these names still runs as a playbook.
+            let word = args
+                .get(1)
+                .and_then(|a| a.to_str())
+                .filter(|a| !std::path::Path::new(a).is_file());
+            let sub = match word {
+                Some("adhoc" | "ansible") => Some(Command::Adhoc),
+                Some("inventory" | "ansible-inventory") => Some(Command::Inventory),
+                Some("playbook" | "ansible-playbook") => Some(Command::Playbook),
+                _ => None,
+            };
+            match sub {
+                Some(command) => {
+                    let sub = args.remove(1).to_string_lossy().into_owned();
+                    (command, format!("turbo-play {sub}"))
+                }
+                None => (Command::Playbook, "turbo-play".to_string()),
+            }
         }
     };
-    match run(cli) {
+    // Ansible's commands answer `--version` wherever it is, before anything else.
+    let ansible_name = !matches!(name.as_str(), "turbo-play");
+    if ansible_name && args.iter().skip(1).any(|a| a == "--version") {
+        let prog = name.strip_prefix("turbo-play ").unwrap_or(&name);
+        let prog = match prog {
+            "adhoc" => "ansible",
+            "inventory" => "ansible-inventory",
+            "playbook" => "ansible-playbook",
+            other => other,
+        };
+        let executable = args[0].to_string_lossy().into_owned();
+        print!("{}", launch::version_text(prog, &executable));
+        return ExitCode::SUCCESS;
+    }
+    // ansible-playbook's errors keep the `ERROR!` the conformance runner and users' scripts
+    // read; the other commands print Ansible 2.21's `[ERROR]:`.
+    let (outcome, error_prefix) = match command {
+        Command::Playbook => (
+            parse::<Cli>(&name, args, EXIT_BAD_OPTIONS).and_then(run),
+            "ERROR! ",
+        ),
+        Command::Adhoc => (
+            parse::<turbo_play::cli::adhoc::AdhocCli>(&name, args, EXIT_USAGE)
+                .and_then(|cli| Ok(turbo_play::cli::adhoc::run(cli)?)),
+            "[ERROR]: ",
+        ),
+        Command::Inventory => (
+            parse::<turbo_play::cli::inventory::InventoryCli>(&name, args, EXIT_USAGE)
+                .and_then(|cli| Ok(turbo_play::cli::inventory::run(cli)?)),
+            "[ERROR]: ",
+        ),
+    };
+    match outcome {
         Ok(code) => ExitCode::from(code),
-        Err((code, message)) => {
-            eprintln!("ERROR! {message}");
+        Err(Exit::Code(code)) => ExitCode::from(code),
+        Err(Exit::Failed((code, message))) => {
+            eprintln!("{error_prefix}{message}");
             ExitCode::from(code)
         }
     }
 }
 
-fn run(cli: Cli) -> Result<u8, (u8, String)> {
+enum Exit {
+    /// Help, a version or a usage error, already printed.
+    Code(u8),
+    Failed(Failure),
+}
+
+impl From<Failure> for Exit {
+    fn from(failure: Failure) -> Self {
+        Exit::Failed(failure)
+    }
+}
+
+/// argparse's exit code for a usage error, which Ansible's `ansible` and
+/// `ansible-inventory` give (ansible-playbook here keeps its documented 5).
+const EXIT_USAGE: u8 = 2;
+
+fn parse<T: CommandFactory + FromArgMatches>(
+    name: &str,
+    args: Vec<OsString>,
+    usage_code: u8,
+) -> Result<T, Exit> {
+    let parsed = T::command()
+        .bin_name(name)
+        .try_get_matches_from(args)
+        .and_then(|mut m| T::from_arg_matches_mut(&mut m));
+    parsed.map_err(|e| {
+        let code = if e.use_stderr() { usage_code } else { 0 };
+        let _ = e.print();
+        Exit::Code(code)
+    })
+}
+
+fn run(cli: Cli) -> Result<u8, Exit> {
+    Ok(run_playbooks(cli)?)
+}
+
+fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
     if !cli.merge_recaps.is_empty() {
         return merge_recaps(&cli);
     }
-    let mut config = Config::load().map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
-    // Before anything is read: `-e @file`, inventories and playbooks may be encrypted too.
-    let vault_warnings = install_vault_secrets(&cli, &config.vault).map_err(|e| (EXIT_ERROR, e))?;
-    config.warnings.extend(vault_warnings);
+    let config = launch::load_config(&cli.vault)?;
     let extra_vars =
         parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
-    // A flag beats the environment and ansible.cfg (which Config has already layered).
-    let inventory_sources = if cli.inventory.is_empty() {
-        config.inventory.clone()
-    } else {
-        cli.inventory.clone()
-    };
-    let inventory =
-        Inventory::load(&inventory_sources).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
-    if let Some(limit) = &cli.limit {
+    let inventory = launch::load_inventory(&cli.inventory, &config)?;
+    if let Some(limit) = &cli.inventory.limit {
         check_limit(&inventory, limit).map_err(|e| (EXIT_ERROR, e))?;
     }
     let mut playbooks = Vec::new();
@@ -81,21 +160,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                 format!("the playbook: {} could not be found", path.display()),
             ));
         }
-        let home = turbo_play::tilde::home_dir();
-        let options = LoadOptions {
-            roles_path: if config.roles_path.is_empty() {
-                LoadOptions::default_roles_path(home.as_deref())
-            } else {
-                config.roles_path.clone()
-            },
-            collections_path: if config.collections_path.is_empty() {
-                turbo_play::playbook::default_collections_path(home.as_deref())
-            } else {
-                config.collections_path.clone()
-            },
-            library: config.library.clone(),
-            module_utils: config.module_utils.clone(),
-        };
+        let options = launch::load_options(&config);
         let loaded =
             load_playbooks(path, &options).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
         loaded_per_path.push(loaded.len());
@@ -156,7 +221,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
                 &path.display().to_string(),
                 &inventory,
                 listing::HostFilter {
-                    limit: cli.limit.as_deref(),
+                    limit: cli.inventory.limit.as_deref(),
                     slice: cli.slice,
                 },
                 listings,
@@ -168,74 +233,43 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         return Ok(0);
     }
     let json_output = cli.json_output();
+    let flags = launch::RunFlags {
+        forks: &cli.forks,
+        check: &cli.check,
+        inventory: &cli.inventory,
+        connect: &cli.connect,
+        runas: &cli.runas,
+        verbosity: cli.verbose,
+    };
     let opts = RunOptions {
-        forks: cli.forks.or(config.forks).unwrap_or(DEFAULT_FORKS).max(1),
-        check: cli.check,
-        diff: cli.diff,
-        limit: cli.limit.clone(),
         slice: cli.slice,
-        extra_vars,
         force_handlers: cli.force_handlers,
-        connection_defaults: ConnectionDefaults {
-            remote_user: cli.user.clone().or(config.remote_user),
-            private_key: cli.private_key.clone().or(config.private_key_file),
-            host_key_checking: config.host_key_checking,
-            timeout: cli.timeout.or(config.timeout).map(Duration::from_secs),
-            ssh_args: config.ssh_args,
-            ssh_common_args: cli.ssh_common_args.clone(),
-            ssh_extra_args: cli.ssh_extra_args.clone(),
-            ssh_config: None,
-            password: connection_password(&cli).map_err(|e| (EXIT_BAD_OPTIONS, e))?,
-            retries: config.ssh_retries,
-        },
-        roles_path: config.roles_path,
         tags,
         start_at_task: cli.start_at_task.clone(),
-        connection: cli.connection.clone(),
-        ansible_managed: config.ansible_managed,
-        chains: config.chains.unwrap_or(true),
-        become_defaults: become_defaults(&cli, &config.become_)
-            .map_err(|e| (EXIT_BAD_OPTIONS, e))?,
+        ..launch::run_options(&config, flags, extra_vars)?
     };
-
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| (EXIT_ERROR, format!("starting the async runtime: {e}")))?;
-    // The exit code of the signal that stopped the run.
-    let stopped_by = std::sync::atomic::AtomicU8::new(EXIT_INTERRUPTED);
-    let summary = runtime.block_on(async {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let verbosity = cli.verbose;
-        let show_custom_stats = config.show_custom_stats;
-        let deprecation_warnings = config.deprecation_warnings.unwrap_or(true);
-        // One reporter owns the terminal; it drains the channel until every sender is gone.
-        let reporter = tokio::task::spawn_blocking(move || {
-            if json_output {
-                let mut json = JsonReporter::stdout();
-                while let Some(event) = rx.blocking_recv() {
-                    json.handle(&event);
-                }
-            } else {
-                let mut console = ConsoleReporter::stdout(verbosity)
-                    .with_custom_stats(show_custom_stats)
-                    .with_deprecation_warnings(deprecation_warnings);
-                while let Some(event) = rx.blocking_recv() {
-                    console.handle(&event);
-                }
+    let verbosity = cli.verbose;
+    let show_custom_stats = config.show_custom_stats;
+    let deprecation_warnings = config.deprecation_warnings.unwrap_or(true);
+    let report = move |mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>| {
+        if json_output {
+            let mut json = JsonReporter::stdout();
+            while let Some(event) = rx.blocking_recv() {
+                json.handle(&event);
             }
-        });
-        for warning in config.warnings {
-            let _ = tx.send(Event::Warning(warning));
+        } else {
+            let mut console = ConsoleReporter::stdout(verbosity)
+                .with_custom_stats(show_custom_stats)
+                .with_deprecation_warnings(deprecation_warnings);
+            while let Some(event) = rx.blocking_recv() {
+                console.handle(&event);
+            }
         }
-        let summary =
-            run_playbooks_until(playbooks, inventory, opts, tx, interrupt(&stopped_by)).await;
-        let _ = reporter.await;
-        summary
-    });
-    if summary.interrupted {
-        return Ok(stopped_by.load(std::sync::atomic::Ordering::SeqCst));
-    }
+    };
+    let summary = match launch::execute(playbooks, inventory, opts, config.warnings, report)? {
+        Ended::Finished(summary) => summary,
+        Ended::Stopped(code) => return Ok(code),
+    };
     if let Some(name) = &summary.start_at_unmatched {
         eprintln!(
             "ERROR! No matching task \"{name}\" found. Note: --start-at-task can only follow static includes."
@@ -245,7 +279,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
 }
 
 /// `--merge-recaps`: the slices' recaps as one, with the exit code one run would have had.
-fn merge_recaps(cli: &Cli) -> Result<u8, (u8, String)> {
+fn merge_recaps(cli: &Cli) -> Result<u8, Failure> {
     let merged = turbo_play::report::merged_recap::merge_files(&cli.merge_recaps)
         .map_err(|e| (EXIT_ERROR, e.to_string()))?;
     for warning in &merged.warnings {
@@ -258,34 +292,6 @@ fn merge_recaps(cli: &Cli) -> Result<u8, (u8, String)> {
         interrupted: false,
     };
     Ok(summary.exit_code() as u8)
-}
-
-/// Completes at the first SIGINT or SIGTERM, noting which in `stopped_by`; the run then
-/// stops its agents and shows the recap. A second one exits at once.
-async fn interrupt(stopped_by: &std::sync::atomic::AtomicU8) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        // Without handlers the signals keep their default: the run can only be killed.
-        return std::future::pending().await;
-    };
-    let code = tokio::select! {
-        _ = int.recv() => {
-            eprintln!("[ERROR]: User interrupted execution");
-            EXIT_INTERRUPTED
-        }
-        _ = term.recv() => EXIT_TERMINATED,
-    };
-    stopped_by.store(code, std::sync::atomic::Ordering::SeqCst);
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
-        }
-        std::process::exit(i32::from(code));
-    });
 }
 
 /// ansible-playbook refuses, before running anything, a `--limit` that leaves none of a
@@ -303,80 +309,4 @@ fn check_limit(inventory: &Inventory, limit: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// `--vault-id`, `--vault-password-file` and `-J` over ansible.cfg's vault settings: the
-/// secrets every encrypted file and `!vault` value of the run is opened with. Returns
-/// the warnings for sources that failed while another worked.
-fn install_vault_secrets(
-    cli: &Cli,
-    config: &turbo_play::config::VaultConfig,
-) -> Result<Vec<String>, String> {
-    use turbo_play::become_password::{Hidden, ask_hidden};
-    let mut password_files = cli.vault_password_files.clone();
-    password_files.extend(config.password_file.clone());
-    let sources = turbo_play::vault::SecretSources {
-        identity_list: config.identity_list.clone(),
-        vault_ids: cli.vault_ids.clone(),
-        password_files,
-        ask_vault_pass: cli.ask_vault_pass || config.ask_vault_pass == Some(true),
-        default_id: config.identity.clone(),
-        id_match: config.id_match == Some(true),
-    };
-    if sources.is_empty() {
-        return Ok(Vec::new());
-    }
-    let (vault, warnings) = sources.load(&mut |text: &str| {
-        ask_hidden(text).map_err(|e| match e {
-            Hidden::NoTerminal(e) => format!(
-                "asking for the vault password needs a terminal ({e}); use --vault-password-file or --vault-id label@file"
-            ),
-            Hidden::Read(e) => format!("reading the vault password: {e}"),
-        })
-    })?;
-    turbo_play::vault::install(vault);
-    Ok(warnings)
-}
-
-/// `-k` (asked once, without echo) or `--connection-password-file`: the SSH login
-/// password for hosts that set no `ansible_password`.
-fn connection_password(cli: &Cli) -> Result<Option<turbo_play::connection::Secret>, String> {
-    use turbo_play::become_password::{ask_hidden, read_password_file};
-    let password = if cli.ask_pass {
-        Some(ask_hidden("SSH password: ").map_err(|e| {
-            format!("-k needs a terminal to ask for the SSH password ({e}); use --connection-password-file or ansible_password")
-        })?)
-    } else if let Some(file) = &cli.connection_password_file {
-        Some(read_password_file(file, "connection")?)
-    } else {
-        None
-    };
-    Ok(password.map(turbo_play::connection::Secret))
-}
-
-/// `-b`, `--become-user`, `--become-method`, `-K`, `--become-password-file` over
-/// ansible.cfg's `[privilege_escalation]`.
-fn become_defaults(
-    cli: &Cli,
-    config: &turbo_play::config::BecomeConfig,
-) -> Result<BecomeDefaults, String> {
-    let password = if cli.ask_become_pass || (config.ask_pass == Some(true)) {
-        Some(turbo_play::become_password::prompt()?)
-    } else if let Some(file) = cli
-        .become_password_file
-        .as_ref()
-        .or(config.password_file.as_ref())
-    {
-        Some(turbo_play::become_password::from_file(file)?)
-    } else {
-        None
-    };
-    Ok(BecomeDefaults {
-        enabled: cli.become_ || config.enabled == Some(true),
-        user: cli.become_user.clone().or_else(|| config.user.clone()),
-        method: cli.become_method.clone().or_else(|| config.method.clone()),
-        flags: config.flags.clone(),
-        exe: config.exe.clone(),
-        password,
-    })
 }

@@ -51,6 +51,8 @@ pub struct RunOptions {
     /// Send a host's next tasks ahead in one chain when their inputs cannot depend on the
     /// earlier ones' results (`chain/`); `[turbo_play] chains` / `TURBO_PLAY_CHAINS`.
     pub chains: bool,
+    /// `-v`'s count: Ansible's `ansible_verbosity`.
+    pub verbosity: u8,
 }
 
 /// The command line's and ansible.cfg's become settings.

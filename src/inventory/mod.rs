@@ -14,6 +14,7 @@ mod pattern;
 mod pyliteral;
 mod shlex;
 mod vars_dirs;
+mod view;
 mod yaml_inv;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -25,6 +26,7 @@ use serde_json::{Map, Value};
 use crate::yaml::{LoadError, Source};
 use data::{ALL, Data, LOCALHOST_NAMES, SourceInfo};
 use vars_dirs::{DirVars, Target, dir_key};
+pub use view::GroupView;
 
 /// A host with its inventory variables already merged (see [`Inventory::host_vars`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -97,7 +99,7 @@ const IGNORED_NAMES: [&str; 3] = ["host_vars", "group_vars", "vars_plugins"];
 
 impl Inventory {
     /// Reads each `-i` value in order into one inventory. Missing paths are warnings, as in
-    /// Ansible; malformed files are errors.
+    /// Ansible; so are files no parser reads (left out whole, as Ansible leaves them out).
     pub fn load(sources: &[String]) -> Result<Inventory, InventoryError> {
         let mut data = Data::default();
         let mut source_dirs = Vec::new();
@@ -119,10 +121,9 @@ impl Inventory {
                 source_dirs.push(dir);
             }
             if path.is_dir() {
-                parsed_any |= load_dir(&path, &mut data)?;
+                parsed_any |= load_dir(&path, &mut data, &mut warnings)?;
             } else if path.exists() {
-                load_file(&path, &mut data)?;
-                parsed_any = true;
+                parsed_any |= load_file_or_warn(&path, &mut data, &mut warnings);
             } else {
                 warnings.push(format!(
                     "Unable to parse {} as an inventory source",
@@ -516,9 +517,32 @@ fn load_host_list(list: &str, data: &mut Data) {
     data.current_source = SourceInfo::default();
 }
 
+/// A file no parser reads is no error to Ansible: it warns that it could not parse the
+/// source and goes on without it, and without what the file added before its error.
+/// Whether the file was read.
+fn load_file_or_warn(path: &Path, data: &mut Data, warnings: &mut Vec<String>) -> bool {
+    let before = data.clone();
+    match load_file(path, data) {
+        Ok(()) => true,
+        Err(e) => {
+            *data = before;
+            warnings.push(format!("Failed to parse inventory: {e}"));
+            warnings.push(format!(
+                "Unable to parse {} as an inventory source",
+                path.display()
+            ));
+            false
+        }
+    }
+}
+
 /// Every file of an inventory directory, in name order, recursing into subdirectories;
 /// whether any was read.
-fn load_dir(dir: &Path, data: &mut Data) -> Result<bool, InventoryError> {
+fn load_dir(
+    dir: &Path,
+    data: &mut Data,
+    warnings: &mut Vec<String>,
+) -> Result<bool, InventoryError> {
     let read_error = |e: std::io::Error| {
         InventoryError::from(LoadError {
             file: dir.to_path_buf(),
@@ -543,10 +567,9 @@ fn load_dir(dir: &Path, data: &mut Data) -> Result<bool, InventoryError> {
     for name in names {
         let path = dir.join(name);
         if path.is_dir() {
-            parsed |= load_dir(&path, data)?;
+            parsed |= load_dir(&path, data, warnings)?;
         } else {
-            load_file(&path, data)?;
-            parsed = true;
+            parsed |= load_file_or_warn(&path, data, warnings);
         }
     }
     Ok(parsed)

@@ -72,10 +72,22 @@ fn load_text(name: &str, text: &str) -> Inventory {
     Inventory::load(&[path]).expect("inventory loads")
 }
 
+/// What Ansible says of a file it cannot parse: warnings, the source left out.
 fn load_err(name: &str, text: &str) -> String {
     let files = Files::new();
     let path = files.write(name, text);
-    Inventory::load(&[path]).unwrap_err().to_string()
+    let inv = Inventory::load(std::slice::from_ref(&path)).expect("a warning, not an error");
+    let warnings = inv.warnings().join("\n");
+    assert!(
+        warnings.contains(&format!("Unable to parse {path} as an inventory source")),
+        "{warnings}"
+    );
+    assert_eq!(
+        sel(&inv, "all"),
+        Vec::<String>::new(),
+        "nothing of it is kept"
+    );
+    warnings
 }
 
 fn sel(inv: &Inventory, pattern: &str) -> Vec<String> {
@@ -447,22 +459,32 @@ fn broken_yaml_without_extension_reports_the_yaml_error() {
 }
 
 #[test]
-fn unreadable_files_are_errors() {
+fn unreadable_files_are_left_out_with_a_warning() {
     let files = Files::new();
     let path = files.dir.path().join("binary");
     fs::write(&path, [0xff, 0xfe, 0x00]).unwrap();
-    let err = Inventory::load(&[path.display().to_string()]).unwrap_err();
-    assert!(matches!(err, InventoryError::Load(_)));
-    assert!(err.to_string().contains("could not read the file"), "{err}");
+    let inv = Inventory::load(&[path.display().to_string()]).unwrap();
+    let warnings = inv.warnings().join("\n");
+    assert!(warnings.contains("could not read the file"), "{warnings}");
+    assert!(
+        warnings.ends_with("No inventory was parsed, only implicit localhost is available"),
+        "{warnings}"
+    );
 }
 
 #[test]
-fn group_loops_across_sources_are_errors() {
+fn a_source_that_would_close_a_group_loop_is_left_out_with_a_warning() {
     let files = Files::new();
     let a = files.write("a", "[x:children]\ny\n[y]\n");
     let b = files.write("b", "[y:children]\nx\n");
-    let err = Inventory::load(&[a, b]).unwrap_err().to_string();
-    assert!(err.contains("recursive dependency loop"), "{err}");
+    let inv = Inventory::load(&[a, b.clone()]).unwrap();
+    let warnings = inv.warnings().join("\n");
+    assert!(warnings.contains("recursive dependency loop"), "{warnings}");
+    assert!(
+        warnings.ends_with(&format!("Unable to parse {b} as an inventory source")),
+        "{warnings}"
+    );
+    assert_eq!(inv.group_view("x").unwrap().children, ["y"]);
 }
 
 #[test]

@@ -148,6 +148,16 @@ fn parse_hosts(
     value: &Node,
     data: &mut Data,
 ) -> Result<(), LoadError> {
+    if let Value::Int(_) | Value::Float(_) = key.value {
+        let text = key.scalar_to_string().unwrap_or_default();
+        return Err(source.error(
+            Some(key.span),
+            format!(
+                "Host pattern {text} must be a string. Enclose integers/floats in quotation marks."
+            ),
+            None,
+        ));
+    }
     let pattern = key_text(source, key, "host name")?;
     let (names, port) = expand_host_pattern(&pattern).map_err(|reason| {
         source.error(
@@ -194,6 +204,20 @@ mod tests {
         parse(&source, &root, &mut data)?;
         data.reconcile().expect("no loops");
         Ok(data)
+    }
+
+    #[test]
+    fn a_number_is_no_host_name() {
+        let text = load("all:\n  hosts:\n    1234: {}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains(
+                "Host pattern 1234 must be a string. Enclose integers/floats in quotation marks."
+            ),
+            "{text}"
+        );
+        assert!(load("all:\n  hosts:\n    '1234':\n").is_ok());
     }
 
     fn names(data: &Data, group: &str) -> Vec<String> {

@@ -67,6 +67,16 @@ pub fn load_playbook_text(path: &Path, text: &str) -> Result<Playbook, LoadError
     )
 }
 
+/// Loads playbook text as if read from `path`, with the run's options: the one-task play
+/// of an ad-hoc command.
+pub fn load_playbooks_text(
+    path: &Path,
+    text: &str,
+    options: &LoadOptions,
+) -> Result<Vec<Playbook>, LoadError> {
+    Shared::new(options).load_playbook_source(&Source::from_text(path, text))
+}
+
 pub(super) fn merged(source: &Source, parts: Vec<Playbook>) -> Result<Playbook, LoadError> {
     let plays = parts.into_iter().flat_map(|p| p.plays).collect();
     Ok(Playbook {

@@ -31,23 +31,29 @@ impl ConsoleReporter<io::Stdout, io::Stderr> {
     /// Colours on a terminal; none with NO_COLOR / ANSIBLE_NOCOLOR true, always with
     /// ANSIBLE_FORCE_COLOR true.
     pub fn stdout(verbosity: u8) -> Self {
-        let tty = console::Term::stdout().is_term();
-        // Ansible's config reads these as `type: boolean`, leniently (anything but a true
-        // spelling is false), and of ANSIBLE_NOCOLOR and NO_COLOR the last one set wins
-        // (config/base.yml, `_loop_entries` in config/manager.py).
-        let env_bool = |k: &str| {
-            std::env::var(k)
-                .ok()
-                .map(|v| crate::booleans::lenient_text(&v))
-        };
-        let force = env_bool("ANSIBLE_FORCE_COLOR").unwrap_or(false);
-        let nocolor = env_bool("NO_COLOR")
-            .or_else(|| env_bool("ANSIBLE_NOCOLOR"))
-            .unwrap_or(false);
-        let colors = force || (tty && !nocolor);
-        console::set_colors_enabled(colors);
+        let (colors, tty) = terminal_colors();
         ConsoleReporter::new(io::stdout(), io::stderr(), verbosity, colors, tty)
     }
+}
+
+/// Whether stdout gets colours, and whether it is a terminal; tells the `console` crate.
+pub(super) fn terminal_colors() -> (bool, bool) {
+    let tty = console::Term::stdout().is_term();
+    // Ansible's config reads these as `type: boolean`, leniently (anything but a true
+    // spelling is false), and of ANSIBLE_NOCOLOR and NO_COLOR the last one set wins
+    // (config/base.yml, `_loop_entries` in config/manager.py).
+    let env_bool = |k: &str| {
+        std::env::var(k)
+            .ok()
+            .map(|v| crate::booleans::lenient_text(&v))
+    };
+    let force = env_bool("ANSIBLE_FORCE_COLOR").unwrap_or(false);
+    let nocolor = env_bool("NO_COLOR")
+        .or_else(|| env_bool("ANSIBLE_NOCOLOR"))
+        .unwrap_or(false);
+    let colors = force || (tty && !nocolor);
+    console::set_colors_enabled(colors);
+    (colors, tty)
 }
 
 impl<W: Write, E: Write> ConsoleReporter<W, E> {
@@ -416,7 +422,7 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
 
 /// A module's `diff` result (one `{before, after, before_header, after_header}` or a list
 /// of them) as the unified diffs Ansible prints for --diff.
-fn render_diffs(diff: &Value) -> Vec<String> {
+pub(super) fn render_diffs(diff: &Value) -> Vec<String> {
     let parts = match diff {
         Value::Array(items) => items.iter().collect(),
         other => vec![other],
@@ -488,7 +494,7 @@ fn dump_flat(data: &Map<String, Value>) -> String {
 }
 
 /// Ansible dumps with `sort_keys`, at every depth.
-fn sort_keys(value: &Value) -> Value {
+pub fn sort_keys(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
@@ -507,7 +513,7 @@ fn sort_keys(value: &Value) -> Value {
 
 /// Python's `json.dumps` separators (`", "` and `": "`), which Ansible's one-line
 /// results use and users' scripts match on.
-struct PythonCompact;
+pub(super) struct PythonCompact;
 
 impl serde_json::ser::Formatter for PythonCompact {
     fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {

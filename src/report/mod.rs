@@ -4,5 +4,6 @@ pub mod console;
 pub mod events;
 pub mod json;
 pub mod merged_recap;
+pub mod minimal;
 pub mod progress;
 pub mod warnings;

@@ -66,6 +66,23 @@ impl Warnings {
         lines
     }
 
+    /// The lines a deprecation already in Ansible's words prints (the command line's own,
+    /// such as `-o`'s): the note the first time, then the text unless printed before.
+    pub fn deprecation_text(&mut self, text: &str) -> Vec<(Kind, String)> {
+        if !self.deprecations_enabled {
+            return Vec::new();
+        }
+        let mut lines = Vec::new();
+        if let Some(note) = self.warning(DISABLE_NOTE) {
+            lines.push((Kind::Warning, note));
+        }
+        let text = format!("[DEPRECATION WARNING]: {}", format_message(text));
+        if self.deprecated.insert(text.clone()) {
+            lines.push((Kind::Deprecation, text));
+        }
+        lines
+    }
+
     /// The lines a result's `warnings` and `deprecations` print, in Ansible's order:
     /// every warning, then every deprecation.
     pub fn from_result(&mut self, data: &Map<String, Value>) -> Vec<(Kind, String)> {

@@ -97,7 +97,7 @@ pub fn python_str(value: &MjValue) -> String {
 }
 
 /// Python's `repr()` of a value (`'a'`, `1`, `['x']`), as Ansible's messages quote them.
-pub(super) fn python_repr_of(value: &MjValue) -> String {
+pub fn python_repr_of(value: &MjValue) -> String {
     python_repr(value)
 }
 

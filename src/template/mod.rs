@@ -17,7 +17,7 @@ mod config_lookup;
 #[cfg(test)]
 mod dialect_tests;
 mod filters;
-pub use filters::{python_str, python_type};
+pub use filters::{python_repr_of, python_str, python_type};
 mod csvfile_lookup;
 mod ini_lookup;
 #[cfg(test)]
@@ -35,7 +35,7 @@ pub use sequence::sequence_items;
 mod sha_crypt;
 mod tests;
 mod vault_filters;
-mod yaml_dump;
+pub mod yaml_dump;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

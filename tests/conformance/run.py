@@ -9,9 +9,10 @@ connection, setup targets run first, and then either
 - a role-style target (tasks/main.yml) runs as a play applying the role to `testhost`, or
 - a `runme.sh` target runs its script,
 
-with ansible-test's environment variables, and `ansible-playbook` resolving to turbo-play
-through a directory of links put first on PATH. Commands turbo-play does not provide yet
-(`ansible`, `ansible-inventory`, ...) resolve to stubs there: a target that fails after
+with ansible-test's environment variables, and `ansible-playbook`, `ansible` and
+`ansible-inventory` resolving to turbo-play through a directory of links put first on PATH.
+Commands turbo-play does not provide yet (`ansible-config`, `ansible-vault`, ...) resolve to
+stubs there: a target that fails after
 calling one is reported as skipped, with the command named.
 
 The targets run are those in targets.txt; changes to their files are only those in
@@ -49,11 +50,12 @@ ANSIBLE_VERSION = "2.21.5"
 # non-ASCII paths.
 UNICODE_SUFFIX = "-\u00c5\u00d1\u015a\u00cc\u03b2\u0141\u00c8"
 
+# Ansible's commands that the turbo-play binary is when invoked under their names.
+PROVIDED = ["ansible-playbook", "ansible", "ansible-inventory"]
+
 # Ansible's commands that turbo-play does not provide yet; each resolves to a stub that
 # records the call.
 NOT_PROVIDED = [
-    "ansible",
-    "ansible-inventory",
     "ansible-config",
     "ansible-console",
     "ansible-doc",
@@ -199,7 +201,8 @@ class Runner:
     def make_bin_dir(self, binary: Path) -> None:
         """ansible-test's entry-point directory: Ansible's commands and its Python."""
         self.bin_dir.mkdir()
-        (self.bin_dir / "ansible-playbook").symlink_to(binary)
+        for name in PROVIDED:
+            (self.bin_dir / name).symlink_to(binary)
         for name in NOT_PROVIDED:
             stub = self.bin_dir / name
             stub.write_text(

@@ -412,3 +412,31 @@ fn run_and_skip_tags_are_variables() {
         .expect("a result");
     assert_eq!(result["result"]["msg"], "['a', 'b'] ['x']");
 }
+
+/// `ansible_verbosity` is `-v`'s count (Ansible's yaml_parsing target builds its
+/// ansible-playbook command line from it); a variable whose template reads it renders.
+#[test]
+fn ansible_verbosity_is_the_count_of_v() {
+    let hosts = LocalHosts::new(&["h"]);
+    let playbook = r#"- hosts: all
+  gather_facts: false
+  vars:
+    verbosity: "{{ '' if not ansible_verbosity else '-' ~ ('v' * ansible_verbosity) }}"
+  tasks:
+    - command: echo [{{ verbosity }}]
+      register: echoed
+    - copy:
+        content: "{{ echoed.stdout }}"
+        dest: ~/echoed
+"#;
+    for (args, expected) in [(&[][..], "[]"), (&["-vv"][..], "[-vv]")] {
+        let out = TestRun::new()
+            .playbook(playbook)
+            .local_hosts(&hosts)
+            .args(args)
+            .run();
+        out.assert_code(0);
+        let echoed = std::fs::read_to_string(hosts.home().join("echoed")).unwrap();
+        assert_eq!(echoed, expected);
+    }
+}

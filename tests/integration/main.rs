@@ -1,6 +1,7 @@
 //! Integration tests of the real binary: on local hosts where a test is about the language,
 //! against a throw-away sshd where the ssh connection is what it checks (see support/).
 
+mod adhoc_cli;
 mod apt_sources;
 mod async_tasks;
 mod become_su;
@@ -18,6 +19,7 @@ mod faults;
 mod fetch_find;
 mod file_modules;
 mod fleet_slices;
+mod inventory_cli;
 mod known_hosts;
 mod language_gaps;
 mod loops_keywords;

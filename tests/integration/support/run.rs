@@ -15,6 +15,10 @@ pub struct TestRun {
     env: Vec<(String, String)>,
     /// A program (and its arguments) the binary runs under, e.g. `setsid -w`.
     wrapper: Vec<String>,
+    /// The name the binary is invoked under (a link to it: `ansible`, `ansible-inventory`).
+    program: Option<String>,
+    /// A first argument before all others (`adhoc`, `inventory`).
+    subcommand: Option<String>,
 }
 
 impl TestRun {
@@ -26,7 +30,21 @@ impl TestRun {
             args: Vec::new(),
             env: Vec::new(),
             wrapper: Vec::new(),
+            program: None,
+            subcommand: None,
         }
+    }
+
+    /// `turbo-play NAME ...`: one of the binary's other commands.
+    pub fn subcommand(mut self, name: &str) -> Self {
+        self.subcommand = Some(name.to_string());
+        self
+    }
+
+    /// Runs the binary through a link of this name, as `ln -s turbo-play ansible` would.
+    pub fn invoked_as(mut self, name: &str) -> Self {
+        self.program = Some(name.to_string());
+        self
     }
 
     /// The playbook's YAML, written to `site.yml` in the run's directory.
@@ -94,14 +112,22 @@ impl TestRun {
     }
 
     pub fn run(&self) -> Outcome {
-        let binary = env!("CARGO_BIN_EXE_turbo-play");
+        let mut binary = PathBuf::from(env!("CARGO_BIN_EXE_turbo-play"));
+        if let Some(name) = &self.program {
+            let link = self.dir.path().join("bin").join(name);
+            if !link.exists() {
+                std::fs::create_dir_all(link.parent().expect("bin dir")).expect("mkdir bin");
+                std::os::unix::fs::symlink(&binary, &link).expect("link the binary");
+            }
+            binary = link;
+        }
         let mut cmd = match self.wrapper.split_first() {
             Some((program, args)) => {
                 let mut cmd = Command::new(program);
-                cmd.args(args).arg(binary);
+                cmd.args(args).arg(&binary);
                 cmd
             }
-            None => Command::new(binary),
+            None => Command::new(&binary),
         };
         // The controller reads ~ (ssh config, known_hosts, the local connection's home):
         // keep it away from the real one unless a test sets HOME itself.
@@ -123,6 +149,9 @@ impl TestRun {
             "ANSIBLE_TIMEOUT",
         ] {
             cmd.env_remove(var);
+        }
+        if let Some(name) = &self.subcommand {
+            cmd.arg(name);
         }
         if let Some(yaml) = &self.playbook {
             let path = self.dir.path().join("site.yml");

@@ -52,7 +52,13 @@ impl Loader<'_> {
             // before the play runs (`render_templated_play_keywords`), as Ansible does.
             if matches!(
                 key,
-                "strategy" | "order" | "gather_facts" | "serial" | "name" | "validate_argspec"
+                "strategy"
+                    | "order"
+                    | "gather_facts"
+                    | "serial"
+                    | "name"
+                    | "validate_argspec"
+                    | "hosts"
             ) && let Some(text) = v.as_str()
                 && crate::template::is_template(text)
             {
@@ -64,6 +70,10 @@ impl Loader<'_> {
                 // Until it is rendered (never, under --syntax-check), the name as written.
                 if key == "name" {
                     name = Some(text.to_string());
+                }
+                if key == "hosts" {
+                    hosts = Some(text.to_string());
+                    host_patterns = vec![text.to_string()];
                 }
                 continue;
             }

@@ -17,7 +17,7 @@ mod config_lookup;
 #[cfg(test)]
 mod dialect_tests;
 mod filters;
-pub use filters::{python_str, python_type};
+pub use filters::{python_repr_json, python_str, python_type};
 mod csvfile_lookup;
 mod ini_lookup;
 #[cfg(test)]

@@ -336,6 +336,19 @@ impl Node {
         }
     }
 
+    /// The name of the Python class PyYAML loads the node as, for Ansible's messages.
+    pub fn python_class(&self) -> &'static str {
+        match self.value {
+            Value::Null => "NoneType",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::Seq(_) => "list",
+            Value::Map(_) => "dict",
+        }
+    }
+
     /// The node as plain data, for variables and module arguments.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::Value as J;

@@ -136,7 +136,11 @@ impl Loader<'_> {
             _ => {
                 return Err(self.err(
                     node.span,
-                    format!("roles must be a list of roles, got {}", node.kind_name()),
+                    format!(
+                        "A malformed role declaration was encountered: ds ({}) should be a list but was a <class '{}'>",
+                        crate::template::python_repr_json(&node.to_json()),
+                        node.python_class()
+                    ),
                     Some("write `roles:` followed by `- role_name` lines".into()),
                 ));
             }
@@ -153,6 +157,14 @@ impl Loader<'_> {
     pub(super) fn role_entry(&self, node: &Node) -> Result<RoleEntry, LoadError> {
         let help = "write `- role_name` or `- role: role_name` (with its vars beside it)";
         let entries = match &node.value {
+            // `name,version` was the old requirement style, refused by Ansible since.
+            Value::Str(s) if s.contains(',') => {
+                return Err(self.err(
+                    node.span,
+                    format!("Invalid old style role requirement: {s}"),
+                    Some(help.into()),
+                ));
+            }
             Value::Str(_) => return Ok(RoleEntry::named(self.scalar(node, "role")?, node.span)),
             Value::Map(entries) => entries,
             _ => {
@@ -649,7 +661,7 @@ mod tests {
         std::fs::write(dir.path().join("site.yml"), "- hosts: all\n  roles: web\n").unwrap();
         assert_eq!(
             load(&dir).unwrap_err().message,
-            "roles must be a list of roles, got a string"
+            "A malformed role declaration was encountered: ds ('web') should be a list but was a <class 'str'>"
         );
     }
 

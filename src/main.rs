@@ -58,6 +58,15 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
     // Before anything is read: `-e @file`, inventories and playbooks may be encrypted too.
     let vault_warnings = install_vault_secrets(&cli, &config.vault).map_err(|e| (EXIT_ERROR, e))?;
     config.warnings.extend(vault_warnings);
+    if let Some(policy) = config.duplicate_dict_key.as_deref() {
+        let policy = turbo_play::yaml::DuplicateKeys::parse(policy).ok_or_else(|| {
+            (
+                EXIT_BAD_OPTIONS,
+                format!("Invalid value '{policy}' for DUPLICATE_YAML_DICT_KEY: use warn, error or ignore"),
+            )
+        })?;
+        policy.install();
+    }
     let extra_vars =
         parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
     // A flag beats the environment and ansible.cfg (which Config has already layered).
@@ -107,6 +116,9 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
             playbooks.push(playbook);
         }
     }
+    config
+        .warnings
+        .extend(turbo_play::yaml::take_load_warnings());
     let tags = TagFilter::from_args(&cli.tags, &cli.skip_tags);
     if !cli.syntax_check {
         let templar = turbo_play::template::Templar::new();
@@ -172,6 +184,7 @@ fn run(cli: Cli) -> Result<u8, (u8, String)> {
         forks: cli.forks.or(config.forks).unwrap_or(DEFAULT_FORKS).max(1),
         check: cli.check,
         diff: cli.diff,
+        verbosity: cli.verbose,
         limit: cli.limit.clone(),
         slice: cli.slice,
         extra_vars,

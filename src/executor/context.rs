@@ -24,6 +24,8 @@ pub struct RunOptions {
     pub forks: usize,
     pub check: bool,
     pub diff: bool,
+    /// `-v` counted: templates read it as `ansible_verbosity`.
+    pub verbosity: u8,
     pub limit: Option<String>,
     /// `--slice K/N`: only the inventory's hosts in this slice (hosts `add_host` makes
     /// are run by the slice that made them).

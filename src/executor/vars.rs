@@ -439,6 +439,7 @@ fn magic_vars(
         ),
         ("ansible_check_mode", Value::from(ctx.opts.check)),
         ("ansible_diff_mode", Value::from(ctx.opts.diff)),
+        ("ansible_verbosity", Value::from(ctx.opts.verbosity)),
         (
             "ansible_run_tags",
             Value::from(ctx.opts.tags.only.iter().cloned().collect::<Vec<_>>()),

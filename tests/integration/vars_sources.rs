@@ -348,3 +348,45 @@ fn hostvars_values_are_templated_when_read() {
     out.assert_code(0);
     assert_contains(&out, "\"msg\": \"test|test\"");
 }
+
+/// `ansible_verbosity` is the count of `-v`; a play file with a repeated key keeps the
+/// last value and warns, as ansible-playbook 2.21 does by default
+/// (DUPLICATE_YAML_DICT_KEY), or fails to load under `error`.
+#[test]
+fn verbosity_variable_and_duplicate_keys() {
+    let hosts = LocalHosts::new(&["h"]);
+    let play = r#"- hosts: all
+  gather_facts: false
+  vars:
+    foo: bar
+    foo: baz
+  tasks:
+    - debug: msg="verbosity={{ ansible_verbosity }} foo={{ foo }}"
+"#;
+    let out = TestRun::new()
+        .playbook(play)
+        .local_hosts(&hosts)
+        .arg("-vv")
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "verbosity=2 foo=baz");
+    assert!(
+        out.stderr
+            .contains("[WARNING]: Found duplicate mapping key 'foo'."),
+        "{}",
+        out.stderr
+    );
+    let refused = TestRun::new()
+        .playbook(play)
+        .local_hosts(&hosts)
+        .env("ANSIBLE_DUPLICATE_YAML_DICT_KEY", "error")
+        .run();
+    refused.assert_code(4);
+    assert!(
+        refused
+            .stderr
+            .contains("YAML parsing failed: Found duplicate mapping key 'foo'."),
+        "{}",
+        refused.stderr
+    );
+}

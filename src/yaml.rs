@@ -539,6 +539,14 @@ impl DuplicateKeys {
     }
 }
 
+/// A warning found while loading files (a reserved variable name...), for the run to show.
+pub fn push_load_warning(text: String) {
+    let mut warnings = LOAD_WARNINGS.lock().expect("load warnings lock");
+    if !warnings.contains(&text) {
+        warnings.push(text);
+    }
+}
+
 /// The warnings loading YAML gave since the last call.
 pub fn take_load_warnings() -> Vec<String> {
     std::mem::take(&mut *LOAD_WARNINGS.lock().expect("load warnings lock"))

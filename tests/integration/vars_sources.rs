@@ -390,3 +390,36 @@ fn verbosity_variable_and_duplicate_keys() {
         refused.stderr
     );
 }
+
+/// A variable named like a keyword or a Jinja global is warned about, with where it is
+/// defined, as ansible-playbook 2.21 does (vars/reserved.py): play vars at load, set_fact
+/// when it runs.
+#[test]
+fn reserved_variable_names_are_warned_about() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  vars:
+    lipsum: mine
+  tasks:
+    - set_fact:
+        lookup: mine too
+    - debug: msg="{{ lipsum }}"
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    for (name, origin) in [("lipsum", "site.yml:4:5"), ("lookup", "site.yml:6:7")] {
+        let warning = format!("[WARNING]: Found variable using reserved name '{name}'.\nOrigin: ");
+        let at = out
+            .stderr
+            .find(&warning)
+            .unwrap_or_else(|| panic!("{}", out.stderr));
+        let line = out.stderr[at + warning.len()..].lines().next().unwrap();
+        assert!(line.ends_with(origin), "{line}");
+    }
+    assert_contains(&out, "\"msg\": \"mine\"");
+}

@@ -478,6 +478,25 @@ impl PlayRun<'_> {
     }
 }
 
+/// The `msg` and `skip_reason` of an ending meta whose `when` is false on `host`, in
+/// Ansible's words (end_host's `msg` keeps its historical lower-case "false").
+fn meta_skip_words(action: &str, host: &str) -> (String, String) {
+    let reason = match action {
+        "end_host" => {
+            format!("end_host conditional evaluated to False, continuing execution for {host}")
+        }
+        "end_batch" => "end_batch conditional evaluated to False, continuing current batch".into(),
+        _ => format!("{action} conditional evaluated to False, continuing play"),
+    };
+    let msg = match action {
+        "end_host" => {
+            format!("end_host conditional evaluated to false, continuing execution for {host}")
+        }
+        other => other.to_string(),
+    };
+    (msg, reason)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -609,23 +628,4 @@ mod tests {
         assert_eq!(vars["ansible_failed_task"]["action"], "command");
         assert_eq!(vars["ansible_failed_task"]["args"]["_raw_params"], "b");
     }
-}
-
-/// The `msg` and `skip_reason` of an ending meta whose `when` is false on `host`, in
-/// Ansible's words (end_host's `msg` keeps its historical lower-case "false").
-fn meta_skip_words(action: &str, host: &str) -> (String, String) {
-    let reason = match action {
-        "end_host" => {
-            format!("end_host conditional evaluated to False, continuing execution for {host}")
-        }
-        "end_batch" => "end_batch conditional evaluated to False, continuing current batch".into(),
-        _ => format!("{action} conditional evaluated to False, continuing play"),
-    };
-    let msg = match action {
-        "end_host" => {
-            format!("end_host conditional evaluated to false, continuing execution for {host}")
-        }
-        other => other.to_string(),
-    };
-    (msg, reason)
 }

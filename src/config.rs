@@ -19,6 +19,9 @@ pub struct Config {
     /// `[defaults] inventory` / `ANSIBLE_INVENTORY`: comma-separated paths.
     pub inventory: Vec<String>,
     pub remote_user: Option<String>,
+    /// `[defaults] duplicate_dict_key` / `ANSIBLE_DUPLICATE_YAML_DICT_KEY`: warn, error
+    /// or ignore (what YAML files with a repeated mapping key get).
+    pub duplicate_dict_key: Option<String>,
     pub forks: Option<usize>,
     /// `[defaults] roles_path` / `ANSIBLE_ROLES_PATH`: colon-separated directories where
     /// roles are searched after `roles/` beside the playbook.
@@ -279,6 +282,9 @@ impl Config {
                     .map(|p| resolve_path(p, &origin.base, home))
                     .collect();
             }
+        }
+        if let Some((value, _)) = setting("ANSIBLE_DUPLICATE_YAML_DICT_KEY", "duplicate_dict_key") {
+            config.duplicate_dict_key = Some(value);
         }
         if let Some((value, _)) = setting("ANSIBLE_REMOTE_USER", "remote_user")
             && !value.is_empty()

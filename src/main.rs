@@ -143,7 +143,7 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
     if !cli.merge_recaps.is_empty() {
         return merge_recaps(&cli);
     }
-    let config = launch::load_config(&cli.vault)?;
+    let mut config = launch::load_config(&cli.vault)?;
     let extra_vars =
         parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
     let inventory = launch::load_inventory(&cli.inventory, &config)?;
@@ -172,6 +172,9 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
             playbooks.push(playbook);
         }
     }
+    config
+        .warnings
+        .extend(turbo_play::yaml::take_load_warnings());
     let tags = TagFilter::from_args(&cli.tags, &cli.skip_tags);
     if !cli.syntax_check {
         let templar = turbo_play::template::Templar::new();

@@ -77,6 +77,10 @@ impl Source {
 
     /// Parses the whole file as one YAML document (an empty file is `Null`).
     pub fn parse(&self) -> Result<Node, LoadError> {
+        self.parse_with(DuplicateKeys::current())
+    }
+
+    fn parse_with(&self, duplicate_keys: DuplicateKeys) -> Result<Node, LoadError> {
         if self.text.trim().is_empty() {
             return Ok(Node {
                 value: Value::Null,
@@ -86,9 +90,14 @@ impl Source {
         let options = serde_saphyr::options! {
             legacy_octal_numbers: true,
             strict_booleans: false,
+            duplicate_keys: serde_saphyr::DuplicateKeyPolicy::PassThrough,
         };
-        match serde_saphyr::from_str_with_options::<Spanned<Node>>(&self.text, options) {
+        DUPLICATES.with(|d| d.borrow_mut().clear());
+        let parsed = serde_saphyr::from_str_with_options::<Spanned<Node>>(&self.text, options);
+        let duplicates = DUPLICATES.with(|d| std::mem::take(&mut *d.borrow_mut()));
+        match parsed {
             Ok(node) => {
+                self.judge_duplicates(duplicates, duplicate_keys)?;
                 let mut node = unspan(node);
                 self.restore_pyyaml_booleans(&mut node);
                 if self.text.contains("!vault") {
@@ -106,6 +115,38 @@ impl Source {
                 Err(self.error(span, format!("YAML syntax error: {message}"), None))
             }
         }
+    }
+
+    /// Ansible's `DUPLICATE_YAML_DICT_KEY`: the last value was kept; warn (once per key
+    /// and place), refuse, or say nothing.
+    fn judge_duplicates(
+        &self,
+        duplicates: Vec<(String, Span)>,
+        policy: DuplicateKeys,
+    ) -> Result<(), LoadError> {
+        for (key, span) in duplicates {
+            let found = format!("Found duplicate mapping key {}.", python_quoted(&key));
+            match policy {
+                DuplicateKeys::Ignore => {}
+                DuplicateKeys::Error => {
+                    return Err(self.error(
+                        Some(span),
+                        format!("YAML parsing failed: {found}"),
+                        Some("remove one of the two".into()),
+                    ));
+                }
+                DuplicateKeys::Warn => {
+                    let origin = format!("{}:{}:{}", self.path.display(), span.line, span.column);
+                    LOAD_WARNINGS
+                        .lock()
+                        .expect("load warnings lock")
+                        .push(format!(
+                            "{found}\nOrigin: {origin}\n\nUsing last defined value only."
+                        ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The parser reads YAML 1.1 booleans case-blind and with `y`/`n`; Ansible's PyYAML
@@ -336,6 +377,19 @@ impl Node {
         }
     }
 
+    /// The name of the Python class PyYAML loads the node as, for Ansible's messages.
+    pub fn python_class(&self) -> &'static str {
+        match self.value {
+            Value::Null => "NoneType",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::Seq(_) => "list",
+            Value::Map(_) => "dict",
+        }
+    }
+
     /// The node as plain data, for variables and module arguments.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::Value as J;
@@ -424,11 +478,86 @@ impl<'de> Visitor<'de> for NodeVisitor {
         Ok(Value::Seq(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut entries = Vec::new();
+        let mut entries: Vec<(Node, Node)> = Vec::new();
         while let Some((k, v)) = map.next_entry::<Spanned<Node>, Spanned<Node>>()? {
-            entries.push((unspan(k), unspan(v)));
+            let (k, v) = (unspan(k), unspan(v));
+            // A repeated key keeps its first place and takes the later value, as a
+            // Python dict does; whether that is allowed is `judge_duplicates`'s.
+            if let Some(slot) = entries.iter_mut().find(|(key, _)| key.value == k.value) {
+                let name = k.scalar_to_string().unwrap_or_default();
+                DUPLICATES.with(|d| d.borrow_mut().push((name, k.span)));
+                slot.1 = v;
+                continue;
+            }
+            entries.push((k, v));
         }
         Ok(Value::Map(entries))
+    }
+}
+
+/// What a YAML file with a repeated mapping key gets (`DUPLICATE_YAML_DICT_KEY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DuplicateKeys {
+    Warn,
+    Error,
+    Ignore,
+}
+
+static DUPLICATE_POLICY: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Warnings from loading YAML, for the run to show (see [`take_load_warnings`]).
+static LOAD_WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+thread_local! {
+    /// The repeated keys of the file being parsed, with where each repeat is.
+    static DUPLICATES: std::cell::RefCell<Vec<(String, Span)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl DuplicateKeys {
+    /// Ansible's setting's values (`warn` is its default).
+    pub fn parse(text: &str) -> Option<DuplicateKeys> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "warn" => Some(DuplicateKeys::Warn),
+            "error" => Some(DuplicateKeys::Error),
+            "ignore" => Some(DuplicateKeys::Ignore),
+            _ => None,
+        }
+    }
+
+    /// Sets the policy for every file the run loads from now on.
+    pub fn install(self) {
+        DUPLICATE_POLICY.store(self as u8, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn current() -> DuplicateKeys {
+        match DUPLICATE_POLICY.load(std::sync::atomic::Ordering::Relaxed) {
+            1 => DuplicateKeys::Error,
+            2 => DuplicateKeys::Ignore,
+            _ => DuplicateKeys::Warn,
+        }
+    }
+}
+
+/// A warning found while loading files (a reserved variable name...), for the run to show.
+pub fn push_load_warning(text: String) {
+    let mut warnings = LOAD_WARNINGS.lock().expect("load warnings lock");
+    if !warnings.contains(&text) {
+        warnings.push(text);
+    }
+}
+
+/// The warnings loading YAML gave since the last call.
+pub fn take_load_warnings() -> Vec<String> {
+    std::mem::take(&mut *LOAD_WARNINGS.lock().expect("load warnings lock"))
+}
+
+/// Python's `repr` of a string, as Ansible quotes a key.
+fn python_quoted(s: &str) -> String {
+    if s.contains('\'') && !s.contains('"') {
+        format!("\"{s}\"")
+    } else {
+        format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
     }
 }
 
@@ -540,6 +669,34 @@ mod tests {
         assert_eq!(
             n.to_json(),
             serde_json::json!({"a": [1, "x", true], "b": {"c": 1.5}})
+        );
+    }
+
+    /// A repeated key keeps the last value in the first key's place (Ansible's
+    /// DUPLICATE_YAML_DICT_KEY: warn by default, error, ignore).
+    #[test]
+    fn duplicate_keys_keep_the_last_value_and_warn_or_refuse() {
+        let source = Source::from_text("d.yml", "a: 1\nb: 2\na: 3\n");
+        let node = source.parse_with(DuplicateKeys::Ignore).unwrap();
+        let Value::Map(entries) = &node.value else {
+            panic!("a map")
+        };
+        let keys: Vec<_> = entries.iter().map(|(k, _)| k.value.clone()).collect();
+        assert_eq!(keys, [Value::Str("a".into()), Value::Str("b".into())]);
+        assert_eq!(node.get("a").unwrap().value, Value::Int(3));
+        let e = source.parse_with(DuplicateKeys::Error).unwrap_err();
+        assert_eq!(
+            e.message,
+            "YAML parsing failed: Found duplicate mapping key 'a'."
+        );
+        assert_eq!(e.span.map(|s| (s.line, s.column)), Some((3, 1)));
+        source.parse_with(DuplicateKeys::Warn).unwrap();
+        let warnings = take_load_warnings();
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("Found duplicate mapping key 'a'.\nOrigin: d.yml:3:1")),
+            "{warnings:?}"
         );
     }
 }

@@ -36,6 +36,17 @@ pub fn load_config(vault: &VaultArgs) -> Result<Config, Failure> {
     let vault_warnings =
         install_vault_secrets(vault, &config.vault).map_err(|e| (EXIT_ERROR, e))?;
     config.warnings.extend(vault_warnings);
+    if let Some(policy) = config.duplicate_dict_key.as_deref() {
+        let policy = crate::yaml::DuplicateKeys::parse(policy).ok_or_else(|| {
+            (
+                EXIT_BAD_OPTIONS,
+                format!(
+                    "Invalid value '{policy}' for DUPLICATE_YAML_DICT_KEY: use warn, error or ignore"
+                ),
+            )
+        })?;
+        policy.install();
+    }
     Ok(config)
 }
 

@@ -24,6 +24,8 @@ pub struct RunOptions {
     pub forks: usize,
     pub check: bool,
     pub diff: bool,
+    /// `-v` counted: templates read it as `ansible_verbosity`.
+    pub verbosity: u8,
     pub limit: Option<String>,
     /// `--slice K/N`: only the inventory's hosts in this slice (hosts `add_host` makes
     /// are run by the slice that made them).
@@ -51,8 +53,6 @@ pub struct RunOptions {
     /// Send a host's next tasks ahead in one chain when their inputs cannot depend on the
     /// earlier ones' results (`chain/`); `[turbo_play] chains` / `TURBO_PLAY_CHAINS`.
     pub chains: bool,
-    /// `-v`'s count: Ansible's `ansible_verbosity`.
-    pub verbosity: u8,
 }
 
 /// The command line's and ansible.cfg's become settings.

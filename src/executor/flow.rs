@@ -29,7 +29,7 @@ pub struct Flow {
     /// `ansible_failed_task` and `ansible_failed_result`, once a task failed in a block.
     failed_vars: Option<Map<String, Value>>,
     /// `meta: end_host` (or `end_play`) ended the play for this host.
-    ended: bool,
+    pub(super) ended: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -266,12 +266,18 @@ impl PlayRun<'_> {
             let (holding, skipped): (Vec<_>, Vec<_>) =
                 targets.iter().partition(|h| self.holds(task, h));
             for host in skipped {
+                let (msg, reason) = meta_skip_words(action, &host.name);
+                self.verbose_meta(task, &reason);
+                let mut data = Map::new();
+                data.insert("changed".into(), Value::Bool(false));
+                data.insert("msg".into(), Value::String(msg));
+                data.insert("skip_reason".into(), Value::String(reason));
                 self.ctx
                     .emit(Event::HostResult(crate::report::events::HostResult {
                         host: host.name.clone(),
                         status: crate::report::events::Status::Skipped,
                         item: None,
-                        data: Map::new(),
+                        data,
                         ignored: false,
                         verbose_always: false,
                     }));
@@ -283,6 +289,12 @@ impl PlayRun<'_> {
         match action {
             "flush_handlers" => self.flush_handlers().await,
             "end_play" | "end_batch" if !holding.is_empty() => {
+                let what = if action == "end_batch" {
+                    "batch"
+                } else {
+                    "play"
+                };
+                self.verbose_meta(task, &format!("ending {what}"));
                 for host in self.hosts {
                     host.flow.lock().expect("flow lock").ended = true;
                 }
@@ -295,6 +307,7 @@ impl PlayRun<'_> {
             }
             "end_host" => {
                 for host in holding {
+                    self.verbose_meta(task, &format!("ending play for {}", host.name));
                     host.flow.lock().expect("flow lock").ended = true;
                 }
             }
@@ -310,6 +323,16 @@ impl PlayRun<'_> {
             _ => {}
         }
         MetaEffect::Continue
+    }
+
+    /// Ansible's `META: ...` line at -vv (an implicit meta's goes to its debug log only).
+    fn verbose_meta(&self, task: &Task, header: &str) {
+        if !task.implicit {
+            self.ctx.emit(Event::Verbose {
+                level: 2,
+                text: format!("META: {header}"),
+            });
+        }
     }
 
     /// The banner name Ansible prints: templated with the first host's variables, or left
@@ -453,6 +476,25 @@ impl PlayRun<'_> {
             }
         }
     }
+}
+
+/// The `msg` and `skip_reason` of an ending meta whose `when` is false on `host`, in
+/// Ansible's words (end_host's `msg` keeps its historical lower-case "false").
+fn meta_skip_words(action: &str, host: &str) -> (String, String) {
+    let reason = match action {
+        "end_host" => {
+            format!("end_host conditional evaluated to False, continuing execution for {host}")
+        }
+        "end_batch" => "end_batch conditional evaluated to False, continuing current batch".into(),
+        _ => format!("{action} conditional evaluated to False, continuing play"),
+    };
+    let msg = match action {
+        "end_host" => {
+            format!("end_host conditional evaluated to false, continuing execution for {host}")
+        }
+        other => other.to_string(),
+    };
+    (msg, reason)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ pub(crate) use sessions::SessionFailure;
 mod vars;
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
@@ -328,14 +328,19 @@ async fn run_batch(
     };
     facts::gather(&run).await;
     if play.keywords.free {
-        run_free(&run, &task_indexes).await;
+        let (end, cut_short) = run_free(&run, &task_indexes).await;
         for host in hosts {
+            if cut_short {
+                host.flow.lock().expect("flow lock").ended = true;
+            }
             if host.flow.lock().expect("flow lock").end_of_play() {
                 host.out.store(true, Ordering::SeqCst);
             }
         }
-        run.flush_handlers().await;
-        return PlayEnd::Done;
+        if !cut_short {
+            run.flush_handlers().await;
+        }
+        return end;
     }
     let mut end = PlayEnd::Done;
     // Ended by `meta: end_play`/`end_batch` or by failures: handlers are not flushed.
@@ -392,8 +397,12 @@ fn tasks_to_run(
 
 /// `strategy: free`: every host walks the task list on its own, as fast as it goes;
 /// `--forks` still bounds how many hosts run a task at once. A `meta` task acts on its
-/// own host only (`end_play` ends that host's play, `flush_handlers` its handlers).
-async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
+/// own host only (`flush_handlers` its handlers, `end_host` its play), except `end_play`,
+/// which ends the play for every host at its next task, and its later batches, and
+/// `end_batch`, which ends it for every host of the batch, as Ansible.
+async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) -> (PlayEnd, bool) {
+    let play_ended = Arc::new(AtomicBool::new(false));
+    let batch_ended = Arc::new(AtomicBool::new(false));
     let mut jobs = JoinSet::new();
     let mut job_hosts = HashMap::new();
     for host in run.hosts.iter().filter(|h| flow::in_play(h)) {
@@ -406,6 +415,8 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
         let play_hosts = run.play_hosts.clone();
         let play_index = run.play_index;
         let task_indexes = task_indexes.to_vec();
+        let play_ended = play_ended.clone();
+        let batch_ended = batch_ended.clone();
         let handle = jobs.spawn(async move {
             let single = [host.clone()];
             let own = flow::PlayRun {
@@ -420,14 +431,19 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
             let play = &playbook.plays[play_index];
             for task_index in task_indexes {
                 let task = &play.tasks[task_index];
-                if !flow::in_play(&host) {
+                if !flow::in_play(&host)
+                    || play_ended.load(Ordering::SeqCst)
+                    || batch_ended.load(Ordering::SeqCst)
+                {
                     break;
                 }
                 if task.module.caps().control == crate::modules::Control::Meta {
-                    if own.meta(task, &single).await != flow::MetaEffect::Continue {
-                        break;
+                    match own.meta(task, &single).await {
+                        flow::MetaEffect::Continue => continue,
+                        flow::MetaEffect::EndPlay => play_ended.store(true, Ordering::SeqCst),
+                        flow::MetaEffect::EndBatch => batch_ended.store(true, Ordering::SeqCst),
                     }
-                    continue;
+                    break;
                 }
                 let runners = flow::runners(&single, task);
                 if runners.is_empty() {
@@ -450,6 +466,13 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) {
         job_hosts.insert(handle.id(), job_host);
     }
     join_host_jobs(run.ctx, &mut jobs, &job_hosts).await;
+    let ended = play_ended.load(Ordering::SeqCst);
+    let end = if ended {
+        PlayEnd::EndPlay
+    } else {
+        PlayEnd::Done
+    };
+    (end, ended || batch_ended.load(Ordering::SeqCst))
 }
 
 /// Waits for every host job. A job that panicked fails its host with the panic's message,

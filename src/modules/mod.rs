@@ -562,12 +562,28 @@ pub(crate) fn ownership(args: &Args) -> turbo_proto::Ownership {
 /// A controller-side source file as Ansible finds it: absolute (or `~`) as written,
 /// else in a role `<role>/<subdir>/<src>`, `<role>/<src>`, then the same beside the task's
 /// own file, then `<playbook_dir>/<subdir>/<src>`, then `<playbook_dir>/<src>`.
+/// The controller directories a relative source is looked for in, in Ansible's order: the
+/// role's, the task file's and the playbook's, each's `subdir` first.
+pub(crate) fn local_search_dirs(ctx: &PlanContext, subdir: &str) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for dir in [ctx.role_dir, ctx.task_dir, Some(ctx.playbook_dir)]
+        .into_iter()
+        .flatten()
+    {
+        for candidate in [dir.join(subdir), dir.to_path_buf()] {
+            if !dirs.contains(&candidate) {
+                dirs.push(candidate);
+            }
+        }
+    }
+    dirs
+}
+
 pub(crate) fn find_local_source(
     src: &str,
     ctx: &PlanContext,
     subdir: &str,
 ) -> Result<PathBuf, ModuleError> {
-    let playbook_dir = ctx.playbook_dir;
     let written = crate::tilde::expand_user_path(src);
     if written.is_absolute() {
         return if written.exists() {
@@ -582,17 +598,7 @@ pub(crate) fn find_local_source(
             })
         };
     }
-    let mut dirs = Vec::new();
-    for dir in [ctx.role_dir, ctx.task_dir, Some(playbook_dir)]
-        .into_iter()
-        .flatten()
-    {
-        for candidate in [dir.join(subdir), dir.to_path_buf()] {
-            if !dirs.contains(&candidate) {
-                dirs.push(candidate);
-            }
-        }
-    }
+    let dirs = local_search_dirs(ctx, subdir);
     for dir in &dirs {
         let candidate = dir.join(&written);
         if candidate.exists() {

@@ -1,6 +1,8 @@
 //! `template`: render a controller-side Jinja file with the task's variables and make the
 //! target file hold the result.
 
+use std::path::Path;
+
 use serde_json::Value;
 use turbo_proto::OpResult;
 
@@ -22,16 +24,12 @@ pub struct Template;
 static SPEC: Spec = Spec::new(&[
     Arg::str("attributes").aliases(&["attr"]).not_yet(),
     Arg::bool("backup").default_bool(false),
-    Arg::str("block_end_string")
-        .action_only()
-        .default_str("%}")
-        .not_yet(),
+    Arg::str("block_end_string").action_only().default_str("%}"),
     Arg::str("block_start_string")
         .action_only()
-        .default_str("{%")
-        .not_yet(),
-    Arg::str("comment_end_string").action_only().not_yet(),
-    Arg::str("comment_start_string").action_only().not_yet(),
+        .default_str("{%"),
+    Arg::str("comment_end_string").action_only(),
+    Arg::str("comment_start_string").action_only(),
     Arg::path("dest"),
     Arg::bool("follow").default_bool(false).not_yet(),
     Arg::bool("force").default_bool(true),
@@ -54,12 +52,10 @@ static SPEC: Spec = Spec::new(&[
     Arg::str("validate"),
     Arg::str("variable_end_string")
         .action_only()
-        .default_str("}}")
-        .not_yet(),
+        .default_str("}}"),
     Arg::str("variable_start_string")
         .action_only()
-        .default_str("{{")
-        .not_yet(),
+        .default_str("{{"),
 ])
 .unknown(Unknown::ModuleAs("ansible.legacy.copy"));
 
@@ -140,11 +136,29 @@ impl Template {
         // The last map wins a lookup.
         let vars = minijinja::value::merge_maps([extras, vars.clone()]);
         // The module's arguments set the whitespace rules; a `#jinja2:` line overrides them.
-        let asked = TextOptions {
+        let mut asked = TextOptions {
             trim_blocks: args.bool("trim_blocks"),
             lstrip_blocks: args.bool("lstrip_blocks"),
             ..TextOptions::default()
         };
+        for name in [
+            "block_start_string",
+            "block_end_string",
+            "variable_start_string",
+            "variable_end_string",
+            "comment_start_string",
+            "comment_end_string",
+        ] {
+            if let (Some(value), Some(slot)) = (args.str(name), asked.delimiters.slot(name)) {
+                *slot = value.to_string();
+            }
+        }
+        // Ansible's template action: the template's own directory, then each search
+        // directory's `templates/` and the directory itself.
+        asked.search_path = path.parent().map(Path::to_path_buf).into_iter().collect();
+        asked
+            .search_path
+            .extend(super::local_search_dirs(ctx, "templates"));
         let (options, body) = asked
             .from_header(&text)
             .map_err(|message| ModuleError::Read {
@@ -350,6 +364,37 @@ mod tests {
             "{err}"
         );
         assert!(render(json!({"src": "p.j2", "dest": "/x", "newline_sequence": "x"})).is_err());
+    }
+
+    /// The delimiter arguments, and includes found beside the template, then in the
+    /// search directories' `templates/` (Ansible's template action searchpath).
+    #[test]
+    fn delimiters_and_includes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("templates/sub")).unwrap();
+        std::fs::write(
+            dir.path().join("templates/sub/t.j2"),
+            "[% x %] {% include 'part.j2' %} {% include 'top.j2' %}",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("templates/sub/part.j2"), "beside").unwrap();
+        std::fs::write(dir.path().join("templates/top.j2"), "above").unwrap();
+        let templar = Templar::new();
+        let vars = minijinja::Value::from_serialize(json!({"x": 1}));
+        let ctx = PlanContext {
+            vars: Some(&vars),
+            templar: Some(&templar),
+            ..PlanContext::new(dir.path())
+        };
+        let out = Template
+            .content(
+                &args(json!({"src": "sub/t.j2", "dest": "/x",
+                    "variable_start_string": "[%", "variable_end_string": "%]"})),
+                &ctx,
+            )
+            .map(|out| String::from_utf8(out.unwrap().into_bytes().unwrap()).unwrap())
+            .unwrap();
+        assert_eq!(out, "1 beside above");
     }
 
     #[test]

@@ -37,6 +37,18 @@ impl Loader<'_> {
                 }
                 Ok(out)
             }
+            // The play's sections in Ansible's words (load_list_of_blocks).
+            _ if matches!(section, "tasks" | "pre_tasks" | "post_tasks" | "handlers") => {
+                Err(self.err(
+                    node.span,
+                    format!(
+                        "A malformed block was encountered while loading {section}: {} should be a list or None but is <class '{}'>",
+                        crate::template::python_repr_json(&node.to_json()),
+                        node.python_class()
+                    ),
+                    Some("start each task with `- name: ...`".into()),
+                ))
+            }
             _ => Err(self.err(
                 node.span,
                 format!(
@@ -261,7 +273,7 @@ mod tests {
         assert_eq!(
             message_at("- hosts: all\n  handlers: {a: 1}\n"),
             (
-                "handlers must be a list of tasks, got a mapping".into(),
+                "A malformed block was encountered while loading handlers: {'a': 1} should be a list or None but is <class 'dict'>".into(),
                 2,
                 13
             )

@@ -193,6 +193,11 @@ impl DynamicInclude {
         entry.defaults_from = text("defaults_from");
         entry.handlers_from = text("handlers_from");
         entry.public = public;
+        entry.validate = match args.get("rolespec_validate") {
+            None | Some(Json::Null) => true,
+            Some(v) => crate::modules::spec::parse_bool(v)
+                .map_err(|e| format!("argument 'rolespec_validate' of include_role: {e}"))?,
+        };
         let used = RoleUse {
             public,
             ..RoleUse::INCLUDE

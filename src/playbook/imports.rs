@@ -338,6 +338,7 @@ impl Loader<'_> {
         let mut name: Option<&Node> = None;
         let mut from: [Option<String>; 4] = Default::default();
         let mut public = false;
+        let mut validate = true;
         let mut kv_forms = Vec::new();
         for node in [Some(value), extra_args].into_iter().flatten() {
             // `import_role: name=web tasks_from=x`, Ansible's k=v form of the mapping.
@@ -389,6 +390,7 @@ impl Loader<'_> {
                     "vars_from" => from[1] = Some(self.scalar(v, key)?),
                     "defaults_from" => from[2] = Some(self.scalar(v, key)?),
                     "handlers_from" => from[3] = Some(self.scalar(v, key)?),
+                    "rolespec_validate" => validate = self.boolean(v, key)?,
                     _ if ROLE_ARGS.contains(&key) => {}
                     "apply" if kind == "include_role" => {}
                     _ => {
@@ -416,6 +418,7 @@ impl Loader<'_> {
         entry.defaults_from = defaults;
         entry.handlers_from = handlers;
         entry.public = public;
+        entry.validate = validate;
         Ok(entry)
     }
 }

@@ -110,6 +110,16 @@ pub(super) fn load_plays(
     };
     let items = match &root.value {
         Value::Null => return Ok(()),
+        Value::Seq(items) if items.is_empty() => {
+            return Err(loader.err(
+                root.span,
+                format!(
+                    "A playbook must contain at least one play: {}",
+                    source.path.display()
+                ),
+                Some("start each play with `- hosts: ...`".into()),
+            ));
+        }
         Value::Seq(items) => items,
         _ => {
             return Err(loader.err(

@@ -44,6 +44,7 @@ pub use roles::INCLUDE_ROLE_ARGS;
 pub use shared::{LoadOptions, RanRole};
 pub use tags::{TagFilter, render_templated_tags, select_tasks, selected, split_tags};
 pub use task::VARIABLE_PARAMS;
+pub use values::is_reserved_name;
 
 /// Where something was written, 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]

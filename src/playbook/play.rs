@@ -46,13 +46,20 @@ impl Loader<'_> {
         let mut top = Inherited::default();
         let mut templated_keywords = Vec::new();
         let mut validate_argspec = ValidateArgspec::Off;
+        let mut user = None;
         for (k, v) in entries {
             let key = self.key(k)?;
             // Play keywords written as templates are rendered with the play's variables
             // before the play runs (`render_templated_play_keywords`), as Ansible does.
             if matches!(
                 key,
-                "strategy" | "order" | "gather_facts" | "serial" | "name" | "validate_argspec"
+                "strategy"
+                    | "order"
+                    | "gather_facts"
+                    | "serial"
+                    | "name"
+                    | "validate_argspec"
+                    | "hosts"
             ) && let Some(text) = v.as_str()
                 && crate::template::is_template(text)
             {
@@ -64,6 +71,10 @@ impl Loader<'_> {
                 // Until it is rendered (never, under --syntax-check), the name as written.
                 if key == "name" {
                     name = Some(text.to_string());
+                }
+                if key == "hosts" {
+                    hosts = Some(text.to_string());
+                    host_patterns = vec![text.to_string()];
                 }
                 continue;
             }
@@ -97,6 +108,8 @@ impl Loader<'_> {
                 "force_handlers" => force_handlers = self.boolean(v, key)?,
                 "connection" => connection = Some(self.scalar(v, "connection")?),
                 "remote_user" => remote_user = Some(self.scalar(v, "remote_user")?),
+                // The play's old spelling of remote_user, still accepted alone.
+                "user" => user = Some(self.scalar(v, "user")?),
                 "port" => port = Some(self.port(v)?),
                 "environment" => environment = self.environment(v)?,
                 "any_errors_fatal" => keywords.any_errors_fatal = self.boolean(v, key)?,
@@ -165,6 +178,14 @@ impl Loader<'_> {
                 }
             }
         }
+        if remote_user.is_some() && user.is_some() {
+            return Err(self.err(
+                node.span,
+                "both 'user' and 'remote_user' are set for this play. The use of 'user' is deprecated, and should be removed",
+                Some("keep `remote_user` only".into()),
+            ));
+        }
+        let remote_user = remote_user.or(user);
         let hosts = hosts.ok_or_else(|| {
             self.err(
                 node.span,
@@ -264,6 +285,9 @@ impl Loader<'_> {
         &self,
         node: &Node,
     ) -> Result<Vec<(String, Option<Json>)>, LoadError> {
+        if matches!(node.value, Value::Null) {
+            return Ok(Vec::new());
+        }
         let Some(items) = node.as_seq() else {
             return Err(self.err(
                 node.span,
@@ -277,7 +301,7 @@ impl Loader<'_> {
                 let name = item.get("name").and_then(Node::as_str).ok_or_else(|| {
                     self.err(
                         item.span,
-                        "each vars_prompt entry needs a `name`",
+                        "Invalid vars_prompt data structure, missing 'name' key",
                         Some("write `- name: x` with an optional `default:`".into()),
                     )
                 })?;
@@ -303,6 +327,11 @@ impl Loader<'_> {
 
     pub(super) fn hosts(&self, node: &Node) -> Result<String, LoadError> {
         match &node.value {
+            Value::Seq(items) if items.is_empty() => Err(self.err(
+                node.span,
+                "Hosts list cannot be empty. Please check your playbook",
+                Some("use `hosts: all`, a group name, or a host pattern".into()),
+            )),
             Value::Seq(items) => Ok(items
                 .iter()
                 .map(|i| self.scalar(i, "hosts"))
@@ -597,6 +626,57 @@ mod tests {
         assert_eq!(
             message_at("- hosts: all\n  vars: [1]\n"),
             ("vars must be a mapping, got a list".into(), 2, 9)
+        );
+    }
+
+    /// The play's malformed sections in Ansible's words (the playbook target's checks),
+    /// and the nulls it accepts.
+    #[test]
+    fn malformed_plays_are_refused_in_ansibles_words() {
+        let msg = |text: &str| err(text).message;
+        assert_eq!(
+            msg("[]\n"),
+            "A playbook must contain at least one play: site.yml"
+        );
+        assert_eq!(
+            msg("- hosts: []\n"),
+            "Hosts list cannot be empty. Please check your playbook"
+        );
+        assert_eq!(
+            msg("- hosts: all\n  tasks: 123\n"),
+            "A malformed block was encountered while loading tasks: 123 should be a list or None but is <class 'int'>"
+        );
+        assert_eq!(
+            msg("- hosts: all\n  post_tasks: 123\n"),
+            "A malformed block was encountered while loading post_tasks: 123 should be a list or None but is <class 'int'>"
+        );
+        assert_eq!(
+            msg("- hosts: all\n  roles: 123\n"),
+            "A malformed role declaration was encountered: ds (123) should be a list but was a <class 'int'>"
+        );
+        assert_eq!(
+            msg("- hosts: all\n  roles:\n    - foo,bar\n"),
+            "Invalid old style role requirement: foo,bar"
+        );
+        assert_eq!(
+            msg("- hosts: all\n  vars_prompt:\n    - foo: bar\n"),
+            "Invalid vars_prompt data structure, missing 'name' key"
+        );
+        assert!(
+            ok("- hosts: all\n  vars_prompt: null\n  roles: null\n").plays[0]
+                .vars_prompt
+                .is_empty()
+        );
+    }
+
+    /// `user` is the play's old name for `remote_user`; both at once are refused.
+    #[test]
+    fn user_is_remote_user_but_not_beside_it() {
+        let play = ok("- hosts: all\n  user: bob\n");
+        assert_eq!(play.plays[0].remote_user.as_deref(), Some("bob"));
+        assert_eq!(
+            err("- hosts: all\n  user: a\n  remote_user: b\n").message,
+            "both 'user' and 'remote_user' are set for this play. The use of 'user' is deprecated, and should be removed"
         );
     }
 }

@@ -104,6 +104,29 @@ fn apply(play: &mut Play, key: &str, value: &Value) -> Result<(), String> {
                 }
             }
         }
+        // A list is the patterns it holds (`["42", "localhost"]`), as written in YAML.
+        "hosts" => {
+            let patterns: Vec<String> = match value {
+                Value::Array(items) => items
+                    .iter()
+                    .map(|item| match item {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect(),
+                _ => vec![text],
+            };
+            // An unnamed play is named after what its hosts rendered to: a list as
+            // Python prints it (`PLAY [['42', 'web']]`), as Ansible does.
+            if !play.named {
+                play.name = match value {
+                    Value::Array(_) => crate::template::python_repr_json(value),
+                    _ => patterns.join(","),
+                };
+            }
+            play.hosts = patterns.join(",");
+            play.host_patterns = patterns;
+        }
         "strategy" => {
             play.keywords.free = match text.as_str() {
                 "linear" | "ansible.builtin.linear" | "debug" => false,

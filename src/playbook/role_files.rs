@@ -93,6 +93,52 @@ pub(super) fn read_role_file(
     Ok(None)
 }
 
+/// The task Ansible puts first in a role whose entry point has an argument spec
+/// (`meta/argument_specs.yml`, or `argument_specs` in `meta/main.yml`): a
+/// validate_argument_spec of the role's parameters and variables, tagged `always`, as a
+/// task file of one task (JSON is YAML) for the loader to read like the role's own.
+pub(super) fn argument_spec_task(
+    dir: &Path,
+    role_name: &str,
+    entry_point: Option<&str>,
+    params: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<Source>, LoadError> {
+    let entry_point = entry_point.unwrap_or("main");
+    let (path, specs) = match read_role_file(dir, "meta", Some("argument_specs"))? {
+        Some(source) => (source.path.clone(), source.parse()?.to_json()),
+        None => match read_role_file(dir, "meta", None)? {
+            Some(source) => (source.path.clone(), source.parse()?.to_json()),
+            None => return Ok(None),
+        },
+    };
+    let Some(spec) = specs
+        .get("argument_specs")
+        .and_then(|s| s.get(entry_point))
+        .filter(|s| s.is_object())
+    else {
+        return Ok(None);
+    };
+    let mut name = format!("Validating arguments against arg spec '{entry_point}'");
+    if let Some(short) = spec.get("short_description").and_then(|s| s.as_str()) {
+        name = format!("{name} - {short}");
+    }
+    let task = serde_json::json!([{
+        "name": name,
+        "ansible.builtin.validate_argument_spec": {
+            "argument_spec": spec.get("options").cloned().unwrap_or_else(|| serde_json::json!({})),
+            "provided_arguments": params,
+            "validate_args_context": {
+                "type": "role",
+                "name": role_name,
+                "argument_spec_name": entry_point,
+                "path": std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()).display().to_string(),
+            },
+        },
+        "tags": ["always"],
+    }]);
+    Ok(Some(Source::from_text(path, task.to_string())))
+}
+
 /// The variables files in a role's `defaults/main/`-style directory, as Ansible lists
 /// them: sorted by name, subdirectories (without an extension) searched in place, hidden
 /// files and `~` backups skipped, only `.yml`, `.yaml`, `.json` or no extension.

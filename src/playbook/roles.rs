@@ -49,6 +49,8 @@ pub(super) struct RoleEntry {
     pub(super) vars_from: Option<String>,
     pub(super) defaults_from: Option<String>,
     pub(super) handlers_from: Option<String>,
+    /// `rolespec_validate`: the role's argument spec is checked first (Ansible's default).
+    pub(super) validate: bool,
     /// Run keywords written on the entry (`environment`, `connection`, ...), as written:
     /// read into what the role's tasks inherit when it is expanded.
     pub(super) keywords: Vec<(Node, Node)>,
@@ -73,6 +75,7 @@ impl RoleEntry {
             vars_from: None,
             defaults_from: None,
             handlers_from: None,
+            validate: true,
             keywords: Vec::new(),
             unsupported: Vec::new(),
         }
@@ -136,7 +139,11 @@ impl Loader<'_> {
             _ => {
                 return Err(self.err(
                     node.span,
-                    format!("roles must be a list of roles, got {}", node.kind_name()),
+                    format!(
+                        "A malformed role declaration was encountered: ds ({}) should be a list but was a <class '{}'>",
+                        crate::template::python_repr_json(&node.to_json()),
+                        node.python_class()
+                    ),
                     Some("write `roles:` followed by `- role_name` lines".into()),
                 ));
             }
@@ -153,6 +160,14 @@ impl Loader<'_> {
     pub(super) fn role_entry(&self, node: &Node) -> Result<RoleEntry, LoadError> {
         let help = "write `- role_name` or `- role: role_name` (with its vars beside it)";
         let entries = match &node.value {
+            // `name,version` was the old requirement style, refused by Ansible since.
+            Value::Str(s) if s.contains(',') => {
+                return Err(self.err(
+                    node.span,
+                    format!("Invalid old style role requirement: {s}"),
+                    Some(help.into()),
+                ));
+            }
             Value::Str(_) => return Ok(RoleEntry::named(self.scalar(node, "role")?, node.span)),
             Value::Map(entries) => entries,
             _ => {
@@ -459,6 +474,16 @@ impl Loader<'_> {
         }
         let mut inner = outer.clone();
         inner.role = Some(info.clone());
+        if entry.validate
+            && let Some(source) = super::role_files::argument_spec_task(
+                dir,
+                &info.name,
+                entry.tasks_from.as_deref(),
+                &entry.params,
+            )?
+        {
+            self.child(&source).tasks_source(&source, &inner, out)?;
+        }
         match read_role_file(dir, "tasks", entry.tasks_from.as_deref())? {
             Some(source) => self.child(&source).tasks_source(&source, &inner, out)?,
             None if entry.tasks_from.is_some() => {
@@ -649,7 +674,7 @@ mod tests {
         std::fs::write(dir.path().join("site.yml"), "- hosts: all\n  roles: web\n").unwrap();
         assert_eq!(
             load(&dir).unwrap_err().message,
-            "roles must be a list of roles, got a string"
+            "A malformed role declaration was encountered: ds ('web') should be a list but was a <class 'str'>"
         );
     }
 
@@ -879,5 +904,43 @@ mod tests {
                 .starts_with("DIR/roles/b/meta/main.yml:1:16: the role 'a' depends on itself"),
             "{e}"
         );
+    }
+
+    /// A role whose entry point has an argument spec starts with Ansible's check of it
+    /// (role/__init__.py `_create_validation_task`), unless `rolespec_validate: false`.
+    #[test]
+    fn an_argument_spec_puts_its_check_first() {
+        let dir = tree(&[
+            (
+                "roles/r/meta/argument_specs.yml",
+                "argument_specs:\n  main:\n    short_description: Main entry.\n    options:\n      x: {type: int, required: true}\n  other:\n    options: {}\n",
+            ),
+            ("roles/r/tasks/main.yml", "- ping:\n"),
+            ("roles/r/tasks/other.yml", "- ping:\n"),
+            (
+                "site.yml",
+                "- hosts: all\n  roles:\n    - role: r\n      x: 1\n  tasks:\n    - import_role: {name: r, tasks_from: other}\n    - import_role: {name: r, rolespec_validate: false}\n",
+            ),
+        ]);
+        let play = &load(&dir).unwrap().plays[0];
+        let names: Vec<_> = play.tasks.iter().map(|t| t.banner_name()).collect();
+        assert_eq!(
+            names,
+            [
+                "r : Validating arguments against arg spec 'main' - Main entry.",
+                "r : ping",
+                "r : Validating arguments against arg spec 'other'",
+                "r : ping",
+                "r : ping",
+            ]
+        );
+        let check = &play.tasks[0];
+        assert_eq!(check.tags, ["always"]);
+        assert_eq!(check.args["provided_arguments"], json!({"x": 1}));
+        assert_eq!(
+            check.args["argument_spec"],
+            json!({"x": {"type": "int", "required": true}})
+        );
+        assert_eq!(check.args["validate_args_context"]["name"], json!("r"));
     }
 }

@@ -6,6 +6,92 @@ use serde_json::Value as Json;
 use super::loader::Loader;
 use crate::yaml::{LoadError, Node, Value};
 
+/// The names ansible-core 2.21 reserves (`ansible.vars.reserved._RESERVED_NAMES`, less
+/// `vars`, which it adds itself): the keywords of plays, roles, blocks and tasks, and the
+/// Jinja globals. Sorted, for the binary search.
+const RESERVED_NAMES: &[&str] = &[
+    "action",
+    "always",
+    "any_errors_fatal",
+    "args",
+    "async",
+    "async_val",
+    "become",
+    "become_exe",
+    "become_flags",
+    "become_method",
+    "become_user",
+    "block",
+    "changed_when",
+    "check_mode",
+    "collections",
+    "connection",
+    "cycler",
+    "debugger",
+    "delay",
+    "delegate_facts",
+    "delegate_to",
+    "dict",
+    "diff",
+    "environment",
+    "fact_path",
+    "failed_when",
+    "force_handlers",
+    "gather_facts",
+    "gather_timeout",
+    "handlers",
+    "hosts",
+    "ignore_errors",
+    "ignore_unreachable",
+    "joiner",
+    "lipsum",
+    "local_action",
+    "lookup",
+    "loop",
+    "loop_control",
+    "loop_with",
+    "max_fail_percentage",
+    "module_defaults",
+    "name",
+    "namespace",
+    "no_log",
+    "notify",
+    "now",
+    "omit",
+    "order",
+    "poll",
+    "port",
+    "post_tasks",
+    "pre_tasks",
+    "q",
+    "query",
+    "range",
+    "register",
+    "remote_user",
+    "rescue",
+    "retries",
+    "roles",
+    "run_once",
+    "serial",
+    "strategy",
+    "tags",
+    "tasks",
+    "throttle",
+    "timeout",
+    "undef",
+    "until",
+    "validate_argspec",
+    "vars_files",
+    "vars_prompt",
+    "when",
+    "with_",
+];
+
+/// Whether Ansible warns about a variable of this name.
+pub fn is_reserved_name(name: &str) -> bool {
+    RESERVED_NAMES.binary_search(&name).is_ok()
+}
+
 impl Loader<'_> {
     /// A list of scalars, or one comma-separated string (as `gather_subset: "!all,network"`).
     pub(super) fn string_list(&self, node: &Node, what: &str) -> Result<Vec<String>, LoadError> {
@@ -67,7 +153,11 @@ impl Loader<'_> {
     ) -> Result<serde_json::Map<String, Json>, LoadError> {
         match &node.value {
             Value::Null => Ok(serde_json::Map::new()),
-            Value::Map(_) => match node.to_json() {
+            Value::Map(entries) => match node.to_json() {
+                Json::Object(map) if what == "vars" => {
+                    self.warn_reserved(entries);
+                    Ok(map)
+                }
                 Json::Object(map) => Ok(map),
                 _ => unreachable!("a mapping node converts to an object"),
             },
@@ -78,6 +168,22 @@ impl Loader<'_> {
                     "write `{what}:` followed by indented `key: value` lines"
                 )),
             )),
+        }
+    }
+
+    /// Ansible's warning for a variable named like a keyword or a Jinja global
+    /// (vars/reserved.py), once per place.
+    fn warn_reserved(&self, entries: &[(Node, Node)]) {
+        for (key, _) in entries {
+            let Some(name) = key.as_str() else { continue };
+            if is_reserved_name(name) {
+                crate::yaml::push_load_warning(format!(
+                    "Found variable using reserved name '{name}'.\nOrigin: {}:{}:{}",
+                    self.source.path.display(),
+                    key.span.line,
+                    key.span.column
+                ));
+            }
         }
     }
 

@@ -240,6 +240,11 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
                     self.line(&format!("<{host}> {what}"));
                 }
             }
+            Event::Verbose { level, text } => {
+                if self.verbosity >= *level {
+                    self.line(text);
+                }
+            }
             Event::Warning(text) => {
                 if let Some(text) = self.warnings.warning(text) {
                     self.warning_line(Kind::Warning, &text);

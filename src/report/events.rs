@@ -72,6 +72,11 @@ pub enum Event {
         replaced_stale: bool,
     },
     Warning(String),
+    /// A line ansible-playbook shows from this verbosity on (its `display.vv(...)`).
+    Verbose {
+        level: u8,
+        text: String,
+    },
     /// All hosts failed: the play stops (Ansible's "NO MORE HOSTS LEFT").
     NoMoreHosts,
     Recap(Vec<HostStats>),

@@ -117,7 +117,9 @@ impl<W: Write> JsonReporter<W> {
             }
             Event::CustomStats(stats) => json!({"event": "custom_stats", "stats": stats}),
             // Progress and bootstrap details are for eyes, not for machines.
-            Event::ItemsPlanned { .. } | Event::AgentReady { .. } => return,
+            Event::ItemsPlanned { .. } | Event::AgentReady { .. } | Event::Verbose { .. } => {
+                return;
+            }
         };
         // A closed stdout (a consumer that stopped reading) only loses output.
         let _ = serde_json::to_writer(&mut self.out, &line);

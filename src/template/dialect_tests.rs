@@ -895,6 +895,32 @@ fn jinja2_header_values_are_python_literals() {
     );
 }
 
+/// A `#jinja2:` header may change the delimiters too (template_jinja2_non_native's
+/// macro_override.j2), and a template file then renders with them.
+#[test]
+fn jinja2_header_delimiters() {
+    let (options, body) = super::TextOptions::default()
+        .from_header(
+            "#jinja2: variable_start_string:'<<',variable_end_string:'>>'\n<< x >> {{ x }}",
+        )
+        .unwrap();
+    assert_eq!(options.delimiters.variable_start, "<<");
+    assert_eq!(options.delimiters.variable_end, ">>");
+    let vars = minijinja::Value::from_serialize(serde_json::json!({"x": 1}));
+    assert_eq!(
+        super::Templar::new()
+            .render_file_text(body, &vars, options)
+            .unwrap(),
+        "1 {{ x }}"
+    );
+    assert_eq!(
+        super::TextOptions::default()
+            .from_header("#jinja2: variable_start_string: <<\nx")
+            .unwrap_err(),
+        "#jinja2: header: variable_start_string must be a quoted string, got <<"
+    );
+}
+
 #[test]
 fn url_filters_and_tests() {
     assert_eq!(

@@ -548,6 +548,11 @@ fn password_hash(
     }
 }
 
+/// Python's `repr()` of a value that came from YAML or a template (`['42', 'web']`).
+pub fn python_repr_json(value: &Value) -> String {
+    python_repr(&MjValue::from_serialize(value))
+}
+
 /// Python's type name of a value that came from YAML or a template.
 pub fn python_type(value: &Value) -> &'static str {
     match value {

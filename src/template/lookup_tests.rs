@@ -380,3 +380,53 @@ fn fileglob_tries_each_search_directory_until_one_matches() {
         .to_string();
     assert_eq!(p.value("query('fileglob', '*.txt')"), json!([in_files]));
 }
+
+/// The template lookup as the lookup_template target uses it: includes found in
+/// `templates/`, other delimiters, `ansible_managed`, and None for no content.
+#[test]
+fn template_lookup_includes_delimiters_and_empty_results() {
+    let p = Playbook::new(&[]);
+    let templates = p.dir.path().join("templates");
+    std::fs::create_dir_all(&templates).unwrap();
+    for (name, text) in [
+        ("hello.txt", "Hello {% include 'world.txt' %}!\n"),
+        ("world.txt", "world"),
+        ("hello_string.txt", "Hello [% my_var %]!\n"),
+        ("hello_comment.txt", "[# x #]Hello {{ my_var }}!\n"),
+        ("managed.j2", "{{ ansible_managed }}"),
+        ("none.j2", "{# nothing #}\n"),
+    ] {
+        std::fs::write(templates.join(name), text).unwrap();
+    }
+    let my_var = json!({"my_var": "world"});
+    assert_eq!(
+        p.value("lookup('template', 'hello.txt')"),
+        json!("Hello world!\n")
+    );
+    assert_eq!(
+        p.value_with(
+            "lookup('template', 'hello_string.txt', variable_start_string='[%', variable_end_string='%]')",
+            my_var.clone()
+        ),
+        json!("Hello world!\n")
+    );
+    assert_eq!(
+        p.value_with(
+            "lookup('template', 'hello_comment.txt', comment_start_string='[#', comment_end_string='#]')",
+            my_var
+        ),
+        json!("Hello world!\n")
+    );
+    assert_eq!(
+        p.value("lookup('template', 'managed.j2')"),
+        json!("Ansible managed")
+    );
+    assert_eq!(
+        p.value_with(
+            "lookup('template', 'managed.j2')",
+            json!({"ansible_managed": "mine"})
+        ),
+        json!("mine")
+    );
+    assert_eq!(p.value("lookup('template', 'none.j2')"), json!(null));
+}

@@ -334,6 +334,22 @@ fn template(
 ) -> Result<Vec<MjValue>, MjError> {
     let extra: Option<MjValue> = kwargs.get("template_vars")?;
     let _: Option<bool> = kwargs.get("convert_data")?;
+    let mut options = super::TextOptions {
+        trim_blocks: kwargs.get::<Option<bool>>("trim_blocks")?.unwrap_or(true),
+        ..super::TextOptions::default()
+    };
+    for name in [
+        "variable_start_string",
+        "variable_end_string",
+        "comment_start_string",
+        "comment_end_string",
+    ] {
+        if let Some(value) = kwargs.get::<Option<String>>(name)?
+            && let Some(slot) = options.delimiters.slot(name)
+        {
+            *slot = value;
+        }
+    }
     let mut context: Vec<(String, MjValue)> = state
         .known_variables()
         .into_iter()
@@ -344,6 +360,13 @@ fn template(
             let value = extra.get_item(&key)?;
             context.push((key.to_string(), value));
         }
+    }
+    // What the template module adds that a template lookup sees too, below the variables.
+    if !context.iter().any(|(name, _)| name == "ansible_managed") {
+        context.insert(
+            0,
+            ("ansible_managed".into(), MjValue::from("Ansible managed")),
+        );
     }
     let context = MjValue::from_iter(context);
     term_texts(terms)
@@ -357,12 +380,33 @@ fn template(
                     ))
                 })?;
             let source = read_text(&path)?;
-            let source = if super::chain::may_need_rewrite(&source) {
+            // Its includes are looked for beside it, then where the lookup looks, as
+            // Ansible's template lookup does.
+            let mut options = options.clone();
+            options.search_path = path.parent().map(Path::to_path_buf).into_iter().collect();
+            options.search_path.extend(
+                base.dirs
+                    .iter()
+                    .flat_map(|d| [d.join("templates"), d.clone()]),
+            );
+            let custom = options.delimiters != super::Delimiters::default();
+            let source = if !custom && super::chain::may_need_rewrite(&source) {
                 super::chain::rewrite_template(&source)
             } else {
                 source
             };
-            let rendered = state.env().render_str(&source, &context)?;
+            let rendered = if options.is_plain_for(&source) {
+                state.env().render_str(&source, &context)?
+            } else {
+                options
+                    .environment(state.env())
+                    .map_err(error)?
+                    .render_str(&source, &context)?
+            };
+            // A template that renders nothing is None, as in Ansible 2.21.
+            if rendered.is_empty() {
+                return Ok(MjValue::from(()));
+            }
             Ok(MjValue::from(super::preserve_trailing_newlines(
                 &source, rendered,
             )))

@@ -16,8 +16,10 @@ pub use dates::{local_mtime, local_now};
 mod config_lookup;
 #[cfg(test)]
 mod dialect_tests;
+mod file_options;
+pub use file_options::{Delimiters, TextOptions};
 mod filters;
-pub use filters::{python_repr_of, python_str, python_type};
+pub use filters::{python_repr_json, python_repr_of, python_str, python_type};
 mod csvfile_lookup;
 mod ini_lookup;
 #[cfg(test)]
@@ -115,61 +117,6 @@ impl TemplateError {
             | TemplateError::Syntax { expr, .. }
             | TemplateError::Render { expr, .. } => expr,
         }
-    }
-}
-
-/// The Jinja whitespace settings a template file may change: by a `#jinja2:` first line
-/// (`#jinja2: trim_blocks: False, lstrip_blocks: True`) or the template module's arguments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TextOptions {
-    pub trim_blocks: bool,
-    pub lstrip_blocks: bool,
-    /// Jinja's own: keep the source's final newline through Jinja. Off, Jinja drops it and
-    /// [`preserve_trailing_newlines`] pads the result back to as many newlines as the source
-    /// ended with, as Ansible does: `"{{ x }}\n"` with `x: "a\n"` is `"a\n"`, not `"a\n\n"`.
-    pub keep_trailing_newline: bool,
-}
-
-impl Default for TextOptions {
-    /// Ansible's template module: `trim_blocks` on, `lstrip_blocks` off.
-    fn default() -> Self {
-        TextOptions {
-            trim_blocks: true,
-            lstrip_blocks: false,
-            keep_trailing_newline: false,
-        }
-    }
-}
-
-impl TextOptions {
-    /// Splits off a `#jinja2:` header line and applies what it sets. Ansible reads it as
-    /// `key: value` pairs separated by commas, values as Python literals.
-    pub fn from_header(mut self, text: &str) -> Result<(TextOptions, &str), String> {
-        let Some(rest) = text.strip_prefix("#jinja2:") else {
-            return Ok((self, text));
-        };
-        let (line, body) = rest.split_once('\n').unwrap_or((rest, ""));
-        for pair in line.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = pair
-                .split_once(':')
-                .map(|(k, v)| (k.trim(), v.trim()))
-                .ok_or_else(|| format!("#jinja2: header: '{pair}' is not 'key: value'"))?;
-            let slot = match key {
-                "trim_blocks" => &mut self.trim_blocks,
-                "lstrip_blocks" => &mut self.lstrip_blocks,
-                "keep_trailing_newline" => &mut self.keep_trailing_newline,
-                other => {
-                    return Err(format!(
-                        "#jinja2: header: '{other}' is not supported (trim_blocks, lstrip_blocks and keep_trailing_newline are)"
-                    ));
-                }
-            };
-            // Ansible reads the value with ast.literal_eval: `true` is refused there too.
-            *slot = crate::booleans::python_literal(value).ok_or_else(|| {
-                format!("#jinja2: header: {key} must be True or False, got {value}")
-            })?;
-        }
-        Ok((self, body))
     }
 }
 
@@ -355,23 +302,32 @@ impl Templar {
         self.render_text(s, s, vars)
     }
 
-    /// Renders a template file's text with the block whitespace settings it asks for
-    /// (Ansible's defaults: `trim_blocks` on, `lstrip_blocks` off).
+    /// Renders a template file's text with the settings it asks for (Ansible's defaults:
+    /// `trim_blocks` on, `lstrip_blocks` off, Jinja's delimiters), its includes found in
+    /// the options' search path.
     pub fn render_file_text(
         &self,
         text: &str,
         vars: &MjValue,
         options: TextOptions,
     ) -> Result<String, TemplateError> {
-        if options == TextOptions::default() {
+        if options.is_plain_for(text) {
             return self.render_str(text, vars);
         }
-        // Rare (a `#jinja2:` header or the module's arguments): a private copy of the
-        // environment is cheaper than making every render take the settings.
-        let mut env = self.env.clone();
-        env.set_trim_blocks(options.trim_blocks);
-        env.set_lstrip_blocks(options.lstrip_blocks);
-        env.set_keep_trailing_newline(options.keep_trailing_newline);
+        // Rare (a `#jinja2:` header, the module's arguments, an include): a private copy of
+        // the environment is cheaper than making every render take the settings.
+        let env = options
+            .environment(&self.env)
+            .map_err(|message| TemplateError::Syntax {
+                expr: text.to_string(),
+                message,
+            })?;
+        if options.delimiters != Delimiters::default() {
+            // The chain rewrite reads Jinja's own delimiters.
+            let rendered = engine_guarded(text, || env.render_str(text, vars))?
+                .map_err(|e| self.template_error(e, text, vars).shown_as(text))?;
+            return Ok(preserve_trailing_newlines(text, rendered));
+        }
         self.render_in(&env, text, text, vars)
     }
 

@@ -381,6 +381,73 @@ fn end_host_and_end_play() {
     assert_eq!(out.recap("h2").ok, 2);
 }
 
+/// Ansible's `META:` lines at -vv (strategy/__init__.py's `_execute_meta`), and the
+/// skipped result of an ending meta whose `when` is false.
+#[test]
+fn meta_says_what_it_did_at_vv() {
+    let hosts = LocalHosts::new(&["h1", "h2"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            r#"{PLAY_HEAD}  tasks:
+    - meta: end_host
+      when: inventory_hostname == 'h1'
+    - meta: end_play
+"#
+        ))
+        .local_hosts(&hosts)
+        .arg("-vv")
+        .run();
+    out.assert_code(0);
+    assert_contains(
+        &out,
+        "META: end_host conditional evaluated to False, continuing execution for h2\n\
+         skipping: [h2] => {\"changed\": false, \"msg\": \"end_host conditional evaluated to false, \
+         continuing execution for h2\", \"skip_reason\": \"end_host conditional evaluated to False, \
+         continuing execution for h2\"}\n",
+    );
+    assert_contains(&out, "META: ending play for h1\n");
+    assert_contains(&out, "META: ending play\n");
+    let quiet = TestRun::new()
+        .playbook(&format!("{PLAY_HEAD}  tasks:\n    - meta: end_play\n"))
+        .local_hosts(&hosts)
+        .arg("-v")
+        .run();
+    assert_not_contains(&quiet, "META:");
+}
+
+/// Under `strategy: free`, `end_play` ends the play for every host and its later
+/// batches, as in Ansible; `end_batch` lets the next batch run.
+#[test]
+fn free_strategy_end_play_ends_every_batch() {
+    let hosts = LocalHosts::new(&["h1", "h2"]);
+    let play = |meta: &str| {
+        format!(
+            r#"{PLAY_HEAD}  serial: 1
+  strategy: free
+  tasks:
+    - shell: touch ~/{{{{ inventory_hostname }}}}/ran
+    - meta: {meta}
+    - shell: touch ~/{{{{ inventory_hostname }}}}/after
+"#
+        )
+    };
+    let out = TestRun::new()
+        .playbook(&play("end_play"))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert!(exists(&hosts.dir("h1"), "ran"));
+    assert!(!exists(&hosts.dir("h2"), "ran"));
+    let out = TestRun::new()
+        .playbook(&play("end_batch"))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert!(exists(&hosts.dir("h2"), "ran"));
+    assert!(!exists(&hosts.dir("h1"), "after"));
+    assert!(!exists(&hosts.dir("h2"), "after"));
+}
+
 #[test]
 fn rescue_takes_the_failure_and_always_runs() {
     let hosts = LocalHosts::new(&["bad", "good"]);

@@ -379,6 +379,35 @@ fn hosts_localhost_uses_the_implicit_localhost() {
     assert_file(&home.path().join("implicit"), b"local", 0o644);
 }
 
+/// `hosts:` written as a template is rendered with the play's and extra vars: a string
+/// of digits is a host name, a list its patterns (Ansible's hosts_field target).
+#[test]
+fn templated_hosts_take_extra_vars_strings_and_lists() {
+    let hosts = LocalHosts::new(&["42", "h2"]);
+    let play = "- hosts: \"{{ target }}\"
+  gather_facts: false
+  tasks:
+    - debug: msg=\"Running on {{ inventory_hostname }}\"
+";
+    let one = TestRun::new()
+        .playbook(play)
+        .local_hosts(&hosts)
+        .args(&["-e", "target=42"])
+        .run();
+    one.assert_code(0);
+    assert_contains(&one, "PLAY [42] ");
+    assert_contains(&one, "Running on 42");
+    assert!(!one.recaps().contains_key("h2"), "{}", one.stdout);
+    let both = TestRun::new()
+        .playbook(play)
+        .local_hosts(&hosts)
+        .args(&["-e", r#"{"target": ["42", "h2"]}"#])
+        .run();
+    both.assert_code(0);
+    assert_contains(&both, "PLAY [['42', 'h2']] ");
+    assert_contains(&both, "Running on h2");
+}
+
 #[test]
 fn play_keyword_connection_local_runs_locally_and_warns_about_unsupported_keys() {
     let home = tempfile::tempdir().unwrap();

@@ -348,3 +348,78 @@ fn hostvars_values_are_templated_when_read() {
     out.assert_code(0);
     assert_contains(&out, "\"msg\": \"test|test\"");
 }
+
+/// `ansible_verbosity` is the count of `-v`; a play file with a repeated key keeps the
+/// last value and warns, as ansible-playbook 2.21 does by default
+/// (DUPLICATE_YAML_DICT_KEY), or fails to load under `error`.
+#[test]
+fn verbosity_variable_and_duplicate_keys() {
+    let hosts = LocalHosts::new(&["h"]);
+    let play = r#"- hosts: all
+  gather_facts: false
+  vars:
+    foo: bar
+    foo: baz
+  tasks:
+    - debug: msg="verbosity={{ ansible_verbosity }} foo={{ foo }}"
+"#;
+    let out = TestRun::new()
+        .playbook(play)
+        .local_hosts(&hosts)
+        .arg("-vv")
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "verbosity=2 foo=baz");
+    assert!(
+        out.stderr
+            .contains("[WARNING]: Found duplicate mapping key 'foo'."),
+        "{}",
+        out.stderr
+    );
+    let refused = TestRun::new()
+        .playbook(play)
+        .local_hosts(&hosts)
+        .env("ANSIBLE_DUPLICATE_YAML_DICT_KEY", "error")
+        .run();
+    refused.assert_code(4);
+    assert!(
+        refused
+            .stderr
+            .contains("YAML parsing failed: Found duplicate mapping key 'foo'."),
+        "{}",
+        refused.stderr
+    );
+}
+
+/// A variable named like a keyword or a Jinja global is warned about, with where it is
+/// defined, as ansible-playbook 2.21 does (vars/reserved.py): play vars at load, set_fact
+/// when it runs.
+#[test]
+fn reserved_variable_names_are_warned_about() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  vars:
+    lipsum: mine
+  tasks:
+    - set_fact:
+        lookup: mine too
+    - debug: msg="{{ lipsum }}"
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    for (name, origin) in [("lipsum", "site.yml:4:5"), ("lookup", "site.yml:6:7")] {
+        let warning = format!("[WARNING]: Found variable using reserved name '{name}'.\nOrigin: ");
+        let at = out
+            .stderr
+            .find(&warning)
+            .unwrap_or_else(|| panic!("{}", out.stderr));
+        let line = out.stderr[at + warning.len()..].lines().next().unwrap();
+        assert!(line.ends_with(origin), "{line}");
+    }
+    assert_contains(&out, "\"msg\": \"mine\"");
+}

@@ -80,7 +80,7 @@ pub(super) fn finish_loop(
     } in outcomes
     {
         let verbose = outcome.verbose_always;
-        absorb_facts(task, facts_host(task, host, delegate), &outcome);
+        absorb_facts(ctx, task, facts_host(task, host, delegate), &outcome);
         absorb_inventory(ctx, host, &mut outcome);
         ctx.custom_stats.absorb(&host.name, &outcome);
         any_changed |= outcome.changed;
@@ -191,7 +191,7 @@ pub(in crate::executor) fn finish_task(
     notify: &[String],
 ) {
     let verbose = outcome.verbose_always;
-    absorb_facts(task, facts_host(task, host, delegate), &outcome);
+    absorb_facts(ctx, task, facts_host(task, host, delegate), &outcome);
     absorb_inventory(ctx, host, &mut outcome);
     ctx.custom_stats.absorb(&host.name, &outcome);
     let data = outcome.registered();
@@ -393,13 +393,22 @@ pub(super) fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &mut
 /// A module hands variables back the way Ansible's do, under `ansible_facts` in its
 /// result, into the layer it declares: host facts (setup, and any module that returns
 /// facts), include_vars' layer above task vars, or set_fact's above that.
-pub(super) fn absorb_facts(task: &Task, host: &HostState, outcome: &TaskOutcome) {
+pub(super) fn absorb_facts(ctx: &RunContext, task: &Task, host: &HostState, outcome: &TaskOutcome) {
     if outcome.failed || outcome.skipped {
         return;
     }
     let Some(Value::Object(new)) = outcome.data.get("ansible_facts") else {
         return;
     };
+    // Ansible's set_host_facts/set_nonpersistent_facts warn about reserved names.
+    if task.module.caps().facts != FactsLayer::Gathered {
+        for name in new.keys().filter(|k| crate::playbook::is_reserved_name(k)) {
+            ctx.emit(crate::report::events::Event::Warning(format!(
+                "Found variable using reserved name '{name}'.\nOrigin: {}",
+                task.location
+            )));
+        }
+    }
     match task.module.caps().facts {
         FactsLayer::Gathered => {
             // Kept without the prefix, as `ansible_facts.X`; vars.rs adds the `ansible_X` names.

@@ -112,17 +112,11 @@ pub(super) fn layered_vars(
     play_hosts: &PlayHosts,
 ) -> Result<Map<String, Value>, String> {
     let mut vars = ctx
-        .inventory
-        .host_vars_for(&host.name, &playbook.dir)
-        .map_err(|e| e.to_string())?;
-    if let Some(added) = ctx
         .runtime
         .lock()
         .expect("runtime lock")
-        .host_vars(&host.name)
-    {
-        extend(&mut vars, added);
-    }
+        .inventory_vars(&ctx.inventory, &host.name, &playbook.dir)
+        .map_err(|e| e.to_string())?;
     // Role defaults sit below everything: the play's roles' (with those a public
     // include_role added), then the task's own role's.
     let public_included = ctx.public_roles.lock().expect("public roles lock").clone();

@@ -220,7 +220,10 @@ fn evaluate(
             if let Some(condition) = false_condition {
                 outcome
                     .data
-                    .insert("false_condition".into(), condition.into());
+                    .insert(
+                        "false_condition".into(),
+                        super::host_task::false_condition(&condition),
+                    );
                 outcome
                     .data
                     .insert("skip_reason".into(), "Conditional result was False".into());

@@ -503,6 +503,11 @@ fn jinja_tests() {
     assert!(yes("ok_result is changed and bad_result is not changed"));
     assert!(yes("loop_result is changed"));
     assert!(yes("skip_result is skipped and ok_result is not skipped"));
+    // A result of no async task counts as started and finished, as in Ansible.
+    assert!(yes("ok_result is started and ok_result is finished"));
+    assert!(yes("{'started': 1, 'finished': 0} is not finished"));
+    assert!(yes("{'started': 0} is not started"));
+    assert!(yes("{'timedout': {'period': 2}} is timedout and ok_result is not timedout"));
     assert!(yes("'foobar' is match('foo')"));
     assert!(!yes("'foobar' is match('bar')"));
     assert!(yes("'foobar' is search('bar')"));

@@ -20,6 +20,8 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_test("skipped", skipped);
     env.add_test("skip", skipped);
     env.add_test("finished", finished);
+    env.add_test("started", started);
+    env.add_test("timedout", timedout);
     env.add_test("unreachable", unreachable);
     env.add_test("reachable", reachable);
     env.add_test("match", regex_match);
@@ -193,6 +195,18 @@ fn skipped(value: &MjValue) -> Result<bool, MjError> {
 fn finished(value: &MjValue) -> Result<bool, MjError> {
     let f = result_field(value, "finished", "finished")?;
     Ok(f.is_undefined() || f.is_true())
+}
+
+/// A result without `started` is not an async task's: Ansible counts it as started.
+fn started(value: &MjValue) -> Result<bool, MjError> {
+    let f = result_field(value, "started", "started")?;
+    Ok(f.is_undefined() || f.is_true())
+}
+
+/// Ansible's `timedout`: the task ran out of its `timeout` (a `timedout` with a period).
+fn timedout(value: &MjValue) -> Result<bool, MjError> {
+    let t = result_field(value, "timedout", "timedout")?;
+    Ok(t.is_true() && t.get_attr("period").is_ok_and(|p| p.is_true()))
 }
 
 fn unreachable(value: &MjValue) -> Result<bool, MjError> {

@@ -514,6 +514,14 @@ fn jinja_tests() {
     assert!(yes("'FOO' is search('foo', ignorecase=true)"));
     assert!(yes("'foobar' is regex('o+b')"));
     assert!(!yes("'foobar' is regex('bar', match_type='match')"));
+    let bad = t
+        .eval_condition("'x' is regex('x', match_type='nope')", &vars())
+        .unwrap_err();
+    assert!(
+        bad.to_string()
+            .contains("Invalid match_type specified. Expected one of: search, match, fullmatch."),
+        "{bad}"
+    );
     assert!(yes("'1.10' is version('1.9', '>')"));
     assert!(yes("'1.10' is version('1.9', 'gt')"));
     assert!(yes("'1.2.3' is version('1.2.3', '==')"));

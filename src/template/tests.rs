@@ -255,10 +255,10 @@ fn regex_test(value: &MjValue, pattern: &str, kwargs: Kwargs) -> Result<bool, Mj
         "match" => Anchor::Start,
         "search" => Anchor::Search,
         "fullmatch" => Anchor::Full,
-        other => {
-            return Err(invalid(format!(
-                "regex: match_type must be match, search or fullmatch, got {other:?}"
-            )));
+        _ => {
+            return Err(invalid(
+                "Invalid match_type specified. Expected one of: search, match, fullmatch.",
+            ));
         }
     };
     regex_matches(value, pattern, anchor, &kwargs)

@@ -545,6 +545,25 @@ fn jinja_tests() {
         "'1.0.0-rc.1' is version('1.0.0', '<', version_type='semver')"
     ));
     assert!(yes("'1.2.3' is version_compare('1.2', '>')"));
+    // strict by position, PEP 440 pre-releases, and Ansible's refusals.
+    assert!(yes("'1.0' is version('1.0', '==', true)"));
+    assert!(yes(
+        "'2.14.0rc1' is version('2.14.0', 'lt', version_type='pep440')"
+    ));
+    for (expr, words) in [
+        (
+            "'1.0' is version('1.0', strict=False, version_type='loose')",
+            "Cannot specify both 'strict' and 'version_type'",
+        ),
+        ("'' is version('1.0', '>')", "Input version value cannot be empty"),
+        (
+            "'1.0' is version('', '>')",
+            "Version parameter to compare against cannot be empty",
+        ),
+    ] {
+        let e = t.eval_condition(expr, &vars()).unwrap_err().to_string();
+        assert!(e.contains(words), "{expr}: {e}");
+    }
     assert!(yes(
         "[1, 2] is subset([1, 2, 3]) and [1, 2, 3] is superset([3])"
     ));

@@ -218,12 +218,10 @@ fn evaluate(
                 ..TaskOutcome::default()
             };
             if let Some(condition) = false_condition {
-                outcome
-                    .data
-                    .insert(
-                        "false_condition".into(),
-                        super::host_task::false_condition(&condition),
-                    );
+                outcome.data.insert(
+                    "false_condition".into(),
+                    super::host_task::false_condition(&condition),
+                );
                 outcome
                     .data
                     .insert("skip_reason".into(), "Conditional result was False".into());

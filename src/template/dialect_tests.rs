@@ -507,7 +507,9 @@ fn jinja_tests() {
     assert!(yes("ok_result is started and ok_result is finished"));
     assert!(yes("{'started': 1, 'finished': 0} is not finished"));
     assert!(yes("{'started': 0} is not started"));
-    assert!(yes("{'timedout': {'period': 2}} is timedout and ok_result is not timedout"));
+    assert!(yes(
+        "{'timedout': {'period': 2}} is timedout and ok_result is not timedout"
+    ));
     assert!(yes("'foobar' is match('foo')"));
     assert!(!yes("'foobar' is match('bar')"));
     assert!(yes("'foobar' is search('bar')"));
@@ -555,7 +557,10 @@ fn jinja_tests() {
             "'1.0' is version('1.0', strict=False, version_type='loose')",
             "Cannot specify both 'strict' and 'version_type'",
         ),
-        ("'' is version('1.0', '>')", "Input version value cannot be empty"),
+        (
+            "'' is version('1.0', '>')",
+            "Input version value cannot be empty",
+        ),
         (
             "'1.0' is version('', '>')",
             "Version parameter to compare against cannot be empty",

@@ -158,10 +158,38 @@ pub(super) fn layered_vars(
     if !play.vars_files.is_empty() {
         let mut above = ctx.opts.extra_vars.clone();
         extend(&mut above, &magic);
+        // An entry's variables hold templates of their own, resolved as a task's are.
+        let render = |raw: &str, scope: &Map<String, Value>| {
+            let hostvars = minijinja::Value::from_object(super::hostvars::HostVars::new(
+                ctx.me.clone(),
+                playbook.dir.clone(),
+            ));
+            let mut scope = scope.clone();
+            let pending = {
+                let facts = host.facts.lock().expect("facts lock");
+                scope
+                    .iter()
+                    .filter(|(k, v)| {
+                        holds_template(v)
+                            && k.as_str() != "ansible_facts"
+                            && !k
+                                .strip_prefix("ansible_")
+                                .is_some_and(|f| facts.contains_key(f))
+                    })
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            };
+            resolve_nested_templates(&ctx.templar, &mut scope, pending, &hostvars);
+            let context = minijinja::context! {
+                hostvars => hostvars,
+                ..minijinja::Value::from_serialize(&scope)
+            };
+            ctx.templar.render_str(raw, &context)
+        };
         layer_play_vars_files(
             &play.vars_files,
             &playbook.dir,
-            &ctx.templar,
+            &render,
             &mut vars,
             &above,
             facts_gathered,

@@ -390,7 +390,7 @@ impl Loader<'_> {
                     "defaults_from" => from[2] = Some(self.scalar(v, key)?),
                     "handlers_from" => from[3] = Some(self.scalar(v, key)?),
                     _ if ROLE_ARGS.contains(&key) => {}
-                    "apply" if kind == "include_role" => {}
+                    "apply" | "rescuable" if kind == "include_role" => {}
                     _ => {
                         return Err(self.err(
                             k.span,

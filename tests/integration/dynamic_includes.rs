@@ -281,8 +281,10 @@ fn an_include_that_never_stops_is_cut_at_the_depth_limit() {
     assert_contains(&out, "again.yml:1:3: includes are nested more than 64 deep");
 }
 
+/// ansible-playbook 2.21.5 `--syntax-check` does not read a dynamically included file:
+/// `playbook: site.yml`, exit 0, with a broken `inc.yml`.
 #[test]
-fn list_tasks_shows_the_include_and_syntax_check_reads_literal_files() {
+fn list_tasks_shows_the_include_and_syntax_check_leaves_included_files() {
     let run = TestRun::new()
         .playbook(&format!(
             "{PLAY_HEAD}  tasks:\n    - include_tasks: inc.yml\n      tags: [t]\n    - include_role: {{name: r}}\n"
@@ -302,8 +304,8 @@ fn list_tasks_shows_the_include_and_syntax_check_reads_literal_files() {
         .file("inc.yml", "- debug: msg=x\n- name: bad\n  cpy: {}\n")
         .arg("--syntax-check")
         .run();
-    assert_ne!(broken.code, 0);
-    assert_contains(&broken, "inc.yml:3:3: couldn't resolve module/action 'cpy'");
+    broken.assert_code(0);
+    assert_contains(&broken, "site.yml\n");
 }
 
 /// Ansible (checked with 2.21): the include's own `when` is judged once, for the include;

@@ -458,3 +458,37 @@ fn a_role_includes_its_sibling_found_by_first_found_along_the_search_path() {
     assert!(path[1].ends_with("/roles/r/tasks"), "{path:?}");
     assert!(path.iter().all(|p| p.starts_with('/')), "{path:?}");
 }
+
+/// ansible-core 2.21.5 (includes, include_role_error_handling): a missing role fails the
+/// include_role when it runs and a rescue takes it; `rescuable: false` passes the rescue
+/// by ("Could not include role").
+#[test]
+fn a_missing_included_role_is_rescuable_unless_told_not_to_be() {
+    let hosts = LocalHosts::new(&["h"]);
+    let play = |rescuable: &str| {
+        format!(
+            "{PLAY_HEAD}  tasks:
+    - block:
+        - include_role:
+            name: missing_role
+            rescuable: {rescuable}
+      rescue:
+        - copy: {{content: rescued, dest: ~/rescued}}
+"
+        )
+    };
+    let out = TestRun::new()
+        .playbook(&play("'{{ omit }}'"))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert!(hosts.home().join("rescued").exists(), "{}", out.stdout);
+    std::fs::remove_file(hosts.home().join("rescued")).unwrap();
+    let out = TestRun::new()
+        .playbook(&play("false"))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(2);
+    assert_contains(&out, "Could not include role");
+    assert!(!hosts.home().join("rescued").exists(), "{}", out.stdout);
+}

@@ -360,7 +360,9 @@ impl Templar {
                     .unwrap_or_else(|| s.trim().to_string()),
                 expr: s.to_string(),
             }),
-            Some(value) if !s.ends_with('\n') => {
+            // Jinja's lexer drops one final newline, so it is no node of its own; a
+            // string keeps it, as Ansible preserves trailing newlines of text.
+            Some(value) if value.as_str().is_none() => {
                 to_json(&value).map_err(|message| TemplateError::Render {
                     expr: s.to_string(),
                     message,

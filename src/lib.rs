@@ -18,6 +18,7 @@ pub mod inventory;
 pub mod kv_args;
 pub mod listing;
 pub mod modules;
+pub mod pep440;
 pub mod playbook;
 pub mod report;
 pub mod shell_words;
@@ -40,6 +41,7 @@ mod layering {
         ("kv_args", 0),
         ("shell_words", 0),
         ("delta", 0),
+        ("pep440", 0),
         ("vault", 1),
         ("yaml", 2),
         ("config", 2),

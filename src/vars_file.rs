@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
-use crate::template::{Templar, TemplateError};
+#[cfg(test)]
+use crate::template::Templar;
+use crate::template::{TemplateError, is_template};
 use crate::yaml::{LoadError, Source};
 
 pub type Vars = Map<String, Value>;
@@ -149,15 +151,20 @@ pub enum VarsFilesError {
     Load(#[from] LoadError),
 }
 
+/// How an entry's path is templated with the variables in scope: the executor resolves
+/// the templates those variables hold first (`_files: ['vars/{{ os }}.yml']` means the
+/// file of this host's `os`), as Ansible's lazy templating does.
+pub type RenderEntry<'a> = &'a dyn Fn(&str, &Vars) -> Result<String, TemplateError>;
+
 /// A play's `vars_files`, layered onto `vars` in order. Each entry's paths are templated
-/// with the variables so far (earlier files included) under `above` (extra vars and magic
-/// variables, which files never override); the first path that exists is read. As in
-/// Ansible, an entry naming an undefined variable is skipped until facts are gathered, and
-/// is an error after.
+/// (`render`) with the variables so far (earlier files included) under `above` (extra
+/// vars and magic variables, which files never override); the first path that exists is
+/// read. As in Ansible, an entry naming an undefined variable is skipped until facts are
+/// gathered, and is an error after.
 pub fn layer_play_vars_files(
     entries: &[Vec<String>],
     playbook_dir: &Path,
-    templar: &Templar,
+    render: RenderEntry,
     vars: &mut Vars,
     above: &Vars,
     facts_gathered: bool,
@@ -169,10 +176,14 @@ pub fn layer_play_vars_files(
     let mut scope = vars.clone();
     scope.extend(above.clone());
     'entries: for entry in entries {
-        let scope_value = minijinja::Value::from_serialize(&scope);
         let mut looked_for = Vec::new();
         for raw in entry {
-            let path = match templar.render_str(raw, &scope_value) {
+            let rendered = if is_template(raw) {
+                render(raw, &scope)
+            } else {
+                Ok(raw.clone())
+            };
+            let path = match rendered {
                 Ok(path) => path,
                 Err(TemplateError::Undefined { .. }) if !facts_gathered => continue 'entries,
                 Err(error) => {
@@ -319,7 +330,7 @@ mod play_vars_files_tests {
         layer_play_vars_files(
             &entries,
             dir,
-            &Templar::new(),
+            &|raw, scope| Templar::new().render_str(raw, &minijinja::Value::from_serialize(scope)),
             &mut vars,
             &obj(above),
             facts,

@@ -126,6 +126,8 @@ pub(crate) struct HostState {
     pub stats: Mutex<HostStats>,
     /// Failed or unreachable hosts sit out the rest of the run, as in Ansible.
     pub out: AtomicBool,
+    /// Unreachable until `meta: clear_host_errors` (the recap's count stays).
+    pub unreachable: AtomicBool,
     /// The host's path through the current play (blocks, handlers, meta).
     pub flow: Mutex<flow::Flow>,
     /// Ops of its next tasks already on their way to the agent (`chain/`).
@@ -147,6 +149,7 @@ impl HostState {
                 ..Default::default()
             }),
             out: AtomicBool::new(false),
+            unreachable: AtomicBool::new(false),
             flow: Mutex::new(flow::Flow::default()),
             sent_ahead: Mutex::default(),
         }
@@ -289,6 +292,7 @@ impl RunContext {
     /// `unreachable_result`, censored under no_log).
     pub fn unreachable(&self, host: &HostState, data: Map<String, Value>) {
         host.out.store(true, Ordering::SeqCst);
+        host.unreachable.store(true, Ordering::SeqCst);
         host.stat(|s| s.unreachable += 1);
         self.emit_unreachable(host, data, false);
     }

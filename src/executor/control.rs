@@ -175,7 +175,11 @@ pub fn judge(
             outcome
                 .data
                 .insert("attempts".into(), (attempts.total - 1).into());
-            outcome.failed = true;
+            // Giving up fails the item, unless failed_when decided (its result wins in
+            // Ansible's task result).
+            if !outcome.data.contains_key("failed_when_result") {
+                outcome.failed = true;
+            }
             Verdict::Final
         }
         Err(message) => fail(outcome, message),
@@ -370,6 +374,24 @@ mod tests {
             Verdict::Final
         );
         assert!(!out.failed);
+        assert_eq!(out.data["attempts"], json!(2));
+    }
+
+    /// ansible-core 2.21.5 (loop-until): a failed_when that holds false wins over giving
+    /// up on `until`; it sees the attempt under way.
+    #[test]
+    fn failed_when_decides_an_item_until_gave_up_on() {
+        let t = task(
+            "      until: 1 == 0\n      retries: 2\n      delay: 0\n      failed_when: r.attempts > 6\n",
+        );
+        let templar = Templar::new();
+        let attempts = Attempts::of(&t, &templar, &vars()).unwrap();
+        let mut out = outcome(0, "x");
+        assert_eq!(
+            judge(&t, &templar, &vars(), &mut out, 3, attempts),
+            Verdict::Final
+        );
+        assert!(!out.failed, "{out:?}");
         assert_eq!(out.data["attempts"], json!(2));
     }
 }

@@ -311,12 +311,11 @@ impl PlayRun<'_> {
                     host.flow.lock().expect("flow lock").ended = true;
                 }
             }
+            // Ansible forgets the play's failed and unreachable hosts, whichever host runs it.
             "clear_host_errors" => {
                 for host in self.hosts {
-                    let unreachable = host.stats.lock().expect("stats lock").unreachable > 0;
-                    if !unreachable {
-                        host.out.store(false, Ordering::SeqCst);
-                    }
+                    host.out.store(false, Ordering::SeqCst);
+                    host.unreachable.store(false, Ordering::SeqCst);
                 }
             }
             // Nothing to do here: no inventory refresh, facts cache or role bookkeeping.
@@ -428,7 +427,7 @@ impl PlayRun<'_> {
             for host in self.hosts {
                 let eligible = {
                     let out = host.out.load(Ordering::SeqCst);
-                    let unreachable = host.stats.lock().expect("stats lock").unreachable > 0;
+                    let unreachable = host.unreachable.load(Ordering::SeqCst);
                     !out || (force && !unreachable)
                 };
                 let mut flow = host.flow.lock().expect("flow lock");

@@ -132,8 +132,12 @@ fn one_host(
     if ctx.inventory.host(name).is_none() && added.is_none() {
         return None;
     }
-    let mut vars = ctx.inventory.host_vars_for(name, playbook_dir).ok()?;
-    vars.extend(added.unwrap_or_default());
+    let mut vars = ctx
+        .runtime
+        .lock()
+        .expect("runtime lock")
+        .inventory_vars(&ctx.inventory, name, playbook_dir)
+        .ok()?;
     let state = ctx.hosts.lock().expect("hosts lock").get(name).cloned();
     if let Some(state) = state {
         let facts = state.facts.lock().expect("facts lock").clone();

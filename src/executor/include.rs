@@ -218,9 +218,10 @@ fn evaluate(
                 ..TaskOutcome::default()
             };
             if let Some(condition) = false_condition {
-                outcome
-                    .data
-                    .insert("false_condition".into(), condition.into());
+                outcome.data.insert(
+                    "false_condition".into(),
+                    super::host_task::false_condition(&condition),
+                );
                 outcome
                     .data
                     .insert("skip_reason".into(), "Conditional result was False".into());
@@ -298,10 +299,25 @@ fn load_group(
     let tasks = match loaded {
         Ok(tasks) => tasks,
         Err(message) => {
+            // `rescuable: false`: the failure passes the blocks' rescue and always by, as
+            // Ansible's parser error does.
+            let unrescuable = match &group.target {
+                Target::Role(args) => args
+                    .get("rescuable")
+                    .is_some_and(|v| crate::booleans::strict(v) == Ok(false)),
+                Target::File(_) => false,
+            };
+            let (bare, message) = if unrescuable {
+                let mut bare = task.clone();
+                bare.frames.clear();
+                (Some(bare), format!("Could not include role: {message}"))
+            } else {
+                (None, message)
+            };
             for host in &group.hosts {
                 finish_task(
                     ctx,
-                    task,
+                    bare.as_ref().unwrap_or(task),
                     host,
                     None,
                     TaskOutcome::failed(message.clone()),

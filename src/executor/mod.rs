@@ -634,7 +634,14 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
     let play = &run.playbook.plays[run.play_index];
     let keywords = task.get(play).keywords.clone();
     // Ansible's pause and add_host bypass the host loop: they run once, for every host.
-    let once = keywords.run_once || task.get(play).module.caps().bypass_host_loop;
+    // A templated run_once is decided with the first host's variables, for every host:
+    // Ansible's linear strategy keeps the first host's value for the task.
+    let once = keywords.run_once
+        || task.get(play).module.caps().bypass_host_loop
+        || (keywords.templated.run_once.is_some()
+            && hosts
+                .first()
+                .is_some_and(|h| run_once_holds(run, task.get(play), h)));
     let (hosts, copy_to) = if once && hosts.len() > 1 {
         let (first, rest) = hosts.split_at(1);
         (first.to_vec(), rest.to_vec())
@@ -702,6 +709,19 @@ async fn run_task_on(run: &flow::PlayRun<'_>, task: TaskRef, hosts: Vec<Arc<Host
     if let Some(before) = facts_before {
         copy_run_once(task.get(play), &hosts[0], &before, &copy_to);
     }
+}
+
+/// A templated `run_once` for one host (one that does not render to true is false here;
+/// the task's own run reports a broken one).
+fn run_once_holds(run: &flow::PlayRun<'_>, task: &crate::playbook::Task, host: &HostState) -> bool {
+    let play = &run.playbook.plays[run.play_index];
+    let Ok(vars) = vars::task_vars(run.ctx, run.playbook, play, task, host, run.play_hosts) else {
+        return false;
+    };
+    task.with_switches_decided(&run.ctx.templar, &vars)
+        .ok()
+        .flatten()
+        .is_some_and(|t| t.keywords.run_once)
 }
 
 /// Ansible hands a `run_once` result to every host of the play: the registered variable

@@ -66,11 +66,59 @@ impl RuntimeInventory {
         changed
     }
 
+    /// `group_by`: the host joins the group and its parents (the runtime inventory keeps
+    /// no group tree, so a parent holds the host itself). True when the host was not in
+    /// one of them yet, as Ansible's group_by reports `changed`.
+    pub fn join_group(
+        &mut self,
+        inventory: &Inventory,
+        host: &str,
+        group: &str,
+        parents: &[String],
+    ) -> bool {
+        let mut changed = false;
+        for name in std::iter::once(group).chain(parents.iter().map(String::as_str)) {
+            if name == "all" {
+                continue;
+            }
+            let in_inventory = inventory.group_names(host).iter().any(|g| g == name);
+            let in_runtime = self
+                .groups
+                .get(name)
+                .is_some_and(|m| m.iter().any(|h| h == host));
+            changed |= !in_inventory && !in_runtime;
+            self.add_to_group(host, name);
+        }
+        changed
+    }
+
     pub fn add_to_group(&mut self, host: &str, group: &str) {
         let members = self.groups.entry(group.to_string()).or_default();
         if !members.iter().any(|m| m == host) {
             members.push(host.to_string());
         }
+    }
+
+    /// The host's inventory variables as the run sees them: group_vars of the groups it
+    /// joined at run time included, then the variables `add_host` gave it.
+    pub fn inventory_vars(
+        &self,
+        inventory: &Inventory,
+        name: &str,
+        playbook_dir: &std::path::Path,
+    ) -> Result<Map<String, Value>, crate::inventory::InventoryError> {
+        let joined: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|(g, m)| *g != "all" && m.iter().any(|h| h == name))
+            .map(|(g, _)| g.clone())
+            .collect();
+        let added = self.host_vars(name);
+        let mut vars = inventory.host_vars_joined(name, playbook_dir, &joined, added.is_some())?;
+        if let Some(added) = added {
+            vars.extend(added.clone());
+        }
+        Ok(vars)
     }
 
     /// Variables `add_host` gave the host, if any.
@@ -187,7 +235,9 @@ mod tests {
         assert!(rt.is_empty());
         let vars = json!({"ansible_port": 2200}).as_object().unwrap().clone();
         rt.add_host(&inv, "n1", &["new".into(), "web".into()], &vars);
-        rt.add_to_group("d1", "picked");
+        assert!(rt.join_group(&inv, "d1", "picked", &["all".into()]));
+        assert!(!rt.join_group(&inv, "d1", "picked", &["all".into()]));
+        assert!(!rt.join_group(&inv, "w1", "web", &[]));
         assert_eq!(rt.host_vars("n1").unwrap()["ansible_port"], 2200);
         assert!(rt.knows_host("n1") && !rt.knows_host("w1"));
         let groups = rt.groups(&inv);

@@ -184,17 +184,11 @@ impl RunContext {
             _ => std::path::Path::new("."),
         };
         let mut vars = self
-            .inventory
-            .host_vars_for(&host.name, playbook_dir)
-            .map_err(|e| unreachable(e.to_string()))?;
-        if let Some(added) = self
             .runtime
             .lock()
             .expect("runtime lock")
-            .host_vars(&host.name)
-        {
-            vars.extend(added.clone());
-        }
+            .inventory_vars(&self.inventory, &host.name, playbook_dir)
+            .map_err(|e| unreachable(e.to_string()))?;
         // Keywords give way to the host's own variables, as in Ansible; a task's (or its
         // blocks') to the play's.
         let own = &task.keywords;

@@ -112,17 +112,11 @@ pub(super) fn layered_vars(
     play_hosts: &PlayHosts,
 ) -> Result<Map<String, Value>, String> {
     let mut vars = ctx
-        .inventory
-        .host_vars_for(&host.name, &playbook.dir)
-        .map_err(|e| e.to_string())?;
-    if let Some(added) = ctx
         .runtime
         .lock()
         .expect("runtime lock")
-        .host_vars(&host.name)
-    {
-        extend(&mut vars, added);
-    }
+        .inventory_vars(&ctx.inventory, &host.name, &playbook.dir)
+        .map_err(|e| e.to_string())?;
     // Role defaults sit below everything: the play's roles' (with those a public
     // include_role added), then the task's own role's.
     let public_included = ctx.public_roles.lock().expect("public roles lock").clone();
@@ -164,10 +158,38 @@ pub(super) fn layered_vars(
     if !play.vars_files.is_empty() {
         let mut above = ctx.opts.extra_vars.clone();
         extend(&mut above, &magic);
+        // An entry's variables hold templates of their own, resolved as a task's are.
+        let render = |raw: &str, scope: &Map<String, Value>| {
+            let hostvars = minijinja::Value::from_object(super::hostvars::HostVars::new(
+                ctx.me.clone(),
+                playbook.dir.clone(),
+            ));
+            let mut scope = scope.clone();
+            let pending = {
+                let facts = host.facts.lock().expect("facts lock");
+                scope
+                    .iter()
+                    .filter(|(k, v)| {
+                        holds_template(v)
+                            && k.as_str() != "ansible_facts"
+                            && !k
+                                .strip_prefix("ansible_")
+                                .is_some_and(|f| facts.contains_key(f))
+                    })
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            };
+            resolve_nested_templates(&ctx.templar, &mut scope, pending, &hostvars);
+            let context = minijinja::context! {
+                hostvars => hostvars,
+                ..minijinja::Value::from_serialize(&scope)
+            };
+            ctx.templar.render_str(raw, &context)
+        };
         layer_play_vars_files(
             &play.vars_files,
             &playbook.dir,
-            &ctx.templar,
+            &render,
             &mut vars,
             &above,
             facts_gathered,

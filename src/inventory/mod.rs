@@ -85,8 +85,8 @@ pub struct Inventory {
     merged: Arc<Mutex<MergedVars>>,
 }
 
-/// Merged host variables by (playbook directory, host name).
-type MergedVars = HashMap<(PathBuf, String), Map<String, Value>>;
+/// Merged host variables by (playbook directory, host name, groups joined at run time).
+type MergedVars = HashMap<(PathBuf, String, String), Map<String, Value>>;
 
 /// `group_vars/`/`host_vars/` layers: the inventory's directories, then the playbook's.
 type DirLayers = (Vec<Arc<DirVars>>, Vec<Arc<DirVars>>);
@@ -273,11 +273,25 @@ impl Inventory {
         name: &str,
         playbook_dir: &Path,
     ) -> Result<Map<String, Value>, InventoryError> {
-        let key = (dir_key(playbook_dir), name.to_string());
+        self.host_vars_joined(name, playbook_dir, &[], false)
+    }
+
+    /// [`Inventory::host_vars_for`] for a host that joined `joined` groups at run time
+    /// (`group_by`, `add_host`), their group_vars files included; `added` says the host
+    /// itself is one `add_host` made (it still gets `all`'s and its groups' variables).
+    pub fn host_vars_joined(
+        &self,
+        name: &str,
+        playbook_dir: &Path,
+        joined: &[String],
+        added: bool,
+    ) -> Result<Map<String, Value>, InventoryError> {
+        let key = (dir_key(playbook_dir), name.to_string(), joined.join(","));
         if let Some(vars) = self.merged.lock().expect("merged vars lock").get(&key) {
             return Ok(vars.clone());
         }
         let target = match self.resolve(name) {
+            None if added => Target::Added(name),
             None => return Ok(Map::new()),
             Some(HostRef::Defined(id)) => Target::Defined(id),
             Some(HostRef::Implicit(alias)) => Target::Implicit(LOCALHOST_NAMES[alias]),
@@ -287,6 +301,7 @@ impl Inventory {
             &self.data,
             &self.depths,
             target,
+            joined,
             &inventory_dirs,
             &playbook_dirs,
         );

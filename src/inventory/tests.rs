@@ -719,3 +719,38 @@ fn the_groups_variable_keeps_ansibles_definition_order() {
         "added"
     );
 }
+
+#[test]
+fn groups_joined_at_run_time_bring_their_group_vars() {
+    let files = Files::new();
+    let hosts = files.write("hosts", "[web]\nw1\n[zoo]\n[zoo:vars]\nfrom_zoo=1\n");
+    files.write("group_vars/all.yml", "layer: all\neveryone: 1\n");
+    files.write("group_vars/web.yml", "layer: web\n");
+    files.write("group_vars/zed.yml", "layer: zed\n");
+    files.write("group_vars/aaa.yml", "layer: aaa\n");
+    let inv = Inventory::load(&[hosts]).unwrap();
+    let pb = files.dir.path();
+    let joined = |groups: &[&str], added| {
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        inv.host_vars_joined("w1", pb, &groups, added).unwrap()
+    };
+    // A group group_by made sorts by name among the host's depth-1 groups.
+    assert_eq!(joined(&["zed"], false)["layer"], json!("zed"));
+    assert_eq!(joined(&["aaa"], false)["layer"], json!("web"));
+    // An inventory group the host joins brings its inventory vars too.
+    assert_eq!(joined(&["zoo"], false)["from_zoo"], json!(1));
+    assert_eq!(inv.host_vars_for("w1", pb).unwrap()["layer"], json!("web"));
+    // A host add_host made gets `all`'s and its groups' files; an unknown one nothing.
+    let added = inv
+        .host_vars_joined("n1", pb, &["zed".to_string()], true)
+        .unwrap();
+    assert_eq!(
+        (&added["layer"], &added["everyone"]),
+        (&json!("zed"), &json!(1))
+    );
+    assert!(
+        inv.host_vars_joined("n2", pb, &[], false)
+            .unwrap()
+            .is_empty()
+    );
+}

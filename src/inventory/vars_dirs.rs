@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::data::{ALL, Data, LOCALHOST_NAMES, Vars};
 use crate::vars_file::{entity_vars_files, listing, read_vars_file};
@@ -21,6 +21,10 @@ use crate::yaml::LoadError;
 pub struct DirVars {
     groups: HashMap<String, Vars>,
     hosts: HashMap<String, Vars>,
+    /// This directory's `group_vars/`, for groups that `group_by` or `add_host` make at run
+    /// time (Ansible's vars plugin reads them when a host of the group needs them).
+    group_dir: PathBuf,
+    late_groups: Mutex<HashMap<String, Option<Vars>>>,
 }
 
 impl DirVars {
@@ -36,11 +40,29 @@ impl DirVars {
         Ok(DirVars {
             groups: load_entities(&base.join("group_vars"), group_names)?,
             hosts: load_entities(&base.join("host_vars"), host_names)?,
+            group_dir: base.join("group_vars"),
+            late_groups: Mutex::default(),
         })
     }
 
     pub fn group(&self, name: &str) -> Option<&Vars> {
         self.groups.get(name)
+    }
+
+    /// A group's files, read on first use for a group the inventory did not have.
+    fn any_group(&self, name: &str) -> Option<Vars> {
+        if let Some(vars) = self.groups.get(name) {
+            return Some(vars.clone());
+        }
+        let mut late = self.late_groups.lock().expect("late groups lock");
+        late.entry(name.to_string())
+            .or_insert_with(|| {
+                // A broken file of a run-time group counts as no file: the run is under way.
+                load_entities(&self.group_dir, std::iter::once(name))
+                    .ok()
+                    .and_then(|mut found| found.remove(name))
+            })
+            .clone()
     }
 
     pub fn host(&self, name: &str) -> Option<&Vars> {
@@ -74,19 +96,31 @@ fn load_entities<'n>(
     Ok(out)
 }
 
-/// Which host the layers are for: an inventory host (by id), or the implicit localhost
-/// under one of its names.
+/// Which host the layers are for: an inventory host (by id), the implicit localhost
+/// under one of its names, or a host `add_host` made.
 pub enum Target<'a> {
     Defined(usize),
     Implicit(&'a str),
+    Added(&'a str),
+}
+
+/// A group whose variables a host takes: an inventory group, or one made at run time.
+struct Slot<'a> {
+    depth: usize,
+    priority: i64,
+    name: &'a str,
+    id: Option<usize>,
 }
 
 /// The host's variables with every directory's files layered in. `inventory_dirs` and
-/// `playbook_dirs` are already loaded, in the order they apply.
+/// `playbook_dirs` are already loaded, in the order they apply. `joined` are the groups
+/// the host joined at run time (`group_by`, `add_host`): they order among the others as
+/// Ansible's `sort_groups` orders them, a new group one level below `all`.
 pub fn merge(
     data: &Data,
     depths: &[usize],
     target: Target,
+    joined: &[String],
     inventory_dirs: &[Arc<DirVars>],
     playbook_dirs: &[Arc<DirVars>],
 ) -> Vars {
@@ -102,10 +136,39 @@ pub fn merge(
             vars.insert("ansible_connection".into(), "local".into());
             (Vec::new(), name, vars)
         }
+        Target::Added(name) => (Vec::new(), name, Vars::new()),
     };
+    let slot = |g: usize| Slot {
+        depth: depths[g],
+        priority: data.groups[g].priority,
+        name: &data.groups[g].name,
+        id: Some(g),
+    };
+    let mut slots: Vec<Slot> = groups.iter().map(|&g| slot(g)).collect();
+    for name in joined.iter().filter(|n| n.as_str() != "all") {
+        if slots.iter().any(|s| s.name == name) {
+            continue;
+        }
+        match data.groups.iter().position(|g| &g.name == name) {
+            Some(g) => slots.push(slot(g)),
+            None => slots.push(Slot {
+                depth: 1,
+                priority: 1,
+                name,
+                id: None,
+            }),
+        }
+    }
+    if !joined.is_empty() {
+        slots.sort_by(|a, b| {
+            (a.depth, a.priority)
+                .cmp(&(b.depth, b.priority))
+                .then_with(|| a.name.cmp(b.name))
+        });
+    }
     let dirs = || inventory_dirs.iter().chain(playbook_dirs);
     let mut vars = data.groups[ALL].vars.clone();
-    for &g in &groups {
+    for g in slots.iter().filter_map(|s| s.id) {
         vars.extend(data.groups[g].vars.clone());
     }
     for dir in dirs() {
@@ -114,9 +177,9 @@ pub fn merge(
         }
     }
     for dir in dirs() {
-        for &g in &groups {
-            if let Some(v) = dir.group(&data.groups[g].name) {
-                vars.extend(v.clone());
+        for s in &slots {
+            if let Some(v) = dir.any_group(s.name) {
+                vars.extend(v);
             }
         }
     }

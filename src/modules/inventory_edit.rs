@@ -51,7 +51,7 @@ impl Module for AddHost {
             .ok_or_else(|| {
                 ModuleError::Invalid("name, host or hostname needs to be provided".into())
             })?;
-        // `name: host:port` sets the port, as in Ansible.
+        // `name: host:port` sets the port, under the name Ansible's add_host gives it.
         let (host_name, port) = match name.rsplit_once(':') {
             Some((h, p)) if !h.contains(':') && p.parse::<u16>().is_ok() => (h, Some(p)),
             _ => (name, None),
@@ -60,7 +60,7 @@ impl Module for AddHost {
         let mut host_vars = args.extra().clone();
         if let Some(port) = port {
             host_vars.insert(
-                "ansible_port".into(),
+                "ansible_ssh_port".into(),
                 Value::from(port.parse::<u64>().unwrap_or(22)),
             );
         }
@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(
             o.data["add_host"],
             json!({"host_name": "web9", "groups": ["web", "new"],
-                   "host_vars": {"ansible_user": "u", "ansible_port": 2222}})
+                   "host_vars": {"ansible_user": "u", "ansible_ssh_port": 2222}})
         );
         assert!(plan(&AddHost, json!({"groups": "x"})).is_err());
     }

@@ -229,8 +229,7 @@ impl Loader<'_> {
     /// An `include_tasks`/`include_role` task: the include itself, run when execution
     /// reaches it. Its `when`, `tags` and loop are its own; its `vars` become include
     /// params; the included tasks get what surrounds the include plus `apply:`. A literal
-    /// file or role is loaded here once too, so its mistakes are reported before any
-    /// host is contacted.
+    /// role is loaded here once too, for its handlers.
     pub(super) fn dynamic_include(
         &self,
         item: &Node,
@@ -290,10 +289,11 @@ impl Loader<'_> {
                         Some(format!("write `{kind}: path/to/tasks.yml`")),
                     )
                 })?;
-            task.args = [("file".to_string(), Json::String(file.clone()))]
+            // Ansible reads the file only when a host reaches the include: a broken one
+            // fails there (and can be rescued), never the load.
+            task.args = [("file".to_string(), Json::String(file))]
                 .into_iter()
                 .collect();
-            self.check_included_file(&file, &children)?;
         }
         task.include = Some(Arc::new(DynamicInclude {
             children,
@@ -396,40 +396,9 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Loads a literal included file once, for its errors; what comes out is thrown
-    /// away (the executor loads it again, with the variables of the moment). A file that
-    /// is missing now, or being loaded already (a recursive include), is left to run time.
-    pub(super) fn check_included_file(
-        &self,
-        written: &str,
-        children: &Inherited,
-    ) -> Result<(), LoadError> {
-        // A handler's file is loaded only if the handler is notified: a play may list
-        // handlers for other platforms (a `win_file` one) that never run here.
-        if !self.shared.check_includes || is_template(written) || children.handler {
-            return Ok(());
-        }
-        let candidates = tasks_file_candidates(
-            written,
-            children.role.as_deref(),
-            &self.source.path,
-            &self.playbook_dir,
-        );
-        let Some(path) = candidates.into_iter().find(|c| c.is_file()) else {
-            return Ok(());
-        };
-        if self.shared.is_importing(&path) {
-            return Ok(());
-        }
-        let source = Source::read(&path)?;
-        let mut ignored = Vec::new();
-        self.child(&source)
-            .tasks_source(&source, children, &mut ignored)
-    }
-
     /// For a literal include_role: load the role once so its handlers join the play's
-    /// (notified handlers need them) and its files are checked. A role missing now is
-    /// left to run time, where Ansible reports it.
+    /// (notified handlers need them). A role missing or broken now is left to run time,
+    /// where Ansible reports it (and a rescue can take it).
     pub(super) fn check_included_role(
         &self,
         entry: &RoleEntry,
@@ -463,7 +432,9 @@ impl Loader<'_> {
             public: false,
             ..RoleUse::INCLUDE
         };
-        self.expand_role(entry, children, used, None, &mut ignored)
+        // A broken role fails the include when it runs (rescuable), as in Ansible.
+        let _ = self.expand_role(entry, children, used, None, &mut ignored);
+        Ok(())
     }
 }
 
@@ -534,14 +505,12 @@ mod tests {
         assert_eq!(applied.ignore_errors, Some(true));
         assert!(!play.tasks[1].args.contains_key("apply"));
         assert_eq!(play.tasks.len(), 4);
-        // A literal file is loaded at load time for its mistakes.
+        // An included file's mistakes are the include's when it runs, as in Ansible
+        // (include_when_parent_is_dynamic): the load does not read the file.
         std::fs::write(dir.path().join("bad.yml"), "- name: x\n  cpy: {}\n").unwrap();
-        let (text, line, column) = at("- hosts: all\n  tasks:\n    - include_tasks: bad.yml\n");
-        assert!(
-            text.starts_with("DIR/bad.yml:2:3: couldn't resolve module/action 'cpy'"),
-            "{text}"
-        );
-        assert_eq!((line, column), (2, 3));
+        std::fs::write(dir.path().join("nested.yml"), "- include_tasks: bad.yml\n").unwrap();
+        ok("- hosts: all\n  tasks:\n    - include_tasks: bad.yml\n");
+        ok("- hosts: all\n  tasks:\n    - include_tasks: nested.yml\n");
         assert_eq!(
             at("- hosts: all\n  tasks:\n    - include_tasks: t.yml\n      register: r\n"),
             (

@@ -392,7 +392,7 @@ impl Loader<'_> {
                     "handlers_from" => from[3] = Some(self.scalar(v, key)?),
                     "rolespec_validate" => validate = self.boolean(v, key)?,
                     _ if ROLE_ARGS.contains(&key) => {}
-                    "apply" if kind == "include_role" => {}
+                    "apply" | "rescuable" if kind == "include_role" => {}
                     _ => {
                         return Err(self.err(
                             k.span,

@@ -326,6 +326,9 @@ impl Layered {
 /// as Ansible reads a boolean.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TemplatedSwitches {
+    /// Decided with each host's variables in turn before the task runs (the first host
+    /// for which it holds runs the task for all, as Ansible's linear strategy).
+    pub run_once: Option<String>,
     pub no_log: Option<String>,
     pub ignore_errors: Option<String>,
     pub check_mode: Option<String>,
@@ -334,7 +337,8 @@ pub struct TemplatedSwitches {
 
 impl TemplatedSwitches {
     pub fn is_empty(&self) -> bool {
-        self.no_log.is_none()
+        self.run_once.is_none()
+            && self.no_log.is_none()
             && self.ignore_errors.is_none()
             && self.check_mode.is_none()
             && self.diff.is_none()
@@ -378,6 +382,12 @@ impl Task {
             })
         };
         let mut decided = self.clone();
+        if let Some(template) = &switches.run_once {
+            decided.keywords.run_once = match decide("run_once", template)? {
+                Some(value) => value.unwrap_or(false),
+                None => self.keywords.run_once,
+            };
+        }
         if let Some(template) = &switches.no_log {
             decided.keywords.no_log = match decide("no_log", template)? {
                 Some(value) => value.unwrap_or(false),

@@ -14,7 +14,8 @@ use super::shared::{RanRole, identity};
 use super::{RoleInfo, RunKeywords, Task, UnsupportedKeyword, collections};
 use crate::yaml::{LoadError, Node, Span, Value};
 
-/// Keys of `include_role` arguments: `import_role`'s, then `apply` (dynamic only).
+/// Keys of `include_role` arguments: `import_role`'s, then `apply` and `rescuable`
+/// (dynamic only).
 pub const INCLUDE_ROLE_ARGS: &[&str] = &[
     "name",
     "tasks_from",
@@ -25,10 +26,11 @@ pub const INCLUDE_ROLE_ARGS: &[&str] = &[
     "public",
     "rolespec_validate",
     "apply",
+    "rescuable",
 ];
 
 /// Keys of `import_role` arguments.
-pub(super) const ROLE_ARGS: &[&str] = INCLUDE_ROLE_ARGS.split_at(INCLUDE_ROLE_ARGS.len() - 1).0;
+pub(super) const ROLE_ARGS: &[&str] = INCLUDE_ROLE_ARGS.split_at(INCLUDE_ROLE_ARGS.len() - 2).0;
 
 /// One use of a role, as written.
 pub(super) struct RoleEntry {

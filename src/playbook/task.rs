@@ -318,7 +318,13 @@ impl Loader<'_> {
         into: &mut RunKeywords,
     ) -> Result<(), LoadError> {
         match key {
-            "run_once" => into.run_once = self.boolean(v, key)?,
+            "run_once" => match self.switch(v, key)? {
+                Ok(fixed) => {
+                    into.run_once = fixed;
+                    into.templated.run_once = None;
+                }
+                Err(template) => into.templated.run_once = Some(template),
+            },
             "delegate_to" => into.delegate_to = Some(self.scalar(v, key)?),
             "delegate_facts" => into.delegate_facts = self.boolean(v, key)?,
             "no_log" => match self.switch(v, key)? {

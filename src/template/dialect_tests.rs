@@ -503,12 +503,27 @@ fn jinja_tests() {
     assert!(yes("ok_result is changed and bad_result is not changed"));
     assert!(yes("loop_result is changed"));
     assert!(yes("skip_result is skipped and ok_result is not skipped"));
+    // A result of no async task counts as started and finished, as in Ansible.
+    assert!(yes("ok_result is started and ok_result is finished"));
+    assert!(yes("{'started': 1, 'finished': 0} is not finished"));
+    assert!(yes("{'started': 0} is not started"));
+    assert!(yes(
+        "{'timedout': {'period': 2}} is timedout and ok_result is not timedout"
+    ));
     assert!(yes("'foobar' is match('foo')"));
     assert!(!yes("'foobar' is match('bar')"));
     assert!(yes("'foobar' is search('bar')"));
     assert!(yes("'FOO' is search('foo', ignorecase=true)"));
     assert!(yes("'foobar' is regex('o+b')"));
     assert!(!yes("'foobar' is regex('bar', match_type='match')"));
+    let bad = t
+        .eval_condition("'x' is regex('x', match_type='nope')", &vars())
+        .unwrap_err();
+    assert!(
+        bad.to_string()
+            .contains("Invalid match_type specified. Expected one of: search, match, fullmatch."),
+        "{bad}"
+    );
     assert!(yes("'1.10' is version('1.9', '>')"));
     assert!(yes("'1.10' is version('1.9', 'gt')"));
     assert!(yes("'1.2.3' is version('1.2.3', '==')"));
@@ -532,6 +547,28 @@ fn jinja_tests() {
         "'1.0.0-rc.1' is version('1.0.0', '<', version_type='semver')"
     ));
     assert!(yes("'1.2.3' is version_compare('1.2', '>')"));
+    // strict by position, PEP 440 pre-releases, and Ansible's refusals.
+    assert!(yes("'1.0' is version('1.0', '==', true)"));
+    assert!(yes(
+        "'2.14.0rc1' is version('2.14.0', 'lt', version_type='pep440')"
+    ));
+    for (expr, words) in [
+        (
+            "'1.0' is version('1.0', strict=False, version_type='loose')",
+            "Cannot specify both 'strict' and 'version_type'",
+        ),
+        (
+            "'' is version('1.0', '>')",
+            "Input version value cannot be empty",
+        ),
+        (
+            "'1.0' is version('', '>')",
+            "Version parameter to compare against cannot be empty",
+        ),
+    ] {
+        let e = t.eval_condition(expr, &vars()).unwrap_err().to_string();
+        assert!(e.contains(words), "{expr}: {e}");
+    }
     assert!(yes(
         "[1, 2] is subset([1, 2, 3]) and [1, 2, 3] is superset([3])"
     ));

@@ -26,6 +26,7 @@ mod ini_lookup;
 mod lookup_tests;
 mod lookups;
 mod math_filters;
+mod native;
 mod password_lookup;
 mod prng;
 pub(crate) mod pyregex;
@@ -197,9 +198,16 @@ impl Templar {
         // nothing, as Ansible's finalize makes it (`x{{ none }}y` is `xy`).
         env.set_formatter(|out, _state, value| {
             let written = match value.as_str() {
-                Some(s) => out.write_str(s),
+                Some(s) => {
+                    native::note(value, s.len());
+                    out.write_str(s)
+                }
                 None if value.is_none() => Ok(()),
-                None => out.write_str(&filters::python_str(value)),
+                None => {
+                    let text = filters::python_str(value);
+                    native::note(value, text.len());
+                    out.write_str(&text)
+                }
             };
             written.map_err(|e| MjError::new(ErrorKind::WriteFailure, e.to_string()))
         });
@@ -277,7 +285,7 @@ impl Templar {
             let value = expr
                 .eval(vars)
                 .map_err(|e| self.expr_error(e, &compiled_source, s, vars))?;
-            if value.is_undefined() {
+            if value.is_undefined() || native::holds_undefined(&value) {
                 return Err(TemplateError::Undefined {
                     name: self
                         .undefined_name_in_expr(&compiled_source, vars)
@@ -290,7 +298,25 @@ impl Templar {
                 message,
             });
         }
-        self.render_text(&source, s, vars).map(Value::String)
+        // More than one node: one value alone keeps its type (see `native`).
+        let (rendered, native) = self.render_recorded(&self.env, &source, s, vars, true)?;
+        match native {
+            Some(value) if native::holds_undefined(&value) => Err(TemplateError::Undefined {
+                name: self
+                    .undefined_name_anywhere(&source, vars)
+                    .unwrap_or_else(|| s.trim().to_string()),
+                expr: s.to_string(),
+            }),
+            // Jinja's lexer drops one final newline, so it is no node of its own; a
+            // string keeps it, as Ansible preserves trailing newlines of text.
+            Some(value) if value.as_str().is_none() => {
+                to_json(&value).map_err(|message| TemplateError::Render {
+                    expr: s.to_string(),
+                    message,
+                })
+            }
+            _ => Ok(Value::String(rendered)),
+        }
     }
 
     /// Renders a template as Jinja reads it (string constants keep their escapes, as in
@@ -349,6 +375,19 @@ impl Templar {
         shown: &str,
         vars: &MjValue,
     ) -> Result<String, TemplateError> {
+        self.render_recorded(env, source, shown, vars, false)
+            .map(|(rendered, _)| rendered)
+    }
+
+    /// [`Templar::render_in`], and with `native` the value that alone made the output.
+    fn render_recorded(
+        &self,
+        env: &Environment<'static>,
+        source: &str,
+        shown: &str,
+        vars: &MjValue,
+        native: bool,
+    ) -> Result<(String, Option<MjValue>), TemplateError> {
         let rewritten;
         let source = if chain::may_need_rewrite(source) {
             rewritten = chain::rewrite_template(source);
@@ -356,9 +395,11 @@ impl Templar {
         } else {
             source
         };
+        let recording = native::Recording::start(native);
         let rendered = engine_guarded(shown, || env.render_str(source, vars))?
             .map_err(|e| self.template_error(e, source, vars).shown_as(shown))?;
-        Ok(preserve_trailing_newlines(shown, rendered))
+        let value = recording.finish(&rendered);
+        Ok((preserve_trailing_newlines(shown, rendered), value))
     }
 
     /// The top-level variable names a template reads (functions such as `lookup`

@@ -20,6 +20,8 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_test("skipped", skipped);
     env.add_test("skip", skipped);
     env.add_test("finished", finished);
+    env.add_test("started", started);
+    env.add_test("timedout", timedout);
     env.add_test("unreachable", unreachable);
     env.add_test("reachable", reachable);
     env.add_test("match", regex_match);
@@ -195,6 +197,18 @@ fn finished(value: &MjValue) -> Result<bool, MjError> {
     Ok(f.is_undefined() || f.is_true())
 }
 
+/// A result without `started` is not an async task's: Ansible counts it as started.
+fn started(value: &MjValue) -> Result<bool, MjError> {
+    let f = result_field(value, "started", "started")?;
+    Ok(f.is_undefined() || f.is_true())
+}
+
+/// Ansible's `timedout`: the task ran out of its `timeout` (a `timedout` with a period).
+fn timedout(value: &MjValue) -> Result<bool, MjError> {
+    let t = result_field(value, "timedout", "timedout")?;
+    Ok(t.is_true() && t.get_attr("period").is_ok_and(|p| p.is_true()))
+}
+
 fn unreachable(value: &MjValue) -> Result<bool, MjError> {
     Ok(result_field(value, "unreachable", "unreachable")?.is_true())
 }
@@ -241,10 +255,10 @@ fn regex_test(value: &MjValue, pattern: &str, kwargs: Kwargs) -> Result<bool, Mj
         "match" => Anchor::Start,
         "search" => Anchor::Search,
         "fullmatch" => Anchor::Full,
-        other => {
-            return Err(invalid(format!(
-                "regex: match_type must be match, search or fullmatch, got {other:?}"
-            )));
+        _ => {
+            return Err(invalid(
+                "Invalid match_type specified. Expected one of: search, match, fullmatch.",
+            ));
         }
     };
     regex_matches(value, pattern, anchor, &kwargs)
@@ -371,31 +385,44 @@ fn compare_semver(a: &str, b: &str) -> Result<Ordering, MjError> {
     }))
 }
 
-/// `version(other, operator='eq', strict=False, version_type='loose')`.
+/// `version(other, operator='eq', strict=None, version_type=None)`, as Ansible's
+/// `version_compare`: the arguments by position or name, in its order of checks and words.
 fn version(
     value: &MjValue,
     other: &MjValue,
     operator: Option<&str>,
+    strict: Option<MjValue>,
     kwargs: Kwargs,
 ) -> Result<bool, MjError> {
     let operator = match kwargs.get::<Option<String>>("operator")? {
         Some(op) => op,
         None => operator.unwrap_or("eq").to_string(),
     };
-    let strict = kwargs.get::<Option<bool>>("strict")?.unwrap_or(false);
-    let version_type = kwargs
-        .get::<Option<String>>("version_type")?
-        .unwrap_or_else(|| if strict { "strict" } else { "loose" }.into());
+    let strict = match kwargs.get::<Option<MjValue>>("strict")? {
+        Some(s) => Some(s),
+        None => strict,
+    }
+    .filter(|s| !s.is_none());
+    let version_type = kwargs.get::<Option<String>>("version_type")?;
     kwargs.assert_all_used()?;
+    if strict.is_some() && version_type.is_some() {
+        return Err(invalid("Cannot specify both 'strict' and 'version_type'"));
+    }
     let (a, b) = (text_of(value), text_of(other));
-    if a.is_empty() {
+    if !value.is_true() {
         return Err(invalid("Input version value cannot be empty"));
     }
-    if b.is_empty() {
+    if !other.is_true() {
         return Err(invalid(
             "Version parameter to compare against cannot be empty",
         ));
     }
+    let version_type = match (strict.is_some_and(|s| s.is_true()), version_type) {
+        (true, _) => "strict".to_string(),
+        (false, Some(t)) => t,
+        (false, None) => "loose".to_string(),
+    };
+    let failed = |e: String| invalid(format!("Version comparison failed: {e}"));
     let ordering = match version_type.as_str() {
         "loose" => loose_parts(&a).cmp(&loose_parts(&b)),
         "strict" => {
@@ -409,12 +436,17 @@ fn version(
             })
         }
         "semver" | "semantic" => compare_semver(&a, &b)?,
-        // PEP 440's ordering agrees with the loose one for plain release numbers.
-        "pep440" => loose_parts(&a).cmp(&loose_parts(&b)),
+        "pep440" => {
+            let parse = |v: &str| {
+                crate::pep440::Version::parse(v)
+                    .ok_or_else(|| failed(format!("Invalid version: '{v}'")))
+            };
+            parse(&a)?.cmp(&parse(&b)?)
+        }
         other => {
             return Err(invalid(format!(
-                "Invalid version type ({other}). Must be one of loose, strict, semver, \
-                 semantic, pep440"
+                "Invalid version type ({other}). Must be one of 'loose', 'strict', 'semver', \
+                 'semantic', 'pep440'"
             )));
         }
     };
@@ -427,8 +459,8 @@ fn version(
         ">=" | "ge" => ordering != Ordering::Less,
         other => {
             return Err(invalid(format!(
-                "Invalid operator type ({other}). Must be one of ==, =, eq, !=, <>, ne, <, lt, \
-                 <=, le, >, gt, >=, ge"
+                "Invalid operator type ({other}). Must be one of '==', '=', 'eq', '<', 'lt', \
+                 '<=', 'le', '>', 'gt', '>=', 'ge', '!=', '<>', 'ne'"
             )));
         }
     })

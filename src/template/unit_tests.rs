@@ -109,6 +109,54 @@ fn single_expression_keeps_native_type() {
     );
 }
 
+/// ansible-core 2.21.5: the output of a template is its nodes; one alone keeps its type,
+/// none is None, more are text (checked with ansible-playbook, type_debug of each).
+#[test]
+fn one_output_node_keeps_its_type() {
+    let v = vars(json!({"one": [1], "two": [4, 2], "n": null, "d": {"a": 1}}));
+    let tp = t();
+    let r = |s: &str| tp.render_value(&json!(s), &v).unwrap();
+    assert_eq!(r("{% for x in one %}{{ x }}{% endfor %}"), json!(1));
+    assert_eq!(r("{% for x in two %}{{ x }}{% endfor %}"), json!("42"));
+    assert_eq!(r("{% if false %}x{% endif %}"), json!(null));
+    assert_eq!(r("{{ 1 }}{{ n }}"), json!(1));
+    assert_eq!(r("{% if true %}{{ d }}{% endif %}"), json!({"a": 1}));
+    assert_eq!(r(" {{ 1 }}"), json!(" 1"));
+    assert_eq!(r("{% if true %}[1, 2]{% endif %}"), json!("[1, 2]"));
+    assert_eq!(r("{% for x in one %}{{ [x] }}{% endfor %}"), json!([1]));
+    // Jinja drops one final newline (a string keeps it: Ansible preserves it); a second
+    // one is a node of its own.
+    assert_eq!(r("{% for x in one %}{{ x }}{% endfor %}\n"), json!(1));
+    assert_eq!(r("{{ [1] }}\n"), json!([1]));
+    assert_eq!(r("{{ 'abc' }}\n"), json!("abc\n"));
+    assert_eq!(r("{{ 1 }}\n\n"), json!("1\n\n"));
+    assert_eq!(r("x{{ 1 }}\n"), json!("x1\n"));
+    // Only the outermost rendering counts: text rendered inside does not.
+    assert_eq!(
+        tp.render_str("{% for x in one %}{{ x }}{% endfor %}", &v)
+            .unwrap(),
+        "1"
+    );
+}
+
+/// An undefined value inside a list or mapping fails the template, as Ansible's
+/// finalization does, where it would otherwise print as None.
+#[test]
+fn undefined_inside_a_made_value_fails() {
+    let v = vars(json!({}));
+    let tp = t();
+    for s in [
+        "{{ [{'key': missing}] }}",
+        "{% if true %}{{ [missing] }}{% endif %}",
+    ] {
+        let e = tp.render_value(&json!(s), &v).unwrap_err();
+        assert!(
+            matches!(&e, TemplateError::Undefined { name, .. } if name == "missing"),
+            "{s}: {e:?}"
+        );
+    }
+}
+
 #[test]
 fn renders_recursively_including_keys() {
     let v = vars(json!({"k": "key", "n": 2}));

@@ -759,3 +759,37 @@ fn handlers_notified_in_pre_tasks_run_before_the_tasks_as_in_ansible() {
     let assert = out.stdout.find("TASK [assert]").expect("the assert ran");
     assert!(handler < assert, "{}", out.stdout);
 }
+
+/// ansible-core 2.21.5 (special_vars_hosts): `meta: clear_host_errors`, whichever host
+/// runs it, brings the failed and the unreachable hosts back for the next play, and the
+/// unreachable one is tried (and counted) again:
+/// bad : ok=0 changed=0 unreachable=2 failed=0 ...; failing : ok=0 ... failed=2 ...
+#[test]
+fn clear_host_errors_brings_back_failed_and_unreachable_hosts() {
+    let hosts = LocalHosts::new(&["good", "failing"]);
+    let inventory = format!(
+        "{}\n{}\n{}\n",
+        hosts.line("good"),
+        hosts.line("failing"),
+        crate::support::hosts::refusing_host_line("bad")
+    );
+    let play = "- hosts: all
+  gather_facts: false
+  tasks:
+    - assert:
+        that: ansible_play_batch | length == 3
+      run_once: true
+    - ping:
+      failed_when: inventory_hostname == 'failing'
+    - meta: clear_host_errors
+";
+    let out = TestRun::new()
+        .playbook(&format!("{play}{play}"))
+        .inventory(&inventory)
+        .local_home(&hosts)
+        .run();
+    out.assert_code(4);
+    assert_eq!(out.recap("bad").unreachable, 2, "{}", out.stdout);
+    assert_eq!(out.recap("failing").failed, 2);
+    assert_eq!(out.recap("good").ok, 4);
+}

@@ -227,6 +227,39 @@ fn bad_settings_and_files_are_reported_with_where_they_are() {
     assert_contains(&out, "vars file nope.yml was not found");
 }
 
+/// ansible-core 2.21.5 (vars_files): an entry's template reads play vars that hold
+/// templates of their own, resolved per host (`_files: ['vars/{{ foo }}.yml', ...]`).
+#[test]
+fn a_vars_files_entry_reads_templated_play_vars_per_host() {
+    let hosts = LocalHosts::new(&["a", "b"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all
+  gather_facts: false
+  vars:
+    _files: ['vars/{{ foo }}.yml', 'vars/defaults.yml']
+  vars_files:
+    - \"{{ lookup('first_found', _files) }}\"
+  tasks:
+    - copy:
+        dest: ~/is_bar_{{ inventory_hostname }}
+        content: '{{ is_bar }}'
+",
+        )
+        .inventory(&format!(
+            "{} foo=bar\n{} foo=baz\n",
+            hosts.line("a"),
+            hosts.line("b")
+        ))
+        .local_home(&hosts)
+        .file("vars/bar.yml", "is_bar: yes\n")
+        .file("vars/defaults.yml", "is_bar: no\n")
+        .run();
+    out.assert_code(0);
+    let read = |h: &str| std::fs::read_to_string(hosts.home().join(format!("is_bar_{h}"))).unwrap();
+    assert_eq!((read("a"), read("b")), ("True".into(), "False".into()));
+}
+
 #[test]
 fn connection_variables_from_group_vars_and_host_vars_files() {
     let hosts = SshHosts::start(&["w1"]);

@@ -401,6 +401,7 @@ fn may_join(lead: &Task, task: &Task) -> bool {
         && task.changed_when.is_none()
         && task.until.is_none()
         && !keywords.run_once
+        && keywords.templated.run_once.is_none()
         && keywords.delegate_to.is_none()
         && keywords.throttle.is_none()
         && keywords.throttle_template.is_none()

@@ -25,7 +25,7 @@ use crate::playbook::{Play, Playbook, Task};
 use crate::report::events::Event;
 
 pub(super) use outcome::{CENSORED_ITEM, finish_task, item_shown};
-pub(super) use prepare::item_vars;
+pub(super) use prepare::{false_condition, item_vars};
 pub(in crate::executor) use timeout::backstop;
 
 /// One loop item (or the task itself when it has no loop) on its way through.

@@ -379,11 +379,12 @@ pub(super) fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &mut
                 );
             }
             Effect::JoinGroup { group, parents } => {
-                let mut runtime = ctx.runtime.lock().expect("runtime lock");
-                runtime.add_to_group(&host.name, group);
-                for parent in parents.iter().filter(|p| *p != "all") {
-                    runtime.add_to_group(&host.name, parent);
-                }
+                outcome.changed = ctx.runtime.lock().expect("runtime lock").join_group(
+                    &ctx.inventory,
+                    &host.name,
+                    group,
+                    parents,
+                );
             }
             Effect::Wait(_) | Effect::Reconnect(_) | Effect::Reboot(_) => {}
         }

@@ -410,6 +410,21 @@ pub(super) fn plan_context<'a>(
     }
 }
 
+/// The `false_condition` of a skipped result: the condition as written, which Ansible
+/// keeps with its YAML type (`when: false` gives `false_condition: false`). The loader
+/// keeps conditions as text, so a YAML boolean or integer comes back from its text
+/// (`when: "False"`, a string that reads as one, comes back a boolean too).
+pub(crate) fn false_condition(condition: &str) -> Value {
+    match condition {
+        "True" => Value::Bool(true),
+        "False" => Value::Bool(false),
+        _ => match condition.parse::<i64>() {
+            Ok(n) if n.to_string() == condition => Value::from(n),
+            _ => Value::from(condition),
+        },
+    }
+}
+
 /// The item's arguments and first state: skipped by `when`, failed by a template, or
 /// checked and planned by the module. The last value says whether the module ran.
 pub(super) fn plan_item(
@@ -430,7 +445,7 @@ pub(super) fn plan_item(
                 };
                 outcome
                     .data
-                    .insert("false_condition".into(), condition.clone().into());
+                    .insert("false_condition".into(), false_condition(condition));
                 outcome
                     .data
                     .insert("skip_reason".into(), "Conditional result was False".into());
@@ -805,5 +820,13 @@ mod tests {
             op,
             Op::Batch(vec![exec(&[("A", "1"), ("B", "own")]), stat()])
         );
+    }
+
+    #[test]
+    fn false_condition_keeps_a_yaml_scalars_type() {
+        assert_eq!(false_condition("False"), Value::Bool(false));
+        assert_eq!(false_condition("0"), Value::from(0));
+        assert_eq!(false_condition("foo == 'bar'"), Value::from("foo == 'bar'"));
+        assert_eq!(false_condition("007"), Value::from("007"));
     }
 }

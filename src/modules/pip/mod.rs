@@ -11,7 +11,6 @@
 
 mod installed;
 mod requirement;
-mod version;
 
 use std::path::Path;
 use std::sync::Arc;

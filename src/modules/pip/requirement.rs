@@ -2,7 +2,7 @@
 //! (`_recover_package_name`, its `Package` class over `packaging`'s `Requirement`), and the
 //! lines of a requirements file that can be decided without pip.
 
-use super::version::{Specifier, parse_specifiers};
+use crate::pep440::{Specifier, parse_specifiers};
 
 /// PEP 503's normalized project name: lowercase, runs of `-_.` as one `-`.
 pub fn canonical_name(name: &str) -> String {

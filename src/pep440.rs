@@ -1,7 +1,7 @@
-//! PEP 440 versions and version specifiers, as `packaging` (which Ansible's pip module
-//! uses) orders and matches them, for deciding on the controller whether an installed
-//! distribution already satisfies a requirement. Anything outside PEP 440 is `None`: the
-//! caller then lets pip decide.
+//! PEP 440 versions and version specifiers, as `packaging` orders and matches them: for
+//! deciding on the controller whether an installed distribution already satisfies a pip
+//! requirement, and for the `version` test's `pep440` type. Anything outside PEP 440 is
+//! `None`: the caller then lets pip decide, or fails as Ansible does.
 
 use std::cmp::Ordering;
 

@@ -49,15 +49,7 @@ impl Module for Getent {
                 "Invalid split value. The value must be a non-empty string",
             )));
         }
-        Ok(Plan::Remote(Op::Exec(Exec {
-            command: Command::Argv(argv),
-            chdir: None,
-            creates: None,
-            removes: None,
-            env: Vec::new(),
-            stdin: None,
-            umask: None,
-        })))
+        Ok(Plan::Remote(Op::Exec(Exec::plain(Command::Argv(argv)))))
     }
 
     fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {

@@ -370,6 +370,21 @@ pub struct Exec {
     pub umask: Option<u32>,
 }
 
+impl Exec {
+    /// `command` as it is: no directory, guard, environment, input or umask of its own.
+    pub fn plain(command: Command) -> Exec {
+        Exec {
+            command,
+            chdir: None,
+            creates: None,
+            removes: None,
+            env: Vec::new(),
+            stdin: None,
+            umask: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Command {
     /// argv[0] looked up on PATH, no shell (Ansible's `command`).

@@ -298,18 +298,10 @@ async fn run(target: &Target<'_>, command: &str) -> Result<(i32, String, String)
         .session(target.via, target.play, target.task, target.become_)
         .await
         .map_err(session_failure)?;
-    let op = Op::Exec(Exec {
-        command: Command::Shell {
-            script: command.to_string(),
-            executable: None,
-        },
-        chdir: None,
-        creates: None,
-        removes: None,
-        env: Vec::new(),
-        stdin: None,
-        umask: None,
-    });
+    let op = Op::Exec(Exec::plain(Command::Shell {
+        script: command.to_string(),
+        executable: None,
+    }));
     match session.call(op, false, false).await {
         Ok(OpResult::Exec(out)) => Ok((
             out.rc,

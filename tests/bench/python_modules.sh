@@ -36,74 +36,31 @@
 set -euo pipefail
 ROOT=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
 cd "$ROOT"
+BENCH_NAME=python_modules
+BENCH_WORK=$(mktemp -d /tmp/bench-pymod.XXXXXX)
+chmod 755 "$BENCH_WORK"
+# shellcheck source=tests/bench/lib.sh
+source "$ROOT/tests/bench/lib.sh"
+bench_setup_cleanup
+WORK=$BENCH_WORK
 BIN=${BENCH_TURBO_BIN:-target/release/turbo-play}
-VENV=${BENCH_VENV:-}
-if [[ -z "$VENV" ]]; then
-    for candidate in "$ROOT/.bench/venv" /work/main/.bench/venv; do
-        [[ -x "$candidate/bin/ansible-playbook" ]] && { VENV=$candidate; break; }
-    done
-fi
+VENV=$(bench_find_venv)
+BENCH_VENV_DIR=$VENV
 TOOLS=${BENCH_TOOLS:-turbo ansible mitogen}
 HOST_COUNTS=${BENCH_HOSTS:-1 3}
 SHAPES=${BENCH_SHAPES:-tasks loop}
 CALLS=${BENCH_CALLS:-100}
 COLLECTIONS="$ROOT/target/python-modules/collections"
-die() { echo "python_modules: $*" >&2; exit 1; }
-[[ $EUID -eq 0 ]] || die "run as root: it creates throw-away users and starts an sshd"
-[[ -x "$BIN" ]] || die "$BIN not built (cargo build --release)"
+[[ $EUID -eq 0 ]] || bench_die "run as root: it creates throw-away users and starts an sshd"
+[[ -x "$BIN" ]] || bench_die "$BIN not built (cargo build --release)"
 [[ -d "$COLLECTIONS/ansible_collections/community/general" ]] ||
-    die "no community.general in $COLLECTIONS (bash tests/python_modules/fetch.sh)"
+    bench_die "no community.general in $COLLECTIONS (bash tests/python_modules/fetch.sh)"
 MAX_HOSTS=0
 for n in $HOST_COUNTS; do ((n > MAX_HOSTS)) && MAX_HOSTS=$n; done
 USER_PREFIX=${BENCH_USER_PREFIX:-tpm}
-
-WORK=$(mktemp -d /tmp/bench-pymod.XXXXXX)
-chmod 755 "$WORK"
-PIDS=()
-USERS=()
-cleanup() {
-    local p user
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for user in "${USERS[@]}"; do
-        # Only the throw-away user's processes: its sessions, agents and interpreters.
-        pkill -KILL -u "$user" 2>/dev/null || true
-        userdel "$user" 2>/dev/null || echo "python_modules: userdel $user failed" >&2
-    done
-    [[ -n "${BENCH_KEEP:-}" ]] || rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { # the readiness probe: connect, say nothing, close
-    for _ in $(seq 50); do
-        python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.2)" 2>/dev/null && return
-        sleep 0.1
-    done
-}
-
-for i in $(seq "$MAX_HOSTS"); do
-    user="$USER_PREFIX$i"
-    id "$user" >/dev/null 2>&1 && die "user $user already exists (an aborted run?): check and 'userdel $user'"
-    useradd -M -d "$WORK/home-$i" -s /bin/sh "$user"
-    USERS+=("$user")
-    mkdir -p "$WORK/home-$i"
-    chown "$user:" "$WORK/home-$i"
-    chmod 700 "$WORK/home-$i"
-    # With UsePAM no, sshd refuses accounts whose password field is locked ("!").
-    usermod -p '*' "$user"
-done
-SSHD_PORT=$(free_port)
-ssh-keygen -q -t ed25519 -N '' -f "$WORK/host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$WORK/user_key"
-cp "$WORK/user_key.pub" "$WORK/authorized_keys"
-chmod 644 "$WORK/authorized_keys"
-mkdir -p /run/sshd
-/usr/sbin/sshd -D -f /dev/null -p "$SSHD_PORT" -o ListenAddress=127.0.0.1 -h "$WORK/host_key" \
-    -o AuthorizedKeysFile="$WORK/authorized_keys" -o UsePAM=no -o StrictModes=no \
-    -o PasswordAuthentication=no -o MaxSessions=100 -o MaxStartups=100:30:200 \
-    -o PidFile=none 2>"$WORK/sshd.log" &
-PIDS+=($!)
-wait_port "$SSHD_PORT"
-printf '[defaults]\n' >"$WORK/ansible.cfg"
+bench_add_users "$USER_PREFIX" "$MAX_HOSTS"
+bench_start_sshd
+SSHD_PORT=$BENCH_SSHD_PORT
 PYTHON=/usr/bin/python3
 [[ -x $PYTHON ]] || PYTHON=$(command -v python3)
 
@@ -141,45 +98,32 @@ inventory "$MAX_HOSTS" "$SSHD_PORT" >"$WORK/warm-hosts"
 declare -A TIME
 # run SHAPE TOOL HOSTS RUN: one run through a fresh count proxy; prints a row.
 run() {
-    local shape=$1 tool=$2 hosts=$3 which=$4 count_port inv i
-    count_port=$(free_port)
-    inv="$WORK/hosts-$hosts-$count_port"
-    inventory "$hosts" "$count_port" >"$inv"
+    local shape=$1 tool=$2 hosts=$3 which=$4 inv i
     if [[ $which = first ]]; then
         for i in $(seq "$hosts"); do
             rm -rf "$WORK/home-$i/bench.ini" "$WORK/home-$i/.cache/turbo-play/modules"
         done
     fi
-    python3 tests/bench/count_proxy.py "$count_port" "$SSHD_PORT" "$WORK/count.json" &
-    local proxy=$!
-    wait_port "$count_port"
-    local cmd=() env=(ANSIBLE_HOST_KEY_CHECKING=False ANSIBLE_COLLECTIONS_PATH="$COLLECTIONS")
+    bench_count_start "$WORK/count.json"
+    local count_port=$BENCH_COUNT_PORT
+    inv="$WORK/hosts-$hosts-$count_port"
+    inventory "$hosts" "$count_port" >"$inv"
+    bench_tool_env "$tool" "$WORK/cp-$count_port"
+    local cmd=() env=("${BENCH_ENV[@]}" ANSIBLE_COLLECTIONS_PATH="$COLLECTIONS")
     case $tool in
         turbo)
             cmd=("$BIN" -i "$inv" "$WORK/$shape.yml")
             env+=(TURBO_ANSIBLE_PYTHON="$VENV/bin/python")
             if [[ -n "${BENCH_TURBO_AGENT:-}" ]]; then env+=(TURBO_PLAY_AGENT="$BENCH_TURBO_AGENT"); fi
             ;;
-        ansible | mitogen)
-            cmd=("$VENV/bin/ansible-playbook" -i "$inv" "$WORK/$shape.yml")
-            mkdir -p "$WORK/cp-$count_port"
-            env+=(ANSIBLE_CONFIG="$WORK/ansible.cfg" ANSIBLE_PIPELINING=True ANSIBLE_FORKS=10
-                ANSIBLE_SSH_ARGS="-C -o ControlMaster=auto -o ControlPersist=60s -o IdentitiesOnly=yes"
-                ANSIBLE_SSH_CONTROL_PATH_DIR="$WORK/cp-$count_port" ANSIBLE_RETRY_FILES_ENABLED=False
-                ANSIBLE_NOCOLOR=1 ANSIBLE_DEPRECATION_WARNINGS=False)
-            [[ $tool = mitogen ]] && env+=(ANSIBLE_STRATEGY=mitogen_linear
-                ANSIBLE_STRATEGY_PLUGINS="$(echo "$VENV"/lib/python3*/site-packages/ansible_mitogen/plugins/strategy)")
-            ;;
+        ansible | mitogen) cmd=("$VENV/bin/ansible-playbook" -i "$inv" "$WORK/$shape.yml") ;;
     esac
     local start end rc=0
     start=$(date +%s.%N)
     env "${env[@]}" "${cmd[@]}" >"$WORK/last.out" 2>&1 || rc=$?
     end=$(date +%s.%N)
-    kill "$proxy"; wait "$proxy" 2>/dev/null || true
-    # The ssh masters lost their connection with the proxy; let them go.
-    for sock in "$WORK/cp-$count_port"/*; do
-        [[ -S "$sock" ]] && ssh -o ControlPath="$sock" -O exit x >/dev/null 2>&1 || true
-    done
+    bench_count_stop
+    bench_close_masters "$WORK/cp-$count_port"
     local recap sends=—
     recap=$(grep -E '^h1 +:' "$WORK/last.out" | sed -E 's/ +/ /g; s/(rescued|ignored|skipped)=[0-9]+ ?//g' || true)
     [[ $rc = 0 ]] || recap="exit $rc: $(tail -n 3 "$WORK/last.out" | tr '\n' ' ')"
@@ -234,13 +178,12 @@ echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| calls | hosts | run | turbo-play | ansible | mitogen | vs ansible | vs mitogen |"
 echo "|---|---|---|---|---|---|---|---|"
-ratio() { [[ -n "${1:-}" && -n "${2:-}" ]] && printf '%.1fx' "$(echo "$2 / $1" | bc -l)" || echo —; }
 for shape in $SHAPES; do
     for hosts in $HOST_COUNTS; do
         for which in first rerun; do
             t=${TIME[$shape-turbo-$hosts-$which]:-} a=${TIME[$shape-ansible-$hosts-$which]:-}
             m=${TIME[$shape-mitogen-$hosts-$which]:-}
-            echo "| $shape | $hosts | $which | ${t:-—} | ${a:-—} | ${m:-—} | $(ratio "$t" "$a") | $(ratio "$t" "$m") |"
+            echo "| $shape | $hosts | $which | ${t:-—} | ${a:-—} | ${m:-—} | $(bench_ratio "$t" "$a") | $(bench_ratio "$t" "$m") |"
         done
     done
 done

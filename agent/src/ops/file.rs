@@ -21,8 +21,20 @@ pub fn write_chunk(agent: &mut Agent, upload_id: u64, data: &[u8]) -> Result<OpR
         .mode(0o600)
         .open(&path)
         .map_err(|e| io_error(e, &path))?;
+    let before = file.metadata().map_err(|e| io_error(e, &path))?.len();
     file.write_all(data).map_err(|e| io_error(e, &path))?;
-    let size = file.metadata().map_err(|e| io_error(e, &path))?.len();
+    let size = before + data.len() as u64;
+    let hashed = agent
+        .staged_digests
+        .entry(upload_id)
+        .or_insert_with(|| (sha256::Sha256::new(), 0));
+    if hashed.1 == before {
+        hashed.0.update(data);
+        hashed.1 = size;
+    } else {
+        // Appended to by something else (a delta): checked by reading it back instead.
+        agent.staged_digests.remove(&upload_id);
+    }
     Ok(OpResult::Chunk { size })
 }
 
@@ -229,7 +241,14 @@ fn verified_staging_file(
     want: &[u8; 32],
 ) -> Result<PathBuf, OpError> {
     let staged = agent.staged_path(upload_id)?;
-    let got = match sha256::digest_file(&staged) {
+    let hashed = agent.staged_digests.remove(&upload_id);
+    let read_back = || match hashed {
+        Some((hasher, len)) if fs::metadata(&staged).is_ok_and(|m| m.len() == len) => {
+            Ok(hasher.finish())
+        }
+        _ => sha256::digest_file(&staged),
+    };
+    let got = match read_back() {
         Ok(got) => got,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(op_error(

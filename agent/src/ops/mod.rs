@@ -50,6 +50,9 @@ pub struct Agent {
     pub runners: Vec<warm::Runner>,
     /// Chains an op has stopped: their later requests are answered without running.
     stopped_chains: std::collections::HashSet<u64>,
+    /// The digest of what `WriteChunk` appended to each staging file so far, and how
+    /// many bytes: the upload is checked without reading it back.
+    pub staged_digests: std::collections::HashMap<u64, (crate::sha256::Sha256, u64)>,
     /// The protocol input, polled while a child runs (`None` in unit tests).
     pub input: Option<crate::input::Input>,
     /// The request's `timeout_ms`, given to each of its ops.
@@ -71,6 +74,7 @@ impl Agent {
             names: Names::default(),
             runners: Vec::new(),
             stopped_chains: std::collections::HashSet::new(),
+            staged_digests: std::collections::HashMap::new(),
             input: None,
             timeout: None,
             deadline: None,

@@ -181,7 +181,8 @@ fn with_local(args: &Args, gathered: OpResult, local: Local) -> TaskOutcome {
         }
     }
     if !local.warnings.is_empty() {
-        out.data.insert("warnings".into(), Value::from(local.warnings));
+        out.data
+            .insert("warnings".into(), Value::from(local.warnings));
     }
     out
 }
@@ -189,8 +190,7 @@ fn with_local(args: &Args, gathered: OpResult, local: Local) -> TaskOutcome {
 /// A fact script that could not be started: run_command's failure ends the module.
 fn exec_failed(failed: setup_local::ExecFailed) -> TaskOutcome {
     let mut out = TaskOutcome::failed("Error executing command.");
-    out.data
-        .insert("cmd".into(), Value::from(vec![failed.cmd]));
+    out.data.insert("cmd".into(), Value::from(vec![failed.cmd]));
     out.data.insert("stdout".into(), Value::from(""));
     out.data.insert("stderr".into(), Value::from(""));
     out
@@ -346,14 +346,41 @@ mod tests {
         crate::modules::check(&Setup, v)
     }
 
+    /// What the plan gathers, the local facts' listing left aside (see below).
     fn plan(v: Value) -> Op {
         match Setup
             .plan(&args(v), &PlanContext::new(Path::new("/")))
             .unwrap()
         {
             Plan::Remote(op) => op,
+            Plan::Step(Op::Batch(mut ops), _)
+                if ops.len() == 2 && matches!(ops[1], Op::ListTree { .. }) =>
+            {
+                ops.remove(0)
+            }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn local_facts_list_fact_path_first_unless_excluded() {
+        let listing = |v: Value| match Setup
+            .plan(&args(v), &PlanContext::new(Path::new("/")))
+            .unwrap()
+        {
+            Plan::Step(Op::Batch(ops), _) => ops.into_iter().nth(1),
+            _ => None,
+        };
+        assert_eq!(
+            listing(json!({})),
+            Some(setup_local::listing("/etc/ansible/facts.d"))
+        );
+        assert_eq!(
+            listing(json!({"fact_path": "/srv/f.d", "gather_subset": "!all"})),
+            Some(setup_local::listing("/srv/f.d"))
+        );
+        assert_eq!(listing(json!({"gather_subset": "!local"})), None);
+        assert_eq!(listing(json!({"gather_subset": ["!all", "!min"]})), None);
     }
 
     fn sample() -> OpResult {

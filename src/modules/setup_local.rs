@@ -300,7 +300,7 @@ mod tests {
         };
         assert_eq!(crashed.warnings.len(), 1);
         // ... as does a later section the string does not happen to contain.
-        assert!(parse("/f", "[s]\na = %x\n[t]").is_err());
+        assert!(parse("/f", "[s]\na = %x\n[zz]").is_err());
         assert!(parse("/f", "[s]\na = %x\n[facts]").is_ok());
     }
 }

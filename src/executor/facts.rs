@@ -32,6 +32,9 @@ pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
             ),
         );
     }
+    if let Some(path) = &play.fact_path {
+        args.insert("fact_path".into(), Value::String(path.clone()));
+    }
     let setup = crate::modules::find("setup").expect("setup is a registered module");
     let mut task = Task::new("gather_facts", setup, args, play.location.clone());
     task.name = Some(GATHERING_FACTS.into());
@@ -141,6 +144,12 @@ mod tests {
         assert_eq!(
             Value::Object(task.args),
             serde_json::json!({"gather_subset": ["!all", "network"]})
+        );
+
+        let task = gathering_task(&play("- hosts: all\n  fact_path: /srv/facts.d\n")).unwrap();
+        assert_eq!(
+            Value::Object(task.args),
+            serde_json::json!({"fact_path": "/srv/facts.d"})
         );
 
         assert!(gathering_task(&play("- hosts: all\n  gather_facts: false\n")).is_none());

@@ -11,9 +11,7 @@ pub struct GatherFacts;
 
 /// setup's arguments (the action hands them on), and its own `parallel`.
 static SPEC: Spec = Spec::new(&[
-    Arg::path("fact_path")
-        .default_str("/etc/ansible/facts.d")
-        .not_yet(),
+    Arg::path("fact_path").default_str("/etc/ansible/facts.d"),
     Arg::list("filter", Elem::Str),
     Arg::list("gather_subset", Elem::Str).default_str("all"),
     Arg::int("gather_timeout")

@@ -72,6 +72,7 @@ mod service_systemctl;
 mod set_fact;
 mod set_stats;
 mod setup;
+mod setup_local;
 mod slurp;
 pub mod spec;
 mod stat;

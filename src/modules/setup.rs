@@ -5,16 +5,17 @@
 use serde_json::{Map, Value};
 use turbo_proto::{Command, Exec, FactValue, Op, OpResult};
 
+use super::setup_local::{self, Local};
 use super::spec::{Arg, Elem, Spec};
-use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, Shown, TaskOutcome, unexpected};
+use super::{
+    Args, Caps, Module, ModuleError, Next, Plan, PlanContext, Shown, TaskOutcome, unexpected,
+};
 use crate::fnmatch::Pattern;
 
 pub struct Setup;
 
 static SPEC: Spec = Spec::new(&[
-    Arg::path("fact_path")
-        .default_str("/etc/ansible/facts.d")
-        .not_yet(),
+    Arg::path("fact_path").default_str("/etc/ansible/facts.d"),
     Arg::list("filter", Elem::Str),
     Arg::list("gather_subset", Elem::Str).default_str("all"),
     Arg::int("gather_timeout")
@@ -32,25 +33,65 @@ impl Module for Setup {
     }
 
     fn caps(&self) -> Caps {
-        Caps::TASK.shown(Shown::Nothing)
+        // Ansible's setup runs whole in check mode, fact scripts included: it changes nothing.
+        Caps::TASK.shown(Shown::Nothing).own_check_mode()
     }
 
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let facts = Op::Facts {
             subsets: gather_subset(args),
         };
-        if !wants_python(&gather_subset(args)) {
-            return Ok(Plan::Remote(facts));
+        let gathered = if !wants_python(&gather_subset(args)) {
+            facts
+        } else {
+            let interpreter = ctx
+                .vars
+                .and_then(|vars| vars.get_attr("ansible_python_interpreter").ok())
+                .and_then(|v| v.as_str().map(str::to_string))
+                .filter(|p| !p.is_empty() && !crate::template::is_template(p));
+            Op::Batch(vec![facts, python_probe(interpreter.as_deref())])
+        };
+        if !setup_local::wanted(&gather_subset(args)) {
+            return Ok(Plan::Remote(gathered));
         }
-        let interpreter = ctx
-            .vars
-            .and_then(|vars| vars.get_attr("ansible_python_interpreter").ok())
-            .and_then(|v| v.as_str().map(str::to_string))
-            .filter(|p| !p.is_empty() && !crate::template::is_template(p));
-        Ok(Plan::Remote(Op::Batch(vec![
-            facts,
-            python_probe(interpreter.as_deref()),
-        ])))
+        // `ansible_local`: list fact_path with the rest, then run or read its fact files.
+        let fact_path = args
+            .str("fact_path")
+            .unwrap_or("/etc/ansible/facts.d")
+            .to_string();
+        let args = args.clone();
+        Ok(Plan::Step(
+            Op::Batch(vec![gathered, setup_local::listing(&fact_path)]),
+            Next::new(move |reply| {
+                let OpResult::Batch(mut replies) = reply else {
+                    return Ok(Plan::Done(Setup.finish(&args, reply)));
+                };
+                let listing = replies.pop();
+                let gathered = replies.pop().unwrap_or(OpResult::Batch(Vec::new()));
+                let files = match listing {
+                    Some(OpResult::Tree(tree)) if tree.root.exists => {
+                        setup_local::fact_files(&tree)
+                    }
+                    _ => Vec::new(),
+                };
+                if files.is_empty() {
+                    return Ok(Plan::Done(with_local(&args, gathered, Local::default())));
+                }
+                Ok(Plan::Step(
+                    setup_local::content_ops(&files),
+                    Next::new(move |reply| {
+                        let replies = match reply {
+                            OpResult::Batch(replies) => replies,
+                            other => vec![other],
+                        };
+                        Ok(Plan::Done(match setup_local::collect(&files, replies) {
+                            Ok(local) => with_local(&args, gathered, local),
+                            Err(failed) => exec_failed(failed),
+                        }))
+                    }),
+                ))
+            }),
+        ))
     }
 
     fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
@@ -89,11 +130,18 @@ impl Module for Setup {
                 ansible_facts.insert(prefixed, to_json(value));
             }
         }
-        ansible_facts.insert(
-            "gather_subset".into(),
-            Value::Array(subsets.into_iter().map(Value::String).collect()),
-        );
-        ansible_facts.insert("module_setup".into(), Value::Bool(true));
+        // The metadata facts go through the filter too, by their own (unprefixed) names.
+        let meta_wanted =
+            |name: &str| matchers.is_empty() || matchers.iter().any(|m| m.matches(name));
+        if meta_wanted("gather_subset") {
+            ansible_facts.insert(
+                "gather_subset".into(),
+                Value::Array(subsets.into_iter().map(Value::String).collect()),
+            );
+        }
+        if meta_wanted("module_setup") {
+            ansible_facts.insert("module_setup".into(), Value::Bool(true));
+        }
         let mut data = Map::new();
         data.insert("ansible_facts".into(), Value::Object(ansible_facts));
         TaskOutcome {
@@ -101,6 +149,51 @@ impl Module for Setup {
             ..TaskOutcome::default()
         }
     }
+}
+
+/// setup's result with `ansible_local` (filtered as every fact is) and the collector's
+/// warnings.
+fn with_local(args: &Args, gathered: OpResult, local: Local) -> TaskOutcome {
+    let gathered = match gathered {
+        OpResult::Facts(mut facts) => {
+            facts.push(("local".into(), FactValue::Null));
+            OpResult::Facts(facts)
+        }
+        OpResult::Batch(mut replies) if !replies.is_empty() => {
+            if let OpResult::Facts(facts) = &mut replies[0] {
+                facts.push(("local".into(), FactValue::Null));
+            }
+            OpResult::Batch(replies)
+        }
+        other => other,
+    };
+    let mut out = Setup.finish(args, gathered);
+    if let Some(Value::Object(facts)) = out.data.get_mut("ansible_facts") {
+        match local.facts {
+            Some(found) => {
+                if let Some(slot) = facts.get_mut("ansible_local") {
+                    *slot = Value::Object(found);
+                }
+            }
+            None => {
+                facts.shift_remove("ansible_local");
+            }
+        }
+    }
+    if !local.warnings.is_empty() {
+        out.data
+            .insert("warnings".into(), Value::from(local.warnings));
+    }
+    out
+}
+
+/// A fact script that could not be started: run_command's failure ends the module.
+fn exec_failed(failed: setup_local::ExecFailed) -> TaskOutcome {
+    let mut out = TaskOutcome::failed("Error executing command.");
+    out.data.insert("cmd".into(), Value::from(vec![failed.cmd]));
+    out.data.insert("stdout".into(), Value::from(""));
+    out.data.insert("stderr".into(), Value::from(""));
+    out
 }
 
 /// The task's `environment` in the `ansible_env` fact: Ansible's setup module runs with it
@@ -253,14 +346,41 @@ mod tests {
         crate::modules::check(&Setup, v)
     }
 
+    /// What the plan gathers, the local facts' listing left aside (see below).
     fn plan(v: Value) -> Op {
         match Setup
             .plan(&args(v), &PlanContext::new(Path::new("/")))
             .unwrap()
         {
             Plan::Remote(op) => op,
+            Plan::Step(Op::Batch(mut ops), _)
+                if ops.len() == 2 && matches!(ops[1], Op::ListTree { .. }) =>
+            {
+                ops.remove(0)
+            }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn local_facts_list_fact_path_first_unless_excluded() {
+        let listing = |v: Value| match Setup
+            .plan(&args(v), &PlanContext::new(Path::new("/")))
+            .unwrap()
+        {
+            Plan::Step(Op::Batch(ops), _) => ops.into_iter().nth(1),
+            _ => None,
+        };
+        assert_eq!(
+            listing(json!({})),
+            Some(setup_local::listing("/etc/ansible/facts.d"))
+        );
+        assert_eq!(
+            listing(json!({"fact_path": "/srv/f.d", "gather_subset": "!all"})),
+            Some(setup_local::listing("/srv/f.d"))
+        );
+        assert_eq!(listing(json!({"gather_subset": "!local"})), None);
+        assert_eq!(listing(json!({"gather_subset": ["!all", "!min"]})), None);
     }
 
     fn sample() -> OpResult {
@@ -409,20 +529,15 @@ mod tests {
         );
         let facts = out.data["ansible_facts"].as_object().unwrap();
         let names: Vec<&str> = facts.keys().map(String::as_str).collect();
-        assert_eq!(
-            names,
-            [
-                "ansible_hostname",
-                "ansible_distribution",
-                "gather_subset",
-                "module_setup"
-            ]
-        );
+        // Ansible filters its metadata facts as well.
+        assert_eq!(names, ["ansible_hostname", "ansible_distribution"]);
         let out = Setup.finish(&args(json!({"filter": "ansible_nope"})), sample());
-        assert_eq!(out.data["ansible_facts"].as_object().unwrap().len(), 2);
+        assert_eq!(out.data["ansible_facts"], json!({}));
+        let out = Setup.finish(&args(json!({"filter": "*_setup"})), sample());
+        assert_eq!(out.data["ansible_facts"], json!({"module_setup": true}));
         // A `~` is a literal character to fnmatch, not a host pattern's regex.
         let out = Setup.finish(&args(json!({"filter": "~ansible_host"})), sample());
-        assert_eq!(out.data["ansible_facts"].as_object().unwrap().len(), 2);
+        assert_eq!(out.data["ansible_facts"], json!({}));
     }
 
     #[test]

@@ -128,7 +128,7 @@ pub(super) const KEYWORDS: &[Keyword] = &[
     kw("gather_facts", P, Supported),
     kw("gather_subset", P, Supported),
     kw("gather_timeout", P, NoEffect),
-    kw("fact_path", P, Warned),
+    kw("fact_path", P, Supported),
     kw("validate_argspec", P, Supported),
     kw("force_handlers", P, Supported),
     kw("serial", P, Supported),

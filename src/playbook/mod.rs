@@ -97,6 +97,8 @@ pub struct Play {
     pub gather_facts: bool,
     /// The play's `gather_subset` for its fact gathering; empty means Ansible's default.
     pub gather_subset: Vec<String>,
+    /// The play's `fact_path` for its fact gathering (setup's own default when `None`).
+    pub fact_path: Option<String>,
     /// The play's own `module_defaults` (its fact gathering takes those for `setup`).
     pub module_defaults: Vec<ModuleDefaultsLevel>,
     /// `pre_tasks`, then `tasks`, then `post_tasks`; blocks flattened (see [`BlockFrame`]).

@@ -30,6 +30,7 @@ impl Loader<'_> {
         let mut vars_prompt = Vec::new();
         let mut gather_facts = true;
         let mut gather_subset = Vec::new();
+        let mut fact_path = None;
         let (mut connection, mut remote_user, mut port) = (None, None, None);
         let mut unsupported = Vec::new();
         // pre_tasks, tasks, post_tasks, handlers, roles: read once every keyword the
@@ -101,6 +102,7 @@ impl Loader<'_> {
                 "ignore_errors" => top.ignore_errors = Some(self.boolean(v, key)?),
                 "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
                 "gather_subset" => gather_subset = self.string_list(v, "gather_subset")?,
+                "fact_path" => fact_path = Some(self.scalar(v, "fact_path")?),
                 "pre_tasks" => sections[0] = Some(v),
                 "tasks" => sections[1] = Some(v),
                 "post_tasks" => sections[2] = Some(v),
@@ -250,6 +252,7 @@ impl Loader<'_> {
             vars_prompt,
             gather_facts,
             gather_subset,
+            fact_path,
             module_defaults: top.keywords.module_defaults.clone(),
             tasks,
             handlers,

@@ -420,6 +420,49 @@ fn interpolate(
     Ok(())
 }
 
+/// An INI text read as a default `configparser.ConfigParser` reads it (setup's local
+/// facts): `None` when configparser would raise.
+pub struct ConfigParser(Config);
+
+impl ConfigParser {
+    pub fn read(text: &str) -> Option<ConfigParser> {
+        let parser = Parser {
+            allow_no_value: false,
+            case_sensitive: false,
+        };
+        parser.parse(text).ok().map(ConfigParser)
+    }
+
+    /// `sections()`: DEFAULT left out.
+    pub fn sections(&self) -> impl Iterator<Item = &str> {
+        self.0.sections.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// `options(section)`: the section's own, then DEFAULT's it lacks.
+    pub fn options(&self, section: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .0
+            .section(section)
+            .map(|own| own.iter().map(|(n, _)| n.clone()).collect())
+            .unwrap_or_default();
+        for (name, _) in &self.0.defaults {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
+    /// `get(section, option)`, interpolated; the error is configparser's message.
+    pub fn get(&self, section: &str, option: &str) -> Result<String, String> {
+        let raw = self.0.get(section, option).flatten().flatten();
+        self.0
+            .value(section, option, raw, true)
+            .map(|v| v.as_str().unwrap_or_default().to_string())
+            .map_err(|e| e.detail().unwrap_or_default().to_string())
+    }
+}
+
 #[derive(Debug)]
 enum ParseError {
     DuplicateOption(String),

@@ -21,7 +21,7 @@ pub use file_options::{Delimiters, TextOptions};
 mod filters;
 pub use filters::{python_repr_json, python_repr_of, python_str, python_type};
 mod csvfile_lookup;
-mod ini_lookup;
+pub(crate) mod ini_lookup;
 #[cfg(test)]
 mod lookup_tests;
 mod lookups;

@@ -22,6 +22,7 @@ mod fleet_slices;
 mod inventory_cli;
 mod known_hosts;
 mod language_gaps;
+mod local_facts;
 mod loops_keywords;
 mod module_args;
 mod module_warnings;

@@ -13,8 +13,9 @@ use super::sessions::SessionCell;
 use super::{custom_stats, flow, runtime_inventory};
 use crate::connection::ConnectionDefaults;
 use crate::inventory::Inventory;
-use crate::playbook::TagFilter;
+use crate::playbook::{TagFilter, Task};
 use crate::report::events::{Event, HostResult, HostStats, Status};
+use crate::report::task_error::TaskOrigin;
 use crate::template::Templar;
 
 pub type EventSender = mpsc::UnboundedSender<Event>;
@@ -290,14 +291,20 @@ impl RunContext {
 
     /// Marks a host unreachable and reports it the way Ansible does, showing `data` (an
     /// `unreachable_result`, censored under no_log).
-    pub fn unreachable(&self, host: &HostState, data: Map<String, Value>) {
+    pub fn unreachable(&self, task: &Task, host: &HostState, data: Map<String, Value>) {
         host.out.store(true, Ordering::SeqCst);
         host.unreachable.store(true, Ordering::SeqCst);
         host.stat(|s| s.unreachable += 1);
-        self.emit_unreachable(host, data, false);
+        self.emit_unreachable(task, host, data, false);
     }
 
-    pub fn emit_unreachable(&self, host: &HostState, data: Map<String, Value>, ignored: bool) {
+    pub fn emit_unreachable(
+        &self,
+        task: &Task,
+        host: &HostState,
+        data: Map<String, Value>,
+        ignored: bool,
+    ) {
         self.emit(Event::HostResult(HostResult {
             host: host.name.clone(),
             status: Status::Unreachable,
@@ -305,6 +312,7 @@ impl RunContext {
             data,
             ignored,
             verbose_always: false,
+            origin: Some(TaskOrigin::of(task)),
         }));
     }
 }

@@ -280,6 +280,7 @@ impl PlayRun<'_> {
                         data,
                         ignored: false,
                         verbose_always: false,
+                        origin: None,
                     }));
             }
             holding

@@ -155,6 +155,7 @@ fn evaluate(
                             data: Map::new(),
                             ignored: false,
                             verbose_always: false,
+                            origin: None,
                         }));
                     }
                     continue;

@@ -518,6 +518,7 @@ fn host_job_failed(ctx: &RunContext, host: &HostState, error: tokio::task::JoinE
         data,
         ignored: false,
         verbose_always: false,
+        origin: None,
     }));
     host.stat(|s| s.failed += 1);
     host.out.store(true, Ordering::SeqCst);

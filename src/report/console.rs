@@ -2,6 +2,7 @@
 //! `PLAY [..] ***`, `changed: [host] => (item=1)`, `fatal: [host]: FAILED! => {...}`,
 //! `PLAY RECAP`. A progress display (terminal only, `progress.rs`) keeps long loops and many hosts readable.
 
+use std::collections::HashSet;
 use std::io::{self, Write};
 
 use console::Style;
@@ -9,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::events::{Event, HostResult, HostStats, Status};
 use super::progress::{FleetTally, TaskProgress};
+use super::task_error;
 use super::warnings::{Kind, Warnings, without_warnings};
 
 pub struct ConsoleReporter<W: Write, E: Write> {
@@ -25,6 +27,8 @@ pub struct ConsoleReporter<W: Write, E: Write> {
     tally: FleetTally,
     /// ansible.cfg's `show_custom_stats`: the recap's CUSTOM STATS section.
     show_custom_stats: bool,
+    /// Error blocks already shown: Ansible's display prints an identical one once a run.
+    errors_shown: HashSet<String>,
 }
 
 impl ConsoleReporter<io::Stdout, io::Stderr> {
@@ -68,6 +72,7 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
             progress: None,
             tally: FleetTally::default(),
             show_custom_stats: false,
+            errors_shown: HashSet::new(),
         }
     }
 
@@ -175,6 +180,7 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
                 for (kind, text) in self.warnings.from_result(&result.data) {
                     self.warning_line(kind, &text);
                 }
+                self.error_block(result);
                 let text = self.format_result(result);
                 self.line(&text);
                 self.tally.count(result);
@@ -299,6 +305,27 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
         if let Some(progress) = self.progress.take() {
             progress.finish();
         }
+    }
+
+    /// The `[ERROR]: Task failed` block above a failed or unreachable result, on stdout
+    /// (the default callback's `display_failed_stderr` is off), each line red as Ansible's
+    /// display colours one.
+    fn error_block(&mut self, result: &HostResult) {
+        let Some(origin) = &result.origin else {
+            return;
+        };
+        let Some(block) = task_error::error_block(result.status, origin, &result.data) else {
+            return;
+        };
+        if !self.errors_shown.insert(block.clone()) {
+            return;
+        }
+        let style = self.style(Style::new().red());
+        let painted: Vec<String> = block
+            .split('\n')
+            .map(|l| style.apply_to(l).to_string())
+            .collect();
+        self.line(&painted.join("\n"));
     }
 
     fn format_result(&self, r: &HostResult) -> String {
@@ -557,6 +584,7 @@ mod tests {
             data: data.as_object().cloned().unwrap_or_default(),
             ignored: false,
             verbose_always: false,
+            origin: None,
         })
     }
 

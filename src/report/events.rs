@@ -96,6 +96,8 @@ pub struct HostResult {
     pub ignored: bool,
     /// Show `data` even without -v (debug does this).
     pub verbose_always: bool,
+    /// The task's place, for the error block above a failure; `None` outside a playbook.
+    pub origin: Option<super::task_error::TaskOrigin>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -189,6 +189,7 @@ mod tests {
                     .unwrap(),
                 ignored: false,
                 verbose_always: false,
+                origin: None,
             }),
             Event::Warning("careful".into()),
             Event::Recap(vec![HostStats {

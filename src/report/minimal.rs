@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::console::{PythonCompact, render_diffs, sort_keys, terminal_colors};
 use super::events::{Event, HostResult, Status};
+use super::task_error::{self, short_name};
 use super::warnings::Warnings;
 
 /// Which of Ansible's ad-hoc callbacks shapes the lines.
@@ -153,21 +154,7 @@ impl<W: Write, E: Write> AdhocReporter<W, E> {
     /// unreachable host's result: the error, the task's origin and the task itself.
     fn error_block(&self, result: &HostResult) -> Option<String> {
         let repr = self.task_repr.as_ref()?;
-        let msg = result.data.get("msg").map(python_str).unwrap_or_default();
-        let error = match result.status {
-            Status::Failed => {
-                // Ansible's controller-side actions fail as actions, the rest as modules.
-                let kind = if ACTIONS.contains(&short_name(&self.module)) {
-                    "Action failed"
-                } else {
-                    "Module failed"
-                };
-                format!("Task failed: {kind}: {msg}")
-            }
-            Status::Unreachable if msg.starts_with("Task failed: ") => msg,
-            Status::Unreachable => format!("Task failed: {msg}"),
-            _ => return None,
-        };
+        let error = task_error::error_message(result.status, &self.module, &result.data)?;
         Some(format!(
             "[ERROR]: {error}\nOrigin: <adhoc '{}' task>\n\n{repr}\n",
             self.module
@@ -293,27 +280,6 @@ fn ok_state(result: &HostResult) -> (&'static str, Style) {
     }
 }
 
-/// Modules whose work is all in Ansible's controller-side action plugin.
-const ACTIONS: &[&str] = &[
-    "add_host",
-    "assert",
-    "debug",
-    "fail",
-    "group_by",
-    "include_vars",
-    "pause",
-    "set_fact",
-    "set_stats",
-    "validate_argument_spec",
-];
-
-fn short_name(module: &str) -> &str {
-    module
-        .strip_prefix("ansible.builtin.")
-        .or_else(|| module.strip_prefix("ansible.legacy."))
-        .unwrap_or(module)
-}
-
 /// The minimal callback's block for command, shell and raw: a header, then the output,
 /// error output and message as they are.
 fn command_output(host: &str, data: &Map<String, Value>, caption: &str) -> String {
@@ -358,7 +324,7 @@ fn one_line_command(host: &str, data: &Map<String, Value>, caption: &str) -> Str
 }
 
 /// A value as Python's `%s` shows the plain ones (strings bare, numbers as written).
-fn python_str(value: &Value) -> String {
+pub(super) fn python_str(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Bool(true) => "True".into(),
@@ -402,6 +368,7 @@ mod tests {
             data: data.as_object().cloned().unwrap(),
             ignored: false,
             verbose_always: always,
+            origin: None,
         }));
         String::from_utf8(r.into_parts().0).unwrap()
     }

@@ -6,4 +6,5 @@ pub mod json;
 pub mod merged_recap;
 pub mod minimal;
 pub mod progress;
+pub mod task_error;
 pub mod warnings;

@@ -145,6 +145,7 @@ mod tests {
             data: Map::new(),
             ignored: false,
             verbose_always: false,
+            origin: None,
         }
     }
 

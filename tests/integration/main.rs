@@ -44,6 +44,7 @@ mod support;
 mod system_modules;
 mod task_chains;
 mod task_connections;
+mod task_errors;
 mod templating;
 mod text_modules;
 mod users_groups;

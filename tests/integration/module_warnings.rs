@@ -8,10 +8,9 @@
 //! fixtures/module_warnings/record.sh ran ansible-playbook on the local connection and
 //! kept its output and registered results in expected/.
 //!
-//! One difference is left out of the comparison, not of warnings: ansible-playbook 2.19+
-//! prints an `[ERROR]: Task failed: ...` block with the task's source (`Origin: ...`)
-//! before every failed task's line, which turbo-play does not print yet; and at -v its
-//! `No config file found; using defaults` line.
+//! Ansible's `[ERROR]: Task failed: ...` block names the temp dir record.sh ran in, which
+//! the comparison puts the test's own run directory in place of; and its -v line
+//! `No config file found; using defaults` is left out, not being about warnings.
 
 use std::path::Path;
 
@@ -29,22 +28,16 @@ fn expected(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Ansible's output without what turbo-play does not print yet (see the top).
-fn comparable(ansible: &str) -> String {
-    let mut out = Vec::new();
-    let mut in_error = false;
-    for line in ansible.split_inclusive('\n') {
-        // The block runs up to the failure's own line.
-        if line.starts_with("[ERROR]: Task failed: ") {
-            in_error = true;
-        } else if in_error && (line.starts_with("fatal: [") || line.starts_with("failed: [")) {
-            in_error = false;
-        }
-        if !in_error && line != "No config file found; using defaults\n" {
-            out.push(line);
-        }
-    }
-    out.concat()
+/// Where record.sh ran Ansible, as the error block's `Origin:` names it.
+const RECORDED_DIR: &str = "/tmp/tmp.9SWAosmMab/run/";
+
+/// Ansible's output as a run in `dir` shows it (see the top).
+fn comparable(ansible: &str, dir: &Path) -> String {
+    ansible
+        .split_inclusive('\n')
+        .filter(|line| *line != "No config file found; using defaults\n")
+        .collect::<String>()
+        .replace(RECORDED_DIR, &format!("{}/", dir.display()))
 }
 
 /// The fixture (library/, collections/, site.yml) in a fresh run directory, ready to run
@@ -106,7 +99,7 @@ fn warnings_and_deprecations_print_as_ansible_prints_them() {
     assert_same(
         "stdout",
         &out.stdout,
-        &comparable(&expected("default.stdout")),
+        &comparable(&expected("default.stdout"), run.dir()),
         &out,
     );
     assert_same("stderr", &out.stderr, &expected("default.stderr"), &out);
@@ -118,7 +111,7 @@ fn warnings_and_deprecations_print_as_ansible_prints_them() {
     assert_same(
         "stdout and stderr",
         &both.stdout,
-        &comparable(&expected("combined.stdout")),
+        &comparable(&expected("combined.stdout"), run.dir()),
         &both,
     );
 }
@@ -128,7 +121,8 @@ fn verbose_results_leave_warnings_out_of_the_dump() {
     let Some(run) = fixture_run("verbose_results_leave_warnings_out_of_the_dump") else {
         return;
     };
-    let out = local(run).arg("-v").run();
+    let run = local(run).arg("-v");
+    let out = run.run();
     out.assert_code(0);
     assert_same("stderr", &out.stderr, &expected("verbose.stderr"), &out);
     // The module tasks' lines; the native command's and copy's carry times and paths.
@@ -139,7 +133,7 @@ fn verbose_results_leave_warnings_out_of_the_dump() {
     assert_same(
         "stdout",
         &until_native(&out.stdout),
-        &until_native(&comparable(&expected("verbose.stdout"))),
+        &until_native(&comparable(&expected("verbose.stdout"), run.dir())),
         &out,
     );
 }
@@ -150,14 +144,13 @@ fn deprecation_warnings_false_turns_deprecations_off() {
     let Some(run) = fixture_run(test) else {
         return;
     };
-    let out = local(run)
-        .env("ANSIBLE_DEPRECATION_WARNINGS", "False")
-        .run();
+    let run = local(run).env("ANSIBLE_DEPRECATION_WARNINGS", "False");
+    let out = run.run();
     out.assert_code(0);
     assert_same(
         "stdout",
         &out.stdout,
-        &comparable(&expected("env-off.stdout")),
+        &comparable(&expected("env-off.stdout"), run.dir()),
         &out,
     );
     assert_same("stderr", &out.stderr, &expected("env-off.stderr"), &out);
@@ -171,7 +164,7 @@ fn deprecation_warnings_false_turns_deprecations_off() {
     assert_same(
         "stdout",
         &out.stdout,
-        &comparable(&expected("cfg-off.stdout")),
+        &comparable(&expected("cfg-off.stdout"), run.dir()),
         &out,
     );
     assert_same("stderr", &out.stderr, &expected("cfg-off.stderr"), &out);
@@ -185,17 +178,17 @@ fn warnings_over_ssh_are_the_local_runs() {
         return;
     };
     let hosts = SshHosts::start(&["h"]);
-    let out = run
+    let run = run
         .inventory(&hosts.inventory())
-        .args(&["-e", "out=~/registered.json"])
-        .run();
+        .args(&["-e", "out=~/registered.json"]);
+    let out = run.run();
     out.assert_code(0);
     assert_same("stderr", &out.stderr, &expected("default.stderr"), &out);
     let until_recap = |text: &str| {
         let end = text.find("PLAY RECAP").expect("a recap");
         text[..end].to_string()
     };
-    let want = comparable(&expected("default.stdout")).replace("[localhost]", "[h]");
+    let want = comparable(&expected("default.stdout"), run.dir()).replace("[localhost]", "[h]");
     assert_same(
         "stdout",
         &until_recap(&out.stdout),

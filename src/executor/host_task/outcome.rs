@@ -11,6 +11,7 @@ use super::{HostState, RunContext};
 use crate::modules::{Effect, FactsLayer, Shown, TaskOutcome};
 use crate::playbook::Task;
 use crate::report::events::{Event, HostResult, Status};
+use crate::report::task_error::TaskOrigin;
 
 /// What the output shows for an item: its `loop_control.label` when set, else the item.
 pub(in crate::executor) fn item_shown(
@@ -132,6 +133,7 @@ pub(super) fn finish_loop(
             // A censored result is shown as any other, only with -v.
             verbose_always: !task.keywords.no_log
                 && (verbose || (task.module.caps().shown == Shown::OwnData && !outcome.skipped)),
+            origin: Some(TaskOrigin::of(task)),
         }));
         results.push(Value::Object(data));
     }
@@ -168,6 +170,7 @@ pub(super) fn finish_loop(
             data,
             ignored: false,
             verbose_always: false,
+            origin: None,
         }));
     }
     let mut data = summary.registered();
@@ -223,6 +226,7 @@ pub(in crate::executor) fn finish_task(
         ignored: outcome.failed && task.ignore_errors,
         // Ansible's censored result loses `_ansible_verbose_always` with the rest.
         verbose_always: !task.keywords.no_log && (is_debug || verbose),
+        origin: Some(TaskOrigin::of(task)),
     }));
     record(task, host, &outcome, data, notify);
 }

@@ -670,10 +670,10 @@ pub(super) fn host_unreachable(ctx: &RunContext, task: &Task, host: &HostState, 
     let data = super::super::unreachable_result(message);
     let shown = super::outcome::unreachable_shown(task, &data);
     if !task.keywords.ignore_unreachable {
-        ctx.unreachable(host, shown);
+        ctx.unreachable(task, host, shown);
         return;
     }
-    ctx.emit_unreachable(host, shown, true);
+    ctx.emit_unreachable(task, host, shown, true);
     host.stat(|s| {
         s.ok += 1;
         s.ignored += 1;

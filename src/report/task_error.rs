@@ -1,0 +1,209 @@
+//! The `[ERROR]: Task failed: ...` block Ansible's callbacks print above a failed or
+//! unreachable host's result: the error, where the task is written, and its source.
+
+use super::events::Status;
+use crate::playbook::Location;
+use serde_json::{Map, Value};
+use std::path::{Component, Path, PathBuf};
+
+/// The task a result came from, as the error block names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskOrigin {
+    pub location: Location,
+    /// The action as written (`ansible.builtin.fail`, `command`).
+    pub action: String,
+}
+
+/// Modules whose work is all in Ansible's controller-side action plugin: their failures
+/// are an action's, the rest a module's.
+const ACTIONS: &[&str] = &[
+    "add_host",
+    "assert",
+    "debug",
+    "fail",
+    "group_by",
+    "include_vars",
+    "pause",
+    "reboot",
+    "set_fact",
+    "set_stats",
+    "validate_argument_spec",
+    "wait_for_connection",
+];
+
+impl TaskOrigin {
+    pub fn of(task: &crate::playbook::Task) -> Self {
+        TaskOrigin {
+            location: task.location.clone(),
+            action: task.action.clone(),
+        }
+    }
+}
+
+pub fn short_name(module: &str) -> &str {
+    module
+        .strip_prefix("ansible.builtin.")
+        .or_else(|| module.strip_prefix("ansible.legacy."))
+        .unwrap_or(module)
+}
+
+/// The block's first line after `[ERROR]: `, or `None` for a result that is no error.
+/// A message the executor already words as the task's error ("Task failed: ...", as a
+/// `failed_when` or a connection's) is kept as it is.
+pub fn error_message(status: Status, action: &str, data: &Map<String, Value>) -> Option<String> {
+    let msg = data
+        .get("msg")
+        .map(super::minimal::python_str)
+        .unwrap_or_default();
+    match status {
+        Status::Failed | Status::Unreachable if msg.starts_with("Task failed: ") => Some(msg),
+        // The executor's own errors (a condition, an undefined variable) are the task's,
+        // neither a module's nor an action's; Ansible names their cause below its origin.
+        Status::Failed if msg.contains("\n\nThe error appears to be in '") => {
+            let (error, _) = msg.split_once("\n\n").unwrap_or((&msg, ""));
+            Some(format!("Task failed: {error}"))
+        }
+        Status::Failed => {
+            let kind = if ACTIONS.contains(&short_name(action)) {
+                "Action failed"
+            } else {
+                "Module failed"
+            };
+            Some(format!("Task failed: {kind}: {msg}"))
+        }
+        Status::Unreachable => Some(format!("Task failed: {msg}")),
+        _ => None,
+    }
+}
+
+/// The whole block for a playbook's task: the error, its origin and the source around it.
+pub fn error_block(
+    status: Status,
+    origin: &TaskOrigin,
+    data: &Map<String, Value>,
+) -> Option<String> {
+    let error = error_message(status, &origin.action, data)?;
+    let context = source_context(&origin.location);
+    let location = &origin.location;
+    Some(format!(
+        "[ERROR]: {error}\nOrigin: {}:{}:{}\n\n{context}\n",
+        absolute(&location.file).display(),
+        location.line,
+        location.column
+    ))
+}
+
+/// The path as Python's `os.path.abspath` makes it, which Ansible's origins show: joined
+/// to the working directory and `.`/`..` taken out without following links.
+fn absolute(path: &Path) -> PathBuf {
+    let joined = match std::env::current_dir() {
+        Ok(cwd) if path.is_relative() => cwd.join(path),
+        _ => path.to_path_buf(),
+    };
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Up to two lines before the task's, numbered, and a `^ column N` marker under its
+/// column, as ansible-core 2.21's `SourceContext.from_origin` renders them; the reason in
+/// parentheses when the file cannot be read.
+pub fn source_context(location: &Location) -> String {
+    const CONTEXT_LINES: usize = 2;
+    const MAX_WIDTH: usize = 120;
+    const TRUNCATED: &str = "...";
+    let text = match std::fs::read_to_string(&location.file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return "(source not shown: FileNotFoundError)".into();
+        }
+        Err(_) => return "(source not shown: OSError)".into(),
+    };
+    if text.starts_with("$ANSIBLE_VAULT;") {
+        return "(source not shown: content encrypted)".into();
+    }
+    let target = location.line;
+    let start = target.saturating_sub(1 + CONTEXT_LINES);
+    let lines: Vec<&str> = text.split('\n').skip(start).take(target - start).collect();
+    if target == 0 || lines.len() != target - start {
+        return "(source not shown: file truncated)".into();
+    }
+    let label_width = target.to_string().len();
+    let max_line = MAX_WIDTH - label_width - 1;
+    let mut usable = max_line;
+    let mut out = Vec::new();
+    for (n, line) in (start + 1..).zip(lines) {
+        let mut line = line.strip_suffix('\r').unwrap_or(line).replace('\t', " ");
+        if line.chars().count() > max_line {
+            line = line
+                .chars()
+                .take(max_line - TRUNCATED.len())
+                .collect::<String>()
+                + TRUNCATED;
+            usable = max_line - TRUNCATED.len();
+        }
+        let gap = if line.is_empty() { "" } else { " " };
+        out.push(format!("{n:>label_width$}{gap}{line}"));
+    }
+    let col = location.column;
+    if (1..=usable).contains(&col) {
+        let marker = format!("column {col}");
+        let marker = if col - 1 + 2 + marker.len() > max_line {
+            format!(
+                "{}{marker} ^",
+                " ".repeat((col - 1).saturating_sub(marker.len() + 1))
+            )
+        } else {
+            format!("{}^ {marker}", " ".repeat(col - 1))
+        };
+        out.push(format!("{} {marker}", " ".repeat(label_width)));
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn source_is_numbered_and_marked_as_ansible_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pb.yml");
+        let lines: String = (1..=9).map(|n| format!("# {n}\n")).collect();
+        std::fs::write(&file, format!("{lines}    - fail:\n")).unwrap();
+        let location = Location {
+            file: Arc::from(file.as_path()),
+            line: 10,
+            column: 7,
+        };
+        assert_eq!(
+            source_context(&location),
+            " 8 # 8\n 9 # 9\n10     - fail:\n         ^ column 7"
+        );
+        let mut data = Map::new();
+        data.insert("msg".into(), "boom".into());
+        let origin = TaskOrigin {
+            location: location.clone(),
+            action: "ansible.builtin.fail".into(),
+        };
+        let block = error_block(Status::Failed, &origin, &data).unwrap();
+        assert!(block.starts_with(&format!(
+            "[ERROR]: Task failed: Action failed: boom\nOrigin: {}:10:7\n\n 8 # 8",
+            file.display()
+        )));
+        assert_eq!(
+            absolute(Path::new("/a/./b/../c.yml")),
+            Path::new("/a/c.yml")
+        );
+        assert!(error_block(Status::Ok, &origin, &data).is_none());
+    }
+}

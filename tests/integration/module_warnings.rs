@@ -107,7 +107,8 @@ fn warnings_and_deprecations_print_as_ansible_prints_them() {
 
     // Both streams as one: each warning comes just before its result's line.
     std::fs::remove_file(run.dir().join("registered.json")).unwrap();
-    let both = run.through(&["sh", "-c", "exec \"$0\" \"$@\" 2>&1"]).run();
+    let both = run.through(&["sh", "-c", "exec \"$0\" \"$@\" 2>&1"]);
+    let (run, both) = (&both, both.run());
     assert_same(
         "stdout and stderr",
         &both.stdout,

@@ -15,6 +15,8 @@ pub use combining_lookups::Combinator;
 pub use dates::{local_mtime, local_now};
 mod config_lookup;
 #[cfg(test)]
+mod dialect_lookup_tests;
+#[cfg(test)]
 mod dialect_tests;
 mod file_options;
 pub use file_options::{Delimiters, TextOptions};

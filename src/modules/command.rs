@@ -359,15 +359,7 @@ mod tests {
     }
 
     fn exec(command: Command) -> Exec {
-        Exec {
-            command,
-            chdir: None,
-            creates: None,
-            removes: None,
-            env: Vec::new(),
-            stdin: None,
-            umask: None,
-        }
+        Exec::plain(command)
     }
 
     fn plan(m: &dyn Module, v: Value) -> Result<Plan, String> {

@@ -318,6 +318,23 @@ mod tests {
         }
     }
 
+    /// The agent's answer for a file of the tree (root's, mode 0640).
+    fn file_reply(path: &str, changed: bool) -> OpResult {
+        OpResult::File(FileOutcome {
+            changed,
+            path: path.into(),
+            kind: FileKind::File,
+            mode: 0o640,
+            size: 2,
+            uid: 0,
+            gid: 0,
+            owner: "root".into(),
+            group: "root".into(),
+            diff: None,
+            backup_file: None,
+        })
+    }
+
     #[test]
     fn a_trailing_slash_copies_the_contents_else_the_directory_itself() {
         let dir = tree();
@@ -378,21 +395,7 @@ mod tests {
         assert!(
             matches!(&first[4], Op::EnsureFile(c) if c.content == FileContent::Inline(b"c\n".to_vec()))
         );
-        let file = |path: &str, changed| {
-            OpResult::File(FileOutcome {
-                changed,
-                path: path.into(),
-                kind: FileKind::File,
-                mode: 0o640,
-                size: 2,
-                uid: 0,
-                gid: 0,
-                owner: "root".into(),
-                group: "root".into(),
-                diff: None,
-                backup_file: None,
-            })
-        };
+        let file = file_reply;
         let dir_ok = || file("/etc/app", false);
         // b.conf already matches; a.conf does not.
         let replies = vec![
@@ -435,21 +438,7 @@ mod tests {
 
     #[test]
     fn results_add_up_and_the_first_error_fails() {
-        let file = |changed| {
-            OpResult::File(FileOutcome {
-                changed,
-                path: "/etc/app/a.conf".into(),
-                kind: FileKind::File,
-                mode: 0o640,
-                size: 2,
-                uid: 0,
-                gid: 0,
-                owner: "root".into(),
-                group: "root".into(),
-                diff: None,
-                backup_file: None,
-            })
-        };
+        let file = |changed| file_reply("/etc/app/a.conf", changed);
         let src = json!("conf.d/");
         assert!(!tree_result(Some(&src), "/etc/app", vec![file(false), file(false)]).changed);
         let out = tree_result(Some(&src), "/etc/app", vec![file(false), file(true)]);

@@ -8,6 +8,7 @@
 pub mod frame;
 pub mod messages;
 mod nesting;
+mod raw_bytes;
 pub mod rolling;
 
 pub use frame::{FrameDecoder, FrameError, encode_frame, read_frame, write_frame};

@@ -95,7 +95,11 @@ pub enum Op {
     /// Make a path be a directory, be absent, exist (touch), or be a symlink.
     EnsurePath(EnsurePath),
     /// Append bytes to a staging file for a later `EnsureFile { content: Staged }`.
-    WriteChunk { upload_id: u64, data: Vec<u8> },
+    WriteChunk {
+        upload_id: u64,
+        #[serde(with = "crate::raw_bytes")]
+        data: Vec<u8>,
+    },
     /// Run a program or a shell command line.
     Exec(Exec),
     /// Run each op in order and reply with one result per op: a loop's items travel as
@@ -171,6 +175,7 @@ pub struct StartJob {
     pub dir: String,
     /// Seconds after which the job's process group is killed (its reply: `TimedOut`).
     pub time_limit_secs: u64,
+    #[serde(with = "crate::raw_bytes")]
     pub note: Vec<u8>,
     #[serde(deserialize_with = "crate::nesting::nested")]
     pub op: Box<Op>,
@@ -190,7 +195,7 @@ pub enum DeltaInstruction {
     /// `len` bytes of the basis file from `offset`.
     Copy { offset: u64, len: u64 },
     /// Bytes the basis file does not have.
-    Literal(Vec<u8>),
+    Literal(#[serde(with = "crate::raw_bytes")] Vec<u8>),
 }
 
 /// What [`Op::BlockSignatures`] found.
@@ -221,6 +226,7 @@ pub struct RunModule {
     pub style: ModuleStyle,
     /// The arguments as the module reads them: JSON (`{"ANSIBLE_MODULE_ARGS": ...}` for
     /// new-style modules), or `k=v` text for old-style ones.
+    #[serde(with = "crate::raw_bytes")]
     pub args: Vec<u8>,
     /// Seconds before the module is killed (the task's `timeout:`).
     pub timeout_secs: Option<u64>,
@@ -240,6 +246,7 @@ pub struct ModulePayload {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PayloadFile {
     pub path: String,
+    #[serde(with = "crate::raw_bytes")]
     pub data: Vec<u8>,
     pub executable: bool,
 }
@@ -291,7 +298,7 @@ pub struct EnsureFile {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum FileContent {
-    Inline(Vec<u8>),
+    Inline(#[serde(with = "crate::raw_bytes")] Vec<u8>),
     /// Bytes sent before by `WriteChunk`s with this id; `sha256` is what they must hash to.
     Staged {
         upload_id: u64,
@@ -307,6 +314,7 @@ pub enum FileContent {
     /// ops before this one in the batch wrote): written only while the file still hashes
     /// to `was_sha256`, else [`ErrorKind::Conflict`] and the file is left alone.
     Replacing {
+        #[serde(with = "crate::raw_bytes")]
         bytes: Vec<u8>,
         was_sha256: [u8; 32],
     },
@@ -365,6 +373,7 @@ pub struct Exec {
     /// Skip unless this path exists.
     pub removes: Option<String>,
     pub env: Vec<(String, String)>,
+    #[serde(with = "crate::raw_bytes::option")]
     pub stdin: Option<Vec<u8>>,
     /// The command's umask (`pip`'s and `git`'s `umask`); `None` inherits the agent's.
     pub umask: Option<u32>,
@@ -464,6 +473,7 @@ pub struct FileRead {
     pub stat: StatInfo,
     /// Where `data` starts, as asked.
     pub offset: u64,
+    #[serde(with = "crate::raw_bytes")]
     pub data: Vec<u8>,
     /// True when `data` reaches the end of the file: nothing is left after it. False
     /// when the limit or the one-reply cap cut it: ask again at `offset + data.len()`.
@@ -547,6 +557,7 @@ pub struct StatInfo {
     pub writeable: bool,
     pub executable: bool,
     /// The asked-for digest of a regular file's content.
+    #[serde(with = "crate::raw_bytes::option")]
     pub checksum: Option<Vec<u8>>,
     /// What a symlink holds (readlink), and its full resolution as Python's
     /// `os.path.realpath` (Ansible's `lnk_source`: missing parts kept, loops left as they
@@ -620,7 +631,9 @@ pub struct ExecOutcome {
     /// False when `creates`/`removes` skipped the command, or in check mode.
     pub ran: bool,
     pub rc: i32,
+    #[serde(with = "crate::raw_bytes")]
     pub stdout: Vec<u8>,
+    #[serde(with = "crate::raw_bytes")]
     pub stderr: Vec<u8>,
     /// Wall time, for the result's `start`/`end`/`delta`.
     pub start_unix_micros: i64,
@@ -636,7 +649,9 @@ pub struct ModuleRun {
     /// result becomes the `discovered_interpreter_python` fact).
     pub discovered: bool,
     pub rc: i32,
+    #[serde(with = "crate::raw_bytes")]
     pub stdout: Vec<u8>,
+    #[serde(with = "crate::raw_bytes")]
     pub stderr: Vec<u8>,
     /// Killed after `timeout_secs`.
     pub timed_out: bool,

@@ -24,6 +24,9 @@ pub(super) const BATCH_CHUNK: usize = 256;
 /// Upload chunks per request: one round trip moves this many bytes.
 pub(super) const CHUNKS_PER_REQUEST: usize = 2;
 
+/// Upload requests sent before the first one's reply is awaited.
+const REQUESTS_IN_FLIGHT: usize = 3;
+
 /// `loop_control.pause` makes items wait for each other: each item must be done on the
 /// host before the pause starts (a rolling restart relies on it), so the items go one
 /// request at a time with the pause in between instead of as one batch; so do the items of
@@ -569,16 +572,19 @@ impl Upload<'_> {
 
     /// The bytes in `CHUNK_BYTES` pieces, `CHUNKS_PER_REQUEST` to a request, in order
     /// (the agent appends chunks as it reads them), with `finish` in the last request so
-    /// that it costs no round trip of its own; only one request's worth is read at a time.
-    /// The answer is `finish`'s reply, or the agent's refusal of a chunk.
+    /// that it costs no round trip of its own. `REQUESTS_IN_FLIGHT` requests are on their
+    /// way at once, so the agent writes one while the next crosses the wire (waiting for
+    /// each reply left the link idle half of a big copy); memory stays bounded by what is
+    /// in flight. The answer is `finish`'s reply, or the agent's first refusal of a chunk.
     async fn chunks(
         &self,
         reader: &mut (dyn std::io::Read + Send),
         finish: Op,
     ) -> Result<OpResult, String> {
-        loop {
+        let mut in_flight = std::collections::VecDeque::with_capacity(REQUESTS_IN_FLIGHT);
+        let mut at_end = false;
+        while !at_end {
             let mut ops = Vec::with_capacity(CHUNKS_PER_REQUEST + 1);
-            let mut at_end = false;
             while ops.len() < CHUNKS_PER_REQUEST {
                 let mut data = Vec::with_capacity(CHUNK_BYTES);
                 reader
@@ -600,25 +606,34 @@ impl Upload<'_> {
             if at_end {
                 ops.push(finish.clone());
             }
-            let mut results = match self
+            let reply = self
                 .session
-                .call(Op::Batch(ops), self.flags.0, self.flags.1)
+                .send(Op::Batch(ops), self.flags.0, self.flags.1, 0)
                 .await
-            {
-                Ok(OpResult::Batch(results)) => results,
-                Ok(other) => return Err(format!("unexpected reply {other:?}")),
-                Err(e) => return Err(e.to_string()),
-            };
-            let last = if at_end { results.pop() } else { None };
-            if let Some(err @ OpResult::Error(_)) =
-                results.iter().find(|r| matches!(r, OpResult::Error(_)))
-            {
-                return Ok(err.clone());
-            }
-            if at_end {
-                return last.ok_or_else(|| "empty reply".to_string());
+                .map_err(|e| e.to_string())?;
+            in_flight.push_back(reply);
+            while in_flight.len() >= REQUESTS_IN_FLIGHT || (at_end && !in_flight.is_empty()) {
+                let reply = in_flight.pop_front().expect("a request in flight");
+                let mut results = match reply.await {
+                    Ok(OpResult::Batch(results)) => results,
+                    Ok(other) => return Err(format!("unexpected reply {other:?}")),
+                    Err(e) => return Err(e.to_string()),
+                };
+                let last = in_flight.is_empty() && at_end;
+                let finished = if last { results.pop() } else { None };
+                // The requests still in flight are answered and dropped: the staging file
+                // of a refused upload is the agent's to remove.
+                if let Some(err @ OpResult::Error(_)) =
+                    results.iter().find(|r| matches!(r, OpResult::Error(_)))
+                {
+                    return Ok(err.clone());
+                }
+                if last {
+                    return finished.ok_or_else(|| "empty reply".to_string());
+                }
             }
         }
+        Err("the upload ended without a reply to its last request".into())
     }
 }
 

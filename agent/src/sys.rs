@@ -452,6 +452,48 @@ pub fn touch_times(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// `struct timespec` of 64-bit Linux.
+#[repr(C)]
+struct Timespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+/// utimensat(2): leave this time as it is.
+const UTIME_OMIT: i64 = (1 << 30) - 2;
+const AT_SYMLINK_NOFOLLOW: i32 = 0x100;
+
+/// Sets a path's modification time (the access time is left alone), of a symlink itself
+/// rather than what it points to, as rsync's `--times` does.
+pub fn set_mtime(path: &Path, secs: i64, nsec: u32) -> io::Result<()> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    let times = [
+        Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_OMIT,
+        },
+        Timespec {
+            tv_sec: secs,
+            tv_nsec: i64::from(nsec.min(999_999_999)),
+        },
+    ];
+    // SAFETY: c_path is NUL-terminated and outlives the call; `times` is the two
+    // timespecs utimensat reads.
+    let rc = unsafe {
+        utimensat(
+            AT_FDCWD,
+            c_path.as_ptr(),
+            times.as_ptr().cast(),
+            AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -76,6 +76,7 @@ mod setup_local;
 mod slurp;
 pub mod spec;
 mod stat;
+mod synchronize;
 mod systemd;
 mod sysvinit;
 mod tempfile;
@@ -117,6 +118,8 @@ pub struct PlanContext<'a> {
     pub no_log: bool,
     /// The task's `timeout:` in seconds.
     pub timeout: Option<u64>,
+    /// The task has `delegate_to`: it runs on another host than the one it is for.
+    pub delegated: bool,
 }
 
 impl<'a> PlanContext<'a> {
@@ -132,6 +135,7 @@ impl<'a> PlanContext<'a> {
             ansible_managed: None,
             no_log: false,
             timeout: None,
+            delegated: false,
         }
     }
 }

@@ -118,6 +118,22 @@ static MODULES: &[(&str, Entry)] = &[
     ("yum_repository", Native(&yum_repository::YumRepository)),
 ];
 
+/// Collection modules turbo-play runs itself, by full name, with the short name Ansible's
+/// routing (ansible-core's `ansible_builtin_runtime.yml`) redirects to them.
+static NATIVE_COLLECTION_MODULES: &[(&str, &str, &dyn Module)] = &[(
+    "ansible.posix.synchronize",
+    "synchronize",
+    &super::synchronize::Synchronize,
+)];
+
+fn native_collection_module(name: &str) -> Option<&'static dyn Module> {
+    let short = short_name(name);
+    NATIVE_COLLECTION_MODULES
+        .iter()
+        .find(|(fqcn, routed, _)| name == *fqcn || short == *routed)
+        .map(|(_, _, module)| *module)
+}
+
 /// The short name of `copy`, `ansible.builtin.copy` or `ansible.legacy.copy`.
 fn short_name(name: &str) -> &str {
     name.strip_prefix("ansible.builtin.")
@@ -135,10 +151,13 @@ fn row(name: &str) -> Option<&'static (&'static str, Entry)> {
 
 /// Every module turbo-play runs.
 pub fn all() -> impl Iterator<Item = &'static dyn Module> {
-    MODULES.iter().filter_map(|(_, entry)| match entry {
-        Native(m) => Some(*m),
-        NotYet { .. } | Python => None,
-    })
+    MODULES
+        .iter()
+        .filter_map(|(_, entry)| match entry {
+            Native(m) => Some(*m),
+            NotYet { .. } | Python => None,
+        })
+        .chain(NATIVE_COLLECTION_MODULES.iter().map(|(_, _, m)| *m))
 }
 
 /// The module a task names (short, `ansible.builtin.` or `ansible.legacy.`): the real one,
@@ -156,6 +175,9 @@ pub fn find(name: &str) -> Option<&'static dyn Module> {
             })
             .collect()
     });
+    if let Some(module) = native_collection_module(name) {
+        return Some(module);
+    }
     let (short, entry) = row(name)?;
     match entry {
         Native(m) => Some(*m),
@@ -169,7 +191,7 @@ pub fn find(name: &str) -> Option<&'static dyn Module> {
 
 /// Whether turbo-play runs this module itself (not only knows Ansible has it).
 pub fn is_implemented(name: &str) -> bool {
-    matches!(row(name), Some((_, Native(_))))
+    native_collection_module(name).is_some() || matches!(row(name), Some((_, Native(_))))
 }
 
 /// The module a mistyped name most likely meant.

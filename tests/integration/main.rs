@@ -41,6 +41,7 @@ mod services;
 mod ssh_config;
 mod ssh_transport;
 mod support;
+mod synchronize;
 mod system_modules;
 mod task_chains;
 mod task_connections;

@@ -160,6 +160,14 @@ pub enum Op {
         basis: String,
         instructions: Vec<DeltaInstruction>,
     },
+    /// Set the modification time of a file or directory (not through a final symlink),
+    /// as rsync's `--times` does; answered by a [`FileOutcome`], `changed` when the time
+    /// was another.
+    SetTimes {
+        path: String,
+        mtime: i64,
+        mtime_nsec: u32,
+    },
 }
 
 /// A detached job's files, all in `dir` (`~` allowed) and named after the job id: `JID`

@@ -16,6 +16,7 @@ pub mod read;
 pub mod realpath;
 pub mod rename;
 pub mod stat;
+pub mod times;
 pub mod tree;
 pub mod warm;
 
@@ -139,6 +140,11 @@ impl Agent {
                 checksum,
             } => tree::list_tree(self, &path, max_depth, follow, checksum),
             Op::Rename { from, to } => rename::rename(self, &from, &to, flags),
+            Op::SetTimes {
+                path,
+                mtime,
+                mtime_nsec,
+            } => times::set_times(self, &path, mtime, mtime_nsec, flags),
             Op::RunModule(spec) => module::run_module(self, spec),
             Op::StartJob(spec) => job::start_job(self, spec, flags),
             Op::BlockSignatures { path, block_size } => {

@@ -407,6 +407,7 @@ pub(super) fn plan_context<'a>(
         ansible_managed: ctx.opts.ansible_managed.as_deref(),
         no_log: task.keywords.no_log,
         timeout: None,
+        delegated: task.keywords.delegate_to.is_some(),
     }
 }
 

@@ -522,6 +522,8 @@ pub(crate) fn convert_named(name: &str, kind: Kind, value: &Value) -> Result<Val
 fn convert(kind: Kind, value: &Value) -> Result<Value, String> {
     match kind {
         Kind::Raw => Ok(value.clone()),
+        // check_type_str makes None '' (what templating None gave before 2.19).
+        Kind::Str | Kind::Path if value.is_null() => Ok(Value::String(String::new())),
         Kind::Str | Kind::Path => Ok(Value::String(python_text(value))),
         Kind::Bool => parse_bool(value).map(Value::Bool),
         Kind::Int => to_int(value).map(Value::from),

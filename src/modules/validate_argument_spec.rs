@@ -167,10 +167,20 @@ fn validate(argument_spec: &Map<String, Value>, values: &mut Map<String, Value>)
         ));
     }
     for name in argument_spec.keys() {
-        let Some(value) = values.get(name).filter(|v| !v.is_null()) else {
+        let Some(value) = values.get(name) else {
             continue;
         };
-        let kind = match kind_of(&attrs(name)) {
+        // None is checked like any value where the option is required or has a default
+        // (a required int given `~` fails), as Ansible's type validation does.
+        let spec_attrs = attrs(name);
+        let optional = !spec_attrs
+            .get("required")
+            .is_some_and(crate::booleans::lenient)
+            && spec_attrs.get("default").is_none_or(Value::is_null);
+        if value.is_null() && optional {
+            continue;
+        }
+        let kind = match kind_of(&spec_attrs) {
             Ok(kind) => kind,
             Err(e) => {
                 errors.push(e);
@@ -260,6 +270,29 @@ mod tests {
             bad.msg
                 .unwrap()
                 .starts_with("Validation of arguments failed:\nmissing required arguments: port\nargument 'debug' is of type str and we were unable to convert to bool: ")
+        );
+    }
+
+    #[test]
+    fn none_is_checked_where_the_option_is_required_or_has_a_default() {
+        let spec = json!({
+            "i": {"type": "int", "required": true},
+            "l": {"type": "list", "required": true},
+            "d": {"type": "dict", "default": {"a": 1}},
+            "s": {"type": "str", "required": true},
+            "r": {"type": "raw", "required": true},
+            "optional": {"type": "int"},
+        });
+        let provided =
+            json!({"i": null, "l": null, "d": null, "s": null, "r": null, "optional": null});
+        let bad = outcome(json!({"argument_spec": spec, "provided_arguments": provided}));
+        assert_eq!(
+            bad.data["argument_errors"],
+            json!([
+                "argument 'i' is of type NoneType and we were unable to convert to int: \"None\" cannot be converted to an int",
+                "argument 'l' is of type NoneType and we were unable to convert to list: <class 'NoneType'> cannot be converted to a list",
+                "argument 'd' is of type NoneType and we were unable to convert to dict: <class 'NoneType'> cannot be converted to a dict",
+            ])
         );
     }
 }

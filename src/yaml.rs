@@ -91,6 +91,9 @@ impl Source {
             legacy_octal_numbers: true,
             strict_booleans: false,
             duplicate_keys: serde_saphyr::DuplicateKeyPolicy::PassThrough,
+            // PyYAML loads `!!binary` as bytes, whatever they hold; the text stays
+            // base64 here rather than failing the file when it is not UTF-8.
+            ignore_binary_tag_for_string: true,
         };
         DUPLICATES.with(|d| d.borrow_mut().clear());
         let parsed = serde_saphyr::from_str_with_options::<Spanned<Node>>(&self.text, options);
@@ -734,6 +737,12 @@ mod tests {
         assert_eq!(n.get("e").unwrap().as_str(), Some("{{ plain }}"));
         let f = &n.get("f").unwrap().as_seq().unwrap()[0];
         assert_eq!(text(f), "{% raw %}'\\\n");
+    }
+
+    #[test]
+    fn a_binary_scalar_that_is_not_text_loads_as_its_base64() {
+        let n = parse("b: !!binary |\n  R0lGODlh/wA=\n");
+        assert_eq!(n.get("b").unwrap().as_str(), Some("R0lGODlh/wA=\n"));
     }
 
     #[test]

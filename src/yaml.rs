@@ -91,6 +91,9 @@ impl Source {
             legacy_octal_numbers: true,
             strict_booleans: false,
             duplicate_keys: serde_saphyr::DuplicateKeyPolicy::PassThrough,
+            // PyYAML loads `!!binary` as bytes, whatever they hold; the text stays
+            // base64 here rather than failing the file when it is not UTF-8.
+            ignore_binary_tag_for_string: true,
         };
         DUPLICATES.with(|d| d.borrow_mut().clear());
         let parsed = serde_saphyr::from_str_with_options::<Spanned<Node>>(&self.text, options);
@@ -102,6 +105,9 @@ impl Source {
                 self.restore_pyyaml_booleans(&mut node);
                 if self.text.contains("!vault") {
                     self.mark_inline_vault_values(&mut node);
+                }
+                if self.text.contains("!unsafe") {
+                    self.mark_unsafe_values(&mut node, false);
                 }
                 Ok(node)
             }
@@ -199,12 +205,15 @@ impl Source {
         }
     }
 
-    /// Whether `!vault` (or `!vault-encrypted`) is the tag of the scalar at `span`: the
-    /// last token before it, past a block scalar's `|`/`>` indicator.
+    /// Whether `!vault` (or `!vault-encrypted`) is the tag of the scalar at `span`.
     fn tagged_vault_at(&self, span: Span) -> bool {
-        let Some(offset) = self.offset_of(span) else {
-            return false;
-        };
+        matches!(self.tag_at(span), Some("!vault" | "!vault-encrypted"))
+    }
+
+    /// The tag written before the node at `span`, if any: the last token before it, past
+    /// a block scalar's `|`/`>` indicator.
+    fn tag_at(&self, span: Span) -> Option<&str> {
+        let offset = self.offset_of(span)?;
         let before = self.text[..offset].trim_end();
         let before = match before.rfind(|c: char| c.is_whitespace()) {
             Some(at) if before[at..].trim_start().starts_with(['|', '>']) => {
@@ -216,7 +225,31 @@ impl Source {
         let tag_start = before
             .rfind(|c: char| c.is_whitespace() || matches!(c, ':' | '-' | '[' | '{' | ','))
             .map_or(0, |at| at + 1);
-        matches!(&before[tag_start..], "!vault" | "!vault-encrypted")
+        let token = &before[tag_start..];
+        token.starts_with('!').then_some(token)
+    }
+
+    /// `!unsafe` text is never templated, wherever it flows: the parser drops the tag, so
+    /// it is found again before the node, and every string under it becomes an expression
+    /// that gives the text back as it was written (see [`unsafe_expression`]). A scalar
+    /// tagged itself is a string whatever it looks like, as PyYAML's str constructor makes it.
+    fn mark_unsafe_values(&self, node: &mut Node, inherited: bool) {
+        let tagged = inherited || self.tag_at(node.span) == Some("!unsafe");
+        match &mut node.value {
+            Value::Str(s) if tagged => *s = unsafe_expression(s),
+            Value::Bool(_) | Value::Int(_) | Value::Float(_) if tagged && !inherited => {
+                if let Some(token) = self.plain_token_at(node.span) {
+                    node.value = Value::Str(unsafe_expression(token));
+                }
+            }
+            Value::Seq(items) => items
+                .iter_mut()
+                .for_each(|n| self.mark_unsafe_values(n, tagged)),
+            Value::Map(entries) => entries
+                .iter_mut()
+                .for_each(|(_, v)| self.mark_unsafe_values(v, tagged)),
+            _ => {}
+        }
     }
 
     fn offset_of(&self, span: Span) -> Option<usize> {
@@ -260,6 +293,25 @@ impl Source {
             help,
         }
     }
+}
+
+/// The template function an `!unsafe` string is carried as.
+pub const UNSAFE_FUNCTION: &str = "__tp_unsafe";
+
+/// The expression that renders to `text` untouched: the text goes hex-encoded, so no
+/// quote, backslash or delimiter in it means anything to the template engine.
+pub fn unsafe_expression(text: &str) -> String {
+    let hex: String = text.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{{{{ {UNSAFE_FUNCTION}('{hex}') }}}}")
+}
+
+/// The text an [`unsafe_expression`] carries (None if `hex` is not what it writes).
+pub fn unsafe_text(hex: &str) -> Option<String> {
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    String::from_utf8(bytes).ok()
 }
 
 fn first_line_without_location(msg: &str) -> String {
@@ -656,6 +708,41 @@ mod tests {
                 .contains("'$ANSIBLE_VAULT;1.2;AES256;x 3333'")
         );
         assert_eq!(text("d"), "$ANSIBLE_VAULT;1.1;AES256\nuntagged\n");
+    }
+
+    #[test]
+    fn unsafe_values_become_expressions_that_give_their_text_back() {
+        let n = parse(concat!(
+            "a: !unsafe b{{x}}\n",
+            "b: !unsafe [ 'b{{x}}', 3]\n",
+            "c: !unsafe\n  k: '{{ y }}'\n",
+            "d: !unsafe yes\n",
+            "e: '{{ plain }}'\n",
+            "f:\n  - !unsafe |\n    {% raw %}'\\\n",
+        ));
+        let text = |node: &Node| {
+            let s = node.as_str().unwrap();
+            let hex = s
+                .strip_prefix("{{ __tp_unsafe('")
+                .and_then(|s| s.strip_suffix("') }}"))
+                .unwrap_or_else(|| panic!("not marked: {s}"));
+            unsafe_text(hex).unwrap()
+        };
+        assert_eq!(text(n.get("a").unwrap()), "b{{x}}");
+        let b = n.get("b").unwrap().as_seq().unwrap();
+        assert_eq!(text(&b[0]), "b{{x}}");
+        assert_eq!(b[1].value, Value::Int(3));
+        assert_eq!(text(n.get("c").unwrap().get("k").unwrap()), "{{ y }}");
+        assert_eq!(text(n.get("d").unwrap()), "yes");
+        assert_eq!(n.get("e").unwrap().as_str(), Some("{{ plain }}"));
+        let f = &n.get("f").unwrap().as_seq().unwrap()[0];
+        assert_eq!(text(f), "{% raw %}'\\\n");
+    }
+
+    #[test]
+    fn a_binary_scalar_that_is_not_text_loads_as_its_base64() {
+        let n = parse("b: !!binary |\n  R0lGODlh/wA=\n");
+        assert_eq!(n.get("b").unwrap().as_str(), Some("R0lGODlh/wA=\n"));
     }
 
     #[test]

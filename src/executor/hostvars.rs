@@ -148,6 +148,7 @@ fn one_host(
         vars.insert("ansible_facts".into(), Value::Object(facts));
         keep.insert("ansible_facts".into());
         keep.extend(state.registered.lock().expect("vars lock").keys().cloned());
+        keep.extend(state.set_facts.lock().expect("vars lock").keys().cloned());
         for layer in [&state.included_vars, &state.set_facts, &state.registered] {
             for (k, v) in layer.lock().expect("vars lock").iter() {
                 vars.insert(k.clone(), v.clone());

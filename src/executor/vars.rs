@@ -64,15 +64,18 @@ pub fn task_vars(
         ctx.me.clone(),
         playbook.dir.clone(),
     ));
-    // Results and facts came from the target: Ansible never templates them again. The
-    // locks are let go before rendering, which may read this host through `hostvars`.
+    // Results and facts came from the target, and set facts were templated when they
+    // were set: Ansible never templates them again. The locks are let go before
+    // rendering, which may read this host through `hostvars`.
     let pending: Vec<String> = {
         let registered = host.registered.lock().expect("registered lock");
+        let set_facts = host.set_facts.lock().expect("set_facts lock");
         let facts = host.facts.lock().expect("facts lock");
         vars.iter()
             .filter(|(k, v)| {
                 holds_template(v)
                     && !registered.contains_key(*k)
+                    && set_facts.get(*k) != Some(*v)
                     && k.as_str() != "ansible_facts"
                     && !k
                         .strip_prefix("ansible_")
@@ -276,6 +279,13 @@ fn resolve_nested_templates(
 ) -> Vec<(String, String)> {
     // A failure may come from a variable not resolved yet: it counts only when it lasts.
     let mut failed: std::collections::BTreeMap<String, String> = Default::default();
+    // Each pass renders what the variable says, never what an earlier pass made of it:
+    // a value is templated once (text an `!unsafe` value gives, or a template a lookup
+    // returns, stays as it is), only against the others' values as they settle.
+    let written: std::collections::HashMap<String, Value> = pending
+        .iter()
+        .map(|key| (key.clone(), vars[key].clone()))
+        .collect();
     for _ in 0..MAX_TEMPLATE_DEPTH {
         if pending.is_empty() {
             break;
@@ -287,7 +297,7 @@ fn resolve_nested_templates(
         let mut still = Vec::new();
         let mut changed = false;
         for key in pending {
-            let rendered = match templar.render_value(&vars[&key], &context) {
+            let rendered = match templar.render_value(&written[&key], &context) {
                 Ok(rendered) => rendered,
                 // It may name one not resolved yet (`all: "{{ hostvars[h] }}"` before
                 // `x: "{{ all.y }}"`): tried again while the others change.
@@ -305,11 +315,13 @@ fn resolve_nested_templates(
                 }
             };
             failed.remove(&key);
+            // Text that still reads as a template may come from one not settled yet
+            // (it is rendered again next pass), or be what an `!unsafe` value gives.
+            if holds_template(&rendered) {
+                still.push(key.clone());
+            }
             if rendered != vars[&key] {
                 changed = true;
-                if holds_template(&rendered) {
-                    still.push(key.clone());
-                }
                 vars.insert(key, rendered);
             }
         }
@@ -361,17 +373,19 @@ pub(super) fn with_item_vars(
         };
         let mut still = Vec::new();
         let mut changed = false;
+        // As in `resolve_nested_templates`, every pass renders the text as written.
         for (name, text) in pending {
             match templar.render_value(&Value::String(text.clone()), &context) {
                 Ok(Value::String(new)) if new == text => {}
                 Ok(rendered) => {
-                    changed = true;
-                    if let Value::String(new) = &rendered
-                        && mentions_item(new)
-                    {
-                        still.push((name.clone(), new.clone()));
+                    let rendered = minijinja::Value::from_serialize(&rendered);
+                    if rendered.as_str().is_some_and(mentions_item) {
+                        still.push((name.clone(), text));
                     }
-                    resolved.insert(name, minijinja::Value::from_serialize(&rendered));
+                    if resolved.get(&name) != Some(&rendered) {
+                        changed = true;
+                        resolved.insert(name, rendered);
+                    }
                 }
                 // Still undefined (or failing): the task fails where it uses it.
                 Err(_) => still.push((name, text)),

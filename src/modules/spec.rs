@@ -28,6 +28,8 @@ pub enum Kind {
     Dict,
     /// A list whose elements are converted to this kind (a string is split on commas).
     List(Elem),
+    /// Ansible's `json`/`jsonarg`: a string as it is (trimmed), a list or dict as JSON text.
+    Json,
 }
 
 /// The `elements` of a list argument.
@@ -35,6 +37,8 @@ pub enum Kind {
 pub enum Elem {
     Str,
     Int,
+    Float,
+    Bool,
     Path,
     Raw,
     Dict,
@@ -522,6 +526,18 @@ pub(crate) fn convert_named(name: &str, kind: Kind, value: &Value) -> Result<Val
 fn convert(kind: Kind, value: &Value) -> Result<Value, String> {
     match kind {
         Kind::Raw => Ok(value.clone()),
+        Kind::Json => match value {
+            Value::String(s) => Ok(Value::String(s.trim().to_string())),
+            Value::Array(_) | Value::Object(_) => Ok(Value::String(crate::template::python_json(
+                value, None, false,
+            ))),
+            other => Err(format!(
+                "{} cannot be converted to a json string",
+                python_class(other)
+            )),
+        },
+        // check_type_str makes None '' (what templating None gave before 2.19).
+        Kind::Str | Kind::Path if value.is_null() => Ok(Value::String(String::new())),
         Kind::Str | Kind::Path => Ok(Value::String(python_text(value))),
         Kind::Bool => parse_bool(value).map(Value::Bool),
         Kind::Int => to_int(value).map(Value::from),
@@ -543,6 +559,8 @@ fn convert(kind: Kind, value: &Value) -> Result<Value, String> {
                 Elem::Str => Kind::Str,
                 Elem::Int => Kind::Int,
                 Elem::Path => Kind::Path,
+                Elem::Float => Kind::Float,
+                Elem::Bool => Kind::Bool,
                 Elem::Raw => Kind::Raw,
                 Elem::Dict => Kind::Dict,
             };
@@ -716,6 +734,7 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::Raw => "raw",
         Kind::Dict => "dict",
         Kind::List(_) => "list",
+        Kind::Json => "json",
     }
 }
 

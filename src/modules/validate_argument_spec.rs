@@ -111,9 +111,12 @@ fn kind_of(attrs: &Map<String, Value>) -> Result<Kind, String> {
         "path" => Kind::Path,
         "raw" => Kind::Raw,
         "dict" => Kind::Dict,
+        "json" | "jsonarg" => Kind::Json,
         "list" => Kind::List(match text("elements") {
             None | Some("str") => Elem::Str,
             Some("int") => Elem::Int,
+            Some("float") => Elem::Float,
+            Some("bool") => Elem::Bool,
             Some("path") => Elem::Path,
             Some("raw") => Elem::Raw,
             Some("dict") => Elem::Dict,
@@ -131,9 +134,51 @@ fn kind_of(attrs: &Map<String, Value>) -> Result<Kind, String> {
     })
 }
 
-/// Every error, in the validator's order: required, then types, then choices.
+/// Every error, in the validator's order: required, then types, then choices, then the
+/// options of dict options (level by level), and last the names no spec knows.
 fn validate(argument_spec: &Map<String, Value>, values: &mut Map<String, Value>) -> Vec<String> {
     let mut errors = Vec::new();
+    let mut unsupported = Vec::new();
+    validate_level(argument_spec, values, &[], &mut errors, &mut unsupported);
+    if let Some((_, supported)) = unsupported.last() {
+        let mut names: Vec<&str> = unsupported.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        errors.push(format!(
+            "{}. Supported parameters include: {supported}.",
+            names.join(", ")
+        ));
+    }
+    errors
+}
+
+/// The names a level's spec knows, as Ansible lists them: sorted, aliases in parentheses.
+fn supported_names(argument_spec: &Map<String, Value>) -> String {
+    let mut names: Vec<&str> = argument_spec.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    let mut aliases: Vec<&str> = argument_spec
+        .values()
+        .filter_map(|a| a.get("aliases").and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    aliases.sort_unstable();
+    let mut text = names.join(", ");
+    if !aliases.is_empty() {
+        text.push_str(&format!(" ({})", aliases.join(", ")));
+    }
+    text
+}
+
+/// One level of a spec: `context` names the dict options it is inside (empty at the
+/// top), which Ansible's messages quote; names no spec knows are collected, with
+/// their path, for one message at the end.
+fn validate_level(
+    argument_spec: &Map<String, Value>,
+    values: &mut Map<String, Value>,
+    context: &[String],
+    errors: &mut Vec<String>,
+    unsupported: &mut Vec<(String, String)>,
+) {
     let attrs = |name: &str| -> Map<String, Value> {
         argument_spec
             .get(name)
@@ -141,6 +186,43 @@ fn validate(argument_spec: &Map<String, Value>, values: &mut Map<String, Value>)
             .cloned()
             .unwrap_or_default()
     };
+    let found_in = if context.is_empty() {
+        String::new()
+    } else {
+        format!(" found in {}", context.join(" -> "))
+    };
+    // An alias gives its value to the option's name.
+    for (name, spec_attrs) in argument_spec {
+        for alias in spec_attrs
+            .get("aliases")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if let Some(value) = values.get(alias).cloned()
+                && !values.contains_key(name)
+            {
+                values.insert(name.clone(), value);
+            }
+        }
+    }
+    let known = |key: &str| {
+        argument_spec.contains_key(key)
+            || argument_spec.values().any(|a| {
+                a.get("aliases")
+                    .and_then(Value::as_array)
+                    .is_some_and(|l| l.iter().any(|x| x.as_str() == Some(key)))
+            })
+    };
+    for key in values.keys().filter(|k| !known(k)) {
+        let path: Vec<&str> = context
+            .iter()
+            .map(String::as_str)
+            .chain([key.as_str()])
+            .collect();
+        unsupported.push((path.join("."), supported_names(argument_spec)));
+    }
     for (name, _) in argument_spec {
         if let Some(default) = attrs(name).get("default")
             && !default.is_null()
@@ -162,15 +244,25 @@ fn validate(argument_spec: &Map<String, Value>, values: &mut Map<String, Value>)
     if !missing.is_empty() {
         missing.sort_unstable();
         errors.push(format!(
-            "missing required arguments: {}",
+            "missing required arguments: {}{found_in}",
             missing.join(", ")
         ));
     }
     for name in argument_spec.keys() {
-        let Some(value) = values.get(name).filter(|v| !v.is_null()) else {
+        let Some(value) = values.get(name) else {
             continue;
         };
-        let kind = match kind_of(&attrs(name)) {
+        // None is checked like any value where the option is required or has a default
+        // (a required int given `~` fails), as Ansible's type validation does.
+        let spec_attrs = attrs(name);
+        let optional = !spec_attrs
+            .get("required")
+            .is_some_and(crate::booleans::lenient)
+            && spec_attrs.get("default").is_none_or(Value::is_null);
+        if value.is_null() && optional {
+            continue;
+        }
+        let kind = match kind_of(&spec_attrs) {
             Ok(kind) => kind,
             Err(e) => {
                 errors.push(e);
@@ -181,7 +273,12 @@ fn validate(argument_spec: &Map<String, Value>, values: &mut Map<String, Value>)
             Ok(converted) => {
                 values.insert(name.clone(), converted);
             }
-            Err(e) => errors.push(e),
+            Err(e) if context.is_empty() => errors.push(e),
+            Err(e) => errors.push(e.replacen(
+                " and we were unable",
+                &format!(" found in '{}'. and we were unable", context.join(" -> ")),
+                1,
+            )),
         }
     }
     for name in argument_spec.keys() {
@@ -202,21 +299,63 @@ fn validate(argument_spec: &Map<String, Value>, values: &mut Map<String, Value>)
                     .collect();
                 if !bad.is_empty() {
                     errors.push(format!(
-                        "value of {name} must be one or more of: {}. Got no match for: {}",
+                        "value of {name} must be one or more of: {}. Got no match for: {}{found_in}",
                         listed.join(", "),
                         bad.join(", ")
                     ));
                 }
             }
             other if !fits(other) => errors.push(format!(
-                "value of {name} must be one of: {}, got: {}",
+                "value of {name} must be one of: {}, got: {}{found_in}",
                 listed.join(", "),
                 spec::python_text(other)
             )),
             _ => {}
         }
     }
-    errors
+    // The options of dict options (and of lists of dicts), each value a level of its own.
+    for name in argument_spec.keys() {
+        let spec_attrs = attrs(name);
+        let Some(Value::Object(options)) = spec_attrs.get("options") else {
+            continue;
+        };
+        let apply_defaults = spec_attrs
+            .get("apply_defaults")
+            .is_some_and(crate::booleans::lenient);
+        let value = match values.get(name) {
+            None | Some(Value::Null) if apply_defaults => Value::Object(Map::new()),
+            None | Some(Value::Null) => continue,
+            Some(v) => v.clone(),
+        };
+        let mut inner = context.to_vec();
+        inner.push(name.clone());
+        match value {
+            Value::Object(mut sub) => {
+                validate_level(options, &mut sub, &inner, errors, unsupported);
+                values.insert(name.clone(), Value::Object(sub));
+            }
+            Value::Array(items) => {
+                let mut checked = Vec::new();
+                for item in items {
+                    match item {
+                        Value::Object(mut sub) => {
+                            validate_level(options, &mut sub, &inner, errors, unsupported);
+                            checked.push(Value::Object(sub));
+                        }
+                        other => {
+                            errors.push(format!(
+                                "value of '{name}' must be of type dict or list of dicts"
+                            ));
+                            checked.push(other);
+                        }
+                    }
+                }
+                values.insert(name.clone(), Value::Array(checked));
+            }
+            // Its type error was reported above.
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]
@@ -261,5 +400,69 @@ mod tests {
                 .unwrap()
                 .starts_with("Validation of arguments failed:\nmissing required arguments: port\nargument 'debug' is of type str and we were unable to convert to bool: ")
         );
+    }
+
+    #[test]
+    fn none_is_checked_where_the_option_is_required_or_has_a_default() {
+        let spec = json!({
+            "i": {"type": "int", "required": true},
+            "l": {"type": "list", "required": true},
+            "d": {"type": "dict", "default": {"a": 1}},
+            "s": {"type": "str", "required": true},
+            "r": {"type": "raw", "required": true},
+            "optional": {"type": "int"},
+        });
+        let provided =
+            json!({"i": null, "l": null, "d": null, "s": null, "r": null, "optional": null});
+        let bad = outcome(json!({"argument_spec": spec, "provided_arguments": provided}));
+        assert_eq!(
+            bad.data["argument_errors"],
+            json!([
+                "argument 'i' is of type NoneType and we were unable to convert to int: \"None\" cannot be converted to an int",
+                "argument 'l' is of type NoneType and we were unable to convert to list: <class 'NoneType'> cannot be converted to a list",
+                "argument 'd' is of type NoneType and we were unable to convert to dict: <class 'NoneType'> cannot be converted to a dict",
+            ])
+        );
+    }
+
+    #[test]
+    fn dict_options_are_checked_level_by_level_and_unknown_names_reported_last() {
+        let spec = json!({
+            "outer": {"type": "dict", "options": {
+                "second": {"type": "dict", "options": {
+                    "third": {"type": "int", "required": true},
+                }},
+                "flag": {"type": "bool", "default": true},
+            }},
+            "doc": {"type": "json"},
+            "floats": {"type": "list", "elements": "float"},
+        });
+        let bad = outcome(json!({"argument_spec": spec, "provided_arguments": {
+            "outer": {"second": {"nope": 1}, "flag": "maybe"},
+            "doc": {"a": [1, 2]},
+            "floats": ["1.5"],
+            "zzz": 1,
+        }}));
+        let errors = bad.data["argument_errors"].as_array().unwrap();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(
+            errors[0]
+                .as_str()
+                .unwrap()
+                .starts_with("argument 'flag' is of type str found in 'outer'. and we were unable to convert to bool: The value 'maybe' is not a valid boolean."),
+            "{errors:?}"
+        );
+        assert_eq!(
+            errors[1],
+            json!("missing required arguments: third found in outer -> second")
+        );
+        assert_eq!(
+            errors[2],
+            json!("outer.second.nope, zzz. Supported parameters include: third.")
+        );
+        let ok = outcome(json!({"argument_spec": spec, "provided_arguments": {
+            "doc": {"a": [1, 2]}, "floats": ["1.5", 2],
+        }}));
+        assert!(!ok.failed, "{:?}", ok.msg);
     }
 }

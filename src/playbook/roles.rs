@@ -476,10 +476,18 @@ impl Loader<'_> {
         }
         let mut inner = outer.clone();
         inner.role = Some(info.clone());
+        // Ansible's context names a collection's role by its short name.
+        let in_collection = dir
+            .components()
+            .any(|c| c.as_os_str() == "ansible_collections");
+        let spec_name = match dir.file_name() {
+            Some(short) if in_collection => short.to_string_lossy().into_owned(),
+            _ => info.name.clone(),
+        };
         if entry.validate
             && let Some(source) = super::role_files::argument_spec_task(
                 dir,
-                &info.name,
+                &spec_name,
                 entry.tasks_from.as_deref(),
                 &entry.params,
             )?
@@ -944,5 +952,27 @@ mod tests {
             json!({"x": {"type": "int", "required": true}})
         );
         assert_eq!(check.args["validate_args_context"]["name"], json!("r"));
+    }
+
+    #[test]
+    fn a_collection_roles_argument_spec_context_names_it_by_its_short_name() {
+        let colls = tree(&[
+            (
+                "ansible_collections/ns/coll/roles/app/tasks/main.yml",
+                "- ping:\n",
+            ),
+            (
+                "ansible_collections/ns/coll/roles/app/meta/argument_specs.yml",
+                "argument_specs:\n  main:\n    options: {}\n",
+            ),
+        ]);
+        let dir = tree(&[("site.yml", "- hosts: all\n  roles: [ns.coll.app]\n")]);
+        let options = LoadOptions {
+            collections_path: vec![colls.path().to_path_buf()],
+            ..LoadOptions::default()
+        };
+        let pb = load_playbooks(&dir.path().join("site.yml"), &options).unwrap();
+        let check = &pb[0].plays[0].tasks[0];
+        assert_eq!(check.args["validate_args_context"]["name"], json!("app"));
     }
 }

@@ -221,6 +221,14 @@ impl Templar {
         env.add_function(chain::CHAIN_FN, chain::chain);
         // Ansible's `undef(hint)`: an undefined value, for defaults that must stay unset.
         env.add_function("undef", |_hint: Option<String>| MjValue::UNDEFINED);
+        env.add_function(crate::yaml::UNSAFE_FUNCTION, |hex: String| {
+            crate::yaml::unsafe_text(&hex).ok_or_else(|| {
+                minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    "an !unsafe value was changed after it was loaded",
+                )
+            })
+        });
         let globals = env.globals().map(|(name, _)| name.to_string()).collect();
         Templar {
             env,

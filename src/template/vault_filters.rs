@@ -1,8 +1,12 @@
 //! Vault in templates: the function an inline `!vault` value is carried as (decrypted
 //! with the run's secrets when the value is read), and Ansible's `vault` and `unvault`
-//! filters, which take their password as an argument.
+//! filters, which take their password as an argument; the `vault_encrypted` and
+//! `vaulted_file` tests.
 
-use minijinja::value::Kwargs;
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use minijinja::value::{Kwargs, Value as MjValue};
 use minijinja::{Environment, Error as MjError, ErrorKind};
 
 use crate::vault::{self, Secret, Vault};
@@ -16,6 +20,44 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("ansible.builtin.vault", encrypt);
     env.add_filter("unvault", decrypt);
     env.add_filter("ansible.builtin.unvault", decrypt);
+    env.add_test("vault_encrypted", vault_encrypted);
+    env.add_test("vaulted_file", vaulted_file);
+}
+
+/// The plaintexts of the inline `!vault` values read this run. Ansible tags the value
+/// itself, and the tag goes wherever the value goes unchanged (variables, set_fact)
+/// and is lost by any change; variables here are plain data between templates, so a
+/// value counts as vaulted when it is the text of one of them. A string that merely
+/// equals a vaulted value's text is taken for it too: the one way this differs.
+static DECRYPTED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// `value is vault_encrypted`: one inline vault value, as it was decrypted.
+fn vault_encrypted(value: &MjValue) -> bool {
+    value
+        .as_str()
+        .is_some_and(|text| DECRYPTED.lock().expect("vault values lock").contains(text))
+}
+
+/// `path is vaulted_file`: whether the file (relative to the working directory, as
+/// Ansible opens it) starts with the vault header.
+fn vaulted_file(path: &str) -> Result<bool, MjError> {
+    use std::io::Read;
+    let mut head = [0u8; vault::HEADER.len()];
+    let mut file = std::fs::File::open(path)
+        .map_err(|_| error(format!("Cannot test if the file '{path}' is a vault.")))?;
+    let mut read = 0;
+    while read < head.len() {
+        match file.read(&mut head[read..]) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(_) => {
+                return Err(error(format!(
+                    "Cannot test if the file '{path}' is a vault."
+                )));
+            }
+        }
+    }
+    Ok(vault::is_encrypted(&head[..read]))
 }
 
 fn error(message: impl Into<String>) -> MjError {
@@ -36,8 +78,13 @@ fn inline(envelope: String, origin: String) -> Result<String, MjError> {
                 e.describe(&origin)
             ))
         })?;
-    String::from_utf8(plain)
-        .map_err(|_| error(format!("the !vault value at {origin} is not UTF-8 text")))
+    let text = String::from_utf8(plain)
+        .map_err(|_| error(format!("the !vault value at {origin} is not UTF-8 text")))?;
+    DECRYPTED
+        .lock()
+        .expect("vault values lock")
+        .insert(text.clone());
+    Ok(text)
 }
 
 /// `data | vault(secret, salt=None, vault_id='filter_default')`.

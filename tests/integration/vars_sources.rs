@@ -324,6 +324,36 @@ fn variables_that_reference_variables_are_templated_lazily() {
 }
 
 #[test]
+fn unsafe_values_are_never_templated_wherever_they_flow() {
+    let home = tempfile::tempdir().unwrap();
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: localhost
+  gather_facts: false
+  vars:
+    secret: FAIL
+    raw: !unsafe \"b{{ secret }}'\\\\\"
+    refers: \"{{ raw }}!\"
+    items: !unsafe ['{{ secret }}', {k: '{% if x %}'}]
+  tasks:
+    - set_fact:
+        kept: \"{{ raw }}\"
+    - copy:
+        content: \"{{ [raw, refers, kept, items, item] | to_json }}\"
+        dest: ~/unsafe
+      loop: !unsafe ['{{ secret }}']
+",
+        )
+        .env("HOME", home.path().to_str().unwrap())
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("unsafe")).unwrap(),
+        r#"["b{{ secret }}'\\", "b{{ secret }}'\\!", "b{{ secret }}'\\", ["{{ secret }}", {"k": "{% if x %}"}], "{{ secret }}"]"#
+    );
+}
+
+#[test]
 fn vars_prompt_takes_extra_vars_or_the_default_and_never_waits() {
     let home = tempfile::tempdir().unwrap();
     let out = TestRun::new()

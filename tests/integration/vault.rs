@@ -142,6 +142,38 @@ fn vaulted_files_and_values_decrypt_where_ansible_decrypts_them() {
 /// A values file of inline `!vault` values opens only what is used: the prod value is
 /// an error where a template reads it, not where the file is read.
 #[test]
+fn a_vaulted_value_stays_vault_encrypted_until_it_is_changed() {
+    let hosts = LocalHosts::new(&["web1"]);
+    let out = vault_run(&hosts)
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  vars_files: [inline.yml]
+  vars:
+    indirect: "{{ inline_dev }}"
+    changed: "x{{ inline_dev }}"
+  tasks:
+    - set_fact:
+        kept: "{{ inline_dev }}"
+        upper: "{{ inline_dev | upper }}"
+    - debug:
+        msg: "{{ [inline_dev is vault_encrypted, indirect is vault_encrypted, kept is vault_encrypted, changed is vault_encrypted, upper is vault_encrypted, inventory_hostname is vault_encrypted] }}"
+    - debug:
+        msg: "{{ ['vars/secret_vars.yml' is vaulted_file, 'vars/inline.yml' is vaulted_file] }}"
+"#,
+        )
+        .args(DEV_AND_PROD)
+        .run();
+    // What ansible-playbook 2.21.5 shows for the same play.
+    out.assert_code(0);
+    assert_contains(
+        &out,
+        "\"msg\": [\n        true,\n        true,\n        true,\n        false,\n        false,\n        false\n    ]",
+    );
+    assert_contains(&out, "\"msg\": [\n        true,\n        false\n    ]");
+}
+
+#[test]
 fn an_inline_value_nobody_can_decrypt_fails_only_where_it_is_used() {
     let hosts = LocalHosts::new(&["web1"]);
     let out = vault_run(&hosts)

@@ -28,6 +28,7 @@ pub(crate) mod ini_lookup;
 mod lookup_tests;
 mod lookups;
 mod math_filters;
+mod missing_attribute;
 mod native;
 mod password_lookup;
 mod prng;
@@ -54,9 +55,18 @@ pub enum TemplateError {
     #[error("'{name}' is undefined")]
     Undefined { name: String, expr: String },
     #[error("template error in `{}`: {message}", short(.expr))]
-    Syntax { expr: String, message: String },
+    Syntax {
+        expr: String,
+        message: String,
+        /// The template's line the error is on, when the engine knows it.
+        line: Option<usize>,
+    },
     #[error("template error while rendering `{}`: {message}", short(.expr))]
-    Render { expr: String, message: String },
+    Render {
+        expr: String,
+        message: String,
+        line: Option<usize>,
+    },
 }
 
 /// Runs the template engine on `shown`, turning a panic inside it (minijinja 2.24's lexer
@@ -88,6 +98,7 @@ fn engine_guarded<T>(shown: &str, run: impl FnOnce() -> T) -> Result<T, Template
         TemplateError::Syntax {
             expr: shown.to_string(),
             message: format!("the template engine could not read this template ({why})"),
+            line: None,
         }
     })
 }
@@ -111,6 +122,41 @@ impl TemplateError {
             | TemplateError::Render { expr, .. } => *expr = shown.to_string(),
         }
         self
+    }
+
+    /// The error alone, in Ansible's words ("'x' is undefined", "Syntax error in
+    /// template: Encountered unknown tag 'x'."), without the template it came from.
+    pub fn cause(&self) -> String {
+        match self {
+            TemplateError::Undefined { .. } => self.to_string(),
+            TemplateError::Syntax { message, line, .. } => {
+                let message = without_line(message, *line);
+                let message = message.strip_prefix("syntax error: ").unwrap_or(message);
+                format!("Syntax error in template: {}", jinja_syntax_words(message))
+            }
+            TemplateError::Render { message, line, .. } => {
+                let message = without_line(message, *line);
+                match unknown_callable(message) {
+                    Some(words) => format!("Syntax error in template: {words}"),
+                    None => message
+                        .strip_prefix("invalid operation: ")
+                        .unwrap_or(message)
+                        .to_string(),
+                }
+            }
+        }
+    }
+
+    /// The line of the template the error is on, for a syntax error (an unknown filter or
+    /// test counts, as Jinja finds those when it compiles): Ansible shows that line.
+    pub fn syntax_line(&self) -> Option<usize> {
+        match self {
+            TemplateError::Syntax { line, .. } => *line,
+            TemplateError::Render { message, line, .. } => {
+                unknown_callable(without_line(message, *line)).and(*line)
+            }
+            TemplateError::Undefined { .. } => None,
+        }
     }
 
     /// The template text that failed.
@@ -205,6 +251,14 @@ impl Templar {
                     out.write_str(s)
                 }
                 None if value.is_none() => Ok(()),
+                // Text cannot hold an undefined value: `{{ [x] }} and more` fails on `x`
+                // as `{{ x }} and more` does.
+                None if native::holds_undefined(value) => {
+                    return Err(MjError::new(
+                        ErrorKind::UndefinedError,
+                        "a value printed holds an undefined value",
+                    ));
+                }
                 None => {
                     let text = filters::python_str(value);
                     native::note(value, text.len());
@@ -253,14 +307,26 @@ impl Templar {
         map: &serde_json::Map<String, Value>,
         vars: &MjValue,
     ) -> Result<serde_json::Map<String, Value>, TemplateError> {
+        self.render_map_keyed(map, vars).map_err(|(_, e)| e)
+    }
+
+    /// [`Templar::render_map`] that names the top-level key whose key or value failed,
+    /// as Ansible's errors about a task's arguments do.
+    pub fn render_map_keyed(
+        &self,
+        map: &serde_json::Map<String, Value>,
+        vars: &MjValue,
+    ) -> Result<serde_json::Map<String, Value>, (String, TemplateError)> {
         let mut out = serde_json::Map::with_capacity(map.len());
         for (k, v) in map {
             let key = if is_template(k) {
-                self.render_text(&verbatim_backslashes(k), k, vars)?
+                self.render_text(&verbatim_backslashes(k), k, vars)
+                    .map_err(|e| (k.clone(), e))?
             } else {
                 k.clone()
             };
-            out.insert(key, self.render_value(v, vars)?);
+            let value = self.render_value(v, vars).map_err(|e| (k.clone(), e))?;
+            out.insert(key, value);
         }
         Ok(out)
     }
@@ -288,33 +354,29 @@ impl Templar {
                 .eval(vars)
                 .map_err(|e| self.expr_error(e, &compiled_source, s, vars))?;
             if value.is_undefined() || native::holds_undefined(&value) {
-                return Err(TemplateError::Undefined {
-                    name: self
-                        .undefined_name_in_expr(&compiled_source, vars)
-                        .unwrap_or_else(|| inner.trim().to_string()),
-                    expr: s.to_string(),
-                });
+                let name = self.undefined_name_in_expr(&compiled_source, vars);
+                return Err(self.undefined_error(name, &[inner], inner.trim(), s, vars));
             }
             return to_json(&value).map_err(|message| TemplateError::Render {
                 expr: s.to_string(),
                 message,
+                line: None,
             });
         }
         // More than one node: one value alone keeps its type (see `native`).
         let (rendered, native) = self.render_recorded(&self.env, &source, s, vars, true)?;
         match native {
-            Some(value) if native::holds_undefined(&value) => Err(TemplateError::Undefined {
-                name: self
-                    .undefined_name_anywhere(&source, vars)
-                    .unwrap_or_else(|| s.trim().to_string()),
-                expr: s.to_string(),
-            }),
+            Some(value) if native::holds_undefined(&value) => {
+                let name = self.undefined_name_anywhere(&source, vars);
+                Err(self.undefined_error(name, &tags(&source), s.trim(), s, vars))
+            }
             // Jinja's lexer drops one final newline, so it is no node of its own; a
             // string keeps it, as Ansible preserves trailing newlines of text.
             Some(value) if value.as_str().is_none() => {
                 to_json(&value).map_err(|message| TemplateError::Render {
                     expr: s.to_string(),
                     message,
+                    line: None,
                 })
             }
             _ => Ok(Value::String(rendered)),
@@ -349,6 +411,7 @@ impl Templar {
             .map_err(|message| TemplateError::Syntax {
                 expr: text.to_string(),
                 message,
+                line: None,
             })?;
         if options.delimiters != Delimiters::default() {
             // The chain rewrite reads Jinja's own delimiters.
@@ -471,6 +534,7 @@ impl Templar {
             Err(message) => Err(TemplateError::Render {
                 expr: shown,
                 message,
+                line: None,
             }),
         }
     }
@@ -480,6 +544,7 @@ impl Templar {
         to_json(&value).map_err(|message| TemplateError::Render {
             expr: expr.to_string(),
             message,
+            line: None,
         })
     }
 
@@ -496,19 +561,49 @@ impl Templar {
         .map_err(|e| TemplateError::Syntax {
             expr: shown.to_string(),
             message: error_message(&e, bare),
+            line: None,
         })?;
         let value = compiled
             .eval(vars)
             .map_err(|e| self.expr_error(e, &compiled_source, shown, vars))?;
         if value.is_undefined() {
-            return Err(TemplateError::Undefined {
-                name: self
-                    .undefined_name_in_expr(&compiled_source, vars)
-                    .unwrap_or_else(|| bare.trim().to_string()),
-                expr: shown.to_string(),
-            });
+            let name = self.undefined_name_in_expr(&compiled_source, vars);
+            return Err(self.undefined_error(name, &[bare], bare.trim(), shown, vars));
         }
         Ok(value)
+    }
+
+    /// The error for a value that came out undefined: the variable that is undefined
+    /// (`name`), else the attribute a defined value lacks in one of `exprs`, as Ansible
+    /// words it; else `fallback` as the undefined name.
+    fn undefined_error(
+        &self,
+        name: Option<String>,
+        exprs: &[&str],
+        fallback: &str,
+        shown: &str,
+        vars: &MjValue,
+    ) -> TemplateError {
+        if let Some(name) = name {
+            return TemplateError::Undefined {
+                name,
+                expr: shown.to_string(),
+            };
+        }
+        match exprs
+            .iter()
+            .find_map(|expr| missing_attribute::message(&self.env, expr, vars))
+        {
+            Some(message) => TemplateError::Render {
+                expr: shown.to_string(),
+                message,
+                line: None,
+            },
+            None => TemplateError::Undefined {
+                name: fallback.to_string(),
+                expr: shown.to_string(),
+            },
+        }
     }
 
     fn expr_error(&self, e: MjError, bare: &str, shown: &str, vars: &MjValue) -> TemplateError {
@@ -806,13 +901,46 @@ fn classify(e: MjError, expr: &str) -> TemplateError {
         TemplateError::Syntax {
             expr: expr.to_string(),
             message,
+            line: e.line(),
         }
     } else {
         TemplateError::Render {
             expr: expr.to_string(),
             message,
+            line: e.line(),
         }
     }
+}
+
+/// `message` without the " (line N)" that [`error_message`] added.
+fn without_line(message: &str, line: Option<usize>) -> &str {
+    line.and_then(|n| message.strip_suffix(&format!(" (line {n})")))
+        .unwrap_or(message)
+}
+
+/// Jinja's words for minijinja's syntax errors, where they differ.
+fn jinja_syntax_words(message: &str) -> String {
+    if let Some(tag) = message.strip_prefix("unknown statement ") {
+        return format!("Encountered unknown tag '{tag}'.");
+    }
+    match message {
+        "unexpected end of variable block" => "unexpected 'end of print statement'".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Jinja's "No filter named 'x'." for minijinja's unknown filter or test.
+fn unknown_callable(message: &str) -> Option<String> {
+    let (kind, rest) = message
+        .strip_prefix("unknown filter: filter ")
+        .map(|rest| ("filter", rest))
+        .or_else(|| {
+            message
+                .strip_prefix("unknown test: test ")
+                .map(|rest| ("test", rest))
+        })?;
+    let name = rest.strip_suffix(" is unknown")?;
+    Some(format!("No {kind} named '{name}'."))
 }
 
 /// minijinja's text with its "(in <string>:N)" suffix replaced by "(line N)", kept only

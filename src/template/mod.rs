@@ -42,6 +42,7 @@ mod sha_crypt;
 mod tests;
 mod vault_filters;
 pub mod yaml_dump;
+mod zero_division;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -357,6 +358,9 @@ impl Templar {
                 let name = self.undefined_name_in_expr(&compiled_source, vars);
                 return Err(self.undefined_error(name, &[inner], inner.trim(), s, vars));
             }
+            if zero_division::divided_by_zero(inner, &value) {
+                return Err(zero_division_error(s));
+            }
             return to_json(&value).map_err(|message| TemplateError::Render {
                 expr: s.to_string(),
                 message,
@@ -569,6 +573,9 @@ impl Templar {
         if value.is_undefined() {
             let name = self.undefined_name_in_expr(&compiled_source, vars);
             return Err(self.undefined_error(name, &[bare], bare.trim(), shown, vars));
+        }
+        if zero_division::divided_by_zero(bare, &value) {
+            return Err(zero_division_error(shown));
         }
         Ok(value)
     }
@@ -909,6 +916,14 @@ fn classify(e: MjError, expr: &str) -> TemplateError {
             message,
             line: e.line(),
         }
+    }
+}
+
+fn zero_division_error(shown: &str) -> TemplateError {
+    TemplateError::Render {
+        expr: shown.to_string(),
+        message: zero_division::MESSAGE.into(),
+        line: None,
     }
 }
 

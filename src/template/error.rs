@@ -6,8 +6,15 @@ use super::zero_division;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TemplateError {
-    #[error("'{name}' is undefined")]
-    Undefined { name: String, expr: String },
+    #[error("{}", .missing.clone().unwrap_or_else(|| format!("'{}' is undefined", .name)))]
+    Undefined {
+        name: String,
+        expr: String,
+        /// Ansible's words when every variable is defined but a value lacks the attribute
+        /// asked for ("object of type 'dict' has no attribute 'x'"); `name` is then the
+        /// expression that came out undefined.
+        missing: Option<String>,
+    },
     #[error("template error in `{}`: {message}", short(.expr))]
     Syntax {
         expr: String,

@@ -498,6 +498,30 @@ impl Templar {
         Ok(value)
     }
 
+    /// `name` (a path [`Templar::missing_prefix`] found, cut at its first missing segment)
+    /// is undefined: a variable, or an attribute its defined parent lacks, which Ansible
+    /// words as Python does ("object of type 'dict' has no attribute 'b'" for `d.b`).
+    fn undefined_path(&self, name: String, shown: &str, vars: &MjValue) -> TemplateError {
+        let missing = name.rsplit_once('.').and_then(|(parent, attr)| {
+            let mut segments = parent.split('.');
+            let mut owner = vars.get_attr(segments.next()?).ok()?;
+            for segment in segments {
+                owner = owner.get_attr(segment).ok()?;
+            }
+            (!owner.is_undefined()).then(|| {
+                format!(
+                    "object of type '{}' has no attribute '{attr}'",
+                    filters::mj_type_name(&owner)
+                )
+            })
+        });
+        TemplateError::Undefined {
+            name,
+            expr: shown.to_string(),
+            missing,
+        }
+    }
+
     /// The error for a value that came out undefined: the variable that is undefined
     /// (`name`), else the attribute a defined value lacks in one of `exprs`, as Ansible
     /// words it; else `fallback` as the undefined name.
@@ -510,24 +534,15 @@ impl Templar {
         vars: &MjValue,
     ) -> TemplateError {
         if let Some(name) = name {
-            return TemplateError::Undefined {
-                name,
-                expr: shown.to_string(),
-            };
+            return self.undefined_path(name, shown, vars);
         }
-        match exprs
+        let missing = exprs
             .iter()
-            .find_map(|expr| missing_attribute::message(&self.env, expr, vars))
-        {
-            Some(message) => TemplateError::Render {
-                expr: shown.to_string(),
-                message,
-                line: None,
-            },
-            None => TemplateError::Undefined {
-                name: fallback.to_string(),
-                expr: shown.to_string(),
-            },
+            .find_map(|expr| missing_attribute::message(&self.env, expr, vars));
+        TemplateError::Undefined {
+            name: fallback.to_string(),
+            expr: shown.to_string(),
+            missing,
         }
     }
 
@@ -535,10 +550,7 @@ impl Templar {
         if e.kind() == ErrorKind::UndefinedError
             && let Some(name) = self.undefined_name_in_expr(bare, vars)
         {
-            return TemplateError::Undefined {
-                name,
-                expr: shown.to_string(),
-            };
+            return self.undefined_path(name, shown, vars);
         }
         classify(e, shown)
     }
@@ -551,10 +563,7 @@ impl Templar {
                 .and_then(|inner| self.undefined_name_in_expr(inner, vars))
                 .or_else(|| self.undefined_name_anywhere(source, vars));
             if let Some(name) = name {
-                return TemplateError::Undefined {
-                    name,
-                    expr: source.to_string(),
-                };
+                return self.undefined_path(name, source, vars);
             }
         }
         classify(e, source)

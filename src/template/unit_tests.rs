@@ -172,7 +172,7 @@ fn undefined_variable_is_named() {
     let v = vars(json!({"a": {"b": 1}, "l": [1]}));
     let tp = t();
     let name = |s: &str| match tp.render_value(&json!(s), &v) {
-        Err(TemplateError::Undefined { name, expr }) => {
+        Err(TemplateError::Undefined { name, expr, .. }) => {
             assert_eq!(expr, s);
             name
         }
@@ -424,6 +424,12 @@ fn errors_name_their_cause_as_jinja_and_ansible_do() {
         .render_value(&json!("{{ things | map(attribute='name') }}"), &v)
         .unwrap_err();
     assert_eq!(err.cause(), "object of type 'dict' has no attribute 'name'");
+    let err = t()
+        .render_value(&json!("{{ things[1].name }}"), &v)
+        .unwrap_err();
+    assert_eq!(err.cause(), "object of type 'dict' has no attribute 'name'");
+    let err = t().render_value(&json!("{{ nope.name }}"), &v).unwrap_err();
+    assert_eq!(err.cause(), "'nope' is undefined");
     let err = t()
         .render_value(&json!("{{ [1, nope] }} and text"), &v)
         .unwrap_err();

@@ -39,6 +39,8 @@ pub enum Value {
 pub struct Source {
     pub path: PathBuf,
     pub text: Arc<str>,
+    /// The file was vault-encrypted: its errors never quote its plaintext.
+    pub secret: bool,
 }
 
 impl Source {
@@ -52,10 +54,12 @@ impl Source {
             line_text: None,
             help,
         };
-        let bytes = crate::vault::read_file(path).map_err(|e| match e {
-            crate::vault::ReadError::Vault(vault) => error(vault.to_string(), Some(vault.help())),
-            io => error(io.to_string(), None),
-        })?;
+        let raw = std::fs::read(path)
+            .map_err(|e| error(crate::vault::ReadError::Io(e.to_string()).to_string(), None))?;
+        let secret = crate::vault::is_encrypted(&raw);
+        let bytes = crate::vault::installed()
+            .decrypt_if_encrypted(raw)
+            .map_err(|vault| error(vault.to_string(), Some(vault.help())))?;
         let text = String::from_utf8(bytes).map_err(|_| {
             error(
                 "could not read the file: stream did not contain valid UTF-8".into(),
@@ -65,6 +69,7 @@ impl Source {
         Ok(Source {
             path: path.to_path_buf(),
             text: text.into(),
+            secret,
         })
     }
 
@@ -72,6 +77,7 @@ impl Source {
         Source {
             path: path.into(),
             text: text.into(),
+            secret: false,
         }
     }
 
@@ -283,6 +289,7 @@ impl Source {
         help: Option<String>,
     ) -> LoadError {
         let line_text = span
+            .filter(|_| !self.secret)
             .and_then(|s| self.text.lines().nth(s.line.saturating_sub(1)))
             .map(str::to_string);
         LoadError {

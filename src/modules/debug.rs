@@ -53,7 +53,15 @@ impl Module for Debug {
                 let value = match (ctx.templar, ctx.vars) {
                     (Some(templar), Some(vars)) => match templar.eval_expr(&name, vars) {
                         Ok(v) => v,
-                        Err(TemplateError::Undefined { .. }) => json!("VARIABLE IS NOT DEFINED!"),
+                        // Ansible 2.19+ shows the error in the value's place and warns.
+                        Err(e @ TemplateError::Undefined { .. }) => {
+                            let error = format!("error 1 - {e}");
+                            data.insert(
+                                "warnings".into(),
+                                json!([format!("Encountered 1 template error.\n{error}")]),
+                            );
+                            json!(format!("<< {error} >>"))
+                        }
                         // An expression that fails as it runs fails the task, as Ansible's.
                         Err(TemplateError::Render { message, .. }) => {
                             return Err(ModuleError::Invalid(format!(
@@ -133,7 +141,10 @@ mod tests {
         let out = run(json!({"var": "nope"})).unwrap();
         assert_eq!(
             Value::Object(out.data),
-            json!({"nope": "VARIABLE IS NOT DEFINED!"})
+            json!({
+                "nope": "<< error 1 - 'nope' is undefined >>",
+                "warnings": ["Encountered 1 template error.\nerror 1 - 'nope' is undefined"],
+            })
         );
     }
 

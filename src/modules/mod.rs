@@ -420,6 +420,16 @@ pub enum Effect {
     Reboot(Box<reboot::RebootSpec>),
 }
 
+/// A failure's cause written in another file than the task (a template file), shown
+/// below the task's origin as Ansible's `<<< caused by >>>` part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorCause {
+    pub message: String,
+    pub file: PathBuf,
+    /// The line the error is on, when Ansible shows one (a syntax error).
+    pub line: Option<usize>,
+}
+
 /// What a task did on one host (or for one loop item).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskOutcome {
@@ -432,6 +442,9 @@ pub struct TaskOutcome {
     /// Shown without -v (assert, as Ansible's `_ansible_verbose_always`).
     pub verbose_always: bool,
     pub effects: Vec<Effect>,
+    /// Where the failure came from when that is not the task itself (a template file's
+    /// line), for the error block; never part of the result.
+    pub cause: Option<ErrorCause>,
 }
 
 impl TaskOutcome {
@@ -440,6 +453,25 @@ impl TaskOutcome {
             failed: true,
             msg: Some(msg.into()),
             ..TaskOutcome::default()
+        }
+    }
+
+    /// A module's refusal as its task's failure. A template file that fails names its
+    /// cause as Ansible does: the message alone, and where in the file it is.
+    pub fn from_error(error: ModuleError) -> TaskOutcome {
+        match error {
+            ModuleError::Template { src, error } => {
+                let message = error.cause();
+                TaskOutcome {
+                    cause: Some(ErrorCause {
+                        message: message.clone(),
+                        file: PathBuf::from(src),
+                        line: error.syntax_line(),
+                    }),
+                    ..TaskOutcome::failed(format!("Task failed: {message}"))
+                }
+            }
+            other => TaskOutcome::failed(other.to_string()),
         }
     }
 

@@ -2,6 +2,7 @@
 //! unreachable host's result: the error, where the task is written, and its source.
 
 use super::events::Status;
+pub use crate::modules::ErrorCause;
 use crate::playbook::Location;
 use serde_json::{Map, Value};
 use std::path::{Component, Path, PathBuf};
@@ -12,6 +13,8 @@ pub struct TaskOrigin {
     pub location: Location,
     /// The action as written (`ansible.builtin.fail`, `command`).
     pub action: String,
+    /// What the failure came from, when it is written elsewhere than the task.
+    pub cause: Option<ErrorCause>,
 }
 
 /// Modules whose work is all in Ansible's controller-side action plugin: their failures
@@ -36,7 +39,14 @@ impl TaskOrigin {
         TaskOrigin {
             location: task.location.clone(),
             action: task.action.clone(),
+            cause: None,
         }
+    }
+
+    /// The task's origin with the cause its result names.
+    pub fn caused_by(mut self, cause: Option<ErrorCause>) -> Self {
+        self.cause = cause;
+        self
     }
 }
 
@@ -90,12 +100,57 @@ pub fn error_block(
     let error = error_message(status, &origin.action, data)?;
     let context = source_context(&origin.location);
     let location = &origin.location;
-    Some(format!(
-        "[ERROR]: {error}\nOrigin: {}:{}:{}\n\n{context}\n",
+    let task_origin = format!(
+        "Origin: {}:{}:{}\n\n{context}\n",
         absolute(&location.file).display(),
         location.line,
         location.column
+    );
+    let Some(cause) = &origin.cause else {
+        return Some(format!("[ERROR]: {error}\n{task_origin}"));
+    };
+    let file = absolute(&cause.file);
+    let cause_origin = match cause.line {
+        Some(line) => format!(
+            "Origin: {}:{line}\n\n{}\n",
+            file.display(),
+            line_context(&file, line)
+        ),
+        None => format!("Origin: {}\n", file.display()),
+    };
+    Some(format!(
+        "[ERROR]: {error}\n\nTask failed.\n{task_origin}\n<<< caused by >>>\n\n{}\n{cause_origin}",
+        cause.message
     ))
+}
+
+/// A cause's line with the two before it, numbered, and the whole line marked, as
+/// Ansible's `SourceContext` shows an origin without a column.
+fn line_context(file: &Path, line: usize) -> String {
+    let location = Location {
+        file: std::sync::Arc::from(file),
+        line,
+        column: 0,
+    };
+    let context = source_context(&location);
+    let Some(last) = context.rsplit('\n').next() else {
+        return context;
+    };
+    let label_width = line.to_string().len();
+    let Some(text) = last.get(label_width..) else {
+        return context;
+    };
+    let width = text
+        .strip_prefix(' ')
+        .unwrap_or(text)
+        .chars()
+        .count()
+        .max(1);
+    format!(
+        "{context}\n{} {}",
+        " ".repeat(label_width),
+        "^".repeat(width)
+    )
 }
 
 /// The path as Python's `os.path.abspath` makes it, which Ansible's origins show: joined
@@ -199,6 +254,7 @@ mod tests {
         let origin = TaskOrigin {
             location: location.clone(),
             action: "ansible.builtin.fail".into(),
+            cause: None,
         };
         let block = error_block(Status::Failed, &origin, &data).unwrap();
         assert!(block.starts_with(&format!(
@@ -210,5 +266,52 @@ mod tests {
             Path::new("/a/c.yml")
         );
         assert!(error_block(Status::Ok, &origin, &data).is_none());
+    }
+
+    /// A template file's syntax error, as ansible-playbook 2.21.5 shows it: the task's
+    /// origin, then the cause with the file's line marked whole; without a line, the
+    /// file alone.
+    #[test]
+    fn a_cause_in_another_file_is_shown_below_the_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let task_file = dir.path().join("pb.yml");
+        std::fs::write(&task_file, "- hosts: all\n  tasks:\n    - template:\n").unwrap();
+        let template = dir.path().join("t.j2");
+        std::fs::write(&template, "line 1\nline 2\nline 3\n{% sorry\n").unwrap();
+        let mut data = Map::new();
+        data.insert("msg".into(), "Task failed: Syntax error".into());
+        let cause = ErrorCause {
+            message: "Syntax error".into(),
+            file: template.clone(),
+            line: Some(4),
+        };
+        let origin = TaskOrigin {
+            location: Location {
+                file: Arc::from(task_file.as_path()),
+                line: 3,
+                column: 7,
+            },
+            action: "template".into(),
+            cause: Some(cause.clone()),
+        };
+        let block = error_block(Status::Failed, &origin, &data).unwrap();
+        let want = format!(
+            "[ERROR]: Task failed: Syntax error\n\nTask failed.\nOrigin: {}:3:7\n\n\
+             1 - hosts: all\n2   tasks:\n3     - template:\n        ^ column 7\n\n\
+             <<< caused by >>>\n\nSyntax error\nOrigin: {}:4\n\n\
+             2 line 2\n3 line 3\n4 {{% sorry\n  ^^^^^^^^\n",
+            task_file.display(),
+            template.display()
+        );
+        assert_eq!(block, want);
+        let origin = origin.caused_by(Some(ErrorCause {
+            line: None,
+            ..cause
+        }));
+        let block = error_block(Status::Failed, &origin, &data).unwrap();
+        assert!(
+            block.ends_with(&format!("Syntax error\nOrigin: {}\n", template.display())),
+            "{block}"
+        );
     }
 }

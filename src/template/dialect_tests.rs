@@ -87,7 +87,7 @@ fn default_works_on_undefined_chains() {
     assert!(!t.eval_condition("d.b.zz is defined", &vars()).unwrap());
     // Without default, the chain is still an error naming the missing variable.
     match err("{{ missing.attr }}") {
-        TemplateError::Undefined { name, expr } => {
+        TemplateError::Undefined { name, expr, .. } => {
             assert_eq!(name, "missing");
             assert_eq!(expr, "{{ missing.attr }}");
         }
@@ -99,7 +99,7 @@ fn default_works_on_undefined_chains() {
 fn errors_after_a_rewrite_quote_the_users_text() {
     let template = "{{ d.zz.c | default('x') }} {{ nope }}";
     match err(template) {
-        TemplateError::Undefined { name, expr } => {
+        TemplateError::Undefined { name, expr, .. } => {
             assert_eq!(name, "nope");
             assert_eq!(expr, template);
         }
@@ -113,7 +113,7 @@ fn errors_after_a_rewrite_quote_the_users_text() {
         .eval_condition("d.zz.c is defined or nope", &vars())
         .unwrap_err();
     assert!(
-        matches!(&e, TemplateError::Undefined { name, expr } if name == "nope" && expr == "d.zz.c is defined or nope"),
+        matches!(&e, TemplateError::Undefined { name, expr, .. } if name == "nope" && expr == "d.zz.c is defined or nope"),
         "{e:?}"
     );
 }

@@ -11,8 +11,11 @@ mod chain;
 mod collection_filters;
 mod combining_lookups;
 mod dates;
+mod error;
 pub use combining_lookups::Combinator;
 pub use dates::{local_mtime, local_now};
+pub use error::TemplateError;
+use error::{classify, error_message, is_undefined_operand, zero_division_error};
 mod config_lookup;
 #[cfg(test)]
 mod dialect_lookup_tests;
@@ -28,6 +31,7 @@ pub(crate) mod ini_lookup;
 mod lookup_tests;
 mod lookups;
 mod math_filters;
+mod missing_attribute;
 mod native;
 mod password_lookup;
 mod prng;
@@ -41,6 +45,7 @@ mod sha_crypt;
 mod tests;
 mod vault_filters;
 pub mod yaml_dump;
+mod zero_division;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -48,16 +53,6 @@ use std::path::{Path, PathBuf};
 use minijinja::value::Value as MjValue;
 use minijinja::{Environment, Error as MjError, ErrorKind, UndefinedBehavior};
 use serde_json::Value;
-
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum TemplateError {
-    #[error("'{name}' is undefined")]
-    Undefined { name: String, expr: String },
-    #[error("template error in `{}`: {message}", short(.expr))]
-    Syntax { expr: String, message: String },
-    #[error("template error while rendering `{}`: {message}", short(.expr))]
-    Render { expr: String, message: String },
-}
 
 /// Runs the template engine on `shown`, turning a panic inside it (minijinja 2.24's lexer
 /// panics on some malformed input, found by fuzzing) into this template's error, so that
@@ -88,39 +83,9 @@ fn engine_guarded<T>(shown: &str, run: impl FnOnce() -> T) -> Result<T, Template
         TemplateError::Syntax {
             expr: shown.to_string(),
             message: format!("the template engine could not read this template ({why})"),
+            line: None,
         }
     })
-}
-
-/// A template quoted in a one-line message: a whole template file would drown it.
-fn short(expr: &str) -> String {
-    let first = expr.lines().next().unwrap_or("");
-    if first.len() == expr.len() && first.chars().count() <= 80 {
-        return first.to_string();
-    }
-    let cut: String = first.chars().take(60).collect();
-    format!("{cut}...")
-}
-
-impl TemplateError {
-    /// The same error, quoting `shown` (the user's text) instead of what was compiled.
-    fn shown_as(mut self, shown: &str) -> TemplateError {
-        match &mut self {
-            TemplateError::Undefined { expr, .. }
-            | TemplateError::Syntax { expr, .. }
-            | TemplateError::Render { expr, .. } => *expr = shown.to_string(),
-        }
-        self
-    }
-
-    /// The template text that failed.
-    pub fn expr(&self) -> &str {
-        match self {
-            TemplateError::Undefined { expr, .. }
-            | TemplateError::Syntax { expr, .. }
-            | TemplateError::Render { expr, .. } => expr,
-        }
-    }
 }
 
 pub struct Templar {
@@ -205,6 +170,14 @@ impl Templar {
                     out.write_str(s)
                 }
                 None if value.is_none() => Ok(()),
+                // Text cannot hold an undefined value: `{{ [x] }} and more` fails on `x`
+                // as `{{ x }} and more` does.
+                None if native::holds_undefined(value) => {
+                    return Err(MjError::new(
+                        ErrorKind::UndefinedError,
+                        "a value printed holds an undefined value",
+                    ));
+                }
                 None => {
                     let text = filters::python_str(value);
                     native::note(value, text.len());
@@ -261,14 +234,26 @@ impl Templar {
         map: &serde_json::Map<String, Value>,
         vars: &MjValue,
     ) -> Result<serde_json::Map<String, Value>, TemplateError> {
+        self.render_map_keyed(map, vars).map_err(|(_, e)| e)
+    }
+
+    /// [`Templar::render_map`] that names the top-level key whose key or value failed,
+    /// as Ansible's errors about a task's arguments do.
+    pub fn render_map_keyed(
+        &self,
+        map: &serde_json::Map<String, Value>,
+        vars: &MjValue,
+    ) -> Result<serde_json::Map<String, Value>, (String, TemplateError)> {
         let mut out = serde_json::Map::with_capacity(map.len());
         for (k, v) in map {
             let key = if is_template(k) {
-                self.render_text(&verbatim_backslashes(k), k, vars)?
+                self.render_text(&verbatim_backslashes(k), k, vars)
+                    .map_err(|e| (k.clone(), e))?
             } else {
                 k.clone()
             };
-            out.insert(key, self.render_value(v, vars)?);
+            let value = self.render_value(v, vars).map_err(|e| (k.clone(), e))?;
+            out.insert(key, value);
         }
         Ok(out)
     }
@@ -296,33 +281,32 @@ impl Templar {
                 .eval(vars)
                 .map_err(|e| self.expr_error(e, &compiled_source, s, vars))?;
             if value.is_undefined() || native::holds_undefined(&value) {
-                return Err(TemplateError::Undefined {
-                    name: self
-                        .undefined_name_in_expr(&compiled_source, vars)
-                        .unwrap_or_else(|| inner.trim().to_string()),
-                    expr: s.to_string(),
-                });
+                let name = self.undefined_name_in_expr(&compiled_source, vars);
+                return Err(self.undefined_error(name, &[inner], inner.trim(), s, vars));
+            }
+            if zero_division::divided_by_zero(inner, &value) {
+                return Err(zero_division_error(s));
             }
             return to_json(&value).map_err(|message| TemplateError::Render {
                 expr: s.to_string(),
                 message,
+                line: None,
             });
         }
         // More than one node: one value alone keeps its type (see `native`).
         let (rendered, native) = self.render_recorded(&self.env, &source, s, vars, true)?;
         match native {
-            Some(value) if native::holds_undefined(&value) => Err(TemplateError::Undefined {
-                name: self
-                    .undefined_name_anywhere(&source, vars)
-                    .unwrap_or_else(|| s.trim().to_string()),
-                expr: s.to_string(),
-            }),
+            Some(value) if native::holds_undefined(&value) => {
+                let name = self.undefined_name_anywhere(&source, vars);
+                Err(self.undefined_error(name, &tags(&source), s.trim(), s, vars))
+            }
             // Jinja's lexer drops one final newline, so it is no node of its own; a
             // string keeps it, as Ansible preserves trailing newlines of text.
             Some(value) if value.as_str().is_none() => {
                 to_json(&value).map_err(|message| TemplateError::Render {
                     expr: s.to_string(),
                     message,
+                    line: None,
                 })
             }
             _ => Ok(Value::String(rendered)),
@@ -357,6 +341,7 @@ impl Templar {
             .map_err(|message| TemplateError::Syntax {
                 expr: text.to_string(),
                 message,
+                line: None,
             })?;
         if options.delimiters != Delimiters::default() {
             // The chain rewrite reads Jinja's own delimiters.
@@ -479,6 +464,7 @@ impl Templar {
             Err(message) => Err(TemplateError::Render {
                 expr: shown,
                 message,
+                line: None,
             }),
         }
     }
@@ -488,6 +474,7 @@ impl Templar {
         to_json(&value).map_err(|message| TemplateError::Render {
             expr: expr.to_string(),
             message,
+            line: None,
         })
     }
 
@@ -504,29 +491,74 @@ impl Templar {
         .map_err(|e| TemplateError::Syntax {
             expr: shown.to_string(),
             message: error_message(&e, bare),
+            line: None,
         })?;
         let value = compiled
             .eval(vars)
             .map_err(|e| self.expr_error(e, &compiled_source, shown, vars))?;
         if value.is_undefined() {
-            return Err(TemplateError::Undefined {
-                name: self
-                    .undefined_name_in_expr(&compiled_source, vars)
-                    .unwrap_or_else(|| bare.trim().to_string()),
-                expr: shown.to_string(),
-            });
+            let name = self.undefined_name_in_expr(&compiled_source, vars);
+            return Err(self.undefined_error(name, &[bare], bare.trim(), shown, vars));
+        }
+        if zero_division::divided_by_zero(bare, &value) {
+            return Err(zero_division_error(shown));
         }
         Ok(value)
+    }
+
+    /// `name` (a path [`Templar::missing_prefix`] found, cut at its first missing segment)
+    /// is undefined: a variable, or an attribute its defined parent lacks, which Ansible
+    /// words as Python does ("object of type 'dict' has no attribute 'b'" for `d.b`).
+    fn undefined_path(&self, name: String, shown: &str, vars: &MjValue) -> TemplateError {
+        let missing = name.rsplit_once('.').and_then(|(parent, attr)| {
+            let mut segments = parent.split('.');
+            let mut owner = vars.get_attr(segments.next()?).ok()?;
+            for segment in segments {
+                owner = owner.get_attr(segment).ok()?;
+            }
+            (!owner.is_undefined()).then(|| {
+                format!(
+                    "object of type '{}' has no attribute '{attr}'",
+                    filters::mj_type_name(&owner)
+                )
+            })
+        });
+        TemplateError::Undefined {
+            name,
+            expr: shown.to_string(),
+            missing,
+        }
+    }
+
+    /// The error for a value that came out undefined: the variable that is undefined
+    /// (`name`), else the attribute a defined value lacks in one of `exprs`, as Ansible
+    /// words it; else `fallback` as the undefined name.
+    fn undefined_error(
+        &self,
+        name: Option<String>,
+        exprs: &[&str],
+        fallback: &str,
+        shown: &str,
+        vars: &MjValue,
+    ) -> TemplateError {
+        if let Some(name) = name {
+            return self.undefined_path(name, shown, vars);
+        }
+        let missing = exprs
+            .iter()
+            .find_map(|expr| missing_attribute::message(&self.env, expr, vars));
+        TemplateError::Undefined {
+            name: fallback.to_string(),
+            expr: shown.to_string(),
+            missing,
+        }
     }
 
     fn expr_error(&self, e: MjError, bare: &str, shown: &str, vars: &MjValue) -> TemplateError {
         if e.kind() == ErrorKind::UndefinedError
             && let Some(name) = self.undefined_name_in_expr(bare, vars)
         {
-            return TemplateError::Undefined {
-                name,
-                expr: shown.to_string(),
-            };
+            return self.undefined_path(name, shown, vars);
         }
         classify(e, shown)
     }
@@ -539,10 +571,7 @@ impl Templar {
                 .and_then(|inner| self.undefined_name_in_expr(inner, vars))
                 .or_else(|| self.undefined_name_anywhere(source, vars));
             if let Some(name) = name {
-                return TemplateError::Undefined {
-                    name,
-                    expr: source.to_string(),
-                };
+                return self.undefined_path(name, source, vars);
             }
         }
         classify(e, source)
@@ -801,39 +830,6 @@ fn strip_statement_keyword(inner: &str) -> &str {
         return value;
     }
     t
-}
-
-/// minijinja reports `1 + undefined` as an invalid operation; Ansible calls it undefined.
-fn is_undefined_operand(e: &MjError) -> bool {
-    e.kind() == ErrorKind::InvalidOperation && e.detail().is_some_and(|d| d.contains("undefined"))
-}
-
-fn classify(e: MjError, expr: &str) -> TemplateError {
-    let message = error_message(&e, expr);
-    if e.kind() == ErrorKind::SyntaxError {
-        TemplateError::Syntax {
-            expr: expr.to_string(),
-            message,
-        }
-    } else {
-        TemplateError::Render {
-            expr: expr.to_string(),
-            message,
-        }
-    }
-}
-
-/// minijinja's text with its "(in <string>:N)" suffix replaced by "(line N)", kept only
-/// when the template has more than one line.
-fn error_message(e: &MjError, source: &str) -> String {
-    let text = e.to_string();
-    let Some(i) = text.rfind(" (in <") else {
-        return text;
-    };
-    match e.line() {
-        Some(line) if source.contains('\n') => format!("{} (line {line})", &text[..i]),
-        _ => text[..i].to_string(),
-    }
 }
 
 fn to_json(value: &MjValue) -> Result<Value, String> {

@@ -172,7 +172,7 @@ fn undefined_variable_is_named() {
     let v = vars(json!({"a": {"b": 1}, "l": [1]}));
     let tp = t();
     let name = |s: &str| match tp.render_value(&json!(s), &v) {
-        Err(TemplateError::Undefined { name, expr }) => {
+        Err(TemplateError::Undefined { name, expr, .. }) => {
             assert_eq!(expr, s);
             name
         }
@@ -391,4 +391,47 @@ fn yaml_values_keep_backslashes_in_expression_strings() {
         "{{ 'é\\\\é' }} {% é"
     );
     assert_eq!(t().render_str(r"{{ 'a\nb' | length }}", &v).unwrap(), "3");
+}
+
+/// The cause of a failed template in Jinja's words, as Ansible's errors give it, and the
+/// line Ansible shows for a syntax error (an unknown filter counts) but not otherwise.
+#[test]
+fn errors_name_their_cause_as_jinja_and_ansible_do() {
+    let v = vars(json!({"things": [{"name": "a"}, {"other": 1}]}));
+    let keep = TextOptions::default();
+    let err = t()
+        .render_file_text("line 1\nline 2\n{% sorry\n", &v, keep.clone())
+        .unwrap_err();
+    assert_eq!(
+        err.cause(),
+        "Syntax error in template: Encountered unknown tag 'sorry'."
+    );
+    assert_eq!(err.syntax_line(), Some(3));
+    let err = t()
+        .render_file_text("a\n{{ 1 | bogus }}\n", &v, keep.clone())
+        .unwrap_err();
+    assert_eq!(
+        err.cause(),
+        "Syntax error in template: No filter named 'bogus'."
+    );
+    assert_eq!(err.syntax_line(), Some(2));
+    let err = t()
+        .render_file_text("a\n{{ nope }}\n", &v, keep)
+        .unwrap_err();
+    assert_eq!(err.cause(), "'nope' is undefined");
+    assert_eq!(err.syntax_line(), None);
+    let err = t()
+        .render_value(&json!("{{ things | map(attribute='name') }}"), &v)
+        .unwrap_err();
+    assert_eq!(err.cause(), "object of type 'dict' has no attribute 'name'");
+    let err = t()
+        .render_value(&json!("{{ things[1].name }}"), &v)
+        .unwrap_err();
+    assert_eq!(err.cause(), "object of type 'dict' has no attribute 'name'");
+    let err = t().render_value(&json!("{{ nope.name }}"), &v).unwrap_err();
+    assert_eq!(err.cause(), "'nope' is undefined");
+    let err = t()
+        .render_value(&json!("{{ [1, nope] }} and text"), &v)
+        .unwrap_err();
+    assert_eq!(err.cause(), "'nope' is undefined");
 }

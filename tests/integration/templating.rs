@@ -186,3 +186,51 @@ fn data_file_loops_connection_vars_and_failing_variables() {
         out.stdout
     );
 }
+
+/// An argument whose template fails fails its task in ansible-playbook 2.21.5's words:
+/// the module, the argument and the cause, an attribute a defined value lacks named as
+/// Python names it, an undefined value inside a value printed into text failing as the
+/// variable itself would, and a division by zero failing as Python's does (per item).
+#[test]
+fn failing_argument_templates_name_module_argument_and_cause() {
+    let out = TestRun::new()
+        .inventory("localhost ansible_connection=local\n")
+        .playbook(
+            r#"- hosts: localhost
+  gather_facts: false
+  tasks:
+    - set_fact:
+        names: '{{ things | map(attribute="name") }}'
+      vars:
+        things: [{name: one}, {notname: two}]
+      register: mapped
+      ignore_errors: true
+    - command: "echo {{ [{'key': nope}] }} second"
+      register: printed
+      ignore_errors: true
+    - debug:
+        msg: "{{ {'a': 1}.b }}"
+      register: attr
+      ignore_errors: true
+    - ping:
+        data: "{{ 5 / item }}"
+      loop: [0, 2]
+      register: divided
+      ignore_errors: true
+    - assert:
+        that:
+          - >-
+            mapped.msg == "Task failed: Finalization of task args for 'ansible.builtin.set_fact' failed: Error while resolving value for 'names': object of type 'dict' has no attribute 'name'"
+          - mapped.exception is defined
+          - >-
+            printed.msg == "Task failed: Finalization of task args for 'ansible.builtin.command' failed: Error while resolving value for '_raw_params': 'nope' is undefined"
+          - >-
+            attr.msg is contains "'msg': object of type 'dict' has no attribute 'b'"
+          - >-
+            divided.results[0].msg is contains "'data': division by zero"
+          - divided.results[1].ping == '2.5'
+"#,
+        )
+        .run();
+    out.assert_code(0);
+}

@@ -453,3 +453,22 @@ fn encrypted_extra_vars_file() {
     out.assert_code(0);
     assert_contains(&out, "\"msg\": \"from-secret-vars\"");
 }
+
+/// A vault-encrypted variables file that is no mapping fails as any such file does, but
+/// the error never quotes the plaintext (Ansible's errors keep encrypted content out).
+#[test]
+fn an_encrypted_file_that_fails_to_load_is_not_quoted() {
+    let hosts = LocalHosts::new(&["web1"]);
+    let run = vault_run(&hosts)
+        .file("group_vars/all/vault.yml", "")
+        .playbook(
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - include_vars: vars/bad.yml\n",
+        );
+    let encrypted =
+        turbo_play::vault::encrypt(b"db_password:\"hunter2\"\n", b"dev-secret", "dev").unwrap();
+    std::fs::write(run.dir().join("vars/bad.yml"), encrypted).unwrap();
+    let out = run.args(&["--vault-id", "dev@dev.pass"]).run();
+    out.assert_code(2);
+    assert_contains(&out, "a variables file must be a mapping, got a string");
+    assert_not_contains(&out, "hunter2");
+}

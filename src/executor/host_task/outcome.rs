@@ -133,7 +133,7 @@ pub(super) fn finish_loop(
             // A censored result is shown as any other, only with -v.
             verbose_always: !task.keywords.no_log
                 && (verbose || (task.module.caps().shown == Shown::OwnData && !outcome.skipped)),
-            origin: Some(TaskOrigin::of(task)),
+            origin: Some(TaskOrigin::of(task).caused_by(outcome.cause.clone())),
         }));
         results.push(Value::Object(data));
     }
@@ -226,7 +226,7 @@ pub(in crate::executor) fn finish_task(
         ignored: outcome.failed && task.ignore_errors,
         // Ansible's censored result loses `_ansible_verbose_always` with the rest.
         verbose_always: !task.keywords.no_log && (is_debug || verbose),
-        origin: Some(TaskOrigin::of(task)),
+        origin: Some(TaskOrigin::of(task).caused_by(outcome.cause.clone())),
     }));
     record(task, host, &outcome, data, notify);
 }

@@ -149,7 +149,7 @@ fn resume(run: &mut ItemRun, reply: OpResult) {
     run.state = match state {
         ItemState::Step(_, next) => match next.resume(reply) {
             Ok(plan) => ItemState::of(plan),
-            Err(e) => ItemState::Done(TaskOutcome::failed(e.to_string())),
+            Err(e) => ItemState::Done(TaskOutcome::from_error(e)),
         },
         other => other,
     };

@@ -468,9 +468,9 @@ pub(super) fn plan_item(
             true,
         );
     }
-    let raw_args = match ctx.templar.render_map(&task.args, vars) {
+    let raw_args = match ctx.templar.render_map_keyed(&task.args, vars) {
         Ok(args) => args,
-        Err(e) => return done(TaskOutcome::failed(template_failure(task, &e))),
+        Err((key, e)) => return done(args_failure(task, &key, &e)),
     };
     let raw_args = match args_from_templates(ctx, task, vars, raw_args) {
         Ok(mut args) => {
@@ -513,14 +513,9 @@ fn args_from_templates(
             .and_then(Value::as_str)
             .is_some_and(crate::playbook::is_possibly_all_template)
     {
-        let name = task.module.name();
-        let fqcn = if name.contains('.') {
-            name.to_string()
-        } else {
-            format!("ansible.builtin.{name}")
-        };
         return Err(format!(
-            "Task failed: Action '{fqcn}' does not support raw params."
+            "Task failed: Action '{}' does not support raw params.",
+            module_fqcn(task)
         ));
     }
     let mut merged = Map::new();
@@ -608,7 +603,7 @@ pub(super) fn plan_args(
         .plan(&args, &plan_context(ctx, playbook, task, vars))
     {
         Ok(plan) => ItemState::of(plan),
-        Err(e) => ItemState::Done(TaskOutcome::failed(e.to_string())),
+        Err(e) => ItemState::Done(TaskOutcome::from_error(e)),
     };
     (Some(args), state)
 }
@@ -637,6 +632,30 @@ pub(super) fn template_failure(task: &Task, e: &TemplateError) -> String {
             task.location
         ),
         _ => format!("{e}\n\nThe error appears to be in '{}'", task.location),
+    }
+}
+
+/// A task argument whose template failed, as Ansible's TaskArgsFinalizer reports it:
+/// the module, the argument and the cause, with the exception key its results carry.
+fn args_failure(task: &Task, key: &str, e: &TemplateError) -> TaskOutcome {
+    let mut outcome = TaskOutcome::failed(format!(
+        "Task failed: Finalization of task args for '{}' failed: Error while resolving value for '{key}': {}",
+        module_fqcn(task),
+        e.cause()
+    ));
+    outcome
+        .data
+        .insert("exception".into(), "(traceback unavailable)".into());
+    outcome
+}
+
+/// The module's name as Ansible resolves it: ansible-core's own under `ansible.builtin.`.
+fn module_fqcn(task: &Task) -> String {
+    let name = task.module.name();
+    if name.contains('.') {
+        name.to_string()
+    } else {
+        format!("ansible.builtin.{name}")
     }
 }
 

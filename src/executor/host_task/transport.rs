@@ -270,7 +270,7 @@ pub(super) async fn send_round(
         runs[i].state = match state {
             ItemState::Step(_, next) => match next.resume(result) {
                 Ok(plan) => ItemState::of(plan),
-                Err(e) => ItemState::Done(TaskOutcome::failed(e.to_string())),
+                Err(e) => ItemState::Done(TaskOutcome::from_error(e)),
             },
             ItemState::Remote(op) => {
                 let run = &runs[i];
@@ -459,7 +459,7 @@ pub(super) async fn upload_content(
                 task.module.name()
             )));
         }
-        Err(e) => return Err(TaskOutcome::failed(e.to_string())),
+        Err(e) => return Err(TaskOutcome::from_error(e)),
     };
     let upload_id = NEXT_UPLOAD.fetch_add(1, Ordering::Relaxed);
     let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));

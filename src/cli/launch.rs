@@ -174,6 +174,7 @@ pub fn run_options(
         connection: flags.connect.connection.clone(),
         ansible_managed: config.ansible_managed.clone(),
         chains: config.chains.unwrap_or(true),
+        gathering: config.gathering,
         become_defaults: become_defaults(flags.runas, &config.become_)?,
         verbosity: flags.verbosity,
         ..RunOptions::default()

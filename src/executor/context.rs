@@ -54,6 +54,8 @@ pub struct RunOptions {
     /// Send a host's next tasks ahead in one chain when their inputs cannot depend on the
     /// earlier ones' results (`chain/`); `[turbo_play] chains` / `TURBO_PLAY_CHAINS`.
     pub chains: bool,
+    /// ansible.cfg `gathering` / `ANSIBLE_GATHERING`: which plays gather facts.
+    pub gathering: crate::config::Gathering,
 }
 
 /// The command line's and ansible.cfg's become settings.

@@ -94,7 +94,8 @@ pub struct Play {
     /// `vars_prompt` names with their `default`. turbo-play never prompts: `-e` or the
     /// default gives the value, else the variable stays undefined (with a warning).
     pub vars_prompt: Vec<(String, Option<Value>)>,
-    pub gather_facts: bool,
+    /// `gather_facts` as written; unset, `gathering` in ansible.cfg decides.
+    pub gather_facts: Option<bool>,
     /// The play's `gather_subset` for its fact gathering; empty means Ansible's default.
     pub gather_subset: Vec<String>,
     /// The play's `fact_path` for its fact gathering (setup's own default when `None`).

@@ -28,7 +28,7 @@ impl Loader<'_> {
         let mut vars = serde_json::Map::new();
         let mut vars_files = Vec::new();
         let mut vars_prompt = Vec::new();
-        let mut gather_facts = true;
+        let mut gather_facts = None;
         let mut gather_subset = Vec::new();
         let mut fact_path = None;
         let (mut connection, mut remote_user, mut port) = (None, None, None);
@@ -100,7 +100,7 @@ impl Loader<'_> {
                 "vars_files" => vars_files = self.vars_files(v)?,
                 "vars_prompt" => vars_prompt = self.vars_prompt(v)?,
                 "ignore_errors" => top.ignore_errors = Some(self.boolean(v, key)?),
-                "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
+                "gather_facts" => gather_facts = Some(self.boolean(v, "gather_facts")?),
                 "gather_subset" => gather_subset = self.string_list(v, "gather_subset")?,
                 "fact_path" => fact_path = Some(self.scalar(v, "fact_path")?),
                 "pre_tasks" => sections[0] = Some(v),
@@ -430,7 +430,7 @@ mod tests {
         let play = &pb.plays[0];
         assert_eq!(play.name, "all");
         assert_eq!(play.hosts, "all");
-        assert!(!play.gather_facts);
+        assert_eq!(play.gather_facts, Some(false));
         assert_eq!(play.location.line, 1);
         let t = &play.tasks[0];
         assert_eq!(t.display_name(), "Create files with copy content module");
@@ -475,7 +475,7 @@ mod tests {
         let play = &pb.plays[0];
         assert_eq!(play.name, "Web");
         assert_eq!(play.hosts, "web,db");
-        assert!(!play.gather_facts);
+        assert_eq!(play.gather_facts, Some(false));
         assert_eq!(
             Json::Object(play.vars.clone()),
             json!({"port": 80, "list": [1, 2]})
@@ -489,7 +489,7 @@ mod tests {
         );
         // Handlers are flushed after pre_tasks, as Ansible does, by a task of its own.
         assert!(play.tasks.iter().any(|t| t.implicit));
-        assert!(pb.plays[1].gather_facts);
+        assert_eq!(pb.plays[1].gather_facts, None);
         assert!(pb.plays[1].gather_subset.is_empty());
         assert!(pb.plays[1].tasks.is_empty());
         assert!(ok("").plays.is_empty());
@@ -625,7 +625,10 @@ mod tests {
             message_at("- hosts: all\n  gather_facts: \"1.0\"\n"),
             ("gather_facts must be a boolean, got '1.0'".into(), 2, 17)
         );
-        assert!(!ok("- hosts: all\n  gather_facts: F\n").plays[0].gather_facts);
+        assert_eq!(
+            ok("- hosts: all\n  gather_facts: F\n").plays[0].gather_facts,
+            Some(false)
+        );
         assert_eq!(
             message_at("- hosts: all\n  vars: [1]\n"),
             ("vars must be a mapping, got a list".into(), 2, 9)

@@ -47,6 +47,7 @@ pub fn load_config(vault: &VaultArgs) -> Result<Config, Failure> {
         })?;
         policy.install();
     }
+    crate::hash_merge::set_merge(config.hash_merge);
     Ok(config)
 }
 

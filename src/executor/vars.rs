@@ -516,10 +516,9 @@ pub fn controller_python() -> &'static str {
     })
 }
 
+/// One layer over those below it, as `hash_behaviour` says.
 fn extend(into: &mut Map<String, Value>, from: &Map<String, Value>) {
-    for (k, v) in from {
-        into.insert(k.clone(), v.clone());
-    }
+    crate::hash_merge::combine(into, from);
 }
 
 /// Drops arguments whose value is the omit placeholder (after templating).

@@ -199,6 +199,10 @@ pub(super) fn layered_vars(
     }
     roles().for_each(|role| extend(&mut vars, &role.vars));
     if let Some(role) = &task.role {
+        // The task's own role once more, over the play's roles: what it inherits, then
+        // its own vars, then its entry's `vars:`.
+        extend(&mut vars, &role.inherited_vars);
+        extend(&mut vars, &role.vars);
         extend(&mut vars, &role.keyword_vars);
     }
     extend(&mut vars, &task.vars);

@@ -208,6 +208,10 @@ pub struct RoleInfo {
     pub defaults: serde_json::Map<String, Value>,
     /// `vars/main.yml`: above play vars.
     pub vars: serde_json::Map<String, Value>,
+    /// What the role's own tasks see below `vars`: the roles that depend on it (their
+    /// `vars:` keyword and vars/main.yml, outermost first), then its dependencies'
+    /// vars/main.yml, as Ansible's `Role.get_vars` layers them.
+    pub inherited_vars: serde_json::Map<String, Value>,
     /// The `vars:` keyword of the role's entry: above `vars/main.yml`, for the role's own
     /// tasks only.
     pub keyword_vars: serde_json::Map<String, Value>,
@@ -683,6 +687,7 @@ mod tests {
             path: PathBuf::from("/c/ansible_collections/ns/coll/roles/app"),
             defaults: Default::default(),
             vars: Default::default(),
+            inherited_vars: Default::default(),
             keyword_vars: Default::default(),
             params: Default::default(),
             once_group: None,

@@ -196,7 +196,8 @@ impl HostState {
 
 /// Shared by every host job of a run.
 pub(crate) struct RunContext {
-    pub inventory: Inventory,
+    /// Replaced whole by `meta: refresh_inventory`; read through [`RunContext::inventory`].
+    pub inventory: std::sync::RwLock<Arc<Inventory>>,
     pub opts: RunOptions,
     pub templar: Templar,
     pub events: EventSender,
@@ -229,15 +230,20 @@ pub(crate) struct RunContext {
 }
 
 impl RunContext {
+    /// The inventory as it is now (`meta: refresh_inventory` may replace it).
+    pub fn inventory(&self) -> Arc<Inventory> {
+        self.inventory.read().expect("inventory lock").clone()
+    }
+
     /// The hosts an Ansible pattern selects now: `add_host`'s hosts included, `--limit`
     /// not applied (Ansible's `inventory_hostnames` reads the `groups` variable).
     pub(super) fn hosts_matching(&self, pattern: &str) -> Result<Vec<String>, String> {
         let runtime = self.runtime.lock().expect("runtime lock");
         if runtime.is_empty() {
             drop(runtime);
-            return self.inventory.select(pattern).map_err(|e| e.to_string());
+            return self.inventory().select(pattern).map_err(|e| e.to_string());
         }
-        Ok(runtime.select(&self.inventory, pattern))
+        Ok(runtime.select(&self.inventory(), pattern))
     }
 
     /// Warns about the task's keywords that turbo-play ignores, the first time each is met.

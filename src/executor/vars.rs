@@ -115,7 +115,7 @@ pub(super) fn layered_vars(
         .runtime
         .lock()
         .expect("runtime lock")
-        .inventory_vars(&ctx.inventory, &host.name, &playbook.dir)
+        .inventory_vars(&ctx.inventory(), &host.name, &playbook.dir)
         .map_err(|e| e.to_string())?;
     // Role defaults sit below everything: the play's roles' (with those a public
     // include_role added), then the task's own role's.
@@ -435,14 +435,14 @@ fn magic_vars(
         let runtime = ctx.runtime.lock().expect("runtime lock");
         if runtime.is_empty() {
             (
-                ctx.inventory.groups_var().clone(),
-                ctx.inventory.group_names(&host.name),
+                ctx.inventory().groups_var().clone(),
+                ctx.inventory().group_names(&host.name),
             )
         } else {
             (
-                ctx.inventory
-                    .groups_in_order(&runtime.groups(&ctx.inventory)),
-                runtime.group_names(&ctx.inventory, &host.name),
+                ctx.inventory()
+                    .groups_in_order(&runtime.groups(&ctx.inventory())),
+                runtime.group_names(&ctx.inventory(), &host.name),
             )
         }
     };
@@ -489,7 +489,7 @@ fn magic_vars(
 /// the inventory name, `127.0.0.1` for the implicit localhost), and for the implicit
 /// localhost the controller's Python as `ansible_python_interpreter`.
 fn connection_defaults(ctx: &RunContext, host: &HostState, vars: &mut Map<String, Value>) {
-    let implicit = !ctx.inventory.hosts().any(|h| h.name == host.name);
+    let implicit = !ctx.inventory().hosts().any(|h| h.name == host.name);
     if !vars.contains_key("ansible_host") {
         let address = match vars.get("ansible_ssh_host") {
             Some(alias) => alias.clone(),

@@ -246,10 +246,11 @@ async fn run_play(
         return PlayEnd::Done;
     }
     let all: Arc<[Arc<HostState>]> = hosts.iter().map(|h| ctx.host(h)).collect();
-    for (name, default) in &play.vars_prompt {
-        if default.is_none() && !ctx.opts.extra_vars.contains_key(name) {
+    for prompt in &play.vars_prompt {
+        let name = &prompt.name;
+        if prompt.default.is_none() && !ctx.opts.extra_vars.contains_key(name) {
             ctx.emit(Event::Warning(format!(
-                "{}: vars_prompt '{name}' has no default and turbo-play does not prompt: pass -e {name}=...",
+                "{}: vars_prompt '{name}' has no default and there is no terminal to ask on: pass -e {name}=...",
                 play.location
             )));
         }

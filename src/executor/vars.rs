@@ -73,6 +73,7 @@ pub fn task_vars(
             .filter(|(k, v)| {
                 holds_template(v)
                     && !registered.contains_key(*k)
+                    && !(play.unsafe_vars.contains(*k) && play.vars.get(*k) == Some(*v))
                     && k.as_str() != "ansible_facts"
                     && !k
                         .strip_prefix("ansible_")
@@ -150,9 +151,9 @@ pub(super) fn layered_vars(
     let magic = magic_vars(ctx, playbook, host, play_hosts);
     extend(&mut vars, &play.vars);
     // vars_prompt never prompts here: its default stands in (and -e, layered later, wins).
-    for (name, default) in &play.vars_prompt {
-        if let Some(value) = default {
-            vars.insert(name.clone(), value.clone());
+    for prompt in &play.vars_prompt {
+        if let Some(value) = &prompt.default {
+            vars.insert(prompt.name.clone(), value.clone());
         }
     }
     if !play.vars_files.is_empty() {

@@ -91,9 +91,12 @@ pub struct Play {
     /// `vars_files`, raw (templated per host at run time): each entry lists the paths to
     /// try, relative to the playbook, and the first that exists is read.
     pub vars_files: Vec<Vec<String>>,
-    /// `vars_prompt` names with their `default`. turbo-play never prompts: `-e` or the
-    /// default gives the value, else the variable stays undefined (with a warning).
-    pub vars_prompt: Vec<(String, Option<Value>)>,
+    /// `vars_prompt` entries still to answer: ansible-playbook asks them on the terminal
+    /// (answers go to `vars`); without one, `-e` or the default gives the value, else
+    /// the variable stays undefined (with a warning).
+    pub vars_prompt: Vec<VarsPrompt>,
+    /// Play vars never templated: `vars_prompt` answers given with `unsafe: true`.
+    pub unsafe_vars: std::collections::BTreeSet<String>,
     /// `gather_facts` as written; unset, `gathering` in ansible.cfg decides.
     pub gather_facts: Option<bool>,
     /// The play's `gather_subset` for its fact gathering; empty means Ansible's default.
@@ -226,6 +229,25 @@ pub struct RoleInfo {
     /// The roles that imported or included this one, the nearest first, with their
     /// directories (`ansible_parent_role_names`, `ansible_parent_role_paths`).
     pub parents: Vec<(String, PathBuf)>,
+}
+
+/// One `vars_prompt` entry, with Ansible's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VarsPrompt {
+    pub name: String,
+    /// Templated with the play's vars; `input for NAME` when unset.
+    pub prompt: Option<String>,
+    pub default: Option<Value>,
+    /// No echo (the default).
+    pub private: bool,
+    /// Asked twice until both answers match.
+    pub confirm: bool,
+    /// A `password_hash` scheme the answer is hashed with.
+    pub encrypt: Option<String>,
+    pub salt: Option<String>,
+    pub salt_size: Option<u64>,
+    /// The answer is never templated.
+    pub unsafe_: bool,
 }
 
 /// Task keywords that change where and how a task runs, not what its module does. Blocks

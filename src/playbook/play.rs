@@ -1,7 +1,6 @@
 //! A play: its keywords, its task sections and roles, and the checks that need the whole
 //! play (every `notify` names a handler).
 
-use serde_json::Value as Json;
 
 use super::keyword_table::{At, Places, Taken, names_at};
 use super::loader::{Inherited, Loader, dedup_in_order};
@@ -250,6 +249,7 @@ impl Loader<'_> {
             vars,
             vars_files,
             vars_prompt,
+            unsafe_vars: Default::default(),
             gather_facts,
             gather_subset,
             fact_path,
@@ -284,10 +284,7 @@ impl Loader<'_> {
     /// `vars_files`: a list whose items are paths, or lists of paths of which the first
     /// that exists is read; a lone path is a list of one, as Ansible takes it.
     /// `vars_prompt`: a list of `{name, prompt, default, private, ...}`.
-    pub(super) fn vars_prompt(
-        &self,
-        node: &Node,
-    ) -> Result<Vec<(String, Option<Json>)>, LoadError> {
+    pub(super) fn vars_prompt(&self, node: &Node) -> Result<Vec<super::VarsPrompt>, LoadError> {
         if matches!(node.value, Value::Null) {
             return Ok(Vec::new());
         }
@@ -308,7 +305,44 @@ impl Loader<'_> {
                         Some("write `- name: x` with an optional `default:`".into()),
                     )
                 })?;
-                Ok((name.to_string(), item.get("default").map(Node::to_json)))
+                const KEYS: &[&str] = &[
+                    "name",
+                    "prompt",
+                    "default",
+                    "private",
+                    "confirm",
+                    "encrypt",
+                    "salt_size",
+                    "salt",
+                    "unsafe",
+                ];
+                for (key, _) in item.as_map().unwrap_or_default() {
+                    let key = key.as_str().unwrap_or_default();
+                    if !KEYS.contains(&key) {
+                        return Err(self.err(
+                            item.span,
+                            format!(
+                                "Invalid vars_prompt data structure, found unsupported key '{key}'"
+                            ),
+                            Some(format!("vars_prompt entries take: {}", KEYS.join(", "))),
+                        ));
+                    }
+                }
+                let text = |key: &str| item.get(key).and_then(Node::as_str).map(str::to_string);
+                let flag = |key: &str, default: bool| -> Result<bool, LoadError> {
+                    item.get(key).map_or(Ok(default), |v| self.boolean(v, key))
+                };
+                Ok(super::VarsPrompt {
+                    name: name.to_string(),
+                    prompt: text("prompt"),
+                    default: item.get("default").map(Node::to_json),
+                    private: flag("private", true)?,
+                    confirm: flag("confirm", false)?,
+                    encrypt: text("encrypt"),
+                    salt: text("salt"),
+                    salt_size: item.get("salt_size").and_then(|n| n.to_json().as_u64()),
+                    unsafe_: flag("unsafe", false)?,
+                })
             })
             .collect()
     }
@@ -668,6 +702,19 @@ mod tests {
             msg("- hosts: all\n  vars_prompt:\n    - foo: bar\n"),
             "Invalid vars_prompt data structure, missing 'name' key"
         );
+        assert_eq!(
+            msg("- hosts: all\n  vars_prompt:\n    - name: x\n      when: y\n"),
+            "Invalid vars_prompt data structure, found unsupported key 'when'"
+        );
+        let prompted = ok(
+            "- hosts: all\n  vars_prompt:\n    - name: x\n      private: no\n      confirm: yes\n      encrypt: sha512_crypt\n      unsafe: true\n",
+        );
+        // An empty task `name:` is no name (the unsafe prompt test's tasks have one).
+        let unnamed = ok("- hosts: all\n  tasks:\n    - name:\n      debug: msg=x\n");
+        assert_eq!(unnamed.plays[0].tasks[0].name, None);
+        let x = &prompted.plays[0].vars_prompt[0];
+        assert!(!x.private && x.confirm && x.unsafe_ && x.prompt.is_none());
+        assert_eq!(x.encrypt.as_deref(), Some("sha512_crypt"));
         assert!(
             ok("- hosts: all\n  vars_prompt: null\n  roles: null\n").plays[0]
                 .vars_prompt

@@ -87,6 +87,8 @@ impl Loader<'_> {
                 Ok(())
             };
             match key {
+                // `name:` left empty is no name, as in Ansible.
+                "name" if matches!(v.value, crate::yaml::Value::Null) => name = None,
                 "name" => name = Some(self.scalar(v, "name")?),
                 "loop" | "with_list" | "with_items" => set_loop(LoopSpec::Items {
                     value: v.to_json(),

@@ -6,6 +6,7 @@ pub mod adhoc;
 pub mod inventory;
 pub mod launch;
 mod toml_dump;
+pub mod vars_prompt;
 
 use std::path::PathBuf;
 

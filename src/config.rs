@@ -58,8 +58,25 @@ pub struct Config {
     /// `[turbo_play] chains` / `TURBO_PLAY_CHAINS`: whether a host's next tasks may be
     /// sent before the earlier ones answered (see ARCHITECTURE.md, "Chains").
     pub chains: Option<bool>,
+    /// `[defaults] gathering` / `ANSIBLE_GATHERING`: implicit, explicit or smart.
+    pub gathering: Gathering,
+    /// `[defaults] hash_behaviour` / `ANSIBLE_HASH_BEHAVIOUR`: `merge` makes dictionary
+    /// variables of different layers merge recursively instead of replacing each other.
+    pub hash_merge: bool,
     /// Printed as `[WARNING]: ...`.
     pub warnings: Vec<String>,
+}
+
+/// Which plays gather facts (Ansible's `DEFAULT_GATHERING`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Gathering {
+    /// Every play unless it says `gather_facts: false`.
+    #[default]
+    Implicit,
+    /// Only plays that say `gather_facts: true`.
+    Explicit,
+    /// As implicit, but a host whose facts were gathered earlier in the run is skipped.
+    Smart,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -326,6 +343,35 @@ impl Config {
         }
         if let Some((value, _)) = setting("ANSIBLE_DEPRECATION_WARNINGS", "deprecation_warnings") {
             config.deprecation_warnings = Some(crate::booleans::lenient_text(&value));
+        }
+        if let Some((value, origin)) = setting("ANSIBLE_GATHERING", "gathering") {
+            config.gathering = match value.to_ascii_lowercase().as_str() {
+                "implicit" => Gathering::Implicit,
+                "explicit" => Gathering::Explicit,
+                "smart" => Gathering::Smart,
+                _ => {
+                    return Err(ConfigError::Invalid {
+                        origin: origin.name,
+                        key: "gathering",
+                        value: value.clone(),
+                        expected: "one of implicit, explicit, smart",
+                    });
+                }
+            };
+        }
+        if let Some((value, origin)) = setting("ANSIBLE_HASH_BEHAVIOUR", "hash_behaviour") {
+            config.hash_merge = match value.to_ascii_lowercase().as_str() {
+                "merge" => true,
+                "replace" => false,
+                _ => {
+                    return Err(ConfigError::Invalid {
+                        origin: origin.name,
+                        key: "hash_behaviour",
+                        value: value.clone(),
+                        expected: "one of replace, merge",
+                    });
+                }
+            };
         }
         // turbo-play's own section: Ansible ignores sections it does not know.
         let chains = env("TURBO_PLAY_CHAINS").or_else(|| {

@@ -13,6 +13,7 @@ pub mod fnmatch;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod hash_merge;
 pub mod host_slice;
 pub mod inventory;
 pub mod kv_args;
@@ -42,6 +43,7 @@ mod layering {
         ("shell_words", 0),
         ("delta", 0),
         ("pep440", 0),
+        ("hash_merge", 0),
         ("vault", 1),
         ("yaml", 2),
         ("config", 2),

@@ -178,7 +178,12 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
     let tags = TagFilter::from_args(&cli.tags, &cli.skip_tags);
     if !cli.syntax_check {
         let templar = turbo_play::template::Templar::new();
+        let listing_only = cli.list_hosts || cli.list_tasks || cli.list_tags;
         for playbook in &mut playbooks {
+            if !listing_only {
+                turbo_play::cli::vars_prompt::ask_playbook(playbook, &templar, &extra_vars)
+                    .map_err(|e| (EXIT_ERROR, e))?;
+            }
             render_templated_tags(playbook, &templar, &extra_vars).map_err(|e| (EXIT_ERROR, e))?;
             render_templated_play_keywords(playbook, &templar, &extra_vars).map_err(|e| {
                 let code = if e.parse {

@@ -197,7 +197,7 @@ pub fn layer_play_vars_files(
                 if candidate.is_file() {
                     let loaded = cache.read(&candidate)?;
                     for (k, v) in loaded.iter() {
-                        vars.insert(k.clone(), v.clone());
+                        crate::hash_merge::set(vars, k, v.clone());
                         if !above.contains_key(k) {
                             scope.insert(k.clone(), v.clone());
                         }

@@ -47,6 +47,7 @@ pub fn load_config(vault: &VaultArgs) -> Result<Config, Failure> {
         })?;
         policy.install();
     }
+    crate::hash_merge::set_merge(config.hash_merge);
     Ok(config)
 }
 
@@ -174,6 +175,7 @@ pub fn run_options(
         connection: flags.connect.connection.clone(),
         ansible_managed: config.ansible_managed.clone(),
         chains: config.chains.unwrap_or(true),
+        gathering: config.gathering,
         become_defaults: become_defaults(flags.runas, &config.become_)?,
         verbosity: flags.verbosity,
         ..RunOptions::default()

@@ -54,6 +54,8 @@ pub struct RunOptions {
     /// Send a host's next tasks ahead in one chain when their inputs cannot depend on the
     /// earlier ones' results (`chain/`); `[turbo_play] chains` / `TURBO_PLAY_CHAINS`.
     pub chains: bool,
+    /// ansible.cfg `gathering` / `ANSIBLE_GATHERING`: which plays gather facts.
+    pub gathering: crate::config::Gathering,
 }
 
 /// The command line's and ansible.cfg's become settings.
@@ -194,7 +196,8 @@ impl HostState {
 
 /// Shared by every host job of a run.
 pub(crate) struct RunContext {
-    pub inventory: Inventory,
+    /// Replaced whole by `meta: refresh_inventory`; read through [`RunContext::inventory`].
+    pub inventory: std::sync::RwLock<Arc<Inventory>>,
     pub opts: RunOptions,
     pub templar: Templar,
     pub events: EventSender,
@@ -227,15 +230,20 @@ pub(crate) struct RunContext {
 }
 
 impl RunContext {
+    /// The inventory as it is now (`meta: refresh_inventory` may replace it).
+    pub fn inventory(&self) -> Arc<Inventory> {
+        self.inventory.read().expect("inventory lock").clone()
+    }
+
     /// The hosts an Ansible pattern selects now: `add_host`'s hosts included, `--limit`
     /// not applied (Ansible's `inventory_hostnames` reads the `groups` variable).
     pub(super) fn hosts_matching(&self, pattern: &str) -> Result<Vec<String>, String> {
         let runtime = self.runtime.lock().expect("runtime lock");
         if runtime.is_empty() {
             drop(runtime);
-            return self.inventory.select(pattern).map_err(|e| e.to_string());
+            return self.inventory().select(pattern).map_err(|e| e.to_string());
         }
-        Ok(runtime.select(&self.inventory, pattern))
+        Ok(runtime.select(&self.inventory(), pattern))
     }
 
     /// Warns about the task's keywords that turbo-play ignores, the first time each is met.

@@ -8,15 +8,20 @@ use serde_json::{Map, Value};
 
 use super::flow::PlayRun;
 use super::{HostState, TaskRef, run_task_on};
+use crate::config::Gathering;
 use crate::playbook::{Play, Task};
 use crate::report::events::Event;
 
 /// What Ansible names the implicit task in its banner.
 pub const GATHERING_FACTS: &str = "Gathering Facts";
 
-/// The synthetic `setup` task a play runs first, or None with `gather_facts: false`.
-pub(crate) fn gathering_task(play: &Play) -> Option<Task> {
-    if !play.gather_facts {
+/// The synthetic `setup` task a play runs first, or None with `gather_facts: false` (or
+/// unset under `gathering = explicit`).
+pub(crate) fn gathering_task(play: &Play, gathering: Gathering) -> Option<Task> {
+    if !play
+        .gather_facts
+        .unwrap_or(gathering != Gathering::Explicit)
+    {
         return None;
     }
     let mut args = Map::new();
@@ -89,22 +94,29 @@ pub(crate) fn validation_task(play: &Play) -> Option<Task> {
 /// unreachable host is reported and benched as after any task.
 pub(crate) async fn gather(run: &PlayRun<'_>) {
     let play = &run.playbook.plays[run.play_index];
-    for task in [gathering_task(play), validation_task(play)]
-        .into_iter()
-        .flatten()
-    {
-        run_opening_task(run, task).await;
+    let gathering = run.ctx.opts.gathering;
+    if let Some(task) = gathering_task(play, gathering) {
+        // Smart gathering skips the hosts whose facts an earlier play gathered (no banner
+        // when that is all of them), as Ansible's does.
+        let smart = gathering == Gathering::Smart;
+        run_opening_task(run, task, |h| {
+            !smart || h.facts.lock().expect("facts lock").is_empty()
+        })
+        .await;
+    }
+    if let Some(task) = validation_task(play) {
+        run_opening_task(run, task, |_| true).await;
     }
 }
 
-async fn run_opening_task(run: &PlayRun<'_>, task: Task) {
+async fn run_opening_task(run: &PlayRun<'_>, task: Task, wanted: impl Fn(&HostState) -> bool) {
     if !crate::playbook::selected(&task.tags, &run.ctx.opts.tags) {
         return;
     }
     let active: Vec<Arc<HostState>> = run
         .hosts
         .iter()
-        .filter(|h| !h.out.load(Ordering::SeqCst))
+        .filter(|h| !h.out.load(Ordering::SeqCst) && wanted(h))
         .cloned()
         .collect();
     if active.is_empty() {
@@ -131,35 +143,56 @@ mod tests {
 
     #[test]
     fn plays_gather_facts_by_default_with_their_subset() {
-        let task = gathering_task(&play("- hosts: all\n")).unwrap();
+        let task = gathering_task(&play("- hosts: all\n"), Gathering::Implicit).unwrap();
         assert_eq!(task.display_name(), "Gathering Facts");
         assert_eq!(task.module.name(), "setup");
         assert!(task.args.is_empty());
         assert!(task.register.is_none() && task.loop_spec.is_none());
 
-        let task = gathering_task(&play(
-            "- hosts: all\n  gather_subset: [\"!all\", network]\n",
-        ))
+        let task = gathering_task(
+            &play("- hosts: all\n  gather_subset: [\"!all\", network]\n"),
+            Gathering::Implicit,
+        )
         .unwrap();
         assert_eq!(
             Value::Object(task.args),
             serde_json::json!({"gather_subset": ["!all", "network"]})
         );
 
-        let task = gathering_task(&play("- hosts: all\n  fact_path: /srv/facts.d\n")).unwrap();
+        let task = gathering_task(
+            &play("- hosts: all\n  fact_path: /srv/facts.d\n"),
+            Gathering::Implicit,
+        )
+        .unwrap();
         assert_eq!(
             Value::Object(task.args),
             serde_json::json!({"fact_path": "/srv/facts.d"})
         );
 
-        assert!(gathering_task(&play("- hosts: all\n  gather_facts: false\n")).is_none());
+        assert!(
+            gathering_task(
+                &play("- hosts: all\n  gather_facts: false\n"),
+                Gathering::Implicit
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn explicit_gathering_needs_the_play_to_ask() {
+        let unset = play("- hosts: all\n");
+        assert!(gathering_task(&unset, Gathering::Explicit).is_none());
+        assert!(gathering_task(&unset, Gathering::Smart).is_some());
+        let asked = play("- hosts: all\n  gather_facts: true\n");
+        assert!(gathering_task(&asked, Gathering::Explicit).is_some());
     }
 
     #[test]
     fn gathering_is_tagged_always_unless_the_play_is_tagged() {
-        let untagged = gathering_task(&play("- hosts: all\n")).unwrap();
+        let untagged = gathering_task(&play("- hosts: all\n"), Gathering::Implicit).unwrap();
         assert_eq!(untagged.tags, ["always"]);
-        let tagged = gathering_task(&play("- hosts: all\n  tags: [web]\n")).unwrap();
+        let tagged =
+            gathering_task(&play("- hosts: all\n  tags: [web]\n"), Gathering::Implicit).unwrap();
         assert_eq!(tagged.tags, ["web"]);
         let only_db = crate::playbook::TagFilter::from_args(&["db".into()], &[]);
         assert!(crate::playbook::selected(&untagged.tags, &only_db));

@@ -30,6 +30,8 @@ pub struct Flow {
     failed_vars: Option<Map<String, Value>>,
     /// `meta: end_host` (or `end_play`) ended the play for this host.
     pub(super) ended: bool,
+    /// `meta: end_role` ended this use of a role: its remaining tasks are skipped.
+    ended_role: Option<Arc<crate::playbook::RoleInfo>>,
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +70,12 @@ impl Flow {
     pub fn decide(&mut self, task: &Task) -> Decision {
         if self.ended {
             return Decision::Skip;
+        }
+        if let Some(ended) = &self.ended_role {
+            if task.role.as_ref().is_some_and(|r| Arc::ptr_eq(r, ended)) {
+                return Decision::Skip;
+            }
+            self.ended_role = None;
         }
         loop {
             let Some(unwind) = &mut self.unwinding else {
@@ -261,12 +269,13 @@ impl PlayRun<'_> {
                 hosts: targets.len(),
             });
         }
-        let ends = matches!(action, "end_play" | "end_batch" | "end_host");
+        let ends = matches!(action, "end_play" | "end_batch" | "end_host" | "end_role");
         let holding: Vec<&Arc<HostState>> = if ends {
             let (holding, skipped): (Vec<_>, Vec<_>) =
                 targets.iter().partition(|h| self.holds(task, h));
             for host in skipped {
-                let (msg, reason) = meta_skip_words(action, &host.name);
+                let role = task.role.as_ref().map(|r| r.name.as_str());
+                let (msg, reason) = meta_skip_words(action, &host.name, role);
                 self.verbose_meta(task, &reason);
                 let mut data = Map::new();
                 data.insert("changed".into(), Value::Bool(false));
@@ -306,6 +315,12 @@ impl PlayRun<'_> {
                     MetaEffect::EndPlay
                 };
             }
+            // The loader refuses end_role outside a role.
+            "end_role" => {
+                for host in holding {
+                    host.flow.lock().expect("flow lock").ended_role = task.role.clone();
+                }
+            }
             "end_host" => {
                 for host in holding {
                     self.verbose_meta(task, &format!("ending play for {}", host.name));
@@ -319,10 +334,30 @@ impl PlayRun<'_> {
                     host.unreachable.store(false, Ordering::SeqCst);
                 }
             }
-            // Nothing to do here: no inventory refresh, facts cache or role bookkeeping.
+            "refresh_inventory" => self.refresh_inventory(task),
+            // Nothing to do here: no facts cache or role bookkeeping.
             _ => {}
         }
         MetaEffect::Continue
+    }
+
+    /// Reads the inventory's sources again: later plays select from what they say now
+    /// (hosts `add_host` made stay, as in Ansible). A source that no longer parses
+    /// keeps the inventory as it was, with a warning.
+    fn refresh_inventory(&self, task: &Task) {
+        match self.ctx.inventory().reload() {
+            Ok(fresh) => {
+                for warning in fresh.warnings() {
+                    self.ctx.emit(Event::Warning(warning.clone()));
+                }
+                *self.ctx.inventory.write().expect("inventory lock") = Arc::new(fresh);
+                self.verbose_meta(task, "inventory successfully refreshed");
+            }
+            Err(e) => self.ctx.emit(Event::Warning(format!(
+                "{}: refresh_inventory: {e}",
+                task.location
+            ))),
+        }
     }
 
     /// Ansible's `META: ...` line at -vv (an implicit meta's goes to its debug log only).
@@ -480,12 +515,16 @@ impl PlayRun<'_> {
 
 /// The `msg` and `skip_reason` of an ending meta whose `when` is false on `host`, in
 /// Ansible's words (end_host's `msg` keeps its historical lower-case "false").
-fn meta_skip_words(action: &str, host: &str) -> (String, String) {
+fn meta_skip_words(action: &str, host: &str, role: Option<&str>) -> (String, String) {
     let reason = match action {
         "end_host" => {
             format!("end_host conditional evaluated to False, continuing execution for {host}")
         }
         "end_batch" => "end_batch conditional evaluated to False, continuing current batch".into(),
+        "end_role" => format!(
+            "end_role conditional evaluated to False, continuing role {} for {host}",
+            role.unwrap_or_default()
+        ),
         _ => format!("{action} conditional evaluated to False, continuing play"),
     };
     let msg = match action {

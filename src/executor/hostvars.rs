@@ -96,7 +96,7 @@ impl Object for HostVars {
             return Enumerator::Empty;
         };
         let mut names: Vec<MjValue> = ctx
-            .inventory
+            .inventory()
             .hosts()
             .map(|h| MjValue::from(h.name.clone()))
             .collect();
@@ -104,7 +104,7 @@ impl Object for HostVars {
         names.extend(
             runtime
                 .added_hosts()
-                .filter(|h| ctx.inventory.host(h).is_none())
+                .filter(|h| ctx.inventory().host(h).is_none())
                 .map(MjValue::from),
         );
         Enumerator::Values(names)
@@ -126,17 +126,17 @@ fn one_host(
         let runtime = ctx.runtime.lock().expect("runtime lock");
         (
             runtime.host_vars(name).cloned(),
-            runtime.group_names(&ctx.inventory, name),
+            runtime.group_names(&ctx.inventory(), name),
         )
     };
-    if ctx.inventory.host(name).is_none() && added.is_none() {
+    if ctx.inventory().host(name).is_none() && added.is_none() {
         return None;
     }
     let mut vars = ctx
         .runtime
         .lock()
         .expect("runtime lock")
-        .inventory_vars(&ctx.inventory, name, playbook_dir)
+        .inventory_vars(&ctx.inventory(), name, playbook_dir)
         .ok()?;
     let state = ctx.hosts.lock().expect("hosts lock").get(name).cloned();
     if let Some(state) = state {

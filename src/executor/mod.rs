@@ -60,7 +60,7 @@ pub async fn run_playbooks_until(
 ) -> RunSummary {
     let start_at = Mutex::new(opts.start_at_task.clone());
     let ctx = Arc::new_cyclic(|me: &std::sync::Weak<RunContext>| RunContext {
-        inventory,
+        inventory: std::sync::RwLock::new(Arc::new(inventory)),
         start_at,
         opts,
         templar: {
@@ -85,7 +85,7 @@ pub async fn run_playbooks_until(
         custom_stats: Default::default(),
         interrupted: Default::default(),
     });
-    for warning in ctx.inventory.warnings() {
+    for warning in ctx.inventory().warnings() {
         ctx.emit(Event::Warning(warning.clone()));
     }
     // Ansible's recap lists every host that took part, by name.
@@ -172,10 +172,10 @@ fn select_hosts(ctx: &RunContext, play: &Play) -> Result<Vec<String>, String> {
     {
         let runtime = ctx.runtime.lock().expect("runtime lock");
         if !runtime.is_empty() {
-            let mut hosts = runtime.select(&ctx.inventory, &play.hosts);
+            let mut hosts = runtime.select(&ctx.inventory(), &play.hosts);
             if let Some(limit) = &ctx.opts.limit {
                 hosts = ctx
-                    .inventory
+                    .inventory()
                     .limit(hosts, limit)
                     .map_err(|e| e.to_string())?;
             }
@@ -186,14 +186,14 @@ fn select_hosts(ctx: &RunContext, play: &Play) -> Result<Vec<String>, String> {
         }
     }
     let selection = ctx
-        .inventory
+        .inventory()
         .select_reporting(&play.hosts)
         .map_err(|e| e.to_string())?;
     let mut unmatched = selection.unmatched;
     let mut hosts = selection.hosts;
     if let Some(limit) = &ctx.opts.limit {
         let limited = ctx
-            .inventory
+            .inventory()
             .limit_reporting(hosts, limit)
             .map_err(|e| e.to_string())?;
         hosts = limited.hosts;
@@ -246,10 +246,11 @@ async fn run_play(
         return PlayEnd::Done;
     }
     let all: Arc<[Arc<HostState>]> = hosts.iter().map(|h| ctx.host(h)).collect();
-    for (name, default) in &play.vars_prompt {
-        if default.is_none() && !ctx.opts.extra_vars.contains_key(name) {
+    for prompt in &play.vars_prompt {
+        let name = &prompt.name;
+        if prompt.default.is_none() && !ctx.opts.extra_vars.contains_key(name) {
             ctx.emit(Event::Warning(format!(
-                "{}: vars_prompt '{name}' has no default and turbo-play does not prompt: pass -e {name}=...",
+                "{}: vars_prompt '{name}' has no default and there is no terminal to ask on: pass -e {name}=...",
                 play.location
             )));
         }

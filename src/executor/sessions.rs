@@ -187,7 +187,7 @@ impl RunContext {
             .runtime
             .lock()
             .expect("runtime lock")
-            .inventory_vars(&self.inventory, &host.name, playbook_dir)
+            .inventory_vars(&self.inventory(), &host.name, playbook_dir)
             .map_err(|e| unreachable(e.to_string()))?;
         // Keywords give way to the host's own variables, as in Ansible; a task's (or its
         // blocks') to the play's.

@@ -76,6 +76,7 @@ pub fn task_vars(
                 holds_template(v)
                     && !registered.contains_key(*k)
                     && set_facts.get(*k) != Some(*v)
+                    && !(play.unsafe_vars.contains(*k) && play.vars.get(*k) == Some(*v))
                     && k.as_str() != "ansible_facts"
                     && !k
                         .strip_prefix("ansible_")
@@ -118,7 +119,7 @@ pub(super) fn layered_vars(
         .runtime
         .lock()
         .expect("runtime lock")
-        .inventory_vars(&ctx.inventory, &host.name, &playbook.dir)
+        .inventory_vars(&ctx.inventory(), &host.name, &playbook.dir)
         .map_err(|e| e.to_string())?;
     // Role defaults sit below everything: the play's roles' (with those a public
     // include_role added), then the task's own role's.
@@ -153,9 +154,9 @@ pub(super) fn layered_vars(
     let magic = magic_vars(ctx, playbook, host, play_hosts);
     extend(&mut vars, &play.vars);
     // vars_prompt never prompts here: its default stands in (and -e, layered later, wins).
-    for (name, default) in &play.vars_prompt {
-        if let Some(value) = default {
-            vars.insert(name.clone(), value.clone());
+    for prompt in &play.vars_prompt {
+        if let Some(value) = &prompt.default {
+            vars.insert(prompt.name.clone(), value.clone());
         }
     }
     if !play.vars_files.is_empty() {
@@ -202,6 +203,10 @@ pub(super) fn layered_vars(
     }
     roles().for_each(|role| extend(&mut vars, &role.vars));
     if let Some(role) = &task.role {
+        // The task's own role once more, over the play's roles: what it inherits, then
+        // its own vars, then its entry's `vars:`.
+        extend(&mut vars, &role.inherited_vars);
+        extend(&mut vars, &role.vars);
         extend(&mut vars, &role.keyword_vars);
     }
     extend(&mut vars, &task.vars);
@@ -445,14 +450,14 @@ fn magic_vars(
         let runtime = ctx.runtime.lock().expect("runtime lock");
         if runtime.is_empty() {
             (
-                ctx.inventory.groups_var().clone(),
-                ctx.inventory.group_names(&host.name),
+                ctx.inventory().groups_var().clone(),
+                ctx.inventory().group_names(&host.name),
             )
         } else {
             (
-                ctx.inventory
-                    .groups_in_order(&runtime.groups(&ctx.inventory)),
-                runtime.group_names(&ctx.inventory, &host.name),
+                ctx.inventory()
+                    .groups_in_order(&runtime.groups(&ctx.inventory())),
+                runtime.group_names(&ctx.inventory(), &host.name),
             )
         }
     };
@@ -499,7 +504,7 @@ fn magic_vars(
 /// the inventory name, `127.0.0.1` for the implicit localhost), and for the implicit
 /// localhost the controller's Python as `ansible_python_interpreter`.
 fn connection_defaults(ctx: &RunContext, host: &HostState, vars: &mut Map<String, Value>) {
-    let implicit = !ctx.inventory.hosts().any(|h| h.name == host.name);
+    let implicit = !ctx.inventory().hosts().any(|h| h.name == host.name);
     if !vars.contains_key("ansible_host") {
         let address = match vars.get("ansible_ssh_host") {
             Some(alias) => alias.clone(),
@@ -530,10 +535,9 @@ pub fn controller_python() -> &'static str {
     })
 }
 
+/// One layer over those below it, as `hash_behaviour` says.
 fn extend(into: &mut Map<String, Value>, from: &Map<String, Value>) {
-    for (k, v) in from {
-        into.insert(k.clone(), v.clone());
-    }
+    crate::hash_merge::combine(into, from);
 }
 
 /// Drops arguments whose value is the omit placeholder (after templating).

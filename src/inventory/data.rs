@@ -146,7 +146,7 @@ impl Data {
     }
 
     pub fn set_host_var(&mut self, host: usize, key: &str, value: Value) {
-        self.hosts[host].vars.insert(key.to_string(), value);
+        crate::hash_merge::set(&mut self.hosts[host].vars, key, value);
     }
 
     /// `ansible_group_priority` is not a variable but the group's rank among its siblings.
@@ -162,7 +162,7 @@ impl Data {
                 .ok_or_else(|| format!("ansible_group_priority must be an integer, got {value}"))?;
             return Ok(());
         }
-        self.groups[group].vars.insert(key.to_string(), value);
+        crate::hash_merge::set(&mut self.groups[group].vars, key, value);
         Ok(())
     }
 
@@ -294,9 +294,9 @@ impl Data {
     pub fn merged_host_vars(&self, host: usize, depths: &[usize]) -> Vars {
         let mut vars = self.groups[ALL].vars.clone();
         for g in self.sorted_groups(host, depths) {
-            vars.extend(self.groups[g].vars.clone());
+            crate::hash_merge::combine(&mut vars, &self.groups[g].vars);
         }
-        vars.extend(self.hosts[host].vars.clone());
+        crate::hash_merge::combine(&mut vars, &self.hosts[host].vars);
         vars
     }
 

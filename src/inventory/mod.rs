@@ -83,6 +83,8 @@ pub struct Inventory {
     /// `group_vars/`/`host_vars/` read so far, by directory (read once, on first use).
     vars_dirs: Arc<Mutex<HashMap<PathBuf, Arc<DirVars>>>>,
     merged: Arc<Mutex<MergedVars>>,
+    /// The sources as given to [`Inventory::load`], for `meta: refresh_inventory`.
+    sources: Vec<String>,
 }
 
 /// Merged host variables by (playbook directory, host name, groups joined at run time).
@@ -136,7 +138,15 @@ impl Inventory {
         }
         data.reconcile().map_err(InventoryError::GroupLoop)?;
         warnings.append(&mut data.warnings);
-        Ok(Inventory::finish(data, source_dirs, warnings))
+        let mut inventory = Inventory::finish(data, source_dirs, warnings);
+        inventory.sources = sources.to_vec();
+        Ok(inventory)
+    }
+
+    /// The same sources read again (`meta: refresh_inventory`): hosts and groups as the
+    /// files say now.
+    pub fn reload(&self) -> Result<Inventory, InventoryError> {
+        Inventory::load(&self.sources)
     }
 
     fn finish(data: Data, source_dirs: Vec<PathBuf>, warnings: Vec<String>) -> Inventory {
@@ -181,6 +191,7 @@ impl Inventory {
             depths,
             vars_dirs: Arc::default(),
             merged: Arc::default(),
+            sources: Vec::new(),
         };
         inventory.groups_var = inventory.groups_in_order(&inventory.groups);
         inventory

@@ -89,7 +89,7 @@ fn load_entities<'n>(
         }
         let mut vars = Vars::new();
         for file in files {
-            vars.extend(read_vars_file(&file)?);
+            crate::hash_merge::combine(&mut vars, &read_vars_file(&file)?);
         }
         out.insert(name.to_string(), vars);
     }
@@ -169,24 +169,24 @@ pub fn merge(
     let dirs = || inventory_dirs.iter().chain(playbook_dirs);
     let mut vars = data.groups[ALL].vars.clone();
     for g in slots.iter().filter_map(|s| s.id) {
-        vars.extend(data.groups[g].vars.clone());
+        crate::hash_merge::combine(&mut vars, &data.groups[g].vars);
     }
     for dir in dirs() {
         if let Some(v) = dir.group("all") {
-            vars.extend(v.clone());
+            crate::hash_merge::combine(&mut vars, v);
         }
     }
     for dir in dirs() {
         for s in &slots {
             if let Some(v) = dir.any_group(s.name) {
-                vars.extend(v);
+                crate::hash_merge::combine(&mut vars, &v);
             }
         }
     }
-    vars.extend(host_vars);
+    crate::hash_merge::combine(&mut vars, &host_vars);
     for dir in dirs() {
         if let Some(v) = dir.host(host_name) {
-            vars.extend(v.clone());
+            crate::hash_merge::combine(&mut vars, v);
         }
     }
     vars

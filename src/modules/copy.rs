@@ -71,7 +71,10 @@ impl Module for Copy {
         if args.bool("remote_src") {
             return Err(ModuleError::NotSupported("copy with remote_src"));
         }
-        let op = match self.resolve(args, ctx)? {
+        let resolved = self.resolve(args, ctx)?;
+        let file_into_dir = args.str("dest").is_some_and(|d| d.ends_with('/'))
+            && !matches!(resolved, Resolved::Tree { .. });
+        let op = match resolved {
             Resolved::File { dest, bytes } => {
                 ensure_file_op(dest, bytes, mode, ownership(args), force)
             }
@@ -106,7 +109,11 @@ impl Module for Copy {
                 return tree_plan(&root, &spec, args.raw("src").cloned(), shape, finish);
             }
         };
-        Ok(Plan::Remote(with_validate(op, args)?))
+        let op = with_validate(op, args)?;
+        if file_into_dir {
+            return parents_first(op, args, ctx.check_mode);
+        }
+        Ok(Plan::Remote(op))
     }
 
     fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<FileSource>, ModuleError> {
@@ -206,6 +213,39 @@ impl Copy {
             }
         }
     }
+}
+
+/// A file copied into a `dest` ending in `/`: Ansible's copy makes the missing
+/// directories first (with `directory_mode`, else the umask's, and the file's owner),
+/// then writes the file.
+fn parents_first(op: Op, args: &Args, check_mode: bool) -> Result<Plan, ModuleError> {
+    let Op::EnsureFile(file) = &op else {
+        return Ok(Plan::Remote(op));
+    };
+    let dir = match file.path.trim_end_matches('/').rsplit_once('/') {
+        Some(("", _)) | None => return Ok(Plan::Remote(op)),
+        Some((dir, _)) => dir.to_string(),
+    };
+    let directory = Op::EnsurePath(turbo_proto::EnsurePath {
+        path: dir,
+        state: turbo_proto::PathState::Directory,
+        mode: parse_mode(args.raw("directory_mode").unwrap_or(&Value::Null))?,
+        recurse_parents: true,
+        owner: ownership(args),
+    });
+    Ok(Plan::Step(
+        directory,
+        super::Next::new(move |reply| match reply {
+            // In check mode the directory is not made, so neither can the file be: the
+            // file is new, which is all the check reports.
+            OpResult::File(made) if check_mode && made.changed => Ok(Plan::Done(TaskOutcome {
+                changed: true,
+                ..TaskOutcome::default()
+            })),
+            OpResult::File(_) => Ok(Plan::Remote(op)),
+            other => Ok(Plan::Done(unexpected("copy", other))),
+        }),
+    ))
 }
 
 /// A controller file past [`INLINE_LIMIT`] that is not vault-encrypted (those are
@@ -552,7 +592,8 @@ mod tests {
         let path = dir.path().join("files/big.bin");
         std::fs::write(&path, &big).unwrap();
         let a = json!({"src": "big.bin", "dest": "/srv/"});
-        let Plan::Remote(Op::EnsureFile(f)) = plan(a.clone(), dir.path()).unwrap() else {
+        let Plan::Remote(Op::EnsureFile(f)) = past_parents(plan(a.clone(), dir.path()).unwrap())
+        else {
             panic!()
         };
         assert_eq!(f.path, "/srv/big.bin");
@@ -576,6 +617,45 @@ mod tests {
         assert_eq!(large_plain_file(&vaulted).unwrap(), None);
     }
 
+    /// The file's plan once the directory step of a `dest` ending in `/` answered.
+    fn past_parents(planned: Plan) -> Plan {
+        let Plan::Step(Op::EnsurePath(_), next) = planned else {
+            panic!("{planned:?}")
+        };
+        next.resume(OpResult::File(outcome(false))).unwrap()
+    }
+
+    #[test]
+    fn a_dest_ending_in_slash_makes_its_missing_directories_first() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("uuid.fact"), "x").unwrap();
+        let a = json!({"src": "uuid.fact", "dest": "/etc/ansible/facts.d/", "mode": "0755",
+                       "directory_mode": "0700", "owner": "root"});
+        let Plan::Step(Op::EnsurePath(d), next) = plan(a.clone(), dir.path()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(d.path, "/etc/ansible/facts.d");
+        assert_eq!(d.state, turbo_proto::PathState::Directory);
+        assert!(d.recurse_parents);
+        assert_eq!(d.mode, parse_mode(&json!("0700")).unwrap());
+        assert_eq!(d.owner.user.as_deref(), Some("root"));
+        let Plan::Remote(Op::EnsureFile(f)) = next.resume(OpResult::File(outcome(true))).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(f.path, "/etc/ansible/facts.d/uuid.fact");
+        // In check mode a directory that would be made means a new file.
+        let mut ctx = PlanContext::new(dir.path());
+        ctx.check_mode = true;
+        let Plan::Step(_, next) = crate::modules::try_plan(&Copy, a, &ctx).unwrap() else {
+            panic!()
+        };
+        let Plan::Done(out) = next.resume(OpResult::File(outcome(true))).unwrap() else {
+            panic!()
+        };
+        assert!(out.changed && !out.failed);
+    }
+
     #[test]
     fn src_is_found_under_files_then_the_playbook_dir() {
         let dir = tempfile::tempdir().unwrap();
@@ -583,7 +663,7 @@ mod tests {
         std::fs::write(dir.path().join("files/a.txt"), "from files").unwrap();
         std::fs::write(dir.path().join("b.txt"), "from dir").unwrap();
         assert_eq!(
-            plan(json!({"src": "a.txt", "dest": "/etc/"}), dir.path()).unwrap(),
+            past_parents(plan(json!({"src": "a.txt", "dest": "/etc/"}), dir.path()).unwrap()),
             file_op("/etc/a.txt", b"from files", None, true)
         );
         assert_eq!(

@@ -25,6 +25,10 @@ pub(super) struct Inherited {
     pub(super) check_mode: Option<bool>,
     pub(super) diff: Option<bool>,
     pub(super) role: Option<Arc<super::RoleInfo>>,
+    /// For a role's dependencies: the variables of the roles that depend on it (each
+    /// one's `vars:` keyword, then its vars/main.yml, outermost first), Ansible's
+    /// inherited role vars.
+    pub(super) dep_chain_vars: serde_json::Map<String, Json>,
     pub(super) include_params: serde_json::Map<String, Json>,
     pub(super) keywords: RunKeywords,
     /// Keywords written around the tasks that turbo-play does not act on yet.

@@ -91,10 +91,14 @@ pub struct Play {
     /// `vars_files`, raw (templated per host at run time): each entry lists the paths to
     /// try, relative to the playbook, and the first that exists is read.
     pub vars_files: Vec<Vec<String>>,
-    /// `vars_prompt` names with their `default`. turbo-play never prompts: `-e` or the
-    /// default gives the value, else the variable stays undefined (with a warning).
-    pub vars_prompt: Vec<(String, Option<Value>)>,
-    pub gather_facts: bool,
+    /// `vars_prompt` entries still to answer: ansible-playbook asks them on the terminal
+    /// (answers go to `vars`); without one, `-e` or the default gives the value, else
+    /// the variable stays undefined (with a warning).
+    pub vars_prompt: Vec<VarsPrompt>,
+    /// Play vars never templated: `vars_prompt` answers given with `unsafe: true`.
+    pub unsafe_vars: std::collections::BTreeSet<String>,
+    /// `gather_facts` as written; unset, `gathering` in ansible.cfg decides.
+    pub gather_facts: Option<bool>,
     /// The play's `gather_subset` for its fact gathering; empty means Ansible's default.
     pub gather_subset: Vec<String>,
     /// The play's `fact_path` for its fact gathering (setup's own default when `None`).
@@ -207,6 +211,10 @@ pub struct RoleInfo {
     pub defaults: serde_json::Map<String, Value>,
     /// `vars/main.yml`: above play vars.
     pub vars: serde_json::Map<String, Value>,
+    /// What the role's own tasks see below `vars`: the roles that depend on it (their
+    /// `vars:` keyword and vars/main.yml, outermost first), then its dependencies'
+    /// vars/main.yml, as Ansible's `Role.get_vars` layers them.
+    pub inherited_vars: serde_json::Map<String, Value>,
     /// The `vars:` keyword of the role's entry: above `vars/main.yml`, for the role's own
     /// tasks only.
     pub keyword_vars: serde_json::Map<String, Value>,
@@ -221,6 +229,25 @@ pub struct RoleInfo {
     /// The roles that imported or included this one, the nearest first, with their
     /// directories (`ansible_parent_role_names`, `ansible_parent_role_paths`).
     pub parents: Vec<(String, PathBuf)>,
+}
+
+/// One `vars_prompt` entry, with Ansible's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VarsPrompt {
+    pub name: String,
+    /// Templated with the play's vars; `input for NAME` when unset.
+    pub prompt: Option<String>,
+    pub default: Option<Value>,
+    /// No echo (the default).
+    pub private: bool,
+    /// Asked twice until both answers match.
+    pub confirm: bool,
+    /// A `password_hash` scheme the answer is hashed with.
+    pub encrypt: Option<String>,
+    pub salt: Option<String>,
+    pub salt_size: Option<u64>,
+    /// The answer is never templated.
+    pub unsafe_: bool,
 }
 
 /// Task keywords that change where and how a task runs, not what its module does. Blocks
@@ -682,6 +709,7 @@ mod tests {
             path: PathBuf::from("/c/ansible_collections/ns/coll/roles/app"),
             defaults: Default::default(),
             vars: Default::default(),
+            inherited_vars: Default::default(),
             keyword_vars: Default::default(),
             params: Default::default(),
             once_group: None,

@@ -1,8 +1,6 @@
 //! A play: its keywords, its task sections and roles, and the checks that need the whole
 //! play (every `notify` names a handler).
 
-use serde_json::Value as Json;
-
 use super::keyword_table::{At, Places, Taken, names_at};
 use super::loader::{Inherited, Loader, dedup_in_order};
 use super::{BatchSize, HostOrder, Play, PlayKeywords, Task, ValidateArgspec};
@@ -28,7 +26,7 @@ impl Loader<'_> {
         let mut vars = serde_json::Map::new();
         let mut vars_files = Vec::new();
         let mut vars_prompt = Vec::new();
-        let mut gather_facts = true;
+        let mut gather_facts = None;
         let mut gather_subset = Vec::new();
         let mut fact_path = None;
         let (mut connection, mut remote_user, mut port) = (None, None, None);
@@ -100,7 +98,7 @@ impl Loader<'_> {
                 "vars_files" => vars_files = self.vars_files(v)?,
                 "vars_prompt" => vars_prompt = self.vars_prompt(v)?,
                 "ignore_errors" => top.ignore_errors = Some(self.boolean(v, key)?),
-                "gather_facts" => gather_facts = self.boolean(v, "gather_facts")?,
+                "gather_facts" => gather_facts = Some(self.boolean(v, "gather_facts")?),
                 "gather_subset" => gather_subset = self.string_list(v, "gather_subset")?,
                 "fact_path" => fact_path = Some(self.scalar(v, "fact_path")?),
                 "pre_tasks" => sections[0] = Some(v),
@@ -250,6 +248,7 @@ impl Loader<'_> {
             vars,
             vars_files,
             vars_prompt,
+            unsafe_vars: Default::default(),
             gather_facts,
             gather_subset,
             fact_path,
@@ -284,10 +283,7 @@ impl Loader<'_> {
     /// `vars_files`: a list whose items are paths, or lists of paths of which the first
     /// that exists is read; a lone path is a list of one, as Ansible takes it.
     /// `vars_prompt`: a list of `{name, prompt, default, private, ...}`.
-    pub(super) fn vars_prompt(
-        &self,
-        node: &Node,
-    ) -> Result<Vec<(String, Option<Json>)>, LoadError> {
+    pub(super) fn vars_prompt(&self, node: &Node) -> Result<Vec<super::VarsPrompt>, LoadError> {
         if matches!(node.value, Value::Null) {
             return Ok(Vec::new());
         }
@@ -308,7 +304,44 @@ impl Loader<'_> {
                         Some("write `- name: x` with an optional `default:`".into()),
                     )
                 })?;
-                Ok((name.to_string(), item.get("default").map(Node::to_json)))
+                const KEYS: &[&str] = &[
+                    "name",
+                    "prompt",
+                    "default",
+                    "private",
+                    "confirm",
+                    "encrypt",
+                    "salt_size",
+                    "salt",
+                    "unsafe",
+                ];
+                for (key, _) in item.as_map().unwrap_or_default() {
+                    let key = key.as_str().unwrap_or_default();
+                    if !KEYS.contains(&key) {
+                        return Err(self.err(
+                            item.span,
+                            format!(
+                                "Invalid vars_prompt data structure, found unsupported key '{key}'"
+                            ),
+                            Some(format!("vars_prompt entries take: {}", KEYS.join(", "))),
+                        ));
+                    }
+                }
+                let text = |key: &str| item.get(key).and_then(Node::as_str).map(str::to_string);
+                let flag = |key: &str, default: bool| -> Result<bool, LoadError> {
+                    item.get(key).map_or(Ok(default), |v| self.boolean(v, key))
+                };
+                Ok(super::VarsPrompt {
+                    name: name.to_string(),
+                    prompt: text("prompt"),
+                    default: item.get("default").map(Node::to_json),
+                    private: flag("private", true)?,
+                    confirm: flag("confirm", false)?,
+                    encrypt: text("encrypt"),
+                    salt: text("salt"),
+                    salt_size: item.get("salt_size").and_then(|n| n.to_json().as_u64()),
+                    unsafe_: flag("unsafe", false)?,
+                })
             })
             .collect()
     }
@@ -430,7 +463,7 @@ mod tests {
         let play = &pb.plays[0];
         assert_eq!(play.name, "all");
         assert_eq!(play.hosts, "all");
-        assert!(!play.gather_facts);
+        assert_eq!(play.gather_facts, Some(false));
         assert_eq!(play.location.line, 1);
         let t = &play.tasks[0];
         assert_eq!(t.display_name(), "Create files with copy content module");
@@ -475,7 +508,7 @@ mod tests {
         let play = &pb.plays[0];
         assert_eq!(play.name, "Web");
         assert_eq!(play.hosts, "web,db");
-        assert!(!play.gather_facts);
+        assert_eq!(play.gather_facts, Some(false));
         assert_eq!(
             Json::Object(play.vars.clone()),
             json!({"port": 80, "list": [1, 2]})
@@ -489,7 +522,7 @@ mod tests {
         );
         // Handlers are flushed after pre_tasks, as Ansible does, by a task of its own.
         assert!(play.tasks.iter().any(|t| t.implicit));
-        assert!(pb.plays[1].gather_facts);
+        assert_eq!(pb.plays[1].gather_facts, None);
         assert!(pb.plays[1].gather_subset.is_empty());
         assert!(pb.plays[1].tasks.is_empty());
         assert!(ok("").plays.is_empty());
@@ -625,7 +658,10 @@ mod tests {
             message_at("- hosts: all\n  gather_facts: \"1.0\"\n"),
             ("gather_facts must be a boolean, got '1.0'".into(), 2, 17)
         );
-        assert!(!ok("- hosts: all\n  gather_facts: F\n").plays[0].gather_facts);
+        assert_eq!(
+            ok("- hosts: all\n  gather_facts: F\n").plays[0].gather_facts,
+            Some(false)
+        );
         assert_eq!(
             message_at("- hosts: all\n  vars: [1]\n"),
             ("vars must be a mapping, got a list".into(), 2, 9)
@@ -665,6 +701,19 @@ mod tests {
             msg("- hosts: all\n  vars_prompt:\n    - foo: bar\n"),
             "Invalid vars_prompt data structure, missing 'name' key"
         );
+        assert_eq!(
+            msg("- hosts: all\n  vars_prompt:\n    - name: x\n      when: y\n"),
+            "Invalid vars_prompt data structure, found unsupported key 'when'"
+        );
+        let prompted = ok(
+            "- hosts: all\n  vars_prompt:\n    - name: x\n      private: no\n      confirm: yes\n      encrypt: sha512_crypt\n      unsafe: true\n",
+        );
+        // An empty task `name:` is no name (the unsafe prompt test's tasks have one).
+        let unnamed = ok("- hosts: all\n  tasks:\n    - name:\n      debug: msg=x\n");
+        assert_eq!(unnamed.plays[0].tasks[0].name, None);
+        let x = &prompted.plays[0].vars_prompt[0];
+        assert!(!x.private && x.confirm && x.unsafe_ && x.prompt.is_none());
+        assert_eq!(x.encrypt.as_deref(), Some("sha512_crypt"));
         assert!(
             ok("- hosts: all\n  vars_prompt: null\n  roles: null\n").plays[0]
                 .vars_prompt

@@ -141,8 +141,10 @@ fn apply(play: &mut Play, key: &str, value: &Value) -> Result<(), String> {
                 .ok_or_else(|| format!("invalid play host order '{text}'"))?;
         }
         "gather_facts" => {
-            play.gather_facts = crate::booleans::strict(value)
-                .map_err(|_| format!("gather_facts must be a boolean, got '{text}'"))?;
+            play.gather_facts = Some(
+                crate::booleans::strict(value)
+                    .map_err(|_| format!("gather_facts must be a boolean, got '{text}'"))?,
+            );
         }
         "serial" => {
             let one = |v: &Value| {

@@ -321,6 +321,15 @@ impl Loader<'_> {
         // A role that imports another of its own task files (`tasks_from`) is no cycle:
         // the role counts as being imported only with the same entry point.
         let importing = role_import_key(&dir, entry);
+        {
+            // A role that already ran (and is not expanded again) still exports its vars.
+            let mut play = self.shared.play.borrow_mut();
+            play.last_exported = play
+                .exported
+                .get(&identity(&dir))
+                .cloned()
+                .unwrap_or_default();
+        }
         if self.shared.is_importing(&importing) {
             return Err(self.err(
                 entry.span,
@@ -439,16 +448,30 @@ impl Loader<'_> {
         for u in &entry.unsupported {
             record_unsupported(&mut outer.unsupported, &u.keyword, u.location.clone());
         }
+        let vars = self.role_vars_file(dir, "vars", entry.vars_from.as_deref())?;
+        let mut deps_exported = serde_json::Map::new();
         if let Some((root, loader)) = meta
             && let Some(deps) = root.get("dependencies")
         {
+            let mut dep_outer = outer.clone();
+            crate::hash_merge::combine(&mut dep_outer.dep_chain_vars, &entry.vars);
+            crate::hash_merge::combine(&mut dep_outer.dep_chain_vars, &vars);
             for dep in deps.as_seq().unwrap_or_default() {
                 let dep_entry = loader.role_entry(dep)?;
-                loader.expand_role(&dep_entry, &outer, used.dependency(), Some(dir), out)?;
+                loader.expand_role(&dep_entry, &dep_outer, used.dependency(), Some(dir), out)?;
+                let exported = std::mem::take(&mut self.shared.play.borrow_mut().last_exported);
+                crate::hash_merge::combine(&mut deps_exported, &exported);
             }
         }
+        let mut inherited_vars = inherited.dep_chain_vars.clone();
+        crate::hash_merge::combine(&mut inherited_vars, &deps_exported);
+        crate::hash_merge::combine(&mut deps_exported, &vars);
+        {
+            let mut play = self.shared.play.borrow_mut();
+            play.exported.insert(identity(dir), deps_exported.clone());
+            play.last_exported = deps_exported;
+        }
         let defaults = self.role_vars_file(dir, "defaults", entry.defaults_from.as_deref())?;
-        let vars = self.role_vars_file(dir, "vars", entry.vars_from.as_deref())?;
         let info = Arc::new(RoleInfo {
             // A role given by its path is named by its directory, as in Ansible.
             name: Path::new(&entry.name)
@@ -458,6 +481,7 @@ impl Loader<'_> {
             path: dir.to_path_buf(),
             defaults,
             vars,
+            inherited_vars,
             keyword_vars: entry.vars.clone(),
             params: entry.params.clone(),
             once_group,
@@ -484,6 +508,7 @@ impl Loader<'_> {
             Some(short) if in_collection => short.to_string_lossy().into_owned(),
             _ => info.name.clone(),
         };
+        inner.dep_chain_vars = serde_json::Map::new();
         if entry.validate
             && let Some(source) = super::role_files::argument_spec_task(
                 dir,

@@ -38,6 +38,12 @@ pub(super) struct PlayRoles {
     pub(super) ran: Vec<RanRole>,
     /// Roles whose defaults and vars every task of the play sees, in load order.
     pub(super) public: Vec<Arc<RoleInfo>>,
+    /// Each role's exported vars (its dependencies', then its own vars/main.yml), by
+    /// directory: what a role that depends on it layers below its own.
+    pub(super) exported: std::collections::HashMap<PathBuf, serde_json::Map<String, Json>>,
+    /// The exported vars of the role [`super::Loader::expand_role`] reached last (also
+    /// when it was not expanded again).
+    pub(super) last_exported: serde_json::Map<String, Json>,
 }
 
 /// A role use that runs once per play, with the tag sets (sorted) its copies inherited.

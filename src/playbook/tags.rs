@@ -138,9 +138,9 @@ pub(super) fn play_level_vars(
         vars.extend(role.defaults.clone());
     }
     vars.extend(play.vars.clone());
-    for (name, default) in &play.vars_prompt {
-        if let Some(value) = default {
-            vars.insert(name.clone(), value.clone());
+    for prompt in &play.vars_prompt {
+        if let Some(value) = &prompt.default {
+            vars.insert(prompt.name.clone(), value.clone());
         }
     }
     for role in &play.roles {

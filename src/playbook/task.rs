@@ -31,6 +31,7 @@ pub const META_ACTIONS: &[&str] = &[
     "reset_connection",
     "clear_facts",
     "role_complete",
+    "end_role",
 ];
 
 const AT_TASK: At = At {
@@ -86,6 +87,8 @@ impl Loader<'_> {
                 Ok(())
             };
             match key {
+                // `name:` left empty is no name, as in Ansible.
+                "name" if matches!(v.value, crate::yaml::Value::Null) => name = None,
                 "name" => name = Some(self.scalar(v, "name")?),
                 "loop" | "with_list" | "with_items" => set_loop(LoopSpec::Items {
                     value: v.to_json(),
@@ -245,6 +248,22 @@ impl Loader<'_> {
         task_vars.extend(vars);
         if module.caps().control == crate::modules::Control::Meta {
             self.check_meta(&args, key_span)?;
+            if inherited.role.is_none()
+                && args
+                    .get("_raw_params")
+                    .and_then(Json::as_str)
+                    .map(str::trim)
+                    == Some("end_role")
+            {
+                return Err(self.err(
+                    key_span,
+                    "Cannot execute 'end_role' from outside of a role",
+                    Some(
+                        "end_role ends the role it is written in: move it into a role's tasks"
+                            .into(),
+                    ),
+                ));
+            }
         }
         Ok(Task {
             name,

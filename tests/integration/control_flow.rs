@@ -793,3 +793,66 @@ fn clear_host_errors_brings_back_failed_and_unreachable_hosts() {
     assert_eq!(out.recap("failing").failed, 2);
     assert_eq!(out.recap("good").ok, 4);
 }
+
+#[test]
+fn refresh_inventory_rereads_the_sources_for_later_plays() {
+    let hosts = LocalHosts::new(&["one", "two", "three"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all
+  gather_facts: false
+  tasks:
+    - copy:
+        src: new_hosts
+        dest: \"{{ playbook_dir }}/hosts\"
+      delegate_to: localhost
+      run_once: true
+    - meta: refresh_inventory
+- hosts: all
+  gather_facts: false
+  tasks:
+    - debug: msg=\"{{ ansible_play_hosts | join(',') }}\"
+      run_once: true
+",
+        )
+        .local_home(&hosts)
+        .inventory(&format!("{}\n{}\n", hosts.line("one"), hosts.line("two")))
+        .file(
+            "new_hosts",
+            &format!("{}\n{}\n", hosts.line("two"), hosts.line("three")),
+        )
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, "\"msg\": \"two,three\"");
+}
+
+#[test]
+fn end_role_skips_the_rest_of_the_role_for_the_hosts_it_holds_for() {
+    let hosts = LocalHosts::new(&["a", "b"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all\n  gather_facts: false\n  roles: [r]\n  tasks:\n    - debug: msg=play\n",
+        )
+        .local_hosts(&hosts)
+        .file(
+            "roles/r/tasks/main.yml",
+            "- meta: end_role\n  when: inventory_hostname == 'a'\n- debug: msg=after\n",
+        )
+        .arg("-vv")
+        .run();
+    out.assert_code(0);
+    assert_contains(
+        &out,
+        "META: end_role conditional evaluated to False, continuing role r for b",
+    );
+    assert_eq!(out.stdout.matches("\"msg\": \"after\"").count(), 1);
+    assert_eq!(out.recap("a").ok, 1);
+    assert_eq!(out.recap("b").ok, 2);
+    // Outside a role it is refused before anything runs, in Ansible's words.
+    let out = TestRun::new()
+        .playbook("- hosts: all\n  tasks:\n    - meta: end_role\n")
+        .local_hosts(&hosts)
+        .run();
+    assert_ne!(out.code, 0);
+    assert_contains(&out, "Cannot execute 'end_role' from outside of a role");
+}

@@ -166,3 +166,45 @@ fn python_facts_describe_the_hosts_interpreter() {
         format!("{python} 3 True")
     );
 }
+
+#[test]
+fn gathering_setting_decides_which_plays_gather() {
+    let hosts = LocalHosts::new(&["a"]);
+    let playbook = "- hosts: all
+  tasks:
+    - debug: msg=one
+- hosts: all
+  tasks:
+    - debug: msg=two
+- hosts: all
+  gather_facts: true
+  tasks:
+    - debug: msg=three
+";
+    let run = |mode: &str| {
+        TestRun::new()
+            .playbook(playbook)
+            .local_hosts(&hosts)
+            .env("ANSIBLE_GATHERING", mode)
+            .run()
+    };
+    // smart: a host gathered once is not gathered again, and a task left with no host
+    // has no banner.
+    let out = run("smart");
+    out.assert_code(0);
+    assert_eq!(out.stdout.matches("TASK [Gathering Facts]").count(), 1);
+    assert_eq!(out.recap("a"), recap(4, 0));
+    // explicit: only the play that asks.
+    let out = run("explicit");
+    out.assert_code(0);
+    assert_eq!(out.stdout.matches("TASK [Gathering Facts]").count(), 1);
+    let banner = out.stdout.find("TASK [Gathering Facts]").unwrap();
+    assert!(
+        banner > out.stdout.find("\"two\"").unwrap(),
+        "{}",
+        out.stdout
+    );
+    // implicit (the default): every play.
+    let out = run("implicit");
+    assert_eq!(out.stdout.matches("TASK [Gathering Facts]").count(), 3);
+}

@@ -5,7 +5,7 @@
 //! and role parameters.
 
 use crate::support::hosts::LocalHosts;
-use crate::support::run::{Outcome, TestRun};
+use crate::support::run::{Outcome, TestRun, assert_contains};
 
 const PLAYBOOK: &str = "- hosts: all
   gather_facts: false
@@ -323,4 +323,40 @@ fn role_name_variables_tell_play_roles_dependencies_and_parents_apart() {
         "['app'] ['base'] ['app', 'base'] False\n"
     );
     assert_eq!(read(&out, hosts.home(), "parents"), "['app'] ['app']\n");
+}
+
+#[test]
+fn a_dependency_sees_its_dependents_vars_below_its_own_dependencies_vars() {
+    let hosts = LocalHosts::new(&["a"]);
+    let out = TestRun::new()
+        .playbook("- hosts: all\n  gather_facts: false\n  roles: [A, B]\n")
+        .local_hosts(&hosts)
+        .file(
+            "roles/A/meta/main.yml",
+            "dependencies:\n  - role: common\n    vars: {test_var: A}\n",
+        )
+        .file(
+            "roles/B/meta/main.yml",
+            "dependencies:\n  - role: common\n    vars: {test_var: B}\n",
+        )
+        .file("roles/common/vars/main.yml", "precedence: parent\n")
+        .file(
+            "roles/common/meta/main.yml",
+            "dependencies:\n  - role: nested\n    vars: {nested_var: \"{{ test_var }}\"}\n",
+        )
+        .file(
+            "roles/nested/meta/main.yml",
+            "allow_duplicates: true\ndependencies: [child]\n",
+        )
+        .file(
+            "roles/nested/tasks/main.yml",
+            "- debug: msg=\"{{ nested_var }} {{ precedence }}\"\n",
+        )
+        .file("roles/child/vars/main.yml", "precedence: dependency\n")
+        .run();
+    out.assert_code(0);
+    // The parent's `vars:` reach the dependency's templates, and the dependency's own
+    // dependency's vars/main.yml win over its parent's.
+    assert_contains(&out, "\"msg\": \"A dependency\"");
+    assert_contains(&out, "\"msg\": \"B dependency\"");
 }

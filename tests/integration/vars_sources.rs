@@ -486,3 +486,38 @@ fn reserved_variable_names_are_warned_about() {
     }
     assert_contains(&out, "\"msg\": \"mine\"");
 }
+
+#[test]
+fn hash_behaviour_merge_merges_dictionaries_across_layers() {
+    let hosts = LocalHosts::new(&["a"]);
+    let play = "- hosts: all
+  gather_facts: false
+  vars:
+    h: {play: 1, deep: {p: 1}}
+  tasks:
+    - debug: msg=\"{{ h | to_json }} {{ inv | to_json }}\"
+";
+    let run = |behaviour: &str| {
+        TestRun::new()
+            .playbook(play)
+            .local_home(&hosts)
+            .inventory(&format!("{}\n", hosts.line("a")))
+            .file(
+                "group_vars/all.yml",
+                "h: {group: 1, deep: {g: 1}}\ninv: {group: 1}\n",
+            )
+            .file("host_vars/a.yml", "inv: {host: 1}\n")
+            .args(&["-e", "{\"h\": {\"extra\": 1}}"])
+            .env("ANSIBLE_HASH_BEHAVIOUR", behaviour)
+            .run()
+    };
+    let out = run("merge");
+    out.assert_code(0);
+    assert_contains(
+        &out,
+        r#""msg": "{\"group\": 1, \"deep\": {\"g\": 1, \"p\": 1}, \"play\": 1, \"extra\": 1} {\"group\": 1, \"host\": 1}""#,
+    );
+    let out = run("replace");
+    out.assert_code(0);
+    assert_contains(&out, r#""msg": "{\"extra\": 1} {\"host\": 1}""#);
+}

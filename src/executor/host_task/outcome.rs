@@ -376,7 +376,7 @@ pub(super) fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &mut
         match &effect {
             Effect::AddHost { name, groups, vars } => {
                 outcome.changed = ctx.runtime.lock().expect("runtime lock").add_host(
-                    &ctx.inventory,
+                    &ctx.inventory(),
                     name,
                     groups,
                     vars,
@@ -384,7 +384,7 @@ pub(super) fn absorb_inventory(ctx: &RunContext, host: &HostState, outcome: &mut
             }
             Effect::JoinGroup { group, parents } => {
                 outcome.changed = ctx.runtime.lock().expect("runtime lock").join_group(
-                    &ctx.inventory,
+                    &ctx.inventory(),
                     &host.name,
                     group,
                     parents,

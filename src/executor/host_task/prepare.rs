@@ -794,7 +794,7 @@ pub(super) fn delegate_host(
         .map_err(|e| template_failure(task, &e))?;
     let name = name.trim();
     let added = ctx.runtime.lock().expect("runtime lock").knows_host(name);
-    if ctx.inventory.host(name).is_none() && !added {
+    if ctx.inventory().host(name).is_none() && !added {
         return Err(format!(
             "delegate_to: '{name}' is not a host in the inventory\n\nThe error appears to be in '{}'",
             task.location

@@ -77,6 +77,7 @@ mod slurp;
 pub mod spec;
 mod stat;
 mod synchronize;
+mod synchronize_source;
 mod systemd;
 mod sysvinit;
 mod tempfile;

@@ -10,8 +10,7 @@
 //! another host) and the options that need rsync itself fail when they run, saying so.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 use turbo_proto::{
@@ -20,6 +19,7 @@ use turbo_proto::{
 };
 
 use super::spec::{Arg, Elem, Spec};
+use super::synchronize_source::*;
 use super::{Args, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome, find_local_source};
 
 pub struct Synchronize;
@@ -173,24 +173,24 @@ fn local_connection(ctx: &PlanContext) -> bool {
 /// What the arguments ask of the copy, with `archive`'s defaults applied as the module
 /// applies them (`archive` turns on what is not turned off one by one).
 #[derive(Debug, Clone)]
-struct Options {
-    checksum: bool,
-    delete: bool,
-    existing_only: bool,
-    dirs: bool,
-    recursive: bool,
-    links: bool,
-    copy_links: bool,
-    perms: bool,
-    times: bool,
-    owner: bool,
-    group: bool,
-    filters: Vec<Filter>,
+pub(super) struct Options {
+    pub(super) checksum: bool,
+    pub(super) delete: bool,
+    pub(super) existing_only: bool,
+    pub(super) dirs: bool,
+    pub(super) recursive: bool,
+    pub(super) links: bool,
+    pub(super) copy_links: bool,
+    pub(super) perms: bool,
+    pub(super) times: bool,
+    pub(super) owner: bool,
+    pub(super) group: bool,
+    pub(super) filters: Vec<Filter>,
     /// `rsync_opts` as given, for `cmd`.
-    rsync_opts: Vec<String>,
-    archive: bool,
-    compress: bool,
-    delay_updates: bool,
+    pub(super) rsync_opts: Vec<String>,
+    pub(super) archive: bool,
+    pub(super) compress: bool,
+    pub(super) delay_updates: bool,
 }
 
 impl Options {
@@ -216,307 +216,6 @@ impl Options {
             compress: args.bool("compress"),
             delay_updates: args.bool("delay_updates"),
         })
-    }
-}
-
-/// One `--include`/`--exclude` rule: the first that matches a path decides.
-#[derive(Debug, Clone, PartialEq)]
-struct Filter {
-    exclude: bool,
-    pattern: String,
-    /// A leading `/`: matched from the transfer's root only.
-    anchored: bool,
-    /// A trailing `/`: directories only.
-    dirs_only: bool,
-}
-
-impl Filter {
-    fn new(exclude: bool, written: &str) -> Filter {
-        let anchored = written.starts_with('/');
-        let dirs_only = written.len() > 1 && written.ends_with('/');
-        let pattern = written.trim_start_matches('/').trim_end_matches('/');
-        Filter {
-            exclude,
-            pattern: pattern.to_string(),
-            anchored,
-            dirs_only,
-        }
-    }
-
-    /// rsync's matching: a pattern with a `/` (or `**`) against the whole relative path
-    /// (unanchored, against any tail of whole components), else against the last name.
-    fn matches(&self, rel: &str, is_dir: bool) -> bool {
-        if self.dirs_only && !is_dir {
-            return false;
-        }
-        if self.pattern.contains("**") {
-            let whole = crate::fnmatch::fnmatch(&self.pattern.replace("**", "*"), rel);
-            return whole
-                || (!self.anchored
-                    && rel.match_indices('/').any(|(at, _)| {
-                        crate::fnmatch::fnmatch(&self.pattern.replace("**", "*"), &rel[at + 1..])
-                    }));
-        }
-        let pattern: Vec<&str> = self.pattern.split('/').collect();
-        let path: Vec<&str> = rel.split('/').collect();
-        if pattern.len() > path.len() {
-            return false;
-        }
-        let tail_matches = |from: usize| {
-            pattern
-                .iter()
-                .zip(&path[from..])
-                .all(|(p, name)| crate::fnmatch::fnmatch(p, name))
-        };
-        if self.anchored {
-            pattern.len() == path.len() && tail_matches(0)
-        } else {
-            tail_matches(path.len() - pattern.len())
-        }
-    }
-}
-
-fn excluded(filters: &[Filter], rel: &str, is_dir: bool) -> bool {
-    filters
-        .iter()
-        .find(|f| f.matches(rel, is_dir))
-        .is_some_and(|f| f.exclude)
-}
-
-/// The rsync options that change what is copied and that this copy honours; any other
-/// fails the task, naming it, rather than being passed over.
-fn parse_rsync_opts(opts: &[String]) -> Result<Vec<Filter>, ModuleError> {
-    let mut words = Vec::new();
-    for opt in opts {
-        words.extend(
-            crate::shell_words::split(opt).map_err(|e| {
-                ModuleError::Invalid(format!("rsync_opts: cannot split '{opt}': {e}"))
-            })?,
-        );
-    }
-    let mut filters = Vec::new();
-    let mut words = words.into_iter();
-    while let Some(word) = words.next() {
-        let (name, inline) = match word.split_once('=') {
-            Some((name, value)) => (name.to_string(), Some(value.to_string())),
-            None => (word.clone(), None),
-        };
-        match name.as_str() {
-            "--exclude" | "--include" => {
-                let value = match inline {
-                    Some(value) => value,
-                    None => words.next().ok_or_else(|| {
-                        ModuleError::Invalid(format!("rsync_opts: {name} needs a pattern"))
-                    })?,
-                };
-                filters.push(Filter::new(name == "--exclude", &value));
-            }
-            "--no-motd" | "--quiet" | "-q" => {}
-            _ => {
-                return Err(ModuleError::Invalid(format!(
-                    "rsync_opts: '{word}' is not supported by turbo-play's synchronize, which \
-                     copies without rsync (it takes --exclude, --include and --no-motd); \
-                     remove it, or run this task with ansible-playbook"
-                )));
-            }
-        }
-    }
-    Ok(filters)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum EntryKind {
-    File,
-    Dir,
-    Link,
-}
-
-/// One thing under `src` on the controller.
-#[derive(Debug, Clone)]
-struct SourceEntry {
-    /// Relative to the transfer's root ("" for the root itself).
-    rel: String,
-    kind: EntryKind,
-    mode: u32,
-    size: u64,
-    mtime: (i64, u32),
-    uid: u32,
-    gid: u32,
-    link: Option<String>,
-    path: PathBuf,
-    children: Vec<SourceEntry>,
-}
-
-struct Source {
-    root: SourceEntry,
-    /// The name the root is listed under (`src/` for a directory without a trailing
-    /// slash, the file's name for a file), `None` for `dir/`.
-    root_name: Option<String>,
-    /// What rsync says it skips ("skipping non-regular file", "skipping directory"), by
-    /// the directory it is in: rsync says so when it lists that directory, before its
-    /// files go. The root's own skip is under "..".
-    skipped: HashMap<String, Vec<String>>,
-}
-
-fn walk_source(src: &Path, contents_only: bool, opts: &Options) -> Result<Source, ModuleError> {
-    let meta = std::fs::metadata(src).map_err(|e| read_error(src, &e))?;
-    let root_name = if contents_only && meta.is_dir() {
-        None
-    } else {
-        Some(
-            src.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| ".".into()),
-        )
-    };
-    let mut skipped = HashMap::new();
-    let mut root = entry(src, String::new(), &meta)?;
-    if root.kind == EntryKind::Dir {
-        if !opts.recursive && !opts.dirs {
-            skipped.insert(
-                "..".to_string(),
-                vec![format!(
-                    "skipping directory {}",
-                    root_name.as_deref().unwrap_or(".")
-                )],
-            );
-            return Ok(Source {
-                root,
-                root_name,
-                skipped,
-            });
-        }
-        let prefix = root_name.clone();
-        root.children = walk_dir(src, prefix.as_deref(), "", opts, &mut skipped)?;
-    }
-    Ok(Source {
-        root,
-        root_name,
-        skipped,
-    })
-}
-
-fn walk_dir(
-    dir: &Path,
-    prefix: Option<&str>,
-    rel: &str,
-    opts: &Options,
-    skipped: &mut HashMap<String, Vec<String>>,
-) -> Result<Vec<SourceEntry>, ModuleError> {
-    fn skip(skipped: &mut HashMap<String, Vec<String>>, rel: &str, line: String) {
-        skipped.entry(rel.to_string()).or_default().push(line);
-    }
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| read_error(dir, &e))?
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    let mut out = Vec::new();
-    for name in names {
-        let path = dir.join(&name);
-        let child_rel = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
-        if name == ".rsync-filter" {
-            return Err(ModuleError::Invalid(format!(
-                "{}: rsync's per-directory filter files (-F, which synchronize passes with \
-                 delay_updates) are not read by turbo-play's synchronize; remove the file or \
-                 run this task with ansible-playbook",
-                path.display()
-            )));
-        }
-        let link_meta = std::fs::symlink_metadata(&path).map_err(|e| read_error(&path, &e))?;
-        let meta = if link_meta.file_type().is_symlink() && opts.copy_links {
-            std::fs::metadata(&path).map_err(|e| read_error(&path, &e))?
-        } else {
-            link_meta
-        };
-        let shown = shown_name(prefix, &child_rel);
-        if excluded(&opts.filters, &child_rel, meta.is_dir()) {
-            continue;
-        }
-        if meta.file_type().is_symlink() && !opts.links {
-            skip(
-                skipped,
-                rel,
-                format!("skipping non-regular file \"{shown}\""),
-            );
-            continue;
-        }
-        if !meta.is_dir() && !meta.is_file() && !meta.file_type().is_symlink() {
-            skip(
-                skipped,
-                rel,
-                format!("skipping non-regular file \"{shown}\""),
-            );
-            continue;
-        }
-        let mut item = entry(&path, child_rel.clone(), &meta)?;
-        if item.kind == EntryKind::Dir {
-            if !opts.recursive {
-                if !opts.dirs {
-                    skip(skipped, rel, format!("skipping directory {shown}"));
-                    continue;
-                }
-            } else {
-                item.children = walk_dir(&path, prefix, &child_rel, opts, skipped)?;
-            }
-        }
-        out.push(item);
-    }
-    Ok(out)
-}
-
-fn entry(path: &Path, rel: String, meta: &std::fs::Metadata) -> Result<SourceEntry, ModuleError> {
-    let kind = if meta.file_type().is_symlink() {
-        EntryKind::Link
-    } else if meta.is_dir() {
-        EntryKind::Dir
-    } else {
-        EntryKind::File
-    };
-    let link = if kind == EntryKind::Link {
-        Some(
-            std::fs::read_link(path)
-                .map_err(|e| read_error(path, &e))?
-                .to_string_lossy()
-                .into_owned(),
-        )
-    } else {
-        None
-    };
-    Ok(SourceEntry {
-        rel,
-        kind,
-        mode: meta.mode() & 0o7777,
-        size: meta.len(),
-        mtime: (meta.mtime(), meta.mtime_nsec() as u32),
-        uid: meta.uid(),
-        gid: meta.gid(),
-        link,
-        path: path.to_path_buf(),
-        children: Vec::new(),
-    })
-}
-
-fn read_error(path: &Path, e: &std::io::Error) -> ModuleError {
-    ModuleError::Read {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    }
-}
-
-/// A path as rsync's `%n` names it: under the root's name unless `src` ended in `/`,
-/// directories with a trailing `/` (added by the caller).
-fn shown_name(prefix: Option<&str>, rel: &str) -> String {
-    match (prefix, rel.is_empty()) {
-        (Some(prefix), true) => prefix.to_string(),
-        (Some(prefix), false) => format!("{prefix}/{rel}"),
-        (None, true) => ".".to_string(),
-        (None, false) => rel.to_string(),
     }
 }
 

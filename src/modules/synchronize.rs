@@ -305,6 +305,10 @@ struct Comparison<'a> {
     listing: &'a Listing,
     opts: &'a Options,
     sender: char,
+    /// The controller's user and group names by id, read once (rsync keeps owners by
+    /// name); empty unless owners are kept.
+    users: HashMap<u32, String>,
+    groups: HashMap<u32, String>,
     /// Where the root lands on the target; a file root may land inside `dest`.
     root_path: String,
     lines: Vec<String>,
@@ -328,6 +332,16 @@ impl<'a> Comparison<'a> {
             listing,
             opts,
             sender,
+            users: if listing.root_user && opts.owner {
+                id_names("/etc/passwd")
+            } else {
+                HashMap::new()
+            },
+            groups: if listing.root_user && opts.group {
+                id_names("/etc/group")
+            } else {
+                HashMap::new()
+            },
             root_path: listing.target.clone(),
             lines: source.skipped.get("..").cloned().unwrap_or_default(),
             writes: Vec::new(),
@@ -430,8 +444,8 @@ impl<'a> Comparison<'a> {
             return Ownership::default();
         }
         Ownership {
-            user: self.opts.owner.then(|| local_user_name(entry.uid)),
-            group: self.opts.group.then(|| local_group_name(entry.gid)),
+            user: self.opts.owner.then(|| name_of(&self.users, entry.uid)),
+            group: self.opts.group.then(|| name_of(&self.groups, entry.gid)),
         }
     }
 
@@ -805,23 +819,22 @@ fn local_sha256(path: &Path) -> Result<[u8; 32], ModuleError> {
     super::local_digest(path).map(|(digest, _)| digest)
 }
 
-/// The controller's name for a uid (rsync keeps owners by name), else the number.
-fn local_user_name(uid: u32) -> String {
-    name_in("/etc/passwd", uid).unwrap_or_else(|| uid.to_string())
+/// The name of an id, else the number.
+fn name_of(names: &HashMap<u32, String>, id: u32) -> String {
+    names.get(&id).cloned().unwrap_or_else(|| id.to_string())
 }
 
-fn local_group_name(gid: u32) -> String {
-    name_in("/etc/group", gid).unwrap_or_else(|| gid.to_string())
-}
-
-fn name_in(file: &str, id: u32) -> Option<String> {
-    let text = std::fs::read_to_string(file).ok()?;
-    text.lines().find_map(|line| {
+/// `name:x:id:...` lines of /etc/passwd or /etc/group, by id (the first name of an id).
+fn id_names(file: &str) -> HashMap<u32, String> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let mut names = HashMap::new();
+    for line in text.lines() {
         let mut fields = line.split(':');
-        let name = fields.next()?;
-        let id_field = fields.nth(1)?;
-        (id_field.parse::<u32>().ok()? == id).then(|| name.to_string())
-    })
+        if let (Some(name), Some(Ok(id))) = (fields.next(), fields.nth(1).map(str::parse::<u32>)) {
+            names.entry(id).or_insert_with(|| name.to_string());
+        }
+    }
+    names
 }
 
 /// The rsync command Ansible's module would have run, for the result's `cmd`.

@@ -7,10 +7,17 @@
 #   answer:   per module, as each ends: rc, the milliseconds it ran when killed at the
 #             timeout (empty when it was not), stdout, stderr
 # A loop's items come as one request, so they cost the agent one exchange, not one each.
-# Each module runs in a child forked from this process, so what one module imports or
-# changes never reaches the next, while what this process imported and compiled once is
-# already there for every child: ansible-core's module_utils, the module's code, and what
-# an earlier call of it imported (the standard library and its payload's module_utils).
+#
+# This process never runs a module itself: it keeps what every module needs imported and
+# compiled (ansible-core's module_utils, the payloads' code, what earlier calls imported
+# from the standard library and their payload) and forks a worker that runs the calls.
+# A worker runs the consecutive calls of one module one after another inside itself, each
+# as Ansible's AnsiballZ wrapper runs it, and puts the process back as it found it between
+# two calls (see `Baseline`): a fork costs ~10 ms of CPU, a loop item in a worker a tenth
+# of that. A call leaves its worker, and the next call gets a new one, when it leaves what
+# cannot be put back (a thread, a new import, another user or process group...), when it
+# ends the process (os._exit, a crash) or runs past its timeout (its process group is
+# stopped). Modules known to hold process-wide state (`ALONE`) get a worker per call.
 import gc
 import importlib
 import importlib.machinery
@@ -22,6 +29,8 @@ import struct
 import sys
 import sysconfig
 import time
+import traceback
+import types
 
 PROTO_IN = 3
 PROTO_OUT = 4
@@ -43,14 +52,17 @@ def read_field():
     return read_exact(n)
 
 
-def write_fields(fields):
-    data = b''.join(struct.pack('>Q', len(f)) + f for f in fields)
+def write_all(fd, data):
     while data:
-        data = data[os.write(PROTO_OUT, data):]
+        data = data[os.write(fd, data):]
 
 
-# Compiled code of the payloads' files, by path, mtime and size: a child's import or
-# runpy finds the code this process compiled instead of compiling the source again
+def write_fields(fields):
+    write_all(PROTO_OUT, b''.join(struct.pack('>Q', len(f)) + f for f in fields))
+
+
+# Compiled code of the payloads' files, by path, mtime and size: an import or runpy in a
+# worker finds the code this process compiled instead of compiling the source again
 # (payload files are never rewritten in place, and bytecode files may not be written).
 CODE = {}
 
@@ -103,14 +115,13 @@ def add_payload(payload_dir, known):
         if candidate not in path and os.path.isdir(candidate):
             path.insert(0, candidate)
     # Each payload warms this process with the ansible-core module_utils it carries, so
-    # every later child finds them imported; one that fails to import is left to the
+    # every later worker finds them imported; one that fails to import is left to the
     # module, which reports it as it would.
     try:
         import ansible.module_utils.basic  # noqa: F401
         from ansible.module_utils._internal._ansiballz import _loader  # noqa: F401
     except Exception:
         return
-    import importlib
     utils = os.path.join(payload_dir, 'ansible', 'module_utils')
     for root, dirs, files in os.walk(utils):
         dirs.sort()
@@ -128,24 +139,29 @@ def add_payload(payload_dir, known):
 
 
 def prefer(payload_dir):
-    """In the child: this payload's files before those of payloads added after it (two
+    """In the worker: this payload's files before those of payloads added after it (two
     roles' library modules may share a name)."""
-    if sys.path[0] == payload_dir:
-        return
-    sys.path.remove(payload_dir)
-    sys.path.insert(0, payload_dir)
-    for name, module in list(sys.modules.items()):
-        if not (name == 'ansible' or name.startswith(('ansible.', 'ansible_collections'))):
-            continue
-        path = getattr(module, '__path__', None)
-        candidate = os.path.join(payload_dir, *name.split('.'))
-        if isinstance(path, list) and candidate in path:
-            path.remove(candidate)
-            path.insert(0, candidate)
+    if sys.path[0] != payload_dir:
+        sys.path.remove(payload_dir)
+        sys.path.insert(0, payload_dir)
+        for name, module in list(sys.modules.items()):
+            if not (name == 'ansible' or name.startswith(('ansible.', 'ansible_collections'))):
+                continue
+            path = getattr(module, '__path__', None)
+            candidate = os.path.join(payload_dir, *name.split('.'))
+            if isinstance(path, list) and candidate in path:
+                path.remove(candidate)
+                path.insert(0, candidate)
+    # Imported here from an earlier payload: its idea of where the `ansible` package lives
+    # must be this payload's, or a deprecation would not be attributed to this module.
+    deprecator = sys.modules.get('ansible.module_utils._internal._deprecator')
+    if deprecator is not None:
+        import pathlib
+        deprecator._ANSIBLE_MODULE_BASE_PATH = pathlib.Path(payload_dir, 'ansible')
 
 
 def warm_module(fqn):
-    """Compiles the module here, once, and imports its packages, so that its children
+    """Compiles the module here, once, and imports its packages, so that its workers
     only run it."""
     try:
         package = fqn.rpartition('.')[0]
@@ -162,9 +178,9 @@ STDLIB = tuple(sorted({sysconfig.get_paths()[k] + os.sep for k in ('stdlib', 'pl
 
 
 def shareable(name, payload_dir, fqn):
-    """Whether a module a child imported may be imported here for the later children:
-    the standard library, and the payload's module_utils; never a module's own code,
-    nor third-party packages (which may start threads or hold state at import)."""
+    """Whether a module a call imported may be imported here for the later workers: the
+    standard library, and the payload's module_utils; never a module's own code, nor
+    third-party packages (which may start threads or hold state at import)."""
     if name == fqn or not all(part.isidentifier() for part in name.split('.')):
         return False
     if name.startswith(('ansible.modules.', 'ansible.legacy.')) or '.plugins.modules.' in name:
@@ -178,8 +194,8 @@ def shareable(name, payload_dir, fqn):
 
 
 def learn(names):
-    """Imports here what a child imported (see `shareable`); one that fails is left to the
-    children."""
+    """Imports here what a call imported (see `shareable`); one that fails is left to the
+    workers."""
     for name in names:
         if name and name not in sys.modules:
             try:
@@ -188,80 +204,338 @@ def learn(names):
                 pass
 
 
-def run_child(payload_dir, fqn, profile, args, env, out_w, err_w, learn_w):
-    """In the forked child: becomes the module, as Ansible's AnsiballZ wrapper runs it."""
-    code = 1
-    before = set(sys.modules)
+# Modules that keep process-wide state no reset reaches (a D-Bus connection cached in
+# module_utils, libdnf's global logger, FreeIPA's API object): a worker per call.
+ALONE = frozenset([
+    'ansible.builtin.dnf', 'ansible.legacy.dnf', 'ansible.builtin.dnf5', 'ansible.legacy.dnf5',
+    'ansible_collections.ansible.posix.plugins.modules.firewalld',
+    'ansible_collections.ansible.posix.plugins.modules.firewalld_info',
+])
+
+
+def runs_alone(fqn):
+    return (fqn in ALONE or fqn.startswith('ansible_collections.freeipa.')
+            or fqn.endswith(('.dnf', '.dnf5')))
+
+
+# Modules whose every global name is checked after a call, and whose containers (lists,
+# dicts, sets bound to a global name) are put back: ansible-core's and the collections'
+# module_utils, which keep a call's arguments, warnings and deprecations there. Other
+# modules are watched (`WatchedModule`) instead: what a call sets on them from outside is
+# undone, while what they rebind inside themselves (the standard library's own caches,
+# as tempfile's name sequence) stays, as in any process that used them before.
+OWN_STATE = ('ansible.', 'ansible_collections.')
+# Never put back: this runner's own state.
+NOT_RESET = frozenset(['__main__', '__mp_main__'])
+UNSET = object()
+# While a worker's call runs: what it set or deleted on a watched module, as
+# (namespace, name, the value before or UNSET), undone in reverse after the call.
+JOURNAL = []
+WATCHING = [False]
+
+
+class WatchedModule(types.ModuleType):
+    """A module whose attributes set or deleted from outside (`json.x = 1`, a mock's
+    setattr, `sys.stdout = ...`) are journaled while a call runs."""
+
+    def __setattr__(self, name, value):
+        if WATCHING[0]:
+            JOURNAL.append((self.__dict__, name, self.__dict__.get(name, UNSET)))
+        types.ModuleType.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if WATCHING[0]:
+            JOURNAL.append((self.__dict__, name, self.__dict__.get(name, UNSET)))
+        types.ModuleType.__delattr__(self, name)
+
+
+def watch():
+    """Makes every plain module imported here a `WatchedModule` (once: workers inherit)."""
+    for name, module in list(sys.modules.items()):
+        if type(module) is types.ModuleType and name not in NOT_RESET:
+            try:
+                module.__class__ = WatchedModule
+            except TypeError:
+                pass
+
+
+class Baseline:
+    """What a worker is before its first call, and puts back after each: the working
+    directory, umask, environment, signal handlers and mask, what was set on modules from
+    outside them, ansible's module globals and containers, sys's hooks and streams, the
+    locale. What it cannot put back (threads, file descriptors left open, imports,
+    identity, process group, closed standard streams) makes the worker retire after the
+    call."""
+
+    def __init__(self, later):
+        self.cwd = os.getcwd()
+        self.umask = os.umask(0o022)
+        os.umask(self.umask)
+        self.environ = dict(os.environ)
+        self.signals = {}
+        for number in signal.valid_signals():
+            try:
+                self.signals[number] = signal.getsignal(number)
+            except (OSError, ValueError):
+                pass
+        self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        self.recursion = sys.getrecursionlimit()
+        self.locale = None
+        if 'locale' in sys.modules:
+            import locale
+            self.locale = locale.setlocale(locale.LC_ALL)
+        self.names = set(sys.modules)
+        self.modules = []
+        self.containers = []
+        for name, module in list(sys.modules.items()):
+            if name in NOT_RESET or not isinstance(module, types.ModuleType):
+                continue
+            own = name.startswith(OWN_STATE)
+            if not own and type(module) is WatchedModule:
+                continue
+            space = module.__dict__
+            self.modules.append((space, tuple(space), tuple(space.values())))
+            if own:
+                for key, value in space.items():
+                    if type(value) in (list, dict, set) and not key.startswith('__'):
+                        self.containers.append((value, value.copy()))
+        for value in (sys.path, sys.meta_path, sys.path_hooks, sys.path_importer_cache):
+            self.containers.append((value, value.copy()))
+        warnings = sys.modules.get('warnings')
+        if warnings is not None:
+            self.containers.append((warnings.filters, warnings.filters.copy()))
+        logging = sys.modules.get('logging')
+        if logging is not None:
+            self.containers.append((logging.root.handlers, logging.root.handlers.copy()))
+            self.containers.append((logging.root.__dict__, logging.root.__dict__.copy()))
+            manager = logging.Logger.manager
+            self.containers.append((manager.loggerDict, manager.loggerDict.copy()))
+            self.containers.append((manager.__dict__, manager.__dict__.copy()))
+        # Open now but closed as the worker goes: the files of its later calls.
+        fds = open_fds()
+        self.fds = None if fds is None else {fd for fd in fds - later if is_open(fd)}
+        self.identity = self.who()
+
+    @staticmethod
+    def who():
+        return (os.getresuid(), os.getresgid(), os.getgroups(), os.getpgrp(), os.getsid(0))
+
+    def imported(self):
+        return [name for name in sys.modules if name not in self.names]
+
+    def restore(self, later):
+        """Puts the process back; False when what the call left cannot be put back.
+        `later`: the file descriptors of the worker's later calls, open still."""
+        whole = True
+        try:
+            os.chdir(self.cwd)
+        except OSError:
+            whole = False
+        os.umask(self.umask)
+        if os.environ != self.environ:
+            os.environ.clear()
+            os.environ.update(self.environ)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for number, handler in self.signals.items():
+            try:
+                if signal.getsignal(number) is not handler:
+                    if handler is None:
+                        whole = False
+                    else:
+                        signal.signal(number, handler)
+            except (OSError, ValueError):
+                whole = False
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
+        for space, name, before in reversed(JOURNAL):
+            if before is UNSET:
+                space.pop(name, None)
+            else:
+                space[name] = before
+        del JOURNAL[:]
+        for space, keys, values in self.modules:
+            if len(space) != len(keys) or tuple(space.values()) != values:
+                self.put_back(space, keys, values)
+        for value, saved in self.containers:
+            if value != saved:
+                if type(value) is list:
+                    value[:] = saved
+                else:
+                    value.clear()
+                    value.update(saved)
+        warnings = sys.modules.get('warnings')
+        if warnings is not None and hasattr(warnings, '_filters_mutated'):
+            warnings._filters_mutated()
+        if sys.getrecursionlimit() != self.recursion:
+            sys.setrecursionlimit(self.recursion)
+        sys.settrace(None)
+        sys.setprofile(None)
+        if self.locale is not None:
+            import locale
+            try:
+                if locale.setlocale(locale.LC_ALL) != self.locale:
+                    locale.setlocale(locale.LC_ALL, self.locale)
+            except locale.Error:
+                whole = False
+        for stream in (sys.stdin, sys.stdout, sys.stderr):
+            if getattr(stream, 'closed', True):
+                whole = False
+        if self.who() != self.identity:
+            whole = False
+        try:
+            if len(os.listdir('/proc/self/task')) > 1:
+                whole = False
+        except OSError:
+            pass
+        if self.stray_fds(later):
+            # Objects the call dropped may still hold theirs until collected.
+            gc.collect()
+            if self.stray_fds(later):
+                whole = False
+        return whole
+
+    def stray_fds(self, later):
+        """Whether file descriptors were left open, or ours closed."""
+        now = open_fds()
+        if self.fds is None or now is None:
+            return False
+        expected = self.fds | later
+        return not expected <= now or any(is_open(fd) for fd in now - expected)
+
+    @staticmethod
+    def put_back(space, keys, values):
+        wanted = dict(zip(keys, values))
+        for key in [k for k in space if k not in wanted]:
+            del space[key]
+        for key, value in wanted.items():
+            if space.get(key, UNSET) is not value:
+                space[key] = value
+
+
+def open_fds():
+    """The numbers of the open file descriptors (and of the one listing them)."""
+    try:
+        return set(os.listdir('/proc/self/fd'))
+    except OSError:
+        return None
+
+
+def is_open(fd):
+    try:
+        os.fstat(int(fd))
+        return True
+    except OSError:
+        return False
+
+
+class Call:
+    """One module call of a request."""
+
+    def __init__(self, payload_dir, fqn, profile, args, timeout, env):
+        self.payload_dir = payload_dir
+        self.fqn = fqn
+        self.profile = profile
+        self.args = args
+        self.timeout = float(timeout) if timeout else None
+        self.env = env
+
+
+def run_call(call):
+    """Runs one module here as Ansible's AnsiballZ wrapper runs it: its exit code."""
+    for entry in call.env:
+        key, _, value = entry.partition('=')
+        os.environ[key] = value
+    sys.argv = [call.fqn]
+    try:
+        from ansible.module_utils._internal._ansiballz import _loader
+        _loader.run_module(
+            json_params=call.args,
+            profile=call.profile,
+            module_fqn=call.fqn,
+            modlib_path=call.payload_dir,
+            extensions={},
+        )
+        return 0
+    except SystemExit as e:
+        if e.code is None:
+            return 0
+        if isinstance(e.code, int):
+            return e.code
+        sys.stderr.write('%s\n' % (e.code,))
+        return 1
+    except BaseException:
+        traceback.print_exc()
+        return 1
+
+
+def worker(calls, files, answers):
+    """In the forked worker: runs `calls` (of one module) one after another, the output of
+    each into its own pair of `files`; after each, one answer message on `answers`: its
+    exit code, what it imported that later workers may share, and whether this worker
+    retires. Never returns."""
+    me = os.getpid()
     try:
         os.close(PROTO_IN)
         os.close(PROTO_OUT)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        os.close(out_w)
-        os.close(err_w)
         os.setpgid(0, 0)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        for entry in env:
-            key, _, value = entry.partition('=')
-            os.environ[key] = value
-        sys.argv = [fqn]
-        prefer(payload_dir)
-        # Imported by the warm parent from an earlier payload: its idea of where the
-        # `ansible` package lives must be this payload's, or a deprecation would not be
-        # attributed to this module.
-        deprecator = sys.modules.get('ansible.module_utils._internal._deprecator')
-        if deprecator is not None:
-            import pathlib
-            deprecator._ANSIBLE_MODULE_BASE_PATH = pathlib.Path(payload_dir, 'ansible')
-        from ansible.module_utils._internal._ansiballz import _loader
-        _loader.run_module(
-            json_params=args,
-            profile=profile,
-            module_fqn=fqn,
-            modlib_path=payload_dir,
-            extensions={},
-        )
-        code = 0
-    except SystemExit as e:
-        if e.code is None:
-            code = 0
-        elif isinstance(e.code, int):
-            code = e.code
-        else:
-            sys.stderr.write('%s\n' % (e.code,))
-            code = 1
+        prefer(calls[0].payload_dir)
+        baseline = None
+        for index, call in enumerate(calls):
+            out, err = files[index]
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+            os.close(out)
+            os.close(err)
+            later = {str(fd) for pair in files[index + 1:] for fd in pair}
+            if baseline is None:
+                baseline = Baseline(later)
+            del JOURNAL[:]
+            WATCHING[0] = True
+            code = run_call(call)
+            if os.getpid() != me:
+                # A process the module forked came back here: it ends as the module would.
+                os._exit(code & 0xff)
+            try:
+                import atexit
+                atexit._run_exitfuncs()
+            except BaseException:
+                pass
+            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            WATCHING[0] = False
+            new = baseline.imported()
+            learned = [n for n in new if shareable(n, call.payload_dir, call.fqn)]
+            last = index == len(calls) - 1
+            retire = bool(new) or runs_alone(call.fqn) or last
+            if not retire:
+                retire = not baseline.restore(later)
+            message = b'%d\n%d\n%s' % (code & 0xff, retire, '\n'.join(learned).encode())
+            write_all(answers, struct.pack('>Q', len(message)) + message)
+            if retire:
+                break
     except BaseException:
-        import traceback
-        traceback.print_exc()
-        code = 1
-    try:
-        import atexit
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:
-        pass
-    try:
-        names = [n for n in list(sys.modules) if n not in before and shareable(n, payload_dir, fqn)]
-        data = '\n'.join(names).encode()
-        while data:
-            data = data[os.write(learn_w, data):]
-    except BaseException:
-        pass
-    os._exit(code & 0xff)
+        # The worker's own failure: the call it was at fails with it.
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        os._exit(1)
+    os._exit(0)
 
 
 GRACE = 1.0
-# The module child running now, stopped when the runner is told to stop.
+# The worker running now, stopped when the runner is told to stop.
 current = None
 
 
 def stop_group(pid):
-    """TERM to the module's process group, KILL once the grace is over. Returns the
-    module's wait status when it was reaped meanwhile."""
+    """TERM to the worker's process group, KILL once the grace is over. Returns the
+    worker's wait status when it was reaped meanwhile."""
     status = None
     try:
         os.killpg(pid, signal.SIGTERM)
@@ -293,78 +567,141 @@ def on_stop(signum, frame):
     os._exit(0)
 
 
-def collect(pid, out_r, err_r, learn_r, deadline):
-    """The child's output, exit code and what it imported; stops it (and what it
-    started) at the deadline, or when the agent's end of the requests closes (the agent
-    is gone)."""
-    buffers = {out_r: [], err_r: [], learn_r: []}
-    open_fds = [out_r, err_r, learn_r]
-    timed_out = False
-    while open_fds:
-        wait = None
+def anonymous_file():
+    """A file with no name for one call's stdout or stderr: what the call wrote is there
+    even when it ended its worker."""
+    if hasattr(os, 'memfd_create'):
+        try:
+            return os.memfd_create('turbo-play-module')
+        except OSError:
+            pass
+    import tempfile
+    with tempfile.TemporaryFile() as f:
+        return os.dup(f.fileno())
+
+
+def contents(fd):
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, size, 0) if size else b''
+    os.close(fd)
+    return data
+
+
+def wait_answer(pid, answers, buffer, deadline):
+    """The worker's next answer: ('answer', code, retire, learned), ('timeout',) at the
+    deadline, or ('ended', status) when the worker ended without one. The agent's end of
+    the requests closing (the agent is gone) stops the worker and this process."""
+    while True:
+        if len(buffer) >= 8:
+            (n,) = struct.unpack('>Q', bytes(buffer[:8]))
+            if len(buffer) >= 8 + n:
+                message = bytes(buffer[8:8 + n])
+                del buffer[:8 + n]
+                code, retire, learned = message.split(b'\n', 2)
+                return ('answer', int(code), retire == b'1',
+                        learned.decode(errors='replace').split('\n'))
+        # The tick notices a worker that ended while something it started still holds
+        # its end of the pipe.
+        wait = 0.5
         if deadline is not None:
-            wait = deadline - time.monotonic()
+            wait = min(wait, deadline - time.monotonic())
             if wait <= 0:
-                timed_out = True
-                break
-        ready, _, _ = select.select(open_fds + [PROTO_IN], [], [], wait)
-        for fd in ready:
-            if fd == PROTO_IN:
-                # No request comes while a module runs: readable means the end.
-                stop_group(pid)
-                os._exit(0)
-            chunk = os.read(fd, 65536)
+                return ('timeout',)
+        ready, _, _ = select.select([answers, PROTO_IN], [], [], wait)
+        if PROTO_IN in ready:
+            # No request comes while a module runs: readable means the end.
+            stop_group(pid)
+            os._exit(0)
+        if answers in ready:
+            chunk = os.read(answers, 65536)
             if chunk:
-                buffers[fd].append(chunk)
-            else:
-                open_fds.remove(fd)
-    status = stop_group(pid) if timed_out else None
-    for fd in (out_r, err_r, learn_r):
-        os.close(fd)
-    if status is None:
-        _, status = os.waitpid(pid, 0)
+                buffer.extend(chunk)
+                continue
+        if answers in ready or not ready:
+            reaped, status = os.waitpid(pid, os.WNOHANG)
+            if reaped:
+                return ('ended', status)
+            if answers in ready:
+                # The pipe ended but the worker lives on: wait for it.
+                _, status = os.waitpid(pid, 0)
+                return ('ended', status)
+
+
+def exit_code(status):
     if os.WIFSIGNALED(status):
-        rc = -os.WTERMSIG(status)
-    else:
-        rc = os.WEXITSTATUS(status)
-    learned = b''.join(buffers[learn_r]).decode(errors='replace').split('\n')
-    return rc, timed_out, b''.join(buffers[out_r]), b''.join(buffers[err_r]), learned
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
 
 
-def run_one(known, warmed, payload_dir, fqn, profile, args, timeout, env):
-    """Runs one module in a forked child: its answer's fields, and what it imported."""
+# Calls a worker takes at most: each holds two open files until it is answered.
+WORKER_CALLS = 64
+
+
+def run_calls(known, warmed, calls):
+    """Runs `calls` (consecutive calls of one module of one payload) in workers, answering
+    each as it ends."""
     global current
-    add_payload(payload_dir, known)
-    if (payload_dir, fqn) not in warmed:
-        warmed.add((payload_dir, fqn))
-        warm_module(fqn)
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    learn_r, learn_w = os.pipe()
-    # What this process holds stays out of the collector's sight, so a child's
-    # collections never touch (and copy) the pages it shares with it.
-    if hasattr(gc, 'freeze'):
-        gc.freeze()
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        for fd in (out_r, err_r, learn_r):
-            os.close(fd)
-        run_child(payload_dir, fqn, profile, args, env, out_w, err_w, learn_w)
-    # Set here too, so the group exists before the runner may have to stop it.
-    try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass
-    current = pid
-    for fd in (out_w, err_w, learn_w):
-        os.close(fd)
-    deadline = started + float(timeout) if timeout else None
-    rc, timed_out, out, err, learned = collect(pid, out_r, err_r, learn_r, deadline)
-    current = None
-    ran = str(int((time.monotonic() - started) * 1000)).encode() if timed_out else b''
-    return [str(rc).encode(), ran, out, err], learned
+    first = calls[0]
+    add_payload(first.payload_dir, known)
+    if (first.payload_dir, first.fqn) not in warmed:
+        warmed.add((first.payload_dir, first.fqn))
+        warm_module(first.fqn)
+    done = 0
+    while done < len(calls):
+        batch = calls[done:done + (1 if runs_alone(first.fqn) else WORKER_CALLS)]
+        files = [(anonymous_file(), anonymous_file()) for _ in batch]
+        answers_r, answers_w = os.pipe()
+        watch()
+        # What this process holds stays out of the collector's sight, so a worker's
+        # collections never touch (and copy) the pages it shares with it.
+        if hasattr(gc, 'freeze'):
+            gc.freeze()
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            os.close(answers_r)
+            worker(batch, files, answers_w)
+        # Set here too, so the group exists before the runner may have to stop it.
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        current = pid
+        os.close(answers_w)
+        buffer = bytearray()
+        reaped = False
+        for index, call in enumerate(batch):
+            deadline = started + call.timeout if call.timeout else None
+            event = wait_answer(pid, answers_r, buffer, deadline)
+            ran = b''
+            learned = []
+            retire = True
+            if event[0] == 'answer':
+                _, code, retire, learned = event
+            elif event[0] == 'timeout':
+                ran = str(int((time.monotonic() - started) * 1000)).encode()
+                status = stop_group(pid)
+                if status is None:
+                    _, status = os.waitpid(pid, 0)
+                code = exit_code(status)
+                reaped = True
+            else:
+                code = exit_code(event[1])
+                reaped = True
+            out, err = files[index]
+            write_fields([str(code).encode(), ran, contents(out), contents(err)])
+            learn(learned)
+            done += 1
+            started = time.monotonic()
+            if retire:
+                for out, err in files[index + 1:]:
+                    os.close(out)
+                    os.close(err)
+                break
+        os.close(answers_r)
+        if not reaped:
+            os.waitpid(pid, 0)
+        current = None
 
 
 def main():
@@ -377,7 +714,7 @@ def main():
             count = int(read_field())
         except EOFError:
             return
-        requests = []
+        calls = []
         for _ in range(count):
             payload_dir = read_field().decode()
             fqn = read_field().decode()
@@ -385,12 +722,13 @@ def main():
             args = read_field()
             timeout = read_field().decode()
             env = [e for e in read_field().decode().split('\0') if e]
-            requests.append((payload_dir, fqn, profile, args, timeout, env))
-        for request in requests:
-            answer, learned = run_one(known, warmed, *request)
-            # Answered first: the agent need not wait for what only later modules use.
-            write_fields(answer)
-            learn(learned)
+            calls.append(Call(payload_dir, fqn, profile, args, timeout, env))
+        start = 0
+        for end in range(1, len(calls) + 1):
+            if end == len(calls) or (calls[end].payload_dir, calls[end].fqn) != (
+                    calls[start].payload_dir, calls[start].fqn):
+                run_calls(known, warmed, calls[start:end])
+                start = end
 
 
 main()

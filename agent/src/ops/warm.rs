@@ -240,3 +240,7 @@ fn exchange(
     }
     Ok(true)
 }
+
+#[cfg(test)]
+#[path = "warm_tests.rs"]
+mod tests;

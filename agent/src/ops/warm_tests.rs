@@ -75,7 +75,7 @@ fn field(seen: &[(String, String)], name: &str) -> String {
 
 /// Reports what it finds, then changes all of it.
 const MEDDLER: &str = r#"
-import atexit, json, os, signal, sys
+import atexit, gc, json, os, signal, sys
 from ansible.module_utils._internal._ansiballz import _loader
 umask = os.umask(0o077)
 print('|'.join('%s=%s' % kv for kv in [
@@ -90,6 +90,7 @@ print('|'.join('%s=%s' % kv for kv in [
     ('sys_path', sys.path[-1] == '/leak'),
     ('argv', sys.argv),
     ('excepthook', sys.excepthook is sys.__excepthook__),
+    ('gc', gc.isenabled()),
     ('x', json.loads(_loader.ARGS)['x']),
 ]))
 sys.stdout.flush()
@@ -101,6 +102,7 @@ json.left = True
 _loader.LEFT = 1
 sys.path.append('/leak')
 sys.excepthook = None
+gc.disable()
 atexit.register(print, 'atexit ran')
 "#;
 
@@ -123,6 +125,7 @@ fn a_loops_calls_share_one_worker_and_each_finds_it_as_the_first_did() {
         ("own_global", "None"),
         ("sys_path", "False"),
         ("excepthook", "True"),
+        ("gc", "True"),
     ];
     for (name, value) in expected {
         assert_eq!(field(&first, name), value, "{name}");
@@ -250,4 +253,39 @@ fn a_module_known_to_keep_process_state_gets_a_worker_per_call() {
     let runs = batch(&mut a, vec![spec.clone(), spec]);
     assert_eq!(runs[0].rc, 0, "{}", text(&runs[0].stderr));
     assert_ne!(runs[0].stdout, runs[1].stdout);
+}
+
+#[test]
+fn separate_requests_of_one_module_share_its_worker_which_ends_with_the_runner() {
+    if !python() {
+        return;
+    }
+    let home = TempDir::new();
+    let mut a = agent(home.path());
+    let module = "import os\nprint(os.getpid())\n";
+    let first = request(payload(module, 24), None);
+    let other = request(payload(module, 25), None);
+    let pid = |run: ModuleRun| text(&run.stdout).trim().to_string();
+    // The first call of a payload may import what its runner lacked: its worker retires.
+    batch(&mut a, vec![first.clone()]);
+    batch(&mut a, vec![other.clone()]);
+    let one = pid(batch(&mut a, vec![first.clone()]).remove(0));
+    let between = pid(batch(&mut a, vec![other]).remove(0));
+    let again = pid(batch(&mut a, vec![first]).remove(0));
+    assert_eq!(one, again, "the module's worker waited for its next call");
+    assert_ne!(one, between);
+    a.runners.clear();
+    for worker in [one, between] {
+        let stat = format!("/proc/{worker}/stat");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z "))
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            std::fs::read_to_string(&stat).map_or(true, |s| s.contains(") Z ")),
+            "worker {worker} outlived its runner"
+        );
+    }
 }

@@ -32,9 +32,10 @@ pub const INSTALL_HINT: &str = "install ansible-core on the controller (`pip ins
      or `pip install ansible` for the collections too), or point TURBO_ANSIBLE_PYTHON at a \
      Python that has it";
 
-/// Asked once per run: the controller Python that has ansible-core (the one
-/// `TURBO_ANSIBLE_PYTHON` names, else the interpreter of `ansible-playbook` on PATH, else
-/// `python3`), where its `ansible` and `ansible_collections` packages are.
+/// Asked once per run (and kept across runs: `controller_python.rs`): the controller
+/// Python that has ansible-core (the one `TURBO_ANSIBLE_PYTHON` names, else the
+/// interpreter of `ansible-playbook` on PATH, else `python3`), where its `ansible` and
+/// `ansible_collections` packages are.
 pub fn installed() -> &'static Installed {
     static FOUND: OnceLock<Installed> = OnceLock::new();
     FOUND.get_or_init(|| {
@@ -48,7 +49,7 @@ pub fn installed() -> &'static Installed {
         pythons.push(PathBuf::from("python3"));
         pythons
             .iter()
-            .find_map(|python| ask(python))
+            .find_map(|python| super::controller_python::ask(python))
             .unwrap_or_default()
     })
 }
@@ -72,26 +73,6 @@ fn shebang_python(script: &Path) -> Option<PathBuf> {
         return words.next().map(PathBuf::from);
     }
     Some(PathBuf::from(program))
-}
-
-fn ask(python: &Path) -> Option<Installed> {
-    const PROBE: &str = "import os\ntry:\n import ansible\n print('A' + os.path.dirname(ansible.__file__))\nexcept Exception:\n pass\ntry:\n import ansible_collections\n for p in ansible_collections.__path__:\n  print('C' + os.path.dirname(p))\nexcept Exception:\n pass\n";
-    let out = std::process::Command::new(python)
-        .arg("-c")
-        .arg(PROBE)
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut found = Installed::default();
-    for line in text.lines() {
-        if let Some(dir) = line.strip_prefix('A') {
-            found.ansible_dir = Some(PathBuf::from(dir));
-        } else if let Some(dir) = line.strip_prefix('C') {
-            found.collection_roots.push(PathBuf::from(dir));
-        }
-    }
-    found.ansible_dir.is_some().then_some(found)
 }
 
 /// Where a short module name may be a library module, in Ansible's order: the task's

@@ -6,6 +6,7 @@
 //! treated as Ansible treats it (`result.rs`).
 
 mod args;
+mod controller_python;
 pub mod finding;
 mod payload;
 mod result;

@@ -26,6 +26,7 @@ import gc
 import importlib
 import importlib.machinery
 import importlib.util
+import marshal
 import os
 import select
 import signal
@@ -66,24 +67,70 @@ def write_fields(fields):
     write_all(PROTO_OUT, b''.join(struct.pack('>Q', len(f)) + f for f in fields))
 
 
-# Compiled code of the payloads' files, by path, mtime and size: an import or runpy in a
-# worker finds the code this process compiled instead of compiling the source again
-# (payload files are never rewritten in place, and bytecode files may not be written).
+# Compiled code of the payloads' files, by path: an import or runpy in a worker finds the
+# code this process compiled instead of compiling the source again. A payload's files never
+# change (its directory is named by their digest), so their code is also kept beside them,
+# all of it in one file per interpreter (`BUNDLE`), read at once when the runner first
+# meets the payload: one file to read, and the first time to write, where bytecode files
+# would be one per source file (sixty for ansible-core's basic module_utils).
 CODE = {}
+BUNDLE = '__turbo_code__.%s' % (sys.implementation.cache_tag,)
+BUNDLE_HEAD = importlib.util.MAGIC_NUMBER + b'turbo-play code 1\n'
+# Per payload directory: how many of its files its bundle on disk holds.
+BUNDLED = {}
+# Whether this process compiled code its bundles lack.
+COMPILED = [False]
+# The bundle being written, removed if the runner is stopped meanwhile.
+SAVING = [None]
 
 
 class CachingLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname):
         path = self.get_filename(fullname)
-        try:
-            st = os.stat(path)
-        except OSError:
-            return super().get_code(fullname)
-        key = (path, st.st_mtime_ns, st.st_size)
-        code = CODE.get(key)
+        code = CODE.get(path)
         if code is None:
-            code = CODE[key] = super().get_code(fullname)
+            code = CODE[path] = self.source_to_code(self.get_data(path), path)
+            COMPILED[0] = True
         return code
+
+
+def load_bundle(payload_dir):
+    try:
+        with open(os.path.join(payload_dir, BUNDLE), 'rb') as f:
+            data = f.read()
+        if not data.startswith(BUNDLE_HEAD):
+            return
+        codes = marshal.loads(data[len(BUNDLE_HEAD):])
+    except Exception:
+        return
+    for relative, code in codes.items():
+        CODE.setdefault(os.path.join(payload_dir, relative), code)
+    BUNDLED[payload_dir] = len(codes)
+
+
+def save_bundles():
+    """Writes the bundle of each payload whose code this process compiled more of."""
+    if not COMPILED[0]:
+        return
+    COMPILED[0] = False
+    for payload_dir in PAYLOAD_DIRS:
+        prefix = payload_dir + os.sep
+        codes = {p[len(prefix):]: c for p, c in CODE.items() if p.startswith(prefix)}
+        if len(codes) <= BUNDLED.get(payload_dir, 0):
+            continue
+        path = os.path.join(payload_dir, BUNDLE)
+        SAVING[0] = staging = '%s.%d' % (path, os.getpid())
+        try:
+            with open(staging, 'wb') as f:
+                f.write(BUNDLE_HEAD + marshal.dumps(codes))
+            os.replace(staging, path)
+            BUNDLED[payload_dir] = len(codes)
+        except Exception:
+            try:
+                os.unlink(staging)
+            except OSError:
+                pass
+        SAVING[0] = None
 
 
 PAYLOAD_DIRS = []
@@ -109,6 +156,7 @@ def add_payload(payload_dir, known):
         return
     known.add(payload_dir)
     PAYLOAD_DIRS.append(payload_dir)
+    load_bundle(payload_dir)
     sys.path.insert(0, payload_dir)
     for name, module in list(sys.modules.items()):
         if not (name == 'ansible' or name.startswith(('ansible.', 'ansible_collections'))):
@@ -698,9 +746,16 @@ class Worker:
                     return ('ended', status)
 
     def close(self):
-        """Lets an idle worker go: it ends when its socket does."""
+        """Lets an idle worker go: it ends when its socket does (or is stopped, should
+        it not within the grace)."""
         self.sock.close()
-        os.waitpid(self.pid, 0)
+        end = time.monotonic() + GRACE
+        while time.monotonic() < end:
+            if os.waitpid(self.pid, os.WNOHANG)[0]:
+                return
+            time.sleep(0.001)
+        if stop_group(self.pid) is None:
+            os.waitpid(self.pid, 0)
 
 
 # Idle workers kept for the next calls of their module, the most recently used last.
@@ -710,11 +765,25 @@ workers = []
 current = None
 
 
+def end_workers():
+    """Lets every idle worker go and reaps it: none outlives the runner."""
+    while workers:
+        try:
+            workers.pop().close()
+        except OSError:
+            pass
+
+
 def on_stop(signum, frame):
-    # The agent stops (cancelled, or its session ended): the module goes with it; idle
-    # workers end with their sockets.
+    # The agent stops (cancelled, or its session ended): the module goes with it.
     if current is not None:
         stop_group(current.pid)
+    if SAVING[0] is not None:
+        try:
+            os.unlink(SAVING[0])
+        except OSError:
+            pass
+    end_workers()
     os._exit(0)
 
 
@@ -759,6 +828,7 @@ def run_one(known, warmed, call):
     if key not in warmed:
         warmed.add(key)
         warm_module(call.fqn)
+    save_bundles()
     found = [w for w in workers if w.key == key]
     if found:
         workers.remove(found[0])
@@ -814,6 +884,7 @@ def main():
         try:
             count = int(read_field())
         except EOFError:
+            end_workers()
             return
         calls = []
         for _ in range(count):
@@ -826,6 +897,8 @@ def main():
             calls.append(Call(payload_dir, fqn, profile, args, timeout, env))
         for call in calls:
             run_one(known, warmed, call)
+        # What the calls taught this process, compiled, for the next runs.
+        save_bundles()
 
 
 main()

@@ -289,3 +289,42 @@ fn separate_requests_of_one_module_share_its_worker_which_ends_with_the_runner()
         );
     }
 }
+
+#[test]
+fn a_payloads_compiled_code_is_kept_in_one_file_beside_it() {
+    if !python() {
+        return;
+    }
+    let home = TempDir::new();
+    let mut a = agent(home.path());
+    let spec = request(payload("print('{}')\n", 26), None);
+    assert_eq!(batch(&mut a, vec![spec.clone()])[0].rc, 0);
+    a.runners.clear();
+    let dir = home.join(".cache/turbo-play/modules").join("1a".repeat(32));
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("__turbo_code__.")),
+        "{names:?}"
+    );
+    let mut bytecode = Vec::new();
+    let mut walk = vec![dir];
+    while let Some(d) = walk.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk.push(path.clone());
+            }
+            if path.file_name().is_some_and(|n| n == "__pycache__") {
+                bytecode.push(path);
+            }
+        }
+    }
+    assert_eq!(bytecode, Vec::<std::path::PathBuf>::new());
+    // A new runner reads it and runs as before.
+    let mut b = agent(home.path());
+    assert_eq!(batch(&mut b, vec![spec])[0].stdout, b"{}\n");
+}

@@ -1,8 +1,8 @@
 //! `Op::RunModule`: modules without a native planner, run on the target as Ansible runs
 //! them. Their files live in the cache by digest (sent once, kept across runs); new-style
 //! Python modules go to a warm runner (`warm.rs`, `module_runner.py`) started once per
-//! interpreter, which forks a child per module; old-style, `WANT_JSON` and binary modules
-//! are started here with an arguments file.
+//! interpreter, whose workers run each module's calls in-process; old-style, `WANT_JSON`
+//! and binary modules are started here with an arguments file.
 
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};

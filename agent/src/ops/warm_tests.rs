@@ -137,12 +137,22 @@ fn a_loops_calls_share_one_worker_and_each_finds_it_as_the_first_did() {
         // The first call may have imported what the first worker lacked (json's own
         // modules): a second worker then runs the rest.
         if n >= 2 {
-            assert_eq!(field(&got, "pid"), field(&seen(&runs[1]), "pid"), "one worker");
+            assert_eq!(
+                field(&got, "pid"),
+                field(&seen(&runs[1]), "pid"),
+                "one worker"
+            );
         }
         let rest = |s: Vec<(String, String)>| -> Vec<(String, String)> {
-            s.into_iter().filter(|(k, _)| k != "pid" && k != "x").collect()
+            s.into_iter()
+                .filter(|(k, _)| k != "pid" && k != "x")
+                .collect()
         };
-        assert_eq!(rest(got), rest(first.clone()), "call {n} found what an earlier call left");
+        assert_eq!(
+            rest(got),
+            rest(first.clone()),
+            "call {n} found what an earlier call left"
+        );
         // Each call's output is its own: its line, its shell's, its atexit's.
         assert_eq!(
             text(&run.stdout).lines().skip(1).collect::<Vec<_>>(),
@@ -189,7 +199,13 @@ fn a_call_that_ends_its_worker_or_overstays_fails_alone() {
         );
     }
     assert!(text(&runs[2].stderr).contains("ValueError: boom"));
-    let pid = |n: usize| text(&runs[n].stdout).split_whitespace().nth(2).unwrap().to_string();
+    let pid = |n: usize| {
+        text(&runs[n].stdout)
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .to_string()
+    };
     // A worker goes on after a call that raised or called sys.exit.
     assert_eq!(pid(2), pid(3));
     assert_eq!(pid(4), pid(5));

@@ -229,7 +229,10 @@ mod tests {
         let python = dir.path().join("python");
         std::fs::write(
             &python,
-            format!("#!/bin/sh\necho x >> {}\necho D/\n", dir.path().join("asked").display()),
+            format!(
+                "#!/bin/sh\necho x >> {}\necho D/\n",
+                dir.path().join("asked").display()
+            ),
         )
         .unwrap();
         std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();

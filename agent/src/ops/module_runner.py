@@ -18,8 +18,10 @@
 # used are kept) and retires, the next call getting a new one, when a call leaves what
 # cannot be put back (a thread, a new import, another user or process group...); a call
 # that ends its worker (os._exit, a crash) or runs past its timeout (its process group is
-# stopped) fails alone. Modules known to hold process-wide state (`ALONE`) get a worker
-# per call. The calls' files and the sockets to the workers are the workers' only link
+# stopped) fails alone. What a call imported the runner imports too, for its next
+# workers, when it is the standard library's or the payload's; a third-party package the
+# module's next workers import themselves before their first call. Modules known to hold
+# process-wide state (`ALONE`) get a worker per call. The calls' files and the sockets to the workers are the workers' only link
 # to this process: a worker whose socket ends (this process ended) ends too.
 import array
 import gc
@@ -30,6 +32,7 @@ import marshal
 import os
 import select
 import signal
+import _signal
 import socket
 import struct
 import sys
@@ -37,6 +40,11 @@ import sysconfig
 import time
 import traceback
 import types
+
+try:
+    import resource
+except ImportError:
+    resource = None
 
 PROTO_IN = 3
 PROTO_OUT = 4
@@ -230,13 +238,19 @@ def warm_module(fqn):
 STDLIB = tuple(sorted({sysconfig.get_paths()[k] + os.sep for k in ('stdlib', 'platstdlib')}))
 
 
+def module_code(name, fqn):
+    """Whether an imported name is a module's own code (never imported ahead of a call)."""
+    return (name == fqn or not all(part.isidentifier() for part in name.split('.'))
+            or name.startswith(('ansible.modules.', 'ansible.legacy.'))
+            or '.plugins.modules.' in name)
+
+
 def shareable(name, payload_dir, fqn):
     """Whether a module a call imported may be imported here for the later workers: the
     standard library, and the payload's module_utils; never a module's own code, nor
-    third-party packages (which may start threads or hold state at import)."""
-    if name == fqn or not all(part.isidentifier() for part in name.split('.')):
-        return False
-    if name.startswith(('ansible.modules.', 'ansible.legacy.')) or '.plugins.modules.' in name:
+    third-party packages (which may start threads or hold state at import: a worker
+    imports those itself, before its first call, see `run_one`)."""
+    if module_code(name, fqn):
         return False
     path = getattr(sys.modules.get(name), '__file__', None)
     if path is None:
@@ -325,15 +339,25 @@ class Baseline:
         self.umask = os.umask(0o022)
         os.umask(self.umask)
         self.environ = dict(os.environ)
+        # What os.environ keeps (encoded), to compare at C speed after each call.
+        self.environ_data = dict(getattr(os.environ, '_data', self.environ))
+        # The raw handlers (`signal.getsignal` makes an enum of each, ten times slower).
         self.signals = {}
         for number in signal.valid_signals():
             try:
-                self.signals[number] = signal.getsignal(number)
+                self.signals[number] = _signal.getsignal(number)
             except (OSError, ValueError):
                 pass
         self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
         self.recursion = sys.getrecursionlimit()
         self.collector = (gc.isenabled(), gc.get_threshold())
+        self.timeout = socket.getdefaulttimeout()
+        self.limits = {}
+        if resource is not None:
+            for name in dir(resource):
+                if name.startswith('RLIMIT_'):
+                    number = getattr(resource, name)
+                    self.limits[number] = resource.getrlimit(number)
         self.locale = None
         if 'locale' in sys.modules:
             import locale
@@ -371,7 +395,8 @@ class Baseline:
 
     @staticmethod
     def who():
-        return (os.getresuid(), os.getresgid(), os.getgroups(), os.getpgrp(), os.getsid(0))
+        return (os.getresuid(), os.getresgid(), os.getgroups(), os.getpgrp(), os.getsid(0),
+                os.getpriority(os.PRIO_PROCESS, 0))
 
     def imported(self):
         return [name for name in sys.modules if name not in self.names]
@@ -384,13 +409,25 @@ class Baseline:
         except OSError:
             whole = False
         os.umask(self.umask)
-        if os.environ != self.environ:
+        if getattr(os.environ, '_data', os.environ) != self.environ_data:
+            zone = os.environ.get('TZ')
             os.environ.clear()
             os.environ.update(self.environ)
+            if zone != os.environ.get('TZ'):
+                time.tzset()
+        if socket.getdefaulttimeout() != self.timeout:
+            socket.setdefaulttimeout(self.timeout)
+        for number, limits in self.limits.items():
+            if resource.getrlimit(number) != limits:
+                try:
+                    resource.setrlimit(number, limits)
+                except (OSError, ValueError):
+                    whole = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         for number, handler in self.signals.items():
             try:
-                if signal.getsignal(number) is not handler:
+                now = _signal.getsignal(number)
+                if now is not handler and now != handler:
                     if handler is None:
                         whole = False
                     else:
@@ -572,11 +609,18 @@ def run_call(payload_dir, fqn, profile, args, env):
         return 1
 
 
-def worker(sock, payload_dir, fqn):
-    """In the forked worker: runs the calls of one module the runner sends on `sock`, one
-    after another, each writing to the two files that came with it; after each, one answer
-    on `sock`: its exit code, what it imported that later workers may share, and whether
-    this worker retires. Never returns."""
+# Calls a worker runs before it retires, so that what no reset reaches (memory a module
+# leaked, caches it filled) stays bounded.
+WORKER_CALLS = 1000
+
+
+def worker(sock, payload_dir, fqn, ahead):
+    """In the forked worker: imports `ahead` (what earlier calls of the module imported
+    from elsewhere than the standard library and the payload), then runs the calls of the
+    module the runner sends on `sock`, one after another, each writing to the two files
+    that came with it; after each, one answer on `sock`: its exit code, whether this worker
+    retires, what the call imported that the runner may import for later workers, and what
+    else it imported. Never returns."""
     me = os.getpid()
     try:
         os.setpgid(0, 0)
@@ -584,7 +628,13 @@ def worker(sock, payload_dir, fqn):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         prefer(payload_dir)
+        for name in ahead:
+            try:
+                importlib.import_module(name)
+            except BaseException:
+                pass
         baseline = None
+        calls = 0
         while True:
             received = receive_call(sock)
             if received is None:
@@ -615,13 +665,17 @@ def worker(sock, payload_dir, fqn):
             WATCHING[0] = False
             new = baseline.imported()
             learned = [n for n in new if shareable(n, payload_dir, fqn)]
-            retire = bool(new) or runs_alone(fqn) or not baseline.restore()
+            others = [n for n in new if n not in learned and not module_code(n, fqn)]
+            calls += 1
+            retire = (bool(new) or runs_alone(fqn) or calls >= WORKER_CALLS
+                      or not baseline.restore())
             # The call's files go: a process it left behind writes nowhere anyone reads.
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 1)
             os.dup2(null, 2)
             os.close(null)
-            message = b'%d\n%d\n%s' % (code & 0xff, retire, '\n'.join(learned).encode())
+            message = b'%d\n%d\n%s\n%s' % (code & 0xff, retire, ' '.join(learned).encode(),
+                                         ' '.join(others).encode())
             sock.sendall(struct.pack('>Q', len(message)) + message)
             if retire:
                 break
@@ -702,7 +756,7 @@ class Worker:
         self.buffer = bytearray()
 
     def wait_answer(self, deadline):
-        """The worker's answer to its call: ('answer', code, retire, learned),
+        """The worker's answer to its call: ('answer', code, retire, learned, others),
         ('timeout',) at the deadline, or ('ended', status) when it ended without one.
         The agent's end of the requests closing (the agent is gone) stops the worker and
         this process."""
@@ -713,9 +767,10 @@ class Worker:
                 if len(self.buffer) >= 8 + n:
                     message = bytes(self.buffer[8:8 + n])
                     del self.buffer[:8 + n]
-                    code, retire, learned = message.split(b'\n', 2)
+                    code, retire, learned, others = message.split(b'\n', 3)
                     return ('answer', int(code), retire == b'1',
-                            learned.decode(errors='replace').split('\n'))
+                            learned.decode(errors='replace').split(),
+                            others.decode(errors='replace').split())
             # The tick notices a worker that ended while something it started still
             # holds its end of the socket.
             wait = 0.5
@@ -758,6 +813,11 @@ class Worker:
             os.waitpid(self.pid, 0)
 
 
+# Per module (payload dir, fqn): what its calls imported from neither the standard library
+# nor the payload (third-party packages), which its next workers import before their first
+# call, so that a call finds them imported and their state is what the call leaves and
+# the worker puts back.
+AHEAD = {}
 # Idle workers kept for the next calls of their module, the most recently used last.
 IDLE_WORKERS = 4
 workers = []
@@ -809,7 +869,7 @@ def start_worker(key, inherited=()):
                 other.sock.close()
         except BaseException:
             os._exit(1)
-        worker(theirs, *key)
+        worker(theirs, key[0], key[1], AHEAD.get(key, ()))
     theirs.close()
     # Set here too, so the group exists before the runner may have to stop it.
     try:
@@ -850,7 +910,9 @@ def run_one(known, warmed, call):
     ran = b''
     learned = []
     if event[0] == 'answer':
-        _, code, retire, learned = event
+        _, code, retire, learned, others = event
+        ahead = AHEAD.setdefault(key, [])
+        ahead.extend(n for n in others if n not in ahead)
         if retire:
             current.close()
         else:

@@ -75,7 +75,7 @@ fn field(seen: &[(String, String)], name: &str) -> String {
 
 /// Reports what it finds, then changes all of it.
 const MEDDLER: &str = r#"
-import atexit, gc, json, os, signal, sys
+import atexit, gc, json, os, resource, signal, socket, sys, time
 from ansible.module_utils._internal._ansiballz import _loader
 umask = os.umask(0o077)
 print('|'.join('%s=%s' % kv for kv in [
@@ -91,6 +91,9 @@ print('|'.join('%s=%s' % kv for kv in [
     ('argv', sys.argv),
     ('excepthook', sys.excepthook is sys.__excepthook__),
     ('gc', gc.isenabled()),
+    ('socket_timeout', socket.getdefaulttimeout()),
+    ('open_files', resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
+    ('tz', time.tzname),
     ('x', json.loads(_loader.ARGS)['x']),
 ]))
 sys.stdout.flush()
@@ -103,6 +106,11 @@ _loader.LEFT = 1
 sys.path.append('/leak')
 sys.excepthook = None
 gc.disable()
+socket.setdefaulttimeout(3)
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (soft - 1, hard))
+os.environ['TZ'] = 'NZST-12'
+time.tzset()
 atexit.register(print, 'atexit ran')
 "#;
 
@@ -126,6 +134,7 @@ fn a_loops_calls_share_one_worker_and_each_finds_it_as_the_first_did() {
         ("sys_path", "False"),
         ("excepthook", "True"),
         ("gc", "True"),
+        ("socket_timeout", "None"),
     ];
     for (name, value) in expected {
         assert_eq!(field(&first, name), value, "{name}");
@@ -343,4 +352,46 @@ fn a_payloads_compiled_code_is_kept_in_one_file_beside_it() {
     // A new runner reads it and runs as before.
     let mut b = agent(home.path());
     assert_eq!(batch(&mut b, vec![spec])[0].stdout, b"{}\n");
+}
+
+#[test]
+fn a_worker_imports_what_its_module_took_from_third_party_packages_before_its_first_call() {
+    if !python() {
+        return;
+    }
+    let has_yaml = std::process::Command::new(PYTHON)
+        .args(["-c", "import yaml"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_yaml {
+        eprintln!("skipped: no PyYAML for {PYTHON} to stand for a third-party package");
+        return;
+    }
+    let home = TempDir::new();
+    let mut a = agent(home.path());
+    let module = "import os, sys\n\
+                  imported = 'yaml' in sys.modules\n\
+                  import yaml\n\
+                  print(os.getpid(), imported, hasattr(yaml, 'left'))\n\
+                  yaml.left = 1\n";
+    let spec = request(payload(module, 27), None);
+    let runs = batch(&mut a, (0..4).map(|n| with_x(&spec, n)).collect());
+    let out: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            assert_eq!(r.rc, 0, "{}", text(&r.stderr));
+            text(&r.stdout)
+                .split_whitespace()
+                .map(String::from)
+                .collect()
+        })
+        .collect();
+    // The first call imported it (its worker retired); the next worker imported it
+    // first, and keeps running the calls, each finding the package as imported.
+    assert_eq!(out[0][1], "False");
+    assert_ne!(out[0][0], out[1][0]);
+    for call in &out[1..] {
+        assert_eq!(call[0], out[1][0], "one worker: {out:?}");
+        assert_eq!(call[1..], ["True", "False"]);
+    }
 }

@@ -249,7 +249,7 @@ def shareable(name, payload_dir, fqn):
     """Whether a module a call imported may be imported here for the later workers: the
     standard library, and the payload's module_utils; never a module's own code, nor
     third-party packages (which may start threads or hold state at import: a worker
-    imports those itself, before its first call, see `run_one`)."""
+    imports those itself, before its first call, see `AHEAD`)."""
     if module_code(name, fqn):
         return False
     path = getattr(sys.modules.get(name), '__file__', None)
@@ -879,59 +879,98 @@ def start_worker(key, inherited=()):
     return Worker(key, pid, ours)
 
 
-def run_one(known, warmed, call):
-    """Runs one call in its module's worker (forked when there is none), answers it, and
-    keeps the worker for the next call unless it retired."""
-    global current
-    key = (call.payload_dir, call.fqn)
-    add_payload(call.payload_dir, known)
-    if key not in warmed:
-        warmed.add(key)
-        warm_module(call.fqn)
-    save_bundles()
+# Calls sent to a worker ahead of its answers, which it runs back to back while this
+# process relays the answers. Bounded so that the files and bytes in flight always fit
+# (the socket's buffer: a worker's answers must never wait on a full one).
+SENT_AHEAD = 16
+SENT_AHEAD_BYTES = 1 << 16
+
+
+def take_worker(key, inherited):
+    """The idle worker of `key`, or a new one."""
     found = [w for w in workers if w.key == key]
     if found:
         workers.remove(found[0])
-        current = found[0]
-    else:
-        current = start_worker(key)
-    out, err = anonymous_file(), anonymous_file()
-    started = time.monotonic()
-    try:
-        send_call(current.sock, call, out, err)
-        event = current.wait_answer(started + call.timeout if call.timeout else None)
-    except OSError:
-        # An idle worker that ended meanwhile: the call goes to a new one.
-        current.sock.close()
-        _, status = os.waitpid(current.pid, 0)
-        current = start_worker(key, (out, err))
-        send_call(current.sock, call, out, err)
-        event = current.wait_answer(started + call.timeout if call.timeout else None)
-    ran = b''
-    learned = []
-    if event[0] == 'answer':
-        _, code, retire, learned, others = event
-        ahead = AHEAD.setdefault(key, [])
-        ahead.extend(n for n in others if n not in ahead)
-        if retire:
-            current.close()
+        return found[0], False
+    return start_worker(key, inherited), True
+
+
+def run_calls(known, warmed, calls):
+    """Runs consecutive calls of one module in its worker (forked when there is none),
+    sent ahead of the answers, and answers each as it ends; the worker waits for the
+    module's next calls unless it retired."""
+    global current
+    key = (calls[0].payload_dir, calls[0].fqn)
+    add_payload(key[0], known)
+    if key not in warmed:
+        warmed.add(key)
+        warm_module(key[1])
+    save_bundles()
+    limit = 1 if runs_alone(key[1]) else SENT_AHEAD
+    sent = []  # (call, out, err) sent to `current`, unanswered, in order
+    following = 0  # the next call to send
+    fresh = False
+    started = 0.0
+    while sent or following < len(calls):
+        if current is None:
+            current, fresh = take_worker(key, [fd for _, o, e in sent for fd in (o, e)])
+            started = time.monotonic()
+            unsent, sent = sent, []
         else:
-            workers.append(current)
-            if len(workers) > IDLE_WORKERS:
-                workers.pop(0).close()
-    else:
-        if event[0] == 'timeout':
-            ran = str(int((time.monotonic() - started) * 1000)).encode()
-            status = stop_group(current.pid)
-            if status is None:
-                _, status = os.waitpid(current.pid, 0)
+            unsent = []
+        try:
+            for item in unsent:
+                sent.append(item)
+                send_call(current.sock, *item)
+            while following < len(calls) and len(sent) < limit:
+                call = calls[following]
+                if sent and (sum(len(c.args) for c, _, _ in sent) + len(call.args)
+                             > SENT_AHEAD_BYTES):
+                    break
+                item = (call, anonymous_file(), anonymous_file())
+                sent.append(item)
+                following += 1
+                send_call(current.sock, *item)
+        except OSError:
+            if not fresh:
+                # An idle worker that ended meanwhile: a new one takes the calls.
+                current.sock.close()
+                os.waitpid(current.pid, 0)
+                current = None
+                continue
+            # A new worker that ended at once: its first call says how.
+        call, out, err = sent[0]
+        event = current.wait_answer(started + call.timeout if call.timeout else None)
+        fresh = False
+        ran = b''
+        learned = []
+        if event[0] == 'answer':
+            _, code, retire, learned, others = event
+            ahead = AHEAD.setdefault(key, [])
+            ahead.extend(n for n in others if n not in ahead)
+            if retire:
+                current.close()
+                current = None
         else:
-            status = event[1]
-        current.sock.close()
-        code = exit_code(status)
-    current = None
-    write_fields([str(code).encode(), ran, contents(out), contents(err)])
-    learn(learned)
+            if event[0] == 'timeout':
+                ran = str(int((time.monotonic() - started) * 1000)).encode()
+                status = stop_group(current.pid)
+                if status is None:
+                    _, status = os.waitpid(current.pid, 0)
+            else:
+                status = event[1]
+            current.sock.close()
+            current = None
+            code = exit_code(status)
+        sent.pop(0)
+        write_fields([str(code).encode(), ran, contents(out), contents(err)])
+        learn(learned)
+        started = time.monotonic()
+    if current is not None:
+        workers.append(current)
+        current = None
+        if len(workers) > IDLE_WORKERS:
+            workers.pop(0).close()
 
 
 def main():
@@ -957,8 +996,12 @@ def main():
             timeout = read_field().decode()
             env = [e for e in read_field().decode().split('\0') if e]
             calls.append(Call(payload_dir, fqn, profile, args, timeout, env))
-        for call in calls:
-            run_one(known, warmed, call)
+        start = 0
+        for end in range(1, len(calls) + 1):
+            if end == len(calls) or (calls[end].payload_dir, calls[end].fqn) != (
+                    calls[start].payload_dir, calls[start].fqn):
+                run_calls(known, warmed, calls[start:end])
+                start = end
         # What the calls taught this process, compiled, for the next runs.
         save_bundles()
 

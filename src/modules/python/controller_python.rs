@@ -62,10 +62,10 @@ pub fn ask(python: &Path) -> Option<Installed> {
 
 fn ask_cached(python: &Path, cache: Option<&Path>) -> Option<Installed> {
     let file = cache.map(|dir| dir.join(key(python)));
-    if let Some(found) = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok()) {
-        if let Some(answer) = still_valid(&found) {
-            return answer_of(answer);
-        }
+    if let Some(found) = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok())
+        && let Some(answer) = still_valid(&found)
+    {
+        return answer_of(answer);
     }
     let out = std::process::Command::new(python)
         .arg("-c")

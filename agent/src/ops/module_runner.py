@@ -609,6 +609,53 @@ def run_call(payload_dir, fqn, profile, args, env):
         return 1
 
 
+class CallExits:
+    """What a call registers with atexit, run when the call ends, as it would have run when
+    its process ended (AnsibleModule's temp directory goes so). The runner's own callbacks
+    are dropped: they are not a call's. Callbacks of the standard library's machinery
+    (weakref's finalizers, logging, threads, executors), which mark the whole process as
+    shutting down once run, are not run: a worker's os._exit never runs them either. A
+    call that registered past the wrapper (with an `atexit.register` bound before it) has
+    all of those run, and its worker retires (`whole` is False)."""
+
+    MACHINERY = frozenset(['weakref', 'logging', 'threading', 'concurrent', 'multiprocessing'])
+
+    def __init__(self):
+        import atexit
+        self.atexit = atexit
+        self.real = (atexit.register, atexit.unregister)
+        atexit._clear()
+        self.registered = []
+        self.whole = True
+        atexit.register = self.register
+        atexit.unregister = self.unregister
+
+    def register(self, func, *args, **kwargs):
+        self.registered.append((func, args, kwargs))
+        return func
+
+    def unregister(self, func):
+        self.registered[:] = [r for r in self.registered if r[0] != func]
+        self.real[1](func)
+
+    def run(self):
+        while self.registered:
+            func, args, kwargs = self.registered.pop()
+            module = getattr(func, '__module__', None) or ''
+            if module.partition('.')[0] in self.MACHINERY:
+                continue
+            try:
+                func(*args, **kwargs)
+            except BaseException:
+                traceback.print_exc()
+        if self.atexit._ncallbacks():
+            self.whole = False
+            try:
+                self.atexit._run_exitfuncs()
+            except BaseException:
+                pass
+
+
 # Calls a worker runs before it retires, so that what no reset reaches (memory a module
 # leaked, caches it filled) stays bounded.
 WORKER_CALLS = 1000
@@ -628,6 +675,7 @@ def worker(sock, payload_dir, fqn, ahead):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         prefer(payload_dir)
+        exits = CallExits()
         for name in ahead:
             try:
                 importlib.import_module(name)
@@ -652,11 +700,7 @@ def worker(sock, payload_dir, fqn, ahead):
             if os.getpid() != me:
                 # A process the module forked came back here: it ends as the module would.
                 os._exit(code & 0xff)
-            try:
-                import atexit
-                atexit._run_exitfuncs()
-            except BaseException:
-                pass
+            exits.run()
             for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
                 try:
                     stream.flush()
@@ -668,7 +712,7 @@ def worker(sock, payload_dir, fqn, ahead):
             others = [n for n in new if n not in learned and not module_code(n, fqn)]
             calls += 1
             retire = (bool(new) or runs_alone(fqn) or calls >= WORKER_CALLS
-                      or not baseline.restore())
+                      or not exits.whole or not baseline.restore())
             # The call's files go: a process it left behind writes nowhere anyone reads.
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 1)

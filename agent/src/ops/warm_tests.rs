@@ -395,3 +395,34 @@ fn a_worker_imports_what_its_module_took_from_third_party_packages_before_its_fi
         assert_eq!(call[1..], ["True", "False"]);
     }
 }
+
+#[test]
+fn what_a_call_registers_with_atexit_runs_when_the_call_ends_and_only_then() {
+    if !python() {
+        return;
+    }
+    let home = TempDir::new();
+    let mut a = agent(home.path());
+    // A temp directory made as AnsibleModule makes its own, a finalizer as tempfile's
+    // objects use: both must work in every call, not only in the first.
+    let module = "import atexit, os, shutil, sys, tempfile, weakref\n\
+                  d = tempfile.mkdtemp()\n\
+                  atexit.register(shutil.rmtree, d)\n\
+                  class Box: pass\n\
+                  box = Box()\n\
+                  done = []\n\
+                  weakref.finalize(box, done.append, 1)\n\
+                  del box\n\
+                  print(d, bool(done), os.getpid())\n";
+    let spec = request(payload(module, 28), None);
+    let runs = batch(&mut a, (0..4).map(|n| with_x(&spec, n)).collect());
+    for run in &runs {
+        assert_eq!(run.rc, 0, "{}", text(&run.stderr));
+        let out = text(&run.stdout);
+        let words: Vec<&str> = out.split_whitespace().collect();
+        assert!(!Path::new(words[0]).exists(), "{} outlived its call", words[0]);
+        assert_eq!(words[1], "True", "the finalizer ran: {out}");
+    }
+    let pid = |n: usize| text(&runs[n].stdout).split_whitespace().nth(2).map(String::from);
+    assert_eq!(pid(2), pid(3));
+}

@@ -290,8 +290,16 @@ def runs_alone(fqn):
 # module_utils, which keep a call's arguments, warnings and deprecations there. Other
 # modules are watched (`WatchedModule`) instead: what a call sets on them from outside is
 # undone, while what they rebind inside themselves (the standard library's own caches,
-# as tempfile's name sequence) stays, as in any process that used them before.
+# as tempfile's name sequence) stays, as in any process that used them before; but for
+# the standard library's modules whose functions set process-wide defaults in their own
+# globals (`urllib.request.install_opener`, `mimetypes.init`...), whose global names are
+# checked too.
 OWN_STATE = ('ansible.', 'ansible_collections.')
+STDLIB_STATE = frozenset([
+    'urllib.request', 'mimetypes', 'http.client', 'http.cookiejar', 'ssl', 'socket',
+    'tempfile', 'subprocess', 'shutil', 'os', 'sys', 'warnings', 'logging', 'json',
+    'locale', 'codecs', 'email.charset', 'xml.sax', 'ftplib', 'smtplib',
+])
 # Never put back: this runner's own state.
 NOT_RESET = frozenset(['__main__', '__mp_main__'])
 UNSET = object()
@@ -369,7 +377,7 @@ class Baseline:
             if name in NOT_RESET or not isinstance(module, types.ModuleType):
                 continue
             own = name.startswith(OWN_STATE)
-            if not own and type(module) is WatchedModule:
+            if not own and type(module) is WatchedModule and name not in STDLIB_STATE:
                 continue
             space = module.__dict__
             self.modules.append((space, tuple(space), tuple(space.values())))
@@ -392,11 +400,18 @@ class Baseline:
         fds = open_fds()
         self.fds = None if fds is None else {fd for fd in fds if is_open(fd)}
         self.identity = self.who()
+        self.streams = self.stream_settings()
 
     @staticmethod
     def who():
         return (os.getresuid(), os.getresgid(), os.getgroups(), os.getpgrp(), os.getsid(0),
                 os.getpriority(os.PRIO_PROCESS, 0))
+
+    @staticmethod
+    def stream_settings():
+        return [(getattr(f, 'encoding', None), getattr(f, 'errors', None),
+                 getattr(f, 'line_buffering', None))
+                for f in (sys.__stdin__, sys.__stdout__, sys.__stderr__)]
 
     def imported(self):
         return [name for name in sys.modules if name not in self.names]
@@ -471,6 +486,9 @@ class Baseline:
         for stream in (sys.stdin, sys.stdout, sys.stderr):
             if getattr(stream, 'closed', True):
                 whole = False
+        if self.stream_settings() != self.streams:
+            # A stream reconfigured in place (its encoding, errors, buffering).
+            whole = False
         if self.who() != self.identity:
             whole = False
         try:

@@ -75,7 +75,7 @@ fn field(seen: &[(String, String)], name: &str) -> String {
 
 /// Reports what it finds, then changes all of it.
 const MEDDLER: &str = r#"
-import atexit, gc, json, os, resource, signal, socket, sys, time
+import atexit, gc, json, os, resource, signal, socket, sys, time, urllib.request
 from ansible.module_utils._internal._ansiballz import _loader
 umask = os.umask(0o077)
 print('|'.join('%s=%s' % kv for kv in [
@@ -94,6 +94,7 @@ print('|'.join('%s=%s' % kv for kv in [
     ('socket_timeout', socket.getdefaulttimeout()),
     ('open_files', resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
     ('tz', time.tzname),
+    ('opener', urllib.request._opener is None),
     ('x', json.loads(_loader.ARGS)['x']),
 ]))
 sys.stdout.flush()
@@ -111,6 +112,7 @@ soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (soft - 1, hard))
 os.environ['TZ'] = 'NZST-12'
 time.tzset()
+urllib.request.install_opener(urllib.request.build_opener())
 atexit.register(print, 'atexit ran')
 "#;
 
@@ -135,6 +137,7 @@ fn a_loops_calls_share_one_worker_and_each_finds_it_as_the_first_did() {
         ("excepthook", "True"),
         ("gc", "True"),
         ("socket_timeout", "None"),
+        ("opener", "True"),
     ];
     for (name, value) in expected {
         assert_eq!(field(&first, name), value, "{name}");

@@ -92,7 +92,11 @@ fn key(python: &Path) -> String {
         let value = std::env::var_os(name).unwrap_or_default();
         text.push_str(&format!("{name}={}\n", value.to_string_lossy()));
     }
-    crate::agent_binary::sha256_hex(text.as_bytes())
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The probe's answer as an `Installed`, when it found ansible-core.

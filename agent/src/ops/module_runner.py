@@ -969,38 +969,45 @@ def run_calls(known, warmed, calls):
         warm_module(key[1])
     save_bundles()
     limit = 1 if runs_alone(key[1]) else SENT_AHEAD
+    queue = []  # (call, out, err) not sent to `current`: none of them ever started
     sent = []  # (call, out, err) sent to `current`, unanswered, in order
-    following = 0  # the next call to send
+    following = 0  # the next call to queue
     fresh = False
+    refused = False  # `current`'s socket refused a call: it takes no more
     started = 0.0
-    while sent or following < len(calls):
+    while sent or queue or following < len(calls):
         if current is None:
-            current, fresh = take_worker(key, [fd for _, o, e in sent for fd in (o, e)])
+            # What the last worker was sent but never started goes to the next one.
+            queue[:0] = sent
+            sent = []
+            current, fresh = take_worker(key, [fd for _, o, e in queue for fd in (o, e)])
+            refused = False
             started = time.monotonic()
-            unsent, sent = sent, []
-        else:
-            unsent = []
-        try:
-            for item in unsent:
-                sent.append(item)
-                send_call(current.sock, *item)
-            while following < len(calls) and len(sent) < limit:
-                call = calls[following]
-                if sent and (sum(len(c.args) for c, _, _ in sent) + len(call.args)
-                             > SENT_AHEAD_BYTES):
-                    break
-                item = (call, anonymous_file(), anonymous_file())
-                sent.append(item)
+        while not refused and (queue or following < len(calls)) and len(sent) < limit:
+            if not queue:
+                queue.append((calls[following], anonymous_file(), anonymous_file()))
                 following += 1
+            item = queue[0]
+            if sent and (sum(len(c.args) for c, _, _ in sent) + len(item[0].args)
+                         > SENT_AHEAD_BYTES):
+                break
+            try:
                 send_call(current.sock, *item)
-        except OSError:
-            if not fresh:
-                # An idle worker that ended meanwhile: a new one takes the calls.
-                current.sock.close()
-                os.waitpid(current.pid, 0)
-                current = None
-                continue
-            # A new worker that ended at once: its first call says how.
+            except OSError:
+                # The worker ended, or retired after answering what it was sent: those
+                # answers are read first, and the call goes to the next worker. An idle
+                # worker that ended meanwhile, with nothing sent, is replaced at once; a
+                # new one that ended at once is told by its first call.
+                refused = True
+                if fresh and not sent:
+                    sent.append(queue.pop(0))
+                break
+            sent.append(queue.pop(0))
+        if not sent:
+            current.sock.close()
+            os.waitpid(current.pid, 0)
+            current = None
+            continue
         call, out, err = sent[0]
         event = current.wait_answer(started + call.timeout if call.timeout else None)
         fresh = False
@@ -1028,6 +1035,10 @@ def run_calls(known, warmed, calls):
         write_fields([str(code).encode(), ran, contents(out), contents(err)])
         learn(learned)
         started = time.monotonic()
+    if current is not None and refused:
+        # It ended after its last answer: nothing to keep.
+        current.close()
+        current = None
     if current is not None:
         workers.append(current)
         current = None

@@ -266,6 +266,39 @@ fn a_call_that_leaves_a_thread_or_imports_something_new_gets_the_next_call_a_new
 }
 
 #[test]
+fn a_call_runs_once_when_its_worker_retired_while_the_runner_sent_it_more() {
+    if !python() {
+        return;
+    }
+    let home = TempDir::new();
+    let mut a = agent(home.path());
+    // (The first call of a payload retires its worker: it imports what the runner had
+    // not.) The second call's large output keeps the runner busy while the worker runs
+    // the third, which retires the worker (a new import) and ends it: the runner's next
+    // call for it finds its socket closed. The third's answer still counts, and the calls
+    // sent after it, which the worker never started, go to the next worker: none runs
+    // twice.
+    let module = "import json, sys\n\
+                  from ansible.module_utils._internal._ansiballz import _loader\n\
+                  x = json.loads(_loader.ARGS)['x']\n\
+                  with open('ran', 'a') as f:\n    f.write('%d\\n' % x)\n\
+                  if x == 1: sys.stdout.write('.' * (16 << 20) + '\\n')\n\
+                  if x == 2: import colorsys\n\
+                  print(x)\n";
+    let spec = request(payload(module, 37), None);
+    let runs = batch(&mut a, (0..24).map(|n| with_x(&spec, n)).collect());
+    for (n, run) in runs.iter().enumerate() {
+        assert_eq!(run.rc, 0, "{}", text(&run.stderr));
+        let out = text(&run.stdout);
+        assert_eq!(out.lines().last(), Some(n.to_string().as_str()));
+        assert_eq!(out.lines().count(), if n == 1 { 2 } else { 1 }, "call {n}");
+    }
+    let ran = std::fs::read_to_string(home.path().join("ran")).unwrap();
+    let expected: String = (0..24).map(|n| format!("{n}\n")).collect();
+    assert_eq!(ran, expected);
+}
+
+#[test]
 fn a_module_known_to_keep_process_state_gets_a_worker_per_call() {
     if !python() {
         return;

@@ -158,6 +158,23 @@ pub struct Next {
     then: Box<dyn FnOnce(OpResult) -> Result<Plan, ModuleError> + Send + Sync>,
     squash: Option<Squash>,
     touches: Option<String>,
+    peer: Peer,
+}
+
+/// Which agent a step's op goes to. Every module but synchronize talks to the task's one
+/// session; synchronize copies between two places, each with its own agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Peer {
+    /// The task's session: its host, or the host it is delegated to (with its become).
+    #[default]
+    Task,
+    /// The host the task runs for, even when it is delegated (with the task's become).
+    Host,
+    /// The host the task is delegated to, without privilege escalation (Ansible runs
+    /// rsync there as the login user).
+    Delegate,
+    /// An agent on the controller itself, as the user running turbo-play.
+    Controller,
 }
 
 impl Next {
@@ -168,6 +185,7 @@ impl Next {
             then: Box::new(then),
             squash: None,
             touches: None,
+            peer: Peer::Task,
         }
     }
 
@@ -180,6 +198,7 @@ impl Next {
             then: Box::new(then),
             squash: Some(squash),
             touches: None,
+            peer: Peer::Task,
         }
     }
 
@@ -197,6 +216,16 @@ impl Next {
         self.touches.as_deref()
     }
 
+    /// This step's op goes to `peer` instead of the task's session.
+    pub fn on(mut self, peer: Peer) -> Next {
+        self.peer = peer;
+        self
+    }
+
+    pub fn peer(&self) -> Peer {
+        self.peer
+    }
+
     pub fn resume(self, reply: OpResult) -> Result<Plan, ModuleError> {
         (self.then)(reply)
     }
@@ -212,6 +241,7 @@ impl Next {
             then: Box::new(move |reply| after(then(reply)?)),
             squash: self.squash,
             touches: self.touches,
+            peer: self.peer,
         }
     }
 

@@ -77,7 +77,9 @@ mod slurp;
 pub mod spec;
 mod stat;
 mod synchronize;
+mod synchronize_route;
 mod synchronize_source;
+mod synchronize_transfer;
 mod systemd;
 mod sysvinit;
 mod tempfile;
@@ -121,6 +123,9 @@ pub struct PlanContext<'a> {
     pub timeout: Option<u64>,
     /// The task has `delegate_to`: it runs on another host than the one it is for.
     pub delegated: bool,
+    /// The host `delegate_to` names, templated (`None` when the task is not delegated or
+    /// the name cannot be rendered here).
+    pub delegate_to: Option<String>,
 }
 
 impl<'a> PlanContext<'a> {
@@ -137,6 +142,7 @@ impl<'a> PlanContext<'a> {
             no_log: false,
             timeout: None,
             delegated: false,
+            delegate_to: None,
         }
     }
 }

@@ -122,7 +122,7 @@ fn a_tree_goes_as_rsync_reports_it_a_rerun_changes_nothing_and_delete_removes_th
         r["cmd"]
             .as_str()
             .unwrap()
-            .starts_with("rsync --delay-updates -F --compress --archive")
+            .starts_with("/usr/bin/rsync --delay-updates -F --compress --archive --rsh=")
     );
     for name in ["a", "z", "sub/c", "sub", "b", "lnk", ""] {
         assert_same_entry(&src.join(name), &home.join("copy/src").join(name));

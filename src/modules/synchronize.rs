@@ -200,7 +200,8 @@ fn list_destination(source: Source, task: Task) -> Plan {
             if task.check || nothing {
                 return Ok(Plan::Done(result.outcome()));
             }
-            let mut stages: VecDeque<Stage> = changes.steps.into_iter().map(Stage::Receiver).collect();
+            let mut stages: VecDeque<Stage> =
+                changes.steps.into_iter().map(Stage::Receiver).collect();
             stages.push_back(Stage::Moves(changes.moves));
             stages.push_back(Stage::Receiver(changes.finals));
             Ok(carry(
@@ -752,8 +753,7 @@ impl<'a> Comparison<'a> {
                 };
                 match existing {
                     None => {
-                        self.lines
-                            .push(format!("{}f+++++++++ {shown}", self.sent));
+                        self.lines.push(format!("{}f+++++++++ {shown}", self.sent));
                     }
                     Some(there) => {
                         let mut flags = self.attr_flags(leaf, there);
@@ -789,24 +789,24 @@ impl<'a> Comparison<'a> {
                     }
                 }
                 let ensure = EnsureFile {
-                        path: path.to_string(),
-                        content: FileContent::Inline(Vec::new()),
-                        // Without `perms` rsync gives a new file the source's bits under the
-                        // usual umask, and leaves an existing file's alone.
-                        mode: self
-                            .opts
-                            .perms
-                            .then_some(FileMode::Bits(leaf.mode))
-                            .or_else(|| {
-                                existing
-                                    .is_none()
-                                    .then_some(FileMode::Bits(leaf.mode & !0o022))
-                            }),
-                        force: true,
-                        owner: self.ownership(leaf),
-                        validate: None,
-                        backup: false,
-                    };
+                    path: path.to_string(),
+                    content: FileContent::Inline(Vec::new()),
+                    // Without `perms` rsync gives a new file the source's bits under the
+                    // usual umask, and leaves an existing file's alone.
+                    mode: self
+                        .opts
+                        .perms
+                        .then_some(FileMode::Bits(leaf.mode))
+                        .or_else(|| {
+                            existing
+                                .is_none()
+                                .then_some(FileMode::Bits(leaf.mode & !0o022))
+                        }),
+                    force: true,
+                    owner: self.ownership(leaf),
+                    validate: None,
+                    backup: false,
+                };
                 if self.local && leaf.size <= INLINE_MAX {
                     let bytes =
                         std::fs::read(&leaf.path).map_err(|e| read_error(&leaf.path, &e))?;

@@ -45,7 +45,11 @@ fn var(ctx: &PlanContext, name: &str) -> Option<String> {
     if value.is_undefined() || value.is_none() {
         return None;
     }
-    Some(value.as_str().map_or_else(|| value.to_string(), str::to_string))
+    Some(
+        value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_string),
+    )
 }
 
 /// A variable of another host, through `hostvars`.
@@ -61,7 +65,11 @@ fn host_var(ctx: &PlanContext, host: &str, name: &str) -> Option<String> {
     if value.is_undefined() || value.is_none() {
         return None;
     }
-    Some(value.as_str().map_or_else(|| value.to_string(), str::to_string))
+    Some(
+        value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_string),
+    )
 }
 
 const LOCALHOST: [&str; 3] = ["127.0.0.1", "localhost", "::1"];
@@ -254,7 +262,9 @@ impl Route {
         }
         cmd.push("--out-format='<<CHANGED>>%i %n%L'".into());
         let (src, dest) = match &self.remote {
-            Some(remote) if self.pull => (format!("{}{}", remote.prefix, self.src), self.dest.clone()),
+            Some(remote) if self.pull => {
+                (format!("{}{}", remote.prefix, self.src), self.dest.clone())
+            }
             Some(remote) => (self.src.clone(), format!("{}{}", remote.prefix, self.dest)),
             None => (self.src.clone(), self.dest.clone()),
         };

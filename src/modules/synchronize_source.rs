@@ -422,7 +422,9 @@ fn remote_dir(
             continue;
         }
         let line = match stat.kind {
-            FileKind::Symlink if !opts.links => Some(format!("skipping non-regular file \"{shown}\"")),
+            FileKind::Symlink if !opts.links => {
+                Some(format!("skipping non-regular file \"{shown}\""))
+            }
             FileKind::Directory | FileKind::File | FileKind::Symlink => None,
             _ => Some(format!("skipping non-regular file \"{shown}\"")),
         };

@@ -145,7 +145,12 @@ fn next_upload() -> u64 {
 
 /// Files from another agent: the small ones read in one request and written in the next,
 /// then the first large one page by page.
-fn relay(sender: Peer, mut moves: VecDeque<Move>, mut stages: VecDeque<Stage>, carry: Carry) -> Plan {
+fn relay(
+    sender: Peer,
+    mut moves: VecDeque<Move>,
+    mut stages: VecDeque<Stage>,
+    carry: Carry,
+) -> Plan {
     let mut small = Vec::new();
     let mut bytes = 0;
     while let Some(m) = moves.front() {
@@ -409,7 +414,9 @@ impl Upload {
             let mut end = false;
             while ops.len() < CHUNKS_PER_STEP {
                 let mut data = Vec::with_capacity(CHUNK_BYTES);
-                (&mut file).take(CHUNK_BYTES as u64).read_to_end(&mut data)?;
+                (&mut file)
+                    .take(CHUNK_BYTES as u64)
+                    .read_to_end(&mut data)?;
                 at += data.len() as u64;
                 let short = data.len() < CHUNK_BYTES;
                 if !data.is_empty() {

@@ -93,8 +93,9 @@ pub fn literal_bytes(instructions: &[DeltaInstruction]) -> u64 {
 const READ_BYTES: usize = 256 << 10;
 
 /// Walks the new file once, a window of one block sliding over it.
-pub struct DeltaEncoder<'s, R> {
-    sigs: &'s BlockSignatures,
+pub struct DeltaEncoder<S, R> {
+    /// The signatures, borrowed or owned (an encoder kept across a task's steps owns them).
+    sigs: S,
     /// Weak checksum → indices of the full-size blocks that have it.
     by_weak: HashMap<u32, Vec<u32>>,
     /// A bit per folded weak checksum present: most offsets are rejected without hashing.
@@ -116,15 +117,16 @@ pub struct DeltaEncoder<'s, R> {
     out_literal: usize,
 }
 
-impl<'s, R: Read> DeltaEncoder<'s, R> {
+impl<S: std::borrow::Borrow<BlockSignatures>, R: Read> DeltaEncoder<S, R> {
     /// `literal_cap`: most literal bytes per batch (and per instruction).
-    pub fn new(sigs: &'s BlockSignatures, reader: R, literal_cap: usize) -> Self {
-        let block = sigs.block_size as usize;
+    pub fn new(sigs: S, reader: R, literal_cap: usize) -> Self {
+        let all: &BlockSignatures = sigs.borrow();
+        let block = all.block_size as usize;
         let mut by_weak: HashMap<u32, Vec<u32>> = HashMap::new();
         let mut filter = vec![0u64; 1 << 10];
-        if sigs.exists && block > 0 {
-            for (index, sig) in sigs.blocks.iter().enumerate() {
-                if block_len(sigs, index) == block as u64 {
+        if all.exists && block > 0 {
+            for (index, sig) in all.blocks.iter().enumerate() {
+                if block_len(all, index) == block as u64 {
                     by_weak.entry(sig.weak).or_default().push(index as u32);
                     let slot = ((sig.weak ^ (sig.weak >> 16)) & 0xffff) as usize;
                     filter[slot / 64] |= 1 << (slot % 64);
@@ -227,14 +229,15 @@ impl<'s, R: Read> DeltaEncoder<'s, R> {
             return Ok(());
         }
         let rest = &self.buf[self.pos..];
-        let last = self.sigs.blocks.len().checked_sub(1);
+        let sigs: &BlockSignatures = self.sigs.borrow();
+        let last = sigs.blocks.len().checked_sub(1);
         let tail_match = last.filter(|&index| {
-            self.sigs.exists
+            sigs.exists
                 && !rest.is_empty()
-                && block_len(self.sigs, index) == rest.len() as u64
+                && block_len(sigs, index) == rest.len() as u64
                 && (rest.len() < self.block || self.block == 0)
-                && self.sigs.blocks[index].weak == rolling::weak(rest)
-                && self.sigs.blocks[index].strong == strong(rest)
+                && sigs.blocks[index].weak == rolling::weak(rest)
+                && sigs.blocks[index].strong == strong(rest)
         });
         match tail_match {
             Some(index) => {
@@ -266,7 +269,7 @@ impl<'s, R: Read> DeltaEncoder<'s, R> {
             .map(|(offset, len)| ((offset + len) / self.block as u64) as u32);
         let mut found = None;
         for &index in candidates {
-            if self.sigs.blocks[index as usize].strong == digest {
+            if self.sigs.borrow().blocks[index as usize].strong == digest {
                 if Some(index) == next {
                     return Some(index);
                 }

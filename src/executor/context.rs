@@ -227,6 +227,10 @@ pub(crate) struct RunContext {
     /// Set when an interrupt stops the run: what the aborted tasks would still report is
     /// not shown.
     pub(super) interrupted: std::sync::atomic::AtomicBool,
+    /// An agent on the controller itself (connection local), opened for the first task
+    /// that works on the controller's files through an agent (synchronize's pull).
+    pub(super) controller:
+        tokio::sync::OnceCell<Result<crate::agent_session::AgentSession, super::SessionFailure>>,
 }
 
 impl RunContext {

@@ -84,6 +84,7 @@ pub async fn run_playbooks_until(
         warned_keywords: Mutex::default(),
         custom_stats: Default::default(),
         interrupted: Default::default(),
+        controller: Default::default(),
     });
     for warning in ctx.inventory().warnings() {
         ctx.emit(Event::Warning(warning.clone()));
@@ -133,6 +134,9 @@ pub async fn run_playbooks_until(
         if counted + s.ignored > 0 {
             stats.push(s);
         }
+    }
+    if let Some(Ok(session)) = ctx.controller.get() {
+        sessions.push(session.clone());
     }
     if interrupted {
         ctx.interrupted

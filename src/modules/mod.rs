@@ -77,7 +77,9 @@ mod slurp;
 pub mod spec;
 mod stat;
 mod synchronize;
+mod synchronize_route;
 mod synchronize_source;
+mod synchronize_transfer;
 mod systemd;
 mod sysvinit;
 mod tempfile;
@@ -121,6 +123,9 @@ pub struct PlanContext<'a> {
     pub timeout: Option<u64>,
     /// The task has `delegate_to`: it runs on another host than the one it is for.
     pub delegated: bool,
+    /// The host `delegate_to` names, templated (`None` when the task is not delegated or
+    /// the name cannot be rendered here).
+    pub delegate_to: Option<String>,
 }
 
 impl<'a> PlanContext<'a> {
@@ -137,6 +142,7 @@ impl<'a> PlanContext<'a> {
             no_log: false,
             timeout: None,
             delegated: false,
+            delegate_to: None,
         }
     }
 }
@@ -158,6 +164,23 @@ pub struct Next {
     then: Box<dyn FnOnce(OpResult) -> Result<Plan, ModuleError> + Send + Sync>,
     squash: Option<Squash>,
     touches: Option<String>,
+    peer: Peer,
+}
+
+/// Which agent a step's op goes to. Every module but synchronize talks to the task's one
+/// session; synchronize copies between two places, each with its own agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Peer {
+    /// The task's session: its host, or the host it is delegated to (with its become).
+    #[default]
+    Task,
+    /// The host the task runs for, even when it is delegated (with the task's become).
+    Host,
+    /// The host the task is delegated to, without privilege escalation (Ansible runs
+    /// rsync there as the login user).
+    Delegate,
+    /// An agent on the controller itself, as the user running turbo-play.
+    Controller,
 }
 
 impl Next {
@@ -168,6 +191,7 @@ impl Next {
             then: Box::new(then),
             squash: None,
             touches: None,
+            peer: Peer::Task,
         }
     }
 
@@ -180,6 +204,7 @@ impl Next {
             then: Box::new(then),
             squash: Some(squash),
             touches: None,
+            peer: Peer::Task,
         }
     }
 
@@ -197,6 +222,16 @@ impl Next {
         self.touches.as_deref()
     }
 
+    /// This step's op goes to `peer` instead of the task's session.
+    pub fn on(mut self, peer: Peer) -> Next {
+        self.peer = peer;
+        self
+    }
+
+    pub fn peer(&self) -> Peer {
+        self.peer
+    }
+
     pub fn resume(self, reply: OpResult) -> Result<Plan, ModuleError> {
         (self.then)(reply)
     }
@@ -212,6 +247,7 @@ impl Next {
             then: Box::new(move |reply| after(then(reply)?)),
             squash: self.squash,
             touches: self.touches,
+            peer: self.peer,
         }
     }
 

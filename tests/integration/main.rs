@@ -42,6 +42,7 @@ mod ssh_config;
 mod ssh_transport;
 mod support;
 mod synchronize;
+mod synchronize_remote;
 mod system_modules;
 mod task_chains;
 mod task_connections;

@@ -16,7 +16,7 @@ pub use messages::*;
 pub use nesting::MAX_NESTING;
 
 /// Bumped on every change to [`messages`]. An agent that says another number is replaced.
-pub const PROTOCOL_VERSION: u32 = 14;
+pub const PROTOCOL_VERSION: u32 = 15;
 
 /// Largest compressed frame accepted. Bulk content travels in `WriteChunk`s well below it.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;

@@ -318,6 +318,11 @@ pub enum FileContent {
         sha256: [u8; 32],
         size: u64,
     },
+    /// The bytes of another file on the same host (`~` allowed), copied by the agent:
+    /// synchronize within one host, where nothing need cross the wire.
+    CopyOf {
+        path: String,
+    },
     /// `bytes`, computed from content the controller did not read but predicted (what the
     /// ops before this one in the batch wrote): written only while the file still hashes
     /// to `was_sha256`, else [`ErrorKind::Conflict`] and the file is left alone.

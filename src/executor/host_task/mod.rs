@@ -5,6 +5,7 @@
 
 mod async_job;
 mod outcome;
+mod peers;
 mod predict;
 mod prepare;
 mod reboot;
@@ -20,7 +21,7 @@ use super::chain::{ReadRecorder, Reads};
 use super::control::{Attempts, Verdict, judge};
 use super::{HostState, RunContext};
 use crate::connection::BecomeSpec;
-use crate::modules::{Args, Effect, Next, Plan, TaskOutcome};
+use crate::modules::{Args, Effect, Next, Peer, Plan, TaskOutcome};
 use crate::playbook::{Play, Playbook, Task};
 use crate::report::events::Event;
 
@@ -66,6 +67,14 @@ impl ItemState {
         match self {
             ItemState::Done(_) => None,
             ItemState::Remote(op) | ItemState::Step(op, _) => Some(op),
+        }
+    }
+
+    /// Where the op goes: the task's session unless a step names another agent.
+    fn peer(&self) -> crate::modules::Peer {
+        match self {
+            ItemState::Step(_, next) => next.peer(),
+            _ => crate::modules::Peer::Task,
         }
     }
 }
@@ -440,7 +449,9 @@ fn plan_ahead(
                 effects: !outcome.effects.is_empty(),
             },
             ItemState::Remote(op) if run.planned => foreseen_remote(remote(op, run), false),
-            ItemState::Step(op, _) if run.planned => foreseen_remote(remote(op, run), true),
+            ItemState::Step(op, next) if run.planned && next.peer() == Peer::Task => {
+                foreseen_remote(remote(op, run), true)
+            }
             _ => Foreseen::Unknown,
         };
     }

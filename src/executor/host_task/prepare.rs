@@ -408,6 +408,12 @@ pub(super) fn plan_context<'a>(
         no_log: task.keywords.no_log,
         timeout: None,
         delegated: task.keywords.delegate_to.is_some(),
+        delegate_to: task.keywords.delegate_to.as_ref().and_then(|raw| {
+            ctx.templar
+                .render_str(raw, vars)
+                .ok()
+                .map(|name| name.trim().to_string())
+        }),
     }
 }
 

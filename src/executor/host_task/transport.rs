@@ -14,7 +14,7 @@ use super::{HostState, ItemRun, ItemState, RunContext, Target, async_job, squash
 use crate::agent_session::AgentSession;
 use std::io::Read;
 
-use crate::modules::{Args, FileSource, TaskOutcome};
+use crate::modules::{Args, FileSource, Peer, TaskOutcome};
 use crate::playbook::{Playbook, Task};
 
 /// Ops per request for long loops: the first chunk starts on the agent while the next are
@@ -91,10 +91,15 @@ pub(super) async fn send_remote(
     // Items whose shared call failed: they go on alone.
     let mut solo: HashSet<usize> = HashSet::new();
     loop {
-        match send_round(target, runs, running, &mut solo, None).await {
-            Round::Idle => return true,
-            Round::Went => {}
-            Round::Lost => return false,
+        let own = send_round(target, runs, running, &mut solo, None).await;
+        if matches!(own, Round::Lost) {
+            return false;
+        }
+        let peers = super::peers::send_to_peers(target, runs, running).await;
+        match (own, peers) {
+            (_, Round::Lost) => return false,
+            (Round::Idle, Round::Idle) => return true,
+            _ => {}
         }
     }
 }
@@ -141,7 +146,7 @@ pub(super) async fn send_round(
     let remote: Vec<usize> = running
         .iter()
         .copied()
-        .filter(|&i| runs[i].state.op().is_some())
+        .filter(|&i| runs[i].state.op().is_some() && runs[i].state.peer() == Peer::Task)
         .collect();
     if remote.is_empty() {
         return Round::Idle;

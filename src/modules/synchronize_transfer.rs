@@ -348,7 +348,7 @@ fn upload(file: Move, stages: VecDeque<Stage>, carry: Carry) -> Plan {
                     Ok(file) => std::io::BufReader::new(file),
                     Err(e) => return Ok(failed(&carry, format!("{}: {e}", upload.file.from))),
                 };
-                let encoder = crate::delta::DeltaEncoder::new(sigs, reader, DELTA_LITERAL_BYTES);
+                let encoder = crate::delta::encoder(sigs, reader, DELTA_LITERAL_BYTES);
                 Ok(upload.delta(encoder, stages, carry))
             }
             _ => Ok(upload.whole(0, stages, carry)),

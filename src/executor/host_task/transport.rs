@@ -558,7 +558,7 @@ impl Upload<'_> {
         file: std::fs::File,
         basis: &str,
     ) -> Result<Option<OpResult>, String> {
-        let mut encoder = crate::delta::DeltaEncoder::new(sigs, file, DELTA_LITERAL_BYTES);
+        let mut encoder = crate::delta::encoder(sigs, file, DELTA_LITERAL_BYTES);
         while let Some(instructions) = encoder.next_batch().map_err(|e| e.to_string())? {
             let op = Op::WriteDelta {
                 upload_id: self.upload_id,

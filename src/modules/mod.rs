@@ -40,6 +40,7 @@ mod fetch_local;
 mod file;
 mod find;
 mod find_filters;
+mod flow;
 mod gather_facts;
 mod getent;
 mod group;
@@ -77,9 +78,11 @@ mod slurp;
 pub mod spec;
 mod stat;
 mod synchronize;
+mod synchronize_relay;
 mod synchronize_route;
 mod synchronize_source;
 mod synchronize_transfer;
+mod synchronize_upload;
 mod systemd;
 mod sysvinit;
 mod tempfile;
@@ -96,6 +99,7 @@ pub(crate) mod wait_for_connection;
 mod wait_for_probe;
 mod yum_repository;
 
+pub use flow::{Flow, FlowStep};
 pub use registry::{all, collection_module, find, is_implemented, suggest};
 pub use setup::with_task_environment;
 pub use spec::{Args, Spec};
@@ -157,6 +161,9 @@ pub enum Plan {
     /// Send this op; its reply decides what comes next (read the file, decide, write):
     /// a module that must look before it writes.
     Step(Op, Next),
+    /// Send requests that need not wait for each other's replies (a transfer), then go on
+    /// with the plan the flow ends with.
+    Flow(Box<dyn Flow>),
 }
 
 /// The rest of a plan, given the reply to its op.
@@ -169,7 +176,7 @@ pub struct Next {
 
 /// Which agent a step's op goes to. Every module but synchronize talks to the task's one
 /// session; synchronize copies between two places, each with its own agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Peer {
     /// The task's session: its host, or the host it is delegated to (with its become).
     #[default]
@@ -289,6 +296,7 @@ impl std::fmt::Debug for Plan {
             Plan::Done(outcome) => f.debug_tuple("Done").field(outcome).finish(),
             Plan::Remote(op) => f.debug_tuple("Remote").field(op).finish(),
             Plan::Step(op, _) => f.debug_tuple("Step").field(op).finish(),
+            Plan::Flow(_) => f.write_str("Flow"),
         }
     }
 }

@@ -52,6 +52,8 @@ enum ItemState {
     Remote(Op),
     /// Waiting for the agent's reply to this op, which goes to the plan's next step.
     Step(Op, Next),
+    /// Requests to keep in flight until the flow gives the plan that follows.
+    Flow(Box<dyn crate::modules::Flow>),
 }
 
 impl ItemState {
@@ -60,12 +62,13 @@ impl ItemState {
             Plan::Done(outcome) => ItemState::Done(outcome),
             Plan::Remote(op) => ItemState::Remote(op),
             Plan::Step(op, next) => ItemState::Step(op, next),
+            Plan::Flow(flow) => ItemState::Flow(flow),
         }
     }
 
     fn op(&self) -> Option<&Op> {
         match self {
-            ItemState::Done(_) => None,
+            ItemState::Done(_) | ItemState::Flow(_) => None,
             ItemState::Remote(op) | ItemState::Step(op, _) => Some(op),
         }
     }
@@ -237,7 +240,7 @@ pub(crate) async fn run(
                         outcome,
                     }
                 }
-                ItemState::Remote(_) | ItemState::Step(..) => {
+                ItemState::Remote(_) | ItemState::Step(..) | ItemState::Flow(_) => {
                     unreachable!("every remote item got its reply")
                 }
             }

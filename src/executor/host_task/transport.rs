@@ -76,6 +76,7 @@ fn steps_apart(runs: &[ItemRun], running: &[usize]) -> bool {
     running.iter().all(|&i| match &runs[i].state {
         ItemState::Step(_, next) => next.touches().is_some_and(|what| touched.insert(what)),
         ItemState::Done(_) | ItemState::Remote(_) => true,
+        ItemState::Flow(_) => false,
     })
 }
 
@@ -277,6 +278,7 @@ pub(super) async fn send_round(
                 Ok(plan) => ItemState::of(plan),
                 Err(e) => ItemState::Done(TaskOutcome::from_error(e)),
             },
+            flow @ ItemState::Flow(_) => flow,
             ItemState::Remote(op) => {
                 let run = &runs[i];
                 let args = run.args.as_ref().expect("a planned item has its arguments");

@@ -130,6 +130,18 @@ pub struct PlanContext<'a> {
     /// The host `delegate_to` names, templated (`None` when the task is not delegated or
     /// the name cannot be rendered here).
     pub delegate_to: Option<String>,
+    /// The task's `become` on this host, when it escalates.
+    pub escalation: Option<Escalation>,
+}
+
+/// How the task escalates on its host, as decided for it (the host's `ansible_become*`
+/// over the keywords): for a module that must tell another program how to escalate, as
+/// synchronize's `--rsync-path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escalation {
+    /// The become plugin's name: `sudo`, `su`.
+    pub method: &'static str,
+    pub user: String,
 }
 
 impl<'a> PlanContext<'a> {
@@ -147,6 +159,7 @@ impl<'a> PlanContext<'a> {
             timeout: None,
             delegated: false,
             delegate_to: None,
+            escalation: None,
         }
     }
 }
@@ -183,6 +196,9 @@ pub enum Peer {
     Task,
     /// The host the task runs for, even when it is delegated (with the task's become).
     Host,
+    /// The host the task runs for, as its login user: without the task's become, which
+    /// ansible.posix's synchronize passes on to rsync's remote end only through sudo.
+    HostAsLogin,
     /// The host the task is delegated to, without privilege escalation (Ansible runs
     /// rsync there as the login user).
     Delegate,

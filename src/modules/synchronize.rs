@@ -251,7 +251,7 @@ pub(super) struct Options {
 }
 
 impl Options {
-    fn from_args(args: &Args) -> Result<Options, ModuleError> {
+    pub(super) fn from_args(args: &Args) -> Result<Options, ModuleError> {
         let archive = args.bool("archive");
         let pick = |name: &str| args.opt_bool(name).unwrap_or(archive);
         let rsync_opts = args.str_list("rsync_opts");

@@ -24,7 +24,7 @@ use super::{Flow, FlowStep, ModuleError, Peer};
 
 /// Bytes read from the sender per request: a page of a large file, or a batch of small
 /// files (each at most a page).
-const PAGE_BYTES: u64 = 4 << 20;
+pub(super) const PAGE_BYTES: u64 = 4 << 20;
 
 /// Pages the controller holds at once: read requests in flight, writes waiting to go and
 /// writes in flight.

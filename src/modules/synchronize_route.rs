@@ -30,6 +30,8 @@ pub(super) struct Route {
     pub(super) sent: char,
     /// The remote end as rsync names it (`user@host:`), when there is one.
     remote: Option<Remote>,
+    /// How rsync starts on the remote end: `sudo -u USER rsync` under a sudo become.
+    rsync_path: Option<String>,
     pull: bool,
 }
 
@@ -112,14 +114,25 @@ impl Route {
                 dest,
                 sent: '>',
                 remote: None,
+                rsync_path: None,
                 pull,
             };
         }
-        // The host's end, reached from where rsync runs as the host's login user.
-        let host_peer = if delegate.is_some() {
-            Peer::Host
-        } else {
-            Peer::Task
+        // The host's end, reached from where rsync runs as the host's login user, which
+        // the task's become changes only through sudo (`--rsync-path`): the action plugin
+        // knows no other method there, and drops the escalation on rsync's own end.
+        let rsync_path = ctx
+            .escalation
+            .as_ref()
+            .filter(|e| e.method == "sudo")
+            .map(|e| match e.user.as_str() {
+                "" => "sudo rsync".to_string(),
+                user => format!("sudo -u {user} rsync"),
+            });
+        let host_peer = match (&ctx.escalation, &rsync_path, &delegate) {
+            (Some(_), None, _) => Peer::HostAsLogin,
+            (_, _, Some(_)) => Peer::Host,
+            _ => Peer::Task,
         };
         let user = opts
             .set_remote_user
@@ -158,6 +171,7 @@ impl Route {
                 dest: absolute(ctx, dest),
                 sent: '>',
                 remote: Some(remote),
+                rsync_path,
                 pull,
             }
         } else {
@@ -172,6 +186,7 @@ impl Route {
                 dest: dest.to_string(),
                 sent: '<',
                 remote: Some(remote),
+                rsync_path,
                 pull,
             }
         }
@@ -256,6 +271,9 @@ impl Route {
                 crate::shell_words::quote(&ssh.join(" "))
             ));
         }
+        if let Some(path) = &self.rsync_path {
+            cmd.push(format!("--rsync-path={}", crate::shell_words::quote(path)));
+        }
         cmd.extend(opts.rsync_opts.iter().cloned());
         if opts.partial {
             cmd.push("--partial".into());
@@ -276,8 +294,8 @@ impl Route {
 
 /// A path on the end rsync runs on, as the action plugin's `_get_absolute_path` makes
 /// it: absolute (or `host:path`) as written, else the controller's file beside the role
-/// or playbook (`files/` first), or the playbook's directory joined with it; a trailing
-/// `/` kept.
+/// or playbook (`files/` first), or the playbook's directory joined with it, made
+/// absolute; a trailing `/` kept.
 pub(super) fn absolute(ctx: &PlanContext, path: &str) -> String {
     if path.contains(':') || path.starts_with('/') {
         return path.to_string();
@@ -290,8 +308,10 @@ pub(super) fn absolute(ctx: &PlanContext, path: &str) -> String {
         .into_iter()
         .map(|dir| dir.join(path))
         .find(|candidate| candidate.exists());
-    let mut out = found
-        .unwrap_or_else(|| ctx.role_dir.unwrap_or(ctx.playbook_dir).join(path))
+    let found = found.unwrap_or_else(|| ctx.role_dir.unwrap_or(ctx.playbook_dir).join(path));
+    // Ansible's loader works from the playbook's absolute directory, also when the
+    // playbook was named relative to the current one.
+    let mut out = normalized(&std::path::absolute(&found).unwrap_or(found))
         .display()
         .to_string();
     if path.ends_with('/') && !out.ends_with('/') {
@@ -299,3 +319,24 @@ pub(super) fn absolute(ctx: &PlanContext, path: &str) -> String {
     }
     out
 }
+
+/// An absolute path without `.` and `..` (each `..` drops the name before it), as
+/// Python's `os.path.abspath` gives it.
+fn normalized(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "synchronize_route_tests.rs"]
+mod tests;

@@ -97,6 +97,10 @@ pub(super) struct After {
 }
 
 impl After {
+    pub(super) fn new(stages: VecDeque<Stage>, carry: Carry) -> After {
+        After { stages, carry }
+    }
+
     pub(super) fn go(self) -> Plan {
         carry(self.stages, self.carry)
     }
@@ -149,7 +153,7 @@ pub(super) fn carry(mut stages: VecDeque<Stage>, carry: Carry) -> Plan {
                 if whole.is_empty() {
                     return self::carry(stages, carry);
                 }
-                let after = After { stages, carry };
+                let after = After::new(stages, carry);
                 match sender {
                     Sender::Agent(peer) => {
                         Plan::Flow(Box::new(Relay::new(peer, receiver, whole, after)))
@@ -167,7 +171,7 @@ pub(super) fn carry(mut stages: VecDeque<Stage>, carry: Carry) -> Plan {
             if !files.is_empty() {
                 stages.push_front(Stage::Deltas(files));
             }
-            delta(file, After { stages, carry })
+            delta(file, After::new(stages, carry))
         }
     }
 }
@@ -237,3 +241,7 @@ pub(super) fn next_upload() -> u64 {
 pub(super) fn vanished(path: &str) -> String {
     format!("rsync: [sender] read errors mapping \"{path}\": No such file or directory (2)")
 }
+
+#[cfg(test)]
+#[path = "synchronize_flow_tests.rs"]
+mod flow_tests;

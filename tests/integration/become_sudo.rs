@@ -4,34 +4,12 @@
 //! the local connection's become, as another child.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::support::hosts::{LocalHosts, SshHosts};
 use crate::support::run::{PLAY_HEAD, TestRun, assert_contains, assert_not_contains};
-
-/// A sudoers.d rule for one test user, removed when dropped.
-struct SudoRule(PathBuf);
-
-impl SudoRule {
-    fn new(user: &str, rule: &str) -> SudoRule {
-        assert!(
-            Path::new("/usr/bin/sudo").exists(),
-            "these tests need sudo (apt-get install sudo; .ci/run installs it)"
-        );
-        let path = PathBuf::from(format!("/etc/sudoers.d/turbo-play-test-{user}"));
-        std::fs::write(&path, format!("{user} {rule}\n")).unwrap();
-        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o440))
-            .unwrap();
-        SudoRule(path)
-    }
-}
-
-impl Drop for SudoRule {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use crate::support::sudo::SudoRule;
 
 fn set_password(user: &str, password: &str) {
     let mut child = Command::new("chpasswd")

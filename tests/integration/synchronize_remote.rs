@@ -10,6 +10,7 @@ use std::path::Path;
 
 use crate::support::hosts::SshHosts;
 use crate::support::run::{Outcome, TestRun, recap};
+use crate::support::sudo::SudoRule;
 use crate::synchronize::{Y2020, Y2021, assert_same_entry, registered, set_mtime};
 
 /// The test tree: `a`, `z` (0755), `sub/c`, `lnk -> a` and an empty `b/`, all of 2020.
@@ -285,12 +286,7 @@ fn large_files_go_in_pieces_and_a_changed_one_as_a_delta() {
     assert_eq!(registered(&changed)["msg"], "<f..t...... big\n");
     assert_same_entry(&file, &user.home.join("big"));
     // A delta: far less than the file crossed the wire.
-    let sent: u64 = changed
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("<web> agent protocol: "))
-        .and_then(|rest| rest.split(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no byte counts\n{}", changed.stdout));
+    let (sent, _) = traffic(&changed, "web");
     assert!(sent < 8 << 20, "{sent} bytes sent");
 
     let rerun = sync(&hosts, &yaml, &file_text, "big", &[]);
@@ -303,4 +299,174 @@ fn large_files_go_in_pieces_and_a_changed_one_as_a_delta() {
     assert_eq!(pulled.recap("web"), recap(2, 1));
     assert_eq!(registered(&pulled)["msg"], ">f+++++++++ big\n");
     assert_same_entry(&file, &back);
+}
+
+/// The bytes `-vv` says went to and came from `host`'s agents.
+fn traffic(out: &Outcome, host: &str) -> (u64, u64) {
+    let prefix = format!("<{host}> agent protocol: ");
+    out.stdout
+        .lines()
+        .find_map(|l| {
+            let rest = l.strip_prefix(&prefix)?;
+            let mut numbers = rest.split(' ').filter_map(|w| w.parse().ok());
+            Some((numbers.next()?, numbers.next()?))
+        })
+        .unwrap_or_else(|| panic!("no byte counts for {host}\n{}", out.stdout))
+}
+
+/// 12 MiB of noise, and the same with 100 KB in the middle rewritten.
+fn two_versions() -> (Vec<u8>, Vec<u8>) {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut noise = |len: usize| -> Vec<u8> {
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect()
+    };
+    let old = noise(12 << 20);
+    let mut new = old.clone();
+    new[6 << 20..(6 << 20) + 100_000].copy_from_slice(&noise(100_000));
+    (old, new)
+}
+
+#[test]
+fn a_changed_large_file_goes_as_a_delta_between_hosts_and_pulled() {
+    let hosts = SshHosts::start(&["web", "other"]);
+    let (web, other) = (hosts.user("web"), hosts.user("other"));
+    let (old, new) = two_versions();
+    let (on_web, on_other) = (web.home.join("big"), other.home.join("big"));
+    std::fs::write(&on_web, &old).unwrap();
+    set_mtime(&on_web, Y2020);
+    web.give(&on_web);
+    std::fs::write(&on_other, &new).unwrap();
+    set_mtime(&on_other, Y2021);
+    other.give(&on_other);
+
+    // From the delegate to the host: the delegate's agent encodes the file against the
+    // signatures of the host's copy, and only the changed part reaches the host.
+    let push = playbook("push", Some("other"));
+    let copied = sync(
+        &hosts,
+        &push,
+        &on_other.display().to_string(),
+        "big",
+        &["-vv"],
+    );
+    assert_eq!(copied.recap("web"), recap(2, 1));
+    assert_eq!(registered(&copied)["msg"], "<f..t...... big\n");
+    assert_same_entry(&on_other, &on_web);
+    let (to_web, from_web) = traffic(&copied, "web");
+    assert!(to_web < 1 << 20, "{to_web} bytes sent to web");
+    assert!(from_web < 1 << 20, "{from_web} bytes from web");
+
+    // From the host to the controller, which holds the old version.
+    let local = tempfile::tempdir().unwrap();
+    let here = local.path().join("big");
+    std::fs::write(&here, &old).unwrap();
+    set_mtime(&here, Y2020);
+    // Owned as the host's copy is, so that only the time and the bytes differ.
+    web.give(&here);
+    let pull = playbook("pull", None);
+    let pulled = sync(&hosts, &pull, "big", &here.display().to_string(), &["-vv"]);
+    assert_eq!(pulled.recap("web"), recap(2, 1));
+    assert_eq!(registered(&pulled)["msg"], ">f..t...... big\n");
+    assert_same_entry(&on_web, &here);
+    let (_, from_web) = traffic(&pulled, "web");
+    assert!(from_web < 1 << 20, "{from_web} bytes from web");
+}
+
+/// A play that synchronizes `src` to `dest` with `become` and the given become keywords.
+fn become_playbook(keywords: &str, mode: &str) -> String {
+    format!(
+        r#"- hosts: web
+  gather_facts: false
+  tasks:
+    - synchronize:
+        src: "{{{{ src }}}}"
+        dest: "{{{{ dest }}}}"
+        mode: {mode}
+      become: true
+{keywords}      register: r
+    - debug: var=r
+"#
+    )
+}
+
+#[test]
+fn under_become_rsync_path_escalates_the_hosts_end_through_sudo_only() {
+    let hosts = SshHosts::start(&["web"]);
+    let user = hosts.user("web");
+    let _sudo = SudoRule::new(&user.name, "ALL=(ALL) NOPASSWD: ALL");
+    let local = tempfile::tempdir().unwrap();
+    let src = local.path().join("srcdir");
+    make_tree(&src);
+    let src_text = src.display().to_string();
+    let rsh = format!(
+        "--rsh='/usr/bin/ssh -S none -i {key} -o Port={port} -o StrictHostKeyChecking=no \
+         -o UserKnownHostsFile=/dev/null'",
+        key = hosts.sshd.user_key.display(),
+        port = hosts.sshd.port,
+    );
+    let uid_of = |path: &Path| std::fs::metadata(path).unwrap().uid();
+
+    // sudo: rsync on the host runs as `sudo -u root rsync`, so the copy is root's (the
+    // controller's files are root's, and root's rsync keeps owners); relative to the
+    // login user's home all the same.
+    let pushed = sync(
+        &hosts,
+        &become_playbook("", "push"),
+        &src_text,
+        "as_root",
+        &[],
+    );
+    assert_eq!(pushed.recap("web"), recap(2, 1));
+    assert_eq!(
+        registered(&pushed)["cmd"],
+        format!(
+            "/usr/bin/rsync --delay-updates -F --compress --archive {rsh} \
+             --rsync-path='sudo -u root rsync' --out-format='<<CHANGED>>%i %n%L' \
+             {src_text} {}@127.0.0.1:as_root",
+            user.name
+        )
+    );
+    assert_eq!(uid_of(&user.home.join("as_root/srcdir/a")), 0);
+
+    // Pulled under sudo: a file only root reads comes back.
+    let secret = user.home.join("secret");
+    std::fs::write(&secret, "root only\n").unwrap();
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let back = local.path().join("secret");
+    let pulled = sync(
+        &hosts,
+        &become_playbook("", "pull"),
+        "secret",
+        &back.display().to_string(),
+        &[],
+    );
+    assert_eq!(pulled.recap("web"), recap(2, 1));
+    assert!(
+        registered(&pulled)["cmd"]
+            .as_str()
+            .unwrap()
+            .contains(" --rsync-path='sudo -u root rsync' "),
+        "{}",
+        registered(&pulled)["cmd"]
+    );
+    assert_eq!(std::fs::read_to_string(&back).unwrap(), "root only\n");
+
+    // su: the action plugin passes no other method to rsync: the host's end is the login
+    // user's, and su is never asked.
+    let su = become_playbook("      become_method: su\n", "push");
+    let as_login = sync(&hosts, &su, &src_text, "as_login", &[]);
+    assert_eq!(as_login.recap("web"), recap(2, 1));
+    let cmd = registered(&as_login)["cmd"].as_str().unwrap().to_string();
+    assert!(!cmd.contains("--rsync-path"), "{cmd}");
+    assert_eq!(
+        uid_of(&user.home.join("as_login/srcdir/a")),
+        uid_of(&user.home)
+    );
 }

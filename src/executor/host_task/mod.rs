@@ -132,6 +132,7 @@ pub(crate) async fn run(
         base,
         items.as_deref(),
         prepared.loop_error.as_deref(),
+        become_.as_ref(),
     );
     for run in &mut runs {
         if let ItemState::Done(outcome) = &mut run.state {
@@ -306,7 +307,14 @@ async fn run_attempts(
                 retries_left: item_attempts[i].total.saturating_sub(attempt + 1),
             });
             let run = &mut runs[i];
-            let (args, state) = prepare::plan_args(ctx, playbook, task, &run.vars, &run.raw_args);
+            let (args, state) = prepare::plan_args(
+                ctx,
+                playbook,
+                task,
+                &run.vars,
+                &run.raw_args,
+                target.become_,
+            );
             run.args = args;
             run.state = state;
         }
@@ -422,7 +430,17 @@ fn plan_ahead(
     prepared: &prepare::Prepared<'_>,
 ) -> Foreseen {
     let items = prepared.items.as_deref();
-    let runs = prepare::plan_items(ctx, playbook, play, task, &prepared.base, items, None);
+    let become_ = prepared.become_.as_ref();
+    let runs = prepare::plan_items(
+        ctx,
+        playbook,
+        play,
+        task,
+        &prepared.base,
+        items,
+        None,
+        become_,
+    );
     let remote = |op: &Op, run: &ItemRun| {
         let mut op = op.clone();
         if !run.env.is_empty() {

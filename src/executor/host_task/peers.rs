@@ -98,6 +98,7 @@ impl Sessions {
         let session = match peer {
             Peer::Task => ctx.session(via, play, task, become_).await,
             Peer::Host => ctx.session(host, play, task, become_).await,
+            Peer::HostAsLogin => ctx.session(host, play, task, None).await,
             Peer::Delegate => ctx.session(via, play, task, None).await,
             Peer::Controller => ctx.controller_session().await,
         };

@@ -140,6 +140,7 @@ fn replan(target: &Target<'_>, run: &mut ItemRun) {
         target.task,
         &run.vars,
         &run.raw_args,
+        target.become_,
     );
     run.args = args;
     run.state = state;

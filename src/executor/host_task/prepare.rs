@@ -9,7 +9,7 @@ use super::super::control::Attempts;
 use super::super::vars::{PlayHosts, strip_omitted, task_vars};
 use super::{HostState, ItemRun, ItemState, RunContext};
 use crate::connection::BecomeSpec;
-use crate::modules::{Args, PlanContext, TaskOutcome};
+use crate::modules::{Args, Escalation, PlanContext, TaskOutcome};
 use crate::playbook::{Layered, LoopError, Play, Playbook, Task, ansible_loop};
 use crate::report::events::Event;
 use crate::template::TemplateError;
@@ -269,6 +269,7 @@ pub(super) fn plan_items(
     base: &minijinja::Value,
     items: Option<&[Value]>,
     loop_error: Option<&str>,
+    become_: Option<&BecomeSpec>,
 ) -> Vec<ItemRun> {
     let item_list: Vec<Option<&Value>> = match items {
         Some(items) => items.iter().map(Some).collect(),
@@ -282,7 +283,7 @@ pub(super) fn plan_items(
             None => base.clone(),
         };
         let (raw_args, args, mut state, planned) =
-            plan_item(ctx, playbook, task, &vars, loop_error);
+            plan_item(ctx, playbook, task, &vars, loop_error, become_);
         let mut env = Vec::new();
         if let Some(op) = state.op() {
             match task_environment(ctx, play, task, &vars) {
@@ -395,6 +396,7 @@ pub(super) fn plan_context<'a>(
     playbook: &'a Playbook,
     task: &'a Task,
     vars: &'a minijinja::Value,
+    become_: Option<&BecomeSpec>,
 ) -> PlanContext<'a> {
     PlanContext {
         playbook_dir: &playbook.dir,
@@ -413,6 +415,10 @@ pub(super) fn plan_context<'a>(
                 .render_str(raw, vars)
                 .ok()
                 .map(|name| name.trim().to_string())
+        }),
+        escalation: become_.map(|spec| Escalation {
+            method: spec.method.name(),
+            user: spec.user.clone(),
         }),
     }
 }
@@ -440,6 +446,7 @@ pub(super) fn plan_item(
     task: &Task,
     vars: &minijinja::Value,
     loop_error: Option<&str>,
+    become_: Option<&BecomeSpec>,
 ) -> (Map<String, Value>, Option<Args>, ItemState, bool) {
     let done = |outcome| (Map::new(), None, ItemState::Done(outcome), false);
     for condition in &task.when {
@@ -492,7 +499,7 @@ pub(super) fn plan_item(
             );
         }
     };
-    let (args, state) = plan_args(ctx, playbook, task, vars, &raw_args);
+    let (args, state) = plan_args(ctx, playbook, task, vars, &raw_args, become_);
     (raw_args, args, state, true)
 }
 
@@ -599,6 +606,7 @@ pub(super) fn plan_args(
     task: &Task,
     vars: &minijinja::Value,
     raw_args: &Map<String, Value>,
+    become_: Option<&BecomeSpec>,
 ) -> (Option<Args>, ItemState) {
     let args = match task.module.spec().validate(&task.action, raw_args) {
         Ok(args) => args,
@@ -606,7 +614,7 @@ pub(super) fn plan_args(
     };
     let state = match task
         .module
-        .plan(&args, &plan_context(ctx, playbook, task, vars))
+        .plan(&args, &plan_context(ctx, playbook, task, vars, become_))
     {
         Ok(plan) => ItemState::of(plan),
         Err(e) => ItemState::Done(TaskOutcome::from_error(e)),

@@ -457,7 +457,8 @@ pub(super) async fn upload_content(
             "the agent asked for content that was sent inline",
         ));
     };
-    let plan_ctx = plan_context(ctx, playbook, task, &run.vars);
+    // Only what the module sends: its content depends on no escalation.
+    let plan_ctx = plan_context(ctx, playbook, task, &run.vars, None);
     let source = match task.module.content(args, &plan_ctx) {
         Ok(Some(source)) => source,
         Ok(None) => {

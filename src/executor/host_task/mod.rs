@@ -129,10 +129,8 @@ pub(crate) async fn run(
         playbook,
         play,
         task,
-        base,
-        items.as_deref(),
+        &prepared,
         prepared.loop_error.as_deref(),
-        become_.as_ref(),
     );
     for run in &mut runs {
         if let ItemState::Done(outcome) = &mut run.state {
@@ -430,17 +428,7 @@ fn plan_ahead(
     prepared: &prepare::Prepared<'_>,
 ) -> Foreseen {
     let items = prepared.items.as_deref();
-    let become_ = prepared.become_.as_ref();
-    let runs = prepare::plan_items(
-        ctx,
-        playbook,
-        play,
-        task,
-        &prepared.base,
-        items,
-        None,
-        become_,
-    );
+    let runs = prepare::plan_items(ctx, playbook, play, task, prepared, None);
     let remote = |op: &Op, run: &ItemRun| {
         let mut op = op.clone();
         if !run.env.is_empty() {

@@ -134,7 +134,10 @@ async fn request(
         Err(message) => return failure(target, peer, &session, message),
     };
     match sent.reply().await {
-        Ok(reply) => Ok(timed_out(target, reply)),
+        Ok(reply) => Ok(match timed_out(target, &reply) {
+            Some(outcome) => Err(outcome),
+            None => Ok(reply),
+        }),
         Err(message) => failure(target, peer, &session, message),
     }
 }
@@ -163,15 +166,15 @@ fn failure<T>(
 }
 
 /// A reply that says the task's `timeout:` ran out ends the item with Ansible's result.
-fn timed_out(target: &Target<'_>, reply: OpResult) -> Result<OpResult, TaskOutcome> {
-    let out = match &reply {
+fn timed_out(target: &Target<'_>, reply: &OpResult) -> Option<TaskOutcome> {
+    let out = match reply {
         OpResult::Batch(results) => results.iter().any(super::timeout::is_timed_out),
         single => super::timeout::is_timed_out(single),
     };
-    match target.timeout {
-        Some(period) if out => Err(super::timeout::timed_out(period)),
-        _ => Ok(reply),
-    }
+    target
+        .timeout
+        .filter(|_| out)
+        .map(super::timeout::timed_out)
 }
 
 /// Runs a flow to its end: what it says to send goes at once, and each reply, in the
@@ -204,10 +207,9 @@ async fn run_flow(
                     Ok(reply) => reply,
                     Err(message) => break failure(target, peer, &session, message)?,
                 };
-                let reply = match timed_out(target, reply) {
-                    Ok(reply) => reply,
-                    Err(outcome) => break Err(outcome),
-                };
+                if let Some(outcome) = timed_out(target, &reply) {
+                    break Err(outcome);
+                }
                 if let Err(e) = flow.answer(reply) {
                     break Err(TaskOutcome::from_error(e));
                 }

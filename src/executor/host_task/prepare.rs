@@ -266,11 +266,12 @@ pub(super) fn plan_items(
     playbook: &Playbook,
     play: &Play,
     task: &Task,
-    base: &minijinja::Value,
-    items: Option<&[Value]>,
+    prepared: &Prepared<'_>,
     loop_error: Option<&str>,
-    become_: Option<&BecomeSpec>,
 ) -> Vec<ItemRun> {
+    let base = &prepared.base;
+    let items = prepared.items.as_deref();
+    let become_ = prepared.become_.as_ref();
     let item_list: Vec<Option<&Value>> = match items {
         Some(items) => items.iter().map(Some).collect(),
         None => vec![None],

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::modules::TaskOutcome;
+use crate::modules::{ErrorCause, TaskOutcome};
 use crate::playbook::{BreakWhen, Task, Until};
 use crate::template::Templar;
 
@@ -187,8 +187,11 @@ pub fn judge(
 }
 
 /// Whether `loop_control.break_when` stops the loop after this item, recorded in its
-/// result as Ansible records it (`break_when_result`); a check that cannot be evaluated
-/// fails the item and stops the loop.
+/// result as Ansible records it (`break_when_result`). A check that cannot be evaluated
+/// stops the loop and fails the item as Ansible's `set_break_when_result` does: the
+/// error's text is the `break_when_result`, an exception the item already had moves to
+/// `break_when_suppressed_exception`, and the error shown is the expression's, where it
+/// is written.
 pub fn breaks(
     task: &Task,
     templar: &Templar,
@@ -202,21 +205,40 @@ pub fn breaks(
         BreakWhen::Conditions(conditions) => {
             let vars = with_result(task, vars, outcome);
             conditions.iter().try_fold(true, |all, condition| {
-                Ok::<bool, String>(
-                    all && templar
-                        .eval_condition(condition, &vars)
-                        .map_err(|e| e.to_string())?,
-                )
+                if !all {
+                    return Ok(false);
+                }
+                templar
+                    .eval_condition(&condition.text, &vars)
+                    .map_err(|e| (e.conditional_message(), &condition.origin))
             })
         }
-        BreakWhen::NotStrings => Err("Conditional expressions must be strings.".to_string()),
+        BreakWhen::NotStrings(origin) => Err((
+            "Conditional expressions must be strings.".to_string(),
+            origin,
+        )),
     };
     match verdict {
         Ok(stop) => {
             outcome.data.insert("break_when_result".into(), stop.into());
             stop
         }
-        Err(message) => {
+        Err((message, origin)) => {
+            if let Some(exception) = outcome.data.shift_remove("exception") {
+                outcome
+                    .data
+                    .insert("break_when_suppressed_exception".into(), exception);
+            }
+            outcome.data.insert(
+                "exception".into(),
+                Value::String("(traceback unavailable)".into()),
+            );
+            outcome.cause = Some(ErrorCause::alone(
+                format!("A 'break_when' expression failed: {message}"),
+                origin.file.to_path_buf(),
+                origin.line,
+                origin.column,
+            ));
             outcome
                 .data
                 .insert("break_when_result".into(), message.into());

@@ -3,7 +3,7 @@
 use super::action::{ActionArgs, module_list};
 use super::keyword_table::{At, Places, Taken};
 use super::loader::{Inherited, Loader, dedup_in_order};
-use super::loops::BreakWhen;
+use super::loops::{BreakWhen, WrittenCondition};
 use super::{Combinator, LOOP_LOOKUPS, LoopControl, LoopSpec, RunKeywords, Task, Until};
 use crate::modules::{Module, closest};
 use crate::yaml::{LoadError, Node, Span, Value};
@@ -443,9 +443,23 @@ impl Loader<'_> {
                     _ => convert(key, v, "float"),
                 },
                 "break_when" => {
-                    control.break_when = Some(match self.conditions(v, key) {
+                    let items = match &v.value {
+                        Value::Seq(items) => items.iter().collect(),
+                        Value::Null => Vec::new(),
+                        _ => vec![v],
+                    };
+                    let written: Result<Vec<WrittenCondition>, LoadError> = items
+                        .into_iter()
+                        .map(|item| {
+                            Ok(WrittenCondition {
+                                text: self.condition(item, key)?,
+                                origin: self.location(item.span),
+                            })
+                        })
+                        .collect();
+                    control.break_when = Some(match written {
                         Ok(conditions) => BreakWhen::Conditions(conditions),
-                        Err(_) => BreakWhen::NotStrings,
+                        Err(_) => BreakWhen::NotStrings(self.location(v.span)),
                     });
                 }
                 _ if LOOP_CONTROL_KEYS.contains(&key) => {}

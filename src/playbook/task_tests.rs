@@ -392,12 +392,18 @@ fn loop_control_fields() {
     );
     let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  break_when: item > 0");
     assert!(t.unsupported.is_empty());
-    assert_eq!(
-        t.loop_control.break_when,
-        Some(BreakWhen::Conditions(vec!["item > 0".into()]))
-    );
+    let Some(BreakWhen::Conditions(written)) = &t.loop_control.break_when else {
+        panic!("{:?}", t.loop_control.break_when);
+    };
+    // Each condition keeps where it is written, for the error a failing one shows.
+    assert_eq!(written.len(), 1);
+    assert_eq!(written[0].text, "item > 0");
+    assert_eq!((written[0].origin.line, written[0].origin.column), (6, 21));
     let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  break_when: {a: b}");
-    assert_eq!(t.loop_control.break_when, Some(BreakWhen::NotStrings));
+    assert!(matches!(
+        t.loop_control.break_when,
+        Some(BreakWhen::NotStrings(_))
+    ));
     let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  pause: \"{{ p }}\"");
     assert_eq!(t.loop_control.pause, Some(Json::from("{{ p }}")));
     assert!(t.loop_control.extended_allitems);

@@ -9,6 +9,7 @@ mod become_sudo;
 mod cancellation;
 mod cli_features;
 mod command_modules;
+mod conditionals;
 mod connection;
 mod control_flow;
 mod debian_targets;

@@ -23,6 +23,7 @@ use throttle::throttled_to;
 
 pub(crate) use sessions::SessionFailure;
 mod vars;
+mod vars_dict;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

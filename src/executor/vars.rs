@@ -111,10 +111,15 @@ pub fn task_vars(
             (name, minijinja::Value::from(error))
         }));
     // The last map that has a name wins.
-    Ok(minijinja::value::merge_maps([
+    let all = minijinja::value::merge_maps([
         minijinja::Value::from_serialize(&vars),
         broken,
         minijinja::context! { hostvars => hostvars },
+    ]);
+    let dict = super::vars_dict::VarsDict::new(all.clone());
+    Ok(minijinja::value::merge_maps([
+        all,
+        minijinja::context! { vars => dict },
     ]))
 }
 

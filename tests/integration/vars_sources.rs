@@ -378,6 +378,41 @@ fn a_variable_whose_template_is_undefined_fails_where_it_is_used() {
     assert_eq!((recap.ok, recap.ignored), (6, 2), "{}", out.stdout);
 }
 
+/// ansible-playbook 2.21.5 on the same play: the deprecated `vars` dictionary holds every
+/// variable the task sees, and a task that reads it carries Ansible's deprecation.
+#[test]
+fn the_vars_dictionary_reads_every_variable_and_is_deprecated() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  vars:
+    name_a: play
+  tasks:
+    - debug:
+        msg: "{{ vars['name_' ~ 'a'] }} {{ vars.inventory_hostname }} {{ 'nope' in vars }}"
+      register: read
+    - debug:
+        msg: "{{ vars.name_a }}"
+    - debug:
+        msg: "{{ read.deprecations | map(attribute='msg') | list }} {{ read.deprecations[0].version }}"
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, r#""msg": "play h False""#);
+    assert_contains(
+        &out,
+        r#""msg": "['The internal \"vars\" dictionary is deprecated.'] 2.24""#,
+    );
+    assert_contains(
+        &out,
+        "[DEPRECATION WARNING]: The internal \"vars\" dictionary is deprecated. This feature will be removed from ansible-core version 2.24.\n",
+    );
+}
+
 #[test]
 fn unsafe_values_are_never_templated_wherever_they_flow() {
     let home = tempfile::tempdir().unwrap();

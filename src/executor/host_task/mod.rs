@@ -217,6 +217,9 @@ pub(crate) async fn run(
                 .map(|item| item_shown(ctx, task, &run.vars, item));
             match run.state {
                 ItemState::Done(mut outcome) => {
+                    if let Some(deprecation) = super::vars_dict::take_deprecation(&run.vars) {
+                        outcome::add_deprecation(&mut outcome, deprecation);
+                    }
                     if task.module.name() == "setup" {
                         crate::modules::with_task_environment(&mut outcome, &run.env);
                     }

@@ -231,6 +231,17 @@ pub(in crate::executor) fn finish_task(
     record(task, host, &outcome, data, notify);
 }
 
+/// Adds a deprecation of the controller's (a template read `vars`) to the result's own.
+pub(super) fn add_deprecation(outcome: &mut TaskOutcome, deprecation: Value) {
+    let list = outcome
+        .data
+        .entry("deprecations")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(list) = list {
+        list.push(deprecation);
+    }
+}
+
 /// The `pause` module's wait, done here because planners cannot sleep.
 pub(super) async fn take_pause(outcome: &mut TaskOutcome, wait: std::time::Duration) {
     // Its warnings stay in the result, which the reporter shows with the result's line.

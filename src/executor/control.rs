@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::task_state::{self, TaskRecord};
 use crate::modules::{ErrorCause, TaskOutcome};
 use crate::playbook::{BreakWhen, Task, Until};
 use crate::template::Templar;
@@ -117,6 +118,7 @@ pub const FAILED_WHEN_MESSAGE: &str =
 /// Applies the task's control keywords to one item's outcome from attempt `attempt`.
 /// `vars` are the item's variables; the result itself is added under the `register`
 /// name and, below every other variable, as bare names (`rc`, `stdout`...).
+#[cfg(test)]
 pub fn judge(
     task: &Task,
     templar: &Templar,
@@ -124,6 +126,20 @@ pub fn judge(
     outcome: &mut TaskOutcome,
     attempt: u64,
     attempts: Attempts,
+) -> Verdict {
+    judge_with(task, templar, vars, outcome, attempt, attempts, None)
+}
+
+/// [`judge`] for a task whose expressions read `_task` or its register projections: the
+/// item's result is recorded in `in_flight` as it stands at each condition.
+pub(super) fn judge_with(
+    task: &Task,
+    templar: &Templar,
+    vars: &minijinja::Value,
+    outcome: &mut TaskOutcome,
+    attempt: u64,
+    attempts: Attempts,
+    in_flight: Option<&InFlight>,
 ) -> Verdict {
     // A skip never ran the module: Ansible judges nothing about it.
     if outcome.skipped {
@@ -133,7 +149,12 @@ pub fn judge(
         outcome.data.insert("attempts".into(), attempt.into());
     }
     let holds = |conditions: &[String], outcome: &TaskOutcome| -> Result<bool, String> {
-        all_hold(templar, task, conditions, &with_result(task, vars, outcome))
+        all_hold(
+            templar,
+            task,
+            conditions,
+            &with_result(templar, task, vars, outcome, in_flight),
+        )
     };
     let fail = |outcome: &mut TaskOutcome, message: String| {
         outcome.failed = true;
@@ -192,18 +213,19 @@ pub fn judge(
 /// error's text is the `break_when_result`, an exception the item already had moves to
 /// `break_when_suppressed_exception`, and the error shown is the expression's, where it
 /// is written.
-pub fn breaks(
+pub(super) fn breaks(
     task: &Task,
     templar: &Templar,
     vars: &minijinja::Value,
     outcome: &mut TaskOutcome,
+    in_flight: Option<&InFlight>,
 ) -> bool {
     let Some(break_when) = &task.loop_control.break_when else {
         return false;
     };
     let verdict = match break_when {
         BreakWhen::Conditions(conditions) => {
-            let vars = with_result(task, vars, outcome);
+            let vars = with_result(templar, task, vars, outcome, in_flight);
             conditions.iter().try_fold(true, |all, condition| {
                 if !all {
                     return Ok(false);
@@ -248,11 +270,31 @@ pub fn breaks(
     }
 }
 
+/// Where an item of a task that reads `_task` stands: the results recorded before it, and
+/// which item it is.
+pub(super) struct InFlight<'a> {
+    pub record: &'a TaskRecord,
+    pub index: usize,
+    pub item: Option<&'a Value>,
+}
+
 /// The item's variables plus the result: under the `register` name (above everything)
-/// and as bare names (below everything).
-fn with_result(task: &Task, vars: &minijinja::Value, outcome: &TaskOutcome) -> minijinja::Value {
+/// and as bare names (below everything); in flight, as `_task` and the projections.
+fn with_result(
+    templar: &Templar,
+    task: &Task,
+    vars: &minijinja::Value,
+    outcome: &TaskOutcome,
+    in_flight: Option<&InFlight>,
+) -> minijinja::Value {
     let result: Map<String, Value> = outcome.registered();
     let bare = minijinja::Value::from_serialize(&result);
+    if let Some(at) = in_flight {
+        let current = task_state::item_result(task, outcome, at.item, at.index);
+        let record = at.record.with_current(at.index, current);
+        let below = minijinja::context! { ..vars.clone(), ..bare };
+        return task_state::vars_with(templar, task, &below, &record);
+    }
     match &task.register {
         Some(name) => {
             let mut named = std::collections::BTreeMap::new();

@@ -61,6 +61,17 @@ pub fn task_vars(
     play_hosts: &PlayHosts,
 ) -> Result<minijinja::Value, String> {
     let mut vars = layered_vars(ctx, playbook, play, task, host, play_hosts)?;
+    // Registered as undefined, with why (a register projection that failed).
+    let undefined: Vec<(String, Value)> = vars
+        .iter()
+        .filter_map(|(k, v)| {
+            unresolved::undefined_because(v)
+                .map(|why| (k.clone(), unresolved::entry_because(k, why)))
+        })
+        .collect();
+    for (name, _) in &undefined {
+        vars.shift_remove(name);
+    }
     let hostvars = minijinja::Value::from_object(super::hostvars::HostVars::new(
         ctx.me.clone(),
         playbook.dir.clone(),
@@ -97,6 +108,7 @@ pub fn task_vars(
             let text = vars.shift_remove(name)?;
             Some((name.clone(), unresolved::entry(&text, error)))
         })
+        .chain(undefined)
         .collect();
     vars.insert(UNRESOLVED_VARS.into(), Value::Object(listed));
     // A variable whose template fails for another reason than an undefined name fails
@@ -116,7 +128,7 @@ pub fn task_vars(
         broken,
         minijinja::context! { hostvars => hostvars },
     ]);
-    let dict = super::vars_dict::VarsDict::new(all.clone());
+    let dict = super::vars_dict::VarsDict::value(all.clone());
     Ok(minijinja::value::merge_maps([
         all,
         minijinja::context! { vars => dict },

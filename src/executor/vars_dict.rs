@@ -20,7 +20,7 @@ pub(super) struct VarsDict {
 
 impl VarsDict {
     /// The view of `vars`, the task's variables.
-    pub fn new(vars: MjValue) -> MjValue {
+    pub fn value(vars: MjValue) -> MjValue {
         MjValue::from_object(VarsDict {
             vars,
             read: AtomicBool::new(false),

@@ -155,7 +155,13 @@ pub struct Task {
     pub loop_control: LoopControl,
     /// Raw Jinja expressions, all of which must hold.
     pub when: Vec<String>,
+    /// `register: name`: the result under that name (Ansible's projection
+    /// `name: _task.polymorphic_result`).
     pub register: Option<String>,
+    /// `register:` as a mapping (Ansible 2.21's register projections): each variable and
+    /// the expression (or value) it takes, evaluated against `_task` once the task is done
+    /// and, from its first result on, while it runs.
+    pub register_projections: Vec<(String, Value)>,
     pub ignore_errors: bool,
     /// `changed_when`: when set, these conditions (all must hold) decide `changed` instead
     /// of the module. Evaluated per item once its result is known.
@@ -463,6 +469,7 @@ impl Task {
             loop_control: LoopControl::new(),
             when: Vec::new(),
             register: None,
+            register_projections: Vec::new(),
             ignore_errors: false,
             changed_when: None,
             failed_when: None,
@@ -483,6 +490,19 @@ impl Task {
             include: None,
             implicit: false,
         }
+    }
+
+    /// The variables the task registers: its `register` name or its projections'.
+    pub fn registered_names(&self) -> Vec<String> {
+        self.register
+            .iter()
+            .cloned()
+            .chain(
+                self.register_projections
+                    .iter()
+                    .map(|(name, _)| name.clone()),
+            )
+            .collect()
     }
 
     /// The `meta: flush_handlers` Ansible runs after a play's pre_tasks and after its

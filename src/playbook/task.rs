@@ -58,6 +58,7 @@ impl Loader<'_> {
         let mut loop_control = LoopControl::new();
         let mut when = Vec::new();
         let mut register = None;
+        let mut register_projections = Vec::new();
         let mut ignore_errors = None;
         let mut notify = Vec::new();
         let mut listen = Vec::new();
@@ -119,7 +120,10 @@ impl Loader<'_> {
                 "delay" => delay = Some(self.seconds(v, key)?),
                 "async" => async_job.limit = Some(self.count(v, key)?.to_json()),
                 "poll" => async_job.poll = Some(self.count(v, key)?.to_json()),
-                "register" => register = Some(self.scalar(v, "register")?),
+                "register" => match &v.value {
+                    Value::Map(pairs) => register_projections = self.register_projections(pairs)?,
+                    _ => register = Some(self.scalar(v, "register")?),
+                },
                 "ignore_errors" => match self.switch(v, key)? {
                     Ok(fixed) => {
                         ignore_errors = Some(fixed);
@@ -275,6 +279,7 @@ impl Loader<'_> {
             loop_control,
             when: when_all,
             register,
+            register_projections,
             ignore_errors: ignore_errors.or(inherited.ignore_errors).unwrap_or(false),
             changed_when,
             failed_when,
@@ -490,6 +495,30 @@ impl Loader<'_> {
 }
 
 /// Python's `str.isidentifier()` and not a keyword: what Ansible takes as a variable name.
+impl Loader<'_> {
+    /// `register:` as a mapping: variable names (Ansible refuses an invalid one at load)
+    /// and the expressions they take, as written.
+    fn register_projections(
+        &self,
+        pairs: &[(Node, Node)],
+    ) -> Result<Vec<(String, Json)>, LoadError> {
+        pairs
+            .iter()
+            .map(|(k, v)| {
+                let name = k.scalar_to_string().unwrap_or_default();
+                if !is_identifier(&name) {
+                    return Err(self.err(
+                        k.span,
+                        format!("Invalid 'register' specified: Invalid variable name '{name}'."),
+                        Some("a registered variable's name is a Python identifier".into()),
+                    ));
+                }
+                Ok((name, v.to_json()))
+            })
+            .collect()
+    }
+}
+
 fn is_identifier(name: &str) -> bool {
     const KEYWORDS: &[&str] = &[
         "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",

@@ -514,3 +514,28 @@ fn task_errors() {
         )
     );
 }
+
+/// `register:` as a mapping: each variable with its expression (or value) as written; a
+/// name that is no variable name is refused at load, as Ansible refuses it.
+#[test]
+fn register_projections_are_read_as_written() {
+    let t = task("debug: msg=x\nregister:\n  seen: _task.result\n  one: 1\n");
+    assert_eq!(t.register, None);
+    assert_eq!(
+        t.register_projections,
+        vec![
+            ("seen".to_string(), Json::from("_task.result")),
+            ("one".to_string(), Json::from(1)),
+        ]
+    );
+    assert_eq!(t.registered_names(), ["seen", "one"]);
+    let play = "- hosts: all\n  tasks:\n    - debug: msg=x\n      register:\n        1x: y\n";
+    assert_eq!(
+        message_at(play),
+        (
+            "Invalid 'register' specified: Invalid variable name '1x'.".into(),
+            5,
+            9
+        )
+    );
+}

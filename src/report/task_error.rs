@@ -99,6 +99,10 @@ pub fn error_block(
     }
     let error = error_message(status, &origin.action, data)?;
     if let Some(cause) = origin.cause.as_ref().filter(|cause| cause.alone) {
+        if cause.line.is_none() {
+            // The message ends its own lines (a group of sub-events).
+            return Some(format!("[ERROR]: {}", cause.message));
+        }
         let location = Location {
             file: std::sync::Arc::from(cause.file.as_path()),
             line: cause.line.unwrap_or(0),

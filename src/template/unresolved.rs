@@ -47,7 +47,29 @@ pub(super) fn error_reading(vars: &MjValue, variable: &str, shown: &str) -> Opti
     })
 }
 
-/// The unresolved variables listed in `vars`: each name with its text as written.
+/// The key of a value that stands for an undefined variable with a reason (a register
+/// projection that failed): `{"__tp_undefined": "why"}`.
+const UNDEFINED_BECAUSE: &str = "__tp_undefined";
+
+/// A value that leaves its variable undefined, `why` being the error where it is read.
+pub fn undefined_value(why: &str) -> Value {
+    json!({ UNDEFINED_BECAUSE: why })
+}
+
+/// Why `value` stands for an undefined variable, if it does.
+pub fn undefined_because(value: &Value) -> Option<&str> {
+    let map = value.as_object().filter(|m| m.len() == 1)?;
+    map.get(UNDEFINED_BECAUSE)?.as_str()
+}
+
+/// The entry of a variable that is undefined for the reason `why`: no text to render
+/// again.
+pub fn entry_because(name: &str, why: &str) -> Value {
+    json!({"text": null, "name": name, "missing": why})
+}
+
+/// The unresolved variables listed in `vars` that have a text: each name with its text
+/// as written.
 pub fn listed(vars: &MjValue) -> Vec<(String, Value)> {
     let Ok(table) = vars.get_attr(UNRESOLVED_VARS) else {
         return Vec::new();
@@ -58,7 +80,10 @@ pub fn listed(vars: &MjValue) -> Vec<(String, Value)> {
     keys.filter_map(|key| {
         let name = key.as_str()?.to_string();
         let text = table.get_attr(&name).ok()?.get_attr("text").ok()?;
-        Some((name, serde_json::to_value(&text).ok()?))
+        match serde_json::to_value(&text).ok()? {
+            Value::Null => None,
+            text => Some((name, text)),
+        }
     })
     .collect()
 }

@@ -36,6 +36,7 @@ mod progress_display;
 mod python_builtin_rows;
 mod python_modules;
 mod real_roles;
+mod register_projections;
 mod roles;
 mod secrets;
 mod services;

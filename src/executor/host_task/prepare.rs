@@ -275,36 +275,51 @@ pub(super) fn plan_items(
         None => vec![None],
     };
     let all_items = items.unwrap_or(&[]);
-    let mut runs = Vec::with_capacity(item_list.len());
-    for (index, item) in item_list.into_iter().enumerate() {
-        let vars = match item {
-            Some(v) => item_vars(&ctx.templar, task, base, v, all_items, index),
-            None => base.clone(),
-        };
-        let (raw_args, args, mut state, planned) =
-            plan_item(ctx, playbook, task, &vars, loop_error);
-        let mut env = Vec::new();
-        if let Some(op) = state.op() {
-            match task_environment(ctx, play, task, &vars) {
-                Ok(found) => env = found,
-                // An environment that cannot be templated yet (the play's, reading
-                // `ansible_env` before facts are gathered) does not stop an op that runs
-                // no command, as Ansible's fact gathering goes on without it.
-                Err(_) if !runs_a_command(op) => {}
-                Err(message) => state = ItemState::Done(TaskOutcome::failed(message)),
-            }
+    item_list
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let vars = match item {
+                Some(v) => item_vars(&ctx.templar, task, base, v, all_items, index),
+                None => base.clone(),
+            };
+            plan_one(ctx, playbook, play, task, vars, item, loop_error)
+        })
+        .collect()
+}
+
+/// One item planned with its variables (the task itself without a loop), with its
+/// environment.
+pub(super) fn plan_one(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    vars: minijinja::Value,
+    item: Option<&Value>,
+    loop_error: Option<&str>,
+) -> ItemRun {
+    let (raw_args, args, mut state, planned) = plan_item(ctx, playbook, task, &vars, loop_error);
+    let mut env = Vec::new();
+    if let Some(op) = state.op() {
+        match task_environment(ctx, play, task, &vars) {
+            Ok(found) => env = found,
+            // An environment that cannot be templated yet (the play's, reading
+            // `ansible_env` before facts are gathered) does not stop an op that runs
+            // no command, as Ansible's fact gathering goes on without it.
+            Err(_) if !runs_a_command(op) => {}
+            Err(message) => state = ItemState::Done(TaskOutcome::failed(message)),
         }
-        runs.push(ItemRun {
-            item: item.cloned(),
-            vars,
-            raw_args,
-            args,
-            env,
-            planned,
-            state,
-        });
     }
-    runs
+    ItemRun {
+        item: item.cloned(),
+        vars,
+        raw_args,
+        args,
+        env,
+        planned,
+        state,
+    }
 }
 
 /// A loop item's variables: the item under `loop_var`, plus `index_var` and

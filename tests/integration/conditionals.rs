@@ -68,3 +68,72 @@ fn a_break_when_that_raises_fails_its_item_with_ansibles_error() {
     let recap = out.recap("h");
     assert_eq!((recap.ok, recap.ignored), (3, 2), "{}", out.stdout);
 }
+
+/// ansible-core 2.21's conditions: a result's keys are no variables of their own (a
+/// condition reads them through the registered name); `failed_when` and `changed_when`
+/// that cannot be evaluated fail the result, keep the module's result and `msg`, and
+/// record their error; a `when` or `until` that cannot be evaluated fails the task with
+/// Ansible's words.
+#[test]
+fn conditions_that_fail_are_reported_in_ansible_2_21s_words() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}{}",
+            r#"  tasks:
+    - command: echo hi
+      register: r
+      failed_when: "'hi' in stdout"
+      ignore_errors: true
+    - command: echo hi
+      register: r2
+      changed_when: "'hi' in r2.stdout"
+      failed_when: "'hi' in r2.stdout"
+      ignore_errors: true
+    - debug:
+        msg: hi
+      failed_when: true
+      register: d
+      ignore_errors: true
+    - debug:
+        msg: x
+      when: nope
+      ignore_errors: true
+      register: w
+    - command: echo hi
+      until: nope
+      retries: 1
+      delay: 0
+      register: u
+      ignore_errors: true
+    - assert:
+        that:
+          - 'r.failed_when_result == "Error while evaluating conditional: ''stdout'' is undefined"'
+          - r is failed and r.exception is defined and r.stdout == 'hi'
+          - r2 is changed and r2 is failed and r2.failed_when_result
+          - r2.msg is search("^Task failed. Action failed. A 'failed_when' expression evaluated to 'True'.$")
+          - d.msg == 'hi' and d is failed and d.exception is defined
+          - w.msg is search("^Task failed. A 'when' expression failed. Error while evaluating conditional. 'nope' is undefined$")
+          - u.msg is search("^Task failed. An 'until' expression failed. Error while evaluating conditional. 'nope' is undefined$")
+          - u.rc is not defined and u is failed
+"#
+        ))
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_contains(
+        &out,
+        "[ERROR]: Task failed: Action failed: A 'failed_when' expression failed: Error while evaluating conditional: 'stdout' is undefined\n",
+    );
+    assert_contains(
+        &out,
+        "[ERROR]: Task failed: A 'when' expression failed: Error while evaluating conditional: 'nope' is undefined\n",
+    );
+    let recap = out.recap("h");
+    assert_eq!(
+        (recap.ok, recap.changed, recap.ignored),
+        (6, 2, 5),
+        "{}",
+        out.stdout
+    );
+}

@@ -468,10 +468,11 @@ pub(super) fn plan_item(
                 return done(outcome);
             }
             Err(e) => {
-                return done(TaskOutcome::failed(format!(
-                    "The conditional check '{condition}' failed. The error was: {e}\n\nThe error appears to be in '{}'",
-                    task.location
-                )));
+                let mut failed = TaskOutcome::failed(super::super::control::when_failure(&e));
+                failed
+                    .data
+                    .insert("exception".into(), "(traceback unavailable)".into());
+                return done(failed);
             }
         }
     }

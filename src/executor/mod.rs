@@ -22,7 +22,9 @@ pub(crate) use throttle::Throttles;
 use throttle::throttled_to;
 
 pub(crate) use sessions::SessionFailure;
+mod task_state;
 mod vars;
+mod vars_dict;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -738,15 +740,13 @@ fn copy_run_once(
     (facts_before, included_before): &(Map<String, Value>, Map<String, Value>),
     others: &[Arc<HostState>],
 ) {
-    let registered = task.register.as_ref().and_then(|name| {
-        let value = ran
-            .registered
-            .lock()
-            .expect("registered lock")
-            .get(name)
-            .cloned();
-        value.map(|v| (name.clone(), v))
-    });
+    let registered: Vec<(String, Value)> = {
+        let done = ran.registered.lock().expect("registered lock");
+        task.registered_names()
+            .into_iter()
+            .filter_map(|name| done.get(&name).cloned().map(|v| (name, v)))
+            .collect()
+    };
     let changed = |layer: &Mutex<Map<String, Value>>, before: &Map<String, Value>| {
         layer
             .lock()
@@ -759,7 +759,7 @@ fn copy_run_once(
     let set = changed(&ran.set_facts, facts_before);
     let included = changed(&ran.included_vars, included_before);
     for other in others {
-        if let Some((name, value)) = &registered {
+        for (name, value) in &registered {
             other.register(name, value.clone());
         }
         other.set_facts_from(&set);

@@ -52,7 +52,13 @@ impl RunContext {
             .clone();
         cell.get_or_init(|| async {
             // Ansible wraps what the connection raised as the task's error.
-            let session = escalator.open(become_).await.map_err(|e| match e {
+            let shown = |line: &str| {
+                self.emit(Event::Verbose {
+                    level: 3,
+                    text: format!("<{}> EXEC {line}", host.name),
+                })
+            };
+            let session = escalator.open(become_, &shown).await.map_err(|e| match e {
                 ConnectError::Become(message) => {
                     SessionFailure::Failed(format!("Task failed: {message}"))
                 }

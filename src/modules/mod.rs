@@ -482,13 +482,31 @@ pub enum Effect {
 }
 
 /// A failure's cause written in another file than the task (a template file), shown
-/// below the task's origin as Ansible's `<<< caused by >>>` part.
+/// below the task's origin as Ansible's `<<< caused by >>>` part; or, `alone`, an error
+/// Ansible raises apart from the task's, shown instead of it where its expression is
+/// written (a `break_when` that failed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorCause {
     pub message: String,
     pub file: PathBuf,
     /// The line the error is on, when Ansible shows one (a syntax error).
     pub line: Option<usize>,
+    /// The column, for an error about an expression of the task.
+    pub column: Option<usize>,
+    pub alone: bool,
+}
+
+impl ErrorCause {
+    /// An error shown alone, in place of the task's, at `file:line:column`.
+    pub fn alone(message: String, file: PathBuf, line: usize, column: usize) -> ErrorCause {
+        ErrorCause {
+            message,
+            file,
+            line: Some(line),
+            column: Some(column),
+            alone: true,
+        }
+    }
 }
 
 /// What a task did on one host (or for one loop item).
@@ -528,6 +546,8 @@ impl TaskOutcome {
                         message: message.clone(),
                         file: PathBuf::from(src),
                         line: error.syntax_line(),
+                        column: None,
+                        alone: false,
                     }),
                     ..TaskOutcome::failed(format!("Task failed: {message}"))
                 }

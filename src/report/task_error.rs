@@ -50,6 +50,12 @@ impl TaskOrigin {
     }
 }
 
+/// Whether the action's work is all in Ansible's controller-side action plugin (no module
+/// runs, so nothing injects an `invocation`).
+pub fn is_action(action: &str) -> bool {
+    ACTIONS.contains(&short_name(action))
+}
+
 pub fn short_name(module: &str) -> &str {
     module
         .strip_prefix("ansible.builtin.")
@@ -98,6 +104,25 @@ pub fn error_block(
         return None;
     }
     let error = error_message(status, &origin.action, data)?;
+    if let Some(cause) = origin.cause.as_ref().filter(|cause| cause.alone) {
+        if cause.line.is_none() {
+            // The message ends its own lines (a group of sub-events).
+            return Some(format!("[ERROR]: {}", cause.message));
+        }
+        let location = Location {
+            file: std::sync::Arc::from(cause.file.as_path()),
+            line: cause.line.unwrap_or(0),
+            column: cause.column.unwrap_or(0),
+        };
+        return Some(format!(
+            "[ERROR]: {}\nOrigin: {}:{}:{}\n\n{}\n",
+            cause.message,
+            absolute(&location.file).display(),
+            location.line,
+            location.column,
+            source_context(&location)
+        ));
+    }
     let context = source_context(&origin.location);
     let location = &origin.location;
     let task_origin = format!(
@@ -284,6 +309,8 @@ mod tests {
             message: "Syntax error".into(),
             file: template.clone(),
             line: Some(4),
+            column: None,
+            alone: false,
         };
         let origin = TaskOrigin {
             location: Location {
@@ -313,5 +340,41 @@ mod tests {
             block.ends_with(&format!("Syntax error\nOrigin: {}\n", template.display())),
             "{block}"
         );
+    }
+
+    #[test]
+    fn an_error_apart_from_the_task_is_shown_alone_where_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pb.yml");
+        std::fs::write(
+            &file,
+            "- debug:\n  loop: [1]\n  loop_control:\n    break_when: 1 / 0\n",
+        )
+        .unwrap();
+        let mut data = Map::new();
+        data.insert("msg".into(), "hi".into());
+        let origin = TaskOrigin {
+            location: Location {
+                file: Arc::from(file.as_path()),
+                line: 1,
+                column: 3,
+            },
+            action: "debug".into(),
+            cause: Some(ErrorCause::alone(
+                "A 'break_when' expression failed: Error rendering expression: division by zero"
+                    .into(),
+                file.clone(),
+                4,
+                17,
+            )),
+        };
+        let block = error_block(Status::Failed, &origin, &data).unwrap();
+        let want = format!(
+            "[ERROR]: A 'break_when' expression failed: Error rendering expression: division by zero\n\
+             Origin: {}:4:17\n\n\
+             2   loop: [1]\n3   loop_control:\n4     break_when: 1 / 0\n                  ^ column 17\n",
+            file.display()
+        );
+        assert_eq!(block, want);
     }
 }

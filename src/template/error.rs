@@ -74,6 +74,29 @@ impl TemplateError {
         }
     }
 
+    /// The error of a conditional (an expression) as Ansible 2.19+ words it, the text of
+    /// its exception: "Error while evaluating conditional: 'x' is undefined", "Error
+    /// rendering expression: division by zero", "Syntax error in expression: ...".
+    pub fn conditional_message(&self) -> String {
+        match self {
+            TemplateError::Undefined { .. } => {
+                format!("Error while evaluating conditional: {self}")
+            }
+            TemplateError::Render { message, line, .. }
+                if unknown_callable(without_line(message, *line)).is_none() =>
+            {
+                format!("Error rendering expression: {}", self.cause())
+            }
+            TemplateError::Syntax { .. } | TemplateError::Render { .. } => {
+                let cause = self.cause();
+                let words = cause
+                    .strip_prefix("Syntax error in template: ")
+                    .unwrap_or(&cause);
+                format!("Syntax error in expression: {words}")
+            }
+        }
+    }
+
     /// The line of the template the error is on, for a syntax error (an unknown filter or
     /// test counts, as Jinja finds those when it compiles): Ansible shows that line.
     pub fn syntax_line(&self) -> Option<usize> {

@@ -43,6 +43,7 @@ mod unit_tests;
 pub use sequence::sequence_items;
 mod sha_crypt;
 mod tests;
+pub mod unresolved;
 mod vault_filters;
 pub mod yaml_dump;
 mod zero_division;
@@ -509,7 +510,12 @@ impl Templar {
     /// `name` (a path [`Templar::missing_prefix`] found, cut at its first missing segment)
     /// is undefined: a variable, or an attribute its defined parent lacks, which Ansible
     /// words as Python does ("object of type 'dict' has no attribute 'b'" for `d.b`).
+    /// A variable whose own template names an undefined one fails with that one's error.
     fn undefined_path(&self, name: String, shown: &str, vars: &MjValue) -> TemplateError {
+        let variable = name.split(['.', '[']).next().unwrap_or(&name);
+        if let Some(error) = unresolved::error_reading(vars, variable, shown) {
+            return error;
+        }
         let missing = name.rsplit_once('.').and_then(|(parent, attr)| {
             let mut segments = parent.split('.');
             let mut owner = vars.get_attr(segments.next()?).ok()?;

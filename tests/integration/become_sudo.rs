@@ -135,6 +135,8 @@ fn sudo_passwords_right_wrong_and_missing() {
     assert_contains(&missing, "\"msg\": \"Task failed: Missing sudo password\"");
 }
 
+/// At -vvv, the command line the escalation runs shows once per become session, as
+/// Ansible's `EXEC` line does.
 #[test]
 fn the_local_connection_becomes_another_user_too() {
     if !nix_is_root() {
@@ -163,9 +165,21 @@ fn the_local_connection_becomes_another_user_too() {
 ",
         file = file.display()
     );
-    let run = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
+    let run = TestRun::new()
+        .playbook(&playbook)
+        .local_hosts(&hosts)
+        .arg("-vvv")
+        .run();
     run.assert_code(0);
     assert_ne!(std::fs::metadata(&file).unwrap().uid(), 0);
+    assert_eq!(
+        run.stdout
+            .matches("<h> EXEC /bin/sh -c 'sudo -H -S -n -u '\"'\"'nobody'\"'\"' /bin/sh -c ")
+            .count(),
+        1,
+        "{}",
+        run.stdout
+    );
 }
 
 fn nix_is_root() -> bool {

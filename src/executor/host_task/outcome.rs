@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use serde_json::{Map, Value};
 
 use super::super::flow::Caught;
+use super::super::task_state;
 use super::{HostState, RunContext};
 use crate::modules::{Effect, FactsLayer, Shown, TaskOutcome};
 use crate::playbook::Task;
@@ -66,6 +67,7 @@ pub(super) fn finish_loop(
     delegate: Option<&HostState>,
     outcomes: Vec<ItemOutcome>,
     notify: &[String],
+    projected: Option<&Projected>,
 ) {
     let mut results = Vec::with_capacity(outcomes.len());
     // Ansible's loop result gathers its items' warnings and deprecations, every copy.
@@ -173,6 +175,20 @@ pub(super) fn finish_loop(
             origin: None,
         }));
     }
+    let mut summary = summary;
+    if let Some(projected) = projected.filter(|p| p.failure.is_some()) {
+        // Every item was shown: the loop's own failure is shown on its own.
+        projected.fail(&mut summary);
+        ctx.emit(Event::HostResult(HostResult {
+            host: shown_host(host, delegate),
+            status: Status::Failed,
+            item: None,
+            data: Map::from_iter(summary.msg.clone().map(|m| ("msg".to_string(), m.into()))),
+            ignored: task.ignore_errors,
+            verbose_always: false,
+            origin: Some(TaskOrigin::of(task).caused_by(summary.cause.clone())),
+        }));
+    }
     let mut data = summary.registered();
     let msg = data.shift_remove("msg");
     for (key, all) in [("warnings", warnings), ("deprecations", deprecations)] {
@@ -229,6 +245,80 @@ pub(in crate::executor) fn finish_task(
         origin: Some(TaskOrigin::of(task).caused_by(outcome.cause.clone())),
     }));
     record(task, host, &outcome, data, notify);
+}
+
+/// A task's register projections once it is done (`task_state::registered`): what each
+/// variable is registered as, and the failure when one could not be evaluated, which
+/// fails the task as in Ansible.
+pub(super) struct Projected {
+    values: Vec<(String, Value)>,
+    failure: Option<String>,
+}
+
+impl Projected {
+    pub(super) fn of(
+        registered: &[(String, Result<Value, crate::template::TemplateError>)],
+    ) -> Projected {
+        let mut values = Vec::new();
+        let mut failed = Vec::new();
+        for (name, value) in registered {
+            match value {
+                Ok(value) => values.push((name.clone(), value.clone())),
+                Err(e) => {
+                    let words = match e {
+                        crate::template::TemplateError::Undefined { .. } => e.to_string(),
+                        other => other.conditional_message(),
+                    };
+                    values.push((name.clone(), task_state::failed_value(name, &words)));
+                    failed.push((name.clone(), words));
+                }
+            }
+        }
+        let failure =
+            (!failed.is_empty()).then(|| task_state::failure_message(&failed, registered.len()));
+        Projected { values, failure }
+    }
+
+    /// Fails the task's result when a projection failed; its own `msg` stays.
+    pub(super) fn fail(&self, outcome: &mut TaskOutcome) {
+        let Some(failure) = &self.failure else {
+            return;
+        };
+        outcome.failed = true;
+        outcome
+            .data
+            .entry("exception")
+            .or_insert_with(|| "(traceback unavailable)".into());
+        outcome.cause = Some(crate::modules::ErrorCause {
+            message: failure.clone(),
+            file: std::path::PathBuf::new(),
+            line: None,
+            column: None,
+            alone: true,
+        });
+    }
+
+    /// Registers the projections (a plain `register: name` was registered with the
+    /// result).
+    pub(super) fn register(&self, task: &Task, host: &HostState) {
+        if task.register.is_some() {
+            return;
+        }
+        for (name, value) in &self.values {
+            host.register(name, value.clone());
+        }
+    }
+}
+
+/// Adds a deprecation of the controller's (a template read `vars`) to the result's own.
+pub(super) fn add_deprecation(outcome: &mut TaskOutcome, deprecation: Value) {
+    let list = outcome
+        .data
+        .entry("deprecations")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(list) = list {
+        list.push(deprecation);
+    }
 }
 
 /// The `pause` module's wait, done here because planners cannot sleep.

@@ -277,36 +277,69 @@ pub(super) fn plan_items(
         None => vec![None],
     };
     let all_items = items.unwrap_or(&[]);
-    let mut runs = Vec::with_capacity(item_list.len());
-    for (index, item) in item_list.into_iter().enumerate() {
-        let vars = match item {
-            Some(v) => item_vars(&ctx.templar, task, base, v, all_items, index),
-            None => base.clone(),
-        };
-        let (raw_args, args, mut state, planned) =
-            plan_item(ctx, playbook, task, &vars, loop_error, become_);
-        let mut env = Vec::new();
-        if let Some(op) = state.op() {
-            match task_environment(ctx, play, task, &vars) {
-                Ok(found) => env = found,
-                // An environment that cannot be templated yet (the play's, reading
-                // `ansible_env` before facts are gathered) does not stop an op that runs
-                // no command, as Ansible's fact gathering goes on without it.
-                Err(_) if !runs_a_command(op) => {}
-                Err(message) => state = ItemState::Done(TaskOutcome::failed(message)),
-            }
+    item_list
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let vars = match item {
+                Some(v) => item_vars(&ctx.templar, task, base, v, all_items, index),
+                None => base.clone(),
+            };
+            let planning = Planning {
+                loop_error,
+                become_,
+            };
+            plan_one(ctx, playbook, play, task, vars, item, planning)
+        })
+        .collect()
+}
+
+/// What every item of one task is planned with besides its variables.
+#[derive(Clone, Copy)]
+pub(super) struct Planning<'a> {
+    /// The loop's own error, which fails each item.
+    pub(super) loop_error: Option<&'a str>,
+    /// Whom the ops run as, when the task becomes another user.
+    pub(super) become_: Option<&'a BecomeSpec>,
+}
+
+/// One item planned with its variables (the task itself without a loop), with its
+/// environment.
+pub(super) fn plan_one(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    vars: minijinja::Value,
+    item: Option<&Value>,
+    planning: Planning<'_>,
+) -> ItemRun {
+    let Planning {
+        loop_error,
+        become_,
+    } = planning;
+    let (raw_args, args, mut state, planned) =
+        plan_item(ctx, playbook, task, &vars, loop_error, become_);
+    let mut env = Vec::new();
+    if let Some(op) = state.op() {
+        match task_environment(ctx, play, task, &vars) {
+            Ok(found) => env = found,
+            // An environment that cannot be templated yet (the play's, reading
+            // `ansible_env` before facts are gathered) does not stop an op that runs
+            // no command, as Ansible's fact gathering goes on without it.
+            Err(_) if !runs_a_command(op) => {}
+            Err(message) => state = ItemState::Done(TaskOutcome::failed(message)),
         }
-        runs.push(ItemRun {
-            item: item.cloned(),
-            vars,
-            raw_args,
-            args,
-            env,
-            planned,
-            state,
-        });
     }
-    runs
+    ItemRun {
+        item: item.cloned(),
+        vars,
+        raw_args,
+        args,
+        env,
+        planned,
+        state,
+    }
 }
 
 /// A loop item's variables: the item under `loop_var`, plus `index_var` and
@@ -467,10 +500,11 @@ pub(super) fn plan_item(
                 return done(outcome);
             }
             Err(e) => {
-                return done(TaskOutcome::failed(format!(
-                    "The conditional check '{condition}' failed. The error was: {e}\n\nThe error appears to be in '{}'",
-                    task.location
-                )));
+                let mut failed = TaskOutcome::failed(super::super::control::when_failure(&e));
+                failed
+                    .data
+                    .insert("exception".into(), "(traceback unavailable)".into());
+                return done(failed);
             }
         }
     }

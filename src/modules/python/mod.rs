@@ -82,19 +82,9 @@ impl PythonModule {
     }
 
     fn source(&self) -> Result<&ModuleSource, ModuleError> {
-        let source = self
-            .source
+        self.source
             .as_ref()
-            .map_err(|e| ModuleError::Invalid(e.clone()))?;
-        if let Some(plugin) = finding::action_plugin(source) {
-            return Err(ModuleError::Invalid(format!(
-                "the '{}' module works through its controller-side action plugin ({}), \
-                 which turbo-play does not run; run this playbook with ansible-playbook",
-                self.name,
-                plugin.display()
-            )));
-        }
-        Ok(source)
+            .map_err(|e| ModuleError::Invalid(e.clone()))
     }
 }
 

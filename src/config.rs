@@ -34,6 +34,13 @@ pub struct Config {
     pub library: Vec<PathBuf>,
     /// `[defaults] module_utils` / `ANSIBLE_MODULE_UTILS`: directories of module_utils.
     pub module_utils: Vec<PathBuf>,
+    /// `[defaults] filter_plugins`, `test_plugins`, `lookup_plugins`, `action_plugins` /
+    /// `ANSIBLE_FILTER_PLUGINS`...: directories of Python plugins (empty: Ansible's
+    /// defaults under `~/.ansible/plugins` and `/usr/share/ansible/plugins`).
+    pub filter_plugins: Vec<PathBuf>,
+    pub test_plugins: Vec<PathBuf>,
+    pub lookup_plugins: Vec<PathBuf>,
+    pub action_plugins: Vec<PathBuf>,
     pub host_key_checking: Option<bool>,
     pub private_key_file: Option<PathBuf>,
     /// Connection timeout in seconds.
@@ -289,6 +296,22 @@ impl Config {
                 "ANSIBLE_MODULE_UTILS",
                 "module_utils",
                 &mut config.module_utils,
+            ),
+            (
+                "ANSIBLE_FILTER_PLUGINS",
+                "filter_plugins",
+                &mut config.filter_plugins,
+            ),
+            ("ANSIBLE_TEST_PLUGINS", "test_plugins", &mut config.test_plugins),
+            (
+                "ANSIBLE_LOOKUP_PLUGINS",
+                "lookup_plugins",
+                &mut config.lookup_plugins,
+            ),
+            (
+                "ANSIBLE_ACTION_PLUGINS",
+                "action_plugins",
+                &mut config.action_plugins,
             ),
         ] {
             if let Some((value, origin)) = setting(env, key) {

@@ -381,6 +381,11 @@ pub trait Module: Send + Sync {
         let _ = args;
         unexpected(self.name(), result)
     }
+    /// Arguments taken as written, not templated with the others before the module sees
+    /// them (assert's `that`: conditions it evaluates itself, as Ansible's action does).
+    fn untemplated_args(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// [`Module::finish`] for a request made in check mode (nothing was changed).
     fn finish_check(&self, args: &Args, result: OpResult) -> TaskOutcome {
         self.finish(args, result)

@@ -174,8 +174,16 @@ impl Catalog {
         }
     }
 
+    /// The roots collections are imported from: those of the playbooks and the
+    /// configuration, then the controller Python's `ansible_collections`.
     pub fn collection_roots(&self) -> Vec<PathBuf> {
-        self.read().collection_roots.clone()
+        let mut roots = self.read().collection_roots.clone();
+        for root in installed_roots() {
+            if !roots.contains(root) {
+                roots.push(root.clone());
+            }
+        }
+        roots
     }
 
     /// Changes whenever the search path does.
@@ -248,10 +256,13 @@ impl Catalog {
         if !is_identifier(ns) || !is_identifier(coll) {
             return None;
         }
-        self.read().collection_roots.iter().find_map(|root| {
+        let in_root = |root: &PathBuf| {
             let dir = root.join("ansible_collections").join(ns).join(coll);
             dir.is_dir().then_some(dir)
-        })
+        };
+        // The controller Python is asked only for a collection found nowhere else.
+        let known = self.read().collection_roots.iter().find_map(in_root);
+        known.or_else(|| installed_roots().iter().find_map(in_root))
     }
 
     fn in_collection(&self, kind: Kind, collection: &str, name: &str) -> Option<PluginFile> {
@@ -298,6 +309,10 @@ impl Catalog {
             })
             .collect()
     }
+}
+
+fn installed_roots() -> &'static [PathBuf] {
+    super::python::controller().map_or(&[], |p| p.collection_roots.as_slice())
 }
 
 fn legacy_file(kind: Kind, path: PathBuf) -> PluginFile {

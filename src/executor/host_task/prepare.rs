@@ -468,8 +468,27 @@ pub(super) fn plan_item(
             true,
         );
     }
-    let raw_args = match ctx.templar.render_map_keyed(&task.args, vars) {
-        Ok(args) => args,
+    // Arguments the action judges itself (assert's `that`) are not templated first.
+    let written = task.module.untemplated_args();
+    let templated = match written.iter().any(|k| task.args.contains_key(*k)) {
+        true => std::borrow::Cow::Owned(
+            task.args
+                .iter()
+                .filter(|(k, _)| !written.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        false => std::borrow::Cow::Borrowed(&task.args),
+    };
+    let raw_args = match ctx.templar.render_map_keyed(&templated, vars) {
+        Ok(mut args) => {
+            for key in written {
+                if let Some(value) = task.args.get(*key) {
+                    args.insert(key.to_string(), value.clone());
+                }
+            }
+            args
+        }
         Err((key, e)) => return done(args_failure(task, &key, &e)),
     };
     let raw_args = match args_from_templates(ctx, task, vars, raw_args) {

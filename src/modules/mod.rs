@@ -15,6 +15,7 @@ use turbo_proto::{FileMode, Op, OpResult};
 use crate::template::{Templar, TemplateError};
 
 mod accounts;
+pub mod action_plugin;
 mod apt;
 mod apt_key;
 mod apt_repository;
@@ -121,6 +122,8 @@ pub struct PlanContext<'a> {
     pub timeout: Option<u64>,
     /// The task has `delegate_to`: it runs on another host than the one it is for.
     pub delegated: bool,
+    /// For a Python action plugin: its task, owned, for the steps of its run.
+    pub controller: Option<std::sync::Arc<dyn action_plugin::ControllerTask>>,
 }
 
 impl<'a> PlanContext<'a> {
@@ -137,6 +140,7 @@ impl<'a> PlanContext<'a> {
             no_log: false,
             timeout: None,
             delegated: false,
+            controller: None,
         }
     }
 }
@@ -158,6 +162,7 @@ pub struct Next {
     then: Box<dyn FnOnce(OpResult) -> Result<Plan, ModuleError> + Send + Sync>,
     squash: Option<Squash>,
     touches: Option<String>,
+    check: Option<bool>,
 }
 
 impl Next {
@@ -168,7 +173,20 @@ impl Next {
             then: Box::new(then),
             squash: None,
             touches: None,
+            check: None,
         }
+    }
+
+    /// A step whose op goes to the agent in check mode or not whatever the task's own
+    /// setting makes of its ops: a module an action plugin runs keeps its own rule (the
+    /// plugin's commands run even in check mode, a native module's ops are checked).
+    pub fn in_check_mode(mut self, check: bool) -> Next {
+        self.check = Some(check);
+        self
+    }
+
+    pub fn check_mode(&self) -> Option<bool> {
+        self.check
     }
 
     /// A step whose op the loop's other items may share: see [`Squash`].
@@ -180,6 +198,7 @@ impl Next {
             then: Box::new(then),
             squash: Some(squash),
             touches: None,
+            check: None,
         }
     }
 
@@ -212,6 +231,7 @@ impl Next {
             then: Box::new(move |reply| after(then(reply)?)),
             squash: self.squash,
             touches: self.touches,
+            check: self.check,
         }
     }
 
@@ -320,6 +340,9 @@ pub struct Caps {
     /// A loop's items step together and share their manager calls ([`Squash`]): the
     /// items of a loop over package names go to apt, dnf or pip in one call.
     pub squash_loop: bool,
+    /// Runs controller-side code (a Python action plugin): planning it runs that code,
+    /// so it is never planned ahead of its turn, and its failures are an action's.
+    pub controller_action: bool,
 }
 
 impl Caps {
@@ -333,6 +356,7 @@ impl Caps {
         control: Control::None,
         own_check_mode: false,
         squash_loop: false,
+        controller_action: false,
     };
 
     pub const fn free_form(mut self) -> Caps {
@@ -359,6 +383,10 @@ impl Caps {
         self.own_check_mode = true;
         self
     }
+    pub const fn controller_action(mut self) -> Caps {
+        self.controller_action = true;
+        self
+    }
     pub const fn control(mut self, control: Control) -> Caps {
         self.control = control;
         self
@@ -380,6 +408,21 @@ pub trait Module: Send + Sync {
     fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
         let _ = args;
         unexpected(self.name(), result)
+    }
+    /// Whether free-form text after the module's name is its own (`_raw_params`), rather
+    /// than a mistake unless it is one template making the arguments.
+    fn takes_raw_params(&self) -> bool {
+        self.caps().free_form
+    }
+    /// The name Ansible resolves the module to (`ansible.builtin.copy`), as its messages
+    /// say it.
+    fn fqcn(&self) -> String {
+        let name = self.name();
+        if name.contains('.') {
+            name.to_string()
+        } else {
+            format!("ansible.builtin.{name}")
+        }
     }
     /// Arguments taken as written, not templated with the others before the module sees
     /// them (assert's `that`: conditions it evaluates itself, as Ansible's action does).
@@ -451,6 +494,9 @@ pub struct TaskOutcome {
     /// Where the failure came from when that is not the task itself (a template file's
     /// line), for the error block; never part of the result.
     pub cause: Option<ErrorCause>,
+    /// The result asks to be shown censored, as `no_log` shows it (an action plugin's
+    /// `_ansible_no_log`); the registered value keeps it all.
+    pub no_log: bool,
 }
 
 impl TaskOutcome {

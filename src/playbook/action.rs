@@ -53,6 +53,9 @@ impl Loader<'_> {
         inherited: &Inherited,
     ) -> Option<&'static dyn Module> {
         let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
+        if let Some(plugin) = self.action_plugin(name, inherited) {
+            return Some(plugin);
+        }
         self.shared
             .library_module(name, &self.playbook_dir, role_dir)
             .or_else(|| modules::find(name))
@@ -78,6 +81,53 @@ impl Loader<'_> {
                     .collection_module(&fqcn, &self.playbook_dir, role_dir)
                     .or_else(|| Some(modules::collection_module(&fqcn)))
             })
+    }
+
+    /// A Python action plugin by the name a task uses, found as Ansible's action loader
+    /// finds it (the task's collections, then the playbook's, roles' and configured
+    /// `action_plugins`): it comes before a module of that name, whose run it decides. A
+    /// plugin that only re-exports one of Ansible's actions is that action.
+    fn action_plugin(&self, name: &str, inherited: &Inherited) -> Option<&'static dyn Module> {
+        use crate::modules::action_plugin::{ActionPlugin, ModuleSearch, reexported_builtin};
+        use crate::modules::python::finding;
+        let file = self
+            .shared
+            .plugins
+            .find(crate::plugins::Kind::Action, name, &inherited.collections)?;
+        let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
+        let source = std::fs::read_to_string(&file.path).unwrap_or_default();
+        match reexported_builtin(&source).as_deref() {
+            // The normal action runs the module of the task's name.
+            Some("normal") => {
+                if let Some(module) = self
+                    .shared
+                    .library_module(name, &self.playbook_dir, role_dir)
+                    .or_else(|| modules::find(name))
+                    .or_else(|| self.shared.collection_module(name, &self.playbook_dir, role_dir))
+                {
+                    return Some(module);
+                }
+            }
+            Some(builtin) if modules::is_implemented(builtin) => return modules::find(builtin),
+            _ => {}
+        }
+        let mut collection_roots = vec![self.playbook_dir.join("collections")];
+        collection_roots.extend(self.shared.collections_path.iter().cloned());
+        let mut module_utils: Vec<std::path::PathBuf> = role_dir
+            .map(|r| r.join("module_utils"))
+            .into_iter()
+            .chain(std::iter::once(self.playbook_dir.join("module_utils")))
+            .chain(self.shared.module_utils.iter().cloned())
+            .filter(|d| d.is_dir())
+            .collect();
+        module_utils.dedup();
+        let search = ModuleSearch {
+            library: finding::library_dirs(role_dir, &self.playbook_dir, &self.shared.library),
+            collection_roots,
+            module_utils,
+            collections: inherited.collections.clone(),
+        };
+        Some(ActionPlugin::shared(name, file, search))
     }
 
     pub(super) fn unknown_action(&self, key: &str, span: Span) -> LoadError {

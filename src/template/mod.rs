@@ -36,6 +36,7 @@ mod missing_attribute;
 mod native;
 mod password_lookup;
 mod python_plugins;
+pub use python_plugins::to_plugin_json;
 mod prng;
 pub(crate) mod pyregex;
 mod regex_filters;

@@ -395,7 +395,7 @@ fn split_kwargs(args: &[MjValue]) -> (Vec<MjValue>, Vec<(String, MjValue)>) {
 }
 
 /// A template value as the plugin host reads it: JSON, an undefined value as a marker.
-pub(super) fn to_plugin_json(value: &MjValue) -> Value {
+pub fn to_plugin_json(value: &MjValue) -> Value {
     match value.kind() {
         ValueKind::Undefined => marker(),
         ValueKind::Seq if super::native::holds_undefined(value) => Value::Array(

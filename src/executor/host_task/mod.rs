@@ -4,6 +4,7 @@
 //! again through the same path.
 
 mod async_job;
+mod controller;
 mod outcome;
 mod predict;
 mod prepare;
@@ -363,8 +364,9 @@ pub(in crate::executor) fn foresee(
     play_hosts: &super::vars::PlayHosts,
     known: &Map<String, Value>,
 ) -> (Foreseen, Reads) {
-    // An async task's op runs as a job its turn starts: never sent ahead.
-    if task.async_job.limit.is_some() {
+    // An async task's op runs as a job its turn starts: never sent ahead; planning an
+    // action plugin runs its Python code, which runs in its turn only.
+    if task.async_job.limit.is_some() || task.module.caps().controller_action {
         return (Foreseen::Unknown, Reads::default());
     }
     let Ok(vars) = super::vars::task_vars(ctx, playbook, play, task, host, play_hosts) else {

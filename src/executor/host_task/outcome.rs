@@ -109,7 +109,7 @@ pub(super) fn finish_loop(
                 label.clone().unwrap_or_default().into(),
             );
         }
-        let (label, shown) = if task.keywords.no_log {
+        let (label, shown) = if task.keywords.no_log || outcome.no_log {
             (label_shown(task, label), censored(task, &outcome))
         } else {
             let own_data = task.module.caps().shown == Shown::OwnData;
@@ -131,7 +131,7 @@ pub(super) fn finish_loop(
             data: shown,
             ignored: task.ignore_errors && Some(index) == last_failed,
             // A censored result is shown as any other, only with -v.
-            verbose_always: !task.keywords.no_log
+            verbose_always: !(task.keywords.no_log || outcome.no_log)
                 && (verbose || (task.module.caps().shown == Shown::OwnData && !outcome.skipped)),
             origin: Some(TaskOrigin::of(task).caused_by(outcome.cause.clone())),
         }));
@@ -213,7 +213,8 @@ pub(in crate::executor) fn finish_task(
     } else {
         data.clone()
     };
-    let shown = if task.keywords.no_log {
+    let censor = task.keywords.no_log || outcome.no_log;
+    let shown = if censor {
         censored(task, &outcome)
     } else {
         shown
@@ -225,7 +226,7 @@ pub(in crate::executor) fn finish_task(
         data: shown,
         ignored: outcome.failed && task.ignore_errors,
         // Ansible's censored result loses `_ansible_verbose_always` with the rest.
-        verbose_always: !task.keywords.no_log && (is_debug || verbose),
+        verbose_always: !censor && (is_debug || verbose),
         origin: Some(TaskOrigin::of(task).caused_by(outcome.cause.clone())),
     }));
     record(task, host, &outcome, data, notify);

@@ -408,6 +408,11 @@ pub(super) fn plan_context<'a>(
         no_log: task.keywords.no_log,
         timeout: None,
         delegated: task.keywords.delegate_to.is_some(),
+        controller: task
+            .module
+            .caps()
+            .controller_action
+            .then(|| super::controller::controller(ctx, playbook, task, vars)),
     }
 }
 
@@ -520,7 +525,7 @@ fn args_from_templates(
 ) -> Result<Map<String, Value>, String> {
     use crate::playbook::{RAW_PARAMS, VARIABLE_PARAMS};
     let variable = args.remove(VARIABLE_PARAMS);
-    let raw = if task.module.caps().free_form {
+    let raw = if task.module.takes_raw_params() {
         None
     } else {
         args.remove(RAW_PARAMS)
@@ -670,12 +675,7 @@ fn args_failure(task: &Task, key: &str, e: &TemplateError) -> TaskOutcome {
 
 /// The module's name as Ansible resolves it: ansible-core's own under `ansible.builtin.`.
 fn module_fqcn(task: &Task) -> String {
-    let name = task.module.name();
-    if name.contains('.') {
-        name.to_string()
-    } else {
-        format!("ansible.builtin.{name}")
-    }
+    task.module.fqcn()
 }
 
 pub(super) fn loop_failure(task: &Task, e: &LoopError) -> String {

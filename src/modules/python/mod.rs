@@ -19,6 +19,7 @@ use turbo_proto::{ModulePayload, ModuleStyle, Op, OpResult, PayloadFile, RunModu
 
 pub use finding::ModuleSource;
 pub use payload::UtilsPaths;
+pub use result::outcome_of_result;
 
 use super::spec::{Spec, Unknown};
 use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};

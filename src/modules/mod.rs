@@ -424,6 +424,11 @@ pub trait Module: Send + Sync {
             format!("ansible.builtin.{name}")
         }
     }
+    /// Whether the names of its arguments are templates too (set_fact's, whose names are
+    /// the facts'); Ansible renders no other action's.
+    fn templates_arg_names(&self) -> bool {
+        false
+    }
     /// Arguments taken as written, not templated with the others before the module sees
     /// them (assert's `that`: conditions it evaluates itself, as Ansible's action does).
     fn untemplated_args(&self) -> &'static [&'static str] {

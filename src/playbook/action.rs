@@ -14,7 +14,12 @@ use crate::yaml::{LoadError, Node, Span, Value};
 pub(super) enum ActionArgs<'n> {
     Node(&'n Node),
     Text(String),
-    Pairs(Vec<&'n (Node, Node)>),
+    /// `action: {module: copy src=a, dest: b, args: {...}}`: the mapping's other keys, the
+    /// `k=v` text after the module's name (over them), its `args:` (over both).
+    Mapping {
+        pairs: Vec<&'n (Node, Node)>,
+        kv: String,
+    },
 }
 
 pub(super) fn module_list() -> String {
@@ -177,7 +182,19 @@ impl Loader<'_> {
                     .iter()
                     .filter(|(k, _)| k.as_str() != Some("module"))
                     .collect();
-                (module.to_string(), ActionArgs::Pairs(rest))
+                // `module:` may carry arguments after the name, as `action: copy a=b`.
+                let module = module.trim_start();
+                let end = crate::kv_args::split_args(module)
+                    .first()
+                    .map_or(module.len(), |token| token.end);
+                let (name, kv) = module.split_at(end);
+                (
+                    name.to_string(),
+                    ActionArgs::Mapping {
+                        pairs: rest,
+                        kv: kv.trim_start().to_string(),
+                    },
+                )
             }
             _ => {
                 return Err(self.err(
@@ -225,7 +242,22 @@ impl Loader<'_> {
                 )),
             },
             ActionArgs::Text(text) => self.free_text(module, &text),
-            ActionArgs::Pairs(entries) => self.pairs(entries.into_iter()),
+            ActionArgs::Mapping { pairs, kv } => {
+                let nested = pairs.iter().find(|(k, _)| k.as_str() == Some("args"));
+                let mut out =
+                    self.pairs(pairs.iter().copied().filter(|(k, _)| k.as_str() != Some("args")))?;
+                if !kv.is_empty() {
+                    out.extend(self.free_text(module, &kv)?);
+                }
+                match nested.map(|(_, v)| v) {
+                    Some(v) if v.as_str().is_some() => {
+                        out.extend(self.free_text(module, v.as_str().unwrap_or_default())?)
+                    }
+                    Some(v) => out.extend(self.pairs(v.as_map().unwrap_or_default().iter())?),
+                    None => {}
+                }
+                Ok(out)
+            }
         }
     }
 

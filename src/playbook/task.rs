@@ -232,7 +232,7 @@ impl Loader<'_> {
             ActionArgs::Node(n) => {
                 arg_keys.extend(n.as_map().unwrap_or_default().iter().map(|(k, _)| k))
             }
-            ActionArgs::Pairs(pairs) => arg_keys.extend(pairs.iter().map(|(k, _)| k)),
+            ActionArgs::Mapping { pairs, .. } => arg_keys.extend(pairs.iter().map(|(k, _)| k)),
             ActionArgs::Text(..) => {}
         }
         if let Some(n) = extra_args_node {

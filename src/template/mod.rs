@@ -307,9 +307,20 @@ impl Templar {
         map: &serde_json::Map<String, Value>,
         vars: &MjValue,
     ) -> Result<serde_json::Map<String, Value>, (String, TemplateError)> {
+        self.render_args(map, vars, true)
+    }
+
+    /// A task's arguments: every value rendered, the names themselves only when
+    /// `keys` (Ansible renders argument names for set_fact alone).
+    pub fn render_args(
+        &self,
+        map: &serde_json::Map<String, Value>,
+        vars: &MjValue,
+        keys: bool,
+    ) -> Result<serde_json::Map<String, Value>, (String, TemplateError)> {
         let mut out = serde_json::Map::with_capacity(map.len());
         for (k, v) in map {
-            let key = if is_template(k) {
+            let key = if keys && is_template(k) {
                 self.render_text(&verbatim_backslashes(k), k, vars)
                     .map_err(|e| (k.clone(), e))?
             } else {

@@ -485,7 +485,8 @@ pub(super) fn plan_item(
         ),
         false => std::borrow::Cow::Borrowed(&task.args),
     };
-    let raw_args = match ctx.templar.render_map_keyed(&templated, vars) {
+    let keys = task.module.templates_arg_names();
+    let raw_args = match ctx.templar.render_args(&templated, vars, keys) {
         Ok(mut args) => {
             for key in written {
                 if let Some(value) = task.args.get(*key) {

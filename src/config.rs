@@ -53,6 +53,11 @@ pub struct Config {
     pub ssh_retries: Option<u32>,
     /// `[defaults] show_custom_stats` / `ANSIBLE_SHOW_CUSTOM_STATS`: the recap's CUSTOM STATS.
     pub show_custom_stats: bool,
+    /// `[defaults] no_log` / `ANSIBLE_NO_LOG`: tasks that do not say hide their results.
+    pub no_log: bool,
+    /// `[defaults] inject_invocation` / `ANSIBLE_INJECT_INVOCATION`: results carry the
+    /// module's arguments as `invocation.module_args`.
+    pub inject_invocation: bool,
     /// `[defaults] deprecation_warnings` / `ANSIBLE_DEPRECATION_WARNINGS`: whether
     /// `[DEPRECATION WARNING]`s are shown (unset: they are).
     pub deprecation_warnings: Option<bool>,
@@ -363,6 +368,12 @@ impl Config {
         }
         if let Some((value, _)) = setting("ANSIBLE_SHOW_CUSTOM_STATS", "show_custom_stats") {
             config.show_custom_stats = crate::booleans::lenient_text(&value);
+        }
+        if let Some((value, _)) = setting("ANSIBLE_NO_LOG", "no_log") {
+            config.no_log = crate::booleans::lenient_text(&value);
+        }
+        if let Some((value, _)) = setting("ANSIBLE_INJECT_INVOCATION", "inject_invocation") {
+            config.inject_invocation = crate::booleans::lenient_text(&value);
         }
         if let Some((value, _)) = setting("ANSIBLE_DEPRECATION_WARNINGS", "deprecation_warnings") {
             config.deprecation_warnings = Some(crate::booleans::lenient_text(&value));

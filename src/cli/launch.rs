@@ -48,6 +48,7 @@ pub fn load_config(vault: &VaultArgs) -> Result<Config, Failure> {
         policy.install();
     }
     crate::hash_merge::set_merge(config.hash_merge);
+    crate::modules::set_inject_invocation(config.inject_invocation);
     Ok(config)
 }
 
@@ -118,6 +119,7 @@ pub fn load_options(config: &Config) -> LoadOptions {
         library: config.library.clone(),
         module_utils: config.module_utils.clone(),
         plugins: std::sync::Arc::new(crate::plugins::Catalog::new(&plugin_paths(config))),
+        default_no_log: config.no_log,
     }
 }
 

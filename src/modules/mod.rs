@@ -99,6 +99,25 @@ pub use registry::{all, collection_module, find, is_implemented, suggest};
 pub use setup::with_task_environment;
 pub use spec::{Args, Spec};
 
+/// Ansible's `INJECT_INVOCATION` for the run (ansible.cfg, the environment), set once by
+/// the CLI.
+static INJECT_INVOCATION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn set_inject_invocation(on: bool) {
+    INJECT_INVOCATION.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether a module's result carries its arguments as `invocation.module_args`: the
+/// `ansible_inject_invocation` variable, else the run's setting.
+pub fn inject_invocation(vars: Option<&minijinja::Value>) -> bool {
+    vars.and_then(|v| v.get_attr("ansible_inject_invocation").ok())
+        .filter(|v| !v.is_undefined() && !v.is_none())
+        .map(|v| {
+            crate::booleans::lenient(&serde_json::to_value(&v).unwrap_or(Value::Bool(false)))
+        })
+        .unwrap_or_else(|| INJECT_INVOCATION.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 /// Arguments after templating, before they are checked against the module's spec.
 pub type ModuleArgs = serde_json::Map<String, Value>;
 
@@ -423,6 +442,12 @@ pub trait Module: Send + Sync {
         } else {
             format!("ansible.builtin.{name}")
         }
+    }
+    /// Whether it adds its arguments to its result itself when asked (`invocation`, as
+    /// AnsibleModule does under Ansible's `INJECT_INVOCATION`): Python modules do, and
+    /// the executor adds them for the others.
+    fn reports_own_invocation(&self) -> bool {
+        false
     }
     /// Whether the names of its arguments are templates too (set_fact's, whose names are
     /// the facts'); Ansible renders no other action's.

@@ -170,7 +170,7 @@ impl DynamicInclude {
                 other => other.to_string(),
             })
         };
-        let Some(name) = text("name") else {
+        let Some(name) = text("name").or_else(|| text("role")) else {
             return Err("include_role needs `name:` (the role to run)".into());
         };
         let public = match args.get("public") {

@@ -266,6 +266,8 @@ pub struct RunKeywords {
     pub environment: Vec<Value>,
     /// Results are hidden in the output.
     pub no_log: bool,
+    /// `no_log` is written on the task or around it (else ansible.cfg's decides).
+    pub no_log_written: bool,
     /// At most this many hosts run the task at once.
     pub throttle: Option<u64>,
     /// `throttle` written as a template, rendered when the task runs.

@@ -17,6 +17,7 @@ pub(super) struct Shared {
     pub(super) library: Vec<PathBuf>,
     pub(super) module_utils: Vec<PathBuf>,
     pub(super) plugins: Arc<crate::plugins::Catalog>,
+    pub(super) default_no_log: bool,
     /// Files and role directories being loaded, outermost first.
     pub(super) importing: RefCell<Vec<PathBuf>>,
     pub(super) play: RefCell<PlayRoles>,
@@ -65,6 +66,7 @@ impl Shared {
             library: options.library.clone(),
             module_utils: options.module_utils.clone(),
             plugins: options.plugins.clone(),
+            default_no_log: options.default_no_log,
             importing: RefCell::new(Vec::new()),
             play: RefCell::new(PlayRoles::default()),
             check_includes: true,
@@ -111,6 +113,7 @@ impl Shared {
             library: self.library.clone(),
             module_utils: self.module_utils.clone(),
             plugins: self.plugins.clone(),
+            default_no_log: self.default_no_log,
         }
     }
 
@@ -161,6 +164,8 @@ pub struct LoadOptions {
     /// The run's Python plugins: the directories of playbooks and roles join it as they
     /// load (shared by every playbook of the run, as Ansible's plugin loader is).
     pub plugins: Arc<crate::plugins::Catalog>,
+    /// ansible.cfg `no_log` / `ANSIBLE_NO_LOG`: the `no_log` of tasks that do not say.
+    pub default_no_log: bool,
 }
 
 impl LoadOptions {

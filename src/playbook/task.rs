@@ -216,6 +216,10 @@ impl Loader<'_> {
             }
         }
 
+        // ansible.cfg's `no_log` is the default of a task that nothing around says.
+        if !keywords.no_log_written && self.shared.default_no_log {
+            keywords.no_log = true;
+        }
         let Some((written, module, args_node, key_span)) = action else {
             return Err(self.err(
                 node.span,
@@ -346,13 +350,16 @@ impl Loader<'_> {
             },
             "delegate_to" => into.delegate_to = Some(self.scalar(v, key)?),
             "delegate_facts" => into.delegate_facts = self.boolean(v, key)?,
-            "no_log" => match self.switch(v, key)? {
-                Ok(fixed) => {
-                    into.no_log = fixed;
-                    into.templated.no_log = None;
+            "no_log" => {
+                into.no_log_written = true;
+                match self.switch(v, key)? {
+                    Ok(fixed) => {
+                        into.no_log = fixed;
+                        into.templated.no_log = None;
+                    }
+                    Err(template) => into.templated.no_log = Some(template),
                 }
-                Err(template) => into.templated.no_log = Some(template),
-            },
+            }
             "any_errors_fatal" => into.any_errors_fatal = Some(self.boolean(v, key)?),
             "ignore_unreachable" => into.ignore_unreachable = self.boolean(v, key)?,
             "environment" => into.environment.extend(self.environment(v)?),

@@ -54,6 +54,12 @@ impl TaskOrigin {
     }
 }
 
+/// Whether the action's work is all in Ansible's controller-side action plugin (no module
+/// runs, so nothing injects an `invocation`).
+pub fn is_action(action: &str) -> bool {
+    ACTIONS.contains(&short_name(action))
+}
+
 pub fn short_name(module: &str) -> &str {
     module
         .strip_prefix("ansible.builtin.")

@@ -569,6 +569,12 @@ fn first_found(
             }
         } else if let Some(s) = term.as_str() {
             files.push(s.to_string());
+        } else {
+            // Ansible's words, its stray parenthesis included.
+            return Err(error(format!(
+                "The lookup plugin 'first_found' failed: Invalid term supplied. A string, dict or list is required, not '{}').",
+                python_type(&term)
+            )));
         }
     }
     // As Ansible: every path joined with every name (path by path), each then looked

@@ -259,7 +259,7 @@ fn collection_names(source: &str) -> Vec<(Kind, String)> {
     while i < bytes.len() {
         let (kind, after) = if bytes[i] == b'|' && bytes.get(i + 1) != Some(&b'|') {
             (Kind::Filter, i + 1)
-        } else if source[i..].starts_with("is ")
+        } else if bytes[i..].starts_with(b"is ")
             && (i == 0 || !is_ident_byte(bytes[i - 1]))
         {
             let rest = source[i + 3..].trim_start();
@@ -645,6 +645,7 @@ mod tests {
         assert_eq!(collection_of("ansible.builtin.to_json"), None);
         assert_eq!(collection_of("ns.coll.f").as_deref(), Some("ns.coll"));
         assert!(collection_names("{{ x | f }}").is_empty());
+        assert!(collection_names("汉语-{{ x | ternary('a', 'b') }} is Å").is_empty());
     }
 
     #[test]

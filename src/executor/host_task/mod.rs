@@ -221,6 +221,7 @@ pub(crate) async fn run(
                     if task.module.name() == "setup" {
                         crate::modules::with_task_environment(&mut outcome, &run.env);
                     }
+                    inject_invocation(task, run.args.as_ref(), run.planned, &run.vars, &mut outcome);
                     outcome::mask_no_log_args(task, &run.raw_args, &mut outcome);
                     outcome::ItemOutcome {
                         item: run.item,
@@ -241,6 +242,38 @@ pub(crate) async fn run(
         let only = outcomes.into_iter().next().expect("one run without a loop");
         finish_task(ctx, task, host, delegate.as_deref(), only.outcome, &notify);
     }
+}
+
+/// Ansible's `INJECT_INVOCATION` for a module turbo-play runs natively: the result
+/// carries the module's arguments, as AnsibleModule adds them (Python modules add their
+/// own; actions that run no module add none).
+fn inject_invocation(
+    task: &Task,
+    args: Option<&Args>,
+    planned: bool,
+    vars: &minijinja::Value,
+    outcome: &mut crate::modules::TaskOutcome,
+) {
+    let module = task.module;
+    let Some(args) = args else { return };
+    if !planned
+        || outcome.skipped
+        || outcome.data.contains_key("invocation")
+        || module.reports_own_invocation()
+        || module.caps().controller_action
+        || module.caps().control != crate::modules::Control::None
+        || crate::report::task_error::is_action(module.name())
+        || !crate::modules::inject_invocation(Some(vars))
+    {
+        return;
+    }
+    let mut module_args = args.values().clone();
+    module_args.extend(args.extra().clone());
+    let mut invocation = Map::new();
+    invocation.insert("module_args".into(), Value::Object(module_args));
+    outcome
+        .data
+        .insert("invocation".into(), Value::Object(invocation));
 }
 
 /// Sends the `running` items, judges each reply (changed_when, failed_when, until) and

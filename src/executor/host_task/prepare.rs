@@ -486,7 +486,14 @@ pub(super) fn plan_item(
         false => std::borrow::Cow::Borrowed(&task.args),
     };
     let keys = task.module.templates_arg_names();
-    let raw_args = match ctx.templar.render_args(&templated, vars, keys) {
+    // first_found searches the subdirectory the task's action implies (`vars/` for
+    // include_vars, `templates/` for template), in its arguments as in its loop.
+    let subdir = crate::playbook::lookup_subdir(&task.action);
+    let arg_vars = match subdir {
+        "files" => vars.clone(),
+        _ => minijinja::context! { __tp_lookup_subdir => subdir, ..vars.clone() },
+    };
+    let raw_args = match ctx.templar.render_args(&templated, &arg_vars, keys) {
         Ok(mut args) => {
             for key in written {
                 if let Some(value) = task.args.get(*key) {
@@ -562,6 +569,18 @@ fn args_from_templates(
             }
         }
     }
+    // An expression the action evaluates itself (assert's `that`) that rendering made is
+    // not the playbook's own: Ansible refuses it. One a template only passed on as it was
+    // written (a loop item, a task var) is still the playbook's.
+    let untrusted = task.module.untemplated_args().iter().any(|key| {
+        !args.contains_key(*key)
+            && merged
+                .get(*key)
+                .is_some_and(|value| !written_in_task(task, value))
+    });
+    if untrusted {
+        return Err("Task failed: Encountered untrusted template or expression.".into());
+    }
     merged.extend(args);
     let levels = &task.keywords.module_defaults;
     if crate::playbook::names_a_group(levels) {
@@ -576,6 +595,31 @@ fn args_from_templates(
         merged = under;
     }
     Ok(merged)
+}
+
+/// Whether every string of `value` is written as it is in the task's loop or vars (so a
+/// template passed it on, as Ansible keeps such a value's trust).
+fn written_in_task(task: &Task, value: &Value) -> bool {
+    fn holds(haystack: &Value, needle: &str) -> bool {
+        match haystack {
+            Value::String(s) => s == needle,
+            Value::Array(items) => items.iter().any(|v| holds(v, needle)),
+            Value::Object(map) => map.values().any(|v| holds(v, needle)),
+            _ => false,
+        }
+    }
+    let written: Vec<&Value> = match &task.loop_spec {
+        Some(crate::playbook::LoopSpec::Items { value, .. }) => vec![value],
+        Some(crate::playbook::LoopSpec::Lookup { terms, .. })
+        | Some(crate::playbook::LoopSpec::Combine { terms, .. }) => vec![terms],
+        _ => Vec::new(),
+    };
+    let vars: Vec<&Value> = task.vars.values().collect();
+    match value {
+        Value::String(s) => written.iter().chain(&vars).any(|w| holds(w, s)),
+        Value::Array(items) => items.iter().all(|v| written_in_task(task, v)),
+        _ => true,
+    }
 }
 
 /// The task's `module_defaults` for its module, templated: only the arguments the task

@@ -140,6 +140,10 @@ impl Module for PythonModule {
         &ANY_ARGS
     }
 
+    fn reports_own_invocation(&self) -> bool {
+        true
+    }
+
     fn caps(&self) -> Caps {
         // The module does check mode itself (`_ansible_check_mode`), skipping when it
         // does not support it, as AnsibleModule does.
@@ -198,6 +202,7 @@ impl Module for PythonModule {
                 module_name: self.name,
                 version: ansible_version(),
                 syslog_facility: facility.as_deref(),
+                inject_invocation: super::inject_invocation(ctx.vars),
             },
         );
         let args_bytes = match &built.style {

@@ -140,6 +140,11 @@ impl PluginInfo {
                 e.message
             ),
             ErrorKind::Host => format!("Task failed: {plugin} could not run: {}", e.message),
+            ErrorKind::NoAnsible => format!(
+                "Task failed: {plugin} needs {}: {}",
+                e.message,
+                crate::plugins::python::INSTALL_HINT
+            ),
             ErrorKind::Call | ErrorKind::Runtime => format!("Task failed: {}", e.message),
         })
     }
@@ -523,7 +528,7 @@ fn make_tmp(run: Arc<Run>) -> Plan {
 /// shown, `_ansible_verbose_always` showing it without -v, other `_ansible_*` keys
 /// dropped.
 fn outcome(answer: Value) -> TaskOutcome {
-    let mut result = match answer.get("result") {
+    let result = match answer.get("result") {
         Some(Value::Object(map)) => map.clone(),
         _ => Map::new(),
     };
@@ -533,7 +538,6 @@ fn outcome(answer: Value) -> TaskOutcome {
     let verbose_always = result
         .get("_ansible_verbose_always")
         .is_some_and(crate::booleans::python_truthiness);
-    result.remove("__turbo_exception__");
     let mut outcome = super::python::outcome_of_result(result);
     outcome.no_log = no_log;
     outcome.verbose_always = verbose_always;
@@ -579,10 +583,11 @@ mod tests {
         assert_eq!(done.msg.as_deref(), Some("hi"));
         assert_eq!(Value::Object(done.data), serde_json::json!({"data": [1]}));
         let raised = outcome(serde_json::json!({"result": {
-            "failed": true, "changed": false, "msg": "Task failed: boom", "__turbo_exception__": true
+            "failed": true, "changed": false, "msg": "Task failed: boom",
+            "exception": "(traceback unavailable)"
         }}));
         assert!(raised.failed);
-        assert!(raised.data.is_empty());
+        assert_eq!(raised.msg.as_deref(), Some("Task failed: boom"));
     }
 
     #[test]

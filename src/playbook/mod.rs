@@ -37,7 +37,9 @@ pub use collections::{default_collections_path, split_role_fqcn};
 pub use dynamic_include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use loader::{load_playbook, load_playbook_text, load_playbooks, load_playbooks_text};
-pub use loops::{BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};
+pub use loops::{
+    BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, is_debug_action, lookup_subdir,
+};
 pub use module_defaults::{ModuleDefaultsLevel, defaults_for, names_a_group};
 pub use play_templates::{PlayKeywordError, render_templated_play_keywords};
 pub use roles::INCLUDE_ROLE_ARGS;

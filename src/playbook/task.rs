@@ -182,7 +182,14 @@ impl Loader<'_> {
                 }
                 _ if key.starts_with("with_") => {
                     let lookup = &key["with_".len()..];
-                    if !LOOP_LOOKUPS.contains(&lookup) {
+                    // A Python lookup the playbook, a role or a collection ships loops too.
+                    let python = || {
+                        self.shared
+                            .plugins
+                            .find(crate::plugins::Kind::Lookup, lookup, &inherited.collections)
+                            .is_some()
+                    };
+                    if !LOOP_LOOKUPS.contains(&lookup) && !python() {
                         let help = closest(lookup, LOOP_LOOKUPS.iter().copied())
                             .map(|s| format!("did you mean 'with_{s}'?"))
                             .unwrap_or_else(|| {

@@ -167,8 +167,10 @@ impl Catalog {
     pub fn add_collection_roots(&self, roots: &[PathBuf]) {
         let mut state = self.write();
         for root in roots {
-            if !state.collection_roots.contains(root) {
-                state.collection_roots.push(root.clone());
+            // Python imports from it after the working directory may have changed.
+            let root = std::path::absolute(root).unwrap_or_else(|_| root.clone());
+            if !state.collection_roots.contains(&root) {
+                state.collection_roots.push(root);
                 state.generation += 1;
             }
         }

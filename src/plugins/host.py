@@ -357,9 +357,9 @@ class TurboTemplar:
         self._variables = value
 
     def template(self, variable, *args, **kwargs):
-        if isinstance(variable, str) and not self.is_template(variable):
-            return variable
-        if isinstance(variable, (dict, list)) and not self.is_template(json.dumps(variable, default=to_jsonable)):
+        # As Ansible's: only a template the playbook wrote (trusted) is rendered; a string
+        # a plugin made, or a value already rendered, comes back as it is.
+        if not self.is_template(variable) or not trusted(variable):
             return variable
         options = {k: v for k, v in kwargs.items() if k in ('convert_bare', 'fail_on_undefined', 'escape_backslashes')}
         return self._chan.call('template', value=plain(variable), options=options)
@@ -394,8 +394,28 @@ class TurboTemplar:
                            "evaluates expressions and lists the task's variables)")
 
 
+def trusted(value):
+    """Whether a value holds a string Ansible trusts as a template (tagged so by the
+    plugin itself: the values turbo-play hands plugins are rendered already)."""
+    try:
+        from ansible._internal._datatag._tags import TrustedAsTemplate
+    except Exception:
+        return False
+    if isinstance(value, str):
+        return TrustedAsTemplate.is_tagged_on(value)
+    if isinstance(value, collections.abc.Mapping):
+        return any(trusted(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(trusted(v) for v in value)
+    return False
+
+
 class NotSupported(Exception):
     """A piece of Ansible's controller internals a plugin reached for that turbo-play lacks."""
+
+
+class NoAnsible(Exception):
+    """The controller's Python lacks the ansible-core a plugin needs."""
 
 
 def data_loader(playbook_dir):
@@ -638,8 +658,8 @@ def op_action(request, chan):
     name = request['name']
     problem = ansible_ready()
     if problem is not None:
-        raise NotSupported(f"ansible-core on the controller Python ({sys.executable}), which every action "
-                           f"plugin imports its ActionBase from ({problem})")
+        raise NoAnsible(f"ansible-core, which every action plugin imports its ActionBase from, in the "
+                        f"controller's Python ({sys.executable}: {problem})")
     try:
         module = load_file(path, request['import_name'])
         cls = module.ActionModule
@@ -727,7 +747,7 @@ def op_action(request, chan):
             raise
         except Exception as ex:
             result = {'failed': True, 'changed': False, 'msg': 'Task failed: ' + message_of(ex),
-                      '__turbo_exception__': True}
+                      'exception': '(traceback unavailable)'}
         try:
             instance.cleanup()
         except (NotSupported, Abandoned, CallFailed):
@@ -775,6 +795,8 @@ def serve(request):
             error = {'kind': 'load', 'message': message_of(ex.cause)}
         except NotSupported as ex:
             error = {'kind': 'unsupported', 'message': str(ex)}
+        except NoAnsible as ex:
+            error = {'kind': 'no_ansible', 'message': str(ex)}
         except CallFailed as ex:
             error = {'kind': 'call', 'message': str(ex)}
         except Exception as ex:

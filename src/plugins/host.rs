@@ -38,6 +38,8 @@ pub enum ErrorKind {
     Unsupported,
     /// A call back into turbo-play failed (the template it asked for, a variable).
     Call,
+    /// The controller's Python lacks ansible-core, which the plugin needs.
+    NoAnsible,
     /// No Python to run the plugin with, or the host died.
     Host,
 }
@@ -381,10 +383,84 @@ fn plugin_error(error: &Value) -> PluginError {
         Some("load") => ErrorKind::Load,
         Some("unsupported") => ErrorKind::Unsupported,
         Some("call") => ErrorKind::Call,
+        Some("no_ansible") => ErrorKind::NoAnsible,
         _ => ErrorKind::Runtime,
     };
     PluginError {
         kind,
         message: text(error, "message"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lookup that imports nothing from ansible, so that any python3 runs it.
+    const LOOKUP: &str = "class LookupModule:\n    def __init__(self, **kwargs):\n        pass\n    def run(self, terms, variables=None, **kwargs):\n        if terms == ['raise']:\n            raise ValueError('asked to')\n        return [variables['x'] + term for term in terms] + ['y' in variables]\n";
+
+    fn lookup_request(path: &std::path::Path, terms: Value) -> Map<String, Value> {
+        let mut payload = Map::new();
+        payload.insert("path".into(), Value::from(path.display().to_string()));
+        payload.insert("import_name".into(), Value::from("turbo_test_lookup"));
+        payload.insert("name".into(), Value::from("turbo_test_lookup"));
+        payload.insert("terms".into(), terms);
+        payload
+    }
+
+    #[test]
+    fn a_request_calls_back_before_it_answers_and_errors_keep_their_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.py");
+        std::fs::write(&path, LOOKUP).unwrap();
+        let host = host(&[], dir.path()).expect("python3 runs the plugin host");
+        let mut asked = Vec::new();
+        let answer = host
+            .call("lookup", lookup_request(&path, serde_json::json!(["a", "b"])), &mut |call| {
+                asked.push((call.kind.clone(), call.str("name").map(str::to_string)));
+                match call.str("name") {
+                    Some("x") => Ok(serde_json::json!({"found": true, "value": "x-"})),
+                    _ => Ok(serde_json::json!({"found": false})),
+                }
+            })
+            .unwrap();
+        assert_eq!(answer["value"], serde_json::json!(["x-a", "x-b", false]));
+        assert_eq!(
+            asked,
+            [
+                ("var".to_string(), Some("x".to_string())),
+                ("var".to_string(), Some("y".to_string())),
+            ]
+        );
+        let error = host
+            .call("lookup", lookup_request(&path, serde_json::json!(["raise"])), &mut |_| {
+                Ok(serde_json::json!({"found": true, "value": ""}))
+            })
+            .unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Runtime);
+        assert_eq!(error.message, "asked to");
+    }
+
+    #[test]
+    fn a_conversation_dropped_before_its_answer_abandons_the_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.py");
+        std::fs::write(&path, LOOKUP).unwrap();
+        let host = host(&[], dir.path()).expect("python3 runs the plugin host");
+        let conversation = host
+            .start("lookup", lookup_request(&path, serde_json::json!(["a"])))
+            .unwrap();
+        match conversation.next().unwrap() {
+            Step::Call(call) => assert_eq!(call.kind, "var"),
+            Step::Done(v) => panic!("answered without asking: {v}"),
+        }
+        drop(conversation);
+        // The host goes on serving others.
+        let answer = host
+            .call("lookup", lookup_request(&path, serde_json::json!(["c"])), &mut |_| {
+                Ok(serde_json::json!({"found": true, "value": "z"}))
+            })
+            .unwrap();
+        assert_eq!(answer["value"], serde_json::json!(["zc", true]));
     }
 }

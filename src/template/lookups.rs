@@ -161,6 +161,16 @@ fn run(
                 .filter(|k| !matches!(*k, "wantlist" | "errors"))
                 .filter_map(|k| Some((k.to_string(), kwargs.get::<MjValue>(k).ok()?)))
                 .collect();
+            // A `with_<name>` loop hands the plugin its list of terms itself.
+            let as_with = state.lookup("__tp_lookup_with").is_some_and(|v| v.is_true());
+            let spread: Vec<MjValue>;
+            let terms = match terms {
+                [list] if as_with && list.kind() == ValueKind::Seq => {
+                    spread = list.try_iter()?.collect();
+                    spread.as_slice()
+                }
+                _ => terms,
+            };
             let terms = match super::python_plugins::embedded_templates(state, terms) {
                 Ok(terms) => terms,
                 Err(e) => return Err(e),

@@ -527,6 +527,7 @@ impl Templar {
             __tp_lookup_name => name,
             __tp_lookup_terms => terms,
             __tp_lookup_subdir => subdir,
+            __tp_lookup_with => true,
             ..vars.clone()
         };
         let value = self

@@ -210,6 +210,18 @@ impl JinjaPlugins {
                 return Vec::new();
             }
         };
+        // Ansible warns of a collection's file that does not load (a legacy one only at
+        // -vvvv).
+        if collection.is_some() {
+            for skipped in answer.get("skipped").and_then(Value::as_array).into_iter().flatten() {
+                eprintln!(
+                    "[WARNING]: Skipping {} plugins in {}; an error occurred while loading: {}",
+                    kind.word(),
+                    skipped.get("path").and_then(Value::as_str).unwrap_or_default(),
+                    skipped.get("message").and_then(Value::as_str).unwrap_or_default()
+                );
+            }
+        }
         answer
             .get("plugins")
             .and_then(Value::as_array)
@@ -363,7 +375,7 @@ fn call(entry: &Entry, catalog: &Catalog, args: &[MjValue]) -> Result<MjValue, M
 /// Ansible's words for a plugin's failure.
 fn failure(word: &str, name: &str, e: &PluginError) -> String {
     match e.kind {
-        PluginErrorKind::Load | PluginErrorKind::Host => {
+        PluginErrorKind::Load | PluginErrorKind::Host | PluginErrorKind::NoAnsible => {
             format!("The {word} plugin '{name}' failed to load: {}", e.message)
         }
         _ => format!("The {word} plugin '{name}' failed: {}", e.message),
@@ -646,6 +658,46 @@ mod tests {
         assert_eq!(collection_of("ns.coll.f").as_deref(), Some("ns.coll"));
         assert!(collection_names("{{ x | f }}").is_empty());
         assert!(collection_names("汉语-{{ x | ternary('a', 'b') }} is Å").is_empty());
+    }
+
+    /// A Templar with the plugins under `dir` (a playbook's directory).
+    fn templar_with_plugins(dir: &std::path::Path) -> super::super::Templar {
+        let catalog = Arc::new(Catalog::new(&crate::plugins::ConfiguredPaths::default()));
+        catalog.add_root(dir);
+        let mut templar = super::super::Templar::new();
+        templar.set_plugins(catalog);
+        templar
+    }
+
+    #[test]
+    fn a_playbooks_filters_and_tests_render_through_the_plugin_host() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("filter_plugins")).unwrap();
+        std::fs::create_dir_all(dir.path().join("test_plugins")).unwrap();
+        std::fs::write(
+            dir.path().join("filter_plugins/f.py"),
+            "def boom(v):\n    raise ValueError('kaboom')\n\nclass FilterModule:\n    def filters(self):\n        return {'twice': lambda v, n=2: v * n, 'boom': boom, 'to_json': lambda v: 'mine'}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("test_plugins/t.py"),
+            "class TestModule:\n    def tests(self):\n        return {'short': lambda v: len(v) < 3}\n",
+        )
+        .unwrap();
+        let templar = templar_with_plugins(dir.path());
+        let vars = MjValue::from_serialize(serde_json::json!({"x": "ab"}));
+        let render = |s: &str| templar.render_value(&Value::from(s), &vars);
+        assert_eq!(render("{{ x | twice(n=3) }}").unwrap(), Value::from("ababab"));
+        assert_eq!(render("{{ x is short }}").unwrap(), Value::Bool(true));
+        // A playbook's filter takes the place of turbo-play's own.
+        assert_eq!(render("{{ x | to_json }}").unwrap(), Value::from("mine"));
+        // One that is not given an undefined value gives it back.
+        assert_eq!(
+            render("{{ (nope | twice) is undefined }}").unwrap(),
+            Value::Bool(true)
+        );
+        let err = render("{{ x | boom }}").unwrap_err().cause();
+        assert_eq!(err, "The filter plugin 'boom' failed: kaboom");
     }
 
     #[test]

@@ -34,6 +34,7 @@ mod playbook_runs;
 mod progress_display;
 mod python_builtin_rows;
 mod python_modules;
+mod python_plugins;
 mod real_roles;
 mod roles;
 mod secrets;

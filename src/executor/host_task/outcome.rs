@@ -200,8 +200,15 @@ pub(in crate::executor) fn finish_task(
     let data = outcome.registered();
     let shown_as = task.module.caps().shown;
     let is_debug = shown_as == Shown::OwnData && !outcome.skipped;
-    // debug shows only what it was asked to show, like Ansible's.
-    let shown = if is_debug && !outcome.failed {
+    // debug shows only what it was asked to show, like Ansible's; its callback knows it
+    // by the action's name, so an action plugin that is debug under another name shows
+    // its `changed` too.
+    let shown = if is_debug && !outcome.failed && !crate::playbook::is_debug_action(&task.action) {
+        let mut shown = Map::new();
+        shown.insert("changed".into(), outcome.changed.into());
+        shown.extend(outcome.data.clone());
+        shown
+    } else if is_debug && !outcome.failed {
         outcome.data.clone()
     } else if shown_as == Shown::Nothing && !outcome.failed {
         // Ansible never prints gathered facts, even with -v (`_ansible_verbose_override`),

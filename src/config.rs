@@ -307,7 +307,11 @@ impl Config {
                 "filter_plugins",
                 &mut config.filter_plugins,
             ),
-            ("ANSIBLE_TEST_PLUGINS", "test_plugins", &mut config.test_plugins),
+            (
+                "ANSIBLE_TEST_PLUGINS",
+                "test_plugins",
+                &mut config.test_plugins,
+            ),
             (
                 "ANSIBLE_LOOKUP_PLUGINS",
                 "lookup_plugins",

@@ -195,12 +195,9 @@ pub fn run(cli: AdhocCli) -> Result<u8, Failure> {
     };
     let text = play_text(&cli.pattern, module, &raw_args, &cli);
     let options = launch::load_options(&config);
-    let playbooks = crate::playbook::load_playbooks_text(
-        &base_dir.join("__adhoc_playbook__"),
-        &text,
-        &options,
-    )
-    .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+    let playbooks =
+        crate::playbook::load_playbooks_text(&base_dir.join("__adhoc_playbook__"), &text, &options)
+            .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
     for playbook in &playbooks {
         inventory
             .load_vars_dirs(&playbook.dir)

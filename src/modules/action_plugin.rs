@@ -111,8 +111,8 @@ impl ActionPlugin {
         let key = (name.to_string(), file.clone(), search.clone());
         let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
         known.entry(key).or_insert_with(|| {
-            let raw_params = std::fs::read_to_string(&file.path)
-                .is_ok_and(|text| declares_raw_params(&text));
+            let raw_params =
+                std::fs::read_to_string(&file.path).is_ok_and(|text| declares_raw_params(&text));
             Box::leak(Box::new(ActionPlugin {
                 name: Box::leak(name.to_string().into_boxed_str()),
                 plugin: Arc::new(PluginInfo {
@@ -209,7 +209,9 @@ impl Module for ActionPlugin {
             Some(_) => self.plugin.file.fqcn(),
             None => format!(
                 "ansible.legacy.{}",
-                self.name.strip_prefix("ansible.legacy.").unwrap_or(self.name)
+                self.name
+                    .strip_prefix("ansible.legacy.")
+                    .unwrap_or(self.name)
             ),
         }
     }
@@ -235,13 +237,22 @@ impl Module for ActionPlugin {
             .remove("play_context")
             .unwrap_or_else(|| Value::Object(Map::new()));
         let mut payload = Map::new();
-        payload.insert("path".into(), Value::from(plugin.file.path.display().to_string()));
-        payload.insert("import_name".into(), Value::from(plugin.file.import_name.clone()));
+        payload.insert(
+            "path".into(),
+            Value::from(plugin.file.path.display().to_string()),
+        );
+        payload.insert(
+            "import_name".into(),
+            Value::from(plugin.file.import_name.clone()),
+        );
         payload.insert("name".into(), Value::from(plugin.file.name.clone()));
         payload.insert("fqcn".into(), Value::from(plugin.file.fqcn()));
         payload.insert("task".into(), Value::Object(task));
         payload.insert("play_context".into(), play_context);
-        payload.insert("playbook_dir".into(), Value::from(playbook_dir.display().to_string()));
+        payload.insert(
+            "playbook_dir".into(),
+            Value::from(playbook_dir.display().to_string()),
+        );
         let conversation = host
             .start("action", payload)
             .map_err(|e| plugin.failure(e))?;
@@ -290,7 +301,9 @@ impl Run {
             )),
             "template" => {
                 let value = call.payload.get("value").cloned().unwrap_or(Value::Null);
-                templar.render_value(&value, vars).map_err(|e| e.to_string())
+                templar
+                    .render_value(&value, vars)
+                    .map_err(|e| e.to_string())
             }
             "expression" => templar
                 .eval_expr(call.str("expression").unwrap_or_default(), vars)
@@ -407,12 +420,7 @@ fn inner(
 
 /// A file op that names its content by digest carries the bytes instead: the executor
 /// uploads on request only for a task's own module.
-fn with_content(
-    run: &Run,
-    module: &dyn Module,
-    args: &Args,
-    op: Op,
-) -> Result<Op, ModuleError> {
+fn with_content(run: &Run, module: &dyn Module, args: &Args, op: Op) -> Result<Op, ModuleError> {
     let Op::EnsureFile(ensure) = &op else {
         return Ok(op);
     };
@@ -570,7 +578,10 @@ mod tests {
             ),
             None
         );
-        assert_eq!(reexported_builtin("from ansible.plugins.action import ActionBase\n"), None);
+        assert_eq!(
+            reexported_builtin("from ansible.plugins.action import ActionBase\n"),
+            None
+        );
     }
 
     #[test]
@@ -601,7 +612,10 @@ mod tests {
         };
         assert_eq!(search.module("mine").unwrap().name(), "mine");
         assert_eq!(search.module("ansible.legacy.mine").unwrap().name(), "mine");
-        assert_eq!(search.module("ansible.builtin.stat").unwrap().name(), "stat");
+        assert_eq!(
+            search.module("ansible.builtin.stat").unwrap().name(),
+            "stat"
+        );
         assert_eq!(search.module("ping").unwrap().name(), "ping");
         assert!(search.module("no_such_module_here").is_none());
     }

@@ -50,13 +50,13 @@ impl Module for Assert {
         let thats: Vec<&Value> = match (&resolved, args.raw("that")) {
             (Some(items), _) => items.iter().collect(),
             (None, that) => match that {
-            None => {
-                return Err(ModuleError::Invalid(
-                    "conditional required in \"that\" string".into(),
-                ));
-            }
-            Some(Value::Array(items)) => items.iter().collect(),
-            Some(one) => vec![one],
+                None => {
+                    return Err(ModuleError::Invalid(
+                        "conditional required in \"that\" string".into(),
+                    ));
+                }
+                Some(Value::Array(items)) => items.iter().collect(),
+                Some(one) => vec![one],
             },
         };
         let fail_msg = args

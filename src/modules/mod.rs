@@ -112,9 +112,7 @@ pub fn set_inject_invocation(on: bool) {
 pub fn inject_invocation(vars: Option<&minijinja::Value>) -> bool {
     vars.and_then(|v| v.get_attr("ansible_inject_invocation").ok())
         .filter(|v| !v.is_undefined() && !v.is_none())
-        .map(|v| {
-            crate::booleans::lenient(&serde_json::to_value(&v).unwrap_or(Value::Bool(false)))
-        })
+        .map(|v| crate::booleans::lenient(&serde_json::to_value(&v).unwrap_or(Value::Bool(false))))
         .unwrap_or_else(|| INJECT_INVOCATION.load(std::sync::atomic::Ordering::Relaxed))
 }
 

@@ -95,10 +95,10 @@ impl Loader<'_> {
     fn action_plugin(&self, name: &str, inherited: &Inherited) -> Option<&'static dyn Module> {
         use crate::modules::action_plugin::{ActionPlugin, ModuleSearch, reexported_builtin};
         use crate::modules::python::finding;
-        let file = self
-            .shared
-            .plugins
-            .find(crate::plugins::Kind::Action, name, &inherited.collections)?;
+        let file =
+            self.shared
+                .plugins
+                .find(crate::plugins::Kind::Action, name, &inherited.collections)?;
         let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
         let source = std::fs::read_to_string(&file.path).unwrap_or_default();
         match reexported_builtin(&source).as_deref() {
@@ -108,7 +108,10 @@ impl Loader<'_> {
                     .shared
                     .library_module(name, &self.playbook_dir, role_dir)
                     .or_else(|| modules::find(name))
-                    .or_else(|| self.shared.collection_module(name, &self.playbook_dir, role_dir))
+                    .or_else(|| {
+                        self.shared
+                            .collection_module(name, &self.playbook_dir, role_dir)
+                    })
                 {
                     return Some(module);
                 }
@@ -244,8 +247,12 @@ impl Loader<'_> {
             ActionArgs::Text(text) => self.free_text(module, &text),
             ActionArgs::Mapping { pairs, kv } => {
                 let nested = pairs.iter().find(|(k, _)| k.as_str() == Some("args"));
-                let mut out =
-                    self.pairs(pairs.iter().copied().filter(|(k, _)| k.as_str() != Some("args")))?;
+                let mut out = self.pairs(
+                    pairs
+                        .iter()
+                        .copied()
+                        .filter(|(k, _)| k.as_str() != Some("args")),
+                )?;
                 if !kv.is_empty() {
                     out.extend(self.free_text(module, &kv)?);
                 }
@@ -423,5 +430,55 @@ mod tests {
             e.message,
             "arguments of copy must be a mapping or a `key=value` string, got a list"
         );
+    }
+}
+
+#[cfg(test)]
+mod plugin_tests {
+    use crate::playbook::test_support::tree::{load, tree};
+
+    const PLUGIN: &str = "from ansible.plugins.action import ActionBase\n\nclass ActionModule(ActionBase):\n    def run(self, tmp=None, task_vars=None):\n        return {}\n";
+
+    #[test]
+    fn action_plugins_resolve_before_modules_as_ansibles_loader_finds_them() {
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- hosts: all\n  roles: [r]\n  tasks:\n    - mine: {a: 1}\n    - debug: msg=x\n    - ansible.builtin.debug: msg=x\n    - alias: msg=x\n    - ns.coll.act:\n    - {block: [{name: short, act: }], collections: [ns.coll]}\n    - role_act:\n",
+            ),
+            ("action_plugins/mine.py", PLUGIN),
+            // A playbook's own debug takes the place of Ansible's, but not of
+            // ansible.builtin.debug.
+            ("action_plugins/debug.py", PLUGIN),
+            (
+                "action_plugins/alias.py",
+                "from ansible.plugins.action.debug import ActionModule\n\nassert ActionModule\n",
+            ),
+            (
+                "collections/ansible_collections/ns/coll/plugins/action/act.py",
+                PLUGIN,
+            ),
+            ("roles/r/tasks/main.yml", "- role_act:\n"),
+            ("roles/r/action_plugins/role_act.py", PLUGIN),
+        ]);
+        let pb = load(&dir).unwrap();
+        let tasks: Vec<_> = pb.plays[0].tasks.iter().filter(|t| !t.implicit).collect();
+        let plugin = |i: usize| tasks[i].module.caps().controller_action;
+        // The role's task first, then the play's.
+        assert_eq!(tasks[0].action, "role_act");
+        assert!(plugin(0));
+        assert_eq!(tasks[1].action, "mine");
+        assert!(plugin(1));
+        assert_eq!(tasks[1].module.fqcn(), "ansible.legacy.mine");
+        assert!(plugin(2), "a playbook's debug plugin");
+        assert!(!plugin(3), "ansible.builtin.debug stays Ansible's");
+        assert_eq!(tasks[4].action, "alias");
+        assert!(!plugin(4), "a re-export of debug is debug");
+        assert_eq!(tasks[4].module.name(), "debug");
+        assert!(plugin(5));
+        assert_eq!(tasks[5].module.fqcn(), "ns.coll.act");
+        assert!(plugin(6), "a short name under collections:");
+        // A role's plugins are visible to the play's tasks once the role loaded.
+        assert!(plugin(7));
     }
 }

@@ -149,7 +149,10 @@ impl Catalog {
     /// path (after those already there). Roles inside a collection bring none, as in
     /// Ansible.
     pub fn add_root(&self, dir: &Path) {
-        if dir.components().any(|c| c.as_os_str() == "ansible_collections") {
+        if dir
+            .components()
+            .any(|c| c.as_os_str() == "ansible_collections")
+        {
             return;
         }
         let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
@@ -426,14 +429,21 @@ mod tests {
         assert_eq!(mine.path, root.join("play/lookup_plugins/mine.py"));
         assert_eq!(mine.import_name, "ansible.plugins.lookup.mine");
         assert_eq!(
-            catalog.find(Kind::Lookup, "ansible.legacy.theirs", &[]).unwrap().path,
+            catalog
+                .find(Kind::Lookup, "ansible.legacy.theirs", &[])
+                .unwrap()
+                .path,
             root.join("role/lookup_plugins/theirs.py")
         );
         assert_eq!(
             catalog.find(Kind::Lookup, "deeper", &[]).unwrap().path,
             root.join("conf/sub/deeper.py")
         );
-        assert!(catalog.find(Kind::Lookup, "ansible.builtin.mine", &[]).is_none());
+        assert!(
+            catalog
+                .find(Kind::Lookup, "ansible.builtin.mine", &[])
+                .is_none()
+        );
         assert!(catalog.find(Kind::Action, "mine", &[]).is_none());
         let files: Vec<String> = catalog
             .files(Kind::Lookup)
@@ -454,7 +464,10 @@ mod tests {
         catalog.add_collection_roots(std::slice::from_ref(&root));
         catalog.add_root(&root.join("play"));
         let act = catalog.find(Kind::Action, "ns.coll.act", &[]).unwrap();
-        assert_eq!(act.import_name, "ansible_collections.ns.coll.plugins.action.act");
+        assert_eq!(
+            act.import_name,
+            "ansible_collections.ns.coll.plugins.action.act"
+        );
         assert_eq!(act.fqcn(), "ns.coll.act");
         let under = catalog
             .find(Kind::Action, "act", &["ns.coll".to_string()])
@@ -465,7 +478,10 @@ mod tests {
         assert!(catalog.find(Kind::Action, "ns.coll.nope", &[]).is_none());
         let filters = catalog.collection_files(Kind::Filter, "ns.coll");
         assert_eq!(filters.len(), 1);
-        assert_eq!(filters[0].import_name, "ansible_collections.ns.coll.plugins.filter.f");
+        assert_eq!(
+            filters[0].import_name,
+            "ansible_collections.ns.coll.plugins.filter.f"
+        );
     }
 
     #[test]

@@ -203,7 +203,11 @@ impl Host {
         )
     }
 
-    fn open(&self, op: &str, mut payload: Map<String, Value>) -> Result<Conversation<'_>, PluginError> {
+    fn open(
+        &self,
+        op: &str,
+        mut payload: Map<String, Value>,
+    ) -> Result<Conversation<'_>, PluginError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = channel();
         self.waiting
@@ -416,13 +420,17 @@ mod tests {
         let host = host(&[], dir.path()).expect("python3 runs the plugin host");
         let mut asked = Vec::new();
         let answer = host
-            .call("lookup", lookup_request(&path, serde_json::json!(["a", "b"])), &mut |call| {
-                asked.push((call.kind.clone(), call.str("name").map(str::to_string)));
-                match call.str("name") {
-                    Some("x") => Ok(serde_json::json!({"found": true, "value": "x-"})),
-                    _ => Ok(serde_json::json!({"found": false})),
-                }
-            })
+            .call(
+                "lookup",
+                lookup_request(&path, serde_json::json!(["a", "b"])),
+                &mut |call| {
+                    asked.push((call.kind.clone(), call.str("name").map(str::to_string)));
+                    match call.str("name") {
+                        Some("x") => Ok(serde_json::json!({"found": true, "value": "x-"})),
+                        _ => Ok(serde_json::json!({"found": false})),
+                    }
+                },
+            )
             .unwrap();
         assert_eq!(answer["value"], serde_json::json!(["x-a", "x-b", false]));
         assert_eq!(
@@ -433,9 +441,11 @@ mod tests {
             ]
         );
         let error = host
-            .call("lookup", lookup_request(&path, serde_json::json!(["raise"])), &mut |_| {
-                Ok(serde_json::json!({"found": true, "value": ""}))
-            })
+            .call(
+                "lookup",
+                lookup_request(&path, serde_json::json!(["raise"])),
+                &mut |_| Ok(serde_json::json!({"found": true, "value": ""})),
+            )
             .unwrap_err();
         assert_eq!(error.kind, ErrorKind::Runtime);
         assert_eq!(error.message, "asked to");
@@ -457,9 +467,11 @@ mod tests {
         drop(conversation);
         // The host goes on serving others.
         let answer = host
-            .call("lookup", lookup_request(&path, serde_json::json!(["c"])), &mut |_| {
-                Ok(serde_json::json!({"found": true, "value": "z"}))
-            })
+            .call(
+                "lookup",
+                lookup_request(&path, serde_json::json!(["c"])),
+                &mut |_| Ok(serde_json::json!({"found": true, "value": "z"})),
+            )
             .unwrap();
         assert_eq!(answer["value"], serde_json::json!(["zc", true]));
     }

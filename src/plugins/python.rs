@@ -36,8 +36,10 @@ pub fn controller() -> Option<&'static ControllerPython> {
     static FOUND: OnceLock<Option<ControllerPython>> = OnceLock::new();
     FOUND
         .get_or_init(|| {
-            let asked: Vec<ControllerPython> =
-                candidates().iter().filter_map(|python| ask(python)).collect();
+            let asked: Vec<ControllerPython> = candidates()
+                .iter()
+                .filter_map(|python| ask(python))
+                .collect();
             asked
                 .iter()
                 .find(|p| p.ansible_dir.is_some())

@@ -155,14 +155,19 @@ fn run(
     let results = match name {
         _ if python.is_some() => {
             let file = python.as_ref().expect("matched");
-            let catalog = reach.plugins.as_deref().expect("a found plugin has a catalog");
+            let catalog = reach
+                .plugins
+                .as_deref()
+                .expect("a found plugin has a catalog");
             let rest: Vec<(String, MjValue)> = kwargs
                 .args()
                 .filter(|k| !matches!(*k, "wantlist" | "errors"))
                 .filter_map(|k| Some((k.to_string(), kwargs.get::<MjValue>(k).ok()?)))
                 .collect();
             // A `with_<name>` loop hands the plugin its list of terms itself.
-            let as_with = state.lookup("__tp_lookup_with").is_some_and(|v| v.is_true());
+            let as_with = state
+                .lookup("__tp_lookup_with")
+                .is_some_and(|v| v.is_true());
             let spread: Vec<MjValue>;
             let terms = match terms {
                 [list] if as_with && list.kind() == ValueKind::Seq => {
@@ -171,10 +176,7 @@ fn run(
                 }
                 _ => terms,
             };
-            let terms = match super::python_plugins::embedded_templates(state, terms) {
-                Ok(terms) => terms,
-                Err(e) => return Err(e),
-            };
+            let terms = super::python_plugins::embedded_templates(state, terms)?;
             match super::python_plugins::lookup(
                 state,
                 file,
@@ -266,7 +268,10 @@ fn python_lookup(reach: &Reach, name: &str) -> Option<crate::plugins::PluginFile
     if let Some(found) = catalog.find(crate::plugins::Kind::Lookup, name, &[]) {
         return Some(found);
     }
-    let short = name.strip_prefix("ansible.builtin.").or_else(|| name.strip_prefix("ansible.legacy.")).unwrap_or(name);
+    let short = name
+        .strip_prefix("ansible.builtin.")
+        .or_else(|| name.strip_prefix("ansible.legacy."))
+        .unwrap_or(name);
     if NAMES.contains(&short) || !crate::plugins::catalog::is_identifier(short) {
         return None;
     }

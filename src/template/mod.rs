@@ -17,11 +17,11 @@ pub use dates::{local_mtime, local_now};
 pub use error::TemplateError;
 use error::{classify, error_message, is_undefined_operand, zero_division_error};
 mod config_lookup;
-mod embedded;
 #[cfg(test)]
 mod dialect_lookup_tests;
 #[cfg(test)]
 mod dialect_tests;
+mod embedded;
 mod file_options;
 pub use file_options::{Delimiters, TextOptions};
 mod filters;
@@ -167,9 +167,7 @@ impl Templar {
     /// Gives templates the run's Python plugins: lookups found in the catalog, and its
     /// filters and tests (listed by the plugin host the first time a template renders).
     pub fn set_plugins(&mut self, catalog: Arc<crate::plugins::Catalog>) {
-        self.jinja_plugins = Some(Arc::new(python_plugins::JinjaPlugins::new(
-            catalog.clone(),
-        )));
+        self.jinja_plugins = Some(Arc::new(python_plugins::JinjaPlugins::new(catalog.clone())));
         self.catalog = Some(catalog);
         self.register_lookups();
     }
@@ -346,8 +344,8 @@ impl Templar {
             && let Some(expr) = {
                 compiled_source = rewrite_expr(inner);
                 engine_guarded(s, || env.compile_expression_owned(compiled_source.clone()))
-                .ok()
-                .and_then(Result::ok)
+                    .ok()
+                    .and_then(Result::ok)
             }
         {
             let value = expr
@@ -563,7 +561,9 @@ impl Templar {
     ) -> Result<MjValue, TemplateError> {
         let compiled_source = rewrite_expr(bare);
         let env = self.env_for(bare);
-        let compiled = engine_guarded(shown, || env.compile_expression_owned(compiled_source.clone()))?
+        let compiled = engine_guarded(shown, || {
+            env.compile_expression_owned(compiled_source.clone())
+        })?
         .map_err(|e| TemplateError::Syntax {
             expr: shown.to_string(),
             message: error_message(&e, bare),

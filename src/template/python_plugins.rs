@@ -8,8 +8,8 @@
 //! comes back undefined, as Ansible's plugins' wrappers give it).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use minijinja::value::{Rest, Value as MjValue, ValueKind};
@@ -197,15 +197,18 @@ impl JinjaPlugins {
             Err(e) => {
                 if !registry.warned {
                     registry.warned = true;
-                    let dirs: Vec<String> = files
+                    let mut dirs: Vec<String> = files
                         .iter()
                         .filter_map(|f| f.path.parent().map(|p| p.display().to_string()))
                         .collect();
-                    eprintln!(
-                        "[WARNING]: The {} plugins in {} were not loaded: {e}",
+                    dirs.dedup();
+                    let why = format!(
+                        "the {} plugins in {} were not loaded: {e}",
                         kind.word(),
                         dirs.join(", ")
                     );
+                    eprintln!("[WARNING]: The {why}");
+                    let _ = NOT_LOADED.set(why);
                 }
                 return Vec::new();
             }
@@ -213,12 +216,23 @@ impl JinjaPlugins {
         // Ansible warns of a collection's file that does not load (a legacy one only at
         // -vvvv).
         if collection.is_some() {
-            for skipped in answer.get("skipped").and_then(Value::as_array).into_iter().flatten() {
+            for skipped in answer
+                .get("skipped")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 eprintln!(
                     "[WARNING]: Skipping {} plugins in {}; an error occurred while loading: {}",
                     kind.word(),
-                    skipped.get("path").and_then(Value::as_str).unwrap_or_default(),
-                    skipped.get("message").and_then(Value::as_str).unwrap_or_default()
+                    skipped
+                        .get("path")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                    skipped
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
                 );
             }
         }
@@ -242,6 +256,14 @@ impl JinjaPlugins {
             })
             .collect()
     }
+}
+
+/// Why the run's Python filters and tests could not be loaded, if they could not: a
+/// template that names an unknown one says so.
+static NOT_LOADED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+pub(super) fn not_loaded() -> Option<&'static str> {
+    NOT_LOADED.get().map(String::as_str)
 }
 
 fn has_entries(registry: &Registry) -> bool {
@@ -271,9 +293,7 @@ fn collection_names(source: &str) -> Vec<(Kind, String)> {
     while i < bytes.len() {
         let (kind, after) = if bytes[i] == b'|' && bytes.get(i + 1) != Some(&b'|') {
             (Kind::Filter, i + 1)
-        } else if bytes[i..].starts_with(b"is ")
-            && (i == 0 || !is_ident_byte(bytes[i - 1]))
-        {
+        } else if bytes[i..].starts_with(b"is ") && (i == 0 || !is_ident_byte(bytes[i - 1])) {
             let rest = source[i + 3..].trim_start();
             let skip = source.len() - rest.len();
             match rest.strip_prefix("not ") {
@@ -320,9 +340,12 @@ fn add(env: &mut Environment<'static>, entry: Entry, catalog: Arc<Catalog>) {
             });
         }
         _ => {
-            env.add_filter(name, move |args: Rest<MjValue>| -> Result<MjValue, MjError> {
-                call(&entry, &catalog, &args)
-            });
+            env.add_filter(
+                name,
+                move |args: Rest<MjValue>| -> Result<MjValue, MjError> {
+                    call(&entry, &catalog, &args)
+                },
+            );
         }
     }
 }
@@ -362,8 +385,11 @@ fn call(entry: &Entry, catalog: &Catalog, args: &[MjValue]) -> Result<MjValue, M
                 .collect(),
         ),
     );
-    let answer = host(catalog)
-        .and_then(|host| host.call("jinja_call", payload, &mut |_| Err("a filter calls nothing".into())));
+    let answer = host(catalog).and_then(|host| {
+        host.call("jinja_call", payload, &mut |_| {
+            Err("a filter calls nothing".into())
+        })
+    });
     match answer {
         Ok(answer) => Ok(from_plugin_json(
             answer.get("value").cloned().unwrap_or(Value::Null),
@@ -441,9 +467,9 @@ fn marker() -> Value {
 }
 
 fn is_marker(value: &Value) -> bool {
-    value
-        .as_object()
-        .is_some_and(|m| m.get(MARKER_KEY).and_then(Value::as_str) == Some("undefined") && m.len() <= 2)
+    value.as_object().is_some_and(|m| {
+        m.get(MARKER_KEY).and_then(Value::as_str) == Some("undefined") && m.len() <= 2
+    })
 }
 
 fn holds_marker(value: &Value) -> bool {
@@ -494,14 +520,21 @@ pub(super) fn lookup(
     );
     payload.insert(
         "kwargs".into(),
-        Value::Object(kwargs.iter().map(|(k, v)| (k.clone(), to_plugin_json(v))).collect()),
+        Value::Object(
+            kwargs
+                .iter()
+                .map(|(k, v)| (k.clone(), to_plugin_json(v)))
+                .collect(),
+        ),
     );
     if let Some(dir) = playbook_dir {
-        payload.insert("playbook_dir".into(), Value::from(dir.display().to_string()));
+        payload.insert(
+            "playbook_dir".into(),
+            Value::from(dir.display().to_string()),
+        );
     }
-    let answer = host(catalog).and_then(|host| {
-        host.call("lookup", payload, &mut |call| serve_from_state(state, call))
-    });
+    let answer = host(catalog)
+        .and_then(|host| host.call("lookup", payload, &mut |call| serve_from_state(state, call)));
     match answer {
         Ok(answer) => match from_plugin_json(answer.get("value").cloned().unwrap_or(Value::Null)) {
             v if v.is_undefined() => Ok(None),
@@ -515,7 +548,10 @@ pub(super) fn lookup(
 /// A lookup's terms with the templates written inside them rendered first, as Ansible
 /// still does for lookups (`ALLOW_EMBEDDED_TEMPLATES`, on until 2.23): `lookup('x',
 /// '{{ a }}')` gives the plugin `a`'s value, undefined if it is undefined.
-pub(super) fn embedded_templates(state: &State, terms: &[MjValue]) -> Result<Vec<MjValue>, MjError> {
+pub(super) fn embedded_templates(
+    state: &State,
+    terms: &[MjValue],
+) -> Result<Vec<MjValue>, MjError> {
     let allowed = std::env::var("ANSIBLE_ALLOW_EMBEDDED_TEMPLATES")
         .map(|v| crate::booleans::lenient(&Value::String(v)))
         .unwrap_or(true);
@@ -549,10 +585,10 @@ fn holds_template(value: &MjValue) -> bool {
             }) =>
         {
             value
-            .try_iter()
-            .into_iter()
-            .flatten()
-            .any(|k| value.get_item(&k).is_ok_and(|v| holds_template(&v)))
+                .try_iter()
+                .into_iter()
+                .flatten()
+                .any(|k| value.get_item(&k).is_ok_and(|v| holds_template(&v)))
         }
         _ => false,
     }
@@ -591,7 +627,9 @@ fn serve_from_state(state: &State, call: &Call) -> Result<Value, String> {
                 .map(|v| to_plugin_json(&v))
                 .map_err(|e| e.to_string())
         }
-        other => Err(format!("a lookup plugin cannot ask turbo-play for '{other}'")),
+        other => Err(format!(
+            "a lookup plugin cannot ask turbo-play for '{other}'"
+        )),
     }
 }
 
@@ -687,7 +725,10 @@ mod tests {
         let templar = templar_with_plugins(dir.path());
         let vars = MjValue::from_serialize(serde_json::json!({"x": "ab"}));
         let render = |s: &str| templar.render_value(&Value::from(s), &vars);
-        assert_eq!(render("{{ x | twice(n=3) }}").unwrap(), Value::from("ababab"));
+        assert_eq!(
+            render("{{ x | twice(n=3) }}").unwrap(),
+            Value::from("ababab")
+        );
         assert_eq!(render("{{ x is short }}").unwrap(), Value::Bool(true));
         // A playbook's filter takes the place of turbo-play's own.
         assert_eq!(render("{{ x | to_json }}").unwrap(), Value::from("mine"));

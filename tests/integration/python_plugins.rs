@@ -65,7 +65,9 @@ fn python_plugins_register_what_ansible_registers() {
     let run = run
         .env("TURBO_ANSIBLE_PYTHON", python.to_str().unwrap())
         .playbook(&site)
-        .inventory("localhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n")
+        .inventory(
+            "localhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n",
+        )
         .args(&["-v", "-e", &format!("d={}", out_dir.display())]);
     let out: Outcome = run.run();
     out.assert_code(0);
@@ -100,13 +102,16 @@ fn python_plugins_register_what_ansible_registers() {
     );
     // The action plugin's `_ansible_no_log` hides its result, and the error block names
     // an action's failure as Ansible's does.
-    assert_contains(&out, "the output has been hidden due to the fact that 'no_log: true' was specified for this result");
-    assert!(!out.stdout.contains("secret result"), "{}", out.stdout);
-    assert_contains(&out, "[ERROR]: Task failed: I am an exception from an action.");
     assert_contains(
         &out,
-        "The filter plugin 'broken' failed to load: boom",
+        "the output has been hidden due to the fact that 'no_log: true' was specified for this result",
     );
+    assert!(!out.stdout.contains("secret result"), "{}", out.stdout);
+    assert_contains(
+        &out,
+        "[ERROR]: Task failed: I am an exception from an action.",
+    );
+    assert_contains(&out, "The filter plugin 'broken' failed to load: boom");
 }
 
 #[test]
@@ -211,10 +216,14 @@ fn without_any_python_the_tasks_fail_not_the_load() {
             "action_plugins/act.py",
             "from ansible.plugins.action import ActionBase\n\nclass ActionModule(ActionBase):\n    def run(self, tmp=None, task_vars=None):\n        return {}\n",
         )
+        .file(
+            "filter_plugins/f.py",
+            "class FilterModule:\n    def filters(self):\n        return {'twice': lambda v: v * 2}\n",
+        )
         .env("TURBO_ANSIBLE_PYTHON", "/nonexistent/python3")
         .env("PATH", "/nonexistent")
         .playbook(
-            "- hosts: all\n  gather_facts: false\n  tasks:\n    - act:\n      ignore_errors: true\n",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - act:\n      ignore_errors: true\n    - debug:\n        msg: \"{{ 'a' | twice }}\"\n      ignore_errors: true\n",
         )
         .inventory("localhost ansible_connection=local\n");
     let out = run.run();
@@ -222,6 +231,8 @@ fn without_any_python_the_tasks_fail_not_the_load() {
     assert_contains(&out, "the action plugin 'act'");
     assert_contains(&out, "turbo-play found none");
     assert_contains(&out, "apt-get install python3");
+    assert_contains(&out, "No filter named 'twice' (the filter plugins in");
+    assert_eq!(out.recap("localhost").ignored, 2, "{}", out.stdout);
 }
 
 #[test]

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::prepare::{check_mode, diff_mode};
 use super::RunContext;
+use super::prepare::{check_mode, diff_mode};
 use crate::modules::PlanContext;
 use crate::modules::action_plugin::ControllerTask;
 use crate::playbook::{Playbook, Task};
@@ -105,9 +105,15 @@ pub(super) fn controller(
     info.insert("async_val".into(), Value::from(async_val));
     info.insert(
         "delegate_to".into(),
-        task.keywords.delegate_to.clone().map_or(Value::Null, Value::from),
+        task.keywords
+            .delegate_to
+            .clone()
+            .map_or(Value::Null, Value::from),
     );
-    info.insert("delegate_facts".into(), Value::from(task.keywords.delegate_facts));
+    info.insert(
+        "delegate_facts".into(),
+        Value::from(task.keywords.delegate_facts),
+    );
     info.insert("ignore_errors".into(), Value::from(task.ignore_errors));
     info.insert(
         "register".into(),
@@ -115,7 +121,10 @@ pub(super) fn controller(
     );
     info.insert("search_path".into(), Value::from(search_path));
     if let Some(role) = &task.role {
-        info.insert("role_path".into(), Value::from(role.path.display().to_string()));
+        info.insert(
+            "role_path".into(),
+            Value::from(role.path.display().to_string()),
+        );
         info.insert("role_name".into(), Value::from(role.name.clone()));
     }
     info.insert(

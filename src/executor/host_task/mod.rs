@@ -221,7 +221,13 @@ pub(crate) async fn run(
                     if task.module.name() == "setup" {
                         crate::modules::with_task_environment(&mut outcome, &run.env);
                     }
-                    inject_invocation(task, run.args.as_ref(), run.planned, &run.vars, &mut outcome);
+                    inject_invocation(
+                        task,
+                        run.args.as_ref(),
+                        run.planned,
+                        &run.vars,
+                        &mut outcome,
+                    );
                     outcome::mask_no_log_args(task, &run.raw_args, &mut outcome);
                     outcome::ItemOutcome {
                         item: run.item,

@@ -217,9 +217,7 @@ pub(super) async fn send_round(
                 (other, _) => Err(format!("agent answered a batch with {other:?}")),
             }
         }),
-        None if task.module.caps().batchable => {
-            send_batched(&session, ops, flags, timeout).await
-        }
+        None if task.module.caps().batchable => send_batched(&session, ops, flags, timeout).await,
         None => send_one_by_one(&session, ops, flags, timeout).await,
     };
     let mut results = match sent {

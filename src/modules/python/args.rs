@@ -49,7 +49,10 @@ pub fn module_args(task_args: &Map<String, Value>, internal: &Internal) -> Map<S
         ("_ansible_ignore_unknown_opts", json!(false)),
         ("_ansible_target_log_info", Value::Null),
         ("_ansible_tracebacks_for", json!([])),
-        ("_ansible_inject_invocation", json!(internal.inject_invocation)),
+        (
+            "_ansible_inject_invocation",
+            json!(internal.inject_invocation),
+        ),
     ];
     for (name, value) in set {
         args.insert(name.into(), value);

@@ -113,6 +113,9 @@ impl ConfiguredPaths {
 #[derive(Debug, Default)]
 pub struct Catalog {
     state: RwLock<State>,
+    /// Each kind's existing directories, as of a generation: the loader asks for every
+    /// task's action.
+    dirs: std::sync::Mutex<std::collections::HashMap<Kind, (u64, Vec<PathBuf>)>>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -134,6 +137,7 @@ impl Catalog {
         }
         Catalog {
             state: RwLock::new(state),
+            dirs: Default::default(),
         }
     }
 
@@ -198,6 +202,19 @@ impl Catalog {
 
     /// The legacy directories of `kind`, in search order (existing ones only).
     pub fn dirs(&self, kind: Kind) -> Vec<PathBuf> {
+        let generation = self.generation();
+        let mut cache = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, dirs)) = cache.get(&kind)
+            && *at == generation
+        {
+            return dirs.clone();
+        }
+        let dirs = self.existing_dirs(kind);
+        cache.insert(kind, (generation, dirs.clone()));
+        dirs
+    }
+
+    fn existing_dirs(&self, kind: Kind) -> Vec<PathBuf> {
         let state = self.read();
         let mut dirs: Vec<PathBuf> = state
             .roots
@@ -235,7 +252,7 @@ impl Catalog {
         if let Some((collection, short)) = split_fqcn(name) {
             return self.in_collection(kind, &collection, short);
         }
-        if !is_identifier(name) {
+        if !is_file_stem(name) {
             return None;
         }
         collections
@@ -246,7 +263,7 @@ impl Catalog {
     }
 
     fn legacy(&self, kind: Kind, name: &str) -> Option<PluginFile> {
-        if !is_identifier(name) {
+        if !is_file_stem(name) {
             return None;
         }
         self.dirs(kind).into_iter().find_map(|dir| {
@@ -352,7 +369,7 @@ fn python_files(dir: &Path) -> Vec<PathBuf> {
             p.extension().is_some_and(|e| e == "py")
                 && p.file_stem()
                     .and_then(|s| s.to_str())
-                    .is_some_and(|s| !s.starts_with('_') && is_identifier(s))
+                    .is_some_and(|s| !s.starts_with('_') && is_file_stem(s))
                 && p.is_file()
         })
         .collect();
@@ -390,6 +407,12 @@ fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default();
     dirs.sort();
     dirs
+}
+
+/// A plugin file's name as Ansible finds it by: any file name without a dot or a slash
+/// (`my-filters.py` is a plugin file too).
+fn is_file_stem(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['.', '/', '\\']) && !name.starts_with('-')
 }
 
 pub(crate) fn is_identifier(part: &str) -> bool {

@@ -773,6 +773,10 @@ def op_hello(request, chan):
             'ansible': version}
 
 
+# Requests that never call back and are short: served on the reading thread, which
+# saves starting a thread for each filter or test call.
+INLINE = {'jinja_call'}
+
 OPS = {
     'hello': op_hello,
     'jinja_list': op_jinja_list,
@@ -829,7 +833,10 @@ def main():
                 if chan is not None:
                     chan.answers.put(ABANDONED)
                 continue
-            threading.Thread(target=serve, args=(message,), daemon=True).start()
+            if message['op'] in INLINE:
+                serve(message)
+            else:
+                threading.Thread(target=serve, args=(message,), daemon=True).start()
         else:
             with WAITING_LOCK:
                 chan = WAITING.get(request_id)

@@ -108,10 +108,17 @@ pub fn host(
     collection_roots: &[std::path::PathBuf],
     playbook_dir: &std::path::Path,
 ) -> Result<&'static Host, PluginError> {
-    static HOST: OnceLock<Result<Host, PluginError>> = OnceLock::new();
     HOST.get_or_init(|| Host::launch(collection_roots, playbook_dir))
         .as_ref()
         .map_err(Clone::clone)
+}
+
+static HOST: OnceLock<Result<Host, PluginError>> = OnceLock::new();
+
+/// The run's host once started (or its failure to start), without starting it: what a
+/// plugin call checks first, before it gathers what a start needs.
+pub fn started() -> Option<Result<&'static Host, PluginError>> {
+    HOST.get().map(|h| h.as_ref().map_err(Clone::clone))
 }
 
 impl Host {

@@ -272,6 +272,9 @@ fn has_entries(registry: &Registry) -> bool {
 
 /// The run's host, started with the collections the catalog knows.
 fn host(catalog: &Catalog) -> Result<&'static crate::plugins::Host, PluginError> {
+    if let Some(started) = crate::plugins::host::started() {
+        return started;
+    }
     let playbook_dir = std::env::current_dir().unwrap_or_default();
     crate::plugins::host(&catalog.collection_roots(), &playbook_dir)
 }

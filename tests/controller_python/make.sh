@@ -44,7 +44,12 @@ fi
 
 rm -rf "$venv"
 echo "controller-python: ansible-core==$VERSION into a venv of $base"
-"$base" -m venv "$venv"
+if ! "$base" -m venv "$venv"; then
+    echo "controller-python: $base could not make a venv;" \
+        "the tests of Python action and lookup plugins skip" >&2
+    rm -rf "$venv"
+    exit 0
+fi
 if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "ansible-core==$VERSION"; then
     echo "controller-python: pip could not install ansible-core==$VERSION;" \
         "the tests of Python action and lookup plugins skip" >&2

@@ -61,6 +61,7 @@ pub async fn run_playbooks_until(
     interrupt: impl std::future::Future<Output = ()>,
 ) -> RunSummary {
     let start_at = Mutex::new(opts.start_at_task.clone());
+    let plugins = opts.plugins.clone();
     let ctx = Arc::new_cyclic(|me: &std::sync::Weak<RunContext>| RunContext {
         inventory: std::sync::RwLock::new(Arc::new(inventory)),
         start_at,
@@ -72,7 +73,8 @@ pub async fn run_playbooks_until(
                 let ctx = run.upgrade().ok_or("the run has ended")?;
                 ctx.hosts_matching(pattern)
             }));
-            templar
+            templar.set_plugins(plugins);
+            Arc::new(templar)
         },
         events,
         hosts: Mutex::new(HashMap::new()),

@@ -15,6 +15,7 @@ use turbo_proto::{FileMode, Op, OpResult};
 use crate::template::{Templar, TemplateError};
 
 mod accounts;
+pub mod action_plugin;
 mod apt;
 mod apt_key;
 mod apt_repository;
@@ -104,6 +105,23 @@ pub use registry::{all, collection_module, find, is_implemented, suggest};
 pub use setup::with_task_environment;
 pub use spec::{Args, Spec};
 
+/// Ansible's `INJECT_INVOCATION` for the run (ansible.cfg, the environment), set once by
+/// the CLI.
+static INJECT_INVOCATION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn set_inject_invocation(on: bool) {
+    INJECT_INVOCATION.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether a module's result carries its arguments as `invocation.module_args`: the
+/// `ansible_inject_invocation` variable, else the run's setting.
+pub fn inject_invocation(vars: Option<&minijinja::Value>) -> bool {
+    vars.and_then(|v| v.get_attr("ansible_inject_invocation").ok())
+        .filter(|v| !v.is_undefined() && !v.is_none())
+        .map(|v| crate::booleans::lenient(&serde_json::to_value(&v).unwrap_or(Value::Bool(false))))
+        .unwrap_or_else(|| INJECT_INVOCATION.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 /// Arguments after templating, before they are checked against the module's spec.
 pub type ModuleArgs = serde_json::Map<String, Value>;
 
@@ -132,6 +150,8 @@ pub struct PlanContext<'a> {
     pub delegate_to: Option<String>,
     /// The task's `become` on this host, when it escalates.
     pub escalation: Option<Escalation>,
+    /// For a Python action plugin: its task, owned, for the steps of its run.
+    pub controller: Option<std::sync::Arc<dyn action_plugin::ControllerTask>>,
 }
 
 /// How the task escalates on its host, as decided for it (the host's `ansible_become*`
@@ -160,6 +180,7 @@ impl<'a> PlanContext<'a> {
             delegated: false,
             delegate_to: None,
             escalation: None,
+            controller: None,
         }
     }
 }
@@ -185,6 +206,7 @@ pub struct Next {
     squash: Option<Squash>,
     touches: Option<String>,
     peer: Peer,
+    check: Option<bool>,
 }
 
 /// Which agent a step's op goes to. Every module but synchronize talks to the task's one
@@ -215,7 +237,20 @@ impl Next {
             squash: None,
             touches: None,
             peer: Peer::Task,
+            check: None,
         }
+    }
+
+    /// A step whose op goes to the agent in check mode or not whatever the task's own
+    /// setting makes of its ops: a module an action plugin runs keeps its own rule (the
+    /// plugin's commands run even in check mode, a native module's ops are checked).
+    pub fn in_check_mode(mut self, check: bool) -> Next {
+        self.check = Some(check);
+        self
+    }
+
+    pub fn check_mode(&self) -> Option<bool> {
+        self.check
     }
 
     /// A step whose op the loop's other items may share: see [`Squash`].
@@ -228,6 +263,7 @@ impl Next {
             squash: Some(squash),
             touches: None,
             peer: Peer::Task,
+            check: None,
         }
     }
 
@@ -271,6 +307,7 @@ impl Next {
             squash: self.squash,
             touches: self.touches,
             peer: self.peer,
+            check: self.check,
         }
     }
 
@@ -380,6 +417,9 @@ pub struct Caps {
     /// A loop's items step together and share their manager calls ([`Squash`]): the
     /// items of a loop over package names go to apt, dnf or pip in one call.
     pub squash_loop: bool,
+    /// Runs controller-side code (a Python action plugin): planning it runs that code,
+    /// so it is never planned ahead of its turn, and its failures are an action's.
+    pub controller_action: bool,
 }
 
 impl Caps {
@@ -393,6 +433,7 @@ impl Caps {
         control: Control::None,
         own_check_mode: false,
         squash_loop: false,
+        controller_action: false,
     };
 
     pub const fn free_form(mut self) -> Caps {
@@ -419,6 +460,10 @@ impl Caps {
         self.own_check_mode = true;
         self
     }
+    pub const fn controller_action(mut self) -> Caps {
+        self.controller_action = true;
+        self
+    }
     pub const fn control(mut self, control: Control) -> Caps {
         self.control = control;
         self
@@ -440,6 +485,37 @@ pub trait Module: Send + Sync {
     fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
         let _ = args;
         unexpected(self.name(), result)
+    }
+    /// Whether free-form text after the module's name is its own (`_raw_params`), rather
+    /// than a mistake unless it is one template making the arguments.
+    fn takes_raw_params(&self) -> bool {
+        self.caps().free_form
+    }
+    /// The name Ansible resolves the module to (`ansible.builtin.copy`), as its messages
+    /// say it.
+    fn fqcn(&self) -> String {
+        let name = self.name();
+        if name.contains('.') {
+            name.to_string()
+        } else {
+            format!("ansible.builtin.{name}")
+        }
+    }
+    /// Whether it adds its arguments to its result itself when asked (`invocation`, as
+    /// AnsibleModule does under Ansible's `INJECT_INVOCATION`): Python modules do, and
+    /// the executor adds them for the others.
+    fn reports_own_invocation(&self) -> bool {
+        false
+    }
+    /// Whether the names of its arguments are templates too (set_fact's, whose names are
+    /// the facts'); Ansible renders no other action's.
+    fn templates_arg_names(&self) -> bool {
+        false
+    }
+    /// Arguments taken as written, not templated with the others before the module sees
+    /// them (assert's `that`: conditions it evaluates itself, as Ansible's action does).
+    fn untemplated_args(&self) -> &'static [&'static str] {
+        &[]
     }
     /// [`Module::finish`] for a request made in check mode (nothing was changed).
     fn finish_check(&self, args: &Args, result: OpResult) -> TaskOutcome {
@@ -524,6 +600,9 @@ pub struct TaskOutcome {
     /// Where the failure came from when that is not the task itself (a template file's
     /// line), for the error block; never part of the result.
     pub cause: Option<ErrorCause>,
+    /// The result asks to be shown censored, as `no_log` shows it (an action plugin's
+    /// `_ansible_no_log`); the registered value keeps it all.
+    pub no_log: bool,
 }
 
 impl TaskOutcome {

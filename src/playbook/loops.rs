@@ -51,6 +51,14 @@ pub fn lookup_subdir(action: &str) -> &'static str {
         })
 }
 
+/// Whether an action is named as Ansible's debug (whose output its callback trims).
+pub fn is_debug_action(action: &str) -> bool {
+    matches!(
+        action,
+        "debug" | "ansible.builtin.debug" | "ansible.legacy.debug"
+    )
+}
+
 /// A task's `loop_control`, raw (label and pause are templates).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LoopControl {

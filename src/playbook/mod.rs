@@ -38,7 +38,8 @@ pub use dynamic_include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUD
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use loader::{load_playbook, load_playbook_text, load_playbooks, load_playbooks_text};
 pub use loops::{
-    BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, WrittenCondition, ansible_loop, lookup_subdir,
+    BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, WrittenCondition, ansible_loop,
+    is_debug_action, lookup_subdir,
 };
 pub use module_defaults::{ModuleDefaultsLevel, defaults_for, names_a_group};
 pub use play_templates::{PlayKeywordError, render_templated_play_keywords};
@@ -274,6 +275,8 @@ pub struct RunKeywords {
     pub environment: Vec<Value>,
     /// Results are hidden in the output.
     pub no_log: bool,
+    /// `no_log` is written on the task or around it (else ansible.cfg's decides).
+    pub no_log_written: bool,
     /// At most this many hosts run the task at once.
     pub throttle: Option<u64>,
     /// `throttle` written as a template, rendered when the task runs.

@@ -186,7 +186,14 @@ impl Loader<'_> {
                 }
                 _ if key.starts_with("with_") => {
                     let lookup = &key["with_".len()..];
-                    if !LOOP_LOOKUPS.contains(&lookup) {
+                    // A Python lookup the playbook, a role or a collection ships loops too.
+                    let python = || {
+                        self.shared
+                            .plugins
+                            .find(crate::plugins::Kind::Lookup, lookup, &inherited.collections)
+                            .is_some()
+                    };
+                    if !LOOP_LOOKUPS.contains(&lookup) && !python() {
                         let help = closest(lookup, LOOP_LOOKUPS.iter().copied())
                             .map(|s| format!("did you mean 'with_{s}'?"))
                             .unwrap_or_else(|| {
@@ -220,6 +227,10 @@ impl Loader<'_> {
             }
         }
 
+        // ansible.cfg's `no_log` is the default of a task that nothing around says.
+        if !keywords.no_log_written && self.shared.default_no_log {
+            keywords.no_log = true;
+        }
         let Some((written, module, args_node, key_span)) = action else {
             return Err(self.err(
                 node.span,
@@ -236,7 +247,7 @@ impl Loader<'_> {
             ActionArgs::Node(n) => {
                 arg_keys.extend(n.as_map().unwrap_or_default().iter().map(|(k, _)| k))
             }
-            ActionArgs::Pairs(pairs) => arg_keys.extend(pairs.iter().map(|(k, _)| k)),
+            ActionArgs::Mapping { pairs, .. } => arg_keys.extend(pairs.iter().map(|(k, _)| k)),
             ActionArgs::Text(..) => {}
         }
         if let Some(n) = extra_args_node {
@@ -351,13 +362,16 @@ impl Loader<'_> {
             },
             "delegate_to" => into.delegate_to = Some(self.scalar(v, key)?),
             "delegate_facts" => into.delegate_facts = self.boolean(v, key)?,
-            "no_log" => match self.switch(v, key)? {
-                Ok(fixed) => {
-                    into.no_log = fixed;
-                    into.templated.no_log = None;
+            "no_log" => {
+                into.no_log_written = true;
+                match self.switch(v, key)? {
+                    Ok(fixed) => {
+                        into.no_log = fixed;
+                        into.templated.no_log = None;
+                    }
+                    Err(template) => into.templated.no_log = Some(template),
                 }
-                Err(template) => into.templated.no_log = Some(template),
-            },
+            }
             "any_errors_fatal" => into.any_errors_fatal = Some(self.boolean(v, key)?),
             "ignore_unreachable" => into.ignore_unreachable = self.boolean(v, key)?,
             "environment" => into.environment.extend(self.environment(v)?),

@@ -344,6 +344,7 @@ fn run_keywords_on_tasks_blocks_and_plays() {
             delegate_facts: true,
             environment: vec![serde_json::json!({"A": "{{ a }}"})],
             no_log: true,
+            no_log_written: true,
             throttle: Some(2),
             any_errors_fatal: None,
             ignore_unreachable: false,

@@ -15,6 +15,9 @@ pub struct TaskOrigin {
     pub action: String,
     /// What the failure came from, when it is written elsewhere than the task.
     pub cause: Option<ErrorCause>,
+    /// The task runs a controller-side (Python) action plugin: its failures are an
+    /// action's.
+    pub controller_action: bool,
 }
 
 /// Modules whose work is all in Ansible's controller-side action plugin: their failures
@@ -40,6 +43,7 @@ impl TaskOrigin {
             location: task.location.clone(),
             action: task.action.clone(),
             cause: None,
+            controller_action: task.module.caps().controller_action,
         }
     }
 
@@ -67,6 +71,12 @@ pub fn short_name(module: &str) -> &str {
 /// A message the executor already words as the task's error ("Task failed: ...", as a
 /// `failed_when` or a connection's) is kept as it is.
 pub fn error_message(status: Status, action: &str, data: &Map<String, Value>) -> Option<String> {
+    error_message_of(status, ACTIONS.contains(&short_name(action)), data)
+}
+
+/// [`error_message`] for a task whose failures are an action's (`by_action`) or a
+/// module's.
+fn error_message_of(status: Status, by_action: bool, data: &Map<String, Value>) -> Option<String> {
     let msg = data
         .get("msg")
         .map(super::minimal::python_str)
@@ -80,7 +90,7 @@ pub fn error_message(status: Status, action: &str, data: &Map<String, Value>) ->
             Some(format!("Task failed: {error}"))
         }
         Status::Failed => {
-            let kind = if ACTIONS.contains(&short_name(action)) {
+            let kind = if by_action {
                 "Action failed"
             } else {
                 "Module failed"
@@ -103,7 +113,8 @@ pub fn error_block(
     if data.contains_key("async_result") {
         return None;
     }
-    let error = error_message(status, &origin.action, data)?;
+    let by_action = origin.controller_action || ACTIONS.contains(&short_name(&origin.action));
+    let error = error_message_of(status, by_action, data)?;
     if let Some(cause) = origin.cause.as_ref().filter(|cause| cause.alone) {
         if cause.line.is_none() {
             // The message ends its own lines (a group of sub-events).
@@ -277,6 +288,7 @@ mod tests {
         let mut data = Map::new();
         data.insert("msg".into(), "boom".into());
         let origin = TaskOrigin {
+            controller_action: false,
             location: location.clone(),
             action: "ansible.builtin.fail".into(),
             cause: None,
@@ -313,6 +325,7 @@ mod tests {
             alone: false,
         };
         let origin = TaskOrigin {
+            controller_action: false,
             location: Location {
                 file: Arc::from(task_file.as_path()),
                 line: 3,
@@ -354,6 +367,7 @@ mod tests {
         let mut data = Map::new();
         data.insert("msg".into(), "hi".into());
         let origin = TaskOrigin {
+            controller_action: false,
             location: Location {
                 file: Arc::from(file.as_path()),
                 line: 1,

@@ -177,7 +177,11 @@ fn unknown_callable(message: &str) -> Option<String> {
                 .map(|rest| ("test", rest))
         })?;
     let name = rest.strip_suffix(" is unknown")?;
-    Some(format!("No {kind} named '{name}'."))
+    Some(match super::python_plugins::not_loaded() {
+        // The plugin may be among those Python could not load.
+        Some(why) => format!("No {kind} named '{name}' ({why})."),
+        None => format!("No {kind} named '{name}'."),
+    })
 }
 
 /// minijinja's text with its "(in <string>:N)" suffix replaced by "(line N)", kept only

@@ -35,6 +35,7 @@ mod playbook_runs;
 mod progress_display;
 mod python_builtin_rows;
 mod python_modules;
+mod python_plugins;
 mod real_roles;
 mod register_projections;
 mod roles;

@@ -4,6 +4,7 @@
 //! again through the same path.
 
 mod async_job;
+mod controller;
 mod outcome;
 mod peers;
 mod predict;
@@ -178,6 +179,13 @@ pub(crate) async fn run(
                     if task.module.name() == "setup" {
                         crate::modules::with_task_environment(&mut outcome, &run.env);
                     }
+                    inject_invocation(
+                        task,
+                        run.args.as_ref(),
+                        run.planned,
+                        &run.vars,
+                        &mut outcome,
+                    );
                     outcome::mask_no_log_args(task, &run.raw_args, &mut outcome);
                     outcome::ItemOutcome {
                         item: run.item,
@@ -407,6 +415,38 @@ async fn settle(target: &Target<'_>, runs: &mut [ItemRun]) {
     }
 }
 
+/// Ansible's `INJECT_INVOCATION` for a module turbo-play runs natively: the result
+/// carries the module's arguments, as AnsibleModule adds them (Python modules add their
+/// own; actions that run no module add none).
+fn inject_invocation(
+    task: &Task,
+    args: Option<&Args>,
+    planned: bool,
+    vars: &minijinja::Value,
+    outcome: &mut crate::modules::TaskOutcome,
+) {
+    let module = task.module;
+    let Some(args) = args else { return };
+    if !planned
+        || outcome.skipped
+        || outcome.data.contains_key("invocation")
+        || module.reports_own_invocation()
+        || module.caps().controller_action
+        || module.caps().control != crate::modules::Control::None
+        || crate::report::task_error::is_action(module.name())
+        || !crate::modules::inject_invocation(Some(vars))
+    {
+        return;
+    }
+    let mut module_args = args.values().clone();
+    module_args.extend(args.extra().clone());
+    let mut invocation = Map::new();
+    invocation.insert("module_args".into(), Value::Object(module_args));
+    outcome
+        .data
+        .insert("invocation".into(), Value::Object(invocation));
+}
+
 /// Sends the `running` items, judges each reply (changed_when, failed_when, until) and
 /// sends the items `until` keeps going again, after the delay, until all are done. False
 /// when the host turned out unreachable (already reported).
@@ -548,8 +588,9 @@ pub(in crate::executor) fn foresee(
     play_hosts: &super::vars::PlayHosts,
     known: &Map<String, Value>,
 ) -> (Foreseen, Reads) {
-    // An async task's op runs as a job its turn starts: never sent ahead.
-    if task.async_job.limit.is_some() {
+    // An async task's op runs as a job its turn starts: never sent ahead; planning an
+    // action plugin runs its Python code, which runs in its turn only.
+    if task.async_job.limit.is_some() || task.module.caps().controller_action {
         return (Foreseen::Unknown, Reads::default());
     }
     let Ok(vars) = super::vars::task_vars(ctx, playbook, play, task, host, play_hosts) else {

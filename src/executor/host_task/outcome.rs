@@ -111,7 +111,7 @@ pub(super) fn finish_loop(
                 label.clone().unwrap_or_default().into(),
             );
         }
-        let (label, shown) = if task.keywords.no_log {
+        let (label, shown) = if task.keywords.no_log || outcome.no_log {
             (label_shown(task, label), censored(task, &outcome))
         } else {
             let own_data = task.module.caps().shown == Shown::OwnData;
@@ -133,7 +133,7 @@ pub(super) fn finish_loop(
             data: shown,
             ignored: task.ignore_errors && Some(index) == last_failed,
             // A censored result is shown as any other, only with -v.
-            verbose_always: !task.keywords.no_log
+            verbose_always: !(task.keywords.no_log || outcome.no_log)
                 && (verbose || (task.module.caps().shown == Shown::OwnData && !outcome.skipped)),
             origin: Some(TaskOrigin::of(task).caused_by(outcome.cause.clone())),
         }));
@@ -216,8 +216,15 @@ pub(in crate::executor) fn finish_task(
     let data = outcome.registered();
     let shown_as = task.module.caps().shown;
     let is_debug = shown_as == Shown::OwnData && !outcome.skipped;
-    // debug shows only what it was asked to show, like Ansible's.
-    let shown = if is_debug && !outcome.failed {
+    // debug shows only what it was asked to show, like Ansible's; its callback knows it
+    // by the action's name, so an action plugin that is debug under another name shows
+    // its `changed` too.
+    let shown = if is_debug && !outcome.failed && !crate::playbook::is_debug_action(&task.action) {
+        let mut shown = Map::new();
+        shown.insert("changed".into(), outcome.changed.into());
+        shown.extend(outcome.data.clone());
+        shown
+    } else if is_debug && !outcome.failed {
         outcome.data.clone()
     } else if shown_as == Shown::Nothing && !outcome.failed {
         // Ansible never prints gathered facts, even with -v (`_ansible_verbose_override`),
@@ -229,7 +236,8 @@ pub(in crate::executor) fn finish_task(
     } else {
         data.clone()
     };
-    let shown = if task.keywords.no_log {
+    let censor = task.keywords.no_log || outcome.no_log;
+    let shown = if censor {
         censored(task, &outcome)
     } else {
         shown
@@ -241,7 +249,7 @@ pub(in crate::executor) fn finish_task(
         data: shown,
         ignored: outcome.failed && task.ignore_errors,
         // Ansible's censored result loses `_ansible_verbose_always` with the rest.
-        verbose_always: !task.keywords.no_log && (is_debug || verbose),
+        verbose_always: !censor && (is_debug || verbose),
         origin: Some(TaskOrigin::of(task).caused_by(outcome.cause.clone())),
     }));
     record(task, host, &outcome, data, notify);

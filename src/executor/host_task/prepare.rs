@@ -454,6 +454,11 @@ pub(super) fn plan_context<'a>(
             method: spec.method.name(),
             user: spec.user.clone(),
         }),
+        controller: task
+            .module
+            .caps()
+            .controller_action
+            .then(|| super::controller::controller(ctx, playbook, task, vars)),
     }
 }
 
@@ -516,8 +521,35 @@ pub(super) fn plan_item(
             true,
         );
     }
-    let raw_args = match ctx.templar.render_map_keyed(&task.args, vars) {
-        Ok(args) => args,
+    // Arguments the action judges itself (assert's `that`) are not templated first.
+    let written = task.module.untemplated_args();
+    let templated = match written.iter().any(|k| task.args.contains_key(*k)) {
+        true => std::borrow::Cow::Owned(
+            task.args
+                .iter()
+                .filter(|(k, _)| !written.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        false => std::borrow::Cow::Borrowed(&task.args),
+    };
+    let keys = task.module.templates_arg_names();
+    // first_found searches the subdirectory the task's action implies (`vars/` for
+    // include_vars, `templates/` for template), in its arguments as in its loop.
+    let subdir = crate::playbook::lookup_subdir(&task.action);
+    let arg_vars = match subdir {
+        "files" => vars.clone(),
+        _ => minijinja::context! { __tp_lookup_subdir => subdir, ..vars.clone() },
+    };
+    let raw_args = match ctx.templar.render_args(&templated, &arg_vars, keys) {
+        Ok(mut args) => {
+            for key in written {
+                if let Some(value) = task.args.get(*key) {
+                    args.insert(key.to_string(), value.clone());
+                }
+            }
+            args
+        }
         Err((key, e)) => return done(args_failure(task, &key, &e)),
     };
     let raw_args = match args_from_templates(ctx, task, vars, raw_args) {
@@ -549,7 +581,7 @@ fn args_from_templates(
 ) -> Result<Map<String, Value>, String> {
     use crate::playbook::{RAW_PARAMS, VARIABLE_PARAMS};
     let variable = args.remove(VARIABLE_PARAMS);
-    let raw = if task.module.caps().free_form {
+    let raw = if task.module.takes_raw_params() {
         None
     } else {
         args.remove(RAW_PARAMS)
@@ -585,6 +617,18 @@ fn args_from_templates(
             }
         }
     }
+    // An expression the action evaluates itself (assert's `that`) that rendering made is
+    // not the playbook's own: Ansible refuses it. One a template only passed on as it was
+    // written (a loop item, a task var) is still the playbook's.
+    let untrusted = task.module.untemplated_args().iter().any(|key| {
+        !args.contains_key(*key)
+            && merged
+                .get(*key)
+                .is_some_and(|value| !written_in_task(task, value))
+    });
+    if untrusted {
+        return Err("Task failed: Encountered untrusted template or expression.".into());
+    }
     merged.extend(args);
     let levels = &task.keywords.module_defaults;
     if crate::playbook::names_a_group(levels) {
@@ -599,6 +643,31 @@ fn args_from_templates(
         merged = under;
     }
     Ok(merged)
+}
+
+/// Whether every string of `value` is written as it is in the task's loop or vars (so a
+/// template passed it on, as Ansible keeps such a value's trust).
+fn written_in_task(task: &Task, value: &Value) -> bool {
+    fn holds(haystack: &Value, needle: &str) -> bool {
+        match haystack {
+            Value::String(s) => s == needle,
+            Value::Array(items) => items.iter().any(|v| holds(v, needle)),
+            Value::Object(map) => map.values().any(|v| holds(v, needle)),
+            _ => false,
+        }
+    }
+    let written: Vec<&Value> = match &task.loop_spec {
+        Some(crate::playbook::LoopSpec::Items { value, .. }) => vec![value],
+        Some(crate::playbook::LoopSpec::Lookup { terms, .. })
+        | Some(crate::playbook::LoopSpec::Combine { terms, .. }) => vec![terms],
+        _ => Vec::new(),
+    };
+    let vars: Vec<&Value> = task.vars.values().collect();
+    match value {
+        Value::String(s) => written.iter().chain(&vars).any(|w| holds(w, s)),
+        Value::Array(items) => items.iter().all(|v| written_in_task(task, v)),
+        _ => true,
+    }
 }
 
 /// The task's `module_defaults` for its module, templated: only the arguments the task
@@ -700,12 +769,7 @@ fn args_failure(task: &Task, key: &str, e: &TemplateError) -> TaskOutcome {
 
 /// The module's name as Ansible resolves it: ansible-core's own under `ansible.builtin.`.
 fn module_fqcn(task: &Task) -> String {
-    let name = task.module.name();
-    if name.contains('.') {
-        name.to_string()
-    } else {
-        format!("ansible.builtin.{name}")
-    }
+    task.module.fqcn()
 }
 
 pub(super) fn loop_failure(task: &Task, e: &LoopError) -> String {

@@ -188,7 +188,16 @@ pub(super) async fn send_round(
         .iter()
         .map(|op| runs_module(op).then(|| op.clone()))
         .collect();
-    let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
+    // A step may say whether it goes in check mode (a module an action plugin runs); the
+    // items of such a task go one at a time, so the round's first says for all.
+    let check = remote
+        .iter()
+        .find_map(|&i| match &runs[i].state {
+            ItemState::Step(_, next) => next.check_mode(),
+            _ => None,
+        })
+        .unwrap_or_else(|| agent_check_mode(ctx, task));
+    let flags = (check, diff_mode(ctx, task));
     // A loop's items were sent ahead as the one batch `send_batched` would send.
     let asked = match ops.as_slice() {
         [op] => Some(op.clone()),
@@ -214,10 +223,8 @@ pub(super) async fn send_round(
                 (other, _) => Err(format!("agent answered a batch with {other:?}")),
             }
         }),
-        None if task.module.caps().batchable => {
-            send_batched(ctx, &session, ops, task, timeout).await
-        }
-        None => send_one_by_one(ctx, &session, ops, task, timeout).await,
+        None if task.module.caps().batchable => send_batched(&session, ops, flags, timeout).await,
+        None => send_one_by_one(&session, ops, flags, timeout).await,
     };
     let mut results = match sent {
         Ok(r) => r,
@@ -226,7 +233,7 @@ pub(super) async fn send_round(
         }
     };
     if let Err(message) =
-        send_module_files(ctx, &session, task, &module_ops, &mut results, timeout).await
+        send_module_files(&session, flags, &module_ops, &mut results, timeout).await
     {
         return Round::after_loss(lost_agent(target, runs, &remote, &session, &message));
     }
@@ -325,9 +332,8 @@ pub(super) async fn send_round(
 /// again as one batch, the files with the first op of each payload only, so a loop's
 /// items cost one transfer.
 async fn send_module_files(
-    ctx: &RunContext,
     session: &AgentSession,
-    task: &Task,
+    flags: (bool, bool),
     ops: &[Option<Op>],
     results: &mut [OpResult],
     timeout: Option<u64>,
@@ -360,9 +366,8 @@ async fn send_module_files(
         })
         .collect();
     let replies = if again.len() == 1 {
-        send_one_by_one(ctx, session, again, task, timeout).await?
+        send_one_by_one(session, again, flags, timeout).await?
     } else {
-        let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
         match super::timeout::call(session, Op::Batch(again), flags, timeout).await {
             Ok(OpResult::Batch(r)) if r.len() == missing.len() => r,
             Ok(other) => return Err(format!("agent answered a batch with {other:?}")),
@@ -386,15 +391,13 @@ fn runs_module(op: &Op) -> bool {
 
 /// Sends the ops, one request per chunk, all chunks in flight at once.
 pub(super) async fn send_batched(
-    ctx: &RunContext,
     session: &AgentSession,
     ops: Vec<Op>,
-    task: &Task,
+    flags: (bool, bool),
     timeout: Option<u64>,
 ) -> Result<Vec<OpResult>, String> {
-    let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     if ops.len() == 1 {
-        return send_one_by_one(ctx, session, ops, task, timeout).await;
+        return send_one_by_one(session, ops, flags, timeout).await;
     }
     let mut pending = Vec::new();
     let mut ops = ops.into_iter().peekable();
@@ -421,13 +424,11 @@ pub(super) async fn send_batched(
 }
 
 pub(super) async fn send_one_by_one(
-    ctx: &RunContext,
     session: &AgentSession,
     ops: Vec<Op>,
-    task: &Task,
+    flags: (bool, bool),
     timeout: Option<u64>,
 ) -> Result<Vec<OpResult>, String> {
-    let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     let mut results = Vec::with_capacity(ops.len());
     for op in ops {
         results.push(super::timeout::call(session, op, flags, timeout).await?);

@@ -12,15 +12,16 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::finding::Installed;
+use crate::plugins::python::ControllerPython;
 
-/// Prints `A` + the ansible package's directory, `C` + each directory holding an
+/// Prints `V` + the version, `A` + the ansible package's directory, `C` + each directory holding an
 /// `ansible_collections` package, `X` + the interpreter, and `D` + each path whose change
 /// could change those answers. The working directory `-c` puts first on `sys.path` is not
 /// where ansible-playbook looks (its own directory is), so it goes.
 const PROBE: &str = "import os, site, sys
 if sys.path and sys.path[0] == '':
  del sys.path[0]
+print('V%d.%d' % sys.version_info[:2])
 try:
  import ansible
  print('A' + os.path.dirname(ansible.__file__))
@@ -53,19 +54,20 @@ const ENVIRONMENT: &[&str] = &[
 
 const HEADER: &str = "turbo-play ansible-python 1";
 
-/// What `python` answers, from the cache when nothing it came from changed.
-pub fn ask(python: &Path) -> Option<Installed> {
+/// What `python` answers (None when it does not run), from the cache when nothing it
+/// came from changed.
+pub(crate) fn ask(python: &Path) -> Option<ControllerPython> {
     let cache = std::env::var_os("HOME")
         .map(|home| PathBuf::from(home).join(".cache/turbo-play/ansible-python"));
     ask_cached(python, cache.as_deref())
 }
 
-fn ask_cached(python: &Path, cache: Option<&Path>) -> Option<Installed> {
+fn ask_cached(python: &Path, cache: Option<&Path>) -> Option<ControllerPython> {
     let file = cache.map(|dir| dir.join(key(python)));
     if let Some(found) = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok())
         && let Some(answer) = still_valid(&found)
     {
-        return answer_of(answer);
+        return answer_of(python, answer);
     }
     let out = std::process::Command::new(python)
         .arg("-c")
@@ -74,12 +76,14 @@ fn ask_cached(python: &Path, cache: Option<&Path>) -> Option<Installed> {
         .output()
         .ok()?;
     let answer = String::from_utf8_lossy(&out.stdout).into_owned();
-    let installed = answer_of(&answer)?;
+    let found = answer_of(python, &answer)?;
     // Only an answer that found ansible-core is kept: installing it later is seen at once.
-    if let (Some(file), Some(text)) = (file, stamped(&answer)) {
+    if found.ansible_dir.is_some()
+        && let (Some(file), Some(text)) = (file, stamped(&answer))
+    {
         store(&file, &text);
     }
-    Some(installed)
+    Some(found)
 }
 
 /// The cache file's name: what, besides the stamped paths, decides the answer.
@@ -99,17 +103,26 @@ fn key(python: &Path) -> String {
         .collect()
 }
 
-/// The probe's answer as an `Installed`, when it found ansible-core.
-fn answer_of(answer: &str) -> Option<Installed> {
-    let mut found = Installed::default();
+/// The probe's answer, when the interpreter ran it.
+fn answer_of(python: &Path, answer: &str) -> Option<ControllerPython> {
+    let mut found = ControllerPython {
+        python: python.to_path_buf(),
+        ..ControllerPython::default()
+    };
+    let mut ran = false;
     for line in answer.lines() {
-        if let Some(dir) = line.strip_prefix('A') {
+        if let Some(version) = line.strip_prefix('V') {
+            let (major, minor) = version.split_once('.')?;
+            found.version = (major.parse().ok()?, minor.parse().ok()?);
+            ran = true;
+        } else if let Some(dir) = line.strip_prefix('A') {
             found.ansible_dir = Some(PathBuf::from(dir));
+            ran = true;
         } else if let Some(dir) = line.strip_prefix('C') {
             found.collection_roots.push(PathBuf::from(dir));
         }
     }
-    found.ansible_dir.is_some().then_some(found)
+    ran.then_some(found)
 }
 
 /// A path's stamp: its size and mtime, or `-` when it does not exist.
@@ -172,7 +185,7 @@ mod tests {
     fn fake_python(dir: &Path, dirs: &[&Path]) -> PathBuf {
         let script = dir.join("python");
         let mut text = format!(
-            "#!/bin/sh\necho x >> {}\necho A{}\necho C{}\necho X{}\n",
+            "#!/bin/sh\necho x >> {}\necho V3.12\necho A{}\necho C{}\necho X{}\n",
             dir.join("asked").display(),
             dir.join("site/ansible").display(),
             dir.join("site").display(),
@@ -198,10 +211,11 @@ mod tests {
         std::fs::create_dir_all(&site).unwrap();
         let python = fake_python(dir.path(), &[&site, &user_site]);
         let cache = dir.path().join("cache");
-        let ask = || ask_cached(&python, Some(&cache)).expect("ansible found");
+        let ask = || ask_cached(&python, Some(&cache)).expect("it ran");
 
         let first = ask();
         assert_eq!(first.ansible_dir, Some(site.join("ansible")));
+        assert_eq!(first.version, (3, 12));
         assert_eq!(first.collection_roots, vec![site.clone()]);
         assert_eq!(asked(dir.path()), 1);
         let again = ask();

@@ -456,9 +456,18 @@ fn what_a_call_registers_with_atexit_runs_when_the_call_ends_and_only_then() {
         assert_eq!(run.rc, 0, "{}", text(&run.stderr));
         let out = text(&run.stdout);
         let words: Vec<&str> = out.split_whitespace().collect();
-        assert!(!Path::new(words[0]).exists(), "{} outlived its call", words[0]);
+        assert!(
+            !Path::new(words[0]).exists(),
+            "{} outlived its call",
+            words[0]
+        );
         assert_eq!(words[1], "True", "the finalizer ran: {out}");
     }
-    let pid = |n: usize| text(&runs[n].stdout).split_whitespace().nth(2).map(String::from);
+    let pid = |n: usize| {
+        text(&runs[n].stdout)
+            .split_whitespace()
+            .nth(2)
+            .map(String::from)
+    };
     assert_eq!(pid(2), pid(3));
 }

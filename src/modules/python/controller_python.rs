@@ -52,7 +52,8 @@ const ENVIRONMENT: &[&str] = &[
     "PYTHONPLATLIBDIR",
 ];
 
-const HEADER: &str = "turbo-play ansible-python 1";
+// 2: the answer carries the version (`V`).
+const HEADER: &str = "turbo-play ansible-python 2";
 
 /// What `python` answers (None when it does not run), from the cache when nothing it
 /// came from changed.

@@ -85,9 +85,9 @@ pub(crate) fn shebang_python(script: &Path) -> Option<PathBuf> {
 }
 
 /// What `python` answers, kept across runs while nothing it came from changed
-/// (`modules::python::controller_python`).
+/// (`controller_python.rs`).
 fn ask(python: &Path) -> Option<ControllerPython> {
-    crate::modules::python::controller_python::ask(python)
+    super::controller_python::ask(python)
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 //! treated as Ansible treats it (`result.rs`).
 
 mod args;
-pub(crate) mod controller_python;
 pub mod finding;
 mod payload;
 mod result;

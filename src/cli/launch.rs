@@ -137,7 +137,7 @@ pub fn connection_defaults(
         ssh_common_args: connect.ssh_common_args.clone(),
         ssh_extra_args: connect.ssh_extra_args.clone(),
         ssh_config: None,
-        password: connection_password(connect).map_err(|e| (EXIT_BAD_OPTIONS, e))?,
+        password: connection_password(connect)?,
         retries: config.ssh_retries,
     })
 }
@@ -286,14 +286,14 @@ fn install_vault_secrets(
 
 /// `-k` (asked once, without echo) or `--connection-password-file`: the SSH login
 /// password for hosts that set no `ansible_password`.
-fn connection_password(args: &ConnectArgs) -> Result<Option<crate::connection::Secret>, String> {
+fn connection_password(args: &ConnectArgs) -> Result<Option<crate::connection::Secret>, Failure> {
     use crate::become_password::{ask_hidden, read_password_file};
     let password = if args.ask_pass {
         Some(ask_hidden("SSH password: ").map_err(|e| {
-            format!("-k needs a terminal to ask for the SSH password ({e}); use --connection-password-file or ansible_password")
+            (EXIT_BAD_OPTIONS, format!("-k needs a terminal to ask for the SSH password ({e}); use --connection-password-file or ansible_password"))
         })?)
     } else if let Some(file) = &args.connection_password_file {
-        Some(read_password_file(file, "connection")?)
+        Some(read_password_file(file, "connection").map_err(|e| (EXIT_ERROR, e))?)
     } else {
         None
     };
@@ -313,7 +313,8 @@ pub fn become_defaults(
         .as_ref()
         .or(config.password_file.as_ref())
     {
-        Some(crate::become_password::from_file(file).map_err(|e| (EXIT_BAD_OPTIONS, e))?)
+        // A file Ansible cannot read is its `AnsibleError`, not an options error.
+        Some(crate::become_password::from_file(file).map_err(|e| (EXIT_ERROR, e))?)
     } else {
         None
     };

@@ -172,6 +172,7 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
                 }
             }
             Event::HostResult(result) => {
+                let result = &*result.for_playbook();
                 if let Some(diff) = result.data.get("diff") {
                     for text in render_diffs(diff) {
                         self.line(&text);

@@ -100,6 +100,26 @@ pub struct HostResult {
     pub origin: Option<super::task_error::TaskOrigin>,
 }
 
+/// Ansible's `_ansible_verbose_override`, in a result's data: the result (gathered facts)
+/// is whole for the ad-hoc display, which prints it, while a playbook's display never
+/// dumps it, even with -v, and shows only its warnings.
+pub const VERBOSE_OVERRIDE: &str = "_ansible_verbose_override";
+
+impl HostResult {
+    /// The result as a playbook's display and its JSON stream show it: a result under
+    /// [`VERBOSE_OVERRIDE`] keeps only its warnings and deprecations.
+    pub fn for_playbook(&self) -> std::borrow::Cow<'_, HostResult> {
+        if !self.data.contains_key(VERBOSE_OVERRIDE) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut shown = self.clone();
+        shown
+            .data
+            .retain(|k, _| k == "warnings" || k == "deprecations");
+        std::borrow::Cow::Owned(shown)
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostStats {
     pub host: String,

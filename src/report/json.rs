@@ -67,7 +67,7 @@ impl<W: Write> JsonReporter<W> {
                 "status": status_name(r.status),
                 "item": r.item,
                 "ignored": r.ignored,
-                "result": r.data,
+                "result": r.for_playbook().data,
             }),
             Event::Retry {
                 host,

@@ -10,7 +10,7 @@ use super::super::flow::Caught;
 use super::{HostState, RunContext};
 use crate::modules::{Effect, FactsLayer, Shown, TaskOutcome};
 use crate::playbook::Task;
-use crate::report::events::{Event, HostResult, Status};
+use crate::report::events::{Event, HostResult, Status, VERBOSE_OVERRIDE};
 use crate::report::task_error::TaskOrigin;
 
 /// What the output shows for an item: its `loop_control.label` when set, else the item.
@@ -204,12 +204,11 @@ pub(in crate::executor) fn finish_task(
     let shown = if is_debug && !outcome.failed {
         outcome.data.clone()
     } else if shown_as == Shown::Nothing && !outcome.failed {
-        // Ansible never prints gathered facts, even with -v (`_ansible_verbose_override`),
-        // but still says their warnings.
-        data.iter()
-            .filter(|(k, _)| *k == "warnings" || *k == "deprecations")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+        // Ansible's playbook display never prints gathered facts, even with -v, but its
+        // ad-hoc display does: the reporter decides.
+        let mut all = data.clone();
+        all.insert(VERBOSE_OVERRIDE.into(), Value::Bool(true));
+        all
     } else {
         data.clone()
     };

@@ -35,6 +35,7 @@ mod missing_attribute;
 mod native;
 mod password_lookup;
 mod prng;
+mod protomatter;
 pub(crate) mod pyregex;
 mod regex_filters;
 mod sequence;
@@ -191,6 +192,7 @@ impl Templar {
         tests::register(&mut env);
         lookups::register(&mut env, base_dir.clone(), None);
         vault_filters::register(&mut env);
+        protomatter::register(&mut env);
         env.add_function(chain::CHAIN_FN, chain::chain);
         // Ansible's `undef(hint)`: an undefined value, for defaults that must stay unset.
         env.add_function("undef", |_hint: Option<String>| MjValue::UNDEFINED);

@@ -677,7 +677,11 @@ mod tests {
             resolve_nested_templates(&templar, &mut vars, pending, &minijinja::Value::UNDEFINED);
         let names: Vec<&str> = broken.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["broken", "holder"], "{broken:?}");
-        assert!(broken[1].1.contains("the 'dict' lookup plugin expects a dictionary"));
+        assert!(
+            broken[1]
+                .1
+                .contains("the 'dict' lookup plugin expects a dictionary")
+        );
     }
 
     #[test]

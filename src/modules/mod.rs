@@ -55,6 +55,7 @@ mod package_facts;
 mod pause;
 mod ping;
 mod pip;
+mod protomatter_debug;
 pub mod python;
 mod raw;
 pub(crate) mod reboot;

@@ -255,8 +255,7 @@ fn matching_bracket(bytes: &[u8], open: usize) -> Option<usize> {
 
 /// Words that read like variable names but are constants or operators.
 const NOT_VARIABLES: &[&str] = &[
-    "true", "false", "none", "True", "False", "None", "not", "and", "or", "in", "is", "if",
-    "else",
+    "true", "false", "none", "True", "False", "None", "not", "and", "or", "in", "is", "if", "else",
 ];
 
 /// Is the text after a name `| unvault` (a variable whose inline `!vault` value may be

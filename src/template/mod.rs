@@ -24,6 +24,7 @@ mod dialect_tests;
 mod file_options;
 pub use file_options::{Delimiters, TextOptions};
 mod filters;
+pub(crate) mod hinted_undefined;
 pub use filters::{python_repr_json, python_repr_of, python_str, python_type};
 mod csvfile_lookup;
 pub(crate) mod ini_lookup;
@@ -171,6 +172,12 @@ impl Templar {
                     out.write_str(s)
                 }
                 None if value.is_none() => Ok(()),
+                None if value.kind() == minijinja::value::ValueKind::Invalid => {
+                    return Err(match hinted_undefined::hint(value) {
+                        Some(hint) => hinted_undefined::error(&hint),
+                        None => MjError::new(ErrorKind::InvalidOperation, value.to_string()),
+                    });
+                }
                 // Text cannot hold an undefined value: `{{ [x] }} and more` fails on `x`
                 // as `{{ x }} and more` does.
                 None if native::holds_undefined(value) => {
@@ -194,8 +201,7 @@ impl Templar {
         vault_filters::register(&mut env);
         protomatter::register(&mut env);
         env.add_function(chain::CHAIN_FN, chain::chain);
-        // Ansible's `undef(hint)`: an undefined value, for defaults that must stay unset.
-        env.add_function("undef", |_hint: Option<String>| MjValue::UNDEFINED);
+        hinted_undefined::register(&mut env);
         env.add_function(crate::yaml::UNSAFE_FUNCTION, |hex: String| {
             crate::yaml::unsafe_text(&hex).ok_or_else(|| {
                 minijinja::Error::new(
@@ -282,6 +288,9 @@ impl Templar {
             let value = expr
                 .eval(vars)
                 .map_err(|e| self.expr_error(e, &compiled_source, s, vars))?;
+            if let Some(hint) = hinted_undefined::hint(&value) {
+                return Err(hinted_error(hint, inner, s));
+            }
             if value.is_undefined() || native::holds_undefined(&value) {
                 let name = self.undefined_name_in_expr(&compiled_source, vars);
                 return Err(self.undefined_error(name, &[inner], inner.trim(), s, vars));
@@ -498,6 +507,9 @@ impl Templar {
         let value = compiled
             .eval(vars)
             .map_err(|e| self.expr_error(e, &compiled_source, shown, vars))?;
+        if let Some(hint) = hinted_undefined::hint(&value) {
+            return Err(hinted_error(hint, bare, shown));
+        }
         if value.is_undefined() {
             let name = self.undefined_name_in_expr(&compiled_source, vars);
             return Err(self.undefined_error(name, &[bare], bare.trim(), shown, vars));
@@ -566,6 +578,10 @@ impl Templar {
     }
 
     fn template_error(&self, e: MjError, source: &str, vars: &MjValue) -> TemplateError {
+        // A hinted undefined value printed (the formatter's error): its hint is the error.
+        if let Some(hint) = hinted_undefined::hint_of_error(&e) {
+            return hinted_error(hint.to_string(), source.trim(), source);
+        }
         if e.kind() == ErrorKind::UndefinedError || is_undefined_operand(&e) {
             let name = e
                 .range()
@@ -621,6 +637,15 @@ impl Templar {
             }
         }
         None
+    }
+}
+
+/// The error of an expression whose value is a hinted undefined one: its hint.
+fn hinted_error(hint: String, expr: &str, shown: &str) -> TemplateError {
+    TemplateError::Undefined {
+        name: expr.trim().to_string(),
+        expr: shown.to_string(),
+        missing: Some(hint),
     }
 }
 

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use minijinja::value::{Kwargs, Value as MjValue, ValueKind};
-use serde::Deserialize;
 use minijinja::{Environment, Error as MjError, ErrorKind, State};
+use serde::Deserialize;
 
 use crate::vault::{self, Secret, Vault};
 
@@ -63,7 +63,10 @@ fn remember(text: &str, envelope: &str, inline: bool) {
 
 /// Whether `text` is a vaulted value (Ansible's `VaultedValue` tag).
 pub(super) fn is_vaulted(text: &str) -> bool {
-    VAULTED.lock().expect("vault values lock").contains_key(text)
+    VAULTED
+        .lock()
+        .expect("vault values lock")
+        .contains_key(text)
 }
 
 /// `value is vault_encrypted`: one inline vault value, as it was decrypted.
@@ -174,12 +177,9 @@ fn encrypt(data: &MjValue, secret: &MjValue, kwargs: Kwargs) -> Result<String, M
     })?;
     let id = vault_id.unwrap_or_else(|| FILTER_ID.into());
     let envelope = match salt.filter(|s| !s.is_empty()) {
-        Some(salt) => vault::encrypt_with_salt(
-            data.as_bytes(),
-            secret.as_bytes(),
-            &id,
-            salt.as_bytes(),
-        ),
+        Some(salt) => {
+            vault::encrypt_with_salt(data.as_bytes(), secret.as_bytes(), &id, salt.as_bytes())
+        }
         None => vault::encrypt(data.as_bytes(), secret.as_bytes(), &id)
             .map_err(|e| error(format!("Unable to encrypt: {e}")))?,
     };
@@ -277,14 +277,20 @@ mod tests {
             ),
             "[True, False, False]"
         );
-        assert_eq!(render("{{ 'wrapped-data' | unvault('pw') }}"), "wrapped-data");
+        assert_eq!(
+            render("{{ 'wrapped-data' | unvault('pw') }}"),
+            "wrapped-data"
+        );
         let err = t
             .render_str("{{ 'wrapped-data' | unvault('wrong') }}", &vars)
             .unwrap_err()
             .to_string();
         assert!(err.contains("Unable to decrypt"), "{err}");
         let err = t
-            .render_str("{{ 'x' is ansible._protomatter.tagged_with('Bogus') }}", &vars)
+            .render_str(
+                "{{ 'x' is ansible._protomatter.tagged_with('Bogus') }}",
+                &vars,
+            )
             .unwrap_err()
             .to_string();
         assert!(err.contains("Unknown tag name 'Bogus'."), "{err}");
@@ -297,7 +303,8 @@ mod tests {
         let t = Templar::new();
         let envelope = crate::vault::encrypt_with_salt(b"opened", b"pw", "dev", b"salt");
         let one_line = crate::vault::inline_envelope(&crate::vault::inline_expression(
-            &envelope, "vars.yml:2:3",
+            &envelope,
+            "vars.yml:2:3",
         ))
         .unwrap()
         .to_string();
@@ -309,10 +316,20 @@ mod tests {
             v => minijinja::Value::from(broken),
             __tp_undecryptable => minijinja::context! { v => one_line },
         };
-        assert_eq!(t.render_str("{{ v | unvault('pw') }}", &vars).unwrap(), "opened");
-        for text in ["{{ v }}", "{{ v | upper }}", "{{ w | default(v) | unvault('pw') }}"] {
+        assert_eq!(
+            t.render_str("{{ v | unvault('pw') }}", &vars).unwrap(),
+            "opened"
+        );
+        for text in [
+            "{{ v }}",
+            "{{ v | upper }}",
+            "{{ w | default(v) | unvault('pw') }}",
+        ] {
             let err = t.render_str(text, &vars).unwrap_err().to_string();
-            assert!(err.contains("Attempt to use undecryptable variable"), "{text}: {err}");
+            assert!(
+                err.contains("Attempt to use undecryptable variable"),
+                "{text}: {err}"
+            );
         }
     }
 

@@ -87,7 +87,7 @@ pub fn rewrite_template(source: &str) -> String {
 }
 
 /// Where `close` ends a tag body, skipping string literals that may contain it.
-fn tag_end(body: &str, close: &str) -> Option<usize> {
+pub(super) fn tag_end(body: &str, close: &str) -> Option<usize> {
     let bytes = body.as_bytes();
     let mut i = 0;
     while i < bytes.len() {

@@ -33,6 +33,7 @@ mod lookup_tests;
 mod lookups;
 mod math_filters;
 mod missing_attribute;
+mod mutable;
 mod native;
 mod password_lookup;
 mod prng;
@@ -201,6 +202,7 @@ impl Templar {
         vault_filters::register(&mut env);
         protomatter::register(&mut env);
         env.add_function(chain::CHAIN_FN, chain::chain);
+        env.add_function(mutable::MUTABLE_FN, mutable::mutable);
         hinted_undefined::register(&mut env);
         env.add_function(crate::yaml::UNSAFE_FUNCTION, |hex: String| {
             crate::yaml::unsafe_text(&hex).ok_or_else(|| {
@@ -401,6 +403,8 @@ impl Templar {
         } else {
             source
         };
+        let source = mutable::rewrite_sets(source);
+        let source = source.as_ref();
         let recording = native::Recording::start(native);
         let rendered = engine_guarded(shown, || env.render_str(source, vars))?
             .map_err(|e| self.template_error(e, source, vars).shown_as(shown))?;

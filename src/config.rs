@@ -60,6 +60,10 @@ pub struct Config {
     pub chains: Option<bool>,
     /// `[defaults] gathering` / `ANSIBLE_GATHERING`: implicit, explicit or smart.
     pub gathering: Gathering,
+    /// `[defaults] facts_modules` / `ANSIBLE_FACTS_MODULES`: the modules fact gathering
+    /// runs (unset: Ansible's `smart`, which is `setup`); the `ansible_facts_modules`
+    /// variable wins over it.
+    pub facts_modules: Option<Vec<String>>,
     /// `[defaults] hash_behaviour` / `ANSIBLE_HASH_BEHAVIOUR`: `merge` makes dictionary
     /// variables of different layers merge recursively instead of replacing each other.
     pub hash_merge: bool,
@@ -343,6 +347,17 @@ impl Config {
         }
         if let Some((value, _)) = setting("ANSIBLE_DEPRECATION_WARNINGS", "deprecation_warnings") {
             config.deprecation_warnings = Some(crate::booleans::lenient_text(&value));
+        }
+        if let Some((value, _)) = setting("ANSIBLE_FACTS_MODULES", "facts_modules") {
+            // Ansible's `list` type: comma-separated.
+            config.facts_modules = Some(
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+            );
         }
         if let Some((value, origin)) = setting("ANSIBLE_GATHERING", "gathering") {
             config.gathering = match value.to_ascii_lowercase().as_str() {

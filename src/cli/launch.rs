@@ -176,6 +176,8 @@ pub fn run_options(
         ansible_managed: config.ansible_managed.clone(),
         chains: config.chains.unwrap_or(true),
         gathering: config.gathering,
+        facts_modules: config.facts_modules.clone(),
+        load_options: load_options(config),
         become_defaults: become_defaults(flags.runas, &config.become_)?,
         verbosity: flags.verbosity,
         ..RunOptions::default()

@@ -122,6 +122,13 @@ pub struct PlanContext<'a> {
     pub timeout: Option<u64>,
     /// The task has `delegate_to`: it runs on another host than the one it is for.
     pub delegated: bool,
+    /// Where the playbook's modules were found: for a module that runs modules it only
+    /// learns the names of at run time (gather_facts' `ansible_facts_modules`).
+    pub load_options: Option<&'a crate::playbook::LoadOptions>,
+    /// ansible.cfg's `facts_modules` / `ANSIBLE_FACTS_MODULES`.
+    pub facts_modules: Option<&'a [String]>,
+    /// The task's `module_defaults`, as written, for the modules such a module runs.
+    pub module_defaults: &'a [crate::playbook::ModuleDefaultsLevel],
 }
 
 impl<'a> PlanContext<'a> {
@@ -138,6 +145,9 @@ impl<'a> PlanContext<'a> {
             no_log: false,
             timeout: None,
             delegated: false,
+            load_options: None,
+            facts_modules: None,
+            module_defaults: &[],
         }
     }
 }

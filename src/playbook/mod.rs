@@ -38,10 +38,12 @@ pub use dynamic_include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUD
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use loader::{load_playbook, load_playbook_text, load_playbooks, load_playbooks_text};
 pub use loops::{BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};
-pub use module_defaults::{ModuleDefaultsLevel, defaults_for, names_a_group};
+pub use module_defaults::{
+    DefaultsError, ModuleDefaultsLevel, defaults_for, names_a_group, templated_defaults,
+};
 pub use play_templates::{PlayKeywordError, render_templated_play_keywords};
 pub use roles::INCLUDE_ROLE_ARGS;
-pub use shared::{LoadOptions, RanRole};
+pub use shared::{LoadOptions, RanRole, find_module_at_run};
 pub use tags::{TagFilter, render_templated_tags, select_tasks, selected, split_tags};
 pub use task::VARIABLE_PARAMS;
 pub use values::is_reserved_name;

@@ -151,3 +151,42 @@ mod tests {
         );
     }
 }
+
+/// Why a module's defaults could not be templated.
+#[derive(Debug)]
+pub enum DefaultsError {
+    Template(crate::template::TemplateError),
+    /// Ansible's words for defaults that are no mapping.
+    NotADict(String),
+}
+
+/// `defaults` (one module's `module_defaults`, for the action written `action`) templated
+/// with `vars`: only the arguments not in `given`, so that a default a task overrides is
+/// never rendered.
+pub fn templated_defaults(
+    templar: &crate::template::Templar,
+    action: &str,
+    defaults: &Json,
+    vars: &minijinja::Value,
+    given: &serde_json::Map<String, Json>,
+) -> Result<serde_json::Map<String, Json>, DefaultsError> {
+    let defaults = match defaults {
+        Json::String(_) => templar
+            .render_value(defaults, vars)
+            .map_err(DefaultsError::Template)?,
+        other => other.clone(),
+    };
+    let Json::Object(defaults) = defaults else {
+        return Err(DefaultsError::NotADict(format!(
+            "module_defaults for '{action}' must resolve to a 'dict' not '{}'.",
+            crate::template::python_type(&defaults)
+        )));
+    };
+    let missing: serde_json::Map<String, Json> = defaults
+        .into_iter()
+        .filter(|(k, _)| !given.contains_key(k))
+        .collect();
+    templar
+        .render_map(&missing, vars)
+        .map_err(DefaultsError::Template)
+}

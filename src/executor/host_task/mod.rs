@@ -217,7 +217,7 @@ pub(crate) async fn run(
                 .map(|item| item_shown(ctx, task, &run.vars, item));
             match run.state {
                 ItemState::Done(mut outcome) => {
-                    if task.module.name() == "setup" {
+                    if matches!(task.module.name(), "setup" | "gather_facts") {
                         crate::modules::with_task_environment(&mut outcome, &run.env);
                     }
                     outcome::mask_no_log_args(task, &run.raw_args, &mut outcome);

@@ -60,6 +60,11 @@ pub struct Config {
     pub chains: Option<bool>,
     /// `[defaults] gathering` / `ANSIBLE_GATHERING`: implicit, explicit or smart.
     pub gathering: Gathering,
+    /// The default callback's options (`display_skipped_hosts`, `callback_result_format`...).
+    pub display: crate::report::options::DisplayOptions,
+    /// `[defaults] strategy` / `ANSIBLE_STRATEGY`: the strategy of plays that name none;
+    /// true for `free` (and `host_pinned`, which runs as free here).
+    pub free_strategy: bool,
     /// `[defaults] facts_modules` / `ANSIBLE_FACTS_MODULES`: the modules fact gathering
     /// runs (unset: Ansible's `smart`, which is `setup`); the `ansible_facts_modules`
     /// variable wins over it.
@@ -347,6 +352,35 @@ impl Config {
         }
         if let Some((value, _)) = setting("ANSIBLE_DEPRECATION_WARNINGS", "deprecation_warnings") {
             config.deprecation_warnings = Some(crate::booleans::lenient_text(&value));
+        }
+        config.display = crate::report::options::DisplayOptions::read(&|env, key| {
+            setting(env, key).map(|(value, _)| value)
+        })
+        .map_err(|e| {
+            let origin = setting(&format!("ANSIBLE_{}", e.key.to_ascii_uppercase()), e.key)
+                .map_or_else(|| e.key.to_string(), |(_, origin)| origin.name);
+            ConfigError::Invalid {
+                origin,
+                key: e.key,
+                value: e.value,
+                expected: e.expected,
+            }
+        })?;
+        if let Some((value, origin)) = setting("ANSIBLE_STRATEGY", "strategy") {
+            config.free_strategy = match value.trim() {
+                "linear" | "ansible.builtin.linear" | "debug" | "ansible.builtin.debug" => false,
+                "free" | "ansible.builtin.free" | "host_pinned" | "ansible.builtin.host_pinned" => {
+                    true
+                }
+                _ => {
+                    return Err(ConfigError::Invalid {
+                        origin: origin.name,
+                        key: "strategy",
+                        value,
+                        expected: "one of linear, free, host_pinned, debug",
+                    });
+                }
+            };
         }
         if let Some((value, _)) = setting("ANSIBLE_FACTS_MODULES", "facts_modules") {
             // Ansible's `list` type: comma-separated.

@@ -259,6 +259,7 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
     };
     let verbosity = cli.verbose;
     let show_custom_stats = config.show_custom_stats;
+    let display = config.display.clone();
     let deprecation_warnings = config.deprecation_warnings.unwrap_or(true);
     let report = move |mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>| {
         if json_output {
@@ -268,6 +269,7 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
             }
         } else {
             let mut console = ConsoleReporter::stdout(verbosity)
+                .with_display(display)
                 .with_custom_stats(show_custom_stats)
                 .with_deprecation_warnings(deprecation_warnings);
             while let Some(event) = rx.blocking_recv() {

@@ -110,9 +110,8 @@ pub(super) fn all_hold(
     Ok(true)
 }
 
-/// The `msg` of a result that `failed_when` failed.
-pub const FAILED_WHEN_MESSAGE: &str =
-    "Task failed: Action failed: A 'failed_when' expression evaluated to 'True'.";
+/// The `msg` of a result that `failed_when` failed (when it has none of its own).
+pub use crate::report::task_error::FAILED_WHEN_MESSAGE;
 
 /// Applies the task's control keywords to one item's outcome from attempt `attempt`.
 /// `vars` are the item's variables; the result itself is added under the `register`
@@ -142,7 +141,12 @@ pub fn judge(
     };
     if let Some(conditions) = task.changed_when.as_deref().filter(|c| !c.is_empty()) {
         match holds(conditions, outcome) {
-            Ok(changed) => outcome.changed = changed,
+            Ok(changed) => {
+                outcome.changed = changed;
+                outcome
+                    .data
+                    .insert("changed_when_result".into(), changed.into());
+            }
             Err(message) => return fail(outcome, message),
         }
     }
@@ -153,8 +157,12 @@ pub fn judge(
                 outcome
                     .data
                     .insert("failed_when_result".into(), failed.into());
-                if failed {
-                    // ansible-core 2.21's words; the module's own msg is replaced.
+                // ansible-core 2.21's words where the module said nothing (an empty
+                // msg included); its own message stays (debug's).
+                let said = |m: Option<&Value>| m.is_some_and(|m| m.as_str() != Some(""));
+                let own_msg = outcome.msg.as_deref().is_some_and(|m| !m.is_empty())
+                    || said(outcome.data.get("msg"));
+                if failed && !own_msg {
                     outcome.msg = Some(FAILED_WHEN_MESSAGE.into());
                 }
             }

@@ -11,7 +11,7 @@ use super::flow::PlayRun;
 use super::{HostState, TaskRef, run_task_on};
 use crate::config::Gathering;
 use crate::playbook::{Play, Task};
-use crate::report::events::Event;
+use crate::report::events::{Event, TaskBanner};
 
 /// What Ansible names the implicit task in its banner.
 pub const GATHERING_FACTS: &str = "Gathering Facts";
@@ -124,10 +124,17 @@ async fn run_opening_task(run: &PlayRun<'_>, task: Task, wanted: impl Fn(&HostSt
     if active.is_empty() {
         return;
     }
-    run.ctx.emit(Event::TaskStart {
-        name: task.display_name(),
+    let name = task.display_name();
+    run.ctx.emit(Event::TaskStart(TaskBanner {
+        name,
         hosts: active.len(),
-    });
+        // The play's opening tasks are made anew for each play, so the play stands for
+        // them, one key for each.
+        key: std::ptr::from_ref(&run.playbook.plays[run.play_index]) as usize
+            + usize::from(task.module.name() != "gather_facts"),
+        check_mode: task.check_mode.unwrap_or(run.ctx.opts.check),
+        host: None,
+    }));
     run_task_on(run, TaskRef::Synthetic(Arc::new(task)), active).await;
 }
 

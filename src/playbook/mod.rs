@@ -101,6 +101,9 @@ pub struct Play {
     pub unsafe_vars: std::collections::BTreeSet<String>,
     /// `gather_facts` as written; unset, `gathering` in ansible.cfg decides.
     pub gather_facts: Option<bool>,
+    /// `check_mode` as written on the play (its tasks carry it too); unset, `--check`
+    /// decides.
+    pub check_mode: Option<bool>,
     /// The play's `gather_subset` for its fact gathering; empty means Ansible's default.
     pub gather_subset: Vec<String>,
     /// The play's `fact_path` for its fact gathering (setup's own default when `None`).

@@ -40,7 +40,11 @@ impl Loader<'_> {
         let mut diff = None;
         let mut host_patterns = Vec::new();
         let mut environment = None;
-        let mut keywords = PlayKeywords::default();
+        let mut keywords = PlayKeywords {
+            // ansible.cfg's `strategy`, unless the play names one.
+            free: self.shared.free_strategy,
+            ..PlayKeywords::default()
+        };
         // What every task of the play takes on.
         let mut top = Inherited::default();
         let mut templated_keywords = Vec::new();
@@ -235,6 +239,7 @@ impl Loader<'_> {
             handler.diff = handler.diff.or(diff);
         }
         let play = Play {
+            check_mode,
             templated_keywords,
             ran_roles: self.shared.ran_roles(),
             roles: self.shared.public_roles(),

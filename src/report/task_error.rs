@@ -60,7 +60,15 @@ pub fn short_name(module: &str) -> &str {
 /// The block's first line after `[ERROR]: `, or `None` for a result that is no error.
 /// A message the executor already words as the task's error ("Task failed: ...", as a
 /// `failed_when` or a connection's) is kept as it is.
+/// The error of a result that `failed_when` failed.
+pub const FAILED_WHEN_MESSAGE: &str =
+    "Task failed: Action failed: A 'failed_when' expression evaluated to 'True'.";
+
 pub fn error_message(status: Status, action: &str, data: &Map<String, Value>) -> Option<String> {
+    // The failure is failed_when's, whatever message the module left in the result.
+    if status == Status::Failed && data.get("failed_when_result") == Some(&Value::Bool(true)) {
+        return Some(FAILED_WHEN_MESSAGE.into());
+    }
     let msg = data
         .get("msg")
         .map(super::minimal::python_str)
@@ -155,7 +163,7 @@ fn line_context(file: &Path, line: usize) -> String {
 
 /// The path as Python's `os.path.abspath` makes it, which Ansible's origins show: joined
 /// to the working directory and `.`/`..` taken out without following links.
-fn absolute(path: &Path) -> PathBuf {
+pub(super) fn absolute(path: &Path) -> PathBuf {
     let joined = match std::env::current_dir() {
         Ok(cwd) if path.is_relative() => cwd.join(path),
         _ => path.to_path_buf(),

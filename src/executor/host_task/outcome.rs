@@ -112,7 +112,9 @@ pub(super) fn finish_loop(
         let (label, shown) = if task.keywords.no_log {
             (label_shown(task, label), censored(task, &outcome))
         } else {
-            let own_data = task.module.caps().shown == Shown::OwnData;
+            // A failed debug item goes whole: its error comes from all of it, and the
+            // console cleans what it dumps as Ansible's callback does.
+            let own_data = task.module.caps().shown == Shown::OwnData && !outcome.failed;
             let mut shown = if own_data {
                 debug_shown(&data)
             } else {
@@ -171,6 +173,24 @@ pub(super) fn finish_loop(
             ignored: false,
             verbose_always: false,
             origin: None,
+        }));
+    }
+    if any_failed {
+        // Ansible's callback cleans a debug result to its message, so a debug loop's
+        // failure is dumped once more as the task's own; other loops only say
+        // `...ignoring`.
+        let mut shown = Map::new();
+        if task.module.caps().shown == Shown::OwnData && !task.keywords.no_log {
+            shown.insert("msg".into(), "One or more items failed".into());
+        }
+        ctx.emit(Event::LoopFailed(HostResult {
+            host: shown_host(host, delegate),
+            status: Status::Failed,
+            item: None,
+            data: shown,
+            ignored: task.ignore_errors,
+            verbose_always: false,
+            origin: Some(TaskOrigin::of(task)),
         }));
     }
     let mut data = summary.registered();

@@ -366,6 +366,14 @@ impl Config {
                 expected: e.expected,
             }
         })?;
+        if setting("ANSIBLE_SHOW_PER_HOST_START", "show_per_host_start")
+            .is_some_and(|(value, _)| crate::booleans::lenient_text(&value))
+        {
+            config.warnings.push(
+                "show_per_host_start is not acted on by turbo-play: no `[started ...]` lines are shown"
+                    .into(),
+            );
+        }
         if let Some((value, origin)) = setting("ANSIBLE_STRATEGY", "strategy") {
             config.free_strategy = match value.trim() {
                 "linear" | "ansible.builtin.linear" | "debug" | "ansible.builtin.debug" => false,
@@ -768,6 +776,28 @@ pipelining = True
             err.contains("env ANSIBLE_SSH_RETRIES: retries = '-1'"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn callback_options_strategy_and_facts_modules() {
+        let d = dirs(
+            Some(
+                "[defaults]\ndisplay_ok_hosts = no\ncallback_result_format = yaml\nstrategy = free\nfacts_modules = a, smart\n",
+            ),
+            None,
+        );
+        let c = load(&d, &[("ANSIBLE_DISPLAY_SKIPPED_HOSTS", "0")]).unwrap();
+        assert!(!c.display.ok_hosts && !c.display.skipped_hosts);
+        assert_eq!(
+            c.display.result_format,
+            crate::report::options::ResultFormat::Yaml
+        );
+        assert!(c.free_strategy);
+        assert_eq!(c.facts_modules, Some(vec!["a".into(), "smart".into()]));
+        let err = load(&d, &[("ANSIBLE_STRATEGY", "fast")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("strategy = 'fast'"), "{err}");
     }
 
     #[test]

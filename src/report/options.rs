@@ -37,8 +37,6 @@ pub struct DisplayOptions {
     pub task_path_on_failure: bool,
     /// `check_mode_markers`: `DRY RUN` banners and `[CHECK MODE]` on plays and tasks.
     pub check_mode_markers: bool,
-    /// `show_per_host_start`: ` [started TASK on HOST]` lines.
-    pub per_host_start: bool,
     /// `callback_result_format`.
     pub result_format: ResultFormat,
     /// `callback_result_indentation`.
@@ -58,7 +56,6 @@ impl Default for DisplayOptions {
             failed_stderr: false,
             task_path_on_failure: false,
             check_mode_markers: false,
-            per_host_start: false,
             result_format: ResultFormat::Json,
             result_indentation: 4,
             yaml_width: YamlWidth::Default,
@@ -115,11 +112,6 @@ impl DisplayOptions {
             "ANSIBLE_CHECK_MODE_MARKERS",
             "check_mode_markers",
             &mut options.check_mode_markers,
-        );
-        flag(
-            "ANSIBLE_SHOW_PER_HOST_START",
-            "show_per_host_start",
-            &mut options.per_host_start,
         );
         if let Some(value) = setting("ANSIBLE_CALLBACK_RESULT_FORMAT", "callback_result_format") {
             options.result_format = match value.trim() {

@@ -440,6 +440,11 @@ pub struct ErrorCause {
     pub file: PathBuf,
     /// The line the error is on, when Ansible shows one (a syntax error).
     pub line: Option<usize>,
+    /// The column, where Ansible shows one (its `^ column N` marker).
+    pub column: Option<usize>,
+    /// The error is shown alone, at its own origin, instead of below the task's (an
+    /// error Ansible raises about a value of the task, not the task's failure).
+    pub alone: bool,
 }
 
 /// What a task did on one host (or for one loop item).
@@ -479,6 +484,8 @@ impl TaskOutcome {
                         message: message.clone(),
                         file: PathBuf::from(src),
                         line: error.syntax_line(),
+                        column: None,
+                        alone: false,
                     }),
                     ..TaskOutcome::failed(format!("Task failed: {message}"))
                 }

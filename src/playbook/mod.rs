@@ -34,7 +34,9 @@ mod values;
 
 pub use action::{RAW_PARAMS, is_possibly_all_template};
 pub use collections::{default_collections_path, split_role_fqcn};
-pub use dynamic_include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH};
+pub use dynamic_include::{
+    DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH, RoleLoadError,
+};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use loader::{load_playbook, load_playbook_text, load_playbooks, load_playbooks_text};
 pub use loops::{BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};

@@ -106,6 +106,22 @@ pub fn error_block(
         return None;
     }
     let error = error_message(status, &origin.action, data)?;
+    // An error about one of the task's values, shown alone at where it is written.
+    if let Some(cause) = origin.cause.as_ref().filter(|c| c.alone)
+        && let (Some(line), Some(column)) = (cause.line, cause.column)
+    {
+        let location = Location {
+            file: std::sync::Arc::from(cause.file.as_path()),
+            line,
+            column,
+        };
+        return Some(format!(
+            "[ERROR]: {}\nOrigin: {}:{line}:{column}\n\n{}\n",
+            cause.message,
+            absolute(&cause.file).display(),
+            source_context(&location)
+        ));
+    }
     let context = source_context(&origin.location);
     let location = &origin.location;
     let task_origin = format!(
@@ -292,6 +308,8 @@ mod tests {
             message: "Syntax error".into(),
             file: template.clone(),
             line: Some(4),
+            column: None,
+            alone: false,
         };
         let origin = TaskOrigin {
             location: Location {
@@ -320,6 +338,45 @@ mod tests {
         assert!(
             block.ends_with(&format!("Syntax error\nOrigin: {}\n", template.display())),
             "{block}"
+        );
+    }
+
+    /// An error about one of the task's values (include_role's missing role) is shown
+    /// alone at the value, as ansible-core 2.21.5 shows it.
+    #[test]
+    fn an_error_about_a_value_is_shown_at_the_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let task_file = dir.path().join("pb.yml");
+        std::fs::write(
+            &task_file,
+            "- hosts: all\n  tasks:\n    - include_role:\n        name: nope\n",
+        )
+        .unwrap();
+        let mut data = Map::new();
+        data.insert("msg".into(), "The role 'nope' was not found in: /r".into());
+        let origin = TaskOrigin {
+            location: Location {
+                file: Arc::from(task_file.as_path()),
+                line: 3,
+                column: 7,
+            },
+            action: "include_role".into(),
+            cause: Some(ErrorCause {
+                message: "The role 'nope' was not found in: /r".into(),
+                file: task_file.clone(),
+                line: Some(4),
+                column: Some(15),
+                alone: true,
+            }),
+        };
+        assert_eq!(
+            error_block(Status::Failed, &origin, &data).unwrap(),
+            format!(
+                "[ERROR]: The role 'nope' was not found in: /r\nOrigin: {}:4:15\n\n\
+                 2   tasks:\n3     - include_role:\n4         name: nope\n                \
+                 ^ column 15\n",
+                task_file.display()
+            )
         );
     }
 }

@@ -61,7 +61,7 @@ pub struct Config {
     /// `[defaults] gathering` / `ANSIBLE_GATHERING`: implicit, explicit or smart.
     pub gathering: Gathering,
     /// The default callback's options (`display_skipped_hosts`, `callback_result_format`...).
-    pub display: crate::report::options::DisplayOptions,
+    pub display: crate::display_options::DisplayOptions,
     /// `[defaults] strategy` / `ANSIBLE_STRATEGY`: the strategy of plays that name none;
     /// true for `free` (and `host_pinned`, which runs as free here).
     pub free_strategy: bool,
@@ -353,7 +353,7 @@ impl Config {
         if let Some((value, _)) = setting("ANSIBLE_DEPRECATION_WARNINGS", "deprecation_warnings") {
             config.deprecation_warnings = Some(crate::booleans::lenient_text(&value));
         }
-        config.display = crate::report::options::DisplayOptions::read(&|env, key| {
+        config.display = crate::display_options::DisplayOptions::read(&|env, key| {
             setting(env, key).map(|(value, _)| value)
         })
         .map_err(|e| {
@@ -790,7 +790,7 @@ pipelining = True
         assert!(!c.display.ok_hosts && !c.display.skipped_hosts);
         assert_eq!(
             c.display.result_format,
-            crate::report::options::ResultFormat::Yaml
+            crate::display_options::ResultFormat::Yaml
         );
         assert!(c.free_strategy);
         assert_eq!(c.facts_modules, Some(vec!["a".into(), "smart".into()]));

@@ -145,6 +145,10 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
         return merge_recaps(&cli);
     }
     let mut config = launch::load_config(&cli.vault)?;
+    // ansible-playbook's first line at -v (not in the JSON stream, which is JSON only).
+    if !cli.json_output() {
+        launch::show_config_file(&config, cli.verbose);
+    }
     let extra_vars =
         parse_extra_vars(&cli.extra_vars).map_err(|e| (e.exit_code(), e.to_string()))?;
     let inventory = launch::load_inventory(&cli.inventory, &config)?;

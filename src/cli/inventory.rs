@@ -248,7 +248,8 @@ fn json_dump(value: &Value) -> String {
     let mut buf = Vec::new();
     let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
     let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    serde::Serialize::serialize(&crate::report::console::sort_keys(value), &mut ser).expect("json");
+    serde::Serialize::serialize(&crate::report::result_dump::sort_keys(value), &mut ser)
+        .expect("json");
     String::from_utf8(buf).expect("utf8")
 }
 

@@ -48,7 +48,8 @@ impl Module for GatherFacts {
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let handed_on = handed_on(args);
         let modules = facts_modules(ctx)?;
-        let setup_defaults = crate::playbook::defaults_for(ctx.module_defaults, "setup", SETUP);
+        let setup_defaults =
+            super::module_defaults::defaults_for(ctx.module_defaults, "setup", SETUP);
         if let [only] = modules.as_slice()
             && SETUP_NAMES.contains(&only.as_str())
             && setup_defaults.is_none()
@@ -67,9 +68,9 @@ impl Module for GatherFacts {
                 runs.push(Run::new(name, &Setup, setup_args(&handed_on, ctx), ctx));
                 continue;
             }
-            let module = ctx.load_options.and_then(|options| {
-                crate::playbook::find_module_at_run(name, ctx.playbook_dir, ctx.role_dir, options)
-            });
+            let module = ctx
+                .modules
+                .and_then(|finder| finder.find_module(name, ctx.playbook_dir, ctx.role_dir));
             let Some(module) = module else {
                 return Err(ModuleError::Invalid(format!(
                     "The module {name} was not found in configured module paths"
@@ -139,17 +140,18 @@ fn with_defaults(
     action: &str,
     ctx: &PlanContext,
 ) -> Result<(), ModuleError> {
-    let Some(defaults) = crate::playbook::defaults_for(ctx.module_defaults, module, action) else {
+    let Some(defaults) = super::module_defaults::defaults_for(ctx.module_defaults, module, action)
+    else {
         return Ok(());
     };
     let (Some(templar), Some(vars)) = (ctx.templar, ctx.vars) else {
         return Ok(());
     };
-    let under = crate::playbook::templated_defaults(templar, action, defaults, vars, given)
+    let under = super::module_defaults::templated_defaults(templar, action, defaults, vars, given)
         .map_err(|e| {
             ModuleError::Invalid(match e {
-                crate::playbook::DefaultsError::Template(e) => e.cause(),
-                crate::playbook::DefaultsError::NotADict(message) => message,
+                super::module_defaults::DefaultsError::Template(e) => e.cause(),
+                super::module_defaults::DefaultsError::NotADict(message) => message,
             })
         })?;
     given.extend(under);
@@ -497,13 +499,22 @@ mod tests {
         let templar = crate::template::Templar::new();
         let vars =
             minijinja::Value::from_serialize(json!({"ansible_facts_modules": ["nope_facts"]}));
-        let options = crate::playbook::LoadOptions::default();
-        let dir = tempfile::tempdir().unwrap();
+        struct Nowhere;
+        impl crate::modules::ModuleFinder for Nowhere {
+            fn find_module(
+                &self,
+                _: &str,
+                _: &Path,
+                _: Option<&Path>,
+            ) -> Option<&'static dyn Module> {
+                None
+            }
+        }
         let ctx = PlanContext {
             vars: Some(&vars),
             templar: Some(&templar),
-            load_options: Some(&options),
-            ..PlanContext::new(dir.path())
+            modules: Some(&Nowhere),
+            ..PlanContext::new(Path::new("/"))
         };
         let err = crate::modules::try_plan(&GatherFacts, json!({}), &ctx).unwrap_err();
         assert_eq!(

@@ -50,6 +50,7 @@ mod inventory_edit;
 mod known_hosts;
 mod lineinfile;
 mod meta;
+pub mod module_defaults;
 mod package;
 mod package_facts;
 mod pause;
@@ -122,13 +123,14 @@ pub struct PlanContext<'a> {
     pub timeout: Option<u64>,
     /// The task has `delegate_to`: it runs on another host than the one it is for.
     pub delegated: bool,
-    /// Where the playbook's modules were found: for a module that runs modules it only
-    /// learns the names of at run time (gather_facts' `ansible_facts_modules`).
-    pub load_options: Option<&'a crate::playbook::LoadOptions>,
+    /// Finds modules by name as the playbook's loader does: for a module that runs
+    /// modules it only learns the names of at run time (gather_facts'
+    /// `ansible_facts_modules`).
+    pub modules: Option<&'a dyn ModuleFinder>,
     /// ansible.cfg's `facts_modules` / `ANSIBLE_FACTS_MODULES`.
     pub facts_modules: Option<&'a [String]>,
     /// The task's `module_defaults`, as written, for the modules such a module runs.
-    pub module_defaults: &'a [crate::playbook::ModuleDefaultsLevel],
+    pub module_defaults: &'a [module_defaults::ModuleDefaultsLevel],
 }
 
 impl<'a> PlanContext<'a> {
@@ -145,11 +147,22 @@ impl<'a> PlanContext<'a> {
             no_log: false,
             timeout: None,
             delegated: false,
-            load_options: None,
+            modules: None,
             facts_modules: None,
             module_defaults: &[],
         }
     }
+}
+
+/// Modules by name, found as a task's are found (`library/`, Ansible's own, installed
+/// collections) from the playbook's and the task's role's directories.
+pub trait ModuleFinder: Sync {
+    fn find_module(
+        &self,
+        name: &str,
+        playbook_dir: &Path,
+        role_dir: Option<&Path>,
+    ) -> Option<&'static dyn Module>;
 }
 
 /// What a module wants done next.

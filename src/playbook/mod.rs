@@ -32,6 +32,7 @@ mod task;
 mod test_support;
 mod values;
 
+pub use crate::modules::module_defaults::{DefaultsError, defaults_for, templated_defaults};
 pub use action::{RAW_PARAMS, is_possibly_all_template};
 pub use collections::{default_collections_path, split_role_fqcn};
 pub use dynamic_include::{
@@ -40,12 +41,10 @@ pub use dynamic_include::{
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use loader::{load_playbook, load_playbook_text, load_playbooks, load_playbooks_text};
 pub use loops::{BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};
-pub use module_defaults::{
-    DefaultsError, ModuleDefaultsLevel, defaults_for, names_a_group, templated_defaults,
-};
+pub use module_defaults::{ModuleDefaultsLevel, names_a_group};
 pub use play_templates::{PlayKeywordError, render_templated_play_keywords};
 pub use roles::INCLUDE_ROLE_ARGS;
-pub use shared::{LoadOptions, RanRole, find_module_at_run};
+pub use shared::{LoadOptions, RanRole};
 pub use tags::{TagFilter, render_templated_tags, select_tasks, selected, split_tags};
 pub use task::VARIABLE_PARAMS;
 pub use values::is_reserved_name;

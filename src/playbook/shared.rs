@@ -136,17 +136,19 @@ impl Shared {
 /// runs (gather_facts' `ansible_facts_modules`): as the loader finds a task's module, a
 /// `library/` module first (the role's, the playbook's, the configured ones), then
 /// Ansible's own, then an installed collection's.
-pub fn find_module_at_run(
-    name: &str,
-    playbook_dir: &Path,
-    role_dir: Option<&Path>,
-    options: &LoadOptions,
-) -> Option<&'static dyn crate::modules::Module> {
-    let shared = Shared::new(options);
-    shared
-        .library_module(name, playbook_dir, role_dir)
-        .or_else(|| crate::modules::find(name))
-        .or_else(|| shared.collection_module(name, playbook_dir, role_dir))
+impl crate::modules::ModuleFinder for LoadOptions {
+    fn find_module(
+        &self,
+        name: &str,
+        playbook_dir: &Path,
+        role_dir: Option<&Path>,
+    ) -> Option<&'static dyn crate::modules::Module> {
+        let shared = Shared::new(self);
+        shared
+            .library_module(name, playbook_dir, role_dir)
+            .or_else(|| crate::modules::find(name))
+            .or_else(|| shared.collection_module(name, playbook_dir, role_dir))
+    }
 }
 
 /// Settings that change how a playbook loads.

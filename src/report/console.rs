@@ -6,13 +6,14 @@ use std::collections::HashSet;
 use std::io::{self, Write};
 
 use console::Style;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::events::{Event, HostResult, HostStats, Status};
-use super::options::DisplayOptions;
 use super::progress::{FleetTally, TaskProgress};
+use super::result_dump::{dump_flat, dump_result};
 use super::task_error;
 use super::warnings::{Kind, Warnings, without_warnings};
+use crate::display_options::DisplayOptions;
 
 pub struct ConsoleReporter<W: Write, E: Write> {
     out: W,
@@ -524,6 +525,11 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
         self.result_line(&painted.join("\n"), to_stderr);
     }
 
+    /// A result's data after ` => `, as the options dump it.
+    fn dump(&self, r: &HostResult) -> String {
+        dump_result(&r.data, &self.display, r.verbose_always, self.verbosity)
+    }
+
     fn format_result(&self, r: &HostResult) -> String {
         // The diff was shown above the line; the dump repeats it only at -vvv, as Ansible.
         // `failed`/`skipped` are already said by the line's word, and Ansible drops them.
@@ -577,29 +583,16 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
                     Some(i) => format!("failed: [{}] (item={i}) => ", r.host),
                     None => format!("fatal: [{}]: FAILED! => ", r.host),
                 };
-                let verbosity = self.verbosity.max(u8::from(r.verbose_always) * 4);
-                format!("{head}{}", dump(&r.data, verbosity))
+                format!("{head}{}", self.dump(r))
             }
             // `ignore_unreachable: true` adds its `...ignoring` below.
-            Status::Unreachable => format!(
-                "fatal: [{}]: UNREACHABLE! => {}",
-                r.host,
-                dump(&r.data, self.verbosity)
-            ),
+            Status::Unreachable => format!("fatal: [{}]: UNREACHABLE! => {}", r.host, self.dump(r)),
             // Ansible's item skip line ends in a space, before the ` => ` of -v too.
             Status::Skipped if show_data && !r.data.is_empty() && r.item.is_some() => {
-                format!(
-                    "{word}: [{}]{item}  => {}",
-                    r.host,
-                    dump(&r.data, self.verbosity.max(u8::from(r.verbose_always) * 4))
-                )
+                format!("{word}: [{}]{item}  => {}", r.host, self.dump(r))
             }
             _ if show_data && !r.data.is_empty() => {
-                format!(
-                    "{word}: [{}]{item} => {}",
-                    r.host,
-                    dump(&r.data, self.verbosity.max(u8::from(r.verbose_always) * 4))
-                )
+                format!("{word}: [{}]{item} => {}", r.host, self.dump(r))
             }
             // Ansible's item skip line ends in a space.
             Status::Skipped if r.item.is_some() => format!("{word}: [{}]{item} ", r.host),
@@ -699,74 +692,6 @@ fn cleaned(result: &HostResult) -> std::borrow::Cow<'_, HostResult> {
 fn banner(title: &str) -> String {
     let stars = 79usize.saturating_sub(title.chars().count()).max(3);
     format!("{title} {}", "*".repeat(stars))
-}
-
-/// Ansible dumps results as JSON with sorted keys: on one line by default, indented by 4
-/// when verbose output was asked for (debug always is).
-fn dump(data: &Map<String, Value>, verbosity: u8) -> String {
-    // Internal keys (`_ansible_item_label`, ...) never show, as Ansible strips them.
-    let public: Map<String, Value> = data
-        .iter()
-        .filter(|(k, _)| !k.starts_with("_ansible_"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let sorted = sort_keys(&Value::Object(public));
-    if verbosity >= 4 {
-        let mut buf = Vec::new();
-        let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-        let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-        serde::Serialize::serialize(&sorted, &mut ser).expect("json");
-        String::from_utf8(buf).expect("utf8")
-    } else {
-        let mut buf = Vec::new();
-        let mut ser = serde_json::Serializer::with_formatter(&mut buf, PythonCompact);
-        serde::Serialize::serialize(&sorted, &mut ser).expect("json");
-        String::from_utf8(buf).expect("utf8")
-    }
-}
-
-/// `json.dumps(data, indent=1, sort_keys=True)` with its line breaks removed.
-fn dump_flat(data: &Map<String, Value>) -> String {
-    let sorted = sort_keys(&Value::Object(data.clone()));
-    let mut buf = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(b" ");
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    serde::Serialize::serialize(&sorted, &mut ser).expect("json");
-    String::from_utf8(buf).expect("utf8").replace('\n', "")
-}
-
-/// Ansible dumps with `sort_keys`, at every depth.
-pub fn sort_keys(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(k, v)| (k.clone(), sort_keys(v)))
-                    .collect(),
-            )
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sort_keys).collect()),
-        other => other.clone(),
-    }
-}
-
-/// Python's `json.dumps` separators (`", "` and `": "`), which Ansible's one-line
-/// results use and users' scripts match on.
-pub(super) struct PythonCompact;
-
-impl serde_json::ser::Formatter for PythonCompact {
-    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        if first { Ok(()) } else { w.write_all(b", ") }
-    }
-    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        if first { Ok(()) } else { w.write_all(b", ") }
-    }
-    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        w.write_all(b": ")
-    }
 }
 
 /// How Python prints a bool, as the default callback's `%s` shows it.

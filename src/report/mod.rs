@@ -5,7 +5,7 @@ pub mod events;
 pub mod json;
 pub mod merged_recap;
 pub mod minimal;
-pub mod options;
 pub mod progress;
+pub mod result_dump;
 pub mod task_error;
 pub mod warnings;

@@ -264,7 +264,7 @@ impl MutableList {
 fn index(i: i64, len: usize) -> Option<usize> {
     let len = i64::try_from(len).ok()?;
     let i = if i < 0 { i + len } else { i };
-    (0..len).contains(&i).then(|| i as usize)
+    (0..len).contains(&i).then_some(i as usize)
 }
 
 impl Object for MutableList {

@@ -408,7 +408,7 @@ pub(super) fn plan_context<'a>(
         no_log: task.keywords.no_log,
         timeout: None,
         delegated: task.keywords.delegate_to.is_some(),
-        load_options: Some(&ctx.opts.load_options),
+        modules: Some(&ctx.opts.load_options),
         facts_modules: ctx.opts.facts_modules.as_deref(),
         module_defaults: &task.keywords.module_defaults,
     }

@@ -1,7 +1,7 @@
 //! The default callback's options (ansible-core's `default_callback` and
-//! `result_format_callback` documentation fragments): what the console shows of each
-//! result, and how it dumps one. Read from the environment and ansible.cfg's `[defaults]`
-//! by `config.rs`.
+//! `result_format_callback` documentation fragments): what the console (`report/`) shows
+//! of each result, and how it dumps one. Read from the environment and ansible.cfg's
+//! `[defaults]` by `config.rs`.
 
 /// How a result's data is written after `=>`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -117,7 +117,7 @@ pub fn load_options(config: &Config) -> LoadOptions {
         },
         library: config.library.clone(),
         module_utils: config.module_utils.clone(),
-        free_strategy: config.free_strategy,
+        default_strategy: config.strategy.clone(),
     }
 }
 

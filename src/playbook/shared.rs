@@ -16,7 +16,7 @@ pub(super) struct Shared {
     pub(super) collections_path: Vec<PathBuf>,
     pub(super) library: Vec<PathBuf>,
     pub(super) module_utils: Vec<PathBuf>,
-    pub(super) free_strategy: bool,
+    pub(super) default_strategy: Option<String>,
     /// Files and role directories being loaded, outermost first.
     pub(super) importing: RefCell<Vec<PathBuf>>,
     pub(super) play: RefCell<PlayRoles>,
@@ -64,7 +64,7 @@ impl Shared {
             collections_path: options.collections_path.clone(),
             library: options.library.clone(),
             module_utils: options.module_utils.clone(),
-            free_strategy: options.free_strategy,
+            default_strategy: options.default_strategy.clone(),
             importing: RefCell::new(Vec::new()),
             play: RefCell::new(PlayRoles::default()),
             check_includes: true,
@@ -166,9 +166,8 @@ pub struct LoadOptions {
     pub library: Vec<PathBuf>,
     /// ansible.cfg `module_utils` / `ANSIBLE_MODULE_UTILS`.
     pub module_utils: Vec<PathBuf>,
-    /// ansible.cfg `strategy` / `ANSIBLE_STRATEGY` is `free` (or `host_pinned`): the
-    /// strategy of plays that name none.
-    pub free_strategy: bool,
+    /// ansible.cfg `strategy` / `ANSIBLE_STRATEGY`: the strategy of plays that name none.
+    pub default_strategy: Option<String>,
 }
 
 impl LoadOptions {

@@ -12,6 +12,7 @@ mod command_modules;
 mod connection;
 mod control_flow;
 mod debian_targets;
+mod display_options;
 mod dynamic_includes;
 mod everyday_modules;
 mod facts;

@@ -409,6 +409,13 @@ pub trait Module: Send + Sync {
     fn finish_check(&self, args: &Args, result: OpResult) -> TaskOutcome {
         self.finish(args, result)
     }
+    /// [`Module::finish`] given the home of the user the agent runs as: for a result that
+    /// names a place on the target under it (copy's `src`, the file under `remote_tmp`
+    /// Ansible's copy module reads).
+    fn finish_at_home(&self, args: &Args, result: OpResult, home: &str) -> TaskOutcome {
+        let _ = home;
+        self.finish(args, result)
+    }
     /// The bytes behind a planned `FileContent::Digest`, for when the agent answers
     /// `NeedContent`. Only modules that plan digests (copy, template) return `Some`.
     fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<FileSource>, ModuleError> {

@@ -675,7 +675,16 @@ fn cleaned(result: &HostResult) -> std::borrow::Cow<'_, HostResult> {
         return std::borrow::Cow::Borrowed(result);
     }
     const WITH_MSG: &[&str] = &["msg", "exception", "warnings", "deprecations"];
-    const HIDDEN: &[&str] = &["changed", "failed", "skipped", "invocation", "skip_reason"];
+    const HIDDEN: &[&str] = &[
+        "changed",
+        "failed",
+        "skipped",
+        "invocation",
+        "skip_reason",
+        "ansible_loop_var",
+        "ansible_index_var",
+        "ansible_loop",
+    ];
     let mut shown = result.clone();
     let has_msg = shown.data.contains_key("msg");
     shown.data.retain(|k, _| {

@@ -282,6 +282,35 @@ fn debug_results_are_indented_json() {
     );
 }
 
+/// A debug of a variable in a loop shows the variable alone: Ansible's callback hides the
+/// loop's own keys as it hides the status keys.
+#[test]
+fn debug_var_in_a_loop_hides_the_loop_keys() {
+    let mut e = result(
+        Status::Ok,
+        Some("a"),
+        serde_json::json!({"item": "a", "ansible_loop_var": "item", "ansible_index_var": "i",
+            "i": 0, "ansible_loop": {"index": 1}, "changed": false}),
+    );
+    if let Event::HostResult(r) = &mut e {
+        r.verbose_always = true;
+        r.origin = Some(crate::report::task_error::TaskOrigin {
+            location: crate::playbook::Location {
+                file: std::path::Path::new("site.yml").into(),
+                line: 3,
+                column: 7,
+            },
+            action: "ansible.builtin.debug".into(),
+            cause: None,
+        });
+    }
+    let out = render(&[e], 0);
+    assert_eq!(
+        out,
+        "ok: [web1] => (item=a) => {\n    \"i\": 0,\n    \"item\": \"a\"\n}\n"
+    );
+}
+
 fn with_options(events: &[Event], display: DisplayOptions) -> (String, String) {
     let mut r = ConsoleReporter::new(Vec::new(), Vec::new(), 0, false, false).with_display(display);
     for e in events {

@@ -175,7 +175,7 @@ fn without_non_interactive(flags: &str) -> String {
 }
 
 /// A word for the shell, in single quotes.
-fn shell_quote(word: &str) -> String {
+pub(super) fn shell_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', "'\"'\"'"))
 }
 

@@ -61,6 +61,8 @@ pub struct RunOptions {
     /// Where the playbooks' modules were found (library, collections, module_utils), for
     /// modules named only at run time (`ansible_facts_modules`).
     pub load_options: crate::playbook::LoadOptions,
+    /// The run's Python plugins (filled as the playbooks loaded).
+    pub plugins: Arc<crate::plugins::Catalog>,
 }
 
 /// The command line's and ansible.cfg's become settings.
@@ -204,7 +206,7 @@ pub(crate) struct RunContext {
     /// Replaced whole by `meta: refresh_inventory`; read through [`RunContext::inventory`].
     pub inventory: std::sync::RwLock<Arc<Inventory>>,
     pub opts: RunOptions,
-    pub templar: Templar,
+    pub templar: Arc<Templar>,
     pub events: EventSender,
     pub hosts: Mutex<HashMap<String, Arc<HostState>>>,
     /// Play `vars_files`, read once for every host and task.
@@ -232,6 +234,10 @@ pub(crate) struct RunContext {
     /// Set when an interrupt stops the run: what the aborted tasks would still report is
     /// not shown.
     pub(super) interrupted: std::sync::atomic::AtomicBool,
+    /// An agent on the controller itself (connection local), opened for the first task
+    /// that works on the controller's files through an agent (synchronize's pull).
+    pub(super) controller:
+        tokio::sync::OnceCell<Result<crate::agent_session::AgentSession, super::SessionFailure>>,
 }
 
 impl RunContext {

@@ -374,6 +374,10 @@ fn drive(
                 Err(e) => then(TaskOutcome::failed(e.to_string())),
             }),
         )),
+        // Requests kept in flight between agents (synchronize's): no facts module's.
+        Plan::Flow(_) => Err(ModuleError::NotSupported(
+            "a facts module that plans a flow",
+        )),
     }
 }
 

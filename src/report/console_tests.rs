@@ -295,6 +295,7 @@ fn debug_var_in_a_loop_hides_the_loop_keys() {
     if let Event::HostResult(r) = &mut e {
         r.verbose_always = true;
         r.origin = Some(crate::report::task_error::TaskOrigin {
+            controller_action: false,
             location: crate::playbook::Location {
                 file: std::path::Path::new("site.yml").into(),
                 line: 3,

@@ -779,7 +779,8 @@ mod tests {
         .unwrap();
         let pending = vec!["broken".into(), "holder".into()];
         let broken =
-            resolve_nested_templates(&templar, &mut vars, pending, &minijinja::Value::UNDEFINED);
+            resolve_nested_templates(&templar, &mut vars, pending, &minijinja::Value::UNDEFINED)
+                .broken;
         let names: Vec<&str> = broken.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["broken", "holder"], "{broken:?}");
         assert!(

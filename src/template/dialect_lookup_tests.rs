@@ -111,6 +111,8 @@ fn lookups() {
         r("{{ lookup('pipe', 'echo hi; pwd') }}"),
         format!("hi\n{}", std::fs::canonicalize(base).unwrap().display())
     );
+    // A template written inside a term is rendered before the lookup runs.
+    assert_eq!(r("{{ lookup('pipe', 'echo {{ who }}') }}"), "alice");
     assert!(
         t.render_str("{{ lookup('pipe', 'exit 3') }}", &vars)
             .is_err()

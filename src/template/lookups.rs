@@ -150,6 +150,15 @@ fn run(
     dirs.push(playbook_dir);
     let base = SearchPath { dirs };
     let python = python_lookup(reach, name);
+    // Terms with templates written inside them are rendered first, for every lookup
+    // (Ansible's ALLOW_EMBEDDED_TEMPLATES): `lookup('pipe', 'echo {{ x }}')`.
+    let rendered_terms;
+    let terms = if python.is_none() {
+        rendered_terms = super::python_plugins::embedded_templates(state, terms)?;
+        rendered_terms.as_slice()
+    } else {
+        terms
+    };
     // `ansible.builtin.file` is `file`.
     let name = name.strip_prefix("ansible.builtin.").unwrap_or(name);
     let results = match name {

@@ -252,9 +252,8 @@ impl Templar {
         vault_filters::register(&mut env);
         env.add_function(chain::CHAIN_FN, chain::chain);
         env.add_function(embedded::EMBEDDED_FN, embedded::embedded);
-        // Jinja2's own globals, which Ansible's templates have too.
+        // Jinja2's own `joiner` global, which Ansible's templates have too.
         env.add_function("joiner", minijinja_contrib::globals::joiner);
-        env.add_function("cycler", minijinja_contrib::globals::cycler);
         // Ansible's `undef(hint)`: an undefined value, for defaults that must stay unset.
         env.add_function("undef", |_hint: Option<String>| MjValue::UNDEFINED);
         env.add_function(crate::yaml::UNSAFE_FUNCTION, |hex: String| {

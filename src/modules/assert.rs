@@ -100,7 +100,14 @@ impl Module for Assert {
                         ))
                     })?,
                 ),
-                Value::Bool(b) => (python_bool(*b).to_string(), *b),
+                Value::Bool(b) => {
+                    // A list a template resolved to had its `{{ }}`-wrapped conditions
+                    // rendered already: a boolean there was one (the deprecated form).
+                    if resolved.is_some() {
+                        deprecations.push(conditional_as_template_deprecation());
+                    }
+                    (python_bool(*b).to_string(), *b)
+                }
                 other => (other.to_string(), crate::booleans::python_truthiness(other)),
             };
             if !holds {
@@ -236,6 +243,9 @@ mod tests {
                 .contains("should not be surrounded by templating delimiters")
         );
         assert!(plan(&Assert, json!({"that": "{{ x == 3 }}"})).unwrap().failed);
+        // `that: '{{ that_list }}'` with `that_list: ['{{ 1 == 1 }}']`.
+        let out = plan(&Assert, json!({"that": "{{ [x == 2] }}"})).unwrap();
+        assert_eq!(out.data["deprecations"].as_array().unwrap().len(), 1);
     }
 
     #[test]

@@ -122,9 +122,10 @@ fn run(
     let base = reach.base.as_deref();
     let (terms, kwargs) = from_args::<(&[MjValue], Kwargs)>(args)?;
     // An undefined keyword argument makes the lookup's value undefined: the template
-    // then fails naming the variable, as Ansible's does.
-    if kwargs
-        .args()
+    // then fails naming the variable, as Ansible's does (env takes one as its default).
+    if !matches!(name, "env" | "ansible.builtin.env")
+        && kwargs
+            .args()
         .any(|k| kwargs.peek::<MjValue>(k).is_ok_and(|v| v.is_undefined()))
     {
         return Ok(MjValue::UNDEFINED);

@@ -52,11 +52,13 @@ mod inventory_edit;
 mod known_hosts;
 mod lineinfile;
 mod meta;
+pub mod module_defaults;
 mod package;
 mod package_facts;
 mod pause;
 mod ping;
 mod pip;
+mod protomatter_debug;
 pub mod python;
 mod raw;
 pub(crate) mod reboot;
@@ -145,6 +147,14 @@ pub struct PlanContext<'a> {
     pub timeout: Option<u64>,
     /// The task has `delegate_to`: it runs on another host than the one it is for.
     pub delegated: bool,
+    /// Finds modules by name as the playbook's loader does: for a module that runs
+    /// modules it only learns the names of at run time (gather_facts'
+    /// `ansible_facts_modules`).
+    pub modules: Option<&'a dyn ModuleFinder>,
+    /// ansible.cfg's `facts_modules` / `ANSIBLE_FACTS_MODULES`.
+    pub facts_modules: Option<&'a [String]>,
+    /// The task's `module_defaults`, as written, for the modules such a module runs.
+    pub module_defaults: &'a [module_defaults::ModuleDefaultsLevel],
     /// The host `delegate_to` names, templated (`None` when the task is not delegated or
     /// the name cannot be rendered here).
     pub delegate_to: Option<String>,
@@ -178,11 +188,25 @@ impl<'a> PlanContext<'a> {
             no_log: false,
             timeout: None,
             delegated: false,
+            modules: None,
+            facts_modules: None,
+            module_defaults: &[],
             delegate_to: None,
             escalation: None,
             controller: None,
         }
     }
+}
+
+/// Modules by name, found as a task's are found (`library/`, Ansible's own, installed
+/// collections) from the playbook's and the task's role's directories.
+pub trait ModuleFinder: Sync {
+    fn find_module(
+        &self,
+        name: &str,
+        playbook_dir: &Path,
+        role_dir: Option<&Path>,
+    ) -> Option<&'static dyn Module>;
 }
 
 /// What a module wants done next.
@@ -521,6 +545,13 @@ pub trait Module: Send + Sync {
     fn finish_check(&self, args: &Args, result: OpResult) -> TaskOutcome {
         self.finish(args, result)
     }
+    /// [`Module::finish`] given the home of the user the agent runs as: for a result that
+    /// names a place on the target under it (copy's `src`, the file under `remote_tmp`
+    /// Ansible's copy module reads).
+    fn finish_at_home(&self, args: &Args, result: OpResult, home: &str) -> TaskOutcome {
+        let _ = home;
+        self.finish(args, result)
+    }
     /// The bytes behind a planned `FileContent::Digest`, for when the agent answers
     /// `NeedContent`. Only modules that plan digests (copy, template) return `Some`.
     fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<FileSource>, ModuleError> {
@@ -569,6 +600,8 @@ pub struct ErrorCause {
     pub line: Option<usize>,
     /// The column, for an error about an expression of the task.
     pub column: Option<usize>,
+    /// The error is shown alone, at its own origin, instead of below the task's (an
+    /// error Ansible raises about a value of the task, not the task's failure).
     pub alone: bool,
 }
 

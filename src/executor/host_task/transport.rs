@@ -312,7 +312,8 @@ pub(super) async fn send_round(
                 ItemState::Done(if check_mode(ctx, task) {
                     task.module.finish_check(args, result)
                 } else {
-                    task.module.finish(args, result)
+                    task.module
+                        .finish_at_home(args, result, &session.hello().home)
                 })
             }
             done @ ItemState::Done(_) => done,

@@ -69,28 +69,25 @@ impl Module for Assert {
         for that in thats {
             // `that` is not templated with the other arguments: each string is a
             // condition (a lone `{{ x }}` means `x`); a YAML boolean is itself.
+            let templated_bool = match that {
+                Value::String(condition) if is_all_template(condition) => {
+                    match templar.render_value(that, vars) {
+                        Ok(Value::Bool(b)) => Some(b),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
             let (shown, holds) = match that {
                 Value::Null => return Err(empty_conditional()),
                 Value::String(condition) if condition.trim().is_empty() => {
                     return Err(empty_conditional());
                 }
-                Value::String(condition) if is_all_template(condition) && {
+                Value::String(condition) if templated_bool.is_some() => {
                     // A `{{ }}` around a condition is deprecated in 2.21; the registered
                     // result carries the deprecation, as Ansible's does.
-                    matches!(
-                        templar.render_value(&Value::String(condition.clone()), vars),
-                        Ok(Value::Bool(_))
-                    )
-                } =>
-                {
                     deprecations.push(conditional_as_template_deprecation());
-                    (
-                        condition.clone(),
-                        matches!(
-                            templar.render_value(&Value::String(condition.clone()), vars),
-                            Ok(Value::Bool(true))
-                        ),
-                    )
+                    (condition.clone(), templated_bool == Some(true))
                 }
                 Value::String(condition) => (
                     condition.clone(),
@@ -242,7 +239,11 @@ mod tests {
                 .unwrap()
                 .contains("should not be surrounded by templating delimiters")
         );
-        assert!(plan(&Assert, json!({"that": "{{ x == 3 }}"})).unwrap().failed);
+        assert!(
+            plan(&Assert, json!({"that": "{{ x == 3 }}"}))
+                .unwrap()
+                .failed
+        );
         // `that: '{{ that_list }}'` with `that_list: ['{{ 1 == 1 }}']`.
         let out = plan(&Assert, json!({"that": "{{ [x == 2] }}"})).unwrap();
         assert_eq!(out.data["deprecations"].as_array().unwrap().len(), 1);

@@ -126,7 +126,7 @@ fn run(
     if !matches!(name, "env" | "ansible.builtin.env")
         && kwargs
             .args()
-        .any(|k| kwargs.peek::<MjValue>(k).is_ok_and(|v| v.is_undefined()))
+            .any(|k| kwargs.peek::<MjValue>(k).is_ok_and(|v| v.is_undefined()))
     {
         return Ok(MjValue::UNDEFINED);
     }

@@ -472,7 +472,8 @@ fn conditional_errors_are_worded_as_ansible_does() {
 #[test]
 fn jinja2_joiner_is_a_global() {
     let v = vars(json!({}));
-    let text = "{% set pipe = joiner('|') %}{% for x in [1, 2, 3] %}{{ pipe() }}{{ x }}{% endfor %}";
+    let text =
+        "{% set pipe = joiner('|') %}{% for x in [1, 2, 3] %}{{ pipe() }}{{ x }}{% endfor %}";
     assert_eq!(t().render_value(&json!(text), &v).unwrap(), json!("1|2|3"));
 }
 
@@ -481,13 +482,18 @@ fn jinja2_joiner_is_a_global() {
 #[test]
 fn constants_are_rendered_in_conditions_but_not_in_conditional_templates() {
     let v = vars(json!({}));
-    let cond = |s: &str| t().eval_condition(s, &v).unwrap_or_else(|e| panic!("{s}: {e}"));
+    let cond = |s: &str| {
+        t().eval_condition(s, &v)
+            .unwrap_or_else(|e| panic!("{s}: {e}"))
+    };
     assert!(cond("\"dude\" == \"du{{'de'}}\""));
     assert!(cond("{{ \"du{\" + \"{'de'}}\" == \"du{{'de'}}\" }}\n"));
     assert!(cond(
         "{{ dict({\"dude\": \"{{ 'dude' }}\"})[\"dude\"] == \"{\" + \"{ 'dude' }}\" }}"
     ));
-    assert!(cond("{{ lookup('pipe', 'echo {{ \"dude\" }}') == \"dude\" }}\n"));
+    assert!(cond(
+        "{{ lookup('pipe', 'echo {{ \"dude\" }}') == \"dude\" }}\n"
+    ));
     assert!(!opens_tag_outside_strings("lookup('a', '{{ b }}')"));
     assert!(opens_tag_outside_strings(" a }} + {{ b "));
 }

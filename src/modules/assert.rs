@@ -50,11 +50,7 @@ impl Module for Assert {
         let thats: Vec<&Value> = match (&resolved, args.raw("that")) {
             (Some(items), _) => items.iter().collect(),
             (None, that) => match that {
-                None => {
-                    return Err(ModuleError::Invalid(
-                        "conditional required in \"that\" string".into(),
-                    ));
-                }
+                None | Some(Value::Null) => return Err(empty_conditional()),
                 Some(Value::Array(items)) => items.iter().collect(),
                 Some(one) => vec![one],
             },
@@ -69,10 +65,30 @@ impl Module for Assert {
             .unwrap_or_else(|| json!("All assertions passed"));
         let mut data = serde_json::Map::new();
         let verbose_always = !args.bool("quiet");
+        let mut deprecations = Vec::new();
         for that in thats {
             // `that` is not templated with the other arguments: each string is a
             // condition (a lone `{{ x }}` means `x`); a YAML boolean is itself.
+            let templated_bool = match that {
+                Value::String(condition) if is_all_template(condition) => {
+                    match templar.render_value(that, vars) {
+                        Ok(Value::Bool(b)) => Some(b),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
             let (shown, holds) = match that {
+                Value::Null => return Err(empty_conditional()),
+                Value::String(condition) if condition.trim().is_empty() => {
+                    return Err(empty_conditional());
+                }
+                Value::String(condition) if templated_bool.is_some() => {
+                    // A `{{ }}` around a condition is deprecated in 2.21; the registered
+                    // result carries the deprecation, as Ansible's does.
+                    deprecations.push(conditional_as_template_deprecation());
+                    (condition.clone(), templated_bool == Some(true))
+                }
                 Value::String(condition) => (
                     condition.clone(),
                     templar.eval_condition(condition, vars).map_err(|e| {
@@ -81,10 +97,18 @@ impl Module for Assert {
                         ))
                     })?,
                 ),
-                Value::Bool(b) => (python_bool(*b).to_string(), *b),
+                Value::Bool(b) => {
+                    // A list a template resolved to had its `{{ }}`-wrapped conditions
+                    // rendered already: a boolean there was one (the deprecated form).
+                    if resolved.is_some() {
+                        deprecations.push(conditional_as_template_deprecation());
+                    }
+                    (python_bool(*b).to_string(), *b)
+                }
                 other => (other.to_string(), crate::booleans::python_truthiness(other)),
             };
             if !holds {
+                attach_deprecations(&mut data, &deprecations);
                 data.insert("evaluated_to".into(), json!(false));
                 data.insert("assertion".into(), json!(shown));
                 data.insert("msg".into(), fail_msg);
@@ -96,6 +120,7 @@ impl Module for Assert {
                 }));
             }
         }
+        attach_deprecations(&mut data, &deprecations);
         data.insert("msg".into(), success_msg);
         Ok(Plan::Done(TaskOutcome {
             data,
@@ -103,6 +128,26 @@ impl Module for Assert {
             ..TaskOutcome::default()
         }))
     }
+}
+
+fn conditional_as_template_deprecation() -> Value {
+    json!({
+        "collection_name": "ansible.builtin",
+        "deprecator": {"resolved_name": "ansible.builtin", "type": null},
+        "msg": "Conditionals should not be surrounded by templating delimiters such as {{ }} or {% %}.",
+        "version": "2.23",
+    })
+}
+
+fn attach_deprecations(data: &mut serde_json::Map<String, Value>, deprecations: &[Value]) {
+    if !deprecations.is_empty() {
+        data.insert("deprecations".into(), Value::Array(deprecations.to_vec()));
+    }
+}
+
+/// Ansible 2.21 refuses a missing or blank condition rather than taking it as true.
+fn empty_conditional() -> ModuleError {
+    ModuleError::Invalid("Task failed: Empty conditional expressions are not allowed.".into())
 }
 
 /// Ansible's `is_possibly_all_template`: the whole text is one `{{ }}`.
@@ -180,6 +225,40 @@ mod tests {
         .unwrap();
         assert!(!out.verbose_always);
         assert_eq!(Value::Object(out.data), json!({"msg": "fine"}));
+    }
+
+    #[test]
+    fn a_templated_condition_is_judged_and_deprecated() {
+        let out = plan(&Assert, json!({"that": "{{ x == 2 }}"})).unwrap();
+        assert!(!out.failed);
+        let deprecations = out.data["deprecations"].as_array().unwrap();
+        assert_eq!(deprecations.len(), 1);
+        assert!(
+            deprecations[0]["msg"]
+                .as_str()
+                .unwrap()
+                .contains("should not be surrounded by templating delimiters")
+        );
+        assert!(
+            plan(&Assert, json!({"that": "{{ x == 3 }}"}))
+                .unwrap()
+                .failed
+        );
+        // `that: '{{ that_list }}'` with `that_list: ['{{ 1 == 1 }}']`.
+        let out = plan(&Assert, json!({"that": "{{ [x == 2] }}"})).unwrap();
+        assert_eq!(out.data["deprecations"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_blank_or_null_condition_is_refused_as_ansible_does() {
+        for that in [json!(null), json!(""), json!(["x == 2", "  "])] {
+            let err = plan(&Assert, json!({ "that": that })).unwrap_err();
+            assert!(
+                err.contains("Empty conditional expressions are not allowed."),
+                "{err}"
+            );
+        }
+        assert!(!plan(&Assert, json!({"that": []})).unwrap().failed);
     }
 
     #[test]

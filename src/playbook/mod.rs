@@ -661,6 +661,67 @@ pub enum LoopError {
     Lookup(String),
 }
 
+fn is_first_found(lookup: &str) -> bool {
+    matches!(lookup, "first_found" | "ansible.builtin.first_found")
+}
+
+/// `value` rendered with what is undefined left out, at any depth (None when the whole is
+/// undefined), as Ansible's first_found takes the terms of a `with_first_found` loop: a
+/// list variable one of whose items names an undefined variable still gives the others.
+fn render_omitting_undefined(
+    templar: &Templar,
+    value: &Value,
+    vars: &minijinja::Value,
+    depth: usize,
+) -> Result<Option<Value>, TemplateError> {
+    match value {
+        Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                out.extend(render_omitting_undefined(templar, item, vars, depth)?);
+            }
+            Ok(Some(Value::Array(out)))
+        }
+        Value::Object(map) => {
+            let mut out = serde_json::Map::with_capacity(map.len());
+            for (key, item) in map {
+                if let Some(rendered) = render_omitting_undefined(templar, item, vars, depth)? {
+                    out.insert(key.clone(), rendered);
+                }
+            }
+            Ok(Some(Value::Object(out)))
+        }
+        Value::String(text) => match templar.render_value(value, vars) {
+            Ok(rendered) => Ok(Some(rendered)),
+            Err(TemplateError::Undefined { .. }) => {
+                // `{{ files }}` where `files` itself is a list holding an undefined item:
+                // its text as written, item by item (bounded, for variables that name
+                // each other).
+                match unresolved_text(text, vars) {
+                    Some(written) if depth < 8 => {
+                        render_omitting_undefined(templar, &written, vars, depth + 1)
+                    }
+                    _ => Ok(None),
+                }
+            }
+            Err(e) => Err(e),
+        },
+        other => Ok(Some(other.clone())),
+    }
+}
+
+/// The text as written of the unresolved variable a lone `{{ name }}` reads, if it is one.
+fn unresolved_text(text: &str, vars: &minijinja::Value) -> Option<Value> {
+    let inner = text.trim().strip_prefix("{{")?.strip_suffix("}}")?.trim();
+    if inner.is_empty() || !inner.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    crate::template::unresolved::listed(vars)
+        .into_iter()
+        .find(|(name, _)| name == inner)
+        .map(|(_, written)| written)
+}
+
 impl LoopSpec {
     /// The loop's items for one host: templated with its variables, then shaped as Ansible
     /// does (`with_items` flattens one level and turns a lone value into a list of one).
@@ -690,7 +751,15 @@ impl LoopSpec {
                     .collect())
             }
             LoopSpec::Lookup { name, terms } => {
-                let terms = templar.render_value(terms, vars)?;
+                let terms = match terms {
+                    // first_found passes over a term that names an undefined variable, as
+                    // Ansible's does: the next may be found.
+                    terms if is_first_found(name) => {
+                        render_omitting_undefined(templar, terms, vars, 0)?
+                            .unwrap_or(Value::Array(Vec::new()))
+                    }
+                    _ => templar.render_value(terms, vars)?,
+                };
                 Ok(templar.query_in(name, &terms, vars, subdir)?)
             }
             LoopSpec::Combine { how, terms } => {

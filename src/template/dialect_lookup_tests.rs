@@ -134,6 +134,13 @@ fn lookups() {
         r("{{ lookup('pipe', 'echo hi; pwd') }}"),
         format!("hi\n{}", std::fs::canonicalize(base).unwrap().display())
     );
+    // An undefined keyword argument fails the template naming it (env's default aside).
+    let err = t
+        .render_str("{{ lookup('file', 'motd.txt', rstrip=nope) }}", &vars)
+        .unwrap_err();
+    assert!(err.to_string().contains("'nope' is undefined"), "{err}");
+    // A template written inside a term is rendered before the lookup runs.
+    assert_eq!(r("{{ lookup('pipe', 'echo {{ who }}') }}"), "alice");
     assert!(
         t.render_str("{{ lookup('pipe', 'exit 3') }}", &vars)
             .is_err()

@@ -61,6 +61,9 @@ impl TemplateError {
                 let message = message.strip_prefix("syntax error: ").unwrap_or(message);
                 format!("Syntax error in template: {}", jinja_syntax_words(message))
             }
+            TemplateError::Render { message, .. } if self.is_zero_division() => {
+                format!("Error rendering template: {message}")
+            }
             TemplateError::Render { message, line, .. } => {
                 let message = without_line(message, *line);
                 match unknown_callable(message) {
@@ -85,7 +88,11 @@ impl TemplateError {
             TemplateError::Render { message, line, .. }
                 if unknown_callable(without_line(message, *line)).is_none() =>
             {
-                format!("Error rendering expression: {}", self.cause())
+                let cause = self.cause();
+                let cause = cause
+                    .strip_prefix("Error rendering template: ")
+                    .unwrap_or(&cause);
+                format!("Error rendering expression: {cause}")
             }
             TemplateError::Syntax { .. } | TemplateError::Render { .. } => {
                 let cause = self.cause();
@@ -95,6 +102,12 @@ impl TemplateError {
                 format!("Syntax error in expression: {words}")
             }
         }
+    }
+
+    /// Whether this is Python's ZeroDivisionError, which Ansible words as a failure to
+    /// render ("Error rendering template: division by zero").
+    pub fn is_zero_division(&self) -> bool {
+        matches!(self, TemplateError::Render { message, .. } if message == zero_division::MESSAGE)
     }
 
     /// The line of the template the error is on, for a syntax error (an unknown filter or

@@ -121,6 +121,15 @@ fn run(
 ) -> Result<MjValue, MjError> {
     let base = reach.base.as_deref();
     let (terms, kwargs) = from_args::<(&[MjValue], Kwargs)>(args)?;
+    // An undefined keyword argument makes the lookup's value undefined: the template
+    // then fails naming the variable, as Ansible's does (env takes one as its default).
+    if !matches!(name, "env" | "ansible.builtin.env")
+        && kwargs
+            .args()
+            .any(|k| kwargs.peek::<MjValue>(k).is_ok_and(|v| v.is_undefined()))
+    {
+        return Ok(MjValue::UNDEFINED);
+    }
     let wantlist = always_list || kwargs.get::<Option<bool>>("wantlist")?.unwrap_or(false);
     let errors: String = kwargs
         .get::<Option<String>>("errors")?
@@ -150,6 +159,15 @@ fn run(
     dirs.push(playbook_dir);
     let base = SearchPath { dirs };
     let python = python_lookup(reach, name);
+    // Terms with templates written inside them are rendered first, for every lookup
+    // (Ansible's ALLOW_EMBEDDED_TEMPLATES): `lookup('pipe', 'echo {{ x }}')`.
+    let rendered_terms;
+    let terms = if python.is_none() {
+        rendered_terms = super::python_plugins::embedded_templates(state, terms)?;
+        rendered_terms.as_slice()
+    } else {
+        terms
+    };
     // `ansible.builtin.file` is `file`.
     let name = name.strip_prefix("ansible.builtin.").unwrap_or(name);
     let results = match name {
@@ -552,85 +570,38 @@ fn glob_in(dir: &Path, pattern: &str) -> Result<Vec<String>, MjError> {
     Ok(matches)
 }
 
-/// `first_found`: terms are names or `{files: [...], paths: [...], skip: bool}`.
+/// `first_found`: terms are names or `{files: [...], paths: [...], skip: bool}`, or lists
+/// of those. As Ansible's, a mapping term sets the options (files, paths, skip) anew and
+/// the names after it are searched along its paths; the keyword arguments are the options
+/// before the first mapping, and `files=` stands for the terms when there are none.
 fn first_found(
     terms: &[MjValue],
     kwargs: &Kwargs,
     base: &SearchPath,
     subdir: &str,
 ) -> Result<Vec<MjValue>, MjError> {
-    let mut files: Vec<String> = Vec::new();
-    let mut paths: Vec<String> = Vec::new();
-    // `skip` is a `type: boolean` option, which Ansible's config reads leniently.
-    let lenient = |v: &MjValue| super::to_json(v).is_ok_and(|j| crate::booleans::lenient(&j));
-    let mut skip = kwargs
-        .get::<Option<MjValue>>("skip")?
-        .is_some_and(|v| lenient(&v));
-    let split = |v: &MjValue| -> Vec<String> {
-        let items: Vec<MjValue> = if v.kind() == ValueKind::Seq {
-            v.try_iter().into_iter().flatten().collect()
-        } else {
-            vec![v.clone()]
-        };
-        // Ansible splits names on , ; and : as well.
-        items
-            .iter()
-            .filter_map(|i| i.as_str().map(str::to_string))
-            .flat_map(|s| {
-                s.split([',', ';'])
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+    let mut options = FirstFoundOptions {
+        files: Vec::new(),
+        paths: Vec::new(),
+        skip: false,
     };
     if let Some(f) = kwargs.get::<Option<MjValue>>("files")? {
-        files.extend(split(&f));
+        options.files = split_names(&f, &[',', ';']);
     }
     if let Some(p) = kwargs.get::<Option<MjValue>>("paths")? {
-        paths.extend(split(&p));
+        options.paths = split_names(&p, &[',', ';', ':']);
     }
-    for term in flatten_terms(terms, true) {
-        if term.kind() == ValueKind::Map {
-            if let Ok(f) = term.get_attr("files")
-                && !f.is_undefined()
-            {
-                files.extend(split(&f));
-            }
-            if let Ok(p) = term.get_attr("paths")
-                && !p.is_undefined()
-            {
-                paths.extend(split(&p));
-            }
-            if let Ok(s) = term.get_attr("skip") {
-                skip |= lenient(&s);
-            }
-        } else if let Some(s) = term.as_str() {
-            files.push(s.to_string());
-        } else {
-            // Ansible's words, its stray parenthesis included.
-            return Err(error(format!(
-                "The lookup plugin 'first_found' failed: Invalid term supplied. A string, dict or list is required, not '{}').",
-                python_type(&term)
-            )));
-        }
-    }
-    // As Ansible: every path joined with every name (path by path), each then looked
-    // for along the search path like a name of its own.
-    let searched: Vec<String> = if paths.is_empty() {
-        files
+    options.skip = kwargs
+        .get::<Option<MjValue>>("skip")?
+        .is_some_and(|v| lenient_bool(&v));
+    let mut searched = Vec::new();
+    if terms.is_empty() {
+        let files = options.files.clone();
+        search_names(&options.paths, &files, &mut searched);
     } else {
-        paths
-            .iter()
-            .flat_map(|dir| dir.split(':').filter(|d| !d.is_empty()))
-            .flat_map(|dir| {
-                files
-                    .iter()
-                    .map(move |name| Path::new(dir).join(name).display().to_string())
-            })
-            .collect()
-    };
+        first_found_terms(terms, &mut options, &mut searched)?;
+    }
+    let skip = options.skip;
     for name in &searched {
         if let Some(found) = find(base, subdir, name) {
             return Ok(vec![MjValue::from(found.display().to_string())]);
@@ -643,6 +614,89 @@ fn first_found(
         "No file was found when using first_found. Use errors='ignore' to allow this task \
          to be skipped if no files are found",
     ))
+}
+
+struct FirstFoundOptions {
+    files: Vec<String>,
+    paths: Vec<String>,
+    skip: bool,
+}
+
+/// `skip` is a `type: boolean` option, which Ansible's config reads leniently.
+fn lenient_bool(v: &MjValue) -> bool {
+    super::to_json(v).is_ok_and(|j| crate::booleans::lenient(&j))
+}
+
+/// Names as Ansible's first_found splits them: a text on `separators`, a list item by item;
+/// an undefined or null value names nothing.
+fn split_names(v: &MjValue, separators: &[char]) -> Vec<String> {
+    let items: Vec<MjValue> = if v.kind() == ValueKind::Seq {
+        v.try_iter().into_iter().flatten().collect()
+    } else {
+        vec![v.clone()]
+    };
+    items
+        .iter()
+        .filter_map(|i| i.as_str().map(str::to_string))
+        .flat_map(|s| {
+            s.split(separators)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn search_names(paths: &[String], files: &[String], out: &mut Vec<String>) {
+    if paths.is_empty() {
+        out.extend(files.iter().cloned());
+        return;
+    }
+    for dir in paths {
+        for name in files {
+            out.push(Path::new(dir).join(name).display().to_string());
+        }
+    }
+}
+
+fn first_found_terms(
+    terms: &[MjValue],
+    options: &mut FirstFoundOptions,
+    out: &mut Vec<String>,
+) -> Result<(), MjError> {
+    for term in terms {
+        let files = match term.kind() {
+            // A `with_first_found` term naming an undefined variable is passed over.
+            ValueKind::Undefined => continue,
+            ValueKind::Map => {
+                let option = |key: &str| term.get_attr(key).ok().filter(|v| !v.is_undefined());
+                options.files = option("files")
+                    .map(|f| split_names(&f, &[',', ';']))
+                    .unwrap_or_default();
+                options.paths = option("paths")
+                    .map(|p| split_names(&p, &[',', ';', ':']))
+                    .unwrap_or_default();
+                options.skip = option("skip").is_some_and(|s| lenient_bool(&s));
+                options.files.clone()
+            }
+            ValueKind::String => split_names(term, &[',', ';']),
+            ValueKind::Seq => {
+                let inner: Vec<MjValue> = term.try_iter()?.collect();
+                first_found_terms(&inner, options, out)?;
+                continue;
+            }
+            _ => {
+                // Ansible's words, its stray parenthesis included.
+                return Err(error(format!(
+                    "The lookup plugin 'first_found' failed: Invalid term supplied. A string, dict or list is required, not '{}').",
+                    python_type(term)
+                )));
+            }
+        };
+        search_names(&options.paths, &files, out);
+    }
+    Ok(())
 }
 
 /// `varnames`: the names of the variables each pattern (Python `re.search`) finds, sorted.

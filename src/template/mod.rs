@@ -264,6 +264,8 @@ impl Templar {
         env.add_function(mutable::MUTABLE_FN, mutable::mutable);
         hinted_undefined::register(&mut env);
         env.add_function(embedded::EMBEDDED_FN, embedded::embedded);
+        // Jinja2's own `joiner` global, which Ansible's templates have too.
+        env.add_function("joiner", minijinja_contrib::globals::joiner);
         env.add_function(crate::yaml::UNSAFE_FUNCTION, |hex: String| {
             crate::yaml::unsafe_text(&hex).ok_or_else(|| {
                 minijinja::Error::new(
@@ -506,12 +508,49 @@ impl Templar {
 
     /// `when`-style bare expression -> Ansible truthiness.
     pub fn eval_condition(&self, expr: &str, vars: &MjValue) -> Result<bool, TemplateError> {
-        // `when: "{{ x }}"` is deprecated in Ansible but still means `when: x`.
-        let bare = single_expression(expr).unwrap_or(expr);
-        // A template inside one of its string constants is rendered first (deprecated).
-        let rewritten = embedded::rewrite(bare);
-        let bare = rewritten.as_deref().unwrap_or(bare);
+        // `when: "{{ x }}"` is deprecated in Ansible but still means `when: x`; such a
+        // conditional template leaves its string constants as written (only lookups
+        // render the templates in their terms).
+        let trimmed = expr.trim();
+        let rewritten;
+        let whole_template = single_expression(trimmed);
+        let bare = match whole_template {
+            Some(inner) => inner,
+            // `{{ a }} == {{ b }}`: templating an expression together is refused, as the
+            // text it renders to is not trusted as one.
+            None if trimmed.starts_with("{{") && trimmed.ends_with("}}") => {
+                return match self.render_value(&Value::String(trimmed.to_string()), vars)? {
+                    Value::String(_) => Err(TemplateError::Render {
+                        expr: expr.to_string(),
+                        message: "Encountered untrusted template or expression.".into(),
+                        line: None,
+                    }),
+                    other => Ok(crate::booleans::python_truthiness(&other)),
+                };
+            }
+            None => {
+                // A template inside one of its string constants is rendered first
+                // (deprecated).
+                rewritten = embedded::rewrite(trimmed);
+                rewritten.as_deref().unwrap_or(trimmed)
+            }
+        };
         let value = self.eval_expr_value(bare, expr, vars)?;
+        if whole_template.is_some()
+            && let Some(indirect) = value.as_str()
+        {
+            // `that: '{{ item }}'` with `item: 1 == 42`: a template may give the
+            // expression to judge (Ansible's indirection of a trusted expression).
+            let indirect = indirect.trim();
+            if indirect.is_empty() {
+                return Err(TemplateError::Render {
+                    expr: expr.to_string(),
+                    message: "Empty conditional expressions are not allowed.".into(),
+                    line: None,
+                });
+            }
+            return Ok(self.eval_expr_value(indirect, expr, vars)?.is_true());
+        }
         Ok(value.is_true())
     }
 
@@ -862,11 +901,32 @@ fn single_expression(s: &str) -> Option<&str> {
     let inner = s.strip_prefix("{{")?.strip_suffix("}}")?;
     let inner = inner.strip_prefix('-').unwrap_or(inner);
     let inner = inner.strip_suffix('-').unwrap_or(inner);
-    // A `}}` inside (`{{ {'a': {'b': 1}} }}`) is left to the expression parser to judge.
-    if inner.contains("{{") || inner.contains("{%") {
+    // A `}}` inside (`{{ {'a': {'b': 1}} }}`) is left to the expression parser to judge,
+    // as is a tag inside a string constant (`{{ lookup('pipe', 'echo {{ x }}') }}`).
+    if opens_tag_outside_strings(inner) {
         return None;
     }
     Some(inner)
+}
+
+/// Whether `{{` or `{%` occurs in `expr` other than inside a quoted string constant.
+fn opens_tag_outside_strings(expr: &str) -> bool {
+    let bytes = expr.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(_) if b == b'\\' => i += 1,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'\'' || b == b'"' => quote = Some(b),
+            None if b == b'{' && matches!(bytes.get(i + 1), Some(b'{' | b'%')) => return true,
+            None => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 /// The inner text of every `{{ }}` and `{% %}` tag, in order.

@@ -467,3 +467,55 @@ fn conditional_errors_are_worded_as_ansible_does() {
         "Syntax error in expression: unexpected end of input, expected expression"
     );
 }
+
+/// Jinja2's `joiner` global is there, as in Ansible's templates.
+#[test]
+fn jinja2_joiner_is_a_global() {
+    let v = vars(json!({}));
+    let text =
+        "{% set pipe = joiner('|') %}{% for x in [1, 2, 3] %}{{ pipe() }}{{ x }}{% endfor %}";
+    assert_eq!(t().render_value(&json!(text), &v).unwrap(), json!("1|2|3"));
+}
+
+/// A conditional template leaves a template inside a string constant as written, while a
+/// bare condition renders it (Ansible's embedded templates, deprecated).
+#[test]
+fn constants_are_rendered_in_conditions_but_not_in_conditional_templates() {
+    let v = vars(json!({}));
+    let cond = |s: &str| {
+        t().eval_condition(s, &v)
+            .unwrap_or_else(|e| panic!("{s}: {e}"))
+    };
+    assert!(cond("\"dude\" == \"du{{'de'}}\""));
+    assert!(cond("{{ \"du{\" + \"{'de'}}\" == \"du{{'de'}}\" }}\n"));
+    assert!(cond(
+        "{{ dict({\"dude\": \"{{ 'dude' }}\"})[\"dude\"] == \"{\" + \"{ 'dude' }}\" }}"
+    ));
+    assert!(cond(
+        "{{ lookup('pipe', 'echo {{ \"dude\" }}') == \"dude\" }}\n"
+    ));
+    assert!(!opens_tag_outside_strings("lookup('a', '{{ b }}')"));
+    assert!(opens_tag_outside_strings(" a }} + {{ b "));
+}
+
+/// `{{ a }} == {{ b }}` builds an expression by templating: Ansible refuses it.
+#[test]
+fn a_meta_templated_condition_is_untrusted() {
+    let err = t()
+        .eval_condition("{{ 'hello' }} == {{ 'world' }}\n", &vars(json!({})))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Encountered untrusted template or expression."),
+        "{err}"
+    );
+}
+
+/// `when: '{{ item }}'` judges the expression `item` holds, not the text's truth.
+#[test]
+fn a_template_may_give_the_condition_to_judge() {
+    let cond = |item: &str| t().eval_condition("{{ item }}", &vars(json!({"item": item})));
+    assert!(cond("1 == 1").unwrap());
+    assert!(!cond("1 == 42").unwrap());
+    assert!(!cond("false").unwrap());
+}

@@ -74,6 +74,19 @@ SKIP_ALIASES = {
     "needs/ssh/": "needs an ssh connection to testhost",
 }
 
+# Targets turbo-play cannot run, each with why. A Python connection plugin (a class with
+# one-shot exec_command/put_file/fetch_file calls inside ansible-core's Python) cannot carry
+# turbo-play's agent, which keeps one long-lived stdin/stdout session per host; turbo-play's
+# connections are its own `ssh` and `local`.
+SKIP_TARGETS = {
+    "connection_local": "its second half connects with network_noop, the target's own Python "
+                        "connection plugin (NetworkConnectionBase): turbo-play runs no Python "
+                        "connection plugins, only its own ssh and local",
+    "ignore_unreachable": "connects with bad_put_file and bad_exec, the target's own Python "
+                          "connection plugins (Ansible's local, raising in put_file/exec_command): "
+                          "turbo-play runs no Python connection plugins, only its own ssh and local",
+}
+
 # Targets that wait longer than --timeout by design: seconds they may take at least.
 # callback_default runs test_non_lockstep.yml (three `sleep 12` on one host) under three
 # strategies: 108 s of sleeping before anything else it does.
@@ -286,6 +299,8 @@ class Runner:
         for alias, reason in SKIP_ALIASES.items():
             if alias in aliases:
                 return Outcome("skip", 0.0, reason)
+        if name in SKIP_TARGETS:
+            return Outcome("skip", 0.0, SKIP_TARGETS[name])
         if self.controller is None and any(needs_plugins(self.source / d)
                                            for d in dependencies(self.source, name)):
             return Outcome("skip", 0.0, f"its Python plugins need ansible-core's Python: {self.missing}")

@@ -835,3 +835,49 @@ fn a_play_environment_reading_ansible_env_waits_for_the_facts() {
     assert_contains(&out, "\"msg\": \"True ido\"");
     assert_eq!(out.recap("h"), crate::support::run::recap(4, 1));
 }
+
+/// `with_first_found` as ansible-playbook 2.21.5 takes its terms: an undefined term, or an
+/// undefined item of a list variable, is passed over; a mapping's paths apply to its own
+/// names; an undefined keyword argument of the lookup names the variable; a failing loop
+/// template is Ansible's "Error rendering template".
+#[test]
+fn first_found_passes_over_undefined_terms() {
+    let out = TestRun::new()
+        .inventory("localhost ansible_connection=local\n")
+        .playbook(
+            r#"- hosts: localhost
+  gather_facts: false
+  tasks:
+    - debug: msg="{{ item | basename }}"
+      with_first_found:
+        - "{{ nope }}"
+        - files: "{{ names }}"
+          paths: [sub]
+      vars:
+        names: ["{{ missing }}a.txt", b.txt]
+      register: found
+    - debug:
+        msg: "{{ lookup('first_found', files=unset) }}"
+      vars:
+        unset: "{{ sorry_not_defined }}"
+      register: kwarg
+      ignore_errors: true
+    - debug:
+      with_first_found:
+        - "{{ 1 / 0 }}"
+      register: divided
+      ignore_errors: true
+    - assert:
+        that:
+          - found.results | map(attribute='msg') | list == ['b.txt']
+          - >-
+            kwarg.msg is contains "Error while resolving value for 'msg': 'sorry_not_defined' is undefined"
+          - >-
+            divided.msg == "Error rendering template: division by zero"
+"#,
+        )
+        .file("sub/b.txt", "b")
+        .file("b.txt", "top")
+        .run();
+    out.assert_code(0);
+}

@@ -227,7 +227,7 @@ fn failing_argument_templates_name_module_argument_and_cause() {
           - >-
             attr.msg is contains "'msg': object of type 'dict' has no attribute 'b'"
           - >-
-            divided.results[0].msg is contains "'data': division by zero"
+            divided.results[0].msg is contains "'data': Error rendering template: division by zero"
           - divided.results[1].ping == '2.5'
 "#,
         )

@@ -762,6 +762,8 @@ fn module_fqcn(task: &Task) -> String {
 
 pub(super) fn loop_failure(task: &Task, e: &LoopError) -> String {
     match e {
+        // The loop's own template failing in Python: only the cause, as Ansible.
+        LoopError::Template(t) if t.is_zero_division() => t.cause(),
         LoopError::Template(t) => template_failure(task, t),
         // A lookup's own failure is the whole message, as Ansible's.
         LoopError::Sequence(_) => other_text(e),

@@ -11,6 +11,10 @@ connection, setup targets run first, and then either
 
 with ansible-test's environment variables, and `ansible-playbook`, `ansible` and
 `ansible-inventory` resolving to turbo-play through a directory of links put first on PATH.
+A target ansible-test runs only on a throw-away host (`destructive`, see
+debian_testhost.py) gets a fresh Debian 12 host as `testhost`, reached over ssh as root
+(`--debian-login deploy`: as deploy, with sudo), started before its setup targets and
+removed after it.
 Commands turbo-play does not provide yet (`ansible-config`, `ansible-vault`, ...) resolve to
 stubs there: a target that fails after
 calling one is reported as skipped, with the command named.
@@ -21,7 +25,8 @@ and `conformance: N passed, N failed, N skipped`. With --check-baseline it exits
 only when a target listed in passing.txt does not pass.
 
 Usage: tests/conformance/run.sh [--check-baseline] [--write-baseline] [--keep]
-                                [--binary PATH] [--timeout SECONDS] [TARGET ...]
+                                [--binary PATH] [--timeout SECONDS]
+                                [--debian-login root|deploy] [TARGET ...]
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from debian_testhost import LOGINS, DebianHostError, DebianTestHost, base_dir, wants_debian_host
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -94,6 +101,9 @@ def main() -> int:
                         help="keep the work directories (printed at the end) for debugging")
     parser.add_argument("--write-baseline", action="store_true",
                         help="rewrite passing.txt with the targets that pass")
+    parser.add_argument("--debian-login", choices=LOGINS, default="root",
+                        help="how testhost is reached when it is a Debian host (default: root, "
+                        "as in ansible-test's containers; deploy escalates with sudo)")
     args = parser.parse_args()
 
     if not (FETCHED / ".fetched").is_file():
@@ -107,6 +117,7 @@ def main() -> int:
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
     runner = Runner(binary, source, run_root, logs, args.timeout)
+    runner.debian_login = args.debian_login
     results: dict[str, Outcome] = {}
     started = time.monotonic()
     try:
@@ -194,6 +205,9 @@ class Runner:
         self.logs = logs
         self.timeout = timeout
         self.setup_once_done: set[str] = set()
+        self.debian_login = "root"
+        # The Debian host of the target being run, if it has one.
+        self.testhost: DebianTestHost | None = None
         self.stub_log = run_root / "stub-calls"
         self.bin_dir = run_root / "bin"
         self.make_bin_dir(binary)
@@ -247,10 +261,15 @@ class Runner:
             self.stub_log.unlink()
         with open(log_path, "w", encoding="utf-8", errors="replace") as log:
             try:
+                self.start_testhost(name, aliases, log)
                 self.run_setup_targets(name, aliases, log)
                 rc, timed_out, work = self.run_one(name, log)
             except SetupFailed as failed:
                 return Outcome("fail", time.monotonic() - started, str(failed))
+            except NoTesthost as missing:
+                return Outcome("skip", time.monotonic() - started, str(missing))
+            finally:
+                self.stop_testhost()
         seconds = time.monotonic() - started
         if rc == 0 and not timed_out:
             return Outcome("pass", seconds)
@@ -279,7 +298,8 @@ class Runner:
             if not match:
                 continue
             when, setup = match.groups()
-            if when == "once" and setup in self.setup_once_done:
+            # A Debian testhost is fresh for each target: its setup runs again.
+            if when == "once" and setup in self.setup_once_done and self.testhost is None:
                 continue
             log.write(f"conformance: setup target {setup}\n")
             log.flush()
@@ -298,11 +318,8 @@ class Runner:
         for dependency in sorted(dependencies(self.source, name)):
             shutil.copytree(self.source / dependency, targets_dir / dependency, symlinks=True)
         inventory = integration_dir / "inventory"
-        inventory.write_text(json.dumps({"testgroup": {"hosts": {"testhost": {
-            "ansible_connection": "local",
-            "ansible_pipelining": "yes",
-            "ansible_python_interpreter": sys.executable,
-        }}}}, indent=4) + "\n")
+        inventory.write_text(json.dumps({"testgroup": {"hosts": {"testhost": self.testhost_vars()}}},
+                                        indent=4) + "\n")
         config = integration_dir / "integration.cfg"
         config.write_text("")
         output_dir = self.run_root / "output_dir"
@@ -341,6 +358,40 @@ class Runner:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             return -9, True, work
+
+    def testhost_vars(self) -> dict[str, str]:
+        if self.testhost is not None:
+            return self.testhost.inventory_vars(self.debian_login)
+        return {
+            "ansible_connection": "local",
+            "ansible_pipelining": "yes",
+            "ansible_python_interpreter": sys.executable,
+        }
+
+    def start_testhost(self, name: str, aliases: list[str], log) -> None:
+        """A fresh Debian host as testhost for a target that wants one (see
+        debian_testhost.py); NoTesthost when there is no base to start it from."""
+        if not wants_debian_host(aliases):
+            return
+        base = base_dir(REPO)
+        if base is None:
+            raise NoTesthost("destructive: needs a Debian test host; build its base with "
+                             "`bash tests/debian/build-base.sh` (as root)")
+        host = DebianTestHost(base, Path(tempfile.mkdtemp(prefix=f"debian-{name}-", dir=self.run_root)))
+        try:
+            host.start()
+        except DebianHostError as error:
+            host.stop()
+            raise SetupFailed(str(error)) from error
+        self.testhost = host
+        log.write(f"conformance: testhost is a fresh Debian host on 127.0.0.1:{host.port}, "
+                  f"login {self.debian_login}\n")
+        log.flush()
+
+    def stop_testhost(self) -> None:
+        if self.testhost is not None:
+            self.testhost.stop()
+            self.testhost = None
 
     def environment(self, name: str, output_dir: Path, inventory: Path, config: Path) -> dict[str, str]:
         """ansible-test's environment for a target (ansible_util.ansible_environment and
@@ -391,6 +442,10 @@ class Runner:
 
 
 class SetupFailed(Exception):
+    pass
+
+
+class NoTesthost(Exception):
     pass
 
 

@@ -1,0 +1,201 @@
+"""A fresh Debian 12 host as `testhost`, for the targets ansible-test runs in a container.
+
+ansible-test runs a `destructive` target only where it may change the system: with
+`--docker` or `--remote`, where `testhost` is a throw-away machine reached over ssh (as
+root in a container, as a user with sudo on a remote VM). This is that machine here: an
+overlay of the debootstrap base that tests/debian/build-base.sh caches in target/debian/,
+in its own mount, UTS and PID namespaces, its sshd on a loopback port, as
+tests/debian/host.sh and tests/integration/support/debian.rs start one. One host per target
+(its setup targets included), stopped and removed after it, so nothing a target does
+reaches this machine.
+
+There is no systemd as PID 1 inside (sshd is), so services start through their init
+scripts, as in a container started without an init.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+# The login, as ansible-test reaches its targets: `root` as in a docker container, or
+# `deploy`, who escalates with sudo (no password), as on a remote VM.
+LOGINS = ("root", "deploy")
+
+
+def wants_debian_host(aliases: list[str]) -> bool:
+    """Whether ansible-test would run this target only on a throw-away target host.
+
+    A `destructive` target changes the system it runs on; ansible-test runs it where
+    that system is a container or VM. A `context/controller` target tests the controller
+    itself, which stays this machine (ansible-test runs those against its controller
+    whatever the target host is)."""
+    return "destructive/" in aliases and "context/controller/" not in aliases
+
+
+def base_dir(repo: Path) -> Path | None:
+    """The built base for the current build-base.sh (named by its digest), or None."""
+    stamp = hashlib.sha256((repo / "tests/debian/build-base.sh").read_bytes()).hexdigest()[:16]
+    base = repo / "target" / "debian" / f"bookworm-{stamp}"
+    return base if (base / ".ready").is_file() else None
+
+
+class DebianHostError(Exception):
+    pass
+
+
+class DebianTestHost:
+    """One running host; `stop()` ends it and removes its files."""
+
+    def __init__(self, base: Path, directory: Path, name: str = "testhost"):
+        self.base = base
+        self.dir = directory
+        self.name = name
+        self.port = 0
+        self.init_pid = 0
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        for sub in ("upper", "root"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        last_error = ""
+        # The free port can be taken between the probe and sshd's bind: try a few.
+        for _ in range(5):
+            work = self.dir / "work"
+            subprocess.run(["rm", "-rf", str(work)], check=False)
+            work.mkdir()
+            self.port = free_port()
+            self.process = self.spawn_sshd()
+            error = self.wait_listening()
+            if error is None:
+                self.init_pid = self.namespace_init()
+                if self.init_pid:
+                    self.prepare()
+                    return
+                error = "sshd listens but its process is not found"
+            self.kill()
+            last_error = error
+        raise DebianHostError(f"the Debian host's sshd did not start: {last_error}")
+
+    def spawn_sshd(self) -> subprocess.Popen:
+        """unshare mounts the overlay, /proc and a devpts of the host's own, names it, gives
+        it this machine's resolv.conf (apt inside uses this machine's network and mirror)
+        and runs its sshd chrooted as the namespace's PID 1. LogLevel=INFO makes sshd say
+        "Server listening on" when it is ready."""
+        root, name, port = self.dir / "root", self.name, self.port
+        script = f"""set -e
+mount -t overlay overlay -o 'volatile,lowerdir={self.base}/rootfs,upperdir={self.dir}/upper,workdir={self.dir}/work' '{root}'
+mount -t proc proc '{root}/proc'
+mount -t devpts -o newinstance,ptmxmode=0666,mode=620,gid=5 devpts '{root}/dev/pts'
+echo '{name}' >'{root}/etc/hostname'
+cat /etc/resolv.conf >'{root}/etc/resolv.conf'
+printf '127.0.0.1\\tlocalhost\\n127.0.1.1\\t%s\\n::1\\tlocalhost ip6-localhost ip6-loopback\\n' '{name}' >'{root}/etc/hosts'
+hostname '{name}'
+exec chroot '{root}' /usr/sbin/sshd -D -e -p {port} -o ListenAddress=127.0.0.1:{port} -o LogLevel=INFO
+"""
+        log = open(self.dir / "sshd.log", "wb")
+        try:
+            return subprocess.Popen(
+                ["setpriv", "--pdeathsig", "KILL", "--", "unshare", "--mount", "--uts", "--pid",
+                 "--fork", "--kill-child", "--propagation", "private", "--", "sh", "-c", script],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+        finally:
+            log.close()
+
+    def wait_listening(self) -> str | None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            text = (self.dir / "sshd.log").read_text(errors="replace")
+            if "Server listening on" in text:
+                return None
+            if self.process.poll() is not None:
+                return f"sshd exited: {' '.join(text.split())}"
+            time.sleep(0.02)
+        return "sshd did not listen within 30 s"
+
+    def namespace_init(self) -> int:
+        """unshare's child, the namespace's PID 1 (sshd), from this machine's /proc."""
+        pid = self.process.pid
+        for _ in range(100):
+            try:
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:
+                children = []
+            if children:
+                return int(children[0])
+            time.sleep(0.01)
+        return 0
+
+    def prepare(self) -> None:
+        """What an ansible-test target container has and the base does not: root logs in
+        with the key."""
+        (self.dir / "known_hosts").write_text(
+            f"[127.0.0.1]:{self.port} {(self.base / 'host_ed25519.pub').read_text().strip()}\n")
+        key = (self.base / "client_ed25519.pub").read_text()
+        self.run(["sh", "-c", "install -d -m 700 /root/.ssh && cat >/root/.ssh/authorized_keys"
+                  " && chmod 600 /root/.ssh/authorized_keys"], stdin=key)
+
+    def run(self, command: list[str], stdin: str = "") -> str:
+        """Runs `command` as root inside the host; its output, or DebianHostError."""
+        done = subprocess.run(
+            ["nsenter", f"--target={self.init_pid}", "--mount", "--uts", "--pid", "--root",
+             "--wd=/", "--"] + command,
+            input=stdin, capture_output=True, text=True,
+            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"})
+        if done.returncode != 0:
+            raise DebianHostError(f"{shlex.join(command)} in the Debian host: {done.stderr.strip()}")
+        return done.stdout
+
+    def inventory_vars(self, login: str) -> dict[str, str]:
+        """testhost's variables as ansible-test's create_posix_inventory writes them for an
+        ssh target (with this host's own known_hosts instead of none)."""
+        variables = {
+            "ansible_connection": "ssh",
+            "ansible_pipelining": "yes",
+            "ansible_python_interpreter": "/usr/bin/python3",
+            "ansible_host": "127.0.0.1",
+            "ansible_port": str(self.port),
+            "ansible_user": login,
+            "ansible_ssh_private_key_file": str(self.base / "client_ed25519"),
+            "ansible_ssh_extra_args": shlex.join(
+                ["-o", f"UserKnownHostsFile={self.dir / 'known_hosts'}"]),
+        }
+        if login != "root":
+            variables.update(ansible_become="yes", ansible_become_method="sudo")
+        return variables
+
+    def kill(self) -> None:
+        """SIGKILL to the namespace's PID 1 ends everything inside and, with it, the mounts;
+        unshare, which waits for it, then exits."""
+        if self.process is None:
+            return
+        if self.init_pid:
+            try:
+                os.kill(self.init_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        else:
+            self.process.kill()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+        self.init_pid = 0
+
+    def stop(self) -> None:
+        self.kill()
+        subprocess.run(["rm", "-rf", "--one-file-system", str(self.dir)], check=False)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -26,7 +26,12 @@ only when a target listed in passing.txt does not pass.
 
 Usage: tests/conformance/run.sh [--check-baseline] [--write-baseline] [--keep]
                                 [--binary PATH] [--timeout SECONDS]
-                                [--debian-login root|deploy] [TARGET ...]
+                                [--debian-login root|deploy] [--with-ansible VENV]
+                                [TARGET ...]
+
+--with-ansible runs the targets with Python Ansible's commands from VENV instead (a
+virtual environment with ansible-core 2.21.5 installed), on the same kind of testhost: what
+turbo-play's result is compared with.
 """
 
 from __future__ import annotations
@@ -104,6 +109,9 @@ def main() -> int:
     parser.add_argument("--debian-login", choices=LOGINS, default="root",
                         help="how testhost is reached when it is a Debian host (default: root, "
                         "as in ansible-test's containers; deploy escalates with sudo)")
+    parser.add_argument("--with-ansible", metavar="VENV",
+                        help="run Python Ansible's commands from this virtual environment "
+                        "instead of turbo-play, for comparison")
     args = parser.parse_args()
 
     if not (FETCHED / ".fetched").is_file():
@@ -113,11 +121,14 @@ def main() -> int:
     source = patched_tree()
 
     run_root = Path(tempfile.mkdtemp(prefix="turbo-conformance-"))
-    logs = FETCHED / "logs"
+    logs = FETCHED / ("logs-ansible" if args.with_ansible else "logs")
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
     runner = Runner(binary, source, run_root, logs, args.timeout)
     runner.debian_login = args.debian_login
+    if args.with_ansible:
+        use_python_ansible(runner.bin_dir, Path(args.with_ansible))
+        binary = Path(args.with_ansible)
     results: dict[str, Outcome] = {}
     started = time.monotonic()
     try:
@@ -439,6 +450,14 @@ class Runner:
         })
         env.update(env_set_aliases(read_aliases(self.source / name)))
         return env
+
+
+def use_python_ansible(bin_dir: Path, venv: Path) -> None:
+    """Points Ansible's commands and `python` in the runner's bin directory at the
+    virtual environment's, for running a target with Python Ansible."""
+    for name in PROVIDED + NOT_PROVIDED + ["python", "python3"]:
+        (bin_dir / name).unlink()
+        (bin_dir / name).symlink_to(venv / "bin" / name)
 
 
 class SetupFailed(Exception):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import signal
 import socket
@@ -134,12 +135,35 @@ exec chroot '{root}' /usr/sbin/sshd -D -e -p {port} -o ListenAddress=127.0.0.1:{
 
     def prepare(self) -> None:
         """What an ansible-test target container has and the base does not: root logs in
-        with the key."""
+        with the key; and what the host needs to use this machine's network as this
+        machine does (its extra trust anchors, its pip settings)."""
         (self.dir / "known_hosts").write_text(
             f"[127.0.0.1]:{self.port} {(self.base / 'host_ed25519.pub').read_text().strip()}\n")
         key = (self.base / "client_ed25519.pub").read_text()
         self.run(["sh", "-c", "install -d -m 700 /root/.ssh && cat >/root/.ssh/authorized_keys"
                   " && chmod 600 /root/.ssh/authorized_keys"], stdin=key)
+        self.trust_local_anchors()
+        # What ansible-test's bootstrap.sh does to a docker target: pip may install into the
+        # system's Python (no PEP 668 marker), and services may start (no policy-rc.d).
+        self.run(["sh", "-c", "rm -f /usr/sbin/policy-rc.d && /usr/bin/python3 -c 'import pathlib, "
+                  "sysconfig; (pathlib.Path(sysconfig.get_path(\"stdlib\")) / "
+                  "\"EXTERNALLY-MANAGED\").unlink(missing_ok=True)'"])
+        if Path("/etc/pip.conf").is_file():
+            self.run(["sh", "-c", "cat >/etc/pip.conf"], stdin=Path("/etc/pip.conf").read_text())
+
+    def trust_local_anchors(self) -> None:
+        """Certificates this machine trusts and Debian's ca-certificates does not (a proxy's
+        own authority, say) are added as a local authority inside, where
+        update-ca-certificates keeps them, and to the bundle, as it would."""
+        ours = pem_blocks(Path(BUNDLE).read_text(errors="replace")) if Path(BUNDLE).is_file() else []
+        theirs = set(pem_blocks(self.run(["cat", BUNDLE])))
+        extra = [block for block in ours if block not in theirs]
+        if not extra:
+            return
+        for n, block in enumerate(extra):
+            self.run(["sh", "-c", f"cat >/usr/local/share/ca-certificates/conformance-{n}.crt"],
+                     stdin=block)
+        self.run(["sh", "-c", f"cat >>{BUNDLE}"], stdin="".join(extra))
 
     def run(self, command: list[str], stdin: str = "") -> str:
         """Runs `command` as root inside the host; its output, or DebianHostError."""
@@ -193,6 +217,14 @@ exec chroot '{root}' /usr/sbin/sshd -D -e -p {port} -o ListenAddress=127.0.0.1:{
     def stop(self) -> None:
         self.kill()
         subprocess.run(["rm", "-rf", "--one-file-system", str(self.dir)], check=False)
+
+
+BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def pem_blocks(text: str) -> list[str]:
+    blocks = re.findall(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", text, re.S)
+    return [block + "\n" for block in blocks]
 
 
 def free_port() -> int:

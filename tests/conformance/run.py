@@ -326,8 +326,10 @@ class Runner:
         integration_dir = work / "test" / "integration"
         targets_dir = integration_dir / "targets"
         targets_dir.mkdir(parents=True)
-        for dependency in sorted(dependencies(self.source, name)):
+        needed = sorted(dependencies(self.source, name))
+        for dependency in needed:
             shutil.copytree(self.source / dependency, targets_dir / dependency, symlinks=True)
+        copy_ansible_test_data(work)
         inventory = integration_dir / "inventory"
         inventory.write_text(json.dumps({"testgroup": {"hosts": {"testhost": self.testhost_vars()}}},
                                         indent=4) + "\n")
@@ -338,6 +340,9 @@ class Runner:
         output_dir.mkdir()
 
         env = self.environment(name, output_dir, inventory, config)
+        roots = collection_roots(targets_dir, needed)
+        if roots:
+            env["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join(str(r) for r in roots)
         target_dir = targets_dir / name
         if is_script(target_dir):
             command = ["./runme.sh"]
@@ -539,6 +544,23 @@ def dependencies(source: Path, name: str) -> set[str]:
                     if line.strip() and not re.match(r"^ *#", line):
                         pending.extend(h for h in hidden_roles if h in line)
     return found
+
+
+def copy_ansible_test_data(work: Path) -> None:
+    """ansible-test's files that targets read from beside them (test/lib/ansible_test, as
+    in ansible-core's source tree): its constraints file."""
+    path = Path("test/lib/ansible_test/_data/requirements/constraints.txt")
+    (work / path).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(FETCHED / path, work / path)
+
+
+def collection_roots(targets_dir: Path, needed: list[str]) -> list[Path]:
+    """The targets that hold a test collection of their own
+    (<target>/ansible_collections/ansible_test/<target, dashes as underscores>), which
+    ansible-test puts on ANSIBLE_COLLECTIONS_PATH."""
+    return [targets_dir / name for name in needed
+            if (targets_dir / name / "ansible_collections" / "ansible_test"
+                / name.replace("-", "_")).is_dir()]
 
 
 def without_ansible(path: str) -> list[str]:

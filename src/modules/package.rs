@@ -11,9 +11,12 @@ use super::{Args, Caps, Module, ModuleArgs, ModuleError, Next, Plan, PlanContext
 
 pub struct Package;
 
+// The module's documentation has `name` and `state` required, but the action never checks
+// its own spec: the manager's module does (apt's `state` defaults to present), and an
+// unknown manager fails before any argument is looked at.
 static SPEC: Spec = Spec::new(&[
-    Arg::list("name", Elem::Str).required(),
-    Arg::str("state").required(),
+    Arg::list("name", Elem::Str),
+    Arg::str("state"),
     Arg::str("use").default_str("auto"),
 ])
 // The action hands every other argument to the manager's module, which checks them.
@@ -76,11 +79,12 @@ impl Module for Package {
     }
 }
 
-/// The task's arguments without `use`, as the action passes them on.
+/// The task's arguments without `use`, as the action passes them on (`name` and `state`
+/// only when written: the manager's defaults stand in for the others).
 fn forwarded_args(args: &Args) -> ModuleArgs {
     let mut out = ModuleArgs::new();
     for (k, v) in args.values() {
-        if k != "use" {
+        if k != "use" && !v.is_null() {
             out.insert(k.clone(), v.clone());
         }
     }
@@ -227,6 +231,15 @@ mod tests {
         assert_eq!(
             out.msg.as_deref(),
             Some("Could not find a matching action for the \"zypper9\" package manager.")
+        );
+        let Plan::Done(out) = try_plan(&Package, json!({"name": "x"}), &with_vars(&vars)).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            out.msg.as_deref(),
+            Some("Could not find a matching action for the \"zypper9\" package manager."),
+            "the action checks no argument of its own, `state` included"
         );
         let vars = minijinja::Value::from_serialize(json!({}));
         let plan = try_plan(

@@ -28,6 +28,8 @@ pub struct BecomeSpec {
     pub flags: Option<String>,
     /// `become_exe`; `None` means the method's own name.
     pub exe: Option<String>,
+    /// sudo's `sudo_chdir`: the directory the login shell changes to before it runs sudo.
+    pub chdir: Option<String>,
     pub password: Option<String>,
     /// su's prompts (`ansible_su_prompt_l10n`); empty means Ansible's built-in list.
     pub prompts: Vec<String>,
@@ -41,6 +43,7 @@ impl std::fmt::Debug for BecomeSpec {
             .field("user", &self.user)
             .field("flags", &self.flags)
             .field("exe", &self.exe)
+            .field("chdir", &self.chdir)
             .field("password", &self.password.as_ref().map(|_| "********"))
             .field("prompts", &self.prompts)
             .finish()
@@ -65,11 +68,12 @@ impl BecomeSpec {
             })
             .unwrap_or_default();
         format!(
-            "become|{:?}|{}|{}|{}|{password}",
+            "become|{:?}|{}|{}|{}|{}|{password}",
             self.method,
             self.user,
             self.flags.as_deref().unwrap_or(""),
-            self.exe.as_deref().unwrap_or("")
+            self.exe.as_deref().unwrap_or(""),
+            self.chdir.as_deref().unwrap_or("")
         )
     }
 }
@@ -144,7 +148,15 @@ fn sudo_command(spec: &BecomeSpec, script: &str, prompt: &str) -> String {
         prompt_flag = format!("-p \"{prompt}\"");
     }
     let user = shell_quote(&spec.user);
+    // As the sudo plugin's `sudo_chdir`: `cd DIR && sudo ...`, so a missing directory
+    // fails the escalation with the shell's words.
+    let chdir = spec
+        .chdir
+        .as_deref()
+        .map(|dir| format!("cd {} &&", shell_quote(dir)))
+        .unwrap_or_default();
     [
+        &chdir,
         exe,
         flags.trim(),
         &prompt_flag,
@@ -158,20 +170,46 @@ fn sudo_command(spec: &BecomeSpec, script: &str, prompt: &str) -> String {
     .join(" ")
 }
 
-/// `-n` removed from sudo's flags, also from a group like `-nH` (Ansible's
-/// `flags.replace('n', '')` on the short-option groups).
+/// sudo's flags when a password is to be typed, as Ansible's sudo plugin rewrites them:
+/// the words `-n` and `--non-interactive` dropped, and from a short-option word the last
+/// `n` of its leading letters (`-nH` is `-H`), the words split and joined again as
+/// Python's shlex does.
 fn without_non_interactive(flags: &str) -> String {
-    flags
-        .split_whitespace()
-        .filter_map(|word| {
+    let words = crate::shell_words::split(flags).unwrap_or_else(|_| {
+        flags
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    });
+    words
+        .into_iter()
+        .filter(|word| word != "-n" && word != "--non-interactive")
+        .map(|word| {
             if word.starts_with("--") || !word.starts_with('-') {
-                return Some(word.to_string());
+                return word;
             }
-            let rest: String = word[1..].chars().filter(|c| *c != 'n').collect();
-            (!rest.is_empty()).then(|| format!("-{rest}"))
+            // The leading run of word characters after the dash.
+            let run_end = word[1..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(word.len(), |i| i + 1);
+            match word[1..run_end].rfind('n') {
+                Some(i) => format!("{}{}", &word[..i + 1], &word[i + 2..]),
+                None => word,
+            }
         })
+        .map(|word| python_shell_quote(&word))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Python's `shlex.quote`: a word of safe characters as it is, else single-quoted.
+fn python_shell_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        shell_quote(word)
+    }
 }
 
 /// A word for the shell, in single quotes.
@@ -450,6 +488,7 @@ mod tests {
             user: "postgres".into(),
             flags: flags.map(str::to_string),
             exe: None,
+            chdir: None,
             password: password.map(str::to_string),
             prompts: Vec::new(),
         }
@@ -472,9 +511,23 @@ mod tests {
             !cmd.contains("pw"),
             "the password is never on the command line"
         );
+        let in_root = BecomeSpec {
+            chdir: Some("/no such".into()),
+            ..spec(None, None)
+        };
+        assert!(
+            become_command(&in_root, agent, "P:")
+                .starts_with("cd '/no such' && sudo -H -S -n -u 'postgres' /bin/sh -c '"),
+            "sudo_chdir: the login shell changes directory first"
+        );
+        assert_ne!(in_root.session_key(), spec(None, None).session_key());
         assert_eq!(
             without_non_interactive("-nH -S --login -n"),
             "-H -S --login"
+        );
+        assert_eq!(
+            without_non_interactive("--set-home --stdin --non-interactive -Hn -nn --user 'a b'"),
+            "--set-home --stdin -H -n --user 'a b'"
         );
         assert_eq!(shell_quote("a'b"), "'a'\"'\"'b'");
     }

@@ -66,6 +66,7 @@ pub struct BecomeDefaults {
     pub method: Option<String>,
     pub flags: Option<String>,
     pub exe: Option<String>,
+    pub sudo_chdir: Option<String>,
     /// Never shown (see the Debug impl).
     pub password: Option<String>,
 }
@@ -78,6 +79,7 @@ impl std::fmt::Debug for BecomeDefaults {
             .field("method", &self.method)
             .field("flags", &self.flags)
             .field("exe", &self.exe)
+            .field("sudo_chdir", &self.sudo_chdir)
             .field("password", &self.password.as_ref().map(|_| "********"))
             .finish()
     }

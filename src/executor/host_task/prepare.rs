@@ -244,6 +244,13 @@ fn decide_become(
         &Layered::default(),
         &defaults.password,
     )?;
+    let chdir = match method {
+        crate::connection::BecomeMethod::Sudo => var("ansible_sudo_chdir")?
+            .map(text)
+            .or_else(|| defaults.sudo_chdir.clone())
+            .filter(|dir| !dir.is_empty()),
+        crate::connection::BecomeMethod::Su => None,
+    };
     // A list, or one word.
     let prompts = match var("ansible_su_prompt_l10n")? {
         Some(Value::Array(words)) => words.into_iter().map(text).collect(),
@@ -255,6 +262,7 @@ fn decide_become(
         user,
         flags,
         exe,
+        chdir,
         password,
         prompts,
     }))

@@ -30,6 +30,9 @@ pub struct BecomeSpec {
     pub exe: Option<String>,
     /// sudo's `sudo_chdir`: the directory the login shell changes to before it runs sudo.
     pub chdir: Option<String>,
+    /// The connection's `timeout` as the task's variables set it, which (plus 2 s) bounds
+    /// the wait for the prompt; `None`: the connection's own. Not part of the session key.
+    pub timeout: Option<std::time::Duration>,
     pub password: Option<String>,
     /// su's prompts (`ansible_su_prompt_l10n`); empty means Ansible's built-in list.
     pub prompts: Vec<String>,
@@ -51,8 +54,9 @@ impl std::fmt::Debug for BecomeSpec {
 }
 
 impl BecomeSpec {
-    /// What keys the become session among a host's sessions: one method, user, flags, exe
-    /// and password is one session. The password counts (as a digest, never itself): a task
+    /// What keys the become session among a host's sessions: one method, user, flags, exe,
+    /// chdir, su prompts and password is one session (a task that expects other prompts
+    /// escalates anew, and may time out as it would in Ansible). The password counts (as a digest, never itself): a task
     /// with another password is another escalation, which fails when the password is
     /// wrong, as each task's own escalation does in Ansible.
     pub fn session_key(&self) -> String {
@@ -68,12 +72,13 @@ impl BecomeSpec {
             })
             .unwrap_or_default();
         format!(
-            "become|{:?}|{}|{}|{}|{}|{password}",
+            "become|{:?}|{}|{}|{}|{}|{:?}|{password}",
             self.method,
             self.user,
             self.flags.as_deref().unwrap_or(""),
             self.exe.as_deref().unwrap_or(""),
-            self.chdir.as_deref().unwrap_or("")
+            self.chdir.as_deref().unwrap_or(""),
+            self.prompts
         )
     }
 }
@@ -338,9 +343,13 @@ impl Negotiation {
         }
     }
 
-    /// The message for a conversation that took too long.
+    /// The message for a conversation that took too long: with what the channel's stdout
+    /// said in complete lines, less the prompts, as Ansible's ssh plugin shows it (a
+    /// prompt that ends no line, such as su's "Password: ", is not shown).
     pub fn timed_out(&self, seconds: u64) -> String {
-        let mut said = self.said();
+        let stdout = String::from_utf8_lossy(&self.stdout);
+        let complete = stdout.rfind('\n').map_or("", |end| &stdout[..=end]);
+        let mut said = complete.replace(&self.prompt, "");
         if self.method == BecomeMethod::Su {
             said = self.su_prompts.removed(&said);
         }
@@ -489,6 +498,7 @@ mod tests {
             flags: flags.map(str::to_string),
             exe: None,
             chdir: None,
+            timeout: None,
             password: password.map(str::to_string),
             prompts: Vec::new(),
         }
@@ -521,6 +531,11 @@ mod tests {
             "sudo_chdir: the login shell changes directory first"
         );
         assert_ne!(in_root.session_key(), spec(None, None).session_key());
+        let other_prompt = BecomeSpec {
+            prompts: vec!["NOT_A_VALID_PROMPT".into()],
+            ..su(Some("pw"))
+        };
+        assert_ne!(other_prompt.session_key(), su(Some("pw")).session_key());
         assert_eq!(
             without_non_interactive("-nH -S --login -n"),
             "-H -S --login"
@@ -572,9 +587,10 @@ mod tests {
             n.on_end(),
             Step::Fail("privilege escalation failed: bob is not in the sudoers file.".into())
         );
-        assert!(
-            n.timed_out(12)
-                .starts_with("Timeout (12s) waiting for privilege escalation prompt: ")
+        assert_eq!(
+            n.timed_out(12),
+            "Timeout (12s) waiting for privilege escalation prompt:",
+            "stderr is not shown, as in Ansible's ssh plugin"
         );
     }
 
@@ -629,6 +645,19 @@ mod tests {
         assert_eq!(
             n.timed_out(12),
             "Timeout (12s) waiting for privilege escalation prompt:"
+        );
+        let mut n = Negotiation::new(
+            &BecomeSpec {
+                prompts: vec!["NOT_A_VALID_PROMPT".into()],
+                ..su(Some("pw"))
+            },
+            "unused",
+        );
+        assert_eq!(n.on_stdout(b"still-waiting\r\nPassword: "), Step::Wait);
+        assert_eq!(
+            n.timed_out(5),
+            "Timeout (5s) waiting for privilege escalation prompt: still-waiting",
+            "a prompt no line ends is not shown, even one su is not expected to print"
         );
         let mut n = Negotiation::new(&su(None), "unused");
         n.on_stdout(b"su: user nosuch does not exist\r\n");

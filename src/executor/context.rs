@@ -335,7 +335,7 @@ pub(crate) fn unreachable_result(message: &str) -> Map<String, Value> {
     let mut data = Map::new();
     data.insert("changed".into(), false.into());
     let msg = match message.starts_with("Task failed: ") {
-        true => format!("Failed to connect to the host via ssh: {message}"),
+        true => message.to_string(),
         false => format!("Task failed: Failed to connect to the host via ssh: {message}"),
     };
     data.insert("msg".into(), msg.into());

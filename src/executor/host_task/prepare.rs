@@ -263,9 +263,34 @@ fn decide_become(
         flags,
         exe,
         chdir,
+        timeout: prompt_timeout(&var)?,
         password,
         prompts,
     }))
+}
+
+/// The connection's timeout as the task's variables set it (the ssh plugin's
+/// `ansible_ssh_timeout`, or `ansible_timeout`), which bounds the wait for a become prompt
+/// in Ansible whatever the login connection was opened with.
+fn prompt_timeout(
+    var: &dyn Fn(&str) -> Result<Option<Value>, String>,
+) -> Result<Option<std::time::Duration>, String> {
+    for name in ["ansible_ssh_timeout", "ansible_timeout"] {
+        if let Some(value) = var(name)? {
+            let text = match &value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let seconds: f64 = text
+                .trim()
+                .parse()
+                .ok()
+                .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                .ok_or_else(|| format!("{name}={text} is not a number of seconds"))?;
+            return Ok(Some(std::time::Duration::from_secs_f64(seconds)));
+        }
+    }
+    Ok(None)
 }
 
 /// Every item planned (or the task itself without a loop), each with its environment.

@@ -385,6 +385,16 @@ pub trait Module: Send + Sync {
     fn finish_check(&self, args: &Args, result: OpResult) -> TaskOutcome {
         self.finish(args, result)
     }
+    /// [`Module::finish`] (or, `check`, [`Module::finish_check`]) of a `Plan::Remote` op,
+    /// given the op that was sent, for a result that tells what the op carried (copy's
+    /// and template's `checksum` of the content).
+    fn finish_sent(&self, args: &Args, sent: &Op, result: OpResult, check: bool) -> TaskOutcome {
+        let _ = sent;
+        match check {
+            true => self.finish_check(args, result),
+            false => self.finish(args, result),
+        }
+    }
     /// The bytes behind a planned `FileContent::Digest`, for when the agent answers
     /// `NeedContent`. Only modules that plan digests (copy, template) return `Some`.
     fn content(&self, args: &Args, ctx: &PlanContext) -> Result<Option<FileSource>, ModuleError> {
@@ -671,13 +681,27 @@ impl FileSource {
 /// The SHA-256 and size of a controller file, read in pieces; remembered per path, size,
 /// inode and mtime, because a task is planned more than once (chains look ahead).
 pub(crate) fn local_digest(path: &Path) -> Result<([u8; 32], u64), ModuleError> {
+    local_digests(path, false).map(|(sha256, size, _)| (sha256, size))
+}
+
+/// [`local_digest`] and the file's SHA-1 (hex), Ansible's `checksum` of it, from the
+/// same read.
+pub(crate) fn local_digest_and_sha1(path: &Path) -> Result<([u8; 32], u64, String), ModuleError> {
+    local_digests(path, true).map(|(sha256, size, sha1)| (sha256, size, sha1.unwrap_or_default()))
+}
+
+fn local_digests(
+    path: &Path,
+    with_sha1: bool,
+) -> Result<([u8; 32], u64, Option<String>), ModuleError> {
     use sha2::Digest as _;
     use std::collections::HashMap;
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
     use std::sync::Mutex;
     type Key = (PathBuf, u64, u64, i64, i64);
-    static SEEN: Mutex<Option<HashMap<Key, [u8; 32]>>> = Mutex::new(None);
+    type Sums = ([u8; 32], Option<String>);
+    static SEEN: Mutex<Option<HashMap<Key, Sums>>> = Mutex::new(None);
     let read_error = |e: std::io::Error| ModuleError::Read {
         path: path.display().to_string(),
         message: e.to_string(),
@@ -690,16 +714,18 @@ pub(crate) fn local_digest(path: &Path) -> Result<([u8; 32], u64), ModuleError> 
         meta.mtime(),
         meta.mtime_nsec(),
     );
-    if let Some(sum) = SEEN
+    if let Some((sum, sha1)) = SEEN
         .lock()
         .expect("digest cache")
         .as_ref()
         .and_then(|m| m.get(&key))
+        .filter(|(_, sha1)| sha1.is_some() || !with_sha1)
     {
-        return Ok((*sum, meta.len()));
+        return Ok((*sum, meta.len(), sha1.clone()));
     }
     let mut file = std::fs::File::open(path).map_err(read_error)?;
     let mut hasher = sha2::Sha256::new();
+    let mut sha1 = with_sha1.then(sha1::Sha1::new);
     let mut buf = vec![0u8; 1 << 20];
     let mut size = 0u64;
     loop {
@@ -708,14 +734,23 @@ pub(crate) fn local_digest(path: &Path) -> Result<([u8; 32], u64), ModuleError> 
             break;
         }
         hasher.update(&buf[..n]);
+        if let Some(sha1) = &mut sha1 {
+            sha1.update(&buf[..n]);
+        }
         size += n as u64;
     }
     let sum: [u8; 32] = hasher.finalize().into();
+    let sha1 = sha1.map(|h| {
+        h.finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    });
     SEEN.lock()
         .expect("digest cache")
         .get_or_insert_with(HashMap::new)
-        .insert(key, sum);
-    Ok((sum, size))
+        .insert(key, (sum, sha1.clone()));
+    Ok((sum, size, sha1))
 }
 
 pub(crate) fn read_local(path: &Path) -> Result<Vec<u8>, ModuleError> {

@@ -295,11 +295,10 @@ pub(super) async fn send_round(
                     }
                     other => other,
                 };
-                ItemState::Done(if check_mode(ctx, task) {
-                    task.module.finish_check(args, result)
-                } else {
-                    task.module.finish(args, result)
-                })
+                ItemState::Done(
+                    task.module
+                        .finish_sent(args, &op, result, check_mode(ctx, task)),
+                )
             }
             done @ ItemState::Done(_) => done,
         };

@@ -121,6 +121,11 @@ pub struct PlanContext<'a> {
     pub timeout: Option<u64>,
     /// The task has `delegate_to`: it runs on another host than the one it is for.
     pub delegated: bool,
+    /// For an action that runs another module (service, package: [`Module::backends`]),
+    /// the task's `module_defaults` for each of those it has some for, templated: the
+    /// action puts them under the arguments it hands on, as Ansible's
+    /// `_apply_action_arg_defaults`.
+    pub backend_defaults: Option<&'a ModuleArgs>,
 }
 
 impl<'a> PlanContext<'a> {
@@ -137,6 +142,16 @@ impl<'a> PlanContext<'a> {
             no_log: false,
             timeout: None,
             delegated: false,
+            backend_defaults: None,
+        }
+    }
+
+    /// The `module_defaults` for `backend`, when the task has some (see
+    /// [`PlanContext::backend_defaults`]).
+    pub fn defaults_of(&self, backend: &str) -> ModuleArgs {
+        match self.backend_defaults.and_then(|all| all.get(backend)) {
+            Some(serde_json::Value::Object(defaults)) => defaults.clone(),
+            _ => ModuleArgs::new(),
         }
     }
 }
@@ -394,6 +409,11 @@ pub trait Module: Send + Sync {
             true => self.finish_check(args, result),
             false => self.finish(args, result),
         }
+    }
+    /// The modules this action may hand its task to, whose `module_defaults` the executor
+    /// gives it in [`PlanContext::backend_defaults`].
+    fn backends(&self) -> &'static [&'static str] {
+        &[]
     }
     /// The bytes behind a planned `FileContent::Digest`, for when the agent answers
     /// `NeedContent`. Only modules that plan digests (copy, template) return `Some`.

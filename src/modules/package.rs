@@ -37,6 +37,11 @@ impl Module for Package {
         Caps::TASK.own_check_mode().squash_loop()
     }
 
+    /// ansible-core's own package managers (others come from collections).
+    fn backends(&self) -> &'static [&'static str] {
+        &["apt", "dnf", "dnf5", "yum"]
+    }
+
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let forwarded = forwarded_args(args);
         let check = ctx.check_mode;
@@ -45,6 +50,7 @@ impl Module for Package {
         }
         // No fact: Ansible gathers `!all` (the `min` subset has pkg_mgr) to find it.
         let (playbook_dir, diff) = (ctx.playbook_dir.to_path_buf(), ctx.diff);
+        let backend_defaults = ctx.backend_defaults.cloned();
         Ok(Plan::Step(
             Op::Facts {
                 subsets: vec!["!all".into()],
@@ -71,6 +77,7 @@ impl Module for Package {
                 let ctx = PlanContext {
                     check_mode: check,
                     diff,
+                    backend_defaults: backend_defaults.as_ref(),
                     ..PlanContext::new(&playbook_dir)
                 };
                 dispatch(&manager, &forwarded, &ctx)
@@ -138,7 +145,10 @@ fn dispatch(manager: &str, forwarded: &ModuleArgs, ctx: &PlanContext) -> Result<
     } else {
         format!("ansible.legacy.{manager}")
     };
-    let args = match module.spec().validate(&shown, forwarded) {
+    // The manager's own module_defaults under what the action hands on.
+    let mut handed = ctx.defaults_of(manager.strip_prefix("ansible.builtin.").unwrap_or(manager));
+    handed.extend(forwarded.clone());
+    let args = match module.spec().validate(&shown, &handed) {
         Ok(args) => args,
         Err(msg) => return Ok(Plan::Done(TaskOutcome::failed(msg))),
     };
@@ -214,6 +224,25 @@ mod tests {
             out.msg
                 .unwrap()
                 .starts_with("Unsupported parameters for (ansible.legacy.apt) module: colour."),
+        );
+    }
+
+    /// The manager's own module_defaults go under the arguments the action hands on.
+    #[test]
+    fn the_managers_module_defaults_are_applied() {
+        let vars = minijinja::Value::from_serialize(json!({"ansible_facts": {"pkg_mgr": "apt"}}));
+        let defaults = serde_json::Map::from_iter([("apt".to_string(), json!({"colour": "red"}))]);
+        let ctx = PlanContext {
+            backend_defaults: Some(&defaults),
+            ..with_vars(&vars)
+        };
+        let Plan::Done(out) = try_plan(&Package, json!({"name": "tree"}), &ctx).unwrap() else {
+            panic!("apt's spec sees the default")
+        };
+        assert!(
+            out.msg
+                .unwrap()
+                .starts_with("Unsupported parameters for (ansible.legacy.apt) module: colour.")
         );
     }
 

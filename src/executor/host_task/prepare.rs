@@ -441,6 +441,7 @@ pub(super) fn plan_context<'a>(
         no_log: task.keywords.no_log,
         timeout: None,
         delegated: task.keywords.delegate_to.is_some(),
+        backend_defaults: None,
     }
 }
 
@@ -618,6 +619,25 @@ fn module_defaults(
         .map_err(|e| template_failure(task, &e))
 }
 
+/// The task's `module_defaults` for each module its action may hand it to, templated, by
+/// module name (only those it has defaults for).
+fn backend_defaults(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+    given: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    let mut found = Map::new();
+    for backend in task.module.backends() {
+        let levels = &task.keywords.module_defaults;
+        if let Some(defaults) = crate::playbook::defaults_for(levels, backend, backend) {
+            let templated = module_defaults(ctx, task, defaults, vars, given)?;
+            found.insert(backend.to_string(), Value::Object(templated));
+        }
+    }
+    Ok(found)
+}
+
 /// Checks the templated arguments against the module's spec (a failure is the task's, in
 /// Ansible's words) and lets the module plan.
 pub(super) fn plan_args(
@@ -631,10 +651,15 @@ pub(super) fn plan_args(
         Ok(args) => args,
         Err(message) => return (None, ItemState::Done(TaskOutcome::failed(message))),
     };
-    let state = match task
-        .module
-        .plan(&args, &plan_context(ctx, playbook, task, vars))
-    {
+    let backend_defaults = match backend_defaults(ctx, task, vars, raw_args) {
+        Ok(defaults) => defaults,
+        Err(message) => return (Some(args), ItemState::Done(TaskOutcome::failed(message))),
+    };
+    let plan_ctx = PlanContext {
+        backend_defaults: Some(&backend_defaults),
+        ..plan_context(ctx, playbook, task, vars)
+    };
+    let state = match task.module.plan(&args, &plan_ctx) {
         Ok(plan) => ItemState::of(plan),
         Err(e) => ItemState::Done(TaskOutcome::from_error(e)),
     };

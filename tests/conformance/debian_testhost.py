@@ -9,8 +9,10 @@ tests/debian/host.sh and tests/integration/support/debian.rs start one. One host
 (its setup targets included), stopped and removed after it, so nothing a target does
 reaches this machine.
 
-There is no systemd as PID 1 inside (sshd is), so services start through their init
-scripts, as in a container started without an init.
+There is no systemd inside as PID 1: a small init is (INIT, named `init`, which Ansible's
+service_mgr fact does not trust, as on a container started with an init), which starts
+sshd and reaps the orphans that daemons leave, so `ansible_service_mgr` is `sysvinit` and
+services start through their init scripts.
 """
 
 from __future__ import annotations
@@ -28,6 +30,23 @@ from pathlib import Path
 # The login, as ansible-test reaches its targets: `root` as in a docker container, or
 # `deploy`, who escalates with sudo (no password), as on a remote VM.
 LOGINS = ("root", "deploy")
+
+
+# PID 1 inside: sshd as its child, every orphan reaped (a daemon an init script stopped
+# must not linger as a zombie that `kill -0` still finds), gone when sshd is.
+INIT = """
+import os, sys
+sshd = os.fork()
+if sshd == 0:
+    os.execv("/usr/sbin/sshd", ["/usr/sbin/sshd"] + sys.argv[1:])
+while True:
+    try:
+        pid, status = os.wait()
+    except ChildProcessError:
+        sys.exit(1)
+    if pid == sshd:
+        sys.exit(1)
+"""
 
 
 def wants_debian_host(aliases: list[str]) -> bool:
@@ -87,8 +106,9 @@ class DebianTestHost:
     def spawn_sshd(self) -> subprocess.Popen:
         """unshare mounts the overlay, /proc and a devpts of the host's own, names it, gives
         it this machine's resolv.conf (apt inside uses this machine's network and mirror)
-        and runs its sshd chrooted as the namespace's PID 1. LogLevel=INFO makes sshd say
-        "Server listening on" when it is ready."""
+        and runs INIT chrooted as the namespace's PID 1 (Python run through a link named
+        `init`, which is what /proc/1/comm then says), and sshd under it. LogLevel=INFO
+        makes sshd say "Server listening on" when it is ready."""
         root, name, port = self.dir / "root", self.name, self.port
         script = f"""set -e
 mount -t overlay overlay -o 'volatile,lowerdir={self.base}/rootfs,upperdir={self.dir}/upper,workdir={self.dir}/work' '{root}'
@@ -98,7 +118,12 @@ echo '{name}' >'{root}/etc/hostname'
 cat /etc/resolv.conf >'{root}/etc/resolv.conf'
 printf '127.0.0.1\\tlocalhost\\n127.0.1.1\\t%s\\n::1\\tlocalhost ip6-localhost ip6-loopback\\n' '{name}' >'{root}/etc/hosts'
 hostname '{name}'
-exec chroot '{root}' /usr/sbin/sshd -D -e -p {port} -o ListenAddress=127.0.0.1:{port} -o LogLevel=INFO
+mkdir -p '{root}/run/testhost'
+ln -sf /usr/bin/python3 '{root}/run/testhost/init'
+cat >'{root}/run/testhost/init.py' <<'INIT'
+{INIT}
+INIT
+exec chroot '{root}' /run/testhost/init -I /run/testhost/init.py -D -e -p {port} -o ListenAddress=127.0.0.1:{port} -o LogLevel=INFO
 """
         log = open(self.dir / "sshd.log", "wb")
         try:
@@ -121,7 +146,7 @@ exec chroot '{root}' /usr/sbin/sshd -D -e -p {port} -o ListenAddress=127.0.0.1:{
         return "sshd did not listen within 30 s"
 
     def namespace_init(self) -> int:
-        """unshare's child, the namespace's PID 1 (sshd), from this machine's /proc."""
+        """unshare's child, the namespace's PID 1 (INIT), from this machine's /proc."""
         pid = self.process.pid
         for _ in range(100):
             try:

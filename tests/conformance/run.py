@@ -20,7 +20,8 @@ stubs there: a target that fails after
 calling one is reported as skipped, with the command named.
 
 The targets run are those in targets.txt; changes to their files are only those in
-patches.diff (applied to a copy, never to the fetched tree). Prints one row per target
+patches.diff (applied to a copy, never to the fetched tree); skipped.txt names the targets
+that cannot run here, each with its reason, which the table shows. Prints one row per target
 and `conformance: N passed, N failed, N skipped`. With --check-baseline it exits non-zero
 only when a target listed in passing.txt does not pass.
 
@@ -186,6 +187,19 @@ def read_list(path: Path) -> list[str]:
             if line.split("#")[0].strip()]
 
 
+def read_skipped(path: Path) -> dict[str, str]:
+    """skipped.txt: `target: reason` a line (# comments), the targets that cannot run here."""
+    if not path.is_file():
+        return {}
+    found = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, reason = line.partition(":")
+            found[name.strip()] = reason.strip()
+    return found
+
+
 def patched_tree() -> Path:
     """The fetched targets with patches.diff applied, rebuilt when either changes."""
     patch_file = HERE / "patches.diff"
@@ -216,6 +230,7 @@ class Runner:
         self.logs = logs
         self.timeout = timeout
         self.setup_once_done: set[str] = set()
+        self.skipped = read_skipped(HERE / "skipped.txt")
         self.debian_login = "root"
         # The Debian host of the target being run, if it has one.
         self.testhost: DebianTestHost | None = None
@@ -262,6 +277,8 @@ class Runner:
         if not target_dir.is_dir():
             return Outcome("fail", 0.0, f"no target {name} in ansible-core {ANSIBLE_VERSION}")
         aliases = read_aliases(target_dir)
+        if name in self.skipped:
+            return Outcome("skip", 0.0, self.skipped[name])
         if is_hidden(target_dir):
             return Outcome("skip", 0.0, SKIP_ALIASES["hidden/"])
         for alias, reason in SKIP_ALIASES.items():

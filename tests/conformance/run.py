@@ -471,6 +471,9 @@ class Runner:
             "ANSIBLE_TEST_PYTHON_INTERPRETER": sys.executable,
         })
         env.update(env_set_aliases(read_aliases(self.source / name)))
+        # Not ansible-test's: a target must not pip-install into this machine's Pythons
+        # (a virtual environment of its own is fine); where one does, it fails instead.
+        env["PIP_REQUIRE_VIRTUALENV"] = "true"
         return env
 
 

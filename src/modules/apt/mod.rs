@@ -179,6 +179,8 @@ struct Request {
     policy_rc_d: Option<i64>,
     check: bool,
     diff: bool,
+    /// The target's Python, which fetches a `deb` URL.
+    python: String,
 }
 
 impl Request {
@@ -213,17 +215,10 @@ impl Request {
             )));
         }
         let deb = args.str("deb").map(str::to_string);
-        if let Some(deb) = &deb {
-            if state != "present" {
-                return Err(ModuleError::Invalid(
-                    "deb only supports state=present".into(),
-                ));
-            }
-            if deb.contains("://") {
-                return Err(ModuleError::Invalid(format!(
-                    "turbo-play does not download deb files yet ('{deb}'); fetch it with get_url first"
-                )));
-            }
+        if deb.is_some() && state != "present" {
+            return Err(ModuleError::Invalid(
+                "deb only supports state=present".into(),
+            ));
         }
         let dpkg_option_names = args
             .str("dpkg_options")
@@ -257,6 +252,7 @@ impl Request {
             policy_rc_d: args.int("policy_rc_d"),
             check: ctx.check_mode,
             diff: ctx.diff,
+            python: super::download::interpreter(ctx),
         })
     }
 
@@ -478,6 +474,9 @@ fn after_cache(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan
         return upgrade(&request, &mode);
     }
     if let Some(deb) = request.deb.clone() {
+        if deb.contains("://") {
+            return install_deb_from(request, deb);
+        }
         return install_deb(request, deb);
     }
     if request.all_installed && request.state == "latest" {
@@ -495,6 +494,24 @@ fn after_cache(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan
         "absent" => remove(&request, &probe),
         _ => install(request, probe, cache),
     }
+}
+
+/// `deb:` a URL: fetched on the target first (Ansible's `fetch_file`, also in check mode),
+/// installed, and the download removed.
+fn install_deb_from(request: Arc<Request>, url: String) -> Result<Plan, ModuleError> {
+    let fetch = super::download::to_file(&request.python, &url);
+    Ok(Plan::Step(
+        fetch,
+        Next::new(
+            move |reply| match super::download::file_path(&url, &reply) {
+                Ok(path) => Ok(super::download::removing_after(
+                    install_deb(request, path.clone())?,
+                    path,
+                )),
+                Err(msg) => failed(msg),
+            },
+        ),
+    ))
 }
 
 /// What the task does with one package, given dpkg's status and apt's policy.

@@ -224,12 +224,14 @@ impl Module for Deb822Repository {
         let mode = parse_mode(args.raw("mode").unwrap_or(&Value::Null))?;
         let absent = args.str("state") == Some("absent");
         let mut ops = vec![stat(&sources_file(&legacy))];
-        if let Some(key) = signed_by
+        // A signed_by that may name a file: looked at (index 1) to tell.
+        let key_path = signed_by
             .as_ref()
-            .filter(|k| !k.contains('\n') && !is_url(k))
-        {
+            .filter(|k| !k.contains('\n') && !is_url(k));
+        if let Some(key) = key_path {
             ops.push(stat(key));
         }
+        let key_stat_at = key_path.map(|_| 1);
         let probe_at = ops.len();
         ops.push(python_debian::probe());
         // A key URL is fetched on the target, as Ansible's module fetches it (not in check
@@ -272,7 +274,8 @@ impl Module for Deb822Repository {
                     };
                     let Some(url) = key_url else {
                         // A signed_by naming a file is that file; anything else is the key.
-                        let key_filename = match (&signed_by, exists(results.get(1)).1) {
+                        let key_is_file = key_stat_at.is_some_and(|at| exists(results.get(at)).1);
+                        let key_filename = match (&signed_by, key_is_file) {
                             (Some(path), true) => json!(path),
                             _ => Value::Null,
                         };
@@ -586,6 +589,44 @@ mod tests {
             String::from_utf8_lossy(text)
                 .contains("Signed-By: /etc/apt/keyrings/ansible-test.gpg\n")
         );
+    }
+
+    /// An inline key is no file: `key_filename` stays null (the library's look is no key's).
+    #[test]
+    fn an_inline_key_has_no_key_filename() {
+        let ctx = PlanContext::new(Path::new("/"));
+        let Plan::Step(Op::Batch(ops), next) = crate::modules::try_plan(
+            &Deb822Repository,
+            json!({"name": "k", "signed_by": "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nx\n-----END PGP PUBLIC KEY BLOCK-----"}),
+            &ctx,
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(ops.len(), 2);
+        let Plan::Step(_, next) = next
+            .resume(OpResult::Batch(vec![stat_reply(false), stat_reply(true)]))
+            .unwrap()
+        else {
+            panic!()
+        };
+        let file = OpResult::File(FileOutcome {
+            changed: true,
+            path: "/etc/apt/sources.list.d/k.sources".into(),
+            kind: FileKind::File,
+            mode: 0o644,
+            size: 0,
+            uid: 0,
+            gid: 0,
+            owner: "root".into(),
+            group: "root".into(),
+            diff: None,
+            backup_file: None,
+        });
+        let Plan::Done(out) = next.resume(OpResult::Batch(vec![file])).unwrap() else {
+            panic!()
+        };
+        assert_eq!(out.data["key_filename"], Value::Null);
     }
 
     #[test]

@@ -49,6 +49,11 @@ while True:
 """
 
 
+# What ansible-test's target images have and the debootstrap base does not, installed on
+# every testhost: lsb-release (Ansible's `lsb` facts, which targets read).
+IMAGE_PACKAGES = ["lsb-release"]
+
+
 def wants_debian_host(aliases: list[str]) -> bool:
     """Whether ansible-test would run this target only on a throw-away target host.
 
@@ -73,8 +78,12 @@ class DebianHostError(Exception):
 class DebianTestHost:
     """One running host; `stop()` ends it and removes its files."""
 
-    def __init__(self, base: Path, directory: Path, name: str = "testhost"):
+    def __init__(self, base: Path, directory: Path, apt_archives: Path, name: str = "testhost"):
+        """`apt_archives` is mounted as the host's /var/cache/apt/archives: the packages
+        one host downloaded are there for the next (and the next run), as behind a
+        caching proxy."""
         self.base = base
+        self.apt_archives = apt_archives
         self.dir = directory
         self.name = name
         self.port = 0
@@ -110,8 +119,14 @@ class DebianTestHost:
         `init`, which is what /proc/1/comm then says), and sshd under it. LogLevel=INFO
         makes sshd say "Server listening on" when it is ready."""
         root, name, port = self.dir / "root", self.name, self.port
+        archives = self.apt_archives
+        (archives / "partial").mkdir(parents=True, exist_ok=True)
+        # apt downloads as its own user (_apt, uid 42 in Debian), into partial/.
+        os.chown(archives / "partial", 42, 0)
+        os.chmod(archives / "partial", 0o700)
         script = f"""set -e
 mount -t overlay overlay -o 'volatile,lowerdir={self.base}/rootfs,upperdir={self.dir}/upper,workdir={self.dir}/work' '{root}'
+mount --bind '{archives}' '{root}/var/cache/apt/archives'
 mount -t proc proc '{root}/proc'
 mount -t devpts -o newinstance,ptmxmode=0666,mode=620,gid=5 devpts '{root}/dev/pts'
 echo '{name}' >'{root}/etc/hostname'
@@ -175,6 +190,12 @@ exec chroot '{root}' /run/testhost/init -I /run/testhost/init.py -D -e -p {port}
                   "\"EXTERNALLY-MANAGED\").unlink(missing_ok=True)'"])
         if Path("/etc/pip.conf").is_file():
             self.run(["sh", "-c", "cat >/etc/pip.conf"], stdin=Path("/etc/pip.conf").read_text())
+        self.install_image_packages()
+
+    def install_image_packages(self) -> None:
+        """IMAGE_PACKAGES, from the shared archive cache once a host fetched them."""
+        self.run(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q",
+                  "--no-install-recommends"] + IMAGE_PACKAGES)
 
     def trust_local_anchors(self) -> None:
         """Certificates this machine trusts and Debian's ca-certificates does not (a proxy's

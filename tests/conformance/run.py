@@ -51,6 +51,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ci_files import CiFiles
 from debian_testhost import LOGINS, DebianHostError, DebianTestHost, base_dir, wants_debian_host
 
 HERE = Path(__file__).resolve().parent
@@ -77,6 +78,9 @@ NOT_PROVIDED = [
     "ansible-vault",
     "ansible-test",
 ]
+
+# Seconds a target on a Debian testhost may take at least (see Runner.target_timeout).
+DEBIAN_TIMEOUT = 900.0
 
 # Aliases with which ansible-test would not run a target here.
 SKIP_ALIASES = {
@@ -145,6 +149,8 @@ def main() -> int:
             print(f"{name:<{width}}  {outcome.status:<6}  {outcome.seconds:7.1f}  {outcome.detail}",
                   flush=True)
     finally:
+        if runner.ci_files is not None:
+            runner.ci_files.stop()
         if args.keep:
             print(f"conformance: work directories kept in {run_root}")
         else:
@@ -231,9 +237,12 @@ class Runner:
         self.timeout = timeout
         self.setup_once_done: set[str] = set()
         self.skipped = read_skipped(HERE / "skipped.txt")
+        self.last_timeout = timeout
         self.debian_login = "root"
         # The Debian host of the target being run, if it has one.
         self.testhost: DebianTestHost | None = None
+        # ci-files.testing.ansible.com's stand-in, started with the first Debian host.
+        self.ci_files: CiFiles | None = None
         self.stub_log = run_root / "stub-calls"
         self.bin_dir = run_root / "bin"
         self.make_bin_dir(binary)
@@ -317,7 +326,7 @@ class Runner:
         if warned:
             detail += f" (after the warning: {one_line(warned[0])})"
         if timed_out:
-            detail = f"timed out after {self.timeout:.0f} s; {detail}"
+            detail = f"timed out after {self.last_timeout:.0f} s; {detail}"
         return Outcome("fail", seconds, detail)
 
     def run_setup_targets(self, name: str, aliases: list[str], log) -> None:
@@ -357,6 +366,8 @@ class Runner:
         output_dir.mkdir()
 
         env = self.environment(name, output_dir, inventory, config)
+        if self.ci_files is not None:
+            env["CONFORMANCE_CI_FILES"] = self.ci_files.url
         roots = collection_roots(targets_dir, needed)
         if roots:
             env["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join(str(r) for r in roots)
@@ -385,12 +396,18 @@ class Runner:
         process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            return process.wait(timeout=self.timeout), False, work
+            self.last_timeout = self.target_timeout()
+            return process.wait(timeout=self.last_timeout), False, work
         except subprocess.TimeoutExpired:
             # The script's children (turbo-play, sleeps) are in its session: end them all.
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             return -9, True, work
+
+    def target_timeout(self) -> float:
+        """A target on a Debian host installs packages from the archive (setup targets
+        too): it gets DEBIAN_TIMEOUT at least."""
+        return max(self.timeout, DEBIAN_TIMEOUT) if self.testhost is not None else self.timeout
 
     def testhost_vars(self) -> dict[str, str]:
         if self.testhost is not None:
@@ -410,13 +427,17 @@ class Runner:
         if base is None:
             raise NoTesthost("destructive: needs a Debian test host; build its base with "
                              "`bash tests/debian/build-base.sh` (as root)")
-        host = DebianTestHost(base, Path(tempfile.mkdtemp(prefix=f"debian-{name}-", dir=self.run_root)))
+        host = DebianTestHost(base, Path(tempfile.mkdtemp(prefix=f"debian-{name}-", dir=self.run_root)),
+                              FETCHED / "apt-archives")
         try:
             host.start()
         except DebianHostError as error:
             host.stop()
             raise SetupFailed(str(error)) from error
         self.testhost = host
+        if self.ci_files is None:
+            self.ci_files = CiFiles(self.run_root / "ci-files", base / "rootfs")
+            self.ci_files.start()
         log.write(f"conformance: testhost is a fresh Debian host on 127.0.0.1:{host.port}, "
                   f"login {self.debian_login}\n")
         log.flush()

@@ -241,6 +241,7 @@ class Runner:
         self.debian_login = "root"
         # The Debian host of the target being run, if it has one.
         self.testhost: DebianTestHost | None = None
+        self.archives: Path | None = None
         # ci-files.testing.ansible.com's stand-in, started with the first Debian host.
         self.ci_files: CiFiles | None = None
         self.stub_log = run_root / "stub-calls"
@@ -428,7 +429,7 @@ class Runner:
             raise NoTesthost("destructive: needs a Debian test host; build its base with "
                              "`bash tests/debian/build-base.sh` (as root)")
         host = DebianTestHost(base, Path(tempfile.mkdtemp(prefix=f"debian-{name}-", dir=self.run_root)),
-                              FETCHED / "apt-archives")
+                              self.apt_archives())
         try:
             host.start()
         except DebianHostError as error:
@@ -441,6 +442,21 @@ class Runner:
         log.write(f"conformance: testhost is a fresh Debian host on 127.0.0.1:{host.port}, "
                   f"login {self.debian_login}\n")
         log.flush()
+
+    def apt_archives(self) -> Path:
+        """The apt archive cache the testhosts share: target/conformance/apt-archives,
+        unless another run holds it (then one of this run's own)."""
+        if self.archives is None:
+            import fcntl
+            shared = FETCHED / "apt-archives"
+            shared.mkdir(exist_ok=True)
+            self.archives_lock = open(FETCHED / "apt-archives.lock", "w")
+            try:
+                fcntl.flock(self.archives_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self.archives = shared
+            except OSError:
+                self.archives = self.run_root / "apt-archives"
+        return self.archives
 
     def stop_testhost(self) -> None:
         if self.testhost is not None:

@@ -12,6 +12,7 @@ use turbo_proto::{
 use super::deb822_python_debian as python_debian;
 use super::download;
 use super::spec::{Arg, Elem, Spec};
+use super::would_write;
 use super::{Args, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome, parse_mode};
 
 pub struct Deb822Repository;
@@ -216,6 +217,12 @@ impl Module for Deb822Repository {
         &SPEC
     }
 
+    /// A key URL is fetched in check mode too, as Ansible's module fetches it: the module
+    /// runs its reads for real and only looks where it would write (`would_write`).
+    fn caps(&self) -> super::Caps {
+        super::Caps::TASK.own_check_mode()
+    }
+
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let name = args.str("name").unwrap_or_default().to_string();
         let legacy = legacy_slug(&name);
@@ -234,11 +241,10 @@ impl Module for Deb822Repository {
         let key_stat_at = key_path.map(|_| 1);
         let probe_at = ops.len();
         ops.push(python_debian::probe());
-        // A key URL is fetched on the target, as Ansible's module fetches it (not in check
-        // mode, where no command runs: the key then counts as changed).
+        // A key URL is fetched on the target, as Ansible's module fetches it.
         let fetch_at = ops.len();
         let check = ctx.check_mode;
-        if let Some(url) = key_url.as_ref().filter(|_| !absent && !check) {
+        if let Some(url) = key_url.as_ref().filter(|_| !absent) {
             ops.push(download::to_bytes(&download::interpreter(ctx), url));
         }
         let install = args.bool("install_python_debian");
@@ -259,7 +265,7 @@ impl Module for Deb822Repository {
                     };
                     let dest = sources_file(&slug);
                     if absent {
-                        return Ok(remove(dest, slug));
+                        return Ok(remove(dest, slug, check));
                     }
                     let sources = |repo: &str| {
                         Op::EnsureFile(EnsureFile {
@@ -280,16 +286,14 @@ impl Module for Deb822Repository {
                             _ => Value::Null,
                         };
                         let repo = render(&args, None);
-                        return Ok(written(vec![sources(&repo)], repo, dest, key_filename));
+                        return Ok(written(
+                            vec![sources(&repo)],
+                            check,
+                            repo,
+                            dest,
+                            key_filename,
+                        ));
                     };
-                    if check {
-                        let mut out = TaskOutcome {
-                            changed: true,
-                            ..TaskOutcome::default()
-                        };
-                        out.data.insert("dest".into(), json!(dest));
-                        return Ok(Plan::Done(out));
-                    }
                     let key = match results.get(fetch_at) {
                         Some(reply) => download::body(&url, reply),
                         None => Err(String::new()),
@@ -302,7 +306,7 @@ impl Module for Deb822Repository {
                     if key.is_empty() {
                         // Nothing fetched: the URL stays the field's value.
                         let repo = render(&args, None);
-                        return Ok(written(vec![sources(&repo)], repo, dest, json!(url)));
+                        return Ok(written(vec![sources(&repo)], check, repo, dest, json!(url)));
                     }
                     let armored = key
                         .windows(KEY_ARMOR.len())
@@ -329,7 +333,7 @@ impl Module for Deb822Repository {
                         }),
                         sources(&repo),
                     ];
-                    Ok(written(ops, repo, dest, json!(key_file)))
+                    Ok(written(ops, check, repo, dest, json!(key_file)))
                 };
                 if has_library {
                     go_on()
@@ -351,35 +355,57 @@ fn root_owned() -> turbo_proto::Ownership {
     }
 }
 
-/// The files written (the sources file last), then the module's result.
-fn written(ops: Vec<Op>, repo: String, dest: String, key_filename: Value) -> Plan {
+/// `ops` done (in check mode: looked at), and whether they changed anything.
+fn apply(
+    ops: Vec<Op>,
+    check: bool,
+    then: impl FnOnce(bool) -> TaskOutcome + Send + Sync + 'static,
+) -> Plan {
+    let sent = if check {
+        ops.iter().map(would_write::look).collect()
+    } else {
+        ops.clone()
+    };
     Plan::Step(
-        Op::Batch(ops),
+        Op::Batch(sent),
         Next::new(move |reply| {
             let OpResult::Batch(results) = reply else {
                 return Ok(Plan::Done(super::unexpected("deb822_repository", reply)));
             };
-            if let Some(OpResult::Error(e)) =
-                results.iter().find(|r| matches!(r, OpResult::Error(_)))
-            {
-                return Ok(Plan::Done(TaskOutcome::failed(e.message.clone())));
+            let mut changed = false;
+            for (op, result) in ops.iter().zip(&results) {
+                let this = match (check, result) {
+                    (_, OpResult::Error(e)) => Err(e.message.clone()),
+                    (true, looked) => would_write::would_change(op, looked),
+                    (false, OpResult::File(f)) => Ok(f.changed),
+                    (false, _) => Ok(false),
+                };
+                match this {
+                    Ok(c) => changed |= c,
+                    Err(msg) => return Ok(Plan::Done(TaskOutcome::failed(msg))),
+                }
             }
-            let mut out = TaskOutcome {
-                changed: results
-                    .iter()
-                    .any(|r| matches!(r, OpResult::File(f) if f.changed)),
-                ..TaskOutcome::default()
-            };
-            out.data.insert("repo".into(), json!(repo));
-            out.data.insert("dest".into(), json!(dest));
-            out.data.insert("key_filename".into(), key_filename);
-            Ok(Plan::Done(out))
+            Ok(Plan::Done(then(changed)))
         }),
     )
 }
 
+/// The files written (the sources file last), then the module's result.
+fn written(ops: Vec<Op>, check: bool, repo: String, dest: String, key_filename: Value) -> Plan {
+    apply(ops, check, move |changed| {
+        let mut out = TaskOutcome {
+            changed,
+            ..TaskOutcome::default()
+        };
+        out.data.insert("repo".into(), json!(repo));
+        out.data.insert("dest".into(), json!(dest));
+        out.data.insert("key_filename".into(), key_filename);
+        out
+    })
+}
+
 /// `state: absent`: the sources file and the key files Ansible would have written.
-fn remove(dest: String, slug: String) -> Plan {
+fn remove(dest: String, slug: String, check: bool) -> Plan {
     let gone = |path: String| {
         Op::EnsurePath(EnsurePath {
             path,
@@ -395,31 +421,17 @@ fn remove(dest: String, slug: String) -> Plan {
         gone(format!("{KEYRINGS_DIR}/{slug}.asc")),
         gone(key_gpg.clone()),
     ];
-    Plan::Step(
-        Op::Batch(ops),
-        Next::new(move |reply| {
-            let OpResult::Batch(results) = reply else {
-                return Ok(Plan::Done(super::unexpected("deb822_repository", reply)));
-            };
-            if let Some(OpResult::Error(e)) =
-                results.iter().find(|r| matches!(r, OpResult::Error(_)))
-            {
-                return Ok(Plan::Done(TaskOutcome::failed(e.message.clone())));
-            }
-            let changed = results
-                .iter()
-                .any(|r| matches!(r, OpResult::File(f) if f.changed));
-            let mut out = TaskOutcome {
-                changed,
-                ..TaskOutcome::default()
-            };
-            out.data.insert("repo".into(), Value::Null);
-            out.data.insert("dest".into(), json!(dest));
-            // Ansible reports the last key file it looked for.
-            out.data.insert("key_filename".into(), json!(key_gpg));
-            Ok(Plan::Done(out))
-        }),
-    )
+    apply(ops, check, move |changed| {
+        let mut out = TaskOutcome {
+            changed,
+            ..TaskOutcome::default()
+        };
+        out.data.insert("repo".into(), Value::Null);
+        out.data.insert("dest".into(), json!(dest));
+        // Ansible reports the last key file it looked for.
+        out.data.insert("key_filename".into(), json!(key_gpg));
+        out
+    })
 }
 
 #[cfg(test)]
@@ -568,7 +580,7 @@ mod tests {
             .resume(OpResult::Batch(vec![
                 stat_reply(false),
                 stat_reply(true),
-                fetched,
+                fetched.clone(),
             ]))
             .unwrap()
         else {
@@ -589,6 +601,42 @@ mod tests {
             String::from_utf8_lossy(text)
                 .contains("Signed-By: /etc/apt/keyrings/ansible-test.gpg\n")
         );
+
+        // In check mode the key is fetched all the same, and the writes are looks.
+        let check = PlanContext {
+            check_mode: true,
+            ..PlanContext::new(Path::new("/"))
+        };
+        let Plan::Step(Op::Batch(ops), next) = crate::modules::try_plan(
+            &Deb822Repository,
+            json!({"name": "ansible-test", "uris": "https://deb.debian.org", "suites": "stable", "signed_by": url}),
+            &check,
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert!(matches!(&ops[2], Op::Exec(_)));
+        let Plan::Step(Op::Batch(looks), next) = next
+            .resume(OpResult::Batch(vec![
+                stat_reply(false),
+                stat_reply(true),
+                fetched.clone(),
+            ]))
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(
+            looks.iter().all(|op| matches!(op, Op::Stat { .. })),
+            "{looks:?}"
+        );
+        let Plan::Done(out) = next
+            .resume(OpResult::Batch(vec![stat_reply(false); 3]))
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(out.changed && !out.failed);
     }
 
     /// An inline key is no file: `key_filename` stays null (the library's look is no key's).

@@ -1,7 +1,7 @@
 //! A URL fetched on the target, as Ansible's modules fetch one there (`fetch_file`,
 //! `fetch_url`: the apt module's `deb: https://...`, deb822_repository's key): the target's
 //! own Python (which Ansible needs anyway) with its standard library, so the agent stays
-//! free of HTTP and TLS. Failures read as Ansible's `info['msg']`: "HTTP Error 404: Not
+//! free of HTTP and TLS. It says it is `ansible-httpget`, as Ansible's requests do. Failures read as Ansible's `info['msg']`: "HTTP Error 404: Not
 //! Found", "Request failed: <urlopen error ...>".
 
 use turbo_proto::{Command, Exec, Op, OpResult};
@@ -15,7 +15,8 @@ const SCRIPT: &str = r#"
 import base64, os, sys, tempfile, urllib.error, urllib.parse, urllib.request
 url, how = sys.argv[1], sys.argv[2]
 try:
-    body = urllib.request.urlopen(url, timeout=10).read()
+    request = urllib.request.Request(url, headers={"User-Agent": "ansible-httpget"})
+    body = urllib.request.urlopen(request, timeout=10).read()
 except urllib.error.HTTPError as e:
     print("HTTP Error %d: %s" % (e.code, e.reason)); sys.exit(1)
 except Exception as e:

@@ -94,6 +94,7 @@ mod validate_argument_spec;
 mod wait_for;
 pub(crate) mod wait_for_connection;
 mod wait_for_probe;
+mod would_write;
 mod yum_repository;
 
 pub use registry::{all, collection_module, find, is_implemented, suggest};

@@ -21,7 +21,7 @@ use turbo_proto::{Command, Exec, FileKind, Op, OpResult};
 use super::spec::{Arg, Elem, Spec};
 use super::{Args, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome};
 use installed::{Installed, PROBE_SCRIPT, Probe, includes_system_site_packages};
-use requirement::{Package, plain_requirements_file, recover_package_names};
+use requirement::{Package, is_vcs_url, plain_requirements_file, recover_package_names};
 
 pub struct Pip;
 
@@ -79,6 +79,9 @@ struct Job {
     state: State,
     packages: Vec<Package>,
     requirements: Option<String>,
+    /// A name is a VCS URL (`git+...`): with requirements, "changed" is whether pip's list
+    /// of installed distributions changed, as in Ansible.
+    has_vcs: bool,
     extra_args: Vec<String>,
     editable: bool,
     break_system_packages: bool,
@@ -334,10 +337,12 @@ impl Job {
             Some(dir) => join(dir, env),
             None => env.to_string(),
         });
+        let has_vcs = names.iter().any(|n| is_vcs_url(n));
         Ok(Job {
             state,
             packages,
             requirements: args.str("requirements").map(str::to_string),
+            has_vcs,
             extra_args,
             editable: args.bool("editable"),
             break_system_packages: args.bool("break_system_packages"),
@@ -688,6 +693,33 @@ impl Job {
         job.pip_step(env.pip, env.virtualenv, false, String::new(), String::new())
     }
 
+    /// Whether "changed" compares pip's lists of installed distributions from before and
+    /// after (requirements or a VCS URL, whose installs pip may report as new each time).
+    fn compares_lists(&self) -> bool {
+        (self.requirements.is_some() || self.has_vcs) && self.state != State::Absent
+    }
+
+    /// `pip list --format=freeze`, or `pip freeze` for a pip too old for it (Ansible's
+    /// `_get_packages`).
+    fn list_exec(&self, pip: &[String]) -> Exec {
+        let pip = pip
+            .iter()
+            .map(|w| format!("'{}'", w.replace('\'', "'\"'\"'")))
+            .collect::<Vec<_>>()
+            .join(" ");
+        Exec {
+            command: Command::Shell {
+                script: format!("{pip} list --format=freeze || {pip} freeze"),
+                executable: None,
+            },
+            env: ["LANG", "LC_ALL", "LC_MESSAGES"]
+                .iter()
+                .map(|k| (k.to_string(), "C.UTF-8".to_string()))
+                .collect(),
+            ..self.exec(Vec::new())
+        }
+    }
+
     /// The one pip call, with what came before it (a virtualenv's creation) in its output.
     fn pip_step(
         self: Arc<Self>,
@@ -698,10 +730,28 @@ impl Job {
         err_before: String,
     ) -> Result<Plan, ModuleError> {
         let cmd = self.pip_command(&pip);
-        let op = Op::Exec(self.exec(cmd.clone()));
+        let install = Op::Exec(self.exec(cmd.clone()));
+        let compares = self.compares_lists();
+        let op = if compares {
+            let list = Op::Exec(self.list_exec(&pip));
+            Op::Batch(vec![list.clone(), install, list])
+        } else {
+            install
+        };
         Ok(Plan::Step(
             op,
             Next::new(move |reply| {
+                let (reply, lists_differ) = match reply {
+                    OpResult::Batch(mut results) if compares && results.len() == 3 => {
+                        let listed = |r: &OpResult| match r {
+                            OpResult::Exec(x) => Some(x.stdout.clone()),
+                            _ => None,
+                        };
+                        let differ = listed(&results[0]) != listed(&results[2]);
+                        (results.swap_remove(1), differ)
+                    }
+                    other => (other, false),
+                };
                 let OpResult::Exec(x) = reply else {
                     return Ok(Plan::Done(super::unexpected("pip", reply)));
                 };
@@ -726,6 +776,7 @@ impl Job {
                 }
                 let changed = match self.state {
                     State::Absent => out_pip.contains("Successfully uninstalled"),
+                    _ if compares => lists_differ,
                     _ => out_pip.contains("Successfully installed"),
                 } || venv_created;
                 Ok(Plan::Done(self.outcome(

@@ -147,6 +147,13 @@ impl std::fmt::Display for Package {
     }
 }
 
+/// Ansible's `_is_vcs_url`: the name starts with `svn+`, `git+`, `hg+` or `bzr+`.
+pub fn is_vcs_url(name: &str) -> bool {
+    ["svn+", "git+", "hg+", "bzr+"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+}
+
 const SPECIFIER_STARTS: [&str; 7] = [">=", "<=", ">", "<", "==", "!=", "~="];
 
 /// Ansible's `_recover_package_name`: `name` split on commas (a list argument already

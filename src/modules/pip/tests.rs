@@ -447,11 +447,37 @@ fn a_plain_requirements_file_is_decided_without_pip() {
     );
     reply[5] = read("-r other.txt\n");
     let first = plan(json!({"requirements": "reqs.txt", "virtualenv": "/v", "chdir": "/app"}));
-    let step = resume(first, OpResult::Batch(reply));
+    let step = resume(first, OpResult::Batch(reply.clone()));
+    // pip runs between two lists of what is installed: "changed" is whether they differ,
+    // as Ansible decides it for requirements (and VCS URLs).
+    let Op::Batch(ops) = op(&step) else {
+        panic!("{:?}", op(&step))
+    };
+    assert_eq!(ops.len(), 3);
     assert_eq!(
-        op(&step),
-        &exec(&["/v/bin/pip3", "install", "-r", "reqs.txt"], "/app")
+        ops[1],
+        exec(&["/v/bin/pip3", "install", "-r", "reqs.txt"], "/app")
     );
+    let Op::Exec(list) = &ops[0] else { panic!() };
+    assert_eq!(
+        list.command,
+        Command::Shell {
+            script: "'/v/bin/pip3' list --format=freeze || '/v/bin/pip3' freeze".into(),
+            executable: None
+        }
+    );
+    let lists = |before: &str, after: &str| {
+        OpResult::Batch(vec![
+            ran(0, before, ""),
+            ran(0, "Successfully installed iso8601-2.1.0\n", ""),
+            ran(0, after, ""),
+        ])
+    };
+    let same = done(resume(step, lists("-e git+x#egg=a\n", "-e git+x#egg=a\n")));
+    assert!(!same.changed, "pip said installed, but nothing changed");
+    let first = plan(json!({"requirements": "reqs.txt", "virtualenv": "/v", "chdir": "/app"}));
+    let step = resume(first, OpResult::Batch(reply));
+    assert!(done(resume(step, lists("", "a==1\n"))).changed);
 }
 
 #[test]

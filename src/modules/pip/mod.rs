@@ -557,6 +557,15 @@ impl Job {
 
     /// Whether the installed distributions settle the task, pip unstarted.
     fn decide(&self, env: Environment) -> Result<Plan, ModuleError> {
+        // `name: []` and no requirements, the environment already there: nothing to do.
+        if self.packages.is_empty() && self.requirements.is_none() {
+            let mut out = TaskOutcome::default();
+            out.data.insert(
+                "warnings".into(),
+                json!(["No valid name or requirements file found."]),
+            );
+            return Ok(Plan::Done(out));
+        }
         let Some(installed) = &env.installed else {
             return self.run_pip(env);
         };

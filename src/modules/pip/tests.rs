@@ -540,3 +540,15 @@ fn venv_commands_as_ansible_knows_them() {
     assert!(!neutral_extra_args(&words("--user")));
     assert!(!neutral_extra_args(&words("--find-links")));
 }
+
+/// `name: []` with the virtualenv already there: nothing to install, as Ansible says.
+#[test]
+fn no_names_and_no_requirements_do_nothing_in_an_existing_venv() {
+    let first = plan(json!({"name": [], "virtualenv": "/v"}));
+    let out = done(resume(first, venv_reply(true, &[])));
+    assert!(!out.changed && !out.failed);
+    assert_eq!(
+        out.data["warnings"],
+        json!(["No valid name or requirements file found."])
+    );
+}

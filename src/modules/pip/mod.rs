@@ -124,6 +124,12 @@ impl Module for Pip {
         &SPEC
     }
 
+    /// Its probes (a process for the system's Python) run in check mode too, as Ansible's
+    /// `pip list` does; every step that would change something stops first in check mode.
+    fn caps(&self) -> super::Caps {
+        super::Caps::TASK.own_check_mode()
+    }
+
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let job = Arc::new(Job::new(args, ctx.check_mode)?);
         match &job.virtualenv {
@@ -135,7 +141,7 @@ impl Module for Pip {
                     Next::new(move |reply| job.after_venv_probe(reply)),
                 ))
             }
-            None if job.executable.is_some() || job.check => job.without_probe(),
+            None if job.executable.is_some() => job.without_probe(),
             None => {
                 let mut ops = vec![Op::Exec(job.exec(vec![
                     "python3".into(),

@@ -552,3 +552,21 @@ fn no_names_and_no_requirements_do_nothing_in_an_existing_venv() {
         json!(["No valid name or requirements file found."])
     );
 }
+
+/// In check mode the system's Python is asked too (pip does its own check mode), so an
+/// installed package is not "changed", as Ansible's `pip list` tells it.
+#[test]
+fn check_mode_asks_the_system_python_too() {
+    let first = plan_in(json!({"name": "pip"}), true).unwrap();
+    let Op::Batch(ops) = op(&first) else { panic!() };
+    assert_eq!(ops, &[exec(&["python3", "-c", PROBE_SCRIPT], "/tmp")]);
+    let out = done(resume(
+        first,
+        OpResult::Batch(vec![ran(
+            0,
+            "/usr/bin/python3\n1\n0\npip-23.0.1.dist-info\n",
+            "",
+        )]),
+    ));
+    assert!(!out.changed && !out.failed, "{out:?}");
+}

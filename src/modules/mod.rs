@@ -510,9 +510,28 @@ impl TaskOutcome {
     }
 
     /// The result as `register:` stores it in Ansible: `data` plus `changed` and `failed`
-    /// always, `skipped` when true, and `msg` when there is one.
+    /// always, `skipped` when true, and `msg` when there is one; `stdout_lines` and
+    /// `stderr_lines` beside a `stdout` or `stderr` that has none, as Ansible's task result
+    /// adds them to every result (its `as_result_dict`).
     pub fn registered(&self) -> serde_json::Map<String, Value> {
         let mut out = self.data.clone();
+        for key in ["stdout", "stderr"] {
+            let lines = format!("{key}_lines");
+            if let Some(value) = out.get(key)
+                && !out.contains_key(&lines)
+            {
+                let text = match value {
+                    Value::String(text) => text.as_str(),
+                    // Ansible's `or ''`: a null or false stream has no lines.
+                    _ => "",
+                };
+                let split: Vec<Value> = text_file::split_lines(text)
+                    .into_iter()
+                    .map(|l| Value::String(l.to_string()))
+                    .collect();
+                out.insert(lines, Value::Array(split));
+            }
+        }
         out.insert("changed".into(), Value::Bool(self.changed));
         out.insert("failed".into(), Value::Bool(self.failed));
         if self.skipped {
@@ -945,6 +964,14 @@ mod tests {
             Value::Object(skipped.registered()),
             json!({"changed": false, "failed": false, "skipped": true})
         );
+        // Every result with a stdout or stderr gets its lines, unless it has them.
+        let mut listed = TaskOutcome::default();
+        listed.data.insert("stdout".into(), json!("a==1\r\nb==2\n"));
+        listed.data.insert("stderr".into(), Value::Null);
+        listed.data.insert("stderr_lines".into(), json!(["kept"]));
+        let got = listed.registered();
+        assert_eq!(got["stdout_lines"], json!(["a==1", "b==2"]));
+        assert_eq!(got["stderr_lines"], json!(["kept"]));
     }
 
     #[test]

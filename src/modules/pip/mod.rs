@@ -585,11 +585,132 @@ impl Job {
             if let Some(done) = self.check_mode_shortcut() {
                 return Ok(done);
             }
+            if self.packages.iter().any(|p| matches!(p, Package::Other(_))) {
+                return self.resolve_then_check(env);
+            }
             let changed = self.packages.iter().any(|p| match self.state {
                 State::Present => !is_present(p),
                 State::Absent => is_present(p),
                 _ => false,
             });
+            Ok(Plan::Done(self.check_outcome(
+                &env,
+                installed,
+                changed,
+                Vec::new(),
+            )))
+        } else {
+            self.decide_for_real(env)
+        }
+    }
+
+    /// Ansible's `_resolve_package_names` in check mode: packages given as VCS URLs,
+    /// paths or archives are named by pip itself (`install --dry-run --report`, pip 24.1
+    /// and later; an older pip leaves them unnamed, with Ansible's warning), then looked
+    /// for among the installed ones.
+    fn resolve_then_check(&self, env: Environment) -> Result<Plan, ModuleError> {
+        let others: Vec<String> = self
+            .packages
+            .iter()
+            .filter_map(|p| match p {
+                Package::Other(text) => Some(text.clone()),
+                Package::Plain(_) => None,
+            })
+            .collect();
+        let quote = |w: &str| format!("'{}'", w.replace('\'', "'\"'\"'"));
+        let pip: Vec<String> = env.pip.iter().map(|w| quote(w)).collect();
+        let pip = pip.join(" ");
+        let wanted: Vec<String> = others.iter().map(|w| quote(w)).collect();
+        let script = format!(
+            "v=$({pip} --version 2>/dev/null | sed -n 's/^pip \\([^ ]*\\).*/\\1/p')\n\
+             echo \"pip $v\"\n\
+             t=$(mktemp) || exit 1\n\
+             {pip} install --dry-run --ignore-installed --report=\"$t\" {} >&2; rc=$?\n\
+             cat \"$t\"; rm -f \"$t\"; exit $rc\n",
+            wanted.join(" ")
+        );
+        let mut exec = self.exec(Vec::new());
+        exec.command = Command::Shell {
+            script,
+            executable: None,
+        };
+        let mut dry_run = env.pip.clone();
+        dry_run.extend([
+            "install".into(),
+            "--dry-run".into(),
+            "--ignore-installed".into(),
+        ]);
+        let job = Arc::new(self.clone());
+        Ok(Plan::Step(
+            Op::Exec(exec),
+            Next::new(move |reply| {
+                let OpResult::Exec(x) = reply else {
+                    return Ok(Plan::Done(super::unexpected("pip", reply)));
+                };
+                let out = text(&x.stdout);
+                let (first, report) = out.split_once('\n').unwrap_or((&out, ""));
+                let version = first.strip_prefix("pip ").unwrap_or_default().trim();
+                let installed = env.installed.clone().unwrap_or_default();
+                let present = |package: &Package| match package {
+                    Package::Plain(req) => installed
+                        .version(&req.canonical())
+                        .is_some_and(|v| req.satisfied_by(v)),
+                    Package::Other(_) => false,
+                };
+                if crate::pep440::Version::parse(version)
+                    .is_some_and(|v| v < crate::pep440::Version::parse("24.1").expect("a version"))
+                {
+                    let changed = job.packages.iter().any(|p| match job.state {
+                        State::Present => !present(p),
+                        State::Absent => present(p),
+                        _ => false,
+                    });
+                    let warning = "Using check mode with packages from vcs urls, file paths, or archives will not behave as expected when using pip versions <24.1.";
+                    return Ok(Plan::Done(job.check_outcome(
+                        &env,
+                        &installed,
+                        changed,
+                        vec![warning],
+                    )));
+                }
+                if x.rc != 0 {
+                    let err = text(&x.stderr);
+                    let mut failed = TaskOutcome::failed(err.trim_end().to_string());
+                    failed.data.insert("cmd".into(), json!(dry_run));
+                    failed.data.insert("rc".into(), json!(x.rc));
+                    failed.data.insert("stdout".into(), json!(""));
+                    failed.data.insert("stderr".into(), json!(err));
+                    return Ok(Plan::Done(failed));
+                }
+                let resolved = requirement::resolved_from_report(report);
+                let plain = job
+                    .packages
+                    .iter()
+                    .filter(|p| matches!(p, Package::Plain(_)));
+                let changed = plain.chain(resolved.iter()).any(|p| match job.state {
+                    State::Present => !present(p),
+                    State::Absent => present(p),
+                    _ => false,
+                });
+                Ok(Plan::Done(job.check_outcome(
+                    &env,
+                    &installed,
+                    changed,
+                    Vec::new(),
+                )))
+            }),
+        ))
+    }
+
+    /// Ansible's check-mode result: changed or not, with `pip list`'s command and output.
+    fn check_outcome(
+        &self,
+        env: &Environment,
+        installed: &Installed,
+        changed: bool,
+        warnings: Vec<&str>,
+    ) -> TaskOutcome {
+        {
             let mut list_cmd = env.pip.clone();
             list_cmd.extend(["list".into(), "--format=freeze".into()]);
             let freeze: String = installed
@@ -601,12 +722,28 @@ impl Job {
             data.insert("cmd".into(), json!(list_cmd.join(" ")));
             data.insert("stdout".into(), json!(freeze));
             data.insert("stderr".into(), json!(""));
-            return Ok(Plan::Done(TaskOutcome {
+            if !warnings.is_empty() {
+                data.insert("warnings".into(), json!(warnings));
+            }
+            TaskOutcome {
                 changed,
                 data,
                 ..TaskOutcome::default()
-            }));
+            }
         }
+    }
+
+    /// Outside check mode: settled by what is installed, or pip runs.
+    fn decide_for_real(&self, env: Environment) -> Result<Plan, ModuleError> {
+        let Some(installed) = &env.installed else {
+            return self.run_pip(env);
+        };
+        let is_present = |package: &Package| match package {
+            Package::Plain(req) => installed
+                .version(&req.canonical())
+                .is_some_and(|v| req.satisfied_by(v)),
+            Package::Other(_) => false,
+        };
         let pip_refuses = env.externally_managed
             && !self.break_system_packages
             && !self

@@ -570,3 +570,35 @@ fn check_mode_asks_the_system_python_too() {
     ));
     assert!(!out.changed && !out.failed, "{out:?}");
 }
+
+/// In check mode a VCS URL is named by pip's dry run (pip 24.1 and later), then looked
+/// for among the installed distributions; an older pip says it cannot tell, as Ansible.
+#[test]
+fn check_mode_names_vcs_urls_with_a_dry_run() {
+    let args = json!({"name": "git+file:///r/.git", "virtualenv": "/v"});
+    let first = plan_in(args.clone(), true).unwrap();
+    let step = resume(first, venv_reply(true, &["dummy_root-0.0.1.dist-info"]));
+    let Op::Exec(x) = op(&step) else { panic!() };
+    let Command::Shell { script, .. } = &x.command else {
+        panic!()
+    };
+    assert!(
+        script.contains("'/v/bin/pip3' install --dry-run --ignore-installed --report=")
+            && script.contains("'git+file:///r/.git'"),
+        "{script}"
+    );
+    let report = r#"{"install": [{"metadata": {"name": "dummy-root", "version": "0.0.1"}}]}"#;
+    let out = done(resume(step, ran(0, &format!("pip 25.2\n{report}"), "")));
+    assert!(!out.changed && !out.failed, "{out:?}");
+
+    let first = plan_in(args, true).unwrap();
+    let step = resume(first, venv_reply(true, &["dummy_root-0.0.1.dist-info"]));
+    let old = done(resume(step, ran(0, "pip 24.0\n", "")));
+    assert!(old.changed);
+    assert!(
+        old.data["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("pip versions <24.1")
+    );
+}

@@ -13,6 +13,7 @@ mod apt_get;
 pub(crate) mod dpkg_status;
 mod operations;
 pub(crate) mod policy;
+mod python_apt;
 pub(crate) mod version;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,9 +45,7 @@ static SPEC: Spec = Spec::new(&[
     Arg::bool("allow_unauthenticated")
         .default_bool(false)
         .aliases(&["allow-unauthenticated"]),
-    Arg::bool("auto_install_module_deps")
-        .default_bool(true)
-        .no_effect("turbo-play reads dpkg and runs apt-get itself; it needs no python3-apt"),
+    Arg::bool("auto_install_module_deps").default_bool(true),
     Arg::bool("autoclean").default_bool(false),
     Arg::bool("autoremove").default_bool(false),
     Arg::int("cache_valid_time").default_int(0),
@@ -101,7 +100,7 @@ impl Module for Apt {
 
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let request = Arc::new(Request::from_args(args, ctx)?);
-        Ok(probe(request))
+        Ok(probe(request, false))
     }
 }
 
@@ -139,6 +138,12 @@ impl PackageSpec {
         }
     }
 
+    /// A name with fnmatch's characters (none is allowed in a Debian package name): it
+    /// stands for the packages apt knows whose names match.
+    fn is_pattern(&self) -> bool {
+        self.name.contains(['*', '?', '[', ']', '!'])
+    }
+
     /// Whether an installed version meets the spec (`=` is a shell pattern, as Ansible's
     /// fnmatch).
     fn accepts(&self, installed: &str) -> bool {
@@ -158,6 +163,9 @@ struct Request {
     /// `*` among the names (with `state: latest`, upgrade everything).
     all_installed: bool,
     update_cache: bool,
+    /// `update_cache` as written (an explicit false: python3-apt is installed without one).
+    update_cache_given: Option<bool>,
+    auto_install_module_deps: bool,
     cache_valid_time: i64,
     upgrade: Option<String>,
     deb: Option<String>,
@@ -205,15 +213,6 @@ impl Request {
                 bad.written
             )));
         }
-        if let Some(pattern) = packages
-            .iter()
-            .find(|p| p.name.contains(['*', '?', '[', ']', '!']))
-        {
-            return Err(ModuleError::Invalid(format!(
-                "turbo-play does not expand package name patterns yet ('{}'); name the packages, or run this task with ansible-playbook",
-                pattern.name
-            )));
-        }
         let deb = args.str("deb").map(str::to_string);
         if deb.is_some() && state != "present" {
             return Err(ModuleError::Invalid(
@@ -230,6 +229,8 @@ impl Request {
             packages,
             all_installed,
             update_cache: args.bool("update_cache"),
+            update_cache_given: args.opt_bool("update_cache"),
+            auto_install_module_deps: args.bool("auto_install_module_deps"),
             cache_valid_time: args.int("cache_valid_time").unwrap_or(0),
             upgrade: args
                 .str("upgrade")
@@ -352,11 +353,18 @@ fn reply_error(result: &OpResult) -> Option<String> {
     }
 }
 
-/// The first step: the cache's age, apt's auto marks and dpkg's status of the names.
-fn probe(request: Arc<Request>) -> Plan {
-    let names: Vec<&str> = request.packages.iter().map(|p| p.name.as_str()).collect();
+/// The first step: whether python3-apt is there, the cache's age, apt's auto marks and
+/// dpkg's status of the names. `reinstalled` once python3-apt was installed for the task.
+fn probe(request: Arc<Request>, reinstalled: bool) -> Plan {
+    let names: Vec<&str> = request
+        .packages
+        .iter()
+        .filter(|p| !p.is_pattern())
+        .map(|p| p.name.as_str())
+        .collect();
     let [stamp, lists] = cache_stats();
     let mut ops = vec![
+        python_apt::probe(),
         stamp,
         lists,
         Op::ReadFile {
@@ -365,7 +373,7 @@ fn probe(request: Arc<Request>) -> Plan {
             limit: None,
         },
     ];
-    if request.queries_dpkg() {
+    if request.queries_dpkg() && !names.is_empty() {
         ops.push(Op::Exec(dpkg_query(&names)));
     }
     Plan::Step(
@@ -377,14 +385,29 @@ fn probe(request: Arc<Request>) -> Plan {
             if let Some(error) = results.iter().find_map(reply_error) {
                 return failed(error);
             }
+            if !python_apt::found(results.first()) {
+                if reinstalled {
+                    return Ok(python_apt::cannot_import(&request.python));
+                }
+                let how = python_apt::AutoInstall {
+                    enabled: request.auto_install_module_deps,
+                    check: request.check,
+                    update_cache: request.update_cache_given,
+                    dpkg_options: &request.dpkg_options,
+                    install_recommends: request.install_recommends,
+                    python: &request.python,
+                };
+                let again = Arc::clone(&request);
+                return python_apt::missing(how, Box::new(move || Ok(probe(again, true))));
+            }
             let mut probe = Probe {
-                cache_time: cache_time(&results[0], &results[1]),
+                cache_time: cache_time(&results[1], &results[2]),
                 ..Probe::default()
             };
-            if let OpResult::Read(read) = &results[2] {
+            if let OpResult::Read(read) = &results[3] {
                 probe.auto = dpkg_status::auto_installed(&String::from_utf8_lossy(&read.data));
             }
-            if let Some(OpResult::Exec(x)) = results.get(3) {
+            if let Some(OpResult::Exec(x)) = results.get(4) {
                 probe.known = dpkg_status::parse_query(&String::from_utf8_lossy(&x.stdout));
                 probe.now = Some(x.start_unix_micros.div_euclid(1_000_000));
             }
@@ -490,10 +513,91 @@ fn after_cache(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan
             return cleanup(&request, "autoremove");
         }
     }
+    if request.packages.iter().any(PackageSpec::is_pattern) {
+        return expand_patterns(request, probe, cache);
+    }
+    install_or_remove(request, probe, cache)
+}
+
+fn install_or_remove(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan, ModuleError> {
     match request.state.as_str() {
         "absent" => remove(&request, &probe),
         _ => install(request, probe, cache),
     }
+}
+
+/// Ansible's `expand_pkgspec_from_fnmatches`: each pattern becomes the names of apt's
+/// packages it matches (without its version, as Ansible's), in the cache's order; a
+/// pattern without `:` matches native packages only. dpkg's status of the names found is
+/// read next, as the first look read the others'.
+fn expand_patterns(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan, ModuleError> {
+    let pkgnames = plain_exec(vec!["apt-cache".into(), "pkgnames".into()]);
+    Ok(Plan::Step(
+        Op::Exec(pkgnames),
+        Next::new(move |reply| {
+            let OpResult::Exec(x) = reply else {
+                return failed(reply_error(&reply).unwrap_or_default());
+            };
+            let mut known: Vec<String> = String::from_utf8_lossy(&x.stdout)
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect();
+            known.sort();
+            let packages = match expand(&request.packages, &known) {
+                Ok(packages) => packages,
+                Err(msg) => return failed(msg),
+            };
+            let request = Arc::new(Request {
+                packages,
+                ..(*request).clone()
+            });
+            let names: Vec<&str> = request
+                .packages
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect();
+            if !request.queries_dpkg() {
+                return install_or_remove(request, probe, cache);
+            }
+            Ok(Plan::Step(
+                Op::Exec(dpkg_query(&names)),
+                Next::new(move |reply| {
+                    let mut probe = probe;
+                    if let OpResult::Exec(x) = &reply {
+                        probe
+                            .known
+                            .extend(dpkg_status::parse_query(&String::from_utf8_lossy(&x.stdout)));
+                        probe.now = Some(x.start_unix_micros.div_euclid(1_000_000));
+                    }
+                    install_or_remove(request, probe, cache)
+                }),
+            ))
+        }),
+    ))
+}
+
+/// The specs with each pattern replaced by the names in `known` it matches.
+fn expand(specs: &[PackageSpec], known: &[String]) -> Result<Vec<PackageSpec>, String> {
+    let mut expanded = Vec::new();
+    for spec in specs {
+        if !spec.is_pattern() {
+            expanded.push(spec.clone());
+            continue;
+        }
+        let multiarch = spec.name.contains(':');
+        let matches: Vec<&String> = known
+            .iter()
+            .filter(|name| multiarch || !name.contains(':'))
+            .filter(|name| crate::fnmatch::fnmatch(&spec.name, name))
+            .collect();
+        if matches.is_empty() {
+            return Err(format!("No package(s) matching '{}' available", spec.name));
+        }
+        expanded.extend(matches.into_iter().map(|name| PackageSpec::parse(name)));
+    }
+    Ok(expanded)
 }
 
 /// `deb:` a URL: fetched on the target first (Ansible's `fetch_file`, also in check mode),

@@ -89,11 +89,18 @@ class CiFiles:
 # (deb822_repository checks that its key is fetched with Ansible's).
 AGENT_CHECKED = ("/cloudflare-main.gpg",)
 
+# Paths answered 403 to everyone: apt's repository of a PPA that does not exist, as
+# ppa.launchpad.net answers it (apt checks that a failed cache update says so).
+FORBIDDEN = ("/ppa.launchpad.net/non-existing/",)
+
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 - the base class's name
         agent = self.headers.get("User-Agent", "")
         if self.path in AGENT_CHECKED and agent.startswith("Python-urllib"):
+            self.send_error(403, "Forbidden")
+            return
+        if self.path.startswith(FORBIDDEN):
             self.send_error(403, "Forbidden")
             return
         super().do_GET()

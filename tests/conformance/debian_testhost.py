@@ -50,8 +50,10 @@ while True:
 
 
 # What ansible-test's target images have and the debootstrap base does not, installed on
-# every testhost: lsb-release (Ansible's `lsb` facts, which targets read).
-IMAGE_PACKAGES = ["lsb-release"]
+# every testhost: lsb-release (Ansible's `lsb` facts, which targets read) and coverage in
+# the system's Python (ansible-test's images have its requirements installed; pip's
+# no_setuptools.yml installs the version it finds there into a virtual environment).
+IMAGE_PACKAGES = ["lsb-release", "python3-coverage"]
 
 
 def wants_debian_host(aliases: list[str]) -> bool:

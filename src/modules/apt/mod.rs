@@ -9,7 +9,7 @@
 //! quote it). Check mode is apt-get's `--simulate`: the module does its own check mode
 //! ([`Caps::own_check_mode`]) so that these read-only and simulating commands run.
 
-mod apt_get;
+pub(crate) mod apt_get;
 pub(crate) mod dpkg_status;
 mod operations;
 pub(crate) mod policy;
@@ -440,7 +440,7 @@ fn after_probe(request: Arc<Request>, probe: Probe) -> Result<Plan, ModuleError>
         return cache_done(request, probe, cache);
     }
     let [stamp, lists] = cache_stats();
-    let update = plain_exec(vec![APT_GET.into(), "update".into(), "-q".into()]);
+    let update = plain_exec(apt_get::update_argv(APT_GET));
     let op = Op::Batch(vec![Op::Exec(update), stamp, lists]);
     Ok(Plan::Step(
         op.clone(),

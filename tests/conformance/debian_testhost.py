@@ -190,6 +190,10 @@ exec chroot '{root}' /run/testhost/init -I /run/testhost/init.py -D -e -p {port}
         self.run(["sh", "-c", "rm -f /usr/sbin/policy-rc.d && /usr/bin/python3 -c 'import pathlib, "
                   "sysconfig; (pathlib.Path(sysconfig.get_path(\"stdlib\")) / "
                   "\"EXTERNALLY-MANAGED\").unlink(missing_ok=True)'"])
+        # ansible-test's Debian and Ubuntu images have source indexes too (apt's build-dep
+        # tests need them).
+        self.run(["sh", "-c", "grep -q '^deb-src ' /etc/apt/sources.list || sed -n "
+                  "'s/^deb /deb-src /p' /etc/apt/sources.list >>/etc/apt/sources.list"])
         if Path("/etc/pip.conf").is_file():
             self.run(["sh", "-c", "cat >/etc/pip.conf"], stdin=Path("/etc/pip.conf").read_text())
         self.install_image_packages()

@@ -49,7 +49,7 @@ static SPEC: Spec = Spec::new(&[
     Arg::bool("autoclean").default_bool(false),
     Arg::bool("autoremove").default_bool(false),
     Arg::int("cache_valid_time").default_int(0),
-    Arg::bool("clean").default_bool(false).not_yet(),
+    Arg::bool("clean").default_bool(false),
     Arg::path("deb"),
     Arg::str("default_release").aliases(&["default-release"]),
     Arg::str("dpkg_options").default_str(apt_get::DPKG_OPTIONS),
@@ -172,6 +172,8 @@ struct Request {
     purge: bool,
     autoremove: bool,
     autoclean: bool,
+    /// `apt-get clean` first (in check mode too, as Ansible's).
+    clean: bool,
     fail_on_autoremove: bool,
     force: bool,
     only_upgrade: bool,
@@ -240,6 +242,7 @@ impl Request {
             purge: args.bool("purge"),
             autoremove: args.bool("autoremove"),
             autoclean: args.bool("autoclean"),
+            clean: args.bool("clean"),
             fail_on_autoremove: args.bool("fail_on_autoremove"),
             force: args.bool("force"),
             only_upgrade: args.bool("only_upgrade"),
@@ -411,9 +414,49 @@ fn probe(request: Arc<Request>, reinstalled: bool) -> Plan {
                 probe.known = dpkg_status::parse_query(&String::from_utf8_lossy(&x.stdout));
                 probe.now = Some(x.start_unix_micros.div_euclid(1_000_000));
             }
+            if request.clean {
+                return clean(request, probe);
+            }
             after_probe(request, probe)
         }),
     )
+}
+
+/// Ansible's `aptclean`, before anything else the task asks (also in check mode): a task
+/// with nothing else to do ends changed, with apt-get's output.
+fn clean(request: Arc<Request>, probe: Probe) -> Result<Plan, ModuleError> {
+    let argv = vec!["apt-get".to_string(), "clean".to_string()];
+    Ok(Plan::Step(
+        Op::Exec(plain_exec(argv)),
+        Next::new(move |reply| {
+            let OpResult::Exec(x) = reply else {
+                return failed(reply_error(&reply).unwrap_or_default());
+            };
+            let (stdout, stderr) = texts(&x);
+            if x.rc != 0 || !stderr.is_empty() {
+                let mut out = TaskOutcome::failed(if x.rc != 0 {
+                    "apt-get clean failed".to_string()
+                } else {
+                    format!("apt-get clean failed: {stderr}")
+                });
+                out.data.insert("stdout".into(), json!(stdout));
+                out.data.insert("rc".into(), json!(x.rc));
+                return Ok(Plan::Done(out));
+            }
+            if request.packages.is_empty() && request.upgrade.is_none() && request.deb.is_none() {
+                let mut out = TaskOutcome {
+                    changed: true,
+                    msg: Some(stdout.clone()),
+                    ..TaskOutcome::default()
+                };
+                out.data.insert("stdout".into(), json!(stdout));
+                out.data.insert("stderr".into(), json!(stderr));
+                out.data.insert("diff".into(), request.diff_of(&stdout));
+                return Ok(Plan::Done(out));
+            }
+            after_probe(request, probe)
+        }),
+    ))
 }
 
 fn after_probe(request: Arc<Request>, probe: Probe) -> Result<Plan, ModuleError> {

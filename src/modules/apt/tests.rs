@@ -538,3 +538,23 @@ fn name_patterns_stand_for_the_native_packages_apt_knows_that_match() {
         Some("No package(s) matching 'nothing*' available")
     );
 }
+
+#[test]
+fn clean_runs_apt_get_clean_first_and_alone_ends_changed() {
+    let p = plan(json!({"clean": true}), &checking());
+    let p = step(p, probe_reply("", ""));
+    assert_eq!(argv_of(&p), strs(&["apt-get", "clean"]));
+    let out = done(step(p, exec_reply(0, "", "")));
+    assert!(out.changed && !out.failed);
+    assert_eq!(out.msg.as_deref(), Some(""));
+
+    let p = plan(json!({"clean": true, "name": "tree"}), &ctx());
+    let p = step(p, probe_reply("", ""));
+    let p = step(p, exec_reply(0, "", ""));
+    assert_eq!(argv_of(&p), strs(&["apt-cache", "policy", "tree"]));
+
+    let p = plan(json!({"clean": true}), &ctx());
+    let p = step(p, probe_reply("", ""));
+    let out = done(step(p, exec_reply(0, "", "W: odd\n")));
+    assert_eq!(out.msg.as_deref(), Some("apt-get clean failed: W: odd\n"));
+}

@@ -52,8 +52,9 @@ while True:
 # What ansible-test's target images have and the debootstrap base does not, installed on
 # every testhost: lsb-release (Ansible's `lsb` facts, which targets read) and coverage in
 # the system's Python (ansible-test's images have its requirements installed; pip's
-# no_setuptools.yml installs the version it finds there into a virtual environment).
-IMAGE_PACKAGES = ["lsb-release", "python3-coverage"]
+# no_setuptools.yml installs the version it finds there into a virtual environment), and
+# rsync (apt's apt_update.yml restores apt's lists with it).
+IMAGE_PACKAGES = ["lsb-release", "python3-coverage", "rsync"]
 
 
 def wants_debian_host(aliases: list[str]) -> bool:

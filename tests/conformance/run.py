@@ -21,14 +21,16 @@ calling one is reported as skipped, with the command named.
 
 The targets run are those in targets.txt; changes to their files are only those in
 patches.diff (applied to a copy, never to the fetched tree); skipped.txt names the targets
-that cannot run here, each with its reason, which the table shows. Prints one row per target
+that cannot run here, each with its reason, which the table shows. slow.txt names the
+targets that take minutes each (on a Debian testhost, installing from the archive and
+PyPI): they run only with --with-slow or when named, so CI's run stays short. Prints one row per target
 and `conformance: N passed, N failed, N skipped`. With --check-baseline it exits non-zero
 only when a target listed in passing.txt does not pass.
 
 Usage: tests/conformance/run.sh [--check-baseline] [--write-baseline] [--keep]
                                 [--binary PATH] [--timeout SECONDS]
                                 [--debian-login root|deploy] [--with-ansible VENV]
-                                [TARGET ...]
+                                [--with-slow] [TARGET ...]
 
 --with-ansible runs the targets with Python Ansible's commands from VENV instead (a
 virtual environment with ansible-core 2.21.5 installed), on the same kind of testhost: what
@@ -114,6 +116,8 @@ def main() -> int:
     parser.add_argument("--debian-login", choices=LOGINS, default="root",
                         help="how testhost is reached when it is a Debian host (default: root, "
                         "as in ansible-test's containers; deploy escalates with sudo)")
+    parser.add_argument("--with-slow", action="store_true",
+                        help="also run the targets of slow.txt (minutes each on a Debian testhost)")
     parser.add_argument("--with-ansible", metavar="VENV",
                         help="run Python Ansible's commands from this virtual environment "
                         "instead of turbo-play, for comparison")
@@ -122,7 +126,7 @@ def main() -> int:
     if not (FETCHED / ".fetched").is_file():
         sys.exit("conformance: no targets fetched; run `bash tests/conformance/fetch.sh` first")
     binary = find_binary(args.binary)
-    names = args.targets or read_list(HERE / "targets.txt")
+    names = args.targets or without_slow(read_list(HERE / "targets.txt"), args.with_slow)
     source = patched_tree()
 
     run_root = Path(tempfile.mkdtemp(prefix="turbo-conformance-"))
@@ -191,6 +195,18 @@ def find_binary(explicit: str | None) -> Path:
 def read_list(path: Path) -> list[str]:
     return [line.split("#")[0].strip() for line in path.read_text().splitlines()
             if line.split("#")[0].strip()]
+
+
+def without_slow(names: list[str], with_slow: bool) -> list[str]:
+    """targets.txt's names less slow.txt's (`target: why` a line), unless asked for: those
+    are not run at all, so --check-baseline does not expect them."""
+    slow = read_skipped(HERE / "slow.txt")
+    left_out = [n for n in names if n in slow]
+    if with_slow or not left_out:
+        return names
+    print(f"conformance: not running {len(left_out)} slow targets ({', '.join(left_out)}; "
+          "tests/conformance/slow.txt): --with-slow runs them")
+    return [n for n in names if n not in slow]
 
 
 def read_skipped(path: Path) -> dict[str, str]:

@@ -10,6 +10,7 @@
 //! ([`Caps::own_check_mode`]) so that these read-only and simulating commands run.
 
 pub(crate) mod apt_get;
+mod deb_depends;
 pub(crate) mod dpkg_status;
 mod operations;
 pub(crate) mod policy;

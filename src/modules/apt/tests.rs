@@ -558,3 +558,54 @@ fn clean_runs_apt_get_clean_first_and_alone_ends_changed() {
     let out = done(step(p, exec_reply(0, "", "W: odd\n")));
     assert_eq!(out.msg.as_deref(), Some("apt-get clean failed: W: odd\n"));
 }
+
+#[test]
+fn a_deb_file_gets_its_missing_dependencies_from_apt_first_marked_automatic() {
+    let p = plan(json!({"deb": "/tmp/one.deb"}), &ctx());
+    let p = step(p, probe_reply("", ""));
+    assert_eq!(
+        argv_of(&p),
+        strs(&[
+            "dpkg-deb",
+            "--field",
+            "/tmp/one.deb",
+            "Package",
+            "Version",
+            "Pre-Depends",
+            "Depends",
+            "Recommends"
+        ])
+    );
+    let p = step(
+        p,
+        exec_reply(
+            0,
+            "Package: packageone\nVersion: 1.0\nDepends: packagetwo, libc6 (>= 2.3)\n",
+            "",
+        ),
+    );
+    assert_eq!(argv_of(&p)[3..], strs(&["packageone", "libc6", "packagetwo"])[..]);
+    let p = step(p, exec_reply(1, "libc6\tamd64\tii \t2.36-9\n", ""));
+    assert_eq!(argv_of(&p), strs(&["apt-cache", "policy", "packagetwo"]));
+    let policy = "packagetwo:\n  Installed: (none)\n  Candidate: 2.0\n  Version table:\n     2.0 500\n        500 file:/opt/repo ./ Packages\n";
+    let p = step(p, exec_reply(0, policy, ""));
+    let mut want = strs(INSTALL);
+    want.extend(strs(&["install", "packagetwo=2.0"]));
+    assert_eq!(argv_of(&p), want);
+    let p = step(p, exec_reply(0, "Setting up packagetwo (2.0) ...\n", ""));
+    assert_eq!(
+        argv_of(&p),
+        strs(&["/usr/bin/apt-mark", "auto", "packagetwo"])
+    );
+    let p = step(p, exec_reply(0, "packagetwo set to automatically installed.\n", ""));
+    assert_eq!(
+        argv_of(&p),
+        strs(&["dpkg", "--force-confdef", "--force-confold", "-i", "/tmp/one.deb"])
+    );
+    let out = done(step(p, exec_reply(0, "Unpacking packageone (1.0) ...\n", "")));
+    assert!(out.changed && !out.failed);
+    assert_eq!(
+        out.data["stdout"],
+        json!("Setting up packagetwo (2.0) ...\nUnpacking packageone (1.0) ...\n")
+    );
+}

@@ -34,6 +34,13 @@ pub struct Config {
     pub library: Vec<PathBuf>,
     /// `[defaults] module_utils` / `ANSIBLE_MODULE_UTILS`: directories of module_utils.
     pub module_utils: Vec<PathBuf>,
+    /// `[defaults] filter_plugins`, `test_plugins`, `lookup_plugins`, `action_plugins` /
+    /// `ANSIBLE_FILTER_PLUGINS`...: directories of Python plugins (empty: Ansible's
+    /// defaults under `~/.ansible/plugins` and `/usr/share/ansible/plugins`).
+    pub filter_plugins: Vec<PathBuf>,
+    pub test_plugins: Vec<PathBuf>,
+    pub lookup_plugins: Vec<PathBuf>,
+    pub action_plugins: Vec<PathBuf>,
     pub host_key_checking: Option<bool>,
     pub private_key_file: Option<PathBuf>,
     /// Connection timeout in seconds.
@@ -46,6 +53,11 @@ pub struct Config {
     pub ssh_retries: Option<u32>,
     /// `[defaults] show_custom_stats` / `ANSIBLE_SHOW_CUSTOM_STATS`: the recap's CUSTOM STATS.
     pub show_custom_stats: bool,
+    /// `[defaults] no_log` / `ANSIBLE_NO_LOG`: tasks that do not say hide their results.
+    pub no_log: bool,
+    /// `[defaults] inject_invocation` / `ANSIBLE_INJECT_INVOCATION`: results carry the
+    /// module's arguments as `invocation.module_args`.
+    pub inject_invocation: bool,
     /// `[defaults] deprecation_warnings` / `ANSIBLE_DEPRECATION_WARNINGS`: whether
     /// `[DEPRECATION WARNING]`s are shown (unset: they are).
     pub deprecation_warnings: Option<bool>,
@@ -291,6 +303,26 @@ impl Config {
                 "module_utils",
                 &mut config.module_utils,
             ),
+            (
+                "ANSIBLE_FILTER_PLUGINS",
+                "filter_plugins",
+                &mut config.filter_plugins,
+            ),
+            (
+                "ANSIBLE_TEST_PLUGINS",
+                "test_plugins",
+                &mut config.test_plugins,
+            ),
+            (
+                "ANSIBLE_LOOKUP_PLUGINS",
+                "lookup_plugins",
+                &mut config.lookup_plugins,
+            ),
+            (
+                "ANSIBLE_ACTION_PLUGINS",
+                "action_plugins",
+                &mut config.action_plugins,
+            ),
         ] {
             if let Some((value, origin)) = setting(env, key) {
                 *slot = value
@@ -341,6 +373,12 @@ impl Config {
         }
         if let Some((value, _)) = setting("ANSIBLE_SHOW_CUSTOM_STATS", "show_custom_stats") {
             config.show_custom_stats = crate::booleans::lenient_text(&value);
+        }
+        if let Some((value, _)) = setting("ANSIBLE_NO_LOG", "no_log") {
+            config.no_log = crate::booleans::lenient_text(&value);
+        }
+        if let Some((value, _)) = setting("ANSIBLE_INJECT_INVOCATION", "inject_invocation") {
+            config.inject_invocation = crate::booleans::lenient_text(&value);
         }
         if let Some((value, _)) = setting("ANSIBLE_DEPRECATION_WARNINGS", "deprecation_warnings") {
             config.deprecation_warnings = Some(crate::booleans::lenient_text(&value));

@@ -103,28 +103,15 @@ pub fn parse_kv(s: &str, only: Option<&[&str]>) -> KvArgs {
     out
 }
 
-/// `key=value` at the first `=` not escaped by a backslash. As in Ansible's parse_kv the
-/// key may be anything, a template included (`set_fact: "{{ name }}=x"`), but never a
-/// quoted string or the inside of a `{{ }}` expression.
+/// `key=value` at the first `=` (after the first character) not escaped by a backslash,
+/// as Ansible's parse_kv splits a token: the key may be anything, a template included
+/// (`set_fact: "{{ name }}=x"`), and an `=` inside `{{ }}` splits too (`{{ "k=v" }}` is
+/// the key `{{ "k`, as Ansible has it).
 fn split_key_value(token: &str) -> Option<(&str, &str)> {
     let bytes = token.as_bytes();
-    if matches!(bytes.first(), Some(b'"' | b'\'')) {
-        return None;
-    }
-    let mut depth = 0usize;
-    let mut i = 1;
-    while i < bytes.len() {
-        match (bytes[i - 1], bytes[i]) {
-            (b'{', b'{' | b'%') => depth += 1,
-            (b'}' | b'%', b'}') => depth = depth.saturating_sub(1),
-            (prev, b'=') if depth == 0 && prev != b'\\' => {
-                return Some((&token[..i], &token[i + 1..]));
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
+    (1..bytes.len())
+        .find(|&i| bytes[i] == b'=' && bytes[i - 1] != b'\\')
+        .map(|i| (&token[..i], &token[i + 1..]))
 }
 
 /// Strips one pair of matching outer quotes.
@@ -232,6 +219,8 @@ mod tests {
             [kv("content", "line1\nline2\té"), kv("x", "it''s")]
         );
         assert_eq!(pairs("msg={{ a }}={{ b }}"), [kv("msg", "{{ a }}={{ b }}")]);
+        // Ansible's own, odd as it is: the first `=` splits, inside `{{ }}` too.
+        assert_eq!(pairs(r#"{{ "k=v" }}"#), [kv(r#"{{ "k"#, r#"v" }}"#)]);
         let bare = parse_kv("dest=/x stray", None);
         assert_eq!(bare.raw, "stray");
     }

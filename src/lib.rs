@@ -21,6 +21,7 @@ pub mod listing;
 pub mod modules;
 pub mod pep440;
 pub mod playbook;
+pub mod plugins;
 pub mod report;
 pub mod shell_words;
 pub mod template;
@@ -47,6 +48,7 @@ mod layering {
         ("vault", 1),
         ("yaml", 2),
         ("config", 2),
+        ("plugins", 2),
         ("template", 3),
         ("vars_file", 4),
         ("inventory", 5),

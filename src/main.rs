@@ -153,6 +153,8 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
     let mut playbooks = Vec::new();
     // How many playbooks each path loaded (import_playbook from another directory adds some).
     let mut loaded_per_path = Vec::new();
+    // One for all the playbooks: the plugins of one are visible to the next, as in Ansible.
+    let options = launch::load_options(&config);
     for path in &cli.playbooks {
         if !path.is_file() {
             return Err((
@@ -160,7 +162,6 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
                 format!("the playbook: {} could not be found", path.display()),
             ));
         }
-        let options = launch::load_options(&config);
         let loaded =
             load_playbooks(path, &options).map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
         loaded_per_path.push(loaded.len());
@@ -254,6 +255,7 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
         force_handlers: cli.force_handlers,
         tags,
         start_at_task: cli.start_at_task.clone(),
+        plugins: options.plugins.clone(),
         ..launch::run_options(&config, flags, extra_vars)?
     };
     let verbosity = cli.verbose;

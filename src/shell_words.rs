@@ -2,6 +2,16 @@
 //! uses for `command` and ssh arguments) splits them. Errors keep Python's wording,
 //! which Ansible users know.
 
+/// Python's `shlex.quote`: a word as one shell word, quoted only when it must be.
+pub fn quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\"'\"'"))
+    }
+}
+
 /// Splits a command line the way a POSIX shell would split words: whitespace separates,
 /// single quotes are literal, double quotes allow `\"`, `\\`, `\$`, `` \` ``, and a
 /// backslash outside quotes escapes the next character.

@@ -194,12 +194,10 @@ pub fn run(cli: AdhocCli) -> Result<u8, Failure> {
             .map_err(|e| (EXIT_ERROR, format!("the current directory: {e}")))?,
     };
     let text = play_text(&cli.pattern, module, &raw_args, &cli);
-    let playbooks = crate::playbook::load_playbooks_text(
-        &base_dir.join("__adhoc_playbook__"),
-        &text,
-        &launch::load_options(&config),
-    )
-    .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
+    let options = launch::load_options(&config);
+    let playbooks =
+        crate::playbook::load_playbooks_text(&base_dir.join("__adhoc_playbook__"), &text, &options)
+            .map_err(|e| (EXIT_PARSE_ERROR, e.to_string()))?;
     for playbook in &playbooks {
         inventory
             .load_vars_dirs(&playbook.dir)
@@ -214,7 +212,10 @@ pub fn run(cli: AdhocCli) -> Result<u8, Failure> {
         runas: &cli.runas,
         verbosity: cli.verbose,
     };
-    let opts = launch::run_options(&config, flags, extra_vars)?;
+    let opts = crate::executor::RunOptions {
+        plugins: options.plugins.clone(),
+        ..launch::run_options(&config, flags, extra_vars)?
+    };
     let task_repr = task_repr(module, &raw_args, &cli);
     let shape = if cli.one_line {
         Shape::OneLine

@@ -48,6 +48,7 @@ pub fn load_config(vault: &VaultArgs) -> Result<Config, Failure> {
         policy.install();
     }
     crate::hash_merge::set_merge(config.hash_merge);
+    crate::modules::set_inject_invocation(config.inject_invocation);
     Ok(config)
 }
 
@@ -117,6 +118,23 @@ pub fn load_options(config: &Config) -> LoadOptions {
         },
         library: config.library.clone(),
         module_utils: config.module_utils.clone(),
+        plugins: std::sync::Arc::new(crate::plugins::Catalog::new(&plugin_paths(config))),
+        default_no_log: config.no_log,
+    }
+}
+
+/// The configured directories of Python plugins, each kind's Ansible's default when
+/// ansible.cfg and the environment name none.
+fn plugin_paths(config: &Config) -> crate::plugins::ConfiguredPaths {
+    let defaults = crate::plugins::ConfiguredPaths::defaults(crate::tilde::home_dir().as_deref());
+    let or_default = |set: &Vec<std::path::PathBuf>, default: Vec<std::path::PathBuf>| {
+        if set.is_empty() { default } else { set.clone() }
+    };
+    crate::plugins::ConfiguredPaths {
+        filter: or_default(&config.filter_plugins, defaults.filter),
+        test: or_default(&config.test_plugins, defaults.test),
+        lookup: or_default(&config.lookup_plugins, defaults.lookup),
+        action: or_default(&config.action_plugins, defaults.action),
     }
 }
 

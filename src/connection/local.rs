@@ -201,14 +201,14 @@ async fn spawn(path: &Path, sha256: &str) -> std::io::Result<(Child, Arc<Mutex<V
 pub(super) async fn open_become(
     spec: &ConnectionSpec,
     become_: &BecomeSpec,
+    shown: super::ExecShown<'_>,
 ) -> Result<AgentSession, ConnectError> {
     let agent = agent_for(&spec.host)?;
     let prompt = privilege::unique_prompt();
+    let line = privilege::become_command(become_, agent, &prompt);
+    shown(&format!("/bin/sh -c {}", privilege::shell_quote(&line)));
     let mut command = Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(privilege::become_command(become_, agent, &prompt))
-        .kill_on_drop(true);
+    command.arg("-c").arg(line).kill_on_drop(true);
     let method = become_.method.name();
     let starting = |e: std::io::Error| ConnectError::Become(format!("starting {method}: {e}"));
     let talk = Talk {

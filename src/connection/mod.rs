@@ -212,11 +212,19 @@ pub enum Escalator {
     Local(Box<ConnectionSpec>),
 }
 
+/// Told the command line an escalation runs, before it runs (Ansible shows its `EXEC`
+/// line at -vvv).
+pub type ExecShown<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
 impl Escalator {
-    pub async fn open(&self, become_: &BecomeSpec) -> Result<AgentSession, ConnectError> {
+    pub async fn open(
+        &self,
+        become_: &BecomeSpec,
+        shown: ExecShown<'_>,
+    ) -> Result<AgentSession, ConnectError> {
         match self {
-            Escalator::Ssh(ssh) => ssh.open(become_).await,
-            Escalator::Local(spec) => local::open_become(spec, become_).await,
+            Escalator::Ssh(ssh) => ssh.open(become_, shown).await,
+            Escalator::Local(spec) => local::open_become(spec, become_, shown).await,
         }
     }
 }

@@ -218,7 +218,7 @@ fn python_shell_quote(word: &str) -> String {
 }
 
 /// A word for the shell, in single quotes.
-fn shell_quote(word: &str) -> String {
+pub(super) fn shell_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', "'\"'\"'"))
 }
 

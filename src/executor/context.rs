@@ -56,6 +56,8 @@ pub struct RunOptions {
     pub chains: bool,
     /// ansible.cfg `gathering` / `ANSIBLE_GATHERING`: which plays gather facts.
     pub gathering: crate::config::Gathering,
+    /// The run's Python plugins (filled as the playbooks loaded).
+    pub plugins: Arc<crate::plugins::Catalog>,
 }
 
 /// The command line's and ansible.cfg's become settings.
@@ -201,7 +203,7 @@ pub(crate) struct RunContext {
     /// Replaced whole by `meta: refresh_inventory`; read through [`RunContext::inventory`].
     pub inventory: std::sync::RwLock<Arc<Inventory>>,
     pub opts: RunOptions,
-    pub templar: Templar,
+    pub templar: Arc<Templar>,
     pub events: EventSender,
     pub hosts: Mutex<HashMap<String, Arc<HostState>>>,
     /// Play `vars_files`, read once for every host and task.
@@ -229,6 +231,10 @@ pub(crate) struct RunContext {
     /// Set when an interrupt stops the run: what the aborted tasks would still report is
     /// not shown.
     pub(super) interrupted: std::sync::atomic::AtomicBool,
+    /// An agent on the controller itself (connection local), opened for the first task
+    /// that works on the controller's files through an agent (synchronize's pull).
+    pub(super) controller:
+        tokio::sync::OnceCell<Result<crate::agent_session::AgentSession, super::SessionFailure>>,
 }
 
 impl RunContext {

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::modules::TaskOutcome;
+use super::task_state::{self, TaskRecord};
+use crate::modules::{ErrorCause, TaskOutcome};
 use crate::playbook::{BreakWhen, Task, Until};
-use crate::template::Templar;
+use crate::template::{Templar, TemplateError};
 
 /// How often an item may run and how long to wait in between.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,36 +88,47 @@ pub enum Verdict {
     Retry,
 }
 
-/// Whether every condition holds, with Ansible's message (naming the task) for one that
-/// cannot be evaluated.
-pub(super) fn all_hold(
+/// Whether every condition holds, or the error of the first that cannot be evaluated.
+fn conditions_hold(
     templar: &Templar,
-    task: &Task,
     conditions: &[String],
     vars: &minijinja::Value,
-) -> Result<bool, String> {
+) -> Result<bool, TemplateError> {
     for condition in conditions {
-        match templar.eval_condition(condition, vars) {
-            Ok(true) => {}
-            Ok(false) => return Ok(false),
-            Err(e) => {
-                return Err(format!(
-                    "The conditional check '{condition}' failed. The error was: {e}\n\nThe error appears to be in '{}'",
-                    task.location
-                ));
-            }
+        if !templar.eval_condition(condition, vars)? {
+            return Ok(false);
         }
     }
     Ok(true)
 }
 
-/// The `msg` of a result that `failed_when` failed.
+/// Whether every `when` condition holds, with Ansible's message for one that cannot be
+/// evaluated ("Task failed: A 'when' expression failed: ...").
+pub(super) fn all_hold(
+    templar: &Templar,
+    conditions: &[String],
+    vars: &minijinja::Value,
+) -> Result<bool, String> {
+    conditions_hold(templar, conditions, vars).map_err(|e| when_failure(&e))
+}
+
+/// The `msg` of a task whose `when` could not be evaluated.
+pub(super) fn when_failure(e: &TemplateError) -> String {
+    format!(
+        "Task failed: A 'when' expression failed: {}",
+        e.conditional_message()
+    )
+}
+
+/// The `msg` of a result that `failed_when` failed, when the module gave none.
 pub const FAILED_WHEN_MESSAGE: &str =
     "Task failed: Action failed: A 'failed_when' expression evaluated to 'True'.";
 
 /// Applies the task's control keywords to one item's outcome from attempt `attempt`.
 /// `vars` are the item's variables; the result itself is added under the `register`
-/// name and, below every other variable, as bare names (`rc`, `stdout`...).
+/// name. As in ansible-core 2.21, the result's keys are no variables of their own
+/// (`rc`, `stdout`): a condition reads them through the registered name.
+#[cfg(test)]
 pub fn judge(
     task: &Task,
     templar: &Templar,
@@ -125,6 +137,20 @@ pub fn judge(
     attempt: u64,
     attempts: Attempts,
 ) -> Verdict {
+    judge_with(task, templar, vars, outcome, attempt, attempts, None)
+}
+
+/// [`judge`] for a task whose expressions read `_task` or its register projections: the
+/// item's result is recorded in `in_flight` as it stands at each condition.
+pub(super) fn judge_with(
+    task: &Task,
+    templar: &Templar,
+    vars: &minijinja::Value,
+    outcome: &mut TaskOutcome,
+    attempt: u64,
+    attempts: Attempts,
+    in_flight: Option<&InFlight>,
+) -> Verdict {
     // A skip never ran the module: Ansible judges nothing about it.
     if outcome.skipped {
         return Verdict::Final;
@@ -132,21 +158,34 @@ pub fn judge(
     if task.until.is_some() {
         outcome.data.insert("attempts".into(), attempt.into());
     }
-    let holds = |conditions: &[String], outcome: &TaskOutcome| -> Result<bool, String> {
-        all_hold(templar, task, conditions, &with_result(task, vars, outcome))
+    let holds = |conditions: &[String], outcome: &TaskOutcome| {
+        let vars = with_result(templar, task, vars, outcome, in_flight);
+        conditions_hold(templar, conditions, &vars)
     };
-    let fail = |outcome: &mut TaskOutcome, message: String| {
-        outcome.failed = true;
-        outcome.msg = Some(message);
-        Verdict::Final
-    };
+    // Ansible's words for what failed: a module's failure, or the action's.
+    let module_failed = outcome.failed && !crate::report::task_error::is_action(&task.action);
     if let Some(conditions) = task.changed_when.as_deref().filter(|c| !c.is_empty()) {
         match holds(conditions, outcome) {
             Ok(changed) => outcome.changed = changed,
-            Err(message) => return fail(outcome, message),
+            Err(e) => {
+                let text = e.conditional_message();
+                suppress_exception(outcome, "changed_when_suppressed_exception");
+                outcome
+                    .data
+                    .insert("changed_when_result".into(), text.clone().into());
+                let kind = failure_kind(module_failed);
+                expression_failed(
+                    task,
+                    outcome,
+                    &format!("{kind} A 'changed_when' expression failed: {text}"),
+                );
+                return Verdict::Final;
+            }
         }
     }
     if let Some(conditions) = task.failed_when.as_deref().filter(|c| !c.is_empty()) {
+        // Any failed_when takes the module's exception aside, whatever it decides.
+        suppress_exception(outcome, "failed_when_suppressed_exception");
         match holds(conditions, outcome) {
             Ok(failed) => {
                 outcome.failed = failed;
@@ -154,11 +193,22 @@ pub fn judge(
                     .data
                     .insert("failed_when_result".into(), failed.into());
                 if failed {
-                    // ansible-core 2.21's words; the module's own msg is replaced.
-                    outcome.msg = Some(FAILED_WHEN_MESSAGE.into());
+                    expression_failed(task, outcome, FAILED_WHEN_MESSAGE);
                 }
             }
-            Err(message) => return fail(outcome, message),
+            Err(e) => {
+                let text = e.conditional_message();
+                outcome
+                    .data
+                    .insert("failed_when_result".into(), text.clone().into());
+                let kind = failure_kind(module_failed);
+                expression_failed(
+                    task,
+                    outcome,
+                    &format!("{kind} A 'failed_when' expression failed: {text}"),
+                );
+                return Verdict::Final;
+            }
         }
     }
     let Some(until) = &task.until else {
@@ -182,41 +232,114 @@ pub fn judge(
             }
             Verdict::Final
         }
-        Err(message) => fail(outcome, message),
+        // Ansible raises it: the module's result is gone.
+        Err(e) => {
+            let mut failed = TaskOutcome::failed(format!(
+                "Task failed: An 'until' expression failed: {}",
+                e.conditional_message()
+            ));
+            failed
+                .data
+                .insert("exception".into(), "(traceback unavailable)".into());
+            *outcome = failed;
+            Verdict::Final
+        }
     }
 }
 
+fn failure_kind(module_failed: bool) -> &'static str {
+    if module_failed {
+        "Task failed: Module failed:"
+    } else {
+        "Task failed: Action failed:"
+    }
+}
+
+/// Moves the result's exception to `key`, as Ansible keeps the one a condition replaces.
+fn suppress_exception(outcome: &mut TaskOutcome, key: &str) {
+    if let Some(exception) = outcome.data.shift_remove("exception") {
+        outcome.data.insert(key.into(), exception);
+    }
+}
+
+/// Fails the result for a condition, as Ansible's `set_*_when_result` does: the error
+/// shown is `error`, the module's own `msg` stays unless it had none.
+fn expression_failed(task: &Task, outcome: &mut TaskOutcome, error: &str) {
+    outcome.failed = true;
+    outcome
+        .data
+        .insert("exception".into(), "(traceback unavailable)".into());
+    // debug keeps its message (any value) among its data.
+    let has_own = outcome.msg.as_deref().is_some_and(|m| !m.is_empty())
+        || outcome
+            .data
+            .get("msg")
+            .is_some_and(|m| !m.is_null() && m.as_str() != Some(""));
+    if !has_own {
+        outcome.msg = Some(error.to_string());
+    }
+    outcome.cause = Some(ErrorCause::alone(
+        error.to_string(),
+        task.location.file.to_path_buf(),
+        task.location.line,
+        task.location.column,
+    ));
+}
+
 /// Whether `loop_control.break_when` stops the loop after this item, recorded in its
-/// result as Ansible records it (`break_when_result`); a check that cannot be evaluated
-/// fails the item and stops the loop.
-pub fn breaks(
+/// result as Ansible records it (`break_when_result`). A check that cannot be evaluated
+/// stops the loop and fails the item as Ansible's `set_break_when_result` does: the
+/// error's text is the `break_when_result`, an exception the item already had moves to
+/// `break_when_suppressed_exception`, and the error shown is the expression's, where it
+/// is written.
+pub(super) fn breaks(
     task: &Task,
     templar: &Templar,
     vars: &minijinja::Value,
     outcome: &mut TaskOutcome,
+    in_flight: Option<&InFlight>,
 ) -> bool {
     let Some(break_when) = &task.loop_control.break_when else {
         return false;
     };
     let verdict = match break_when {
         BreakWhen::Conditions(conditions) => {
-            let vars = with_result(task, vars, outcome);
+            let vars = with_result(templar, task, vars, outcome, in_flight);
             conditions.iter().try_fold(true, |all, condition| {
-                Ok::<bool, String>(
-                    all && templar
-                        .eval_condition(condition, &vars)
-                        .map_err(|e| e.to_string())?,
-                )
+                if !all {
+                    return Ok(false);
+                }
+                templar
+                    .eval_condition(&condition.text, &vars)
+                    .map_err(|e| (e.conditional_message(), &condition.origin))
             })
         }
-        BreakWhen::NotStrings => Err("Conditional expressions must be strings.".to_string()),
+        BreakWhen::NotStrings(origin) => Err((
+            "Conditional expressions must be strings.".to_string(),
+            origin,
+        )),
     };
     match verdict {
         Ok(stop) => {
             outcome.data.insert("break_when_result".into(), stop.into());
             stop
         }
-        Err(message) => {
+        Err((message, origin)) => {
+            if let Some(exception) = outcome.data.shift_remove("exception") {
+                outcome
+                    .data
+                    .insert("break_when_suppressed_exception".into(), exception);
+            }
+            outcome.data.insert(
+                "exception".into(),
+                Value::String("(traceback unavailable)".into()),
+            );
+            outcome.cause = Some(ErrorCause::alone(
+                format!("A 'break_when' expression failed: {message}"),
+                origin.file.to_path_buf(),
+                origin.line,
+                origin.column,
+            ));
             outcome
                 .data
                 .insert("break_when_result".into(), message.into());
@@ -226,18 +349,36 @@ pub fn breaks(
     }
 }
 
-/// The item's variables plus the result: under the `register` name (above everything)
-/// and as bare names (below everything).
-fn with_result(task: &Task, vars: &minijinja::Value, outcome: &TaskOutcome) -> minijinja::Value {
-    let result: Map<String, Value> = outcome.registered();
-    let bare = minijinja::Value::from_serialize(&result);
+/// Where an item of a task that reads `_task` stands: the results recorded before it, and
+/// which item it is.
+pub(super) struct InFlight<'a> {
+    pub record: &'a TaskRecord,
+    pub index: usize,
+    pub item: Option<&'a Value>,
+}
+
+/// The item's variables plus the result under the `register` name (above everything);
+/// in flight, as `_task` and the projections.
+fn with_result(
+    templar: &Templar,
+    task: &Task,
+    vars: &minijinja::Value,
+    outcome: &TaskOutcome,
+    in_flight: Option<&InFlight>,
+) -> minijinja::Value {
+    if let Some(at) = in_flight {
+        let current = task_state::item_result(task, outcome, at.item, at.index);
+        let record = at.record.with_current(at.index, current);
+        return task_state::vars_with(templar, task, vars, &record);
+    }
     match &task.register {
         Some(name) => {
+            let result: Map<String, Value> = outcome.registered();
             let mut named = std::collections::BTreeMap::new();
             named.insert(name.clone(), minijinja::Value::from_serialize(&result));
-            minijinja::context! { ..minijinja::Value::from(named), ..vars.clone(), ..bare }
+            minijinja::context! { ..minijinja::Value::from(named), ..vars.clone() }
         }
-        None => minijinja::context! { ..vars.clone(), ..bare },
+        None => vars.clone(),
     }
 }
 
@@ -282,17 +423,34 @@ mod tests {
         assert!(!out.changed && !out.failed);
         assert_eq!(out.data["failed_when_result"], json!(false));
 
-        // A list is an `and`; bare result keys sit below the task's own variables.
-        let t = task("      failed_when:\n        - \"'boom' in stdout\"\n        - r.rc == 0\n");
+        // A list is an `and`; the result is read through the registered name, a
+        // module's own msg stays.
+        let t = task("      failed_when:\n        - \"'boom' in r.stdout\"\n        - r.rc == 0\n");
         let mut out = outcome(0, "boom");
+        out.msg = Some("module says".into());
         judge(&t, &Templar::new(), &vars(), &mut out, 1, Attempts::ONCE);
         assert!(out.failed);
+        assert_eq!(out.msg.as_deref(), Some("module says"));
+        assert_eq!(out.data["exception"], json!("(traceback unavailable)"));
+        assert_eq!(out.cause.unwrap().message, FAILED_WHEN_MESSAGE);
+        let mut out = outcome(0, "boom");
+        judge(&t, &Templar::new(), &vars(), &mut out, 1, Attempts::ONCE);
         assert_eq!(out.msg.as_deref(), Some(FAILED_WHEN_MESSAGE));
+        // A result's keys are no variables of their own (ansible-core 2.21): `rc` is the
+        // task's variable here.
         let t = task("      changed_when: rc == 'a task var wins'\n");
         let mut out = outcome(0, "");
         out.changed = false;
         judge(&t, &Templar::new(), &vars(), &mut out, 1, Attempts::ONCE);
         assert!(out.changed);
+        let t = task("      failed_when: \"'boom' in stdout\"\n");
+        let mut out = outcome(0, "boom");
+        judge(&t, &Templar::new(), &vars(), &mut out, 1, Attempts::ONCE);
+        assert!(out.failed);
+        assert_eq!(
+            out.data["failed_when_result"],
+            json!("Error while evaluating conditional: 'stdout' is undefined")
+        );
     }
 
     #[test]
@@ -300,13 +458,31 @@ mod tests {
         let t = task("      changed_when: r.nope.deeper\n");
         let mut out = outcome(0, "");
         judge(&t, &Templar::new(), &vars(), &mut out, 1, Attempts::ONCE);
-        assert!(out.failed);
-        let msg = out.msg.unwrap();
-        assert!(
-            msg.starts_with("The conditional check 'r.nope.deeper' failed. The error was:"),
-            "{msg}"
+        assert!(out.failed && out.changed);
+        let error =
+            "Error while evaluating conditional: object of type 'dict' has no attribute 'nope'";
+        assert_eq!(out.data["changed_when_result"], json!(error));
+        assert_eq!(
+            out.msg.as_deref(),
+            Some(
+                format!("Task failed: Action failed: A 'changed_when' expression failed: {error}")
+                    .as_str()
+            )
         );
-        assert!(msg.contains("site.yml:3:7"), "{msg}");
+        // A module's exception is kept aside; `until` that cannot be evaluated replaces
+        // the result.
+        let t = task("      until: nope\n      retries: 1\n");
+        let mut out = outcome(0, "");
+        let attempts = Attempts::of(&t, &Templar::new(), &vars()).unwrap();
+        judge(&t, &Templar::new(), &vars(), &mut out, 1, attempts);
+        assert!(out.failed && !out.changed);
+        assert_eq!(
+            out.msg.as_deref(),
+            Some(
+                "Task failed: An 'until' expression failed: Error while evaluating conditional: 'nope' is undefined"
+            )
+        );
+        assert!(!out.data.contains_key("rc"));
     }
 
     #[test]

@@ -141,7 +141,7 @@ fn evaluate(
                 Some(v) => item_vars(&ctx.templar, task, &base, v, &all_items, index),
                 None => base.clone(),
             };
-            match super::control::all_hold(&ctx.templar, task, &task.when, &vars) {
+            match super::control::all_hold(&ctx.templar, &task.when, &vars) {
                 Ok(true) => {}
                 Ok(false) => {
                     false_condition = task.when.first().cloned();

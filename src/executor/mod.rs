@@ -22,7 +22,9 @@ pub(crate) use throttle::Throttles;
 use throttle::throttled_to;
 
 pub(crate) use sessions::SessionFailure;
+mod task_state;
 mod vars;
+mod vars_dict;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,6 +61,7 @@ pub async fn run_playbooks_until(
     interrupt: impl std::future::Future<Output = ()>,
 ) -> RunSummary {
     let start_at = Mutex::new(opts.start_at_task.clone());
+    let plugins = opts.plugins.clone();
     let ctx = Arc::new_cyclic(|me: &std::sync::Weak<RunContext>| RunContext {
         inventory: std::sync::RwLock::new(Arc::new(inventory)),
         start_at,
@@ -70,7 +73,8 @@ pub async fn run_playbooks_until(
                 let ctx = run.upgrade().ok_or("the run has ended")?;
                 ctx.hosts_matching(pattern)
             }));
-            templar
+            templar.set_plugins(plugins);
+            Arc::new(templar)
         },
         events,
         hosts: Mutex::new(HashMap::new()),
@@ -84,6 +88,7 @@ pub async fn run_playbooks_until(
         warned_keywords: Mutex::default(),
         custom_stats: Default::default(),
         interrupted: Default::default(),
+        controller: Default::default(),
     });
     for warning in ctx.inventory().warnings() {
         ctx.emit(Event::Warning(warning.clone()));
@@ -133,6 +138,9 @@ pub async fn run_playbooks_until(
         if counted + s.ignored > 0 {
             stats.push(s);
         }
+    }
+    if let Some(Ok(session)) = ctx.controller.get() {
+        sessions.push(session.clone());
     }
     if interrupted {
         ctx.interrupted
@@ -734,15 +742,13 @@ fn copy_run_once(
     (facts_before, included_before): &(Map<String, Value>, Map<String, Value>),
     others: &[Arc<HostState>],
 ) {
-    let registered = task.register.as_ref().and_then(|name| {
-        let value = ran
-            .registered
-            .lock()
-            .expect("registered lock")
-            .get(name)
-            .cloned();
-        value.map(|v| (name.clone(), v))
-    });
+    let registered: Vec<(String, Value)> = {
+        let done = ran.registered.lock().expect("registered lock");
+        task.registered_names()
+            .into_iter()
+            .filter_map(|name| done.get(&name).cloned().map(|v| (name, v)))
+            .collect()
+    };
     let changed = |layer: &Mutex<Map<String, Value>>, before: &Map<String, Value>| {
         layer
             .lock()
@@ -755,7 +761,7 @@ fn copy_run_once(
     let set = changed(&ran.set_facts, facts_before);
     let included = changed(&ran.included_vars, included_before);
     for other in others {
-        if let Some((name, value)) = &registered {
+        for (name, value) in &registered {
             other.register(name, value.clone());
         }
         other.set_facts_from(&set);

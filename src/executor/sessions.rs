@@ -52,7 +52,13 @@ impl RunContext {
             .clone();
         cell.get_or_init(|| async {
             // Ansible wraps what the connection raised as the task's error.
-            let session = escalator.open(become_).await.map_err(|e| match e {
+            let shown = |line: &str| {
+                self.emit(Event::Verbose {
+                    level: 3,
+                    text: format!("<{}> EXEC {line}", host.name),
+                })
+            };
+            let session = escalator.open(become_, &shown).await.map_err(|e| match e {
                 ConnectError::Become(message) => {
                     SessionFailure::Failed(format!("Task failed: {message}"))
                 }
@@ -66,6 +72,29 @@ impl RunContext {
         .await
         .clone()
         .map(|(session, _)| session)
+    }
+
+    /// An agent on the controller, as the user running turbo-play (Ansible's synchronize
+    /// makes a `local` connection of its own for the controller's side, whatever the
+    /// inventory says of localhost). Opened once per run.
+    pub(crate) async fn controller_session(&self) -> Result<AgentSession, SessionFailure> {
+        self.controller
+            .get_or_init(|| async {
+                let mut vars = serde_json::Map::new();
+                vars.insert("ansible_connection".into(), "local".into());
+                let spec = ConnectionSpec::from_host_vars(
+                    "localhost",
+                    &vars,
+                    &self.opts.connection_defaults,
+                )
+                .map_err(|e| SessionFailure::Failed(e.to_string()))?;
+                let (session, _) = open_host_with(&spec, &mut Prelude::default())
+                    .await
+                    .map_err(|e| SessionFailure::Failed(e.to_string()))?;
+                Ok(session)
+            })
+            .await
+            .clone()
     }
 
     /// The key of the session a task's ops go to (as [`Self::session`] would open it),

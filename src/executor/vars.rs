@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::{HostState, RunContext};
 use crate::playbook::{Play, Playbook, Task};
+use crate::template::unresolved::{self, UNRESOLVED_VARS};
 use crate::template::{Templar, TemplateError, is_template};
 use crate::vars_file::layer_play_vars_files;
 
@@ -60,6 +61,17 @@ pub fn task_vars(
     play_hosts: &PlayHosts,
 ) -> Result<minijinja::Value, String> {
     let mut vars = layered_vars(ctx, playbook, play, task, host, play_hosts)?;
+    // Registered as undefined, with why (a register projection that failed).
+    let undefined: Vec<(String, Value)> = vars
+        .iter()
+        .filter_map(|(k, v)| {
+            unresolved::undefined_because(v)
+                .map(|why| (k.clone(), unresolved::entry_because(k, why)))
+        })
+        .collect();
+    for (name, _) in &undefined {
+        vars.shift_remove(name);
+    }
     let hostvars = minijinja::Value::from_object(super::hostvars::HostVars::new(
         ctx.me.clone(),
         playbook.dir.clone(),
@@ -85,22 +97,41 @@ pub fn task_vars(
             .map(|(k, _)| k.clone())
             .collect()
     };
-    let broken = resolve_nested_templates(&ctx.templar, &mut vars, pending, &hostvars);
+    let unresolved = resolve_nested_templates(&ctx.templar, &mut vars, pending, &hostvars);
+    // One whose template names an undefined variable is undefined to the task's
+    // templates, which fail with its error where they need its value (see
+    // `template::unresolved`).
+    let listed: Map<String, Value> = unresolved
+        .undefined
+        .iter()
+        .filter_map(|(name, error)| {
+            let text = vars.shift_remove(name)?;
+            Some((name.clone(), unresolved::entry(&text, error)))
+        })
+        .chain(undefined)
+        .collect();
+    vars.insert(UNRESOLVED_VARS.into(), Value::Object(listed));
     // A variable whose template fails for another reason than an undefined name fails
     // the task that uses it, as Ansible's lazy templating does; unused, it harms nothing.
-    let broken = minijinja::Value::from_iter(broken.into_iter().map(|(name, message)| {
-        // The kind's words would come twice: the message already starts with them.
-        let message = message
-            .strip_prefix("invalid operation: ")
-            .map_or(message.clone(), str::to_string);
-        let error = minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message);
-        (name, minijinja::Value::from(error))
-    }));
+    let broken =
+        minijinja::Value::from_iter(unresolved.broken.into_iter().map(|(name, message)| {
+            // The kind's words would come twice: the message already starts with them.
+            let message = message
+                .strip_prefix("invalid operation: ")
+                .map_or(message.clone(), str::to_string);
+            let error = minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message);
+            (name, minijinja::Value::from(error))
+        }));
     // The last map that has a name wins.
-    Ok(minijinja::value::merge_maps([
+    let all = minijinja::value::merge_maps([
         minijinja::Value::from_serialize(&vars),
         broken,
         minijinja::context! { hostvars => hostvars },
+    ]);
+    let dict = super::vars_dict::VarsDict::value(all.clone());
+    Ok(minijinja::value::merge_maps([
+        all,
+        minijinja::context! { vars => dict },
     ]))
 }
 
@@ -270,20 +301,30 @@ pub(super) fn resolve_hostvars_templates(
 /// (`a: "{{ b }}"`, `b: "{{ c }}"`, ...); deeper chains are left as they are.
 const MAX_TEMPLATE_DEPTH: usize = 8;
 
+/// What [`resolve_nested_templates`] could not resolve.
+#[derive(Default)]
+struct Unresolved {
+    /// Failed for another reason than an undefined name (a lookup or filter error): the
+    /// error's message.
+    broken: Vec<(String, String)>,
+    /// Name an undefined variable: the error, by variable.
+    undefined: Vec<(String, TemplateError)>,
+}
+
 /// Ansible templates variables lazily: `conf: "{{ base }}/conf"` means the value of
 /// `base`. Every variable holding a template is rendered against the others until
-/// nothing changes. A variable whose template fails keeps its text; those that failed
-/// for another reason than an undefined name (a lookup or filter error) are returned
-/// with the error's message. One whose template is undefined here (say, it names the
-/// loop's `item`) only fails where a task actually uses it, as in Ansible.
+/// nothing changes. A variable whose template fails keeps its text here and is returned
+/// with its error; while it fails, the others' templates see it undefined, so one that
+/// reads it fails in turn (with its error, where the variables carry the list of them).
 fn resolve_nested_templates(
     templar: &Templar,
     vars: &mut Map<String, Value>,
     mut pending: Vec<String>,
     hostvars: &minijinja::Value,
-) -> Vec<(String, String)> {
+) -> Unresolved {
     // A failure may come from a variable not resolved yet: it counts only when it lasts.
     let mut failed: std::collections::BTreeMap<String, String> = Default::default();
+    let mut undefined: std::collections::BTreeMap<String, TemplateError> = Default::default();
     // Each pass renders what the variable says, never what an earlier pass made of it:
     // a value is templated once (text an `!unsafe` value gives, or a template a lookup
     // returns, stays as it is), only against the others' values as they settle.
@@ -295,9 +336,19 @@ fn resolve_nested_templates(
         if pending.is_empty() {
             break;
         }
+        let visible = if undefined.is_empty() {
+            minijinja::Value::from_serialize(&*vars)
+        } else {
+            let defined: Map<String, Value> = vars
+                .iter()
+                .filter(|(k, _)| !undefined.contains_key(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            minijinja::Value::from_serialize(&defined)
+        };
         let context = minijinja::context! {
             hostvars => hostvars.clone(),
-            ..minijinja::Value::from_serialize(&*vars)
+            ..visible
         };
         let mut still = Vec::new();
         let mut changed = false;
@@ -306,20 +357,23 @@ fn resolve_nested_templates(
                 Ok(rendered) => rendered,
                 // It may name one not resolved yet (`all: "{{ hostvars[h] }}"` before
                 // `x: "{{ all.y }}"`): tried again while the others change.
-                Err(TemplateError::Undefined { .. }) => {
+                Err(e @ TemplateError::Undefined { .. }) => {
                     failed.remove(&key);
+                    changed |= undefined.insert(key.clone(), e).is_none();
                     still.push(key);
                     continue;
                 }
                 Err(
                     TemplateError::Syntax { message, .. } | TemplateError::Render { message, .. },
                 ) => {
+                    changed |= undefined.remove(&key).is_some();
                     failed.insert(key.clone(), message);
                     still.push(key);
                     continue;
                 }
             };
             failed.remove(&key);
+            changed |= undefined.remove(&key).is_some();
             // Text that still reads as a template may come from one not settled yet
             // (it is rendered again next pass), or be what an `!unsafe` value gives.
             if holds_template(&rendered) {
@@ -335,72 +389,97 @@ fn resolve_nested_templates(
         }
         pending = still;
     }
-    failed.into_iter().collect()
+    // What an earlier pass made of it, before a variable it reads turned out undefined,
+    // is no value of it.
+    for key in undefined.keys() {
+        vars.insert(key.clone(), written[key].clone());
+    }
+    // `b: "{{ a }}"` with `a: "{{ nope }}"` fails as `a` does: 'nope' is undefined.
+    let first = |e: &TemplateError| match e {
+        TemplateError::Undefined { name, missing, .. } if missing.is_none() => {
+            name.split(['.', '[']).next().map(str::to_string)
+        }
+        _ => None,
+    };
+    let settled: Vec<(String, TemplateError)> = undefined
+        .iter()
+        .map(|(key, error)| {
+            let mut error = error.clone();
+            for _ in 0..MAX_TEMPLATE_DEPTH {
+                match first(&error).and_then(|name| undefined.get(&name)) {
+                    Some(deeper) if deeper != &error => error = deeper.clone(),
+                    _ => break,
+                }
+            }
+            (key.clone(), error)
+        })
+        .collect();
+    Unresolved {
+        broken: failed.into_iter().collect(),
+        undefined: settled,
+    }
 }
 
 /// A loop item's variables over the task's: Ansible templates variables lazily, so one
 /// whose template names the loop variable (`dir: "/out/{{ test_id }}"` with
-/// `loop_var: test_id`) means this item's value. Such variables were left as their text
-/// when the task's variables were resolved (the name was undefined then); they are
-/// rendered again here with the item. Only string variables that mention one of the
-/// item's names are looked at, so results and facts holding no such text are never
-/// touched.
+/// `loop_var: test_id`) means this item's value. Such variables were left unresolved when
+/// the task's variables were resolved (the name was undefined then); those that mention
+/// one of the item's names, or one resolved here, are rendered again with the item.
 pub(super) fn with_item_vars(
     templar: &Templar,
     base: &minijinja::Value,
     overlay: std::collections::BTreeMap<String, minijinja::Value>,
 ) -> minijinja::Value {
-    let names: Vec<String> = overlay.keys().cloned().collect();
-    let mentions_item = |text: &str| is_template(text) && names.iter().any(|n| text.contains(n));
-    let mut pending: Vec<(String, String)> = base
-        .try_iter()
+    let mut pending: Vec<(String, Value, String)> = unresolved::listed(base)
         .into_iter()
-        .flatten()
-        .filter_map(|key| {
-            let name = key.as_str()?.to_string();
-            if overlay.contains_key(&name) {
-                return None;
-            }
-            let value = base.get_attr(&name).ok()?;
-            let text = value.as_str()?;
-            mentions_item(text).then(|| (name, text.to_string()))
+        .filter(|(name, _)| !overlay.contains_key(name))
+        .map(|(name, text)| {
+            let shown = text.to_string();
+            (name, text, shown)
         })
         .collect();
+    if pending.is_empty() {
+        return minijinja::context! { ..minijinja::Value::from(overlay), ..base.clone() };
+    }
+    let mut names: Vec<String> = overlay.keys().cloned().collect();
     let mut resolved = overlay;
     // A chain (`a: "{{ b }}"`, `b: "{{ item }}"`) settles in as many passes as it is long.
     for _ in 0..MAX_TEMPLATE_DEPTH {
-        if pending.is_empty() {
-            break;
-        }
         let context = minijinja::context! {
             ..minijinja::Value::from(resolved.clone()),
             ..base.clone()
         };
         let mut still = Vec::new();
         let mut changed = false;
-        // As in `resolve_nested_templates`, every pass renders the text as written.
-        for (name, text) in pending {
-            match templar.render_value(&Value::String(text.clone()), &context) {
-                Ok(Value::String(new)) if new == text => {}
+        for (name, text, shown) in pending {
+            if !names.iter().any(|n| shown.contains(n.as_str())) {
+                still.push((name, text, shown));
+                continue;
+            }
+            match templar.render_value(&text, &context) {
                 Ok(rendered) => {
-                    let rendered = minijinja::Value::from_serialize(&rendered);
-                    if rendered.as_str().is_some_and(mentions_item) {
-                        still.push((name.clone(), text));
-                    }
-                    if resolved.get(&name) != Some(&rendered) {
-                        changed = true;
-                        resolved.insert(name, rendered);
-                    }
+                    changed = true;
+                    resolved.insert(name.clone(), minijinja::Value::from_serialize(&rendered));
+                    names.push(name);
                 }
                 // Still undefined (or failing): the task fails where it uses it.
-                Err(_) => still.push((name, text)),
+                Err(_) => still.push((name, text, shown)),
             }
         }
-        if !changed {
+        pending = still;
+        if !changed || pending.is_empty() {
             break;
         }
-        pending = still;
     }
+    // Those still unresolved keep their errors; the others are no longer listed.
+    let listed: std::collections::BTreeMap<String, minijinja::Value> = pending
+        .iter()
+        .filter_map(|(name, _, _)| {
+            let entry = base.get_attr(UNRESOLVED_VARS).ok()?.get_attr(name).ok()?;
+            Some((name.clone(), entry))
+        })
+        .collect();
+    resolved.insert(UNRESOLVED_VARS.into(), minijinja::Value::from(listed));
     minijinja::context! { ..minijinja::Value::from(resolved), ..base.clone() }
 }
 
@@ -608,14 +687,16 @@ mod tests {
         assert_eq!(get("play_hosts"), serde_json::json!(["h3"]));
     }
 
-    /// A variable whose lookup fails is reported (and so fails where it is used); one
-    /// that names what is undefined here (a loop's `item`) is not, nor one that failed
-    /// only until the variable it reads was resolved.
+    /// A variable whose lookup fails is reported as broken (and so fails where it is
+    /// used); one that names what is undefined here (a loop's `item`, or another such
+    /// variable) is reported with the error of the undefined name at the end of its
+    /// chain; one that failed only until the variable it reads was resolved is neither.
     #[test]
     fn nested_templates_report_lasting_failures_only() {
         let templar = Templar::new();
         let mut vars: Map<String, Value> = serde_json::from_value(serde_json::json!({
             "broken": "{{ lookup('dict', 1) }}",
+            "chained": "x{{ later }}",
             "later": "{{ item }}",
             "parsed": "{{ text | from_json }}",
             "text": "{{ raw | to_json }}",
@@ -624,12 +705,14 @@ mod tests {
         .unwrap();
         let pending = vec![
             "broken".into(),
+            "chained".into(),
             "later".into(),
             "parsed".into(),
             "text".into(),
         ];
-        let broken =
+        let unresolved =
             resolve_nested_templates(&templar, &mut vars, pending, &minijinja::Value::UNDEFINED);
+        let broken = unresolved.broken;
         assert_eq!(broken.len(), 1, "{broken:?}");
         assert_eq!(broken[0].0, "broken");
         assert!(
@@ -637,8 +720,22 @@ mod tests {
                 .1
                 .contains("the 'dict' lookup plugin expects a dictionary")
         );
+        let undefined: Vec<(String, String)> = unresolved
+            .undefined
+            .iter()
+            .map(|(name, e)| (name.clone(), e.to_string()))
+            .collect();
+        assert_eq!(
+            undefined,
+            [
+                ("chained".to_string(), "'item' is undefined".to_string()),
+                ("later".to_string(), "'item' is undefined".to_string())
+            ]
+        );
         assert_eq!(vars["parsed"], serde_json::json!({"a": 1}));
+        // Left as written: the first pass saw `later` as its text.
         assert_eq!(vars["later"], serde_json::json!("{{ item }}"));
+        assert_eq!(vars["chained"], serde_json::json!("x{{ later }}"));
     }
 
     #[test]

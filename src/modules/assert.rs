@@ -26,6 +26,10 @@ impl Module for Assert {
         &ASSERT_SPEC
     }
 
+    fn untemplated_args(&self) -> &'static [&'static str] {
+        &["that"]
+    }
+
     /// Stops at the first condition that does not hold, and names it, as Ansible does.
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let (Some(templar), Some(vars)) = (ctx.templar, ctx.vars) else {
@@ -33,14 +37,27 @@ impl Module for Assert {
                 "internal error: assert was planned without the task's variables".into(),
             ));
         };
-        let thats: Vec<&Value> = match args.raw("that") {
-            None => {
-                return Err(ModuleError::Invalid(
-                    "conditional required in \"that\" string".into(),
-                ));
+        // A `that` that is one template may make the list of conditions itself.
+        let resolved: Option<Vec<Value>> = match args.raw("that") {
+            Some(Value::String(s)) if is_all_template(s) => {
+                match templar.render_value(&Value::String(s.clone()), vars) {
+                    Ok(Value::Array(items)) => Some(items),
+                    _ => None,
+                }
             }
-            Some(Value::Array(items)) => items.iter().collect(),
-            Some(one) => vec![one],
+            _ => None,
+        };
+        let thats: Vec<&Value> = match (&resolved, args.raw("that")) {
+            (Some(items), _) => items.iter().collect(),
+            (None, that) => match that {
+                None => {
+                    return Err(ModuleError::Invalid(
+                        "conditional required in \"that\" string".into(),
+                    ));
+                }
+                Some(Value::Array(items)) => items.iter().collect(),
+                Some(one) => vec![one],
+            },
         };
         let fail_msg = args
             .raw("fail_msg")
@@ -53,8 +70,8 @@ impl Module for Assert {
         let mut data = serde_json::Map::new();
         let verbose_always = !args.bool("quiet");
         for that in thats {
-            // `that` was templated with the other arguments: a lone `{{ x }}` may already
-            // be the value itself.
+            // `that` is not templated with the other arguments: each string is a
+            // condition (a lone `{{ x }}` means `x`); a YAML boolean is itself.
             let (shown, holds) = match that {
                 Value::String(condition) => (
                     condition.clone(),
@@ -86,6 +103,12 @@ impl Module for Assert {
             ..TaskOutcome::default()
         }))
     }
+}
+
+/// Ansible's `is_possibly_all_template`: the whole text is one `{{ }}`.
+fn is_all_template(text: &str) -> bool {
+    let t = text.trim();
+    t.starts_with("{{") && t.ends_with("}}")
 }
 
 pub struct Fail;

@@ -100,6 +100,9 @@ pub(super) fn removing_after(plan: Plan, path: String) -> Plan {
             op,
             next.and_then(move |plan| Ok(removing_after(plan, path))),
         ),
+        Plan::Flow(flow) => Plan::Flow(super::flow::and_then(flow, move |plan| {
+            Ok(removing_after(plan, path))
+        })),
         // A reply its module finishes: no later step could remove the file.
         Plan::Remote(op) => Plan::Remote(op),
     }

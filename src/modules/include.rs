@@ -44,7 +44,7 @@ impl Module for IncludeRole {
             Arg::raw("apply"),
             Arg::str("defaults_from").default_str("main"),
             Arg::str("handlers_from").default_str("main"),
-            Arg::str("name").required(),
+            Arg::str("name").aliases(&["role"]).required(),
             Arg::bool("public").default_bool(false),
             Arg::bool("rescuable").default_bool(true),
             Arg::bool("rolespec_validate").default_bool(true),

@@ -153,6 +153,9 @@ fn warned(plan: Plan, warning: String) -> Plan {
         Plan::Step(op, next) => {
             Plan::Step(op, next.and_then(move |plan| Ok(warned(plan, warning))))
         }
+        Plan::Flow(flow) => Plan::Flow(super::flow::and_then(flow, move |plan| {
+            Ok(warned(plan, warning))
+        })),
         // lineinfile's edits all end in steps; a bare op's reply goes to `finish`.
         remote @ Plan::Remote(_) => remote,
     }

@@ -15,6 +15,7 @@ use turbo_proto::{FileMode, Op, OpResult};
 use crate::template::{Templar, TemplateError};
 
 mod accounts;
+pub mod action_plugin;
 mod apt;
 mod apt_key;
 mod apt_repository;
@@ -42,6 +43,7 @@ mod fetch_local;
 mod file;
 mod find;
 mod find_filters;
+mod flow;
 mod gather_facts;
 mod getent;
 mod group;
@@ -79,7 +81,11 @@ mod slurp;
 pub mod spec;
 mod stat;
 mod synchronize;
+mod synchronize_relay;
+mod synchronize_route;
 mod synchronize_source;
+mod synchronize_transfer;
+mod synchronize_upload;
 mod systemd;
 mod sysvinit;
 mod tempfile;
@@ -97,9 +103,27 @@ mod wait_for_probe;
 mod would_write;
 mod yum_repository;
 
+pub use flow::{Flow, FlowStep};
 pub use registry::{all, collection_module, find, is_implemented, suggest};
 pub use setup::with_task_environment;
 pub use spec::{Args, Spec};
+
+/// Ansible's `INJECT_INVOCATION` for the run (ansible.cfg, the environment), set once by
+/// the CLI.
+static INJECT_INVOCATION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn set_inject_invocation(on: bool) {
+    INJECT_INVOCATION.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether a module's result carries its arguments as `invocation.module_args`: the
+/// `ansible_inject_invocation` variable, else the run's setting.
+pub fn inject_invocation(vars: Option<&minijinja::Value>) -> bool {
+    vars.and_then(|v| v.get_attr("ansible_inject_invocation").ok())
+        .filter(|v| !v.is_undefined() && !v.is_none())
+        .map(|v| crate::booleans::lenient(&serde_json::to_value(&v).unwrap_or(Value::Bool(false))))
+        .unwrap_or_else(|| INJECT_INVOCATION.load(std::sync::atomic::Ordering::Relaxed))
+}
 
 /// Arguments after templating, before they are checked against the module's spec.
 pub type ModuleArgs = serde_json::Map<String, Value>;
@@ -129,6 +153,23 @@ pub struct PlanContext<'a> {
     /// action puts them under the arguments it hands on, as Ansible's
     /// `_apply_action_arg_defaults`.
     pub backend_defaults: Option<&'a ModuleArgs>,
+    /// The host `delegate_to` names, templated (`None` when the task is not delegated or
+    /// the name cannot be rendered here).
+    pub delegate_to: Option<String>,
+    /// The task's `become` on this host, when it escalates.
+    pub escalation: Option<Escalation>,
+    /// For a Python action plugin: its task, owned, for the steps of its run.
+    pub controller: Option<std::sync::Arc<dyn action_plugin::ControllerTask>>,
+}
+
+/// How the task escalates on its host, as decided for it (the host's `ansible_become*`
+/// over the keywords): for a module that must tell another program how to escalate, as
+/// synchronize's `--rsync-path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escalation {
+    /// The become plugin's name: `sudo`, `su`.
+    pub method: &'static str,
+    pub user: String,
 }
 
 impl<'a> PlanContext<'a> {
@@ -146,6 +187,9 @@ impl<'a> PlanContext<'a> {
             timeout: None,
             delegated: false,
             backend_defaults: None,
+            delegate_to: None,
+            escalation: None,
+            controller: None,
         }
     }
 
@@ -169,6 +213,9 @@ pub enum Plan {
     /// Send this op; its reply decides what comes next (read the file, decide, write):
     /// a module that must look before it writes.
     Step(Op, Next),
+    /// Send requests that need not wait for each other's replies (a transfer), then go on
+    /// with the plan the flow ends with.
+    Flow(Box<dyn Flow>),
 }
 
 /// The rest of a plan, given the reply to its op.
@@ -176,6 +223,27 @@ pub struct Next {
     then: Box<dyn FnOnce(OpResult) -> Result<Plan, ModuleError> + Send + Sync>,
     squash: Option<Squash>,
     touches: Option<String>,
+    peer: Peer,
+    check: Option<bool>,
+}
+
+/// Which agent a step's op goes to. Every module but synchronize talks to the task's one
+/// session; synchronize copies between two places, each with its own agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Peer {
+    /// The task's session: its host, or the host it is delegated to (with its become).
+    #[default]
+    Task,
+    /// The host the task runs for, even when it is delegated (with the task's become).
+    Host,
+    /// The host the task runs for, as its login user: without the task's become, which
+    /// ansible.posix's synchronize passes on to rsync's remote end only through sudo.
+    HostAsLogin,
+    /// The host the task is delegated to, without privilege escalation (Ansible runs
+    /// rsync there as the login user).
+    Delegate,
+    /// An agent on the controller itself, as the user running turbo-play.
+    Controller,
 }
 
 impl Next {
@@ -186,7 +254,21 @@ impl Next {
             then: Box::new(then),
             squash: None,
             touches: None,
+            peer: Peer::Task,
+            check: None,
         }
+    }
+
+    /// A step whose op goes to the agent in check mode or not whatever the task's own
+    /// setting makes of its ops: a module an action plugin runs keeps its own rule (the
+    /// plugin's commands run even in check mode, a native module's ops are checked).
+    pub fn in_check_mode(mut self, check: bool) -> Next {
+        self.check = Some(check);
+        self
+    }
+
+    pub fn check_mode(&self) -> Option<bool> {
+        self.check
     }
 
     /// A step whose op the loop's other items may share: see [`Squash`].
@@ -198,6 +280,8 @@ impl Next {
             then: Box::new(then),
             squash: Some(squash),
             touches: None,
+            peer: Peer::Task,
+            check: None,
         }
     }
 
@@ -215,6 +299,16 @@ impl Next {
         self.touches.as_deref()
     }
 
+    /// This step's op goes to `peer` instead of the task's session.
+    pub fn on(mut self, peer: Peer) -> Next {
+        self.peer = peer;
+        self
+    }
+
+    pub fn peer(&self) -> Peer {
+        self.peer
+    }
+
     pub fn resume(self, reply: OpResult) -> Result<Plan, ModuleError> {
         (self.then)(reply)
     }
@@ -230,6 +324,8 @@ impl Next {
             then: Box::new(move |reply| after(then(reply)?)),
             squash: self.squash,
             touches: self.touches,
+            peer: self.peer,
+            check: self.check,
         }
     }
 
@@ -271,6 +367,7 @@ impl std::fmt::Debug for Plan {
             Plan::Done(outcome) => f.debug_tuple("Done").field(outcome).finish(),
             Plan::Remote(op) => f.debug_tuple("Remote").field(op).finish(),
             Plan::Step(op, _) => f.debug_tuple("Step").field(op).finish(),
+            Plan::Flow(_) => f.write_str("Flow"),
         }
     }
 }
@@ -338,6 +435,9 @@ pub struct Caps {
     /// A loop's items step together and share their manager calls ([`Squash`]): the
     /// items of a loop over package names go to apt, dnf or pip in one call.
     pub squash_loop: bool,
+    /// Runs controller-side code (a Python action plugin): planning it runs that code,
+    /// so it is never planned ahead of its turn, and its failures are an action's.
+    pub controller_action: bool,
 }
 
 impl Caps {
@@ -351,6 +451,7 @@ impl Caps {
         control: Control::None,
         own_check_mode: false,
         squash_loop: false,
+        controller_action: false,
     };
 
     pub const fn free_form(mut self) -> Caps {
@@ -377,6 +478,10 @@ impl Caps {
         self.own_check_mode = true;
         self
     }
+    pub const fn controller_action(mut self) -> Caps {
+        self.controller_action = true;
+        self
+    }
     pub const fn control(mut self, control: Control) -> Caps {
         self.control = control;
         self
@@ -398,6 +503,37 @@ pub trait Module: Send + Sync {
     fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
         let _ = args;
         unexpected(self.name(), result)
+    }
+    /// Whether free-form text after the module's name is its own (`_raw_params`), rather
+    /// than a mistake unless it is one template making the arguments.
+    fn takes_raw_params(&self) -> bool {
+        self.caps().free_form
+    }
+    /// The name Ansible resolves the module to (`ansible.builtin.copy`), as its messages
+    /// say it.
+    fn fqcn(&self) -> String {
+        let name = self.name();
+        if name.contains('.') {
+            name.to_string()
+        } else {
+            format!("ansible.builtin.{name}")
+        }
+    }
+    /// Whether it adds its arguments to its result itself when asked (`invocation`, as
+    /// AnsibleModule does under Ansible's `INJECT_INVOCATION`): Python modules do, and
+    /// the executor adds them for the others.
+    fn reports_own_invocation(&self) -> bool {
+        false
+    }
+    /// Whether the names of its arguments are templates too (set_fact's, whose names are
+    /// the facts'); Ansible renders no other action's.
+    fn templates_arg_names(&self) -> bool {
+        false
+    }
+    /// Arguments taken as written, not templated with the others before the module sees
+    /// them (assert's `that`: conditions it evaluates itself, as Ansible's action does).
+    fn untemplated_args(&self) -> &'static [&'static str] {
+        &[]
     }
     /// [`Module::finish`] for a request made in check mode (nothing was changed).
     fn finish_check(&self, args: &Args, result: OpResult) -> TaskOutcome {
@@ -455,13 +591,31 @@ pub enum Effect {
 }
 
 /// A failure's cause written in another file than the task (a template file), shown
-/// below the task's origin as Ansible's `<<< caused by >>>` part.
+/// below the task's origin as Ansible's `<<< caused by >>>` part; or, `alone`, an error
+/// Ansible raises apart from the task's, shown instead of it where its expression is
+/// written (a `break_when` that failed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorCause {
     pub message: String,
     pub file: PathBuf,
     /// The line the error is on, when Ansible shows one (a syntax error).
     pub line: Option<usize>,
+    /// The column, for an error about an expression of the task.
+    pub column: Option<usize>,
+    pub alone: bool,
+}
+
+impl ErrorCause {
+    /// An error shown alone, in place of the task's, at `file:line:column`.
+    pub fn alone(message: String, file: PathBuf, line: usize, column: usize) -> ErrorCause {
+        ErrorCause {
+            message,
+            file,
+            line: Some(line),
+            column: Some(column),
+            alone: true,
+        }
+    }
 }
 
 /// What a task did on one host (or for one loop item).
@@ -479,6 +633,9 @@ pub struct TaskOutcome {
     /// Where the failure came from when that is not the task itself (a template file's
     /// line), for the error block; never part of the result.
     pub cause: Option<ErrorCause>,
+    /// The result asks to be shown censored, as `no_log` shows it (an action plugin's
+    /// `_ansible_no_log`); the registered value keeps it all.
+    pub no_log: bool,
 }
 
 impl TaskOutcome {
@@ -501,6 +658,8 @@ impl TaskOutcome {
                         message: message.clone(),
                         file: PathBuf::from(src),
                         line: error.syntax_line(),
+                        column: None,
+                        alone: false,
                     }),
                     ..TaskOutcome::failed(format!("Task failed: {message}"))
                 }

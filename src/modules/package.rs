@@ -177,6 +177,9 @@ fn finished_by(module: &'static dyn Module, args: Arc<Args>, check: bool, plan: 
             op,
             next.and_then(move |plan| Ok(finished_by(module, args, check, plan))),
         ),
+        Plan::Flow(flow) => Plan::Flow(super::flow::and_then(flow, move |plan| {
+            Ok(finished_by(module, args, check, plan))
+        })),
     }
 }
 

@@ -24,9 +24,11 @@ impl Module for Ping {
         // Ansible's documented way to make ping fail on purpose: its module raises, and
         // 2.19+ words an exception raised by a module this way.
         if args.str("data") == Some("crash") {
-            return Ok(Plan::Done(TaskOutcome::failed(
-                "Task failed: Module failed: boom",
-            )));
+            let mut outcome = TaskOutcome::failed("Task failed: Module failed: boom");
+            outcome
+                .data
+                .insert("exception".into(), json!("(traceback unavailable)"));
+            return Ok(Plan::Done(outcome));
         }
         Ok(Plan::Remote(Op::Stat {
             path: "~".into(),
@@ -95,5 +97,6 @@ mod tests {
         };
         assert!(out.failed);
         assert_eq!(out.msg.as_deref(), Some("Task failed: Module failed: boom"));
+        assert_eq!(out.data["exception"], json!("(traceback unavailable)"));
     }
 }

@@ -25,6 +25,10 @@ impl Module for SetFact {
         Caps::TASK.facts(FactsLayer::SetFact)
     }
 
+    fn templates_arg_names(&self) -> bool {
+        true
+    }
+
     /// `cacheable` is accepted: with no fact cache between runs, a cacheable fact behaves
     /// as a plain one for the rest of this run.
     fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {

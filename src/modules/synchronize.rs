@@ -1,31 +1,33 @@
-//! ansible.posix's `synchronize` without rsync: the controller walks `src`, the agent lists
-//! the destination in one exchange (`ListTree`, with digests under `checksum`), and what
-//! rsync would send goes in one batch: directories, links, the changed files' bytes,
-//! deletions, then the times rsync's `--times` keeps (directories last, deepest first, so
-//! writing into them does not move them again). The result is what the module reports
-//! after running rsync with Ansible's `--out-format='<<CHANGED>>%i %n%L'`: the same
-//! itemized lines in rsync's order, `changed` when there is one, `cmd`, `rc`.
-//!
-//! Only `mode: push` from the controller runs here; a delegated task (rsync started on
-//! another host) and the options that need rsync itself fail when they run, saying so.
+//! ansible.posix's `synchronize` without rsync: the sender's tree is walked (by the
+//! controller, or listed by the sender's agent), the receiver's agent lists the
+//! destination in one exchange (`ListTree`, with digests under `checksum`), and what
+//! rsync would send goes out in a few batches: directories, links and small files, then
+//! the bytes of the other files (`synchronize_transfer.rs`), then deletions and the times
+//! rsync's `--times` keeps (directories last, deepest first, so writing into them does not
+//! move them again). Where the two ends are, as the action plugin decides it (push, pull,
+//! delegated), is `synchronize_route.rs`. The result is what the module reports after
+//! running rsync with Ansible's `--out-format='<<CHANGED>>%i %n%L'`: the same itemized
+//! lines in rsync's order, `changed` when there is one, `cmd`, `rc`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use turbo_proto::{
     Command, Digest, EnsureFile, EnsurePath, Exec, FileContent, FileKind, FileMode, Op, OpResult,
     Ownership, PathState, StatInfo,
 };
 
 use super::spec::{Arg, Elem, Spec};
+use super::synchronize_route::{Route, Sender};
 use super::synchronize_source::*;
+use super::synchronize_transfer::{BATCH_BYTES, Carry, INLINE_MAX, Move, Stage, carry};
 use super::{Args, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome, find_local_source};
 
 pub struct Synchronize;
 
 /// Options of rsync's connection (how it reaches the host, not what it copies): the agent's
-/// session is that connection.
+/// session is that connection. Their values still show in `cmd`.
 const TRANSPORT: &str = "turbo-play copies over its own connection to the host, not through rsync";
 
 static SPEC: Spec = Spec::new(&[
@@ -48,8 +50,7 @@ static SPEC: Spec = Spec::new(&[
     Arg::bool("links"),
     Arg::str("mode")
         .choices(&["pull", "push"])
-        .default_str("push")
-        .not_yet(),
+        .default_str("push"),
     Arg::bool("owner"),
     Arg::bool("partial")
         .default_bool(false)
@@ -78,12 +79,6 @@ static SPEC: Spec = Spec::new(&[
         .no_effect(TRANSPORT),
 ]);
 
-/// Changed content sent in one request; more goes in the requests after it.
-const BATCH_BYTES: u64 = 16 << 20;
-
-/// A file larger than this would not fit one frame.
-const FILE_LIMIT: u64 = 48 << 20;
-
 impl Module for Synchronize {
     fn name(&self) -> &'static str {
         "synchronize"
@@ -94,80 +89,133 @@ impl Module for Synchronize {
     }
 
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
-        if ctx.delegated {
-            return Err(ModuleError::Invalid(
-                "synchronize with delegate_to (rsync run on another host) is not supported by \
-                 turbo-play yet; copy from the controller, or run this task with ansible-playbook"
-                    .into(),
-            ));
-        }
         let opts = Options::from_args(args)?;
         let written_src = args.str("src").unwrap_or_default().to_string();
-        let dest = args.str("dest").unwrap_or_default().to_string();
-        let src = find_local_source(&written_src, ctx, "files")?;
-        let contents_only = written_src.ends_with('/');
-        let sender = if local_connection(ctx) { '>' } else { '<' };
-        let source = walk_source(&src, contents_only, &opts)?;
-        // Where the walked root lands: `dest` itself for `dir/` and for a file copied to a
-        // new name, `dest/<name>` otherwise (rsync's rule; a file into an existing
-        // directory is settled once the listing says what `dest` is).
-        let root_name = source.root_name.clone();
-        let target = match &root_name {
-            Some(name) if source.root.kind == EntryKind::Dir => join(&dest, name),
-            _ => dest.clone(),
+        let written_dest = args.str("dest").unwrap_or_default().to_string();
+        let route = Route::decide(ctx, &written_src, &written_dest, &opts);
+        let task = Task {
+            cmd: route.command_line(&opts, ctx.check_mode),
+            opts,
+            check: ctx.check_mode,
+            diff: ctx.diff,
+            route,
         };
-        let cmd = command_line(&opts, &written_src, &dest, ctx);
-        let mut ops = vec![
-            Op::Stat {
-                path: dest.clone(),
-                follow: true,
-                checksum: None,
-            },
-            Op::ListTree {
-                path: target.clone(),
-                // A file needs only what `dest` holds at its top.
-                max_depth: (source.root.kind != EntryKind::Dir || !opts.recursive).then_some(1),
-                follow: false,
-                checksum: opts.checksum.then_some(Digest::Sha256),
-            },
-        ];
-        if opts.owner || opts.group {
-            ops.push(Op::Exec(Exec::plain(Command::Argv(vec![
-                "id".into(),
-                "-u".into(),
-            ]))));
-        }
-        let check = ctx.check_mode;
-        let diff = ctx.diff;
-        Ok(Plan::Step(
-            Op::Batch(ops),
-            Next::new(move |reply| {
-                let listing = Listing::from_reply(reply, &dest, &target)?;
-                let mut plan = Comparison::new(&source, &listing, &opts, sender).run()?;
-                let result = Finished {
-                    lines: std::mem::take(&mut plan.lines),
-                    cmd,
-                    diff,
+        match task.route.sender {
+            Sender::Controller => {
+                let src = find_local_source(&written_src, ctx, "files")?;
+                let contents_only = written_src.ends_with('/');
+                let source = walk_source(&src, contents_only, &task.opts)?;
+                Ok(list_destination(source, task))
+            }
+            Sender::Agent(peer) => {
+                let src = task.route.src.clone();
+                let listed = match src.trim_end_matches('/') {
+                    "" => "/".to_string(),
+                    trimmed => trimmed.to_string(),
                 };
-                if check || plan.steps.iter().all(Vec::is_empty) {
-                    return Ok(Plan::Done(result.outcome()));
-                }
-                Ok(send_steps(plan.steps, result))
-            })
-            .touching(format!("synchronize:{}", args_dest_key(args))),
-        ))
+                let op = Op::ListTree {
+                    path: listed,
+                    max_depth: (!task.opts.recursive).then_some(1),
+                    follow: task.opts.copy_links,
+                    checksum: task.opts.checksum.then_some(Digest::Sha256),
+                };
+                Ok(Plan::Step(
+                    op,
+                    Next::new(move |reply| {
+                        let OpResult::Tree(tree) = reply else {
+                            return Err(reply_error(reply));
+                        };
+                        match source_from_tree(&src, tree.root, tree.entries, &task.opts)? {
+                            Ok(source) => Ok(list_destination(source, task)),
+                            Err(message) => {
+                                let mut outcome = TaskOutcome::failed(message);
+                                outcome.data.insert("rc".into(), json!(23));
+                                outcome.data.insert("cmd".into(), json!(task.cmd));
+                                Ok(Plan::Done(outcome))
+                            }
+                        }
+                    })
+                    .on(peer),
+                ))
+            }
+        }
     }
 }
 
-fn args_dest_key(args: &Args) -> String {
-    args.str("dest").unwrap_or_default().to_string()
+/// One synchronize task as planned: its options, ends and command line.
+struct Task {
+    opts: Options,
+    route: Route,
+    cmd: String,
+    check: bool,
+    diff: bool,
 }
 
-fn local_connection(ctx: &PlanContext) -> bool {
-    ctx.vars
-        .and_then(|vars| vars.get_attr("ansible_connection").ok())
-        .and_then(|v| v.as_str().map(|s| s == "local"))
-        .unwrap_or(false)
+/// The receiver's listing of `dest`, then the comparison and what it takes.
+fn list_destination(source: Source, task: Task) -> Plan {
+    let dest = task.route.dest.clone();
+    // Where the walked root lands: `dest` itself for `dir/` and for a file copied to a
+    // new name, `dest/<name>` otherwise (rsync's rule; a file into an existing
+    // directory is settled once the listing says what `dest` is).
+    let target = match &source.root_name {
+        Some(name) if source.root.kind == EntryKind::Dir => join(&dest, name),
+        _ => dest.clone(),
+    };
+    let mut ops = vec![
+        Op::Stat {
+            path: dest.clone(),
+            follow: true,
+            checksum: None,
+        },
+        Op::ListTree {
+            path: target.clone(),
+            // A file needs only what `dest` holds at its top.
+            max_depth: (source.root.kind != EntryKind::Dir || !task.opts.recursive).then_some(1),
+            follow: false,
+            checksum: task.opts.checksum.then_some(Digest::Sha256),
+        },
+    ];
+    if task.opts.owner || task.opts.group {
+        ops.push(Op::Exec(Exec::plain(Command::Argv(vec![
+            "id".into(),
+            "-u".into(),
+        ]))));
+    }
+    let receiver = task.route.receiver;
+    Plan::Step(
+        Op::Batch(ops),
+        Next::new(move |reply| {
+            let listing = Listing::from_reply(reply, &dest, &target)?;
+            let local = task.route.sender == Sender::Controller;
+            let mut changes =
+                Comparison::new(&source, &listing, &task.opts, task.route.sent, local).run()?;
+            let result = Finished {
+                lines: std::mem::take(&mut changes.lines),
+                cmd: task.cmd,
+                diff: task.diff,
+            };
+            let nothing = changes.steps.iter().all(Vec::is_empty)
+                && changes.moves.is_empty()
+                && changes.finals.is_empty();
+            if task.check || nothing {
+                return Ok(Plan::Done(result.outcome()));
+            }
+            let mut stages: VecDeque<Stage> =
+                changes.steps.into_iter().map(Stage::Receiver).collect();
+            stages.push_back(Stage::Moves(changes.moves));
+            stages.push_back(Stage::Receiver(changes.finals));
+            Ok(carry(
+                stages,
+                Carry {
+                    sender: task.route.sender,
+                    receiver: task.route.receiver,
+                    outcome: result.outcome(),
+                },
+            ))
+        })
+        .on(receiver)
+        .touching(format!("synchronize:{}", task.route.dest)),
+    )
 }
 
 /// What the arguments ask of the copy, with `archive`'s defaults applied as the module
@@ -191,10 +239,19 @@ pub(super) struct Options {
     pub(super) archive: bool,
     pub(super) compress: bool,
     pub(super) delay_updates: bool,
+    /// `mode: pull`.
+    pub(super) pull: bool,
+    /// What only the command line shows.
+    pub(super) set_remote_user: bool,
+    pub(super) dest_port: Option<i64>,
+    pub(super) private_key: Option<String>,
+    pub(super) ssh_connection_multiplexing: bool,
+    pub(super) verify_host: bool,
+    pub(super) partial: bool,
 }
 
 impl Options {
-    fn from_args(args: &Args) -> Result<Options, ModuleError> {
+    pub(super) fn from_args(args: &Args) -> Result<Options, ModuleError> {
         let archive = args.bool("archive");
         let pick = |name: &str| args.opt_bool(name).unwrap_or(archive);
         let rsync_opts = args.str_list("rsync_opts");
@@ -215,6 +272,13 @@ impl Options {
             archive,
             compress: args.bool("compress"),
             delay_updates: args.bool("delay_updates"),
+            pull: args.str("mode") == Some("pull"),
+            set_remote_user: args.bool("set_remote_user"),
+            dest_port: args.int("dest_port"),
+            private_key: args.str("private_key").map(str::to_string),
+            ssh_connection_multiplexing: args.bool("ssh_connection_multiplexing"),
+            verify_host: args.bool("verify_host"),
+            partial: args.bool("partial"),
         })
     }
 }
@@ -293,10 +357,13 @@ fn reply_error(reply: OpResult) -> ModuleError {
     }
 }
 
-/// The ops in the order they must run (one request each, content split by size) and
-/// rsync's itemized lines.
+/// The receiver's ops in the order they must run (one request each, inline content split
+/// by size), the files whose bytes come after them, the deletions and times that come
+/// last, and rsync's itemized lines.
 struct Changes {
     steps: Vec<Vec<Op>>,
+    moves: Vec<Move>,
+    finals: Vec<Op>,
     lines: Vec<String>,
 }
 
@@ -304,7 +371,10 @@ struct Comparison<'a> {
     source: &'a Source,
     listing: &'a Listing,
     opts: &'a Options,
-    sender: char,
+    /// rsync's `%i` letter for a file sent.
+    sent: char,
+    /// The sender is the controller: its files are read here.
+    local: bool,
     /// The controller's user and group names by id, read once (rsync keeps owners by
     /// name); empty unless owners are kept.
     users: HashMap<u32, String>,
@@ -313,6 +383,7 @@ struct Comparison<'a> {
     root_path: String,
     lines: Vec<String>,
     writes: Vec<(Op, u64)>,
+    moves: Vec<Move>,
     deletions: Vec<Op>,
     deletion_lines: Vec<String>,
     times: Vec<Op>,
@@ -325,19 +396,21 @@ impl<'a> Comparison<'a> {
         source: &'a Source,
         listing: &'a Listing,
         opts: &'a Options,
-        sender: char,
+        sent: char,
+        local: bool,
     ) -> Comparison<'a> {
         Comparison {
             source,
             listing,
             opts,
-            sender,
-            users: if listing.root_user && opts.owner {
+            sent,
+            local,
+            users: if local && listing.root_user && opts.owner {
                 id_names("/etc/passwd")
             } else {
                 HashMap::new()
             },
-            groups: if listing.root_user && opts.group {
+            groups: if local && listing.root_user && opts.group {
                 id_names("/etc/group")
             } else {
                 HashMap::new()
@@ -345,6 +418,7 @@ impl<'a> Comparison<'a> {
             root_path: listing.target.clone(),
             lines: source.skipped.get("..").cloned().unwrap_or_default(),
             writes: Vec::new(),
+            moves: Vec::new(),
             deletions: Vec::new(),
             deletion_lines: Vec::new(),
             times: Vec::new(),
@@ -398,6 +472,7 @@ impl<'a> Comparison<'a> {
         }
         let Comparison {
             writes,
+            moves,
             deletions,
             mut times,
             mut dir_times,
@@ -415,11 +490,15 @@ impl<'a> Comparison<'a> {
             size += bytes;
             steps.last_mut().expect("a step").push(op);
         }
-        let last = steps.last_mut().expect("a step");
-        last.extend(deletions);
-        last.append(&mut times);
-        last.append(&mut dir_times);
-        Ok(Changes { steps, lines })
+        let mut finals = deletions;
+        finals.append(&mut times);
+        finals.append(&mut dir_times);
+        Ok(Changes {
+            steps,
+            moves,
+            finals,
+            lines,
+        })
     }
 
     fn shown(&self, rel: &str, kind: EntryKind) -> String {
@@ -443,9 +522,16 @@ impl<'a> Comparison<'a> {
         if !self.listing.root_user {
             return Ownership::default();
         }
+        let (user, group) = match &entry.names {
+            Some((user, group)) => (user.clone(), group.clone()),
+            None => (
+                name_of(&self.users, entry.uid),
+                name_of(&self.groups, entry.gid),
+            ),
+        };
         Ownership {
-            user: self.opts.owner.then(|| name_of(&self.users, entry.uid)),
-            group: self.opts.group.then(|| name_of(&self.groups, entry.gid)),
+            user: self.opts.owner.then_some(user),
+            group: self.opts.group.then_some(group),
         }
     }
 
@@ -650,21 +736,16 @@ impl<'a> Comparison<'a> {
                 }
             }
             EntryKind::File | EntryKind::Dir => {
-                if leaf.size > FILE_LIMIT {
-                    return Err(ModuleError::Invalid(format!(
-                        "{}: {} bytes; turbo-play's synchronize sends files of up to {} MiB \
-                         (copy a larger file with the copy module)",
-                        leaf.path.display(),
-                        leaf.size,
-                        FILE_LIMIT >> 20
-                    )));
-                }
                 let transfer = match existing {
                     None => true,
                     Some(there) => {
                         there.size != leaf.size
                             || if self.opts.checksum {
-                                there.checksum.as_deref() != Some(&local_sha256(&leaf.path)?[..])
+                                let sum = match &leaf.checksum {
+                                    Some(sum) => sum.clone(),
+                                    None => local_sha256(&leaf.path)?.to_vec(),
+                                };
+                                there.checksum.as_deref() != Some(&sum[..])
                             } else {
                                 (there.mtime, there.mtime_nsec) != leaf.mtime
                             }
@@ -672,8 +753,7 @@ impl<'a> Comparison<'a> {
                 };
                 match existing {
                     None => {
-                        self.lines
-                            .push(format!("{}f+++++++++ {shown}", self.sender));
+                        self.lines.push(format!("{}f+++++++++ {shown}", self.sent));
                     }
                     Some(there) => {
                         let mut flags = self.attr_flags(leaf, there);
@@ -684,7 +764,7 @@ impl<'a> Comparison<'a> {
                         }
                         if transfer {
                             self.lines
-                                .push(format!("{}f{} {shown}", self.sender, flags.text()));
+                                .push(format!("{}f{} {shown}", self.sent, flags.text()));
                         } else if flags.any() {
                             self.lines.push(format!(".f{} {shown}", flags.text()));
                         }
@@ -708,30 +788,42 @@ impl<'a> Comparison<'a> {
                         }
                     }
                 }
-                let bytes = std::fs::read(&leaf.path).map_err(|e| read_error(&leaf.path, &e))?;
-                let size = bytes.len() as u64;
-                self.writes.push((
-                    Op::EnsureFile(EnsureFile {
-                        path: path.to_string(),
+                let ensure = EnsureFile {
+                    path: path.to_string(),
+                    content: FileContent::Inline(Vec::new()),
+                    // Without `perms` rsync gives a new file the source's bits under the
+                    // usual umask, and leaves an existing file's alone.
+                    mode: self
+                        .opts
+                        .perms
+                        .then_some(FileMode::Bits(leaf.mode))
+                        .or_else(|| {
+                            existing
+                                .is_none()
+                                .then_some(FileMode::Bits(leaf.mode & !0o022))
+                        }),
+                    force: true,
+                    owner: self.ownership(leaf),
+                    validate: None,
+                    backup: false,
+                };
+                if self.local && leaf.size <= INLINE_MAX {
+                    let bytes =
+                        std::fs::read(&leaf.path).map_err(|e| read_error(&leaf.path, &e))?;
+                    let size = bytes.len() as u64;
+                    let op = Op::EnsureFile(EnsureFile {
                         content: FileContent::Inline(bytes),
-                        // Without `perms` rsync gives a new file the source's bits under the
-                        // usual umask, and leaves an existing file's alone.
-                        mode: self
-                            .opts
-                            .perms
-                            .then_some(FileMode::Bits(leaf.mode))
-                            .or_else(|| {
-                                existing
-                                    .is_none()
-                                    .then_some(FileMode::Bits(leaf.mode & !0o022))
-                            }),
-                        force: true,
-                        owner: self.ownership(leaf),
-                        validate: None,
-                        backup: false,
-                    }),
-                    size,
-                ));
+                        ..ensure
+                    });
+                    self.writes.push((op, size));
+                } else {
+                    self.moves.push(Move {
+                        from: leaf.path.display().to_string(),
+                        size: leaf.size,
+                        ensure,
+                        basis: existing.is_some(),
+                    });
+                }
                 if self.opts.times {
                     self.times.push(set_times(path, leaf.mtime));
                 }
@@ -837,80 +929,6 @@ fn id_names(file: &str) -> HashMap<u32, String> {
     names
 }
 
-/// The rsync command Ansible's module would have run, for the result's `cmd`.
-fn command_line(opts: &Options, src: &str, dest: &str, ctx: &PlanContext) -> String {
-    let mut cmd = vec!["rsync".to_string()];
-    if opts.delay_updates {
-        cmd.push("--delay-updates".into());
-        cmd.push("-F".into());
-    }
-    if opts.compress {
-        cmd.push("--compress".into());
-    }
-    if ctx.check_mode {
-        cmd.push("--dry-run".into());
-    }
-    if opts.delete {
-        cmd.push("--delete-after".into());
-    }
-    if opts.existing_only {
-        cmd.push("--existing".into());
-    }
-    if opts.checksum {
-        cmd.push("--checksum".into());
-    }
-    if opts.copy_links {
-        cmd.push("--copy-links".into());
-    }
-    if opts.archive {
-        cmd.push("--archive".into());
-        for (on, off) in [
-            (opts.recursive, "--no-recursive"),
-            (opts.links, "--no-links"),
-            (opts.perms, "--no-perms"),
-            (opts.times, "--no-times"),
-            (opts.owner, "--no-owner"),
-            (opts.group, "--no-group"),
-        ] {
-            if !on {
-                cmd.push(off.into());
-            }
-        }
-    } else {
-        for (on, flag) in [
-            (opts.recursive, "--recursive"),
-            (opts.links, "--links"),
-            (opts.perms, "--perms"),
-            (opts.times, "--times"),
-            (opts.owner, "--owner"),
-            (opts.group, "--group"),
-        ] {
-            if on {
-                cmd.push(flag.into());
-            }
-        }
-    }
-    if opts.dirs {
-        cmd.push("--dirs".into());
-    }
-    cmd.extend(opts.rsync_opts.iter().cloned());
-    cmd.push("--out-format='<<CHANGED>>%i %n%L'".into());
-    cmd.push(src.to_string());
-    let var = |name: &str| {
-        ctx.vars
-            .and_then(|v| v.get_attr(name).ok())
-            .and_then(|v| v.as_str().map(str::to_string))
-    };
-    match var("ansible_host").or_else(|| var("inventory_hostname")) {
-        Some(host) if !local_connection(ctx) => match var("ansible_user") {
-            Some(user) => cmd.push(format!("{user}@{host}:{dest}")),
-            None => cmd.push(format!("{host}:{dest}")),
-        },
-        _ => cmd.push(dest.to_string()),
-    }
-    cmd.join(" ")
-}
-
 /// What the result reports once the ops ran (or, in check mode, would run).
 struct Finished {
     lines: Vec<String>,
@@ -942,32 +960,6 @@ impl Finished {
         }
         outcome
     }
-}
-
-/// The batches one after another; the first refusal fails the task with the agent's words.
-fn send_steps(mut steps: Vec<Vec<Op>>, result: Finished) -> Plan {
-    let ops = steps.remove(0);
-    Plan::Step(
-        Op::Batch(ops),
-        Next::new(move |reply| {
-            let results = match reply {
-                OpResult::Batch(results) => results,
-                other => vec![other],
-            };
-            if let Some(OpResult::Error(e)) =
-                results.iter().find(|r| matches!(r, OpResult::Error(_)))
-            {
-                let mut outcome = TaskOutcome::failed(e.message.clone());
-                outcome.data.insert("rc".into(), json!(23));
-                outcome.data.insert("cmd".into(), Value::String(result.cmd));
-                return Ok(Plan::Done(outcome));
-            }
-            if steps.is_empty() {
-                return Ok(Plan::Done(result.outcome()));
-            }
-            Ok(send_steps(steps, result))
-        }),
-    )
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use turbo_proto::{FileKind, StatInfo};
+
 use super::ModuleError;
 use super::synchronize::Options;
 
@@ -133,7 +135,13 @@ pub(super) struct SourceEntry {
     pub(super) uid: u32,
     pub(super) gid: u32,
     pub(super) link: Option<String>,
+    /// Where the sender reads it: a controller path, or the path on the sender's host.
     pub(super) path: PathBuf,
+    /// The content's SHA-256 when the sender's agent listed it with `checksum`.
+    pub(super) checksum: Option<Vec<u8>>,
+    /// Owner and group names as the sender's agent found them (the controller's own
+    /// files are named from its /etc/passwd and /etc/group instead).
+    pub(super) names: Option<(String, String)>,
     pub(super) children: Vec<SourceEntry>,
 }
 
@@ -296,6 +304,8 @@ pub(super) fn entry(
         gid: meta.gid(),
         link,
         path: path.to_path_buf(),
+        checksum: None,
+        names: None,
         children: Vec::new(),
     })
 }
@@ -315,5 +325,149 @@ pub(super) fn shown_name(prefix: Option<&str>, rel: &str) -> String {
         (Some(prefix), false) => format!("{prefix}/{rel}"),
         (None, true) => ".".to_string(),
         (None, false) => rel.to_string(),
+    }
+}
+
+/// The source tree as another host's agent listed it (`ListTree` of `src`), walked as
+/// [`walk_source`] walks the controller's: the same names, order, filters and skips.
+/// `Err` holds rsync's words for a source that is not there.
+pub(super) fn source_from_tree(
+    written: &str,
+    root: StatInfo,
+    entries: Vec<StatInfo>,
+    opts: &Options,
+) -> Result<Result<Source, String>, ModuleError> {
+    if !root.exists {
+        return Ok(Err(format!(
+            "rsync: [sender] link_stat \"{}\" failed: No such file or directory (2)\n\
+             rsync error: some files/attrs were not transferred (see previous errors) \
+             (code 23) at main.c(1394) [sender=3.5.0]\n",
+            root.path
+        )));
+    }
+    let contents_only = written.ends_with('/') && root.kind == FileKind::Directory;
+    let root_name = if contents_only {
+        None
+    } else {
+        Some(
+            Path::new(written.trim_end_matches('/'))
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| ".".into()),
+        )
+    };
+    let mut by_parent: HashMap<String, Vec<StatInfo>> = HashMap::new();
+    let prefix = format!("{}/", root.path.trim_end_matches('/'));
+    for entry in entries {
+        let Some(rel) = entry.path.strip_prefix(&prefix).map(str::to_string) else {
+            continue;
+        };
+        let parent = rel.rsplit_once('/').map_or("", |(p, _)| p).to_string();
+        by_parent.entry(parent).or_default().push(entry);
+    }
+    let mut skipped = HashMap::new();
+    let mut top = remote_entry(&root, String::new());
+    if top.kind == EntryKind::Dir {
+        if !opts.recursive && !opts.dirs {
+            skipped.insert(
+                "..".to_string(),
+                vec![format!(
+                    "skipping directory {}",
+                    root_name.as_deref().unwrap_or(".")
+                )],
+            );
+            return Ok(Ok(Source {
+                root: top,
+                root_name,
+                skipped,
+            }));
+        }
+        top.children = remote_dir(&mut by_parent, root_name.as_deref(), "", opts, &mut skipped)?;
+    }
+    Ok(Ok(Source {
+        root: top,
+        root_name,
+        skipped,
+    }))
+}
+
+fn remote_dir(
+    by_parent: &mut HashMap<String, Vec<StatInfo>>,
+    prefix: Option<&str>,
+    rel: &str,
+    opts: &Options,
+    skipped: &mut HashMap<String, Vec<String>>,
+) -> Result<Vec<SourceEntry>, ModuleError> {
+    let mut listed = by_parent.remove(rel).unwrap_or_default();
+    listed.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut out = Vec::new();
+    for stat in listed {
+        let name = stat.path.rsplit('/').next().unwrap_or_default().to_string();
+        let child_rel = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        if name == ".rsync-filter" {
+            return Err(ModuleError::Invalid(format!(
+                "{}: rsync's per-directory filter files (-F, which synchronize passes with \
+                 delay_updates) are not read by turbo-play's synchronize; remove the file or \
+                 run this task with ansible-playbook",
+                stat.path
+            )));
+        }
+        let is_dir = stat.kind == FileKind::Directory;
+        let shown = shown_name(prefix, &child_rel);
+        if excluded(&opts.filters, &child_rel, is_dir) {
+            continue;
+        }
+        let line = match stat.kind {
+            FileKind::Symlink if !opts.links => {
+                Some(format!("skipping non-regular file \"{shown}\""))
+            }
+            FileKind::Directory | FileKind::File | FileKind::Symlink => None,
+            _ => Some(format!("skipping non-regular file \"{shown}\"")),
+        };
+        if let Some(line) = line {
+            skipped.entry(rel.to_string()).or_default().push(line);
+            continue;
+        }
+        let mut item = remote_entry(&stat, child_rel.clone());
+        if is_dir {
+            if !opts.recursive {
+                if !opts.dirs {
+                    skipped
+                        .entry(rel.to_string())
+                        .or_default()
+                        .push(format!("skipping directory {shown}"));
+                    continue;
+                }
+            } else {
+                item.children = remote_dir(by_parent, prefix, &child_rel, opts, skipped)?;
+            }
+        }
+        out.push(item);
+    }
+    Ok(out)
+}
+
+fn remote_entry(stat: &StatInfo, rel: String) -> SourceEntry {
+    SourceEntry {
+        rel,
+        kind: match stat.kind {
+            FileKind::Directory => EntryKind::Dir,
+            FileKind::Symlink => EntryKind::Link,
+            _ => EntryKind::File,
+        },
+        mode: stat.mode & 0o7777,
+        size: stat.size,
+        mtime: (stat.mtime, stat.mtime_nsec),
+        uid: stat.uid,
+        gid: stat.gid,
+        link: stat.link_target.clone(),
+        path: PathBuf::from(&stat.path),
+        checksum: stat.checksum.clone(),
+        names: Some((stat.owner.clone(), stat.group.clone())),
+        children: Vec::new(),
     }
 }

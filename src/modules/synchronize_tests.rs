@@ -20,6 +20,13 @@ fn opts(args: &[(&str, bool)]) -> Options {
         archive: true,
         compress: true,
         delay_updates: true,
+        pull: false,
+        set_remote_user: true,
+        dest_port: None,
+        private_key: None,
+        ssh_connection_multiplexing: false,
+        verify_host: false,
+        partial: false,
     };
     for (name, on) in args {
         match *name {
@@ -137,7 +144,7 @@ fn a_new_tree_is_itemized_in_rsyncs_order_with_one_write_each_and_times_last() {
         stat("/d", FileKind::Directory, 0o755, 0, 5),
     );
     there.target = "/d/src".into();
-    let changes = Comparison::new(&source, &there, &opts(&[]), '<')
+    let changes = Comparison::new(&source, &there, &opts(&[]), '<', true)
         .run()
         .unwrap();
     assert_eq!(
@@ -150,8 +157,10 @@ fn a_new_tree_is_itemized_in_rsyncs_order_with_one_write_each_and_times_last() {
         ]
     );
     assert_eq!(changes.steps.len(), 1);
+    assert!(changes.moves.is_empty());
     let kinds: Vec<String> = changes.steps[0]
         .iter()
+        .chain(&changes.finals)
         .map(|op| match op {
             Op::EnsurePath(p) => format!("dir {} {:?}", p.path, p.mode),
             Op::EnsureFile(f) => format!("file {} {:?}", f.path, f.mode),
@@ -190,12 +199,12 @@ fn an_equal_tree_costs_nothing_and_a_changed_one_only_what_differs() {
     };
     let root = || stat("/d", FileKind::Directory, 0o755, 4096, 1000);
     let equal = listing(same(), root(), root());
-    let changes = Comparison::new(&source, &equal, &opts(&[]), '<')
+    let changes = Comparison::new(&source, &equal, &opts(&[]), '<', true)
         .run()
         .unwrap();
     assert!(changes.lines.is_empty(), "{:?}", changes.lines);
     assert!(
-        changes.steps.iter().all(Vec::is_empty),
+        changes.steps.iter().all(Vec::is_empty) && changes.finals.is_empty(),
         "{:?}",
         changes.steps
     );
@@ -205,7 +214,7 @@ fn an_equal_tree_costs_nothing_and_a_changed_one_only_what_differs() {
     entries[2].1.mode = 0o644;
     entries.push(("old", stat("/d/old", FileKind::File, 0o644, 1, 1000)));
     let changed = listing(entries, root(), root());
-    let changes = Comparison::new(&source, &changed, &opts(&[("delete", true)]), '<')
+    let changes = Comparison::new(&source, &changed, &opts(&[("delete", true)]), '<', true)
         .run()
         .unwrap();
     assert_eq!(
@@ -217,6 +226,7 @@ fn an_equal_tree_costs_nothing_and_a_changed_one_only_what_differs() {
     // then finds right).
     let ops: Vec<&str> = changes.steps[0]
         .iter()
+        .chain(&changes.finals)
         .map(|op| match op {
             Op::EnsureFile(_) => "write",
             Op::EnsurePath(p) if p.state == PathState::Absent => "delete",

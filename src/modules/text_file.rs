@@ -848,6 +848,7 @@ pub(super) mod testing {
                 match plan {
                     Plan::Done(outcome) => return Ok(outcome),
                     Plan::Remote(op) => panic!("text edits finish in their steps, got {op:?}"),
+                    Plan::Flow(_) => panic!("text edits send no flows"),
                     Plan::Step(op, next) => {
                         let reply = self.answer(&op);
                         self.sent.push(op);

@@ -14,7 +14,12 @@ use crate::yaml::{LoadError, Node, Span, Value};
 pub(super) enum ActionArgs<'n> {
     Node(&'n Node),
     Text(String),
-    Pairs(Vec<&'n (Node, Node)>),
+    /// `action: {module: copy src=a, dest: b, args: {...}}`: the mapping's other keys, the
+    /// `k=v` text after the module's name (over them), its `args:` (over both).
+    Mapping {
+        pairs: Vec<&'n (Node, Node)>,
+        kv: String,
+    },
 }
 
 pub(super) fn module_list() -> String {
@@ -53,6 +58,9 @@ impl Loader<'_> {
         inherited: &Inherited,
     ) -> Option<&'static dyn Module> {
         let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
+        if let Some(plugin) = self.action_plugin(name, inherited) {
+            return Some(plugin);
+        }
         self.shared
             .library_module(name, &self.playbook_dir, role_dir)
             .or_else(|| modules::find(name))
@@ -78,6 +86,56 @@ impl Loader<'_> {
                     .collection_module(&fqcn, &self.playbook_dir, role_dir)
                     .or_else(|| Some(modules::collection_module(&fqcn)))
             })
+    }
+
+    /// A Python action plugin by the name a task uses, found as Ansible's action loader
+    /// finds it (the task's collections, then the playbook's, roles' and configured
+    /// `action_plugins`): it comes before a module of that name, whose run it decides. A
+    /// plugin that only re-exports one of Ansible's actions is that action.
+    fn action_plugin(&self, name: &str, inherited: &Inherited) -> Option<&'static dyn Module> {
+        use crate::modules::action_plugin::{ActionPlugin, ModuleSearch, reexported_builtin};
+        use crate::modules::python::finding;
+        let file =
+            self.shared
+                .plugins
+                .find(crate::plugins::Kind::Action, name, &inherited.collections)?;
+        let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
+        let source = std::fs::read_to_string(&file.path).unwrap_or_default();
+        match reexported_builtin(&source).as_deref() {
+            // The normal action runs the module of the task's name.
+            Some("normal") => {
+                if let Some(module) = self
+                    .shared
+                    .library_module(name, &self.playbook_dir, role_dir)
+                    .or_else(|| modules::find(name))
+                    .or_else(|| {
+                        self.shared
+                            .collection_module(name, &self.playbook_dir, role_dir)
+                    })
+                {
+                    return Some(module);
+                }
+            }
+            Some(builtin) if modules::is_implemented(builtin) => return modules::find(builtin),
+            _ => {}
+        }
+        let mut collection_roots = vec![self.playbook_dir.join("collections")];
+        collection_roots.extend(self.shared.collections_path.iter().cloned());
+        let mut module_utils: Vec<std::path::PathBuf> = role_dir
+            .map(|r| r.join("module_utils"))
+            .into_iter()
+            .chain(std::iter::once(self.playbook_dir.join("module_utils")))
+            .chain(self.shared.module_utils.iter().cloned())
+            .filter(|d| d.is_dir())
+            .collect();
+        module_utils.dedup();
+        let search = ModuleSearch {
+            library: finding::library_dirs(role_dir, &self.playbook_dir, &self.shared.library),
+            collection_roots,
+            module_utils,
+            collections: inherited.collections.clone(),
+        };
+        Some(ActionPlugin::shared(name, file, search))
     }
 
     pub(super) fn unknown_action(&self, key: &str, span: Span) -> LoadError {
@@ -127,7 +185,19 @@ impl Loader<'_> {
                     .iter()
                     .filter(|(k, _)| k.as_str() != Some("module"))
                     .collect();
-                (module.to_string(), ActionArgs::Pairs(rest))
+                // `module:` may carry arguments after the name, as `action: copy a=b`.
+                let module = module.trim_start();
+                let end = crate::kv_args::split_args(module)
+                    .first()
+                    .map_or(module.len(), |token| token.end);
+                let (name, kv) = module.split_at(end);
+                (
+                    name.to_string(),
+                    ActionArgs::Mapping {
+                        pairs: rest,
+                        kv: kv.trim_start().to_string(),
+                    },
+                )
             }
             _ => {
                 return Err(self.err(
@@ -175,7 +245,26 @@ impl Loader<'_> {
                 )),
             },
             ActionArgs::Text(text) => self.free_text(module, &text),
-            ActionArgs::Pairs(entries) => self.pairs(entries.into_iter()),
+            ActionArgs::Mapping { pairs, kv } => {
+                let nested = pairs.iter().find(|(k, _)| k.as_str() == Some("args"));
+                let mut out = self.pairs(
+                    pairs
+                        .iter()
+                        .copied()
+                        .filter(|(k, _)| k.as_str() != Some("args")),
+                )?;
+                if !kv.is_empty() {
+                    out.extend(self.free_text(module, &kv)?);
+                }
+                match nested.map(|(_, v)| v) {
+                    Some(v) if v.as_str().is_some() => {
+                        out.extend(self.free_text(module, v.as_str().unwrap_or_default())?)
+                    }
+                    Some(v) => out.extend(self.pairs(v.as_map().unwrap_or_default().iter())?),
+                    None => {}
+                }
+                Ok(out)
+            }
         }
     }
 
@@ -341,5 +430,55 @@ mod tests {
             e.message,
             "arguments of copy must be a mapping or a `key=value` string, got a list"
         );
+    }
+}
+
+#[cfg(test)]
+mod plugin_tests {
+    use crate::playbook::test_support::tree::{load, tree};
+
+    const PLUGIN: &str = "from ansible.plugins.action import ActionBase\n\nclass ActionModule(ActionBase):\n    def run(self, tmp=None, task_vars=None):\n        return {}\n";
+
+    #[test]
+    fn action_plugins_resolve_before_modules_as_ansibles_loader_finds_them() {
+        let dir = tree(&[
+            (
+                "site.yml",
+                "- hosts: all\n  roles: [r]\n  tasks:\n    - mine: {a: 1}\n    - debug: msg=x\n    - ansible.builtin.debug: msg=x\n    - alias: msg=x\n    - ns.coll.act:\n    - {block: [{name: short, act: }], collections: [ns.coll]}\n    - role_act:\n",
+            ),
+            ("action_plugins/mine.py", PLUGIN),
+            // A playbook's own debug takes the place of Ansible's, but not of
+            // ansible.builtin.debug.
+            ("action_plugins/debug.py", PLUGIN),
+            (
+                "action_plugins/alias.py",
+                "from ansible.plugins.action.debug import ActionModule\n\nassert ActionModule\n",
+            ),
+            (
+                "collections/ansible_collections/ns/coll/plugins/action/act.py",
+                PLUGIN,
+            ),
+            ("roles/r/tasks/main.yml", "- role_act:\n"),
+            ("roles/r/action_plugins/role_act.py", PLUGIN),
+        ]);
+        let pb = load(&dir).unwrap();
+        let tasks: Vec<_> = pb.plays[0].tasks.iter().filter(|t| !t.implicit).collect();
+        let plugin = |i: usize| tasks[i].module.caps().controller_action;
+        // The role's task first, then the play's.
+        assert_eq!(tasks[0].action, "role_act");
+        assert!(plugin(0));
+        assert_eq!(tasks[1].action, "mine");
+        assert!(plugin(1));
+        assert_eq!(tasks[1].module.fqcn(), "ansible.legacy.mine");
+        assert!(plugin(2), "a playbook's debug plugin");
+        assert!(!plugin(3), "ansible.builtin.debug stays Ansible's");
+        assert_eq!(tasks[4].action, "alias");
+        assert!(!plugin(4), "a re-export of debug is debug");
+        assert_eq!(tasks[4].module.name(), "debug");
+        assert!(plugin(5));
+        assert_eq!(tasks[5].module.fqcn(), "ns.coll.act");
+        assert!(plugin(6), "a short name under collections:");
+        // A role's plugins are visible to the play's tasks once the role loaded.
+        assert!(plugin(7));
     }
 }

@@ -38,8 +38,8 @@ pub struct DynamicInclude {
     /// around the include (not the include's own keywords, as in Ansible), plus `apply:`.
     children: Inherited,
     playbook_dir: PathBuf,
-    roles_path: Vec<PathBuf>,
-    collections_path: Vec<PathBuf>,
+    /// The load's settings: where included roles, collections, modules and plugins are.
+    options: LoadOptions,
 }
 
 /// Included files parsed during a run, by path: each is read and parsed once.
@@ -119,11 +119,7 @@ impl DynamicInclude {
     }
 
     pub(super) fn shared(&self) -> Shared {
-        let shared = Shared::new(&LoadOptions {
-            roles_path: self.roles_path.clone(),
-            collections_path: self.collections_path.clone(),
-            ..LoadOptions::default()
-        });
+        let shared = Shared::new(&self.options);
         let base =
             NEXT_RUNTIME_BLOCK.fetch_add(RUNTIME_BLOCK_RANGE, std::sync::atomic::Ordering::Relaxed);
         shared.next_block.set(base);
@@ -174,7 +170,7 @@ impl DynamicInclude {
                 other => other.to_string(),
             })
         };
-        let Some(name) = text("name") else {
+        let Some(name) = text("name").or_else(|| text("role")) else {
             return Err("include_role needs `name:` (the role to run)".into());
         };
         let public = match args.get("public") {
@@ -298,8 +294,7 @@ impl Loader<'_> {
         task.include = Some(Arc::new(DynamicInclude {
             children,
             playbook_dir: self.playbook_dir.clone(),
-            roles_path: self.shared.roles_path.clone(),
-            collections_path: self.shared.collections_path.clone(),
+            options: self.shared.options(),
         }));
         Ok(task)
     }

@@ -393,7 +393,8 @@ impl Loader<'_> {
             for (k, v) in pairs {
                 let key = self.key(k)?;
                 match key {
-                    "name" => name = Some(v),
+                    // Ansible takes `role:` for `name:` as well.
+                    "name" | "role" => name = Some(v),
                     "public" => public = self.boolean(v, key)?,
                     "tasks_from" => from[0] = Some(self.scalar(v, key)?),
                     "vars_from" => from[1] = Some(self.scalar(v, key)?),

@@ -106,6 +106,10 @@ pub(super) fn load_plays(
     out: &mut Vec<Playbook>,
 ) -> Result<(), LoadError> {
     let dir = dir_of(&source.path);
+    shared.plugins.add_root(&dir);
+    let mut collection_roots = vec![dir.join("collections")];
+    collection_roots.extend(shared.collections_path.iter().cloned());
+    shared.plugins.add_collection_roots(&collection_roots);
     let loader = Loader {
         source,
         file: Arc::from(source.path.as_path()),

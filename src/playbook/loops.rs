@@ -8,6 +8,8 @@
 
 use serde_json::{Map, Value};
 
+use super::Location;
+
 pub use crate::template::Combinator;
 
 /// Lookups that `with_<name>` may name: those `query()` runs, plus the combinators here.
@@ -49,6 +51,14 @@ pub fn lookup_subdir(action: &str) -> &'static str {
         })
 }
 
+/// Whether an action is named as Ansible's debug (whose output its callback trims).
+pub fn is_debug_action(action: &str) -> bool {
+    matches!(
+        action,
+        "debug" | "ansible.builtin.debug" | "ansible.legacy.debug"
+    )
+}
+
 /// A task's `loop_control`, raw (label and pause are templates).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LoopControl {
@@ -71,9 +81,16 @@ pub struct LoopControl {
 /// `loop_control.break_when` as written.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BreakWhen {
-    Conditions(Vec<String>),
+    Conditions(Vec<WrittenCondition>),
     /// Something other than strings: each item's check fails, as in Ansible.
-    NotStrings,
+    NotStrings(Location),
+}
+
+/// A condition and where it is written: Ansible shows a failing one there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrittenCondition {
+    pub text: String,
+    pub origin: Location,
 }
 
 impl LoopControl {

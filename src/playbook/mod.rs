@@ -37,7 +37,10 @@ pub use collections::{default_collections_path, split_role_fqcn};
 pub use dynamic_include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use loader::{load_playbook, load_playbook_text, load_playbooks, load_playbooks_text};
-pub use loops::{BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, ansible_loop, lookup_subdir};
+pub use loops::{
+    BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, WrittenCondition, ansible_loop,
+    is_debug_action, lookup_subdir,
+};
 pub use module_defaults::{ModuleDefaultsLevel, defaults_for, names_a_group};
 pub use play_templates::{PlayKeywordError, render_templated_play_keywords};
 pub use roles::INCLUDE_ROLE_ARGS;
@@ -153,7 +156,13 @@ pub struct Task {
     pub loop_control: LoopControl,
     /// Raw Jinja expressions, all of which must hold.
     pub when: Vec<String>,
+    /// `register: name`: the result under that name (Ansible's projection
+    /// `name: _task.polymorphic_result`).
     pub register: Option<String>,
+    /// `register:` as a mapping (Ansible 2.21's register projections): each variable and
+    /// the expression (or value) it takes, evaluated against `_task` once the task is done
+    /// and, from its first result on, while it runs.
+    pub register_projections: Vec<(String, Value)>,
     pub ignore_errors: bool,
     /// `changed_when`: when set, these conditions (all must hold) decide `changed` instead
     /// of the module. Evaluated per item once its result is known.
@@ -266,6 +275,8 @@ pub struct RunKeywords {
     pub environment: Vec<Value>,
     /// Results are hidden in the output.
     pub no_log: bool,
+    /// `no_log` is written on the task or around it (else ansible.cfg's decides).
+    pub no_log_written: bool,
     /// At most this many hosts run the task at once.
     pub throttle: Option<u64>,
     /// `throttle` written as a template, rendered when the task runs.
@@ -461,6 +472,7 @@ impl Task {
             loop_control: LoopControl::new(),
             when: Vec::new(),
             register: None,
+            register_projections: Vec::new(),
             ignore_errors: false,
             changed_when: None,
             failed_when: None,
@@ -481,6 +493,19 @@ impl Task {
             include: None,
             implicit: false,
         }
+    }
+
+    /// The variables the task registers: its `register` name or its projections'.
+    pub fn registered_names(&self) -> Vec<String> {
+        self.register
+            .iter()
+            .cloned()
+            .chain(
+                self.register_projections
+                    .iter()
+                    .map(|(name, _)| name.clone()),
+            )
+            .collect()
     }
 
     /// The `meta: flush_handlers` Ansible runs after a play's pre_tasks and after its

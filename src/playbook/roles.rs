@@ -318,6 +318,8 @@ impl Loader<'_> {
     ) -> Result<(), LoadError> {
         let enclosing = inherited.role.as_ref().map(|r| r.path.as_path());
         let dir = self.find_role(entry, dependent, enclosing)?;
+        // Its plugins are visible from now on, to every task, as in Ansible.
+        self.shared.plugins.add_root(&dir);
         // A role that imports another of its own task files (`tasks_from`) is no cycle:
         // the role counts as being imported only with the same entry point.
         let importing = role_import_key(&dir, entry);

@@ -16,6 +16,8 @@ pub(super) struct Shared {
     pub(super) collections_path: Vec<PathBuf>,
     pub(super) library: Vec<PathBuf>,
     pub(super) module_utils: Vec<PathBuf>,
+    pub(super) plugins: Arc<crate::plugins::Catalog>,
+    pub(super) default_no_log: bool,
     /// Files and role directories being loaded, outermost first.
     pub(super) importing: RefCell<Vec<PathBuf>>,
     pub(super) play: RefCell<PlayRoles>,
@@ -63,6 +65,8 @@ impl Shared {
             collections_path: options.collections_path.clone(),
             library: options.library.clone(),
             module_utils: options.module_utils.clone(),
+            plugins: options.plugins.clone(),
+            default_no_log: options.default_no_log,
             importing: RefCell::new(Vec::new()),
             play: RefCell::new(PlayRoles::default()),
             check_includes: true,
@@ -99,6 +103,18 @@ impl Shared {
         let roots = finding::collection_roots(playbook_dir, &self.collections_path);
         let utils = utils_paths(role_dir, playbook_dir, &self.module_utils, roots);
         Some(PythonModule::shared(short, Ok(source), utils))
+    }
+
+    /// The settings this load started from.
+    pub(super) fn options(&self) -> LoadOptions {
+        LoadOptions {
+            roles_path: self.roles_path.clone(),
+            collections_path: self.collections_path.clone(),
+            library: self.library.clone(),
+            module_utils: self.module_utils.clone(),
+            plugins: self.plugins.clone(),
+            default_no_log: self.default_no_log,
+        }
     }
 
     pub(super) fn start_play(&self) {
@@ -145,6 +161,11 @@ pub struct LoadOptions {
     pub library: Vec<PathBuf>,
     /// ansible.cfg `module_utils` / `ANSIBLE_MODULE_UTILS`.
     pub module_utils: Vec<PathBuf>,
+    /// The run's Python plugins: the directories of playbooks and roles join it as they
+    /// load (shared by every playbook of the run, as Ansible's plugin loader is).
+    pub plugins: Arc<crate::plugins::Catalog>,
+    /// ansible.cfg `no_log` / `ANSIBLE_NO_LOG`: the `no_log` of tasks that do not say.
+    pub default_no_log: bool,
 }
 
 impl LoadOptions {

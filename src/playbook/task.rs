@@ -3,7 +3,7 @@
 use super::action::{ActionArgs, module_list};
 use super::keyword_table::{At, Places, Taken};
 use super::loader::{Inherited, Loader, dedup_in_order};
-use super::loops::BreakWhen;
+use super::loops::{BreakWhen, WrittenCondition};
 use super::{Combinator, LOOP_LOOKUPS, LoopControl, LoopSpec, RunKeywords, Task, Until};
 use crate::modules::{Module, closest};
 use crate::yaml::{LoadError, Node, Span, Value};
@@ -58,6 +58,7 @@ impl Loader<'_> {
         let mut loop_control = LoopControl::new();
         let mut when = Vec::new();
         let mut register = None;
+        let mut register_projections = Vec::new();
         let mut ignore_errors = None;
         let mut notify = Vec::new();
         let mut listen = Vec::new();
@@ -119,7 +120,10 @@ impl Loader<'_> {
                 "delay" => delay = Some(self.seconds(v, key)?),
                 "async" => async_job.limit = Some(self.count(v, key)?.to_json()),
                 "poll" => async_job.poll = Some(self.count(v, key)?.to_json()),
-                "register" => register = Some(self.scalar(v, "register")?),
+                "register" => match &v.value {
+                    Value::Map(pairs) => register_projections = self.register_projections(pairs)?,
+                    _ => register = Some(self.scalar(v, "register")?),
+                },
                 "ignore_errors" => match self.switch(v, key)? {
                     Ok(fixed) => {
                         ignore_errors = Some(fixed);
@@ -182,7 +186,14 @@ impl Loader<'_> {
                 }
                 _ if key.starts_with("with_") => {
                     let lookup = &key["with_".len()..];
-                    if !LOOP_LOOKUPS.contains(&lookup) {
+                    // A Python lookup the playbook, a role or a collection ships loops too.
+                    let python = || {
+                        self.shared
+                            .plugins
+                            .find(crate::plugins::Kind::Lookup, lookup, &inherited.collections)
+                            .is_some()
+                    };
+                    if !LOOP_LOOKUPS.contains(&lookup) && !python() {
                         let help = closest(lookup, LOOP_LOOKUPS.iter().copied())
                             .map(|s| format!("did you mean 'with_{s}'?"))
                             .unwrap_or_else(|| {
@@ -216,6 +227,10 @@ impl Loader<'_> {
             }
         }
 
+        // ansible.cfg's `no_log` is the default of a task that nothing around says.
+        if !keywords.no_log_written && self.shared.default_no_log {
+            keywords.no_log = true;
+        }
         let Some((written, module, args_node, key_span)) = action else {
             return Err(self.err(
                 node.span,
@@ -232,7 +247,7 @@ impl Loader<'_> {
             ActionArgs::Node(n) => {
                 arg_keys.extend(n.as_map().unwrap_or_default().iter().map(|(k, _)| k))
             }
-            ActionArgs::Pairs(pairs) => arg_keys.extend(pairs.iter().map(|(k, _)| k)),
+            ActionArgs::Mapping { pairs, .. } => arg_keys.extend(pairs.iter().map(|(k, _)| k)),
             ActionArgs::Text(..) => {}
         }
         if let Some(n) = extra_args_node {
@@ -275,6 +290,7 @@ impl Loader<'_> {
             loop_control,
             when: when_all,
             register,
+            register_projections,
             ignore_errors: ignore_errors.or(inherited.ignore_errors).unwrap_or(false),
             changed_when,
             failed_when,
@@ -346,13 +362,16 @@ impl Loader<'_> {
             },
             "delegate_to" => into.delegate_to = Some(self.scalar(v, key)?),
             "delegate_facts" => into.delegate_facts = self.boolean(v, key)?,
-            "no_log" => match self.switch(v, key)? {
-                Ok(fixed) => {
-                    into.no_log = fixed;
-                    into.templated.no_log = None;
+            "no_log" => {
+                into.no_log_written = true;
+                match self.switch(v, key)? {
+                    Ok(fixed) => {
+                        into.no_log = fixed;
+                        into.templated.no_log = None;
+                    }
+                    Err(template) => into.templated.no_log = Some(template),
                 }
-                Err(template) => into.templated.no_log = Some(template),
-            },
+            }
             "any_errors_fatal" => into.any_errors_fatal = Some(self.boolean(v, key)?),
             "ignore_unreachable" => into.ignore_unreachable = self.boolean(v, key)?,
             "environment" => into.environment.extend(self.environment(v)?),
@@ -443,9 +462,23 @@ impl Loader<'_> {
                     _ => convert(key, v, "float"),
                 },
                 "break_when" => {
-                    control.break_when = Some(match self.conditions(v, key) {
+                    let items = match &v.value {
+                        Value::Seq(items) => items.iter().collect(),
+                        Value::Null => Vec::new(),
+                        _ => vec![v],
+                    };
+                    let written: Result<Vec<WrittenCondition>, LoadError> = items
+                        .into_iter()
+                        .map(|item| {
+                            Ok(WrittenCondition {
+                                text: self.condition(item, key)?,
+                                origin: self.location(item.span),
+                            })
+                        })
+                        .collect();
+                    control.break_when = Some(match written {
                         Ok(conditions) => BreakWhen::Conditions(conditions),
-                        Err(_) => BreakWhen::NotStrings,
+                        Err(_) => BreakWhen::NotStrings(self.location(v.span)),
                     });
                 }
                 _ if LOOP_CONTROL_KEYS.contains(&key) => {}
@@ -476,6 +509,30 @@ impl Loader<'_> {
 }
 
 /// Python's `str.isidentifier()` and not a keyword: what Ansible takes as a variable name.
+impl Loader<'_> {
+    /// `register:` as a mapping: variable names (Ansible refuses an invalid one at load)
+    /// and the expressions they take, as written.
+    fn register_projections(
+        &self,
+        pairs: &[(Node, Node)],
+    ) -> Result<Vec<(String, Json)>, LoadError> {
+        pairs
+            .iter()
+            .map(|(k, v)| {
+                let name = k.scalar_to_string().unwrap_or_default();
+                if !is_identifier(&name) {
+                    return Err(self.err(
+                        k.span,
+                        format!("Invalid 'register' specified: Invalid variable name '{name}'."),
+                        Some("a registered variable's name is a Python identifier".into()),
+                    ));
+                }
+                Ok((name, v.to_json()))
+            })
+            .collect()
+    }
+}
+
 fn is_identifier(name: &str) -> bool {
     const KEYWORDS: &[&str] = &[
         "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",

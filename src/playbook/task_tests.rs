@@ -344,6 +344,7 @@ fn run_keywords_on_tasks_blocks_and_plays() {
             delegate_facts: true,
             environment: vec![serde_json::json!({"A": "{{ a }}"})],
             no_log: true,
+            no_log_written: true,
             throttle: Some(2),
             any_errors_fatal: None,
             ignore_unreachable: false,
@@ -392,12 +393,18 @@ fn loop_control_fields() {
     );
     let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  break_when: item > 0");
     assert!(t.unsupported.is_empty());
-    assert_eq!(
-        t.loop_control.break_when,
-        Some(BreakWhen::Conditions(vec!["item > 0".into()]))
-    );
+    let Some(BreakWhen::Conditions(written)) = &t.loop_control.break_when else {
+        panic!("{:?}", t.loop_control.break_when);
+    };
+    // Each condition keeps where it is written, for the error a failing one shows.
+    assert_eq!(written.len(), 1);
+    assert_eq!(written[0].text, "item > 0");
+    assert_eq!((written[0].origin.line, written[0].origin.column), (6, 21));
     let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  break_when: {a: b}");
-    assert_eq!(t.loop_control.break_when, Some(BreakWhen::NotStrings));
+    assert!(matches!(
+        t.loop_control.break_when,
+        Some(BreakWhen::NotStrings(_))
+    ));
     let t = task("debug: msg=x\nloop: [1]\nloop_control:\n  pause: \"{{ p }}\"");
     assert_eq!(t.loop_control.pause, Some(Json::from("{{ p }}")));
     assert!(t.loop_control.extended_allitems);
@@ -505,6 +512,31 @@ fn task_errors() {
             "when must be a condition or a list of conditions, got a mapping".into(),
             4,
             13
+        )
+    );
+}
+
+/// `register:` as a mapping: each variable with its expression (or value) as written; a
+/// name that is no variable name is refused at load, as Ansible refuses it.
+#[test]
+fn register_projections_are_read_as_written() {
+    let t = task("debug: msg=x\nregister:\n  seen: _task.result\n  one: 1\n");
+    assert_eq!(t.register, None);
+    assert_eq!(
+        t.register_projections,
+        vec![
+            ("seen".to_string(), Json::from("_task.result")),
+            ("one".to_string(), Json::from(1)),
+        ]
+    );
+    assert_eq!(t.registered_names(), ["seen", "one"]);
+    let play = "- hosts: all\n  tasks:\n    - debug: msg=x\n      register:\n        1x: y\n";
+    assert_eq!(
+        message_at(play),
+        (
+            "Invalid 'register' specified: Invalid variable name '1x'.".into(),
+            5,
+            9
         )
     );
 }

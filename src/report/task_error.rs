@@ -15,6 +15,9 @@ pub struct TaskOrigin {
     pub action: String,
     /// What the failure came from, when it is written elsewhere than the task.
     pub cause: Option<ErrorCause>,
+    /// The task runs a controller-side (Python) action plugin: its failures are an
+    /// action's.
+    pub controller_action: bool,
 }
 
 /// Modules whose work is all in Ansible's controller-side action plugin: their failures
@@ -40,6 +43,7 @@ impl TaskOrigin {
             location: task.location.clone(),
             action: task.action.clone(),
             cause: None,
+            controller_action: task.module.caps().controller_action,
         }
     }
 
@@ -48,6 +52,12 @@ impl TaskOrigin {
         self.cause = cause;
         self
     }
+}
+
+/// Whether the action's work is all in Ansible's controller-side action plugin (no module
+/// runs, so nothing injects an `invocation`).
+pub fn is_action(action: &str) -> bool {
+    ACTIONS.contains(&short_name(action))
 }
 
 pub fn short_name(module: &str) -> &str {
@@ -61,6 +71,12 @@ pub fn short_name(module: &str) -> &str {
 /// A message the executor already words as the task's error ("Task failed: ...", as a
 /// `failed_when` or a connection's) is kept as it is.
 pub fn error_message(status: Status, action: &str, data: &Map<String, Value>) -> Option<String> {
+    error_message_of(status, ACTIONS.contains(&short_name(action)), data)
+}
+
+/// [`error_message`] for a task whose failures are an action's (`by_action`) or a
+/// module's.
+fn error_message_of(status: Status, by_action: bool, data: &Map<String, Value>) -> Option<String> {
     let msg = data
         .get("msg")
         .map(super::minimal::python_str)
@@ -74,7 +90,7 @@ pub fn error_message(status: Status, action: &str, data: &Map<String, Value>) ->
             Some(format!("Task failed: {error}"))
         }
         Status::Failed => {
-            let kind = if ACTIONS.contains(&short_name(action)) {
+            let kind = if by_action {
                 "Action failed"
             } else {
                 "Module failed"
@@ -97,7 +113,27 @@ pub fn error_block(
     if data.contains_key("async_result") {
         return None;
     }
-    let error = error_message(status, &origin.action, data)?;
+    let by_action = origin.controller_action || ACTIONS.contains(&short_name(&origin.action));
+    let error = error_message_of(status, by_action, data)?;
+    if let Some(cause) = origin.cause.as_ref().filter(|cause| cause.alone) {
+        if cause.line.is_none() {
+            // The message ends its own lines (a group of sub-events).
+            return Some(format!("[ERROR]: {}", cause.message));
+        }
+        let location = Location {
+            file: std::sync::Arc::from(cause.file.as_path()),
+            line: cause.line.unwrap_or(0),
+            column: cause.column.unwrap_or(0),
+        };
+        return Some(format!(
+            "[ERROR]: {}\nOrigin: {}:{}:{}\n\n{}\n",
+            cause.message,
+            absolute(&location.file).display(),
+            location.line,
+            location.column,
+            source_context(&location)
+        ));
+    }
     let context = source_context(&origin.location);
     let location = &origin.location;
     let task_origin = format!(
@@ -252,6 +288,7 @@ mod tests {
         let mut data = Map::new();
         data.insert("msg".into(), "boom".into());
         let origin = TaskOrigin {
+            controller_action: false,
             location: location.clone(),
             action: "ansible.builtin.fail".into(),
             cause: None,
@@ -284,8 +321,11 @@ mod tests {
             message: "Syntax error".into(),
             file: template.clone(),
             line: Some(4),
+            column: None,
+            alone: false,
         };
         let origin = TaskOrigin {
+            controller_action: false,
             location: Location {
                 file: Arc::from(task_file.as_path()),
                 line: 3,
@@ -313,5 +353,42 @@ mod tests {
             block.ends_with(&format!("Syntax error\nOrigin: {}\n", template.display())),
             "{block}"
         );
+    }
+
+    #[test]
+    fn an_error_apart_from_the_task_is_shown_alone_where_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pb.yml");
+        std::fs::write(
+            &file,
+            "- debug:\n  loop: [1]\n  loop_control:\n    break_when: 1 / 0\n",
+        )
+        .unwrap();
+        let mut data = Map::new();
+        data.insert("msg".into(), "hi".into());
+        let origin = TaskOrigin {
+            controller_action: false,
+            location: Location {
+                file: Arc::from(file.as_path()),
+                line: 1,
+                column: 3,
+            },
+            action: "debug".into(),
+            cause: Some(ErrorCause::alone(
+                "A 'break_when' expression failed: Error rendering expression: division by zero"
+                    .into(),
+                file.clone(),
+                4,
+                17,
+            )),
+        };
+        let block = error_block(Status::Failed, &origin, &data).unwrap();
+        let want = format!(
+            "[ERROR]: A 'break_when' expression failed: Error rendering expression: division by zero\n\
+             Origin: {}:4:17\n\n\
+             2   loop: [1]\n3   loop_control:\n4     break_when: 1 / 0\n                  ^ column 17\n",
+            file.display()
+        );
+        assert_eq!(block, want);
     }
 }

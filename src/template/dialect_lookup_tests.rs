@@ -164,7 +164,7 @@ fn query_runs_a_lookup_for_with_loops() {
     let err = t.query("nope", &json!("x"), &vars).unwrap_err();
     assert!(
         err.to_string()
-            .contains("lookup plugin 'nope' is not supported"),
+            .contains("The lookup plugin 'nope' was not found."),
         "{err}"
     );
 }

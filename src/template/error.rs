@@ -74,6 +74,29 @@ impl TemplateError {
         }
     }
 
+    /// The error of a conditional (an expression) as Ansible 2.19+ words it, the text of
+    /// its exception: "Error while evaluating conditional: 'x' is undefined", "Error
+    /// rendering expression: division by zero", "Syntax error in expression: ...".
+    pub fn conditional_message(&self) -> String {
+        match self {
+            TemplateError::Undefined { .. } => {
+                format!("Error while evaluating conditional: {self}")
+            }
+            TemplateError::Render { message, line, .. }
+                if unknown_callable(without_line(message, *line)).is_none() =>
+            {
+                format!("Error rendering expression: {}", self.cause())
+            }
+            TemplateError::Syntax { .. } | TemplateError::Render { .. } => {
+                let cause = self.cause();
+                let words = cause
+                    .strip_prefix("Syntax error in template: ")
+                    .unwrap_or(&cause);
+                format!("Syntax error in expression: {words}")
+            }
+        }
+    }
+
     /// The line of the template the error is on, for a syntax error (an unknown filter or
     /// test counts, as Jinja finds those when it compiles): Ansible shows that line.
     pub fn syntax_line(&self) -> Option<usize> {
@@ -154,7 +177,11 @@ fn unknown_callable(message: &str) -> Option<String> {
                 .map(|rest| ("test", rest))
         })?;
     let name = rest.strip_suffix(" is unknown")?;
-    Some(format!("No {kind} named '{name}'."))
+    Some(match super::python_plugins::not_loaded() {
+        // The plugin may be among those Python could not load.
+        Some(why) => format!("No {kind} named '{name}' ({why})."),
+        None => format!("No {kind} named '{name}'."),
+    })
 }
 
 /// minijinja's text with its "(in <string>:N)" suffix replaced by "(line N)", kept only

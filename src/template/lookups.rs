@@ -16,6 +16,8 @@ pub type HostSelector = std::sync::Arc<dyn Fn(&str) -> Result<Vec<String>, Strin
 struct Reach {
     base: Option<PathBuf>,
     hosts: Option<HostSelector>,
+    /// Where the run's Python lookups are.
+    plugins: Option<std::sync::Arc<crate::plugins::Catalog>>,
 }
 
 /// The lookups turbo-play has.
@@ -51,10 +53,12 @@ pub fn register(
     env: &mut Environment<'static>,
     base_dir: Option<PathBuf>,
     hosts: Option<HostSelector>,
+    plugins: Option<std::sync::Arc<crate::plugins::Catalog>>,
 ) {
     let reach = Reach {
         base: base_dir,
         hosts,
+        plugins,
     };
     for (alias, always_list) in [("lookup", false), ("query", true), ("q", true)] {
         let reach = reach.clone();
@@ -88,6 +92,7 @@ pub fn register_pure(env: &mut Environment<'static>) {
     let reach = Reach {
         base: None,
         hosts: None,
+        plugins: None,
     };
     for (alias, always_list) in [("lookup", false), ("query", true), ("q", true)] {
         let reach = reach.clone();
@@ -144,9 +149,48 @@ fn run(
     dirs.retain(|d| *d != playbook_dir);
     dirs.push(playbook_dir);
     let base = SearchPath { dirs };
+    let python = python_lookup(reach, name);
     // `ansible.builtin.file` is `file`.
     let name = name.strip_prefix("ansible.builtin.").unwrap_or(name);
     let results = match name {
+        _ if python.is_some() => {
+            let file = python.as_ref().expect("matched");
+            let catalog = reach
+                .plugins
+                .as_deref()
+                .expect("a found plugin has a catalog");
+            let rest: Vec<(String, MjValue)> = kwargs
+                .args()
+                .filter(|k| !matches!(*k, "wantlist" | "errors"))
+                .filter_map(|k| Some((k.to_string(), kwargs.get::<MjValue>(k).ok()?)))
+                .collect();
+            // A `with_<name>` loop hands the plugin its list of terms itself.
+            let as_with = state
+                .lookup("__tp_lookup_with")
+                .is_some_and(|v| v.is_true());
+            let spread: Vec<MjValue>;
+            let terms = match terms {
+                [list] if as_with && list.kind() == ValueKind::Seq => {
+                    spread = list.try_iter()?.collect();
+                    spread.as_slice()
+                }
+                _ => terms,
+            };
+            let terms = super::python_plugins::embedded_templates(state, terms)?;
+            match super::python_plugins::lookup(
+                state,
+                file,
+                &terms,
+                rest,
+                catalog,
+                Some(base.playbook_dir().to_path_buf()),
+            ) {
+                Ok(Some(results)) => Ok(results),
+                // It declined an undefined term: the result is that undefined value.
+                Ok(None) => return Ok(MjValue::UNDEFINED),
+                Err(e) => Err(e),
+            }
+        }
         "file" => file(terms, &kwargs, &base),
         "unvault" => unvault(terms, &base),
         "env" => env(terms, &kwargs),
@@ -187,10 +231,7 @@ fn run(
                 .map(|items| items.into_iter().map(MjValue::from_serialize).collect())
                 .map_err(error)
         }
-        other => Err(error(format!(
-            "lookup plugin '{other}' is not supported (supported: {})",
-            NAMES.join(", ")
-        ))),
+        other => Err(error(format!("The lookup plugin '{other}' was not found."))),
     };
     let results = match results {
         Ok(r) => r,
@@ -216,6 +257,31 @@ fn run(
     Ok(match results.len() {
         1 => results.into_iter().next().unwrap_or_default(),
         _ => MjValue::from(results),
+    })
+}
+
+/// The Python lookup `name` names, if any: one in the playbook's, a role's or a configured
+/// directory (taking the place of turbo-play's own, as it comes first in Ansible's search
+/// order), a collection's, or ansible-core's own for a name turbo-play does not have.
+fn python_lookup(reach: &Reach, name: &str) -> Option<crate::plugins::PluginFile> {
+    let catalog = reach.plugins.as_deref()?;
+    if let Some(found) = catalog.find(crate::plugins::Kind::Lookup, name, &[]) {
+        return Some(found);
+    }
+    let short = name
+        .strip_prefix("ansible.builtin.")
+        .or_else(|| name.strip_prefix("ansible.legacy."))
+        .unwrap_or(name);
+    if NAMES.contains(&short) || !crate::plugins::catalog::is_identifier(short) {
+        return None;
+    }
+    let dir = crate::plugins::python::controller()?.ansible_dir.as_ref()?;
+    let path = dir.join("plugins/lookup").join(format!("{short}.py"));
+    path.is_file().then(|| crate::plugins::PluginFile {
+        name: short.to_string(),
+        path,
+        import_name: format!("ansible.plugins.lookup.{short}"),
+        collection: None,
     })
 }
 
@@ -518,6 +584,12 @@ fn first_found(
             }
         } else if let Some(s) = term.as_str() {
             files.push(s.to_string());
+        } else {
+            // Ansible's words, its stray parenthesis included.
+            return Err(error(format!(
+                "The lookup plugin 'first_found' failed: Invalid term supplied. A string, dict or list is required, not '{}').",
+                python_type(&term)
+            )));
         }
     }
     // As Ansible: every path joined with every name (path by path), each then looked

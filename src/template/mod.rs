@@ -21,6 +21,7 @@ mod config_lookup;
 mod dialect_lookup_tests;
 #[cfg(test)]
 mod dialect_tests;
+mod embedded;
 mod file_options;
 pub use file_options::{Delimiters, TextOptions};
 mod filters;
@@ -34,6 +35,8 @@ mod math_filters;
 mod missing_attribute;
 mod native;
 mod password_lookup;
+mod python_plugins;
+pub use python_plugins::to_plugin_json;
 mod prng;
 pub(crate) mod pyregex;
 mod regex_filters;
@@ -43,12 +46,14 @@ mod unit_tests;
 pub use sequence::sequence_items;
 mod sha_crypt;
 mod tests;
+pub mod unresolved;
 mod vault_filters;
 pub mod yaml_dump;
 mod zero_division;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use minijinja::value::Value as MjValue;
 use minijinja::{Environment, Error as MjError, ErrorKind, UndefinedBehavior};
@@ -96,6 +101,27 @@ pub struct Templar {
     base_dir: Option<PathBuf>,
     /// The run's inventory, for `inventory_hostnames`.
     hosts: Option<lookups::HostSelector>,
+    /// The run's Python plugins: where lookups are looked for, and the filters and tests
+    /// added to the environment they are used in.
+    catalog: Option<Arc<crate::plugins::Catalog>>,
+    jinja_plugins: Option<Arc<python_plugins::JinjaPlugins>>,
+}
+
+/// The environment a template renders in: the Templar's own, or its copy with the
+/// Python filters and tests of the run.
+enum EnvRef<'a> {
+    Base(&'a Environment<'static>),
+    Plugins(Arc<Environment<'static>>),
+}
+
+impl std::ops::Deref for EnvRef<'_> {
+    type Target = Environment<'static>;
+    fn deref(&self) -> &Environment<'static> {
+        match self {
+            EnvRef::Base(env) => env,
+            EnvRef::Plugins(env) => env,
+        }
+    }
 }
 
 impl Default for Templar {
@@ -124,14 +150,47 @@ impl Templar {
     pub fn set_base_dir(&mut self, dir: impl Into<PathBuf>) {
         let dir = dir.into();
         self.base_dir = Some(dir);
-        lookups::register(&mut self.env, self.base_dir.clone(), self.hosts.clone());
+        self.register_lookups();
+    }
+
+    fn register_lookups(&mut self) {
+        lookups::register(
+            &mut self.env,
+            self.base_dir.clone(),
+            self.hosts.clone(),
+            self.catalog.clone(),
+        );
+        if let Some(plugins) = &self.jinja_plugins {
+            plugins.invalidate();
+        }
+    }
+
+    /// Gives templates the run's Python plugins: lookups found in the catalog, and its
+    /// filters and tests (listed by the plugin host the first time a template renders).
+    pub fn set_plugins(&mut self, catalog: Arc<crate::plugins::Catalog>) {
+        self.jinja_plugins = Some(Arc::new(python_plugins::JinjaPlugins::new(catalog.clone())));
+        self.catalog = Some(catalog);
+        self.register_lookups();
+    }
+
+    /// The environment to render `source` in (with the Python filters and tests it may
+    /// use, when the run has some).
+    fn env_for(&self, source: &str) -> EnvRef<'_> {
+        match self
+            .jinja_plugins
+            .as_ref()
+            .and_then(|plugins| plugins.environment(&self.env, source))
+        {
+            Some(env) => EnvRef::Plugins(env),
+            None => EnvRef::Base(&self.env),
+        }
     }
 
     /// Gives the `inventory_hostnames` lookup the run's inventory: `hosts(pattern)` is the
     /// hosts an Ansible pattern selects (hosts `add_host` added included, `--limit` not).
     pub fn set_host_selector(&mut self, hosts: lookups::HostSelector) {
         self.hosts = Some(hosts);
-        lookups::register(&mut self.env, self.base_dir.clone(), self.hosts.clone());
+        self.register_lookups();
     }
 
     /// The environment a run sets up, but with only the lookups that read nothing outside
@@ -189,9 +248,10 @@ impl Templar {
         filters::register(&mut env);
         math_filters::register(&mut env);
         tests::register(&mut env);
-        lookups::register(&mut env, base_dir.clone(), None);
+        lookups::register(&mut env, base_dir.clone(), None, None);
         vault_filters::register(&mut env);
         env.add_function(chain::CHAIN_FN, chain::chain);
+        env.add_function(embedded::EMBEDDED_FN, embedded::embedded);
         // Ansible's `undef(hint)`: an undefined value, for defaults that must stay unset.
         env.add_function("undef", |_hint: Option<String>| MjValue::UNDEFINED);
         env.add_function(crate::yaml::UNSAFE_FUNCTION, |hex: String| {
@@ -208,6 +268,8 @@ impl Templar {
             globals,
             base_dir,
             hosts: None,
+            catalog: None,
+            jinja_plugins: None,
         }
     }
 
@@ -244,9 +306,20 @@ impl Templar {
         map: &serde_json::Map<String, Value>,
         vars: &MjValue,
     ) -> Result<serde_json::Map<String, Value>, (String, TemplateError)> {
+        self.render_args(map, vars, true)
+    }
+
+    /// A task's arguments: every value rendered, the names themselves only when
+    /// `keys` (Ansible renders argument names for set_fact alone).
+    pub fn render_args(
+        &self,
+        map: &serde_json::Map<String, Value>,
+        vars: &MjValue,
+        keys: bool,
+    ) -> Result<serde_json::Map<String, Value>, (String, TemplateError)> {
         let mut out = serde_json::Map::with_capacity(map.len());
         for (k, v) in map {
-            let key = if is_template(k) {
+            let key = if keys && is_template(k) {
                 self.render_text(&verbatim_backslashes(k), k, vars)
                     .map_err(|e| (k.clone(), e))?
             } else {
@@ -267,14 +340,13 @@ impl Templar {
         // Names of undefined variables are looked for in what was compiled: a rewritten
         // chain (`a.b | default`) is no longer a reference to `a.b`.
         let compiled_source;
+        let env = self.env_for(&source);
         if let Some(inner) = single_expression(&source)
             && let Some(expr) = {
                 compiled_source = rewrite_expr(inner);
-                engine_guarded(s, || {
-                    self.env.compile_expression_owned(compiled_source.clone())
-                })
-                .ok()
-                .and_then(Result::ok)
+                engine_guarded(s, || env.compile_expression_owned(compiled_source.clone()))
+                    .ok()
+                    .and_then(Result::ok)
             }
         {
             let value = expr
@@ -294,7 +366,7 @@ impl Templar {
             });
         }
         // More than one node: one value alone keeps its type (see `native`).
-        let (rendered, native) = self.render_recorded(&self.env, &source, s, vars, true)?;
+        let (rendered, native) = self.render_recorded(&env, &source, s, vars, true)?;
         match native {
             Some(value) if native::holds_undefined(&value) => {
                 let name = self.undefined_name_anywhere(&source, vars);
@@ -337,7 +409,7 @@ impl Templar {
         // Rare (a `#jinja2:` header, the module's arguments, an include): a private copy of
         // the environment is cheaper than making every render take the settings.
         let env = options
-            .environment(&self.env)
+            .environment(&self.env_for(text))
             .map_err(|message| TemplateError::Syntax {
                 expr: text.to_string(),
                 message,
@@ -360,7 +432,7 @@ impl Templar {
         shown: &str,
         vars: &MjValue,
     ) -> Result<String, TemplateError> {
-        self.render_in(&self.env, source, shown, vars)
+        self.render_in(&self.env_for(source), source, shown, vars)
     }
 
     fn render_in(
@@ -421,6 +493,9 @@ impl Templar {
     pub fn eval_condition(&self, expr: &str, vars: &MjValue) -> Result<bool, TemplateError> {
         // `when: "{{ x }}"` is deprecated in Ansible but still means `when: x`.
         let bare = single_expression(expr).unwrap_or(expr);
+        // A template inside one of its string constants is rendered first (deprecated).
+        let rewritten = embedded::rewrite(bare);
+        let bare = rewritten.as_deref().unwrap_or(bare);
         let value = self.eval_expr_value(bare, expr, vars)?;
         Ok(value.is_true())
     }
@@ -451,6 +526,7 @@ impl Templar {
             __tp_lookup_name => name,
             __tp_lookup_terms => terms,
             __tp_lookup_subdir => subdir,
+            __tp_lookup_with => true,
             ..vars.clone()
         };
         let value = self
@@ -485,8 +561,9 @@ impl Templar {
         vars: &MjValue,
     ) -> Result<MjValue, TemplateError> {
         let compiled_source = rewrite_expr(bare);
+        let env = self.env_for(bare);
         let compiled = engine_guarded(shown, || {
-            self.env.compile_expression_owned(compiled_source.clone())
+            env.compile_expression_owned(compiled_source.clone())
         })?
         .map_err(|e| TemplateError::Syntax {
             expr: shown.to_string(),
@@ -509,7 +586,12 @@ impl Templar {
     /// `name` (a path [`Templar::missing_prefix`] found, cut at its first missing segment)
     /// is undefined: a variable, or an attribute its defined parent lacks, which Ansible
     /// words as Python does ("object of type 'dict' has no attribute 'b'" for `d.b`).
+    /// A variable whose own template names an undefined one fails with that one's error.
     fn undefined_path(&self, name: String, shown: &str, vars: &MjValue) -> TemplateError {
+        let variable = name.split(['.', '[']).next().unwrap_or(&name);
+        if let Some(error) = unresolved::error_reading(vars, variable, shown) {
+            return error;
+        }
         let missing = name.rsplit_once('.').and_then(|(parent, attr)| {
             let mut segments = parent.split('.');
             let mut owner = vars.get_attr(segments.next()?).ok()?;

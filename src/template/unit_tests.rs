@@ -435,3 +435,35 @@ fn errors_name_their_cause_as_jinja_and_ansible_do() {
         .unwrap_err();
     assert_eq!(err.cause(), "'nope' is undefined");
 }
+
+/// A conditional that fails, in the words Ansible 2.19+ records for it (the text of its
+/// exception, as `break_when_result` holds it).
+#[test]
+fn conditional_errors_are_worded_as_ansible_does() {
+    let v = vars(json!({"d": {}, "item": 2}));
+    let message = |expr: &str| {
+        t().eval_condition(expr, &v)
+            .unwrap_err()
+            .conditional_message()
+    };
+    assert_eq!(
+        message("item == 2 and nope"),
+        "Error while evaluating conditional: 'nope' is undefined"
+    );
+    assert_eq!(
+        message("d.x"),
+        "Error while evaluating conditional: object of type 'dict' has no attribute 'x'"
+    );
+    assert_eq!(
+        message("1 / 0 if true else False"),
+        "Error rendering expression: division by zero"
+    );
+    assert_eq!(
+        message("1 | nofilter"),
+        "Syntax error in expression: No filter named 'nofilter'."
+    );
+    assert_eq!(
+        message("1 +"),
+        "Syntax error in expression: unexpected end of input, expected expression"
+    );
+}

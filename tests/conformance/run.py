@@ -128,12 +128,15 @@ def main() -> int:
     binary = find_binary(args.binary)
     names = args.targets or without_slow(read_list(HERE / "targets.txt"), args.with_slow)
     source = patched_tree()
+    controller, missing = controller_python()
+    if controller is None:
+        print(f"conformance: {missing}; targets with Python plugins are skipped")
 
     run_root = Path(tempfile.mkdtemp(prefix="turbo-conformance-"))
     logs = FETCHED / ("logs-ansible" if args.with_ansible else "logs")
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
-    runner = Runner(binary, source, run_root, logs, args.timeout)
+    runner = Runner(binary, source, run_root, logs, args.timeout, controller, missing)
     runner.debian_login = args.debian_login
     if args.with_ansible:
         use_python_ansible(runner.bin_dir, Path(args.with_ansible))
@@ -192,6 +195,32 @@ def find_binary(explicit: str | None) -> Path:
     return max(built, key=lambda p: p.stat().st_mtime)
 
 
+def controller_python() -> tuple[Path | None, str]:
+    """The Python turbo-play runs the targets' Python plugins with: a venv with ansible-core
+    (pinned), made once under target/ by tests/controller_python/make.sh; None and why not
+    when there is no Python >= 3.12 to make it with."""
+    made = subprocess.run(["bash", str(REPO / "tests/controller_python/make.sh")],
+                          capture_output=True, text=True)
+    lines = made.stdout.strip().splitlines()
+    if made.returncode == 0 and lines and Path(lines[-1]).is_file():
+        return Path(lines[-1]), ""
+    why = (made.stderr.strip().splitlines() or ["tests/controller_python/make.sh failed"])[-1]
+    return None, why.removeprefix("controller-python: ")
+
+
+def needs_plugins(target_dir: Path) -> bool:
+    """Whether a target ships controller plugins (action, filter, test or lookup ones,
+    beside its playbooks or in a collection), which need ansible-core's Python."""
+    for root, dirs, files in os.walk(target_dir):
+        name = Path(root).name
+        parent = Path(root).parent.name
+        if any(f.endswith(".py") for f in files) and (
+                name in ("action_plugins", "filter_plugins", "test_plugins", "lookup_plugins")
+                or (parent == "plugins" and name in ("action", "filter", "test", "lookup"))):
+            return True
+    return False
+
+
 def read_list(path: Path) -> list[str]:
     return [line.split("#")[0].strip() for line in path.read_text().splitlines()
             if line.split("#")[0].strip()]
@@ -246,7 +275,10 @@ def patched_tree() -> Path:
 
 
 class Runner:
-    def __init__(self, binary: Path, source: Path, run_root: Path, logs: Path, timeout: float):
+    def __init__(self, binary: Path, source: Path, run_root: Path, logs: Path, timeout: float,
+                 controller: Path | None, missing: str):
+        self.controller = controller
+        self.missing = missing
         self.source = source
         self.run_root = run_root
         self.logs = logs
@@ -281,13 +313,18 @@ class Runner:
         # controller Python they mean; turbo-play has none, so it is this one.
         for name in ("python", "python3"):
             (self.bin_dir / name).symlink_to(sys.executable)
-        # The ansible-core an ansible-test controller has installed, unpacked by fetch.sh
-        # (never installed): turbo-play packs its module_utils for the targets' own
-        # `library/` modules. Only turbo-play is pointed at it (TURBO_ANSIBLE_PYTHON), so the
-        # targets' scripts still see no Python Ansible.
-        (self.bin_dir / "ansible-core-python").write_text(
-            "#!/bin/sh\n"
-            f"PYTHONPATH='{FETCHED / 'lib'}' exec '{sys.executable}' \"$@\"\n")
+        # The ansible-core an ansible-test controller has installed: turbo-play runs the
+        # targets' Python plugins with it and packs its module_utils for their `library/`
+        # modules. The venv tests/controller_python/make.sh made, else the package
+        # fetch.sh unpacked (enough for modules). Only turbo-play is pointed at it
+        # (TURBO_ANSIBLE_PYTHON), so the targets' scripts still see no Python Ansible.
+        if self.controller is not None:
+            (self.bin_dir / "ansible-core-python").write_text(
+                f"#!/bin/sh\nexec '{self.controller}' \"$@\"\n")
+        else:
+            (self.bin_dir / "ansible-core-python").write_text(
+                "#!/bin/sh\n"
+                f"PYTHONPATH='{FETCHED / 'lib'}' exec '{sys.executable}' \"$@\"\n")
         (self.bin_dir / "ansible-core-python").chmod(0o755)
         (self.bin_dir / "virtualenv.sh").write_text(
             "# Sourced by targets: a fresh virtual environment in OUTPUT_DIR, activated.\n"
@@ -310,6 +347,9 @@ class Runner:
         for alias, reason in SKIP_ALIASES.items():
             if alias in aliases:
                 return Outcome("skip", 0.0, reason)
+        if self.controller is None and any(needs_plugins(self.source / d)
+                                           for d in dependencies(self.source, name)):
+            return Outcome("skip", 0.0, f"its Python plugins need ansible-core's Python: {self.missing}")
         log_path = self.logs / f"{name}.log"
         if self.stub_log.exists():
             self.stub_log.unlink()

@@ -4,34 +4,12 @@
 //! the local connection's become, as another child.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::support::hosts::{LocalHosts, SshHosts};
 use crate::support::run::{PLAY_HEAD, TestRun, assert_contains, assert_not_contains};
-
-/// A sudoers.d rule for one test user, removed when dropped.
-struct SudoRule(PathBuf);
-
-impl SudoRule {
-    fn new(user: &str, rule: &str) -> SudoRule {
-        assert!(
-            Path::new("/usr/bin/sudo").exists(),
-            "these tests need sudo (apt-get install sudo; .ci/run installs it)"
-        );
-        let path = PathBuf::from(format!("/etc/sudoers.d/turbo-play-test-{user}"));
-        std::fs::write(&path, format!("{user} {rule}\n")).unwrap();
-        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o440))
-            .unwrap();
-        SudoRule(path)
-    }
-}
-
-impl Drop for SudoRule {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use crate::support::sudo::SudoRule;
 
 fn set_password(user: &str, password: &str) {
     let mut child = Command::new("chpasswd")
@@ -157,6 +135,8 @@ fn sudo_passwords_right_wrong_and_missing() {
     assert_contains(&missing, "\"msg\": \"Task failed: Missing sudo password\"");
 }
 
+/// At -vvv, the command line the escalation runs shows once per become session, as
+/// Ansible's `EXEC` line does.
 #[test]
 fn the_local_connection_becomes_another_user_too() {
     if !nix_is_root() {
@@ -185,9 +165,21 @@ fn the_local_connection_becomes_another_user_too() {
 ",
         file = file.display()
     );
-    let run = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
+    let run = TestRun::new()
+        .playbook(&playbook)
+        .local_hosts(&hosts)
+        .arg("-vvv")
+        .run();
     run.assert_code(0);
     assert_ne!(std::fs::metadata(&file).unwrap().uid(), 0);
+    assert_eq!(
+        run.stdout
+            .matches("<h> EXEC /bin/sh -c 'sudo -H -S -n -u '\"'\"'nobody'\"'\"' /bin/sh -c ")
+            .count(),
+        1,
+        "{}",
+        run.stdout
+    );
 }
 
 fn nix_is_root() -> bool {

@@ -1,7 +1,8 @@
 //! Getting through to hosts over real sshds: jump host chains (the host in a network
 //! namespace the controller cannot reach), ProxyCommand, password and keyboard-interactive
-//! logins, an encrypted key's passphrase asked on a terminal, a real ssh-agent, and 200
-//! hosts at once against one sshd with its default MaxStartups.
+//! logins, an encrypted key's passphrase asked on a terminal, a real ssh-agent, 200
+//! hosts at once against one sshd with its default MaxStartups, and 40 through one
+//! connection to a bastion with its default MaxSessions.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -110,6 +111,50 @@ fn two_jump_hosts_in_a_chain_reach_hosts_the_controller_cannot() {
         count(&log2, &format!("target 127.0.0.1 port {}", target.port)),
         2,
         "{log2}"
+    );
+}
+
+#[test]
+fn forty_hosts_share_one_connection_to_a_bastion_with_the_default_max_sessions() {
+    // sshd's MaxSessions (10 by default) counts sessions, not forwarded channels: forty
+    // hosts log in through one connection to this bastion at once and stay connected.
+    let bastion = Sshd::start_with(&SshdOptions {
+        head: "MaxSessions 10\nLogLevel DEBUG1\n",
+        ..Default::default()
+    });
+    let key = bastion.user_key.clone();
+    let target = Sshd::start_with(&SshdOptions {
+        user_key: Some(&key),
+        ..Default::default()
+    });
+    let (hop, user) = (bastion.add_user(), target.add_user());
+    let kh = known_hosts(bastion.dir.path(), &[&bastion, &target]);
+    let mut inventory: String = (0..40)
+        .map(|n| host_line(&format!("h{n:02}"), &target, &user, ""))
+        .collect();
+    inventory.push_str(&format!(
+        "[all:vars]\nansible_ssh_private_key_file={}\n\
+         ansible_ssh_common_args='-o UserKnownHostsFile={} -J {}@127.0.0.1:{}'\n",
+        key.display(),
+        kh.display(),
+        hop.name,
+        bastion.port
+    ));
+    let (out, _) = ping_all(&inventory, "40");
+    out.assert_code(0);
+    let recaps = out.recaps();
+    assert_eq!(recaps.len(), 40);
+    assert!(recaps.values().all(|r| r.ok == 1 && r.unreachable == 0));
+    let log = bastion.log();
+    assert_eq!(
+        count(&log, &format!("Accepted publickey for {}", hop.name)),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        count(&log, &format!("target 127.0.0.1 port {}", target.port)),
+        40,
+        "{log}"
     );
 }
 

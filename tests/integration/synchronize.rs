@@ -21,16 +21,16 @@ const PLAYBOOK: &str = r#"- hosts: web
 "#;
 
 /// 2020-01-01 and 2021-01-01, 00:00 UTC.
-const Y2020: u64 = 1_577_836_800;
-const Y2021: u64 = 1_609_459_200;
+pub(crate) const Y2020: u64 = 1_577_836_800;
+pub(crate) const Y2021: u64 = 1_609_459_200;
 
-fn set_mtime(path: &Path, secs: u64) {
+pub(crate) fn set_mtime(path: &Path, secs: u64) {
     let file = std::fs::File::open(path).unwrap();
     file.set_times(std::fs::FileTimes::new().set_modified(UNIX_EPOCH + Duration::from_secs(secs)))
         .unwrap();
 }
 
-fn registered(out: &Outcome) -> Value {
+pub(crate) fn registered(out: &Outcome) -> Value {
     let marker = "    \"r\": ";
     let start = out
         .stdout
@@ -60,7 +60,7 @@ fn sync(hosts: &SshHosts, src: &Path, dest: &str, delete: bool) -> Outcome {
 }
 
 #[track_caller]
-fn assert_same_entry(src: &Path, copy: &Path) {
+pub(crate) fn assert_same_entry(src: &Path, copy: &Path) {
     let (s, c) = (
         std::fs::symlink_metadata(src).unwrap(),
         std::fs::symlink_metadata(copy).unwrap(),
@@ -122,7 +122,7 @@ fn a_tree_goes_as_rsync_reports_it_a_rerun_changes_nothing_and_delete_removes_th
         r["cmd"]
             .as_str()
             .unwrap()
-            .starts_with("rsync --delay-updates -F --compress --archive")
+            .starts_with("/usr/bin/rsync --delay-updates -F --compress --archive --rsh=")
     );
     for name in ["a", "z", "sub/c", "sub", "b", "lnk", ""] {
         assert_same_entry(&src.join(name), &home.join("copy/src").join(name));
@@ -175,10 +175,7 @@ fn options_that_need_rsync_fail_the_task_naming_them() {
   tasks:
     - synchronize: {{src: "{src}", dest: here, rsync_opts: ["--chmod=F644"]}}
       ignore_errors: true
-    - ansible.posix.synchronize: {{src: "{src}", dest: here, mode: pull}}
-      ignore_errors: true
-    - synchronize: {{src: "{src}", dest: here}}
-      delegate_to: localhost
+    - ansible.posix.synchronize: {{src: "{src}", dest: here, rsync_path: "sudo rsync"}}
       ignore_errors: true
 "#,
             src = dir.path().join("f").display()
@@ -193,7 +190,9 @@ fn options_that_need_rsync_fail_the_task_naming_them() {
         &out,
         "rsync_opts: '--chmod=F644' is not supported by turbo-play's synchronize",
     );
-    crate::support::run::assert_contains(&out, "mode");
-    crate::support::run::assert_contains(&out, "synchronize with delegate_to");
+    crate::support::run::assert_contains(
+        &out,
+        "turbo-play does not support the 'rsync_path' argument",
+    );
     assert!(!hosts.user("web").home.join("here").exists());
 }

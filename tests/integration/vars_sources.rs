@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use crate::support::hosts::{LocalHosts, SshHosts};
-use crate::support::run::{TestRun, assert_contains};
+use crate::support::run::{TestRun, assert_contains, assert_not_contains};
 
 /// The layers of the table, lowest precedence first, as Ansible orders them; and whether
 /// each reaches `db1` (which is only in group `db`, with no host files).
@@ -320,6 +320,96 @@ fn variables_that_reference_variables_are_templated_lazily() {
     assert_eq!(
         std::fs::read_to_string(home.path().join("lazy")).unwrap(),
         "/opt/app/conf,/opt/app/conf/log hello from /opt/app"
+    );
+}
+
+/// ansible-playbook 2.21.5 on the same play: a variable whose template names an undefined
+/// variable is undefined where it is read (`default` and `is defined` see no value), and
+/// a template that needs its value fails with its template's error, never with its text;
+/// debug's `var` shows the error in its place; one that names the loop variable takes
+/// each item's value.
+#[test]
+fn a_variable_whose_template_is_undefined_fails_where_it_is_used() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  vars:
+    a: "{{ nope }}"
+    b: "x{{ a }}"
+    per_item: "item {{ item }}"
+  tasks:
+    - debug:
+        msg: "{{ a | default('dflt') }} {{ a is defined }} {{ b | default('dflt2') }}"
+    - debug:
+        var: a
+    - debug:
+        msg: "{{ per_item }}"
+      loop: [1, 2]
+    - debug:
+        msg: "{{ b }}"
+      ignore_errors: true
+      register: used
+    - set_fact:
+        copied: "{{ a }}"
+      ignore_errors: true
+      register: copied
+    - debug:
+        msg: "{{ used.msg }} | {{ copied.msg }}"
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, r#""msg": "dflt False dflt2""#);
+    assert_contains(&out, r#""a": "<< error 1 - 'nope' is undefined >>""#);
+    assert_contains(
+        &out,
+        "[WARNING]: Encountered 1 template error.\nerror 1 - 'nope' is undefined\n",
+    );
+    assert_contains(&out, r#""msg": "item 2""#);
+    assert_contains(
+        &out,
+        r#""msg": "Task failed: Finalization of task args for 'ansible.builtin.debug' failed: Error while resolving value for 'msg': 'nope' is undefined | Task failed: Finalization of task args for 'ansible.builtin.set_fact' failed: Error while resolving value for 'copied': 'nope' is undefined""#,
+    );
+    assert_not_contains(&out, "{{ nope }}");
+    let recap = out.recap("h");
+    assert_eq!((recap.ok, recap.ignored), (6, 2), "{}", out.stdout);
+}
+
+/// ansible-playbook 2.21.5 on the same play: the deprecated `vars` dictionary holds every
+/// variable the task sees, and a task that reads it carries Ansible's deprecation.
+#[test]
+fn the_vars_dictionary_reads_every_variable_and_is_deprecated() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  vars:
+    name_a: play
+  tasks:
+    - debug:
+        msg: "{{ vars['name_' ~ 'a'] }} {{ vars.inventory_hostname }} {{ 'nope' in vars }}"
+      register: read
+    - debug:
+        msg: "{{ vars.name_a }}"
+    - debug:
+        msg: "{{ read.deprecations | map(attribute='msg') | list }} {{ read.deprecations[0].version }}"
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_contains(&out, r#""msg": "play h False""#);
+    assert_contains(
+        &out,
+        r#""msg": "['The internal \"vars\" dictionary is deprecated.'] 2.24""#,
+    );
+    assert_contains(
+        &out,
+        "[DEPRECATION WARNING]: The internal \"vars\" dictionary is deprecated. This feature will be removed from ansible-core version 2.24.\n",
     );
 }
 

@@ -79,8 +79,8 @@ fn golden_request() -> ControllerMsg {
 
 // The wire format, committed. If one of these fails, the messages (or bincode's
 // options) changed: bump PROTOCOL_VERSION and update the constants on purpose.
-const GOLDEN_HELLO_BINCODE: &str = "000000000e0000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
-const GOLDEN_HELLO_FRAME: &str = "0000003e780125894d0a00101844a7c44a72123f77a22c88ad6b38a563982fd37b35cd8071545321851c9291464b5d7deeab00d17211629ba3c6ff1d0f3cf6830aac";
+const GOLDEN_HELLO_BINCODE: &str = "00000000100000000500000000000000302e312e3006000000000000006465706c6f79e8030000e80300000c000000000000002f686f6d652f6465706c6f7992100000";
+const GOLDEN_HELLO_FRAME: &str = "0000003f78012589bb090020104303a2958593f8d949c142395bd7704ac73087e13d080998402d55722c313b6db4b635645f03a89e8b92bacc96fe7702f000f7010aae";
 const GOLDEN_REQUEST_BINCODE: &str = "0000000007000000000000000001030000000000000001dc050000000000000500000003000000000000000100000009000000000000002f6574632f6d6f746400000000060000000000000068656c6c6f0a0100000000a401000001010400000000000000726f6f740000010400000000000000020000000000000004000000000000006563686f02000000000000006869000106000000000000002f746d702f7800010000000000000004000000000000004c414e47010000000000000043000112000000070000000a000000000000002f6574632f686f7374730800000000000000010010000000000000";
 const GOLDEN_REQUEST_FRAME: &str = "0000008878013d4fdb0d0241081c7c7b5fc646b606e3873fc626ce4dd6e42e188f0f0bb22c8b71c07013069881905d105b3242965100f9ae11f0329b74f6a447a9d69751edee62e3896c7518b41376f8308bacbc255faa06cc72813f725cfba6e9b50724ef151b9fe50d9e8afd5cbf9e6e97f4ce902387fe838ed5239ed674b269e792141c10f80114101300";
 
@@ -227,6 +227,27 @@ fn every_op() -> Vec<Op> {
             DeltaInstruction::Literal(vec![9, 8, 7]),
         ],
     });
+    ops.push(Op::EncodeDelta(EncodeDelta {
+        delta_id: 9,
+        start: Some(DeltaSource {
+            path: "~/big".into(),
+            signatures: BlockSignatures {
+                exists: true,
+                size: 10,
+                block_size: 1024,
+                blocks: vec![BlockSignature {
+                    weak: 7,
+                    strong: [1; 16],
+                }],
+            },
+        }),
+        literal_cap: 2 << 20,
+    }));
+    ops.push(Op::EncodeDelta(EncodeDelta {
+        delta_id: 9,
+        start: None,
+        literal_cap: 1,
+    }));
     ops.push(Op::Facts {
         subsets: vec!["all".into(), "!hardware".into()],
     });
@@ -315,6 +336,20 @@ fn every_result() -> Vec<OpResult> {
                     strong: [0; 16],
                 },
             ],
+        }),
+        OpResult::Delta(DeltaBatch {
+            instructions: vec![
+                DeltaInstruction::Literal(vec![1, 2]),
+                DeltaInstruction::Copy { offset: 0, len: 9 },
+            ],
+            end: Some(DeltaEnd {
+                size: 11,
+                sha256: [5; 32],
+            }),
+        }),
+        OpResult::Delta(DeltaBatch {
+            instructions: vec![],
+            end: None,
         }),
         OpResult::Stat(a_stat()),
         OpResult::Stat(StatInfo::missing("/gone".into())),

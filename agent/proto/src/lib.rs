@@ -5,6 +5,7 @@
 //! sends [`ControllerMsg::Request`]s, pipelined, and the agent answers each with exactly one
 //! [`AgentMsg::Reply`]. bincode stays behind [`frame`]: nothing else names it.
 
+pub mod delta;
 pub mod frame;
 pub mod messages;
 mod nesting;
@@ -16,7 +17,7 @@ pub use messages::*;
 pub use nesting::MAX_NESTING;
 
 /// Bumped on every change to [`messages`]. An agent that says another number is replaced.
-pub const PROTOCOL_VERSION: u32 = 14;
+pub const PROTOCOL_VERSION: u32 = 16;
 
 /// Largest compressed frame accepted. Bulk content travels in `WriteChunk`s well below it.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;

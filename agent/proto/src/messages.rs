@@ -160,6 +160,16 @@ pub enum Op {
         basis: String,
         instructions: Vec<DeltaInstruction>,
     },
+    /// The sending side of a delta between two agents (a pull to the controller's agent, a
+    /// copy between two hosts): describe a file of this host as ranges of another version
+    /// of it, which the receiving agent described by [`Op::BlockSignatures`], plus literal
+    /// bytes. The agent keeps the encoding open from one request to the next, reading the
+    /// file once: the first request names the file and the signatures, and each request,
+    /// the first too, is answered by [`OpResult::Delta`] with the next instructions (at most
+    /// `literal_cap` literal bytes, bounded by [`crate::READ_BYTES_MAX`]). The last batch
+    /// carries the file's size and SHA-256; a request after it answers the end again, so
+    /// the controller may send several before their replies come back.
+    EncodeDelta(EncodeDelta),
     /// Set the modification time of a file or directory (not through a final symlink),
     /// as rsync's `--times` does; answered by a [`FileOutcome`], `changed` when the time
     /// was another.
@@ -195,6 +205,38 @@ pub struct JobStarted {
     pub jid: String,
     /// `dir/JID` with `~` expanded.
     pub results_file: String,
+}
+
+/// One request of an [`Op::EncodeDelta`] encoding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncodeDelta {
+    /// Names the encoding across its requests (the controller's, as an upload id).
+    pub delta_id: u64,
+    /// The first request's: what to encode; `None` goes on where the last batch stopped.
+    pub start: Option<DeltaSource>,
+    pub literal_cap: u32,
+}
+
+/// The file an [`Op::EncodeDelta`] describes (`~` allowed) and the signatures of the
+/// version the receiver holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeltaSource {
+    pub path: String,
+    pub signatures: BlockSignatures,
+}
+
+/// The next instructions of an [`Op::EncodeDelta`] encoding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeltaBatch {
+    pub instructions: Vec<DeltaInstruction>,
+    /// With the last batch (and any request after it): the file that was described.
+    pub end: Option<DeltaEnd>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeltaEnd {
+    pub size: u64,
+    pub sha256: [u8; 32],
 }
 
 /// One step of rebuilding a file from the old one.
@@ -317,6 +359,11 @@ pub enum FileContent {
     Digest {
         sha256: [u8; 32],
         size: u64,
+    },
+    /// The bytes of another file on the same host (`~` allowed), copied by the agent:
+    /// synchronize within one host, where nothing need cross the wire.
+    CopyOf {
+        path: String,
     },
     /// `bytes`, computed from content the controller did not read but predicted (what the
     /// ops before this one in the batch wrote): written only while the file still hashes
@@ -444,6 +491,8 @@ pub enum OpResult {
     JobStarted(JobStarted),
     /// What [`Op::BlockSignatures`] found.
     Signatures(BlockSignatures),
+    /// The next batch of an [`Op::EncodeDelta`] encoding.
+    Delta(DeltaBatch),
 }
 
 impl OpResult {
@@ -468,7 +517,8 @@ impl OpResult {
             | OpResult::Facts(_)
             | OpResult::Read(_)
             | OpResult::Tree(_)
-            | OpResult::Signatures(_) => false,
+            | OpResult::Signatures(_)
+            | OpResult::Delta(_) => false,
         }
     }
 }

@@ -8,11 +8,10 @@ use std::os::unix::fs::OpenOptionsExt;
 
 use turbo_proto::{
     BlockSignature, BlockSignatures, DELTA_BLOCK_MAX, DELTA_BLOCK_MIN, DELTA_BLOCKS_MAX,
-    DeltaInstruction, ErrorKind, OpError, OpResult, rolling,
+    DeltaInstruction, ErrorKind, OpError, OpResult,
 };
 
 use super::{Agent, io_error, op_error};
-use crate::sha256::Sha256;
 
 pub fn block_signatures(
     agent: &mut Agent,
@@ -72,15 +71,7 @@ pub fn block_signatures(
 }
 
 fn signature(block: &[u8]) -> BlockSignature {
-    let mut h = Sha256::new();
-    h.update(block);
-    let full = h.finish();
-    let mut strong = [0u8; 16];
-    strong.copy_from_slice(&full[..16]);
-    BlockSignature {
-        weak: rolling::weak(block),
-        strong,
-    }
+    turbo_proto::delta::signature(block, super::encode::strong)
 }
 
 pub fn write_delta(
@@ -143,6 +134,8 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
 
 #[cfg(test)]
 mod tests {
+    use turbo_proto::rolling;
+
     use super::super::testutil::{TempDir, agent};
     use super::*;
 

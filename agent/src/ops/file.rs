@@ -43,6 +43,8 @@ enum Source {
     Bytes(Vec<u8>),
     /// A verified staging file.
     Staged(PathBuf),
+    /// Another file on this host.
+    Copy(PathBuf),
     /// The file already holds them (a matching digest).
     Existing,
 }
@@ -119,6 +121,23 @@ pub fn ensure_file(agent: &mut Agent, spec: EnsureFile, flags: Flags) -> Result<
             let same = fs::read(&path).map_err(|e| io_error(e, &path))? == bytes;
             let size = bytes.len() as u64;
             (Source::Bytes(bytes), size, !same)
+        }
+        FileContent::CopyOf { path: from } => {
+            let from = agent.expand(&from);
+            let meta = fs::metadata(&from).map_err(|e| io_error(e, &from))?;
+            if !meta.is_file() {
+                return Err(op_error(
+                    ErrorKind::InvalidArgument,
+                    format!("{} is not a regular file", from.display()),
+                ));
+            }
+            let same = match &existing {
+                Some(there) if there.size() == meta.size() => {
+                    same_bytes(&path, &from).map_err(|e| io_error(e, &path))?
+                }
+                _ => false,
+            };
+            (Source::Copy(from), meta.size(), !same)
         }
         FileContent::Staged { upload_id, sha256 } => {
             let staged = verified_staging_file(agent, upload_id, &sha256)?;
@@ -313,6 +332,11 @@ fn write_atomically(
                 file.write_all(bytes)?;
                 file
             }
+            Source::Copy(from) => {
+                let mut file = create()?;
+                io::copy(&mut File::open(from)?, &mut file)?;
+                file
+            }
             Source::Existing => create()?,
         };
         // The new file gets its owner before it takes the old one's place. Without
@@ -399,6 +423,33 @@ fn run_validator(argv: &[String], temp: &Path) -> io::Result<()> {
     ))
 }
 
+/// Whether two files hold the same bytes, read a block at a time.
+fn same_bytes(a: &Path, b: &Path) -> io::Result<bool> {
+    let (mut a, mut b) = (File::open(a)?, File::open(b)?);
+    let (mut x, mut y) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    loop {
+        let n = read_full(&mut a, &mut x)?;
+        let m = read_full(&mut b, &mut y)?;
+        if n != m || x[..n] != y[..m] {
+            return Ok(false);
+        }
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+}
+
+fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
 fn content_diff(path: &Path, existing: Option<&Metadata>, source: &Source) -> Option<FileDiff> {
     const LIMIT: u64 = 1 << 20;
     let read_small = |p: &Path| -> Option<Vec<u8>> {
@@ -417,7 +468,7 @@ fn content_diff(path: &Path, existing: Option<&Metadata>, source: &Source) -> Op
     };
     let (before, after) = match source {
         Source::Bytes(after) => text_diff(&before, after),
-        Source::Staged(staged) => text_diff(&before, &read_small(staged)?),
+        Source::Staged(staged) | Source::Copy(staged) => text_diff(&before, &read_small(staged)?),
         Source::Existing => None,
     }?;
     Some(FileDiff {
@@ -496,6 +547,45 @@ mod tests {
         assert!(inline(&mut a, "~/f", b"two\n").changed);
         assert_eq!(fs::read(dir.join("f")).unwrap(), b"two\n");
         assert!(leftovers(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn a_copy_of_another_file_on_the_host_is_written_as_any_content() {
+        let dir = TempDir::new();
+        let mut a = agent(dir.path());
+        fs::write(dir.join("from"), b"same host\n").unwrap();
+        let copy = |a: &mut Agent, mode| match ensure(
+            a,
+            "~/to",
+            FileContent::CopyOf {
+                path: "~/from".into(),
+            },
+            mode,
+            Flags::default(),
+        ) {
+            Ok(OpResult::File(o)) => o,
+            other => panic!("{other:?}"),
+        };
+        let o = copy(&mut a, Some(FileMode::Bits(0o640)));
+        assert!(o.changed);
+        assert_eq!((o.mode, o.size), (0o640, 10));
+        assert_eq!(fs::read(dir.join("to")).unwrap(), b"same host\n");
+        assert!(!copy(&mut a, None).changed);
+        // Same size, other bytes.
+        fs::write(dir.join("from"), b"SAME HOST\n").unwrap();
+        assert!(copy(&mut a, None).changed);
+        assert_eq!(fs::read(dir.join("to")).unwrap(), b"SAME HOST\n");
+        assert!(leftovers(dir.path()).is_empty());
+        let missing = ensure(
+            &mut a,
+            "~/to",
+            FileContent::CopyOf {
+                path: "~/nothing".into(),
+            },
+            None,
+            Flags::default(),
+        );
+        assert!(missing.is_err(), "{missing:?}");
     }
 
     #[test]

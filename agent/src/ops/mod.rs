@@ -5,6 +5,7 @@
 pub mod backup;
 pub mod child;
 pub mod delta;
+pub mod encode;
 pub mod exec;
 pub mod facts;
 pub mod file;
@@ -54,6 +55,8 @@ pub struct Agent {
     /// The digest of what `WriteChunk` appended to each staging file so far, and how
     /// many bytes: the upload is checked without reading it back.
     pub staged_digests: std::collections::HashMap<u64, (crate::sha256::Sha256, u64)>,
+    /// The delta encodings `EncodeDelta` keeps open between its requests.
+    pub encodings: encode::Encodings,
     /// The protocol input, polled while a child runs (`None` in unit tests).
     pub input: Option<crate::input::Input>,
     /// The request's `timeout_ms`, given to each of its ops.
@@ -76,6 +79,7 @@ impl Agent {
             runners: Vec::new(),
             stopped_chains: std::collections::HashSet::new(),
             staged_digests: std::collections::HashMap::new(),
+            encodings: encode::Encodings::default(),
             input: None,
             timeout: None,
             deadline: None,
@@ -155,6 +159,7 @@ impl Agent {
                 basis,
                 instructions,
             } => delta::write_delta(self, upload_id, &basis, &instructions),
+            Op::EncodeDelta(request) => encode::encode_delta(self, request),
         };
         result.unwrap_or_else(OpResult::Error)
     }

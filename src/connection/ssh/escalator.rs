@@ -28,7 +28,11 @@ pub struct Escalator {
 impl Escalator {
     /// An agent running as the become user: sudo on a new channel, the password (if any)
     /// after its prompt, the agent sent along when that user has none cached.
-    pub(crate) async fn open(&self, become_: &BecomeSpec) -> Result<AgentSession, ConnectError> {
+    pub(crate) async fn open(
+        &self,
+        become_: &BecomeSpec,
+        shown: crate::connection::ExecShown<'_>,
+    ) -> Result<AgentSession, ConnectError> {
         let spec = &self.spec;
         let agent = agent_for(&spec.host)?;
         let prompt = privilege::unique_prompt();
@@ -46,8 +50,10 @@ impl Escalator {
                 .await
                 .map_err(|e| channel_error(spec, "asking for a terminal for su", e))?;
         }
+        let line = privilege::become_command(become_, agent, &prompt);
+        shown(&line);
         channel
-            .exec(true, privilege::become_command(become_, agent, &prompt))
+            .exec(true, line)
             .await
             .map_err(|e| channel_error(spec, &format!("running {}", become_.method.name()), e))?;
         let (mut read, write) = channel.split();

@@ -3,11 +3,15 @@
 //! process). A bastion is keyed by its login and the chain that leads to it, so
 //! `-J a,b` and `-J b` are different connections to b.
 //!
-//! Opening channels is bounded per bastion by [`MAX_SESSIONS`], sshd's default
-//! MaxSessions: at most that many hosts open their channel and log in through one bastion
-//! at once. The bound covers the opening only, not the channel's life: sshd's MaxSessions
-//! counts shell and exec sessions, not forwarded channels, and holding the permit for a
-//! whole run would cap the hosts behind a bastion at ten.
+//! Opening channels is bounded per bastion by [`OPENING_PER_BASTION`]. sshd's MaxSessions
+//! does not apply: it counts shell, exec and subsystem sessions, never forwarded channels
+//! (a bastion with the default MaxSessions 10 carries 40 hosts at once in the tests). What
+//! protects the hosts behind it is the per-server bound of `retry::startup_slot` (their
+//! MaxStartups); this one only keeps a very large fleet from queueing thousands of
+//! channel opens and handshakes in the bastion's one sshd process at once. It covers the
+//! opening and the login, not the channel's life. At 10 (sshd's MaxSessions, the earlier
+//! bound) 500 hosts behind one bastion logged in ten at a time: 12.7 s for a rerun that
+//! takes 7.0 s directly.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,8 +24,8 @@ use super::retry::{self, Failure};
 use super::transport::{self, Hop};
 use crate::connection::{ConnectError, ConnectionSpec, JumpHost};
 
-/// sshd's default MaxSessions.
-pub(super) const MAX_SESSIONS: usize = 10;
+/// Channel opens and logins in flight through one bastion.
+pub(super) const OPENING_PER_BASTION: usize = 100;
 
 /// A logged-in bastion.
 pub(super) struct Bastion {
@@ -162,7 +166,7 @@ async fn bastion(
                 connection,
                 label,
                 route: key,
-                opening: Semaphore::new(MAX_SESSIONS),
+                opening: Semaphore::new(OPENING_PER_BASTION),
             });
             state.bastion = Arc::downgrade(&bastion);
             state.failure = None;

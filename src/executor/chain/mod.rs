@@ -233,7 +233,7 @@ async fn send_host_chain(
             | Foreseen::Decided { effects: true, .. } => break,
             Foreseen::Decided { sets, .. } => {
                 known.extend(sets);
-                written.extend(task.register.clone());
+                written.extend(task.registered_names());
             }
             Foreseen::Remote {
                 op,
@@ -262,7 +262,7 @@ async fn send_host_chain(
                     diff,
                     timeout,
                 });
-                written.extend(task.register.clone());
+                written.extend(task.registered_names());
                 if steps || !SENT_AHEAD_MODULES.contains(&task.module.name()) {
                     break;
                 }
@@ -400,6 +400,8 @@ fn may_join(lead: &Task, task: &Task) -> bool {
         && task.failed_when.is_none()
         && task.changed_when.is_none()
         && task.until.is_none()
+        // Its items plan one after another, each seeing the results before it.
+        && !super::task_state::in_flight(task)
         && !keywords.run_once
         && keywords.templated.run_once.is_none()
         && keywords.delegate_to.is_none()

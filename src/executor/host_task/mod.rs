@@ -4,7 +4,9 @@
 //! again through the same path.
 
 mod async_job;
+mod controller;
 mod outcome;
+mod peers;
 mod predict;
 mod prepare;
 mod reboot;
@@ -17,10 +19,11 @@ use serde_json::{Map, Value};
 use turbo_proto::Op;
 
 use super::chain::{ReadRecorder, Reads};
-use super::control::{Attempts, Verdict, judge};
+use super::control::{Attempts, InFlight, Verdict, judge_with};
+use super::task_state::{self, TaskRecord};
 use super::{HostState, RunContext};
 use crate::connection::BecomeSpec;
-use crate::modules::{Args, Effect, Next, Plan, TaskOutcome};
+use crate::modules::{Args, Effect, Next, Peer, Plan, TaskOutcome};
 use crate::playbook::{Play, Playbook, Task};
 use crate::report::events::Event;
 
@@ -51,6 +54,8 @@ enum ItemState {
     Remote(Op),
     /// Waiting for the agent's reply to this op, which goes to the plan's next step.
     Step(Op, Next),
+    /// Requests to keep in flight until the flow gives the plan that follows.
+    Flow(Box<dyn crate::modules::Flow>),
 }
 
 impl ItemState {
@@ -59,13 +64,22 @@ impl ItemState {
             Plan::Done(outcome) => ItemState::Done(outcome),
             Plan::Remote(op) => ItemState::Remote(op),
             Plan::Step(op, next) => ItemState::Step(op, next),
+            Plan::Flow(flow) => ItemState::Flow(flow),
         }
     }
 
     fn op(&self) -> Option<&Op> {
         match self {
-            ItemState::Done(_) => None,
+            ItemState::Done(_) | ItemState::Flow(_) => None,
             ItemState::Remote(op) | ItemState::Step(op, _) => Some(op),
+        }
+    }
+
+    /// Where the op goes: the task's session unless a step names another agent.
+    fn peer(&self) -> crate::modules::Peer {
+        match self {
+            ItemState::Step(_, next) => next.peer(),
+            _ => crate::modules::Peer::Task,
         }
     }
 }
@@ -111,17 +125,260 @@ pub(crate) async fn run(
         });
     }
 
-    // Plan every item on the controller first; only then talk to the agent, once.
-    let mut runs = prepare::plan_items(
+    let notify = prepare::notify_names(ctx, task, base);
+    let target = Target {
         ctx,
         playbook,
         play,
         task,
-        base,
-        items.as_deref(),
-        prepared.loop_error.as_deref(),
-    );
-    for run in &mut runs {
+        host,
+        via,
+        become_: become_.as_ref(),
+        timeout: *timeout,
+        async_run: async_run.as_ref(),
+    };
+    let (runs, record) = if task_state::in_flight(task) {
+        let loop_error = prepared.loop_error.as_deref();
+        let flight = run_in_flight(
+            &target,
+            base,
+            items.as_deref(),
+            loop_error,
+            *attempts,
+            *pause,
+        );
+        match flight.await {
+            Some((runs, record)) => (runs, Some(record)),
+            None => return,
+        }
+    } else {
+        match run_together(&target, &prepared, *attempts, *pause).await {
+            Some(runs) => (runs, None),
+            None => return,
+        }
+    };
+    // The projections' values once the task is done, with its last item's variables.
+    let registered = record.as_ref().map(|record| {
+        let vars = runs.last().map_or(base, |run| &run.vars);
+        task_state::registered(&ctx.templar, task, vars, record)
+    });
+
+    let outcomes: Vec<outcome::ItemOutcome> = runs
+        .into_iter()
+        .enumerate()
+        .map(|(index, run)| {
+            let label = run
+                .item
+                .as_ref()
+                .map(|item| item_shown(ctx, task, &run.vars, item));
+            match run.state {
+                ItemState::Done(mut outcome) => {
+                    if let Some(deprecation) = super::vars_dict::take_deprecation(&run.vars) {
+                        outcome::add_deprecation(&mut outcome, deprecation);
+                    }
+                    if task.module.name() == "setup" {
+                        crate::modules::with_task_environment(&mut outcome, &run.env);
+                    }
+                    inject_invocation(
+                        task,
+                        run.args.as_ref(),
+                        run.planned,
+                        &run.vars,
+                        &mut outcome,
+                    );
+                    outcome::mask_no_log_args(task, &run.raw_args, &mut outcome);
+                    outcome::ItemOutcome {
+                        item: run.item,
+                        index,
+                        label,
+                        outcome,
+                    }
+                }
+                ItemState::Remote(_) | ItemState::Step(..) | ItemState::Flow(_) => {
+                    unreachable!("every remote item got its reply")
+                }
+            }
+        })
+        .collect();
+    let projected = registered.as_deref().map(outcome::Projected::of);
+    if task.loop_spec.is_some() {
+        outcome::finish_loop(
+            ctx,
+            task,
+            host,
+            delegate.as_deref(),
+            outcomes,
+            &notify,
+            projected.as_ref(),
+        );
+    } else {
+        let only = outcomes.into_iter().next().expect("one run without a loop");
+        let mut single = only.outcome;
+        if let Some(projected) = &projected {
+            projected.fail(&mut single);
+        }
+        finish_task(ctx, task, host, delegate.as_deref(), single, &notify);
+    }
+    if let Some(projected) = &projected {
+        projected.register(task, host);
+    }
+}
+
+/// Plans every item on the controller first, then talks to the agent once for all of
+/// them (with `break_when`, item by item). None when the host turned out unreachable.
+async fn run_together(
+    target: &Target<'_>,
+    prepared: &prepare::Prepared<'_>,
+    attempts: Attempts,
+    pause: Option<std::time::Duration>,
+) -> Option<Vec<ItemRun>> {
+    let Target {
+        ctx,
+        playbook,
+        play,
+        task,
+        ..
+    } = *target;
+    let loop_error = prepared.loop_error.as_deref();
+    let mut runs = prepare::plan_items(ctx, playbook, play, task, prepared, loop_error);
+    settle(target, &mut runs).await;
+    // A loop's `retries` and `delay` may name its variables: each item has its own.
+    let item_attempts: Vec<Attempts> = runs
+        .iter()
+        .map(|run| item_attempts_of(target, run, attempts))
+        .collect();
+    // With `break_when`, each item runs (and is judged) before the next starts.
+    if task.loop_control.break_when.is_some() {
+        let mut ran = 0;
+        for i in 0..runs.len() {
+            if let Some(pause) = pause
+                && i > 0
+            {
+                tokio::time::sleep(pause).await;
+            }
+            if !run_attempts(target, &mut runs, vec![i], &item_attempts, None, None).await {
+                return None;
+            }
+            ran = i + 1;
+            let run = &mut runs[i];
+            if let ItemState::Done(outcome) = &mut run.state
+                && super::control::breaks(task, &ctx.templar, &run.vars, outcome, None)
+            {
+                break;
+            }
+        }
+        runs.truncate(ran);
+    } else {
+        let all = (0..runs.len()).collect();
+        if !run_attempts(target, &mut runs, all, &item_attempts, pause, None).await {
+            return None;
+        }
+    }
+    Some(runs)
+}
+
+/// The items of a task that reads `_task` or registers projections, one after another:
+/// each planned with the results recorded before it, then run, judged and recorded
+/// before the next (see `task_state`). None when the host turned out unreachable.
+async fn run_in_flight(
+    target: &Target<'_>,
+    base: &minijinja::Value,
+    items: Option<&[Value]>,
+    loop_error: Option<&str>,
+    attempts: Attempts,
+    pause: Option<std::time::Duration>,
+) -> Option<(Vec<ItemRun>, TaskRecord)> {
+    let Target {
+        ctx,
+        playbook,
+        play,
+        task,
+        ..
+    } = *target;
+    let all = items.unwrap_or(&[]);
+    let count = if items.is_some() { all.len() } else { 1 };
+    let mut record = TaskRecord::new(items.is_some());
+    let mut runs: Vec<ItemRun> = Vec::with_capacity(count);
+    let mut item_attempts = Vec::with_capacity(count);
+    for index in 0..count {
+        if let Some(pause) = pause
+            && index > 0
+        {
+            tokio::time::sleep(pause).await;
+        }
+        let item = items.map(|all| &all[index]);
+        let vars = match item {
+            Some(v) => prepare::item_vars(&ctx.templar, task, base, v, all, index),
+            None => base.clone(),
+        };
+        let seen = task_state::vars_with(&ctx.templar, task, &vars, &record);
+        let mut run = prepare::plan_one(
+            ctx,
+            playbook,
+            play,
+            task,
+            seen,
+            item,
+            prepare::Planning {
+                loop_error,
+                become_: target.become_,
+            },
+        );
+        run.vars = vars;
+        runs.push(run);
+        settle(target, &mut runs[index..]).await;
+        item_attempts.push(item_attempts_of(target, &runs[index], attempts));
+        if !run_attempts(
+            target,
+            &mut runs,
+            vec![index],
+            &item_attempts,
+            None,
+            Some(&record),
+        )
+        .await
+        {
+            return None;
+        }
+        let ItemRun {
+            item, vars, state, ..
+        } = &mut runs[index];
+        let ItemState::Done(outcome) = state else {
+            unreachable!("every remote item got its reply");
+        };
+        let at = InFlight {
+            record: &record,
+            index,
+            item: item.as_ref(),
+        };
+        let stop = super::control::breaks(task, &ctx.templar, vars, outcome, Some(&at));
+        record.record(
+            index,
+            task_state::item_result(task, outcome, item.as_ref(), index),
+        );
+        if stop {
+            break;
+        }
+    }
+    record.exit_loop();
+    Some((runs, record))
+}
+
+/// A loop item's attempts: its `retries` and `delay` may name the loop's variables.
+fn item_attempts_of(target: &Target<'_>, run: &ItemRun, attempts: Attempts) -> Attempts {
+    let task = target.task;
+    match (&task.loop_spec, &task.until) {
+        (Some(_), Some(_)) => {
+            Attempts::of(task, &target.ctx.templar, &run.vars).unwrap_or(attempts)
+        }
+        _ => attempts,
+    }
+}
+
+/// What planned items decided on the controller still make happen before any is sent:
+/// `pause`'s wait, an async task's refusal, `wait_for_connection` and `reboot`.
+async fn settle(target: &Target<'_>, runs: &mut [ItemRun]) {
+    for run in runs.iter_mut() {
         if let ItemState::Done(outcome) = &mut run.state {
             let waits: Vec<std::time::Duration> = outcome
                 .effects
@@ -136,110 +393,58 @@ pub(crate) async fn run(
             }
         }
     }
-    if async_run.is_some()
-        && let Some(refusal) = async_job::refusal(task)
+    if target.async_run.is_some()
+        && let Some(refusal) = async_job::refusal(target.task)
     {
         // Ansible's action plugin refuses before it looks at its arguments.
         for run in runs.iter_mut().filter(|run| run.planned) {
             run.state = ItemState::Done(TaskOutcome::failed(refusal.clone()));
         }
     }
-    let notify = prepare::notify_names(ctx, task, base);
-
-    // Every attempt sends the items still running as one batch; `until` decides which
-    // items go again.
-    let target = Target {
-        ctx,
-        playbook,
-        play,
-        task,
-        host,
-        via,
-        become_: become_.as_ref(),
-        timeout: *timeout,
-        async_run: async_run.as_ref(),
-    };
-    for run in &mut runs {
+    for run in runs.iter_mut() {
         if let ItemState::Done(outcome) = &mut run.state
             && let Some(Effect::Reconnect(wait)) = outcome.effects.first().cloned()
         {
-            *outcome = reconnect::wait_for_connection(&target, wait).await;
+            *outcome = reconnect::wait_for_connection(target, wait).await;
         }
         if let ItemState::Done(outcome) = &mut run.state
             && let Some(Effect::Reboot(spec)) = outcome.effects.first().cloned()
         {
-            *outcome = reboot::reboot(&target, &spec).await;
+            *outcome = reboot::reboot(target, &spec).await;
         }
     }
-    // A loop's `retries` and `delay` may name its variables: each item has its own.
-    let item_attempts: Vec<Attempts> = runs
-        .iter()
-        .map(|run| match (&task.loop_spec, &task.until) {
-            (Some(_), Some(_)) => Attempts::of(task, &ctx.templar, &run.vars).unwrap_or(*attempts),
-            _ => *attempts,
-        })
-        .collect();
-    // With `break_when`, each item runs (and is judged) before the next starts.
-    if task.loop_control.break_when.is_some() {
-        let mut ran = 0;
-        for i in 0..runs.len() {
-            if let Some(pause) = pause
-                && i > 0
-            {
-                tokio::time::sleep(*pause).await;
-            }
-            if !run_attempts(&target, &mut runs, vec![i], &item_attempts, None).await {
-                return;
-            }
-            ran = i + 1;
-            let run = &mut runs[i];
-            if let ItemState::Done(outcome) = &mut run.state
-                && super::control::breaks(task, &ctx.templar, &run.vars, outcome)
-            {
-                break;
-            }
-        }
-        runs.truncate(ran);
-    } else {
-        let all = (0..runs.len()).collect();
-        if !run_attempts(&target, &mut runs, all, &item_attempts, *pause).await {
-            return;
-        }
-    }
+}
 
-    let outcomes: Vec<outcome::ItemOutcome> = runs
-        .into_iter()
-        .enumerate()
-        .map(|(index, run)| {
-            let label = run
-                .item
-                .as_ref()
-                .map(|item| item_shown(ctx, task, &run.vars, item));
-            match run.state {
-                ItemState::Done(mut outcome) => {
-                    if task.module.name() == "setup" {
-                        crate::modules::with_task_environment(&mut outcome, &run.env);
-                    }
-                    outcome::mask_no_log_args(task, &run.raw_args, &mut outcome);
-                    outcome::ItemOutcome {
-                        item: run.item,
-                        index,
-                        label,
-                        outcome,
-                    }
-                }
-                ItemState::Remote(_) | ItemState::Step(..) => {
-                    unreachable!("every remote item got its reply")
-                }
-            }
-        })
-        .collect();
-    if task.loop_spec.is_some() {
-        outcome::finish_loop(ctx, task, host, delegate.as_deref(), outcomes, &notify);
-    } else {
-        let only = outcomes.into_iter().next().expect("one run without a loop");
-        finish_task(ctx, task, host, delegate.as_deref(), only.outcome, &notify);
+/// Ansible's `INJECT_INVOCATION` for a module turbo-play runs natively: the result
+/// carries the module's arguments, as AnsibleModule adds them (Python modules add their
+/// own; actions that run no module add none).
+fn inject_invocation(
+    task: &Task,
+    args: Option<&Args>,
+    planned: bool,
+    vars: &minijinja::Value,
+    outcome: &mut crate::modules::TaskOutcome,
+) {
+    let module = task.module;
+    let Some(args) = args else { return };
+    if !planned
+        || outcome.skipped
+        || outcome.data.contains_key("invocation")
+        || module.reports_own_invocation()
+        || module.caps().controller_action
+        || module.caps().control != crate::modules::Control::None
+        || crate::report::task_error::is_action(module.name())
+        || !crate::modules::inject_invocation(Some(vars))
+    {
+        return;
     }
+    let mut module_args = args.values().clone();
+    module_args.extend(args.extra().clone());
+    let mut invocation = Map::new();
+    invocation.insert("module_args".into(), Value::Object(module_args));
+    outcome
+        .data
+        .insert("invocation".into(), Value::Object(invocation));
 }
 
 /// Sends the `running` items, judges each reply (changed_when, failed_when, until) and
@@ -251,6 +456,7 @@ async fn run_attempts(
     mut running: Vec<usize>,
     item_attempts: &[Attempts],
     pause: Option<std::time::Duration>,
+    record: Option<&TaskRecord>,
 ) -> bool {
     let Target {
         ctx,
@@ -266,17 +472,29 @@ async fn run_attempts(
         }
         let mut again = Vec::new();
         for &i in &running {
-            let run = &mut runs[i];
-            let (true, ItemState::Done(outcome)) = (run.planned, &mut run.state) else {
+            let ItemRun {
+                item,
+                vars,
+                state,
+                planned,
+                ..
+            } = &mut runs[i];
+            let (true, ItemState::Done(outcome)) = (*planned, state) else {
                 continue;
             };
-            if judge(
+            let in_flight = record.map(|record| InFlight {
+                record,
+                index: i,
+                item: item.as_ref(),
+            });
+            if judge_with(
                 task,
                 &ctx.templar,
-                &run.vars,
+                vars,
                 outcome,
                 attempt,
                 item_attempts[i],
+                in_flight.as_ref(),
             ) == Verdict::Retry
             {
                 again.push(i);
@@ -294,7 +512,14 @@ async fn run_attempts(
                 retries_left: item_attempts[i].total.saturating_sub(attempt + 1),
             });
             let run = &mut runs[i];
-            let (args, state) = prepare::plan_args(ctx, playbook, task, &run.vars, &run.raw_args);
+            let (args, state) = prepare::plan_args(
+                ctx,
+                playbook,
+                task,
+                &run.vars,
+                &run.raw_args,
+                target.become_,
+            );
             run.args = args;
             run.state = state;
         }
@@ -363,8 +588,9 @@ pub(in crate::executor) fn foresee(
     play_hosts: &super::vars::PlayHosts,
     known: &Map<String, Value>,
 ) -> (Foreseen, Reads) {
-    // An async task's op runs as a job its turn starts: never sent ahead.
-    if task.async_job.limit.is_some() {
+    // An async task's op runs as a job its turn starts: never sent ahead; planning an
+    // action plugin runs its Python code, which runs in its turn only.
+    if task.async_job.limit.is_some() || task.module.caps().controller_action {
         return (Foreseen::Unknown, Reads::default());
     }
     let Ok(vars) = super::vars::task_vars(ctx, playbook, play, task, host, play_hosts) else {
@@ -410,7 +636,7 @@ fn plan_ahead(
     prepared: &prepare::Prepared<'_>,
 ) -> Foreseen {
     let items = prepared.items.as_deref();
-    let runs = prepare::plan_items(ctx, playbook, play, task, &prepared.base, items, None);
+    let runs = prepare::plan_items(ctx, playbook, play, task, prepared, None);
     let remote = |op: &Op, run: &ItemRun| {
         let mut op = op.clone();
         if !run.env.is_empty() {
@@ -440,7 +666,9 @@ fn plan_ahead(
                 effects: !outcome.effects.is_empty(),
             },
             ItemState::Remote(op) if run.planned => foreseen_remote(remote(op, run), false),
-            ItemState::Step(op, _) if run.planned => foreseen_remote(remote(op, run), true),
+            ItemState::Step(op, next) if run.planned && next.peer() == Peer::Task => {
+                foreseen_remote(remote(op, run), true)
+            }
             _ => Foreseen::Unknown,
         };
     }

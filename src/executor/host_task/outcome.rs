@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use serde_json::{Map, Value};
 
 use super::super::flow::Caught;
+use super::super::task_state;
 use super::{HostState, RunContext};
 use crate::modules::{Effect, FactsLayer, Shown, TaskOutcome};
 use crate::playbook::Task;
@@ -66,6 +67,7 @@ pub(super) fn finish_loop(
     delegate: Option<&HostState>,
     outcomes: Vec<ItemOutcome>,
     notify: &[String],
+    projected: Option<&Projected>,
 ) {
     let mut results = Vec::with_capacity(outcomes.len());
     // Ansible's loop result gathers its items' warnings and deprecations, every copy.
@@ -109,7 +111,7 @@ pub(super) fn finish_loop(
                 label.clone().unwrap_or_default().into(),
             );
         }
-        let (label, shown) = if task.keywords.no_log {
+        let (label, shown) = if task.keywords.no_log || outcome.no_log {
             (label_shown(task, label), censored(task, &outcome))
         } else {
             let own_data = task.module.caps().shown == Shown::OwnData;
@@ -131,7 +133,7 @@ pub(super) fn finish_loop(
             data: shown,
             ignored: task.ignore_errors && Some(index) == last_failed,
             // A censored result is shown as any other, only with -v.
-            verbose_always: !task.keywords.no_log
+            verbose_always: !(task.keywords.no_log || outcome.no_log)
                 && (verbose || (task.module.caps().shown == Shown::OwnData && !outcome.skipped)),
             origin: Some(TaskOrigin::of(task).caused_by(outcome.cause.clone())),
         }));
@@ -173,6 +175,20 @@ pub(super) fn finish_loop(
             origin: None,
         }));
     }
+    let mut summary = summary;
+    if let Some(projected) = projected.filter(|p| p.failure.is_some()) {
+        // Every item was shown: the loop's own failure is shown on its own.
+        projected.fail(&mut summary);
+        ctx.emit(Event::HostResult(HostResult {
+            host: shown_host(host, delegate),
+            status: Status::Failed,
+            item: None,
+            data: Map::from_iter(summary.msg.clone().map(|m| ("msg".to_string(), m.into()))),
+            ignored: task.ignore_errors,
+            verbose_always: false,
+            origin: Some(TaskOrigin::of(task).caused_by(summary.cause.clone())),
+        }));
+    }
     let mut data = summary.registered();
     let msg = data.shift_remove("msg");
     for (key, all) in [("warnings", warnings), ("deprecations", deprecations)] {
@@ -200,8 +216,15 @@ pub(in crate::executor) fn finish_task(
     let data = outcome.registered();
     let shown_as = task.module.caps().shown;
     let is_debug = shown_as == Shown::OwnData && !outcome.skipped;
-    // debug shows only what it was asked to show, like Ansible's.
-    let shown = if is_debug && !outcome.failed {
+    // debug shows only what it was asked to show, like Ansible's; its callback knows it
+    // by the action's name, so an action plugin that is debug under another name shows
+    // its `changed` too.
+    let shown = if is_debug && !outcome.failed && !crate::playbook::is_debug_action(&task.action) {
+        let mut shown = Map::new();
+        shown.insert("changed".into(), outcome.changed.into());
+        shown.extend(outcome.data.clone());
+        shown
+    } else if is_debug && !outcome.failed {
         outcome.data.clone()
     } else if shown_as == Shown::Nothing && !outcome.failed {
         // Ansible never prints gathered facts, even with -v (`_ansible_verbose_override`),
@@ -213,7 +236,8 @@ pub(in crate::executor) fn finish_task(
     } else {
         data.clone()
     };
-    let shown = if task.keywords.no_log {
+    let censor = task.keywords.no_log || outcome.no_log;
+    let shown = if censor {
         censored(task, &outcome)
     } else {
         shown
@@ -225,10 +249,84 @@ pub(in crate::executor) fn finish_task(
         data: shown,
         ignored: outcome.failed && task.ignore_errors,
         // Ansible's censored result loses `_ansible_verbose_always` with the rest.
-        verbose_always: !task.keywords.no_log && (is_debug || verbose),
+        verbose_always: !censor && (is_debug || verbose),
         origin: Some(TaskOrigin::of(task).caused_by(outcome.cause.clone())),
     }));
     record(task, host, &outcome, data, notify);
+}
+
+/// A task's register projections once it is done (`task_state::registered`): what each
+/// variable is registered as, and the failure when one could not be evaluated, which
+/// fails the task as in Ansible.
+pub(super) struct Projected {
+    values: Vec<(String, Value)>,
+    failure: Option<String>,
+}
+
+impl Projected {
+    pub(super) fn of(
+        registered: &[(String, Result<Value, crate::template::TemplateError>)],
+    ) -> Projected {
+        let mut values = Vec::new();
+        let mut failed = Vec::new();
+        for (name, value) in registered {
+            match value {
+                Ok(value) => values.push((name.clone(), value.clone())),
+                Err(e) => {
+                    let words = match e {
+                        crate::template::TemplateError::Undefined { .. } => e.to_string(),
+                        other => other.conditional_message(),
+                    };
+                    values.push((name.clone(), task_state::failed_value(name, &words)));
+                    failed.push((name.clone(), words));
+                }
+            }
+        }
+        let failure =
+            (!failed.is_empty()).then(|| task_state::failure_message(&failed, registered.len()));
+        Projected { values, failure }
+    }
+
+    /// Fails the task's result when a projection failed; its own `msg` stays.
+    pub(super) fn fail(&self, outcome: &mut TaskOutcome) {
+        let Some(failure) = &self.failure else {
+            return;
+        };
+        outcome.failed = true;
+        outcome
+            .data
+            .entry("exception")
+            .or_insert_with(|| "(traceback unavailable)".into());
+        outcome.cause = Some(crate::modules::ErrorCause {
+            message: failure.clone(),
+            file: std::path::PathBuf::new(),
+            line: None,
+            column: None,
+            alone: true,
+        });
+    }
+
+    /// Registers the projections (a plain `register: name` was registered with the
+    /// result).
+    pub(super) fn register(&self, task: &Task, host: &HostState) {
+        if task.register.is_some() {
+            return;
+        }
+        for (name, value) in &self.values {
+            host.register(name, value.clone());
+        }
+    }
+}
+
+/// Adds a deprecation of the controller's (a template read `vars`) to the result's own.
+pub(super) fn add_deprecation(outcome: &mut TaskOutcome, deprecation: Value) {
+    let list = outcome
+        .data
+        .entry("deprecations")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(list) = list {
+        list.push(deprecation);
+    }
 }
 
 /// The `pause` module's wait, done here because planners cannot sleep.

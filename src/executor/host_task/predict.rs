@@ -33,6 +33,7 @@ pub(super) fn one_file(runs: &[ItemRun], running: &[usize]) -> bool {
             (Some(what), Some(before)) => what == before,
         },
         ItemState::Done(_) | ItemState::Remote(_) => true,
+        ItemState::Flow(_) => false,
     })
 }
 
@@ -76,7 +77,7 @@ pub(super) async fn send_one_file_items(
             let follows = match &mut runs[last].state {
                 ItemState::Step(op, _) => view.follow_write(op),
                 ItemState::Done(_) => true,
-                ItemState::Remote(_) => false,
+                ItemState::Remote(_) | ItemState::Flow(_) => false,
             };
             if !follows {
                 if chain.len() > 1 {
@@ -139,6 +140,7 @@ fn replan(target: &Target<'_>, run: &mut ItemRun) {
         target.task,
         &run.vars,
         &run.raw_args,
+        target.become_,
     );
     run.args = args;
     run.state = state;

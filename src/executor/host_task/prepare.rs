@@ -9,7 +9,7 @@ use super::super::control::Attempts;
 use super::super::vars::{PlayHosts, strip_omitted, task_vars};
 use super::{HostState, ItemRun, ItemState, RunContext};
 use crate::connection::BecomeSpec;
-use crate::modules::{Args, PlanContext, TaskOutcome};
+use crate::modules::{Args, Escalation, PlanContext, TaskOutcome};
 use crate::playbook::{Layered, LoopError, Play, Playbook, Task, ansible_loop};
 use crate::report::events::Event;
 use crate::template::TemplateError;
@@ -299,45 +299,80 @@ pub(super) fn plan_items(
     playbook: &Playbook,
     play: &Play,
     task: &Task,
-    base: &minijinja::Value,
-    items: Option<&[Value]>,
+    prepared: &Prepared<'_>,
     loop_error: Option<&str>,
 ) -> Vec<ItemRun> {
+    let base = &prepared.base;
+    let items = prepared.items.as_deref();
+    let become_ = prepared.become_.as_ref();
     let item_list: Vec<Option<&Value>> = match items {
         Some(items) => items.iter().map(Some).collect(),
         None => vec![None],
     };
     let all_items = items.unwrap_or(&[]);
-    let mut runs = Vec::with_capacity(item_list.len());
-    for (index, item) in item_list.into_iter().enumerate() {
-        let vars = match item {
-            Some(v) => item_vars(&ctx.templar, task, base, v, all_items, index),
-            None => base.clone(),
-        };
-        let (raw_args, args, mut state, planned) =
-            plan_item(ctx, playbook, task, &vars, loop_error);
-        let mut env = Vec::new();
-        if let Some(op) = state.op() {
-            match task_environment(ctx, play, task, &vars) {
-                Ok(found) => env = found,
-                // An environment that cannot be templated yet (the play's, reading
-                // `ansible_env` before facts are gathered) does not stop an op that runs
-                // no command, as Ansible's fact gathering goes on without it.
-                Err(_) if !runs_a_command(op) => {}
-                Err(message) => state = ItemState::Done(TaskOutcome::failed(message)),
-            }
+    item_list
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let vars = match item {
+                Some(v) => item_vars(&ctx.templar, task, base, v, all_items, index),
+                None => base.clone(),
+            };
+            let planning = Planning {
+                loop_error,
+                become_,
+            };
+            plan_one(ctx, playbook, play, task, vars, item, planning)
+        })
+        .collect()
+}
+
+/// What every item of one task is planned with besides its variables.
+#[derive(Clone, Copy)]
+pub(super) struct Planning<'a> {
+    /// The loop's own error, which fails each item.
+    pub(super) loop_error: Option<&'a str>,
+    /// Whom the ops run as, when the task becomes another user.
+    pub(super) become_: Option<&'a BecomeSpec>,
+}
+
+/// One item planned with its variables (the task itself without a loop), with its
+/// environment.
+pub(super) fn plan_one(
+    ctx: &RunContext,
+    playbook: &Playbook,
+    play: &Play,
+    task: &Task,
+    vars: minijinja::Value,
+    item: Option<&Value>,
+    planning: Planning<'_>,
+) -> ItemRun {
+    let Planning {
+        loop_error,
+        become_,
+    } = planning;
+    let (raw_args, args, mut state, planned) =
+        plan_item(ctx, playbook, task, &vars, loop_error, become_);
+    let mut env = Vec::new();
+    if let Some(op) = state.op() {
+        match task_environment(ctx, play, task, &vars) {
+            Ok(found) => env = found,
+            // An environment that cannot be templated yet (the play's, reading
+            // `ansible_env` before facts are gathered) does not stop an op that runs
+            // no command, as Ansible's fact gathering goes on without it.
+            Err(_) if !runs_a_command(op) => {}
+            Err(message) => state = ItemState::Done(TaskOutcome::failed(message)),
         }
-        runs.push(ItemRun {
-            item: item.cloned(),
-            vars,
-            raw_args,
-            args,
-            env,
-            planned,
-            state,
-        });
     }
-    runs
+    ItemRun {
+        item: item.cloned(),
+        vars,
+        raw_args,
+        args,
+        env,
+        planned,
+        state,
+    }
 }
 
 /// A loop item's variables: the item under `loop_var`, plus `index_var` and
@@ -428,6 +463,7 @@ pub(super) fn plan_context<'a>(
     playbook: &'a Playbook,
     task: &'a Task,
     vars: &'a minijinja::Value,
+    become_: Option<&BecomeSpec>,
 ) -> PlanContext<'a> {
     PlanContext {
         playbook_dir: &playbook.dir,
@@ -442,6 +478,21 @@ pub(super) fn plan_context<'a>(
         timeout: None,
         delegated: task.keywords.delegate_to.is_some(),
         backend_defaults: None,
+        delegate_to: task.keywords.delegate_to.as_ref().and_then(|raw| {
+            ctx.templar
+                .render_str(raw, vars)
+                .ok()
+                .map(|name| name.trim().to_string())
+        }),
+        escalation: become_.map(|spec| Escalation {
+            method: spec.method.name(),
+            user: spec.user.clone(),
+        }),
+        controller: task
+            .module
+            .caps()
+            .controller_action
+            .then(|| super::controller::controller(ctx, playbook, task, vars)),
     }
 }
 
@@ -468,6 +519,7 @@ pub(super) fn plan_item(
     task: &Task,
     vars: &minijinja::Value,
     loop_error: Option<&str>,
+    become_: Option<&BecomeSpec>,
 ) -> (Map<String, Value>, Option<Args>, ItemState, bool) {
     let done = |outcome| (Map::new(), None, ItemState::Done(outcome), false);
     for condition in &task.when {
@@ -487,10 +539,11 @@ pub(super) fn plan_item(
                 return done(outcome);
             }
             Err(e) => {
-                return done(TaskOutcome::failed(format!(
-                    "The conditional check '{condition}' failed. The error was: {e}\n\nThe error appears to be in '{}'",
-                    task.location
-                )));
+                let mut failed = TaskOutcome::failed(super::super::control::when_failure(&e));
+                failed
+                    .data
+                    .insert("exception".into(), "(traceback unavailable)".into());
+                return done(failed);
             }
         }
     }
@@ -502,8 +555,35 @@ pub(super) fn plan_item(
             true,
         );
     }
-    let raw_args = match ctx.templar.render_map_keyed(&task.args, vars) {
-        Ok(args) => args,
+    // Arguments the action judges itself (assert's `that`) are not templated first.
+    let written = task.module.untemplated_args();
+    let templated = match written.iter().any(|k| task.args.contains_key(*k)) {
+        true => std::borrow::Cow::Owned(
+            task.args
+                .iter()
+                .filter(|(k, _)| !written.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        false => std::borrow::Cow::Borrowed(&task.args),
+    };
+    let keys = task.module.templates_arg_names();
+    // first_found searches the subdirectory the task's action implies (`vars/` for
+    // include_vars, `templates/` for template), in its arguments as in its loop.
+    let subdir = crate::playbook::lookup_subdir(&task.action);
+    let arg_vars = match subdir {
+        "files" => vars.clone(),
+        _ => minijinja::context! { __tp_lookup_subdir => subdir, ..vars.clone() },
+    };
+    let raw_args = match ctx.templar.render_args(&templated, &arg_vars, keys) {
+        Ok(mut args) => {
+            for key in written {
+                if let Some(value) = task.args.get(*key) {
+                    args.insert(key.to_string(), value.clone());
+                }
+            }
+            args
+        }
         Err((key, e)) => return done(args_failure(task, &key, &e)),
     };
     let raw_args = match args_from_templates(ctx, task, vars, raw_args) {
@@ -520,7 +600,7 @@ pub(super) fn plan_item(
             );
         }
     };
-    let (args, state) = plan_args(ctx, playbook, task, vars, &raw_args);
+    let (args, state) = plan_args(ctx, playbook, task, vars, &raw_args, become_);
     (raw_args, args, state, true)
 }
 
@@ -535,7 +615,7 @@ fn args_from_templates(
 ) -> Result<Map<String, Value>, String> {
     use crate::playbook::{RAW_PARAMS, VARIABLE_PARAMS};
     let variable = args.remove(VARIABLE_PARAMS);
-    let raw = if task.module.caps().free_form {
+    let raw = if task.module.takes_raw_params() {
         None
     } else {
         args.remove(RAW_PARAMS)
@@ -571,6 +651,18 @@ fn args_from_templates(
             }
         }
     }
+    // An expression the action evaluates itself (assert's `that`) that rendering made is
+    // not the playbook's own: Ansible refuses it. One a template only passed on as it was
+    // written (a loop item, a task var) is still the playbook's.
+    let untrusted = task.module.untemplated_args().iter().any(|key| {
+        !args.contains_key(*key)
+            && merged
+                .get(*key)
+                .is_some_and(|value| !written_in_task(task, value))
+    });
+    if untrusted {
+        return Err("Task failed: Encountered untrusted template or expression.".into());
+    }
     merged.extend(args);
     let levels = &task.keywords.module_defaults;
     if crate::playbook::names_a_group(levels) {
@@ -585,6 +677,31 @@ fn args_from_templates(
         merged = under;
     }
     Ok(merged)
+}
+
+/// Whether every string of `value` is written as it is in the task's loop or vars (so a
+/// template passed it on, as Ansible keeps such a value's trust).
+fn written_in_task(task: &Task, value: &Value) -> bool {
+    fn holds(haystack: &Value, needle: &str) -> bool {
+        match haystack {
+            Value::String(s) => s == needle,
+            Value::Array(items) => items.iter().any(|v| holds(v, needle)),
+            Value::Object(map) => map.values().any(|v| holds(v, needle)),
+            _ => false,
+        }
+    }
+    let written: Vec<&Value> = match &task.loop_spec {
+        Some(crate::playbook::LoopSpec::Items { value, .. }) => vec![value],
+        Some(crate::playbook::LoopSpec::Lookup { terms, .. })
+        | Some(crate::playbook::LoopSpec::Combine { terms, .. }) => vec![terms],
+        _ => Vec::new(),
+    };
+    let vars: Vec<&Value> = task.vars.values().collect();
+    match value {
+        Value::String(s) => written.iter().chain(&vars).any(|w| holds(w, s)),
+        Value::Array(items) => items.iter().all(|v| written_in_task(task, v)),
+        _ => true,
+    }
 }
 
 /// The task's `module_defaults` for its module, templated: only the arguments the task
@@ -646,6 +763,7 @@ pub(super) fn plan_args(
     task: &Task,
     vars: &minijinja::Value,
     raw_args: &Map<String, Value>,
+    become_: Option<&BecomeSpec>,
 ) -> (Option<Args>, ItemState) {
     let args = match task.module.spec().validate(&task.action, raw_args) {
         Ok(args) => args,
@@ -657,7 +775,7 @@ pub(super) fn plan_args(
     };
     let plan_ctx = PlanContext {
         backend_defaults: Some(&backend_defaults),
-        ..plan_context(ctx, playbook, task, vars)
+        ..plan_context(ctx, playbook, task, vars, become_)
     };
     let state = match task.module.plan(&args, &plan_ctx) {
         Ok(plan) => ItemState::of(plan),
@@ -709,12 +827,7 @@ fn args_failure(task: &Task, key: &str, e: &TemplateError) -> TaskOutcome {
 
 /// The module's name as Ansible resolves it: ansible-core's own under `ansible.builtin.`.
 fn module_fqcn(task: &Task) -> String {
-    let name = task.module.name();
-    if name.contains('.') {
-        name.to_string()
-    } else {
-        format!("ansible.builtin.{name}")
-    }
+    task.module.fqcn()
 }
 
 pub(super) fn loop_failure(task: &Task, e: &LoopError) -> String {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use turbo_proto::{Op, OpResult};
 
-use crate::agent_session::AgentSession;
+use crate::agent_session::{AgentSession, PendingReply};
 use crate::modules::TaskOutcome;
 use crate::playbook::Task;
 use crate::template::Templar;
@@ -107,9 +107,29 @@ pub(super) fn is_timed_out(result: &OpResult) -> bool {
 pub(super) async fn call(
     session: &AgentSession,
     op: Op,
-    (check, diff): (bool, bool),
+    flags: (bool, bool),
     timeout: Option<u64>,
 ) -> Result<OpResult, String> {
+    send(session, op, flags, timeout).await?.reply().await
+}
+
+/// A request on its way, with what its backstop needs.
+pub(super) struct Sent {
+    session: AgentSession,
+    pending: PendingReply,
+    /// The ops of a batch, `None` for a lone op.
+    ops: Option<usize>,
+    timeout: Option<u64>,
+}
+
+/// Queues one request with the task's timeout; requests queued one after another reach
+/// the agent in that order. Its reply is [`Sent::reply`].
+pub(super) async fn send(
+    session: &AgentSession,
+    op: Op,
+    (check, diff): (bool, bool),
+    timeout: Option<u64>,
+) -> Result<Sent, String> {
     let ops = match &op {
         Op::Batch(ops) => Some(ops.len()),
         _ => None,
@@ -118,19 +138,32 @@ pub(super) async fn call(
         .send_timed(op, check, diff, 0, timeout.map(|s| s * 1000))
         .await
         .map_err(|e| e.to_string())?;
-    let Some(seconds) = timeout else {
-        return pending.await.map_err(|e| e.to_string());
-    };
-    match tokio::time::timeout(backstop(seconds, ops.unwrap_or(1)), pending).await {
-        Ok(reply) => reply.map_err(|e| e.to_string()),
-        Err(_) => {
-            let session = session.clone();
-            tokio::spawn(async move { session.cancel().await });
-            let after_ms = seconds * 1000;
-            Ok(match ops {
-                Some(n) => OpResult::Batch(vec![OpResult::TimedOut { after_ms }; n]),
-                None => OpResult::TimedOut { after_ms },
-            })
+    Ok(Sent {
+        session: session.clone(),
+        pending,
+        ops,
+        timeout,
+    })
+}
+
+impl Sent {
+    /// The reply, or past the backstop every op timed out (and the session is cancelled).
+    pub(super) async fn reply(self) -> Result<OpResult, String> {
+        let Some(seconds) = self.timeout else {
+            return self.pending.await.map_err(|e| e.to_string());
+        };
+        let wait = backstop(seconds, self.ops.unwrap_or(1));
+        match tokio::time::timeout(wait, self.pending).await {
+            Ok(reply) => reply.map_err(|e| e.to_string()),
+            Err(_) => {
+                let session = self.session;
+                tokio::spawn(async move { session.cancel().await });
+                let after_ms = seconds * 1000;
+                Ok(match self.ops {
+                    Some(n) => OpResult::Batch(vec![OpResult::TimedOut { after_ms }; n]),
+                    None => OpResult::TimedOut { after_ms },
+                })
+            }
         }
     }
 }

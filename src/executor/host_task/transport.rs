@@ -14,7 +14,7 @@ use super::{HostState, ItemRun, ItemState, RunContext, Target, async_job, squash
 use crate::agent_session::AgentSession;
 use std::io::Read;
 
-use crate::modules::{Args, FileSource, TaskOutcome};
+use crate::modules::{Args, FileSource, Peer, TaskOutcome};
 use crate::playbook::{Playbook, Task};
 
 /// Ops per request for long loops: the first chunk starts on the agent while the next are
@@ -76,6 +76,7 @@ fn steps_apart(runs: &[ItemRun], running: &[usize]) -> bool {
     running.iter().all(|&i| match &runs[i].state {
         ItemState::Step(_, next) => next.touches().is_some_and(|what| touched.insert(what)),
         ItemState::Done(_) | ItemState::Remote(_) => true,
+        ItemState::Flow(_) => false,
     })
 }
 
@@ -91,10 +92,15 @@ pub(super) async fn send_remote(
     // Items whose shared call failed: they go on alone.
     let mut solo: HashSet<usize> = HashSet::new();
     loop {
-        match send_round(target, runs, running, &mut solo, None).await {
-            Round::Idle => return true,
-            Round::Went => {}
-            Round::Lost => return false,
+        let own = send_round(target, runs, running, &mut solo, None).await;
+        if matches!(own, Round::Lost) {
+            return false;
+        }
+        let peers = super::peers::send_to_peers(target, runs, running).await;
+        match (own, peers) {
+            (_, Round::Lost) => return false,
+            (Round::Idle, Round::Idle) => return true,
+            _ => {}
         }
     }
 }
@@ -141,7 +147,7 @@ pub(super) async fn send_round(
     let remote: Vec<usize> = running
         .iter()
         .copied()
-        .filter(|&i| runs[i].state.op().is_some())
+        .filter(|&i| runs[i].state.op().is_some() && runs[i].state.peer() == Peer::Task)
         .collect();
     if remote.is_empty() {
         return Round::Idle;
@@ -182,7 +188,16 @@ pub(super) async fn send_round(
         .iter()
         .map(|op| runs_module(op).then(|| op.clone()))
         .collect();
-    let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
+    // A step may say whether it goes in check mode (a module an action plugin runs); the
+    // items of such a task go one at a time, so the round's first says for all.
+    let check = remote
+        .iter()
+        .find_map(|&i| match &runs[i].state {
+            ItemState::Step(_, next) => next.check_mode(),
+            _ => None,
+        })
+        .unwrap_or_else(|| agent_check_mode(ctx, task));
+    let flags = (check, diff_mode(ctx, task));
     // A loop's items were sent ahead as the one batch `send_batched` would send.
     let asked = match ops.as_slice() {
         [op] => Some(op.clone()),
@@ -208,10 +223,8 @@ pub(super) async fn send_round(
                 (other, _) => Err(format!("agent answered a batch with {other:?}")),
             }
         }),
-        None if task.module.caps().batchable => {
-            send_batched(ctx, &session, ops, task, timeout).await
-        }
-        None => send_one_by_one(ctx, &session, ops, task, timeout).await,
+        None if task.module.caps().batchable => send_batched(&session, ops, flags, timeout).await,
+        None => send_one_by_one(&session, ops, flags, timeout).await,
     };
     let mut results = match sent {
         Ok(r) => r,
@@ -220,7 +233,7 @@ pub(super) async fn send_round(
         }
     };
     if let Err(message) =
-        send_module_files(ctx, &session, task, &module_ops, &mut results, timeout).await
+        send_module_files(&session, flags, &module_ops, &mut results, timeout).await
     {
         return Round::after_loss(lost_agent(target, runs, &remote, &session, &message));
     }
@@ -272,6 +285,7 @@ pub(super) async fn send_round(
                 Ok(plan) => ItemState::of(plan),
                 Err(e) => ItemState::Done(TaskOutcome::from_error(e)),
             },
+            flow @ ItemState::Flow(_) => flow,
             ItemState::Remote(op) => {
                 let run = &runs[i];
                 let args = run.args.as_ref().expect("a planned item has its arguments");
@@ -317,9 +331,8 @@ pub(super) async fn send_round(
 /// again as one batch, the files with the first op of each payload only, so a loop's
 /// items cost one transfer.
 async fn send_module_files(
-    ctx: &RunContext,
     session: &AgentSession,
-    task: &Task,
+    flags: (bool, bool),
     ops: &[Option<Op>],
     results: &mut [OpResult],
     timeout: Option<u64>,
@@ -352,9 +365,8 @@ async fn send_module_files(
         })
         .collect();
     let replies = if again.len() == 1 {
-        send_one_by_one(ctx, session, again, task, timeout).await?
+        send_one_by_one(session, again, flags, timeout).await?
     } else {
-        let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
         match super::timeout::call(session, Op::Batch(again), flags, timeout).await {
             Ok(OpResult::Batch(r)) if r.len() == missing.len() => r,
             Ok(other) => return Err(format!("agent answered a batch with {other:?}")),
@@ -378,15 +390,13 @@ fn runs_module(op: &Op) -> bool {
 
 /// Sends the ops, one request per chunk, all chunks in flight at once.
 pub(super) async fn send_batched(
-    ctx: &RunContext,
     session: &AgentSession,
     ops: Vec<Op>,
-    task: &Task,
+    flags: (bool, bool),
     timeout: Option<u64>,
 ) -> Result<Vec<OpResult>, String> {
-    let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     if ops.len() == 1 {
-        return send_one_by_one(ctx, session, ops, task, timeout).await;
+        return send_one_by_one(session, ops, flags, timeout).await;
     }
     let mut pending = Vec::new();
     let mut ops = ops.into_iter().peekable();
@@ -413,13 +423,11 @@ pub(super) async fn send_batched(
 }
 
 pub(super) async fn send_one_by_one(
-    ctx: &RunContext,
     session: &AgentSession,
     ops: Vec<Op>,
-    task: &Task,
+    flags: (bool, bool),
     timeout: Option<u64>,
 ) -> Result<Vec<OpResult>, String> {
-    let flags = (agent_check_mode(ctx, task), diff_mode(ctx, task));
     let mut results = Vec::with_capacity(ops.len());
     for op in ops {
         results.push(super::timeout::call(session, op, flags, timeout).await?);
@@ -449,7 +457,8 @@ pub(super) async fn upload_content(
             "the agent asked for content that was sent inline",
         ));
     };
-    let plan_ctx = plan_context(ctx, playbook, task, &run.vars);
+    // Only what the module sends: its content depends on no escalation.
+    let plan_ctx = plan_context(ctx, playbook, task, &run.vars, None);
     let source = match task.module.content(args, &plan_ctx) {
         Ok(Some(source)) => source,
         Ok(None) => {
@@ -552,7 +561,7 @@ impl Upload<'_> {
         file: std::fs::File,
         basis: &str,
     ) -> Result<Option<OpResult>, String> {
-        let mut encoder = crate::delta::DeltaEncoder::new(sigs, file, DELTA_LITERAL_BYTES);
+        let mut encoder = crate::delta::encoder(sigs, file, DELTA_LITERAL_BYTES);
         while let Some(instructions) = encoder.next_batch().map_err(|e| e.to_string())? {
             let op = Op::WriteDelta {
                 upload_id: self.upload_id,

@@ -318,6 +318,9 @@ fn after_done(
             op,
             next.and_then(move |plan| Ok(after_done(plan, then))),
         ),
+        Plan::Flow(flow) => Plan::Flow(crate::modules::flow::and_then(flow, move |plan| {
+            Ok(after_done(plan, then))
+        })),
         Plan::Remote(op) => Plan::Remote(op),
     }
 }

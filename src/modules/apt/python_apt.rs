@@ -177,6 +177,9 @@ fn warning_after(plan: Plan, warning: String) -> Plan {
             op,
             next.and_then(move |plan| Ok(warning_after(plan, warning))),
         ),
+        Plan::Flow(flow) => Plan::Flow(crate::modules::flow::and_then(flow, move |plan| {
+            Ok(warning_after(plan, warning))
+        })),
         Plan::Remote(op) => Plan::Remote(op),
     }
 }

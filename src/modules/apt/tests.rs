@@ -86,6 +86,7 @@ fn op_of(plan: &Plan) -> &Op {
     match plan {
         Plan::Step(op, _) | Plan::Remote(op) => op,
         Plan::Done(out) => panic!("done: {out:?}"),
+        Plan::Flow(_) => panic!("a flow"),
     }
 }
 

@@ -32,6 +32,7 @@ fn op(plan: &Plan) -> &Op {
     match plan {
         Plan::Step(op, _) | Plan::Remote(op) => op,
         Plan::Done(out) => panic!("expected an op, got {out:?}"),
+        Plan::Flow(_) => panic!("expected an op, got a flow"),
     }
 }
 

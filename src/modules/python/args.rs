@@ -16,6 +16,8 @@ pub struct Internal<'a> {
     pub version: &'a str,
     /// `ansible_syslog_facility`, else Ansible's default.
     pub syslog_facility: Option<&'a str>,
+    /// Ansible's `INJECT_INVOCATION`: the module returns its arguments as `invocation`.
+    pub inject_invocation: bool,
 }
 
 /// The task's arguments with Ansible's internal ones added.
@@ -47,7 +49,10 @@ pub fn module_args(task_args: &Map<String, Value>, internal: &Internal) -> Map<S
         ("_ansible_ignore_unknown_opts", json!(false)),
         ("_ansible_target_log_info", Value::Null),
         ("_ansible_tracebacks_for", json!([])),
-        ("_ansible_inject_invocation", json!(false)),
+        (
+            "_ansible_inject_invocation",
+            json!(internal.inject_invocation),
+        ),
     ];
     for (name, value) in set {
         args.insert(name.into(), value);
@@ -108,6 +113,7 @@ mod tests {
                 module_name: "hello",
                 version: "2.21.5",
                 syslog_facility: None,
+                inject_invocation: false,
             },
         );
         assert_eq!(args["path"], json!("/x"));

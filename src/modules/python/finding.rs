@@ -27,71 +27,19 @@ pub struct Installed {
     pub collection_roots: Vec<PathBuf>,
 }
 
-/// How to get ansible-core where turbo-play can find it.
-pub const INSTALL_HINT: &str = "install ansible-core on the controller (`pip install ansible-core`, \
-     or `pip install ansible` for the collections too), or point TURBO_ANSIBLE_PYTHON at a \
-     Python that has it";
+pub use crate::plugins::python::INSTALL_HINT;
 
-/// Asked once per run: the controller Python that has ansible-core (the one
-/// `TURBO_ANSIBLE_PYTHON` names, else the interpreter of `ansible-playbook` on PATH, else
-/// `python3`), where its `ansible` and `ansible_collections` packages are.
+/// Asked once per run: what the controller Python that has ansible-core provides (see
+/// `plugins::python::controller`).
 pub fn installed() -> &'static Installed {
     static FOUND: OnceLock<Installed> = OnceLock::new();
-    FOUND.get_or_init(|| {
-        let mut pythons: Vec<PathBuf> = Vec::new();
-        if let Some(p) = std::env::var_os("TURBO_ANSIBLE_PYTHON") {
-            pythons.push(PathBuf::from(p));
-        }
-        if let Some(python) = on_path("ansible-playbook").and_then(|p| shebang_python(&p)) {
-            pythons.push(python);
-        }
-        pythons.push(PathBuf::from("python3"));
-        pythons
-            .iter()
-            .find_map(|python| ask(python))
-            .unwrap_or_default()
+    FOUND.get_or_init(|| match crate::plugins::python::controller() {
+        Some(python) => Installed {
+            ansible_dir: python.ansible_dir.clone(),
+            collection_roots: python.collection_roots.clone(),
+        },
+        None => Installed::default(),
     })
-}
-
-fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
-/// The interpreter a Python script's `#!` line names (`#!/venv/bin/python3`).
-fn shebang_python(script: &Path) -> Option<PathBuf> {
-    let text = std::fs::read(script).ok()?;
-    let first = text.split(|b| *b == b'\n').next()?;
-    let line = std::str::from_utf8(first).ok()?.strip_prefix("#!")?;
-    let mut words = line.split_whitespace();
-    let program = words.next()?;
-    if program.ends_with("/env") {
-        return words.next().map(PathBuf::from);
-    }
-    Some(PathBuf::from(program))
-}
-
-fn ask(python: &Path) -> Option<Installed> {
-    const PROBE: &str = "import os\ntry:\n import ansible\n print('A' + os.path.dirname(ansible.__file__))\nexcept Exception:\n pass\ntry:\n import ansible_collections\n for p in ansible_collections.__path__:\n  print('C' + os.path.dirname(p))\nexcept Exception:\n pass\n";
-    let out = std::process::Command::new(python)
-        .arg("-c")
-        .arg(PROBE)
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut found = Installed::default();
-    for line in text.lines() {
-        if let Some(dir) = line.strip_prefix('A') {
-            found.ansible_dir = Some(PathBuf::from(dir));
-        } else if let Some(dir) = line.strip_prefix('C') {
-            found.collection_roots.push(PathBuf::from(dir));
-        }
-    }
-    found.ansible_dir.is_some().then_some(found)
 }
 
 /// Where a short module name may be a library module, in Ansible's order: the task's
@@ -199,15 +147,6 @@ pub fn builtin_module(name: &str) -> Result<ModuleSource, String> {
     })
 }
 
-/// The controller-side action plugin a module's behaviour lives in, when it has one that
-/// turbo-play does not run: such a module must not be run half-way.
-pub fn action_plugin(source: &ModuleSource) -> Option<PathBuf> {
-    let name = source.path.file_stem()?.to_string_lossy().into_owned();
-    let collection = source.collection.as_ref()?;
-    let plugin = collection.join("plugins/action").join(format!("{name}.py"));
-    plugin.is_file().then_some(plugin)
-}
-
 fn is_identifier(part: &str) -> bool {
     let mut chars = part.chars();
     chars
@@ -240,7 +179,7 @@ mod tests {
     }
 
     #[test]
-    fn collection_modules_and_their_action_plugins() {
+    fn collection_modules_by_fqcn() {
         let dir = tempfile::tempdir().unwrap();
         let coll = dir.path().join("ansible_collections/ns/c");
         std::fs::create_dir_all(coll.join("plugins/modules")).unwrap();
@@ -251,9 +190,7 @@ mod tests {
         let roots = [dir.path().to_path_buf()];
         let m = collection_module("ns.c.m", &roots).unwrap();
         assert_eq!(m.fqn, "ansible_collections.ns.c.plugins.modules.m");
-        assert_eq!(action_plugin(&m), None);
-        let a = collection_module("ns.c.a", &roots).unwrap();
-        assert_eq!(action_plugin(&a), Some(coll.join("plugins/action/a.py")));
+        assert!(collection_module("ns.c.a", &roots).is_some());
         assert!(collection_module("ns.c.x", &roots).is_none());
         assert!(collection_module("m", &roots).is_none());
     }

@@ -19,6 +19,7 @@ use turbo_proto::{ModulePayload, ModuleStyle, Op, OpResult, PayloadFile, RunModu
 
 pub use finding::ModuleSource;
 pub use payload::UtilsPaths;
+pub use result::outcome_of_result;
 
 use super::spec::{Spec, Unknown};
 use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};
@@ -82,19 +83,9 @@ impl PythonModule {
     }
 
     fn source(&self) -> Result<&ModuleSource, ModuleError> {
-        let source = self
-            .source
+        self.source
             .as_ref()
-            .map_err(|e| ModuleError::Invalid(e.clone()))?;
-        if let Some(plugin) = finding::action_plugin(source) {
-            return Err(ModuleError::Invalid(format!(
-                "the '{}' module works through its controller-side action plugin ({}), \
-                 which turbo-play does not run; run this playbook with ansible-playbook",
-                self.name,
-                plugin.display()
-            )));
-        }
-        Ok(source)
+            .map_err(|e| ModuleError::Invalid(e.clone()))
     }
 }
 
@@ -147,6 +138,10 @@ impl Module for PythonModule {
 
     fn spec(&self) -> &'static Spec {
         &ANY_ARGS
+    }
+
+    fn reports_own_invocation(&self) -> bool {
+        true
     }
 
     fn caps(&self) -> Caps {
@@ -207,6 +202,7 @@ impl Module for PythonModule {
                 module_name: self.name,
                 version: ansible_version(),
                 syslog_facility: facility.as_deref(),
+                inject_invocation: super::inject_invocation(ctx.vars),
             },
         );
         let args_bytes = match &built.style {

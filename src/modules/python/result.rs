@@ -22,6 +22,37 @@ pub fn outcome(run: ModuleRun, timeout_secs: Option<u64>) -> TaskOutcome {
         Some(found) => found,
         None => return not_json(&run, stdout, stderr),
     };
+    let mut outcome = outcome_of_result(parsed);
+    let data = &mut outcome.data;
+    if let Some(junk) = junk {
+        let warnings = data
+            .entry("warnings")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = warnings {
+            list.push(Value::String(format!(
+                "Module invocation had junk after the JSON data: {junk}"
+            )));
+        }
+    }
+    if run.discovered && !run.interpreter.is_empty() {
+        let facts = data
+            .entry("ansible_facts")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(facts) = facts {
+            facts.insert(
+                "discovered_interpreter_python".into(),
+                Value::String(run.interpreter.clone()),
+            );
+        }
+    }
+    outcome
+}
+
+/// A result dict (a module's JSON, an action plugin's result) as the task's outcome, as
+/// Ansible's controller treats it: `changed`/`failed`/`skipped`/`msg` taken out, internal
+/// `_ansible_*` keys dropped, warnings and deprecations made plain, an exception's
+/// message made the failure's, output split into lines.
+pub fn outcome_of_result(parsed: Map<String, Value>) -> TaskOutcome {
     let mut data = parsed;
     let mut outcome = TaskOutcome {
         changed: truthy(data.remove("changed")),
@@ -60,27 +91,6 @@ pub fn outcome(run: ModuleRun, timeout_secs: Option<u64>) -> TaskOutcome {
             "exception".into(),
             Value::String("(traceback unavailable)".into()),
         );
-    }
-    if let Some(junk) = junk {
-        let warnings = data
-            .entry("warnings")
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if let Value::Array(list) = warnings {
-            list.push(Value::String(format!(
-                "Module invocation had junk after the JSON data: {junk}"
-            )));
-        }
-    }
-    if run.discovered && !run.interpreter.is_empty() {
-        let facts = data
-            .entry("ansible_facts")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(facts) = facts {
-            facts.insert(
-                "discovered_interpreter_python".into(),
-                Value::String(run.interpreter.clone()),
-            );
-        }
     }
     for (text, lines) in [("stdout", "stdout_lines"), ("stderr", "stderr_lines")] {
         // The controller splits a result's output into lines when the module did not

@@ -9,3 +9,4 @@ pub mod hosts;
 pub mod netns;
 pub mod run;
 pub mod sshd;
+pub mod sudo;

@@ -1,0 +1,3 @@
+from ansible.plugins.action.debug import ActionModule
+
+assert ActionModule

@@ -1,0 +1,3 @@
+class FilterModule:
+    def filters(self):
+        return {'wrap': lambda value, left, right: left + value + right}

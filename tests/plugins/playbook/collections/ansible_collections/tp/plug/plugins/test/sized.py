@@ -1,0 +1,3 @@
+class TestModule:
+    def tests(self):
+        return {'sized': lambda value, n: len(value) == n}

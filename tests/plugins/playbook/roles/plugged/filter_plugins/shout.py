@@ -1,0 +1,3 @@
+class FilterModule:
+    def filters(self):
+        return {'role_shout': lambda value: value.upper() + '!'}

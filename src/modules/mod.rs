@@ -343,6 +343,10 @@ impl Next {
 pub struct Squash {
     pub key: String,
     pub names: Vec<String>,
+    /// The packages `names` concern (`foo` for `foo=1.0`): an item shares a call only with
+    /// items that name the same things or none of its packages, so two versions of one
+    /// package are never asked of the manager in one call.
+    pub packages: Vec<String>,
     pub build: SquashBuild,
 }
 
@@ -356,6 +360,7 @@ impl Squash {
         Squash {
             key: format!("{op:?}"),
             names: Vec::new(),
+            packages: Vec::new(),
             build: Arc::new(move |_| shared.clone()),
         }
     }

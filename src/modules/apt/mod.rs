@@ -816,6 +816,7 @@ fn install(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan, Mo
     let squash = Squash {
         key: argv.join(" "),
         names: names.clone(),
+        packages: names.clone(),
         build: Arc::new(move |names| {
             let mut argv = argv.clone();
             argv.extend(names.iter().cloned());
@@ -977,6 +978,10 @@ fn run_install(
         Squash {
             key: install_line(&request, &[]),
             names: specs.clone(),
+            packages: specs
+                .iter()
+                .map(|s| s.split('=').next().unwrap_or(s).to_string())
+                .collect(),
             build: Arc::new(move |specs| {
                 apt_get::squashed_install(specs, &install_line(&request, specs))
                     .map_or_else(|_| Op::Batch(Vec::new()), Op::Exec)

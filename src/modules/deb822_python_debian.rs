@@ -48,7 +48,7 @@ pub(super) fn missing(install: bool, check: bool, then: Then) -> Result<Plan, Mo
         Next::new(move |reply| {
             let (rc, out) = match exec_result(reply) {
                 Ok(x) => x,
-                Err(plan) => return Ok(plan),
+                Err(plan) => return Ok(*plan),
             };
             if rc != 0 {
                 return failed(format!(
@@ -135,10 +135,13 @@ fn argv(words: &[&str]) -> Op {
     )))
 }
 
-fn exec_result(reply: OpResult) -> Result<(i32, String), Plan> {
+fn exec_result(reply: OpResult) -> Result<(i32, String), Box<Plan>> {
     match reply {
         OpResult::Exec(x) => Ok((x.rc, String::from_utf8_lossy(&x.stdout).into_owned())),
-        other => Err(Plan::Done(super::unexpected("deb822_repository", other))),
+        other => Err(Box::new(Plan::Done(super::unexpected(
+            "deb822_repository",
+            other,
+        )))),
     }
 }
 

@@ -208,7 +208,11 @@ mod tests {
         let Plan::Step(Op::Batch(ops), _) = plan else {
             panic!("apt's first look: {plan:?}")
         };
-        assert_eq!(ops.len(), 5, "python3-apt, the cache's stats, marks, dpkg-query");
+        assert_eq!(
+            ops.len(),
+            5,
+            "python3-apt, the cache's stats, marks, dpkg-query"
+        );
     }
 
     #[test]

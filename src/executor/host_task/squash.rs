@@ -139,6 +139,9 @@ mod tests {
         assert!(compatible(&step(&["foo=1.0.1"]), &squash(&["bar=2"])));
         assert!(compatible(&step(&["foo=1.0.1"]), &squash(&["foo=1.0.1"])));
         assert!(!compatible(&step(&["foo=1.0.1"]), &squash(&["foo=2.0.0"])));
-        assert!(!compatible(&step(&["foo=1.0.1", "bar"]), &squash(&["bar", "baz"])));
+        assert!(!compatible(
+            &step(&["foo=1.0.1", "bar"]),
+            &squash(&["bar", "baz"])
+        ));
     }
 }

@@ -141,7 +141,11 @@ mod tests {
             names(&groups),
             ["libc6", "packagetwo", "vim", "vim-tiny", "zlib1g"]
         );
-        let installed = known(&[("libc6", "2.36-9"), ("vim", "2:9.0"), ("zlib1g", "1:1.2.13")]);
+        let installed = known(&[
+            ("libc6", "2.36-9"),
+            ("vim", "2:9.0"),
+            ("zlib1g", "1:1.2.13"),
+        ]);
         assert_eq!(missing(&groups, &installed), ["packagetwo", "zlib1g"]);
         assert_eq!(missing(&parse(""), &installed), Vec::<String>::new());
     }

@@ -563,7 +563,11 @@ fn after_cache(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan
     install_or_remove(request, probe, cache)
 }
 
-fn install_or_remove(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan, ModuleError> {
+fn install_or_remove(
+    request: Arc<Request>,
+    probe: Probe,
+    cache: Cache,
+) -> Result<Plan, ModuleError> {
     match request.state.as_str() {
         "absent" => remove(&request, &probe),
         _ => install(request, probe, cache),
@@ -597,11 +601,7 @@ fn expand_patterns(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<
                 packages,
                 ..(*request).clone()
             });
-            let names: Vec<&str> = request
-                .packages
-                .iter()
-                .map(|p| p.name.as_str())
-                .collect();
+            let names: Vec<&str> = request.packages.iter().map(|p| p.name.as_str()).collect();
             if !request.queries_dpkg() {
                 return install_or_remove(request, probe, cache);
             }
@@ -612,7 +612,9 @@ fn expand_patterns(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<
                     if let OpResult::Exec(x) = &reply {
                         probe
                             .known
-                            .extend(dpkg_status::parse_query(&String::from_utf8_lossy(&x.stdout)));
+                            .extend(dpkg_status::parse_query(&String::from_utf8_lossy(
+                                &x.stdout,
+                            )));
                         probe.now = Some(x.start_unix_micros.div_euclid(1_000_000));
                     }
                     install_or_remove(request, probe, cache)

@@ -178,11 +178,8 @@ pub(super) fn install_deb(request: Arc<Request>, deb: String) -> Result<Plan, Mo
             }
             let field = |name: &str| deb_depends::field(&stdout, name);
             let (name, deb_version) = (field("Package"), field("Version"));
-            let depends = deb_depends::parse(&format!(
-                "{}, {}",
-                field("Pre-Depends"),
-                field("Depends")
-            ));
+            let depends =
+                deb_depends::parse(&format!("{}, {}", field("Pre-Depends"), field("Depends")));
             let recommends = if request.install_recommends == Some(true) {
                 deb_depends::parse(&field("Recommends"))
             } else {
@@ -258,10 +255,11 @@ fn install_dependencies(
         Ok(Plan::Step(
             Op::Exec(plain_exec(mark)),
             Next::new(move |reply| match reply {
-                OpResult::Exec(x) if x.rc == 0 => Ok(after_done(
-                    dpkg_install(&request, &deb)?,
-                    move |out| Ok(Plan::Done(merged(deps_out, out))),
-                )),
+                OpResult::Exec(x) if x.rc == 0 => {
+                    Ok(after_done(dpkg_install(&request, &deb)?, move |out| {
+                        Ok(Plan::Done(merged(deps_out, out)))
+                    }))
+                }
                 OpResult::Exec(x) => {
                     let mut failed = TaskOutcome::failed(format!("Command '{line}' failed."));
                     add_output(&mut failed.data, &x);
@@ -314,10 +312,9 @@ fn after_done(
             Ok(plan) => plan,
             Err(error) => Plan::Done(TaskOutcome::from_error(error)),
         },
-        Plan::Step(op, next) => Plan::Step(
-            op,
-            next.and_then(move |plan| Ok(after_done(plan, then))),
-        ),
+        Plan::Step(op, next) => {
+            Plan::Step(op, next.and_then(move |plan| Ok(after_done(plan, then))))
+        }
         Plan::Flow(flow) => Plan::Flow(crate::modules::flow::and_then(flow, move |plan| {
             Ok(after_done(plan, then))
         })),

@@ -78,7 +78,7 @@ pub(super) fn missing(how: AutoInstall, then: Then) -> Result<Plan, ModuleError>
             apt_exec(install),
             Next::new(move |reply| match checked(reply) {
                 Ok(()) => then(),
-                Err(out) => Ok(Plan::Done(out)),
+                Err(out) => Ok(Plan::Done(*out)),
             }),
         ))
     };
@@ -94,7 +94,7 @@ pub(super) fn missing(how: AutoInstall, then: Then) -> Result<Plan, ModuleError>
                 apt_exec(vec![APT_GET.into(), "update".into()]),
                 Next::new(move |reply| match checked(reply) {
                     Ok(()) => install_step(),
-                    Err(out) => Ok(Plan::Done(out)),
+                    Err(out) => Ok(Plan::Done(*out)),
                 }),
             ),
         )
@@ -144,7 +144,7 @@ fn apt_exec(argv: Vec<String>) -> Op {
 }
 
 /// `run_command(..., check_rc=True)`: a command that fails ends the task with its output.
-fn checked(reply: OpResult) -> Result<(), TaskOutcome> {
+fn checked(reply: OpResult) -> Result<(), Box<TaskOutcome>> {
     match reply {
         OpResult::Exec(x) if x.rc == 0 => Ok(()),
         OpResult::Exec(x) => {
@@ -154,9 +154,9 @@ fn checked(reply: OpResult) -> Result<(), TaskOutcome> {
             out.data.insert("rc".into(), json!(x.rc));
             out.data.insert("stdout".into(), json!(stdout));
             out.data.insert("stderr".into(), json!(stderr));
-            Err(out)
+            Err(Box::new(out))
         }
-        other => Err(super::super::unexpected("apt", other)),
+        other => Err(Box::new(super::super::unexpected("apt", other))),
     }
 }
 

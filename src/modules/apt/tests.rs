@@ -514,7 +514,10 @@ fn without_python3_apt_it_is_installed_then_the_task_runs_with_ansibles_warning(
 
 #[test]
 fn name_patterns_stand_for_the_native_packages_apt_knows_that_match() {
-    let p = plan(json!({"name": ["hel?o", "he?lo"], "state": "absent"}), &ctx());
+    let p = plan(
+        json!({"name": ["hel?o", "he?lo"], "state": "absent"}),
+        &ctx(),
+    );
     let Op::Batch(ops) = op_of(&p) else {
         panic!("a batch")
     };
@@ -585,7 +588,10 @@ fn a_deb_file_gets_its_missing_dependencies_from_apt_first_marked_automatic() {
             "",
         ),
     );
-    assert_eq!(argv_of(&p)[3..], strs(&["packageone", "libc6", "packagetwo"])[..]);
+    assert_eq!(
+        argv_of(&p)[3..],
+        strs(&["packageone", "libc6", "packagetwo"])[..]
+    );
     let p = step(p, exec_reply(1, "libc6\tamd64\tii \t2.36-9\n", ""));
     assert_eq!(argv_of(&p), strs(&["apt-cache", "policy", "packagetwo"]));
     let policy = "packagetwo:\n  Installed: (none)\n  Candidate: 2.0\n  Version table:\n     2.0 500\n        500 file:/opt/repo ./ Packages\n";
@@ -598,12 +604,24 @@ fn a_deb_file_gets_its_missing_dependencies_from_apt_first_marked_automatic() {
         argv_of(&p),
         strs(&["/usr/bin/apt-mark", "auto", "packagetwo"])
     );
-    let p = step(p, exec_reply(0, "packagetwo set to automatically installed.\n", ""));
+    let p = step(
+        p,
+        exec_reply(0, "packagetwo set to automatically installed.\n", ""),
+    );
     assert_eq!(
         argv_of(&p),
-        strs(&["dpkg", "--force-confdef", "--force-confold", "-i", "/tmp/one.deb"])
+        strs(&[
+            "dpkg",
+            "--force-confdef",
+            "--force-confold",
+            "-i",
+            "/tmp/one.deb"
+        ])
     );
-    let out = done(step(p, exec_reply(0, "Unpacking packageone (1.0) ...\n", "")));
+    let out = done(step(
+        p,
+        exec_reply(0, "Unpacking packageone (1.0) ...\n", ""),
+    ));
     assert!(out.changed && !out.failed);
     assert_eq!(
         out.data["stdout"],

@@ -127,8 +127,17 @@ pub struct ForkArgs {
     /// How many hosts run at once. Default: $ANSIBLE_FORKS, else ansible.cfg's `forks`,
     /// else 50 (not Ansible's 5: a host here costs a connection and a waiting task, not a
     /// process, so the controller mostly waits on the network).
-    #[arg(short = 'f', long = "forks", value_name = "FORKS")]
+    #[arg(short = 'f', long = "forks", value_name = "FORKS", value_parser = at_least_one_fork)]
     pub forks: Option<usize>,
+}
+
+/// Ansible refuses `-f 0` as a usage error, in these words.
+fn at_least_one_fork(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("The number of processes (--forks) must be >= 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// `-C`, `-D`.
@@ -268,22 +277,51 @@ impl Cli {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExtraVarsError {
+    /// An `@file` that cannot be read.
+    #[error("-e {arg}: {message}")]
+    Unreadable { arg: String, message: String },
+    /// A file or JSON/YAML text that does not parse.
+    #[error("-e {arg}: {message}")]
+    Syntax { arg: String, message: String },
+    /// Text that parses, but not to a mapping of variables.
     #[error("-e {arg}: {message}")]
     Invalid { arg: String, message: String },
+}
+
+impl ExtraVarsError {
+    /// ansible-playbook's exit code for it: a file it cannot read is an `AnsibleError`
+    /// (1), YAML it cannot parse an `AnsibleParserError` (4), data that is no mapping an
+    /// `AnsibleOptionsError` (5).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ExtraVarsError::Unreadable { .. } => launch::EXIT_ERROR,
+            ExtraVarsError::Syntax { .. } => launch::EXIT_PARSE_ERROR,
+            ExtraVarsError::Invalid { .. } => launch::EXIT_BAD_OPTIONS,
+        }
+    }
 }
 
 /// Merges every `-e` in order (later wins), as ansible-playbook does.
 pub fn parse_extra_vars(args: &[String]) -> Result<Map<String, Value>, ExtraVarsError> {
     let mut vars = Map::new();
     for arg in args {
+        let arg_text = || arg.clone();
         let invalid = |message: String| ExtraVarsError::Invalid {
-            arg: arg.clone(),
+            arg: arg_text(),
+            message,
+        };
+        let syntax = |message: String| ExtraVarsError::Syntax {
+            arg: arg_text(),
             message,
         };
         let parsed = if let Some(path) = arg.strip_prefix('@') {
-            let source = crate::yaml::Source::read(std::path::Path::new(path))
-                .map_err(|e| invalid(e.to_string()))?;
-            let node = source.parse().map_err(|e| invalid(e.to_string()))?;
+            let source = crate::yaml::Source::read(std::path::Path::new(path)).map_err(|e| {
+                ExtraVarsError::Unreadable {
+                    arg: arg_text(),
+                    message: e.to_string(),
+                }
+            })?;
+            let node = source.parse().map_err(|e| syntax(e.to_string()))?;
             match node.to_json() {
                 Value::Object(m) => m,
                 Value::Null => Map::new(),
@@ -291,11 +329,7 @@ pub fn parse_extra_vars(args: &[String]) -> Result<Map<String, Value>, ExtraVars
             }
         } else if arg.trim_start().starts_with('{') || arg.trim_start().starts_with('[') {
             let source = crate::yaml::Source::from_text("<extra vars>", arg.as_str());
-            match source
-                .parse()
-                .map_err(|e| invalid(e.to_string()))?
-                .to_json()
-            {
+            match source.parse().map_err(|e| syntax(e.to_string()))?.to_json() {
                 Value::Object(m) => m,
                 _ => return Err(invalid("must be a mapping of variables".into())),
             }

@@ -73,6 +73,15 @@ pub struct Config {
     pub chains: Option<bool>,
     /// `[defaults] gathering` / `ANSIBLE_GATHERING`: implicit, explicit or smart.
     pub gathering: Gathering,
+    /// The default callback's options (`display_skipped_hosts`, `callback_result_format`...).
+    pub display: crate::display_options::DisplayOptions,
+    /// `[defaults] strategy` / `ANSIBLE_STRATEGY`: the strategy of plays that name none
+    /// (an unknown one fails when such a play starts, as in Ansible).
+    pub strategy: Option<String>,
+    /// `[defaults] facts_modules` / `ANSIBLE_FACTS_MODULES`: the modules fact gathering
+    /// runs (unset: Ansible's `smart`, which is `setup`); the `ansible_facts_modules`
+    /// variable wins over it.
+    pub facts_modules: Option<Vec<String>>,
     /// `[defaults] hash_behaviour` / `ANSIBLE_HASH_BEHAVIOUR`: `merge` makes dictionary
     /// variables of different layers merge recursively instead of replacing each other.
     pub hash_merge: bool,
@@ -382,6 +391,41 @@ impl Config {
         }
         if let Some((value, _)) = setting("ANSIBLE_DEPRECATION_WARNINGS", "deprecation_warnings") {
             config.deprecation_warnings = Some(crate::booleans::lenient_text(&value));
+        }
+        config.display = crate::display_options::DisplayOptions::read(&|env, key| {
+            setting(env, key).map(|(value, _)| value)
+        })
+        .map_err(|e| {
+            let origin = setting(&format!("ANSIBLE_{}", e.key.to_ascii_uppercase()), e.key)
+                .map_or_else(|| e.key.to_string(), |(_, origin)| origin.name);
+            ConfigError::Invalid {
+                origin,
+                key: e.key,
+                value: e.value,
+                expected: e.expected,
+            }
+        })?;
+        if setting("ANSIBLE_SHOW_PER_HOST_START", "show_per_host_start")
+            .is_some_and(|(value, _)| crate::booleans::lenient_text(&value))
+        {
+            config.warnings.push(
+                "show_per_host_start is not acted on by turbo-play: no `[started ...]` lines are shown"
+                    .into(),
+            );
+        }
+        if let Some((value, _)) = setting("ANSIBLE_STRATEGY", "strategy") {
+            config.strategy = Some(value.trim().to_string());
+        }
+        if let Some((value, _)) = setting("ANSIBLE_FACTS_MODULES", "facts_modules") {
+            // Ansible's `list` type: comma-separated.
+            config.facts_modules = Some(
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+            );
         }
         if let Some((value, origin)) = setting("ANSIBLE_GATHERING", "gathering") {
             config.gathering = match value.to_ascii_lowercase().as_str() {
@@ -765,6 +809,26 @@ pipelining = True
             err.contains("env ANSIBLE_SSH_RETRIES: retries = '-1'"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn callback_options_strategy_and_facts_modules() {
+        let d = dirs(
+            Some(
+                "[defaults]\ndisplay_ok_hosts = no\ncallback_result_format = yaml\nstrategy = free\nfacts_modules = a, smart\n",
+            ),
+            None,
+        );
+        let c = load(&d, &[("ANSIBLE_DISPLAY_SKIPPED_HOSTS", "0")]).unwrap();
+        assert!(!c.display.ok_hosts && !c.display.skipped_hosts);
+        assert_eq!(
+            c.display.result_format,
+            crate::display_options::ResultFormat::Yaml
+        );
+        assert_eq!(c.strategy.as_deref(), Some("free"));
+        assert_eq!(c.facts_modules, Some(vec!["a".into(), "smart".into()]));
+        let c = load(&d, &[("ANSIBLE_STRATEGY", "linear")]).unwrap();
+        assert_eq!(c.strategy.as_deref(), Some("linear"));
     }
 
     #[test]

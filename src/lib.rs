@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod connection;
 pub mod delta;
+pub mod display_options;
 pub mod executor;
 pub mod fnmatch;
 #[cfg(feature = "fuzzing")]
@@ -45,6 +46,7 @@ mod layering {
         ("delta", 0),
         ("pep440", 0),
         ("hash_merge", 0),
+        ("display_options", 1),
         ("vault", 1),
         ("yaml", 2),
         ("config", 2),

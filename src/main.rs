@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
-use turbo_play::cli::launch::{EXIT_BAD_OPTIONS, EXIT_ERROR, EXIT_PARSE_ERROR, Ended, Failure};
+use turbo_play::cli::launch::{EXIT_ERROR, EXIT_PARSE_ERROR, Ended, Failure};
 use turbo_play::cli::{Cli, launch, parse_extra_vars};
 use turbo_play::executor::RunOptions;
 use turbo_play::inventory::Inventory;
@@ -79,7 +79,7 @@ fn main() -> ExitCode {
     // read; the other commands print Ansible 2.21's `[ERROR]:`.
     let (outcome, error_prefix) = match command {
         Command::Playbook => (
-            parse::<Cli>(&name, args, EXIT_BAD_OPTIONS).and_then(run),
+            parse::<Cli>(&name, args, EXIT_USAGE).and_then(run),
             "ERROR! ",
         ),
         Command::Adhoc => (
@@ -115,8 +115,9 @@ impl From<Failure> for Exit {
     }
 }
 
-/// argparse's exit code for a usage error, which Ansible's `ansible` and
-/// `ansible-inventory` give (ansible-playbook here keeps its documented 5).
+/// argparse's exit code for a usage error (an unknown flag, a missing or bad value), which
+/// every Ansible command gives; 5 is for options that parse but cannot be used together
+/// with the configuration (Ansible's `AnsibleOptionsError`).
 const EXIT_USAGE: u8 = 2;
 
 fn parse<T: CommandFactory + FromArgMatches>(
@@ -144,8 +145,12 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
         return merge_recaps(&cli);
     }
     let mut config = launch::load_config(&cli.vault)?;
+    // ansible-playbook's first line at -v (not in the JSON stream, which is JSON only).
+    if !cli.json_output() {
+        launch::show_config_file(&config, cli.verbose);
+    }
     let extra_vars =
-        parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
+        parse_extra_vars(&cli.extra_vars).map_err(|e| (e.exit_code(), e.to_string()))?;
     let inventory = launch::load_inventory(&cli.inventory, &config)?;
     if let Some(limit) = &cli.inventory.limit {
         check_limit(&inventory, limit).map_err(|e| (EXIT_ERROR, e))?;
@@ -158,7 +163,7 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
     for path in &cli.playbooks {
         if !path.is_file() {
             return Err((
-                EXIT_BAD_OPTIONS,
+                EXIT_ERROR,
                 format!("the playbook: {} could not be found", path.display()),
             ));
         }
@@ -260,6 +265,7 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
     };
     let verbosity = cli.verbose;
     let show_custom_stats = config.show_custom_stats;
+    let display = config.display.clone();
     let deprecation_warnings = config.deprecation_warnings.unwrap_or(true);
     let report = move |mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>| {
         if json_output {
@@ -269,6 +275,7 @@ fn run_playbooks(cli: Cli) -> Result<u8, Failure> {
             }
         } else {
             let mut console = ConsoleReporter::stdout(verbosity)
+                .with_display(display)
                 .with_custom_stats(show_custom_stats)
                 .with_deprecation_warnings(deprecation_warnings);
             while let Some(event) = rx.blocking_recv() {

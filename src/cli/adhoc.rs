@@ -135,7 +135,7 @@ pub fn run(cli: AdhocCli) -> Result<u8, Failure> {
     }
     launch::show_config_file(&config, cli.verbose);
     let extra_vars =
-        parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
+        parse_extra_vars(&cli.extra_vars).map_err(|e| (e.exit_code(), e.to_string()))?;
     let inventory = launch::load_inventory(&cli.inventory, &config)?;
     for warning in inventory.warnings() {
         config.warnings.push(warning.clone());

@@ -148,7 +148,7 @@ pub fn run(cli: InventoryCli) -> Result<u8, Failure> {
     let config = launch::load_config(&cli.vault)?;
     launch::show_config_file(&config, cli.verbose);
     let extra_vars =
-        parse_extra_vars(&cli.extra_vars).map_err(|e| (EXIT_BAD_OPTIONS, e.to_string()))?;
+        parse_extra_vars(&cli.extra_vars).map_err(|e| (e.exit_code(), e.to_string()))?;
     let inventory = launch::load_inventory(&cli.inventory, &config)?;
     for warning in config.warnings.iter().chain(inventory.warnings()) {
         eprintln!("[WARNING]: {warning}");
@@ -248,7 +248,8 @@ fn json_dump(value: &Value) -> String {
     let mut buf = Vec::new();
     let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
     let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    serde::Serialize::serialize(&crate::report::console::sort_keys(value), &mut ser).expect("json");
+    serde::Serialize::serialize(&crate::report::result_dump::sort_keys(value), &mut ser)
+        .expect("json");
     String::from_utf8(buf).expect("utf8")
 }
 

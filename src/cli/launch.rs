@@ -118,6 +118,7 @@ pub fn load_options(config: &Config) -> LoadOptions {
         },
         library: config.library.clone(),
         module_utils: config.module_utils.clone(),
+        default_strategy: config.strategy.clone(),
         plugins: std::sync::Arc::new(crate::plugins::Catalog::new(&plugin_paths(config))),
         default_no_log: config.no_log,
     }
@@ -155,7 +156,7 @@ pub fn connection_defaults(
         ssh_common_args: connect.ssh_common_args.clone(),
         ssh_extra_args: connect.ssh_extra_args.clone(),
         ssh_config: None,
-        password: connection_password(connect).map_err(|e| (EXIT_BAD_OPTIONS, e))?,
+        password: connection_password(connect)?,
         retries: config.ssh_retries,
     })
 }
@@ -194,6 +195,8 @@ pub fn run_options(
         ansible_managed: config.ansible_managed.clone(),
         chains: config.chains.unwrap_or(true),
         gathering: config.gathering,
+        facts_modules: config.facts_modules.clone(),
+        load_options: load_options(config),
         become_defaults: become_defaults(flags.runas, &config.become_)?,
         verbosity: flags.verbosity,
         ..RunOptions::default()
@@ -304,14 +307,14 @@ fn install_vault_secrets(
 
 /// `-k` (asked once, without echo) or `--connection-password-file`: the SSH login
 /// password for hosts that set no `ansible_password`.
-fn connection_password(args: &ConnectArgs) -> Result<Option<crate::connection::Secret>, String> {
+fn connection_password(args: &ConnectArgs) -> Result<Option<crate::connection::Secret>, Failure> {
     use crate::become_password::{ask_hidden, read_password_file};
     let password = if args.ask_pass {
         Some(ask_hidden("SSH password: ").map_err(|e| {
-            format!("-k needs a terminal to ask for the SSH password ({e}); use --connection-password-file or ansible_password")
+            (EXIT_BAD_OPTIONS, format!("-k needs a terminal to ask for the SSH password ({e}); use --connection-password-file or ansible_password"))
         })?)
     } else if let Some(file) = &args.connection_password_file {
-        Some(read_password_file(file, "connection")?)
+        Some(read_password_file(file, "connection").map_err(|e| (EXIT_ERROR, e))?)
     } else {
         None
     };
@@ -331,7 +334,8 @@ pub fn become_defaults(
         .as_ref()
         .or(config.password_file.as_ref())
     {
-        Some(crate::become_password::from_file(file).map_err(|e| (EXIT_BAD_OPTIONS, e))?)
+        // A file Ansible cannot read is its `AnsibleError`, not an options error.
+        Some(crate::become_password::from_file(file).map_err(|e| (EXIT_ERROR, e))?)
     } else {
         None
     };

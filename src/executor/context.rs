@@ -56,6 +56,11 @@ pub struct RunOptions {
     pub chains: bool,
     /// ansible.cfg `gathering` / `ANSIBLE_GATHERING`: which plays gather facts.
     pub gathering: crate::config::Gathering,
+    /// ansible.cfg `facts_modules` / `ANSIBLE_FACTS_MODULES`: what fact gathering runs.
+    pub facts_modules: Option<Vec<String>>,
+    /// Where the playbooks' modules were found (library, collections, module_utils), for
+    /// modules named only at run time (`ansible_facts_modules`).
+    pub load_options: crate::playbook::LoadOptions,
     /// The run's Python plugins (filled as the playbooks loaded).
     pub plugins: Arc<crate::plugins::Catalog>,
 }

@@ -166,7 +166,12 @@ pub(super) fn judge_with(
     let module_failed = outcome.failed && !crate::report::task_error::is_action(&task.action);
     if let Some(conditions) = task.changed_when.as_deref().filter(|c| !c.is_empty()) {
         match holds(conditions, outcome) {
-            Ok(changed) => outcome.changed = changed,
+            Ok(changed) => {
+                outcome.changed = changed;
+                outcome
+                    .data
+                    .insert("changed_when_result".into(), changed.into());
+            }
             Err(e) => {
                 let text = e.conditional_message();
                 suppress_exception(outcome, "changed_when_suppressed_exception");

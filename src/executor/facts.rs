@@ -1,5 +1,6 @@
 //! Ansible's implicit first task of every play with `gather_facts` on (the default):
-//! `TASK [Gathering Facts]`, the `setup` module on every play host, before `pre_tasks`.
+//! `TASK [Gathering Facts]`, the `gather_facts` action (its facts modules, `setup` unless
+//! configured otherwise) on every play host, before `pre_tasks`.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -10,12 +11,12 @@ use super::flow::PlayRun;
 use super::{HostState, TaskRef, run_task_on};
 use crate::config::Gathering;
 use crate::playbook::{Play, Task};
-use crate::report::events::Event;
+use crate::report::events::{Event, TaskBanner};
 
 /// What Ansible names the implicit task in its banner.
 pub const GATHERING_FACTS: &str = "Gathering Facts";
 
-/// The synthetic `setup` task a play runs first, or None with `gather_facts: false` (or
+/// The synthetic `gather_facts` task a play runs first, or None with `gather_facts: false` (or
 /// unset under `gathering = explicit`).
 pub(crate) fn gathering_task(play: &Play, gathering: Gathering) -> Option<Task> {
     if !play
@@ -40,8 +41,9 @@ pub(crate) fn gathering_task(play: &Play, gathering: Gathering) -> Option<Task> 
     if let Some(path) = &play.fact_path {
         args.insert("fact_path".into(), Value::String(path.clone()));
     }
-    let setup = crate::modules::find("setup").expect("setup is a registered module");
-    let mut task = Task::new("gather_facts", setup, args, play.location.clone());
+    // Ansible's implicit task is the gather_facts action, which runs the facts modules.
+    let gather = crate::modules::find("gather_facts").expect("gather_facts is a registered module");
+    let mut task = Task::new("gather_facts", gather, args, play.location.clone());
     task.name = Some(GATHERING_FACTS.into());
     opening(&mut task, play);
     Some(task)
@@ -122,10 +124,17 @@ async fn run_opening_task(run: &PlayRun<'_>, task: Task, wanted: impl Fn(&HostSt
     if active.is_empty() {
         return;
     }
-    run.ctx.emit(Event::TaskStart {
-        name: task.display_name(),
+    let name = task.display_name();
+    run.ctx.emit(Event::TaskStart(TaskBanner {
+        name,
         hosts: active.len(),
-    });
+        // The play's opening tasks are made anew for each play, so the play stands for
+        // them, one key for each.
+        key: std::ptr::from_ref(&run.playbook.plays[run.play_index]) as usize
+            + usize::from(task.module.name() != "gather_facts"),
+        check_mode: task.check_mode.unwrap_or(run.ctx.opts.check),
+        host: None,
+    }));
     run_task_on(run, TaskRef::Synthetic(Arc::new(task)), active).await;
 }
 
@@ -145,7 +154,7 @@ mod tests {
     fn plays_gather_facts_by_default_with_their_subset() {
         let task = gathering_task(&play("- hosts: all\n"), Gathering::Implicit).unwrap();
         assert_eq!(task.display_name(), "Gathering Facts");
-        assert_eq!(task.module.name(), "setup");
+        assert_eq!(task.module.name(), "gather_facts");
         assert!(task.args.is_empty());
         assert!(task.register.is_none() && task.loop_spec.is_none());
 

@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 use super::vars::task_vars;
 use super::{HostState, RunContext, TaskRef, run_task_on};
 use crate::playbook::{BlockFrame, Playbook, Section, Task};
-use crate::report::events::Event;
+use crate::report::events::{Event, TaskBanner};
 
 /// One host's control-flow state for the current play.
 #[derive(Debug, Default)]
@@ -264,10 +264,12 @@ impl PlayRun<'_> {
         // Ansible 2.21 prints every meta task's banner (not its own implicit flushes), and
         // `skipping: [h]` (not counted) where an ending meta's `when` is false.
         if !task.implicit {
-            self.ctx.emit(Event::TaskStart {
-                name: self.banner(task, task.banner_name(), &targets),
-                hosts: targets.len(),
-            });
+            self.ctx.emit(Event::TaskStart(self.task_banner(
+                task,
+                task.banner_name(),
+                &targets,
+                None,
+            )));
         }
         let ends = matches!(action, "end_play" | "end_batch" | "end_host" | "end_role");
         let holding: Vec<&Arc<HostState>> = if ends {
@@ -373,6 +375,30 @@ impl PlayRun<'_> {
     /// The banner name Ansible prints: templated with the first host's variables, or left
     /// as written when anything in it is undefined there (Ansible templates task names
     /// with `fail_on_undefined=False`; a loop's `item` is never defined yet).
+    /// The banner event's content for `task` starting on `runners` (`host`, the one
+    /// host, under the free strategy), with `name` templated as [`Self::banner`] does.
+    pub fn task_banner(
+        &self,
+        task: &Task,
+        name: String,
+        runners: &[Arc<HostState>],
+        host: Option<&str>,
+    ) -> TaskBanner {
+        // Under `free` each host walks alone, included tasks too.
+        let free = self.playbook.plays[self.play_index].keywords.free;
+        let alone = match runners {
+            [only] if free => Some(only.name.as_str()),
+            _ => None,
+        };
+        TaskBanner {
+            name: self.banner(task, name, runners),
+            hosts: runners.len(),
+            key: std::ptr::from_ref(task) as usize,
+            check_mode: task.check_mode.unwrap_or(self.ctx.opts.check),
+            host: host.or(alone).map(str::to_string),
+        }
+    }
+
     pub fn banner(&self, task: &Task, name: String, runners: &[Arc<HostState>]) -> String {
         let Some(first) = runners.first() else {
             return name;
@@ -481,10 +507,12 @@ impl PlayRun<'_> {
             if targets.is_empty() {
                 continue;
             }
-            self.ctx.emit(Event::HandlerStart {
-                name: self.banner(handler, handler.display_name(), &targets),
-                hosts: targets.len(),
-            });
+            self.ctx.emit(Event::HandlerStart(self.task_banner(
+                handler,
+                handler.display_name(),
+                &targets,
+                None,
+            )));
             if handler.include.is_some() {
                 // The included tasks run at once, on the hosts that notified the handler;
                 // an end they ask for is the play's next meta task's business.

@@ -74,6 +74,7 @@ impl Object for HostVars {
             .expect("hostvars lock")
             .insert(name.to_string())
         {
+            vars.remove("omit");
             return Some(MjValue::from_serialize(&vars));
         }
         super::vars::resolve_hostvars_templates(
@@ -83,6 +84,8 @@ impl Object for HostVars {
             &MjValue::from_dyn_object(self.clone()),
         );
         self.resolving.lock().expect("hostvars lock").remove(name);
+        // `omit` is there for the host's templates to read, not a variable of the host's.
+        vars.remove("omit");
         let value = MjValue::from_serialize(&vars);
         self.built
             .lock()

@@ -278,7 +278,9 @@ fn load_group(
 ) -> Option<Vec<Arc<Task>>> {
     let ctx = run.ctx;
     let loaded = match &group.target {
-        Target::File(path) => include.load_tasks(path, group.params.clone(), &ctx.includes),
+        Target::File(path) => include
+            .load_tasks(path, group.params.clone(), &ctx.includes)
+            .map_err(crate::playbook::RoleLoadError::from),
         Target::Role(args) => include
             .load_role(
                 args,
@@ -299,7 +301,7 @@ fn load_group(
     };
     let tasks = match loaded {
         Ok(tasks) => tasks,
-        Err(message) => {
+        Err(crate::playbook::RoleLoadError { message, at_name }) => {
             // `rescuable: false`: the failure passes the blocks' rescue and always by, as
             // Ansible's parser error does.
             let unrescuable = match &group.target {
@@ -315,13 +317,25 @@ fn load_group(
             } else {
                 (None, message)
             };
+            // An error about the role the include names is Ansible's own error, shown at
+            // the `name:` rather than below the task's origin.
+            let cause = at_name.map(|(line, column)| crate::modules::ErrorCause {
+                message: message.clone(),
+                file: task.location.file.to_path_buf(),
+                line: Some(line),
+                column: Some(column),
+                alone: true,
+            });
             for host in &group.hosts {
                 finish_task(
                     ctx,
                     bare.as_ref().unwrap_or(task),
                     host,
                     None,
-                    TaskOutcome::failed(message.clone()),
+                    TaskOutcome {
+                        cause: cause.clone(),
+                        ..TaskOutcome::failed(message.clone())
+                    },
                     &[],
                 );
             }

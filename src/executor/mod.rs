@@ -93,6 +93,9 @@ pub async fn run_playbooks_until(
     for warning in ctx.inventory().warnings() {
         ctx.emit(Event::Warning(warning.clone()));
     }
+    ctx.emit(Event::RunStart {
+        check: ctx.opts.check,
+    });
     // Ansible's recap lists every host that took part, by name.
     let seen = Mutex::new(std::collections::BTreeSet::new());
     let plays = async {
@@ -230,6 +233,15 @@ enum PlayEnd {
     StopRun,
 }
 
+/// The play's banner event: its check mode is its own `check_mode`, else `--check`.
+fn play_start(ctx: &RunContext, play: &crate::playbook::Play) -> Event {
+    Event::PlayStart {
+        name: play.name.clone(),
+        check_mode: play.check_mode.unwrap_or(ctx.opts.check),
+        free: play.keywords.free,
+    }
+}
+
 async fn run_play(
     ctx: &Arc<RunContext>,
     playbook: &Arc<Playbook>,
@@ -247,9 +259,7 @@ async fn run_play(
     // batches with them and lists them in `ansible_play_hosts_all`; they just do not run.
     let hosts: Vec<String> = play.keywords.order.apply(hosts, seed);
     if hosts.is_empty() {
-        ctx.emit(Event::PlayStart {
-            name: play.name.clone(),
-        });
+        ctx.emit(play_start(ctx, play));
         ctx.emit(Event::NoHostsMatched);
         return PlayEnd::Done;
     }
@@ -282,9 +292,7 @@ async fn run_play(
             .map(|h| ctx.host(h))
             .filter(|h| !h.out.load(Ordering::SeqCst))
             .collect();
-        ctx.emit(Event::PlayStart {
-            name: play.name.clone(),
-        });
+        ctx.emit(play_start(ctx, play));
         if batch.is_empty() {
             continue;
         }
@@ -458,10 +466,12 @@ async fn run_free(run: &flow::PlayRun<'_>, task_indexes: &[usize]) -> (PlayEnd, 
                 if runners.is_empty() {
                     continue;
                 }
-                ctx.emit(Event::TaskStart {
-                    name: own.banner(task, task.banner_name(), &runners),
-                    hosts: 1,
-                });
+                ctx.emit(Event::TaskStart(own.task_banner(
+                    task,
+                    task.banner_name(),
+                    &runners,
+                    Some(&host.name),
+                )));
                 if task.include.is_some() {
                     if include::run(&own, task, runners, 0).await != include::Walked::Continue {
                         break;
@@ -558,10 +568,12 @@ async fn linear_step(
     if runners.is_empty() {
         return Walked::Continue;
     }
-    ctx.emit(Event::TaskStart {
-        name: run.banner(task, task.banner_name(), &runners),
-        hosts: runners.len(),
-    });
+    ctx.emit(Event::TaskStart(run.task_banner(
+        task,
+        task.banner_name(),
+        &runners,
+        None,
+    )));
     if task.include.is_some() {
         return include::run(run, task, runners, depth).await;
     }

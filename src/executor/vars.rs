@@ -98,6 +98,16 @@ pub fn task_vars(
             .collect()
     };
     let unresolved = resolve_nested_templates(&ctx.templar, &mut vars, pending, &hostvars);
+    // An inline `!vault` value the run's secrets cannot decrypt kept its text: `unvault`
+    // may still open it with the password it is given.
+    let undecryptable: Map<String, Value> = unresolved
+        .broken
+        .iter()
+        .filter_map(|(name, _)| {
+            let envelope = crate::vault::inline_envelope(vars.get(name)?.as_str()?)?;
+            Some((name.clone(), Value::from(envelope)))
+        })
+        .collect();
     // One whose template names an undefined variable is undefined to the task's
     // templates, which fail with its error where they need its value (see
     // `template::unresolved`).
@@ -113,26 +123,43 @@ pub fn task_vars(
     vars.insert(UNRESOLVED_VARS.into(), Value::Object(listed));
     // A variable whose template fails for another reason than an undefined name fails
     // the task that uses it, as Ansible's lazy templating does; unused, it harms nothing.
-    let broken =
-        minijinja::Value::from_iter(unresolved.broken.into_iter().map(|(name, message)| {
-            // The kind's words would come twice: the message already starts with them.
-            let message = message
-                .strip_prefix("invalid operation: ")
-                .map_or(message.clone(), str::to_string);
-            let error = minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message);
-            (name, minijinja::Value::from(error))
-        }));
+    let broken = broken_values(
+        unresolved
+            .broken
+            .iter()
+            .map(|(name, message)| (name, message)),
+    );
     // The last map that has a name wins.
     let all = minijinja::value::merge_maps([
         minijinja::Value::from_serialize(&vars),
         broken,
-        minijinja::context! { hostvars => hostvars },
+        minijinja::context! {
+            hostvars => hostvars,
+            __tp_undecryptable => minijinja::Value::from_serialize(&undecryptable),
+        },
     ]);
     let dict = super::vars_dict::VarsDict::value(all.clone());
     Ok(minijinja::value::merge_maps([
         all,
         minijinja::context! { vars => dict },
     ]))
+}
+
+/// Variables whose template failed for another reason than an undefined name, as values
+/// that fail whatever uses them with that error, as Ansible's lazy templating does;
+/// unused, they harm nothing.
+fn broken_values<'a>(
+    broken: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> minijinja::Value {
+    minijinja::Value::from_iter(broken.into_iter().map(|(name, message)| {
+        // The kind's words would come twice: the message already starts with them.
+        let message = message
+            .strip_prefix("invalid operation: ")
+            .unwrap_or(message)
+            .to_string();
+        let error = minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message);
+        (name.clone(), minijinja::Value::from(error))
+    }))
 }
 
 /// The task's variables as written, every layer merged in Ansible's precedence and no
@@ -346,10 +373,12 @@ fn resolve_nested_templates(
                 .collect();
             minijinja::Value::from_serialize(&defined)
         };
-        let context = minijinja::context! {
-            hostvars => hostvars.clone(),
-            ..visible
-        };
+        // A variable that reads a broken one fails with its error, not with its text.
+        let context = minijinja::value::merge_maps([
+            visible,
+            broken_values(&failed),
+            minijinja::context! { hostvars => hostvars.clone() },
+        ]);
         let mut still = Vec::new();
         let mut changed = false;
         for key in pending {
@@ -736,6 +765,29 @@ mod tests {
         // Left as written: the first pass saw `later` as its text.
         assert_eq!(vars["later"], serde_json::json!("{{ item }}"));
         assert_eq!(vars["chained"], serde_json::json!("x{{ later }}"));
+    }
+
+    /// A variable whose template reads a broken one is broken with the same error (it does
+    /// not keep the broken one's text), as Ansible's lazy templating fails it.
+    #[test]
+    fn a_variable_reading_a_broken_one_is_broken_too() {
+        let templar = Templar::new();
+        let mut vars: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "broken": "{{ lookup('dict', 1) }}",
+            "holder": {"fine": 1, "bang": "{{ broken }}"},
+        }))
+        .unwrap();
+        let pending = vec!["broken".into(), "holder".into()];
+        let broken =
+            resolve_nested_templates(&templar, &mut vars, pending, &minijinja::Value::UNDEFINED)
+                .broken;
+        let names: Vec<&str> = broken.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["broken", "holder"], "{broken:?}");
+        assert!(
+            broken[1]
+                .1
+                .contains("the 'dict' lookup plugin expects a dictionary")
+        );
     }
 
     #[test]

@@ -130,17 +130,34 @@ impl Module for Copy {
     }
 
     fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
-        let checksum = inline_content(args).map(|b| sha1_hex(&b));
-        file_result(self.name(), args, result, checksum)
+        self.finish_at_home(args, result, "~")
     }
 
-    fn finish_sent(&self, args: &Args, sent: &Op, result: OpResult, check: bool) -> TaskOutcome {
-        let outcome = file_result(self.name(), args, result, sent_checksum(sent));
-        if check {
-            would_change(outcome)
-        } else {
-            outcome
+    fn finish_sent(
+        &self,
+        args: &Args,
+        sent: &Op,
+        result: OpResult,
+        check: bool,
+        home: &str,
+    ) -> TaskOutcome {
+        let content = inline_content(args);
+        let checksum = sent_checksum(sent).or_else(|| content.as_deref().map(sha1_hex));
+        let mut out = file_result(self.name(), args, result, checksum);
+        if !out.failed {
+            copy_module_keys(&mut out, content.as_deref(), if check { "~" } else { home });
         }
+        if check { would_change(out) } else { out }
+    }
+
+    fn finish_at_home(&self, args: &Args, result: OpResult, home: &str) -> TaskOutcome {
+        let content = inline_content(args);
+        let checksum = content.as_deref().map(sha1_hex);
+        let mut out = file_result(self.name(), args, result, checksum);
+        if !out.failed {
+            copy_module_keys(&mut out, content.as_deref(), home);
+        }
+        out
     }
 }
 
@@ -172,6 +189,53 @@ pub(super) fn remember_checksum(sha256: [u8; 32], sha1: String) {
         .expect("checksums")
         .get_or_insert_with(Default::default)
         .insert(sha256, sha1);
+}
+
+/// The keys that tell which of Ansible's modules wrote the result: a changed file is the
+/// copy module's (`src` where the action staged the bytes, their `md5sum`), an unchanged
+/// one the file module's (`path`, no `src`).
+fn copy_module_keys(out: &mut TaskOutcome, content: Option<&[u8]>, home: &str) {
+    let Some(dest) = out
+        .data
+        .get("dest")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        return;
+    };
+    out.data.remove("src");
+    if out.changed {
+        out.data
+            .insert("src".into(), json!(staged_source(home, &dest)));
+        if let Some(bytes) = content {
+            out.data
+                .insert("md5sum".into(), json!(format!("{:x}", md5::compute(bytes))));
+        }
+    } else {
+        out.data.insert("path".into(), json!(dest));
+    }
+}
+
+/// Where Ansible's copy action stages a file for its module:
+/// `~/.ansible/tmp/ansible-tmp-TIME-PID-RANDOM/.source` and the destination's extension.
+/// turbo-play's agent stages beside the destination and renames, so this names the
+/// place the same run would have used under Ansible (a fresh name each time, as there).
+fn staged_source(home: &str, dest: &str) -> String {
+    use std::hash::{BuildHasher, RandomState};
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let random = RandomState::new().hash_one(dest) & ((1 << 48) - 1);
+    let suffix = std::path::Path::new(dest)
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    format!(
+        "{}/.ansible/tmp/ansible-tmp-{now:.7}-{}-{random}/.source{suffix}",
+        home.trim_end_matches('/'),
+        std::process::id()
+    )
 }
 
 /// What `copy` was asked to put where.
@@ -803,15 +867,17 @@ mod tests {
     #[test]
     fn finish_reports_ansible_shape() {
         let a = args(json!({"content": "test file 1\n", "dest": "~/file_1"}));
-        let out = Copy.finish(&a, OpResult::File(outcome(true)));
+        let mut out = Copy.finish(&a, OpResult::File(outcome(true)));
         assert!(out.changed && !out.failed);
+        assert!(out.data.remove("src").is_some());
         assert_eq!(
             Value::Object(out.data),
             json!({
                 "dest": "/home/u/file_1",
                 "checksum": sha1_hex(b"test file 1\n"),
                 "mode": "0644", "owner": "u", "group": "u", "size": 12,
-                "state": "file", "uid": 1000, "gid": 1000
+                "state": "file", "uid": 1000, "gid": 1000,
+                "md5sum": "68b22040025784da775f55cfcb6dee2e"
             })
         );
         assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
@@ -831,9 +897,8 @@ mod tests {
             Ownership::default(),
             true,
         );
-        let out = Copy.finish_sent(&a, &small, OpResult::File(outcome(true)), false);
+        let out = Copy.finish_sent(&a, &small, OpResult::File(outcome(true)), false, "/home/u");
         assert_eq!(out.data["checksum"], json!(sha1_hex(b"test file 1\n")));
-        assert_eq!(out.data["src"], json!("file_1"));
 
         let big = vec![b'x'; INLINE_LIMIT + 1];
         let large = ensure_file_op(
@@ -846,15 +911,40 @@ mod tests {
         assert!(
             matches!(&large, Op::EnsureFile(f) if matches!(f.content, FileContent::Digest { .. }))
         );
-        let out = Copy.finish_sent(&a, &large, OpResult::File(outcome(false)), false);
+        let out = Copy.finish_sent(&a, &large, OpResult::File(outcome(false)), false, "/home/u");
         assert_eq!(out.data["checksum"], json!(sha1_hex(&big)));
 
-        let checked = Copy.finish_sent(&a, &small, OpResult::File(outcome(true)), true);
+        let checked = Copy.finish_sent(&a, &small, OpResult::File(outcome(true)), true, "/home/u");
         assert_eq!(
             Value::Object(checked.data),
             json!({"diff": []}),
             "check mode as before"
         );
+    }
+
+    /// As ansible-playbook 2.21.5 registers them: a written file's result is the copy
+    /// module's (the staged `src`, with the destination's extension, and `md5sum`), an
+    /// unchanged one's the file module's (`path`, no `src`).
+    #[test]
+    fn written_and_unchanged_results_are_the_copy_and_file_modules() {
+        let a = args(json!({"content": "foo", "src": "x.txt", "dest": "~/file_1"}));
+        let mut written = outcome(true);
+        written.path = "/home/u/out.txt".into();
+        let out = Copy.finish_at_home(&a, OpResult::File(written), "/home/u");
+        assert_eq!(
+            out.data["md5sum"],
+            json!("acbd18db4cc2f85cedef654fccc4a4d8")
+        );
+        assert_eq!(out.data["checksum"], json!(sha1_hex(b"foo")));
+        let src = out.data["src"].as_str().unwrap();
+        assert!(
+            src.starts_with("/home/u/.ansible/tmp/ansible-tmp-"),
+            "{src}"
+        );
+        assert!(src.ends_with("/.source.txt"), "{src}");
+        let out = Copy.finish_at_home(&a, OpResult::File(outcome(false)), "/home/u");
+        assert_eq!(out.data["path"], json!("/home/u/file_1"));
+        assert!(!out.data.contains_key("src") && !out.data.contains_key("md5sum"));
     }
 
     #[test]

@@ -54,11 +54,13 @@ mod inventory_edit;
 mod known_hosts;
 mod lineinfile;
 mod meta;
+pub mod module_defaults;
 mod package;
 mod package_facts;
 mod pause;
 mod ping;
 mod pip;
+mod protomatter_debug;
 pub mod python;
 mod raw;
 pub(crate) mod reboot;
@@ -153,6 +155,14 @@ pub struct PlanContext<'a> {
     /// action puts them under the arguments it hands on, as Ansible's
     /// `_apply_action_arg_defaults`.
     pub backend_defaults: Option<&'a ModuleArgs>,
+    /// Finds modules by name as the playbook's loader does: for a module that runs
+    /// modules it only learns the names of at run time (gather_facts'
+    /// `ansible_facts_modules`).
+    pub modules: Option<&'a dyn ModuleFinder>,
+    /// ansible.cfg's `facts_modules` / `ANSIBLE_FACTS_MODULES`.
+    pub facts_modules: Option<&'a [String]>,
+    /// The task's `module_defaults`, as written, for the modules such a module runs.
+    pub module_defaults: &'a [module_defaults::ModuleDefaultsLevel],
     /// The host `delegate_to` names, templated (`None` when the task is not delegated or
     /// the name cannot be rendered here).
     pub delegate_to: Option<String>,
@@ -187,6 +197,9 @@ impl<'a> PlanContext<'a> {
             timeout: None,
             delegated: false,
             backend_defaults: None,
+            modules: None,
+            facts_modules: None,
+            module_defaults: &[],
             delegate_to: None,
             escalation: None,
             controller: None,
@@ -201,6 +214,17 @@ impl<'a> PlanContext<'a> {
             _ => ModuleArgs::new(),
         }
     }
+}
+
+/// Modules by name, found as a task's are found (`library/`, Ansible's own, installed
+/// collections) from the playbook's and the task's role's directories.
+pub trait ModuleFinder: Sync {
+    fn find_module(
+        &self,
+        name: &str,
+        playbook_dir: &Path,
+        role_dir: Option<&Path>,
+    ) -> Option<&'static dyn Module>;
 }
 
 /// What a module wants done next.
@@ -547,17 +571,33 @@ pub trait Module: Send + Sync {
     /// [`Module::finish`] (or, `check`, [`Module::finish_check`]) of a `Plan::Remote` op,
     /// given the op that was sent, for a result that tells what the op carried (copy's
     /// and template's `checksum` of the content).
-    fn finish_sent(&self, args: &Args, sent: &Op, result: OpResult, check: bool) -> TaskOutcome {
+    /// `home` is the agent's user's (see [`Module::finish_at_home`]).
+    fn finish_sent(
+        &self,
+        args: &Args,
+        sent: &Op,
+        result: OpResult,
+        check: bool,
+        home: &str,
+    ) -> TaskOutcome {
         let _ = sent;
         match check {
             true => self.finish_check(args, result),
-            false => self.finish(args, result),
+            false => self.finish_at_home(args, result, home),
         }
     }
     /// The modules this action may hand its task to, whose `module_defaults` the executor
     /// gives it in [`PlanContext::backend_defaults`].
     fn backends(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    /// [`Module::finish`] given the home of the user the agent runs as: for a result that
+    /// names a place on the target under it (copy's `src`, the file under `remote_tmp`
+    /// Ansible's copy module reads).
+    fn finish_at_home(&self, args: &Args, result: OpResult, home: &str) -> TaskOutcome {
+        let _ = home;
+        self.finish(args, result)
     }
     /// The bytes behind a planned `FileContent::Digest`, for when the agent answers
     /// `NeedContent`. Only modules that plan digests (copy, template) return `Some`.
@@ -607,6 +647,8 @@ pub struct ErrorCause {
     pub line: Option<usize>,
     /// The column, for an error about an expression of the task.
     pub column: Option<usize>,
+    /// The error is shown alone, at its own origin, instead of below the task's (an
+    /// error Ansible raises about a value of the task, not the task's failure).
     pub alone: bool,
 }
 

@@ -120,11 +120,19 @@ static MODULES: &[(&str, Entry)] = &[
 
 /// Collection modules turbo-play runs itself, by full name, with the short name Ansible's
 /// routing (ansible-core's `ansible_builtin_runtime.yml`) redirects to them.
-static NATIVE_COLLECTION_MODULES: &[(&str, &str, &dyn Module)] = &[(
-    "ansible.posix.synchronize",
-    "synchronize",
-    &super::synchronize::Synchronize,
-)];
+static NATIVE_COLLECTION_MODULES: &[(&str, &str, &dyn Module)] = &[
+    (
+        "ansible.posix.synchronize",
+        "synchronize",
+        &super::synchronize::Synchronize,
+    ),
+    // ansible-core's internal collection: found only under its full name.
+    (
+        super::protomatter_debug::NAME,
+        super::protomatter_debug::NAME,
+        &super::protomatter_debug::ProtomatterDebug,
+    ),
+];
 
 fn native_collection_module(name: &str) -> Option<&'static dyn Module> {
     let short = short_name(name);

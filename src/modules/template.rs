@@ -90,7 +90,14 @@ impl Module for Template {
     }
 
     /// With Ansible's `checksum`: the rendered text's.
-    fn finish_sent(&self, args: &Args, sent: &Op, result: OpResult, check: bool) -> TaskOutcome {
+    fn finish_sent(
+        &self,
+        args: &Args,
+        sent: &Op,
+        result: OpResult,
+        check: bool,
+        _home: &str,
+    ) -> TaskOutcome {
         let outcome = file_result(self.name(), args, result, super::copy::sent_checksum(sent));
         if check {
             would_change(outcome)
@@ -298,7 +305,7 @@ mod tests {
             diff: None,
             backup_file: None,
         };
-        let out = Template.finish_sent(&a, &op, OpResult::File(written), false);
+        let out = Template.finish_sent(&a, &op, OpResult::File(written), false, "~");
         assert_eq!(
             out.data["checksum"],
             json!(crate::modules::copy::sha1_hex(b"port=80\nhost=a\nhost=b\n"))

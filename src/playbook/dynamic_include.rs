@@ -40,6 +40,33 @@ pub struct DynamicInclude {
     playbook_dir: PathBuf,
     /// The load's settings: where included roles, collections, modules and plugins are.
     options: LoadOptions,
+    /// Where an include_role's `name:` is written, where Ansible shows an error about
+    /// the role (not found, no such tasks file).
+    role_name_at: Option<Span>,
+}
+
+/// Why an included role could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleLoadError {
+    pub message: String,
+    /// The error is about the role the include names (not an error inside the role's
+    /// files, which names its own file): shown at the `name:`, line and column.
+    pub at_name: Option<(usize, usize)>,
+}
+
+impl std::fmt::Display for RoleLoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<String> for RoleLoadError {
+    fn from(message: String) -> Self {
+        RoleLoadError {
+            message,
+            at_name: None,
+        }
+    }
 }
 
 /// Included files parsed during a run, by path: each is read and parsed once.
@@ -163,7 +190,7 @@ impl DynamicInclude {
         line: usize,
         cache: &IncludeCache,
         ran: &std::sync::Mutex<Vec<RanRole>>,
-    ) -> Result<IncludedRole, String> {
+    ) -> Result<IncludedRole, RoleLoadError> {
         let text = |key: &str| -> Option<String> {
             args.get(key).map(|v| match v {
                 Json::String(s) => s.clone(),
@@ -171,19 +198,21 @@ impl DynamicInclude {
             })
         };
         let Some(name) = text("name").or_else(|| text("role")) else {
-            return Err("include_role needs `name:` (the role to run)".into());
+            return Err(String::from("include_role needs `name:` (the role to run)").into());
         };
         let public = match args.get("public") {
             None | Some(Json::Null) => false,
             Some(v) => crate::modules::spec::parse_bool(v)
-                .map_err(|e| format!("argument 'public' of include_role: {e}"))?,
+                .map_err(|e| format!("argument 'public' of include_role: {e}"))
+                .map_err(RoleLoadError::from)?,
         };
         let parsed = cache.get(including)?;
         let (source, _) = &*parsed;
         let shared = self.shared();
         shared.play.borrow_mut().ran = ran.lock().expect("ran roles lock").clone();
         let loader = Loader::of(source, &shared, self.playbook_dir.clone());
-        let mut entry = RoleEntry::named(name, Span { line, column: 1 });
+        let at = self.role_name_at.unwrap_or(Span { line, column: 1 });
+        let mut entry = RoleEntry::named(name, at);
         entry.tasks_from = text("tasks_from");
         entry.vars_from = text("vars_from");
         entry.defaults_from = text("defaults_from");
@@ -192,7 +221,8 @@ impl DynamicInclude {
         entry.validate = match args.get("rolespec_validate") {
             None | Some(Json::Null) => true,
             Some(v) => crate::modules::spec::parse_bool(v)
-                .map_err(|e| format!("argument 'rolespec_validate' of include_role: {e}"))?,
+                .map_err(|e| format!("argument 'rolespec_validate' of include_role: {e}"))
+                .map_err(RoleLoadError::from)?,
         };
         let used = RoleUse {
             public,
@@ -203,12 +233,13 @@ impl DynamicInclude {
             .expand_role(&entry, &self.children_with(params), used, None, &mut tasks)
             .map_err(|e| match e.span {
                 // Errors about the role (not found, no such tasks_from) are about the
-                // include; errors inside the role's files keep their file:line:col.
-                Some(_) if e.file == including => match &e.help {
-                    Some(help) => format!("{} ({help})", e.message),
-                    None => e.message.clone(),
+                // include, in Ansible's words alone; errors inside the role's files keep
+                // their file:line:col.
+                Some(span) if e.file == including => RoleLoadError {
+                    message: e.message.clone(),
+                    at_name: Some((span.line, span.column)),
                 },
-                _ => e.to_string(),
+                _ => RoleLoadError::from(e.to_string()),
             })?;
         *ran.lock().expect("ran roles lock") = shared.ran_roles();
         let public = shared.public_roles();
@@ -268,9 +299,11 @@ impl Loader<'_> {
         if let Some(apply) = apply {
             self.apply(apply, kind, &mut children)?;
         }
+        let mut role_name_at = None;
         if kind == "include_role" {
             let entry = self.role_args(kind, value, extra_args)?;
             self.check_included_role(&entry, &children)?;
+            role_name_at = Some(entry.span);
         } else {
             let file = task
                 .args
@@ -295,6 +328,7 @@ impl Loader<'_> {
             children,
             playbook_dir: self.playbook_dir.clone(),
             options: self.shared.options(),
+            role_name_at,
         }));
         Ok(task)
     }
@@ -675,9 +709,12 @@ mod tests {
             .err()
             .unwrap();
         assert!(
-            err.starts_with("the role 'nope' was not found in "),
+            err.to_string()
+                .starts_with("The role 'nope' was not found in: "),
             "{err}"
         );
+        // Shown where the include writes the role's name, as Ansible shows it.
+        assert_eq!(err.at_name, Some((3, 28)), "{err}");
     }
 
     #[test]

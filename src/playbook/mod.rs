@@ -32,16 +32,19 @@ mod task;
 mod test_support;
 mod values;
 
+pub use crate::modules::module_defaults::{DefaultsError, defaults_for, templated_defaults};
 pub use action::{RAW_PARAMS, is_possibly_all_template};
 pub use collections::{default_collections_path, split_role_fqcn};
-pub use dynamic_include::{DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH};
+pub use dynamic_include::{
+    DynamicInclude, IncludeCache, IncludedRole, MAX_INCLUDE_DEPTH, RoleLoadError,
+};
 pub use keywords::{BatchSize, HostOrder, PlayKeywords, batches, too_many_failed};
 pub use loader::{load_playbook, load_playbook_text, load_playbooks, load_playbooks_text};
 pub use loops::{
     BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, WrittenCondition, ansible_loop,
     is_debug_action, lookup_subdir,
 };
-pub use module_defaults::{ModuleDefaultsLevel, defaults_for, names_a_group};
+pub use module_defaults::{ModuleDefaultsLevel, names_a_group};
 pub use play_templates::{PlayKeywordError, render_templated_play_keywords};
 pub use roles::INCLUDE_ROLE_ARGS;
 pub use shared::{LoadOptions, RanRole};
@@ -102,6 +105,9 @@ pub struct Play {
     pub unsafe_vars: std::collections::BTreeSet<String>,
     /// `gather_facts` as written; unset, `gathering` in ansible.cfg decides.
     pub gather_facts: Option<bool>,
+    /// `check_mode` as written on the play (its tasks carry it too); unset, `--check`
+    /// decides.
+    pub check_mode: Option<bool>,
     /// The play's `gather_subset` for its fact gathering; empty means Ansible's default.
     pub gather_subset: Vec<String>,
     /// The play's `fact_path` for its fact gathering (setup's own default when `None`).

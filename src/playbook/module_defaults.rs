@@ -7,35 +7,7 @@ use serde_json::{Map, Value as Json};
 use super::loader::Loader;
 use crate::yaml::{LoadError, Node, Value};
 
-/// One level's `module_defaults`: each action name as written (or `group/NAME`) with its
-/// defaults, a mapping or a template of one, in the order written.
-pub type ModuleDefaultsLevel = Vec<(String, Json)>;
-
-/// The defaults that apply to `module` (a registry name) written as `action`: of every
-/// level, outermost first, the last entry naming it wins whole, as Ansible updates one
-/// dictionary with each level's.
-pub fn defaults_for<'l>(
-    levels: &'l [ModuleDefaultsLevel],
-    module: &str,
-    action: &str,
-) -> Option<&'l Json> {
-    let (module, action) = (short(module), short(action));
-    levels
-        .iter()
-        .flatten()
-        .filter(|(name, _)| {
-            let name = short(name);
-            name == module || name == action
-        })
-        .map(|(_, defaults)| defaults)
-        .next_back()
-}
-
-fn short(name: &str) -> &str {
-    name.strip_prefix("ansible.builtin.")
-        .or_else(|| name.strip_prefix("ansible.legacy."))
-        .unwrap_or(name)
-}
+pub use crate::modules::module_defaults::ModuleDefaultsLevel;
 
 /// Whether any level names an action group, which turbo-play does not resolve yet.
 pub fn names_a_group(levels: &[ModuleDefaultsLevel]) -> bool {
@@ -91,6 +63,7 @@ impl Loader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::module_defaults::defaults_for;
     use serde_json::json;
 
     fn level(pairs: &[(&str, Json)]) -> ModuleDefaultsLevel {

@@ -41,6 +41,7 @@ impl Loader<'_> {
         let mut host_patterns = Vec::new();
         let mut environment = None;
         let mut keywords = PlayKeywords::default();
+        let mut strategy_written = false;
         // What every task of the play takes on.
         let mut top = Inherited::default();
         let mut templated_keywords = Vec::new();
@@ -62,6 +63,7 @@ impl Loader<'_> {
             ) && let Some(text) = v.as_str()
                 && crate::template::is_template(text)
             {
+                strategy_written |= key == "strategy";
                 templated_keywords.push(super::TemplatedKeyword {
                     key: key.to_string(),
                     template: text.to_string(),
@@ -118,6 +120,7 @@ impl Loader<'_> {
                 }
                 "serial" => keywords.serial = self.serial(v)?,
                 "strategy" => {
+                    strategy_written = true;
                     keywords.free = match self.scalar(v, key)?.as_str() {
                         "linear" | "ansible.builtin.linear" | "debug" => false,
                         "free"
@@ -234,7 +237,23 @@ impl Loader<'_> {
             handler.check_mode = handler.check_mode.or(check_mode);
             handler.diff = handler.diff.or(diff);
         }
+        // ansible.cfg's `strategy` for a play that names none; one Ansible does not know
+        // fails when the play starts, as a templated one does.
+        if !strategy_written && let Some(strategy) = &self.shared.default_strategy {
+            match strategy.as_str() {
+                "linear" | "ansible.builtin.linear" | "debug" | "ansible.builtin.debug" => {}
+                "free" | "ansible.builtin.free" | "host_pinned" | "ansible.builtin.host_pinned" => {
+                    keywords.free = true;
+                }
+                other => templated_keywords.push(super::TemplatedKeyword {
+                    key: "strategy".into(),
+                    template: other.to_string(),
+                    location: self.location(node.span),
+                }),
+            }
+        }
         let play = Play {
+            check_mode,
             templated_keywords,
             ran_roles: self.shared.ran_roles(),
             roles: self.shared.public_roles(),

@@ -279,9 +279,13 @@ impl Loader<'_> {
         if let Some((_, found)) = searched.iter().find(|(_, candidate)| candidate.is_dir()) {
             return Ok(found.clone());
         }
+        // Absolute, as Ansible lists them.
         let places: Vec<String> = searched
             .iter()
-            .map(|(p, _)| p.display().to_string())
+            .map(|(p, _)| {
+                let absolute = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+                super::shared::normalize(&absolute).display().to_string()
+            })
             .collect();
         let help = match fqcn {
             Some((namespace, collection, role)) => format!(
@@ -298,7 +302,7 @@ impl Loader<'_> {
         Err(self.err(
             entry.span,
             format!(
-                "the role '{}' was not found in {}",
+                "The role '{}' was not found in: {}",
                 entry.name,
                 places.join(":")
             ),

@@ -96,7 +96,7 @@ fn missing_roles_and_bad_entries_are_load_errors() {
     let e = load(&dir).unwrap_err();
     let text = tail(&e, &dir);
     assert!(
-        text.starts_with("DIR/site.yml:3:7: the role 'nope' was not found in DIR/roles:DIR\n"),
+        text.starts_with("DIR/site.yml:3:7: The role 'nope' was not found in: DIR/roles:DIR\n"),
         "{text}"
     );
     assert!(text.contains("3 |     - nope"), "{text}");
@@ -107,7 +107,7 @@ fn missing_roles_and_bad_entries_are_load_errors() {
     let e = load(&dir).unwrap_err();
     assert!(
         tail(&e, &dir).starts_with(
-            "DIR/roles/a/meta/main.yml:2:12: the role 'b' was not found in DIR/roles:DIR\n"
+            "DIR/roles/a/meta/main.yml:2:12: The role 'b' was not found in: DIR/roles:DIR\n"
         ),
         "{e}"
     );
@@ -218,7 +218,7 @@ fn collection_roles_are_found_by_their_fqcn_and_find_their_siblings() {
         .replace(&dir.path().display().to_string(), "DIR");
     assert!(
         err.starts_with(
-            "DIR/site.yml:2:11: the role 'ns.coll.app' was not found in \
+            "DIR/site.yml:2:11: The role 'ns.coll.app' was not found in: \
                  DIR/collections/ansible_collections/ns/coll/roles:DIR/roles:DIR\n"
         ),
         "{err}"

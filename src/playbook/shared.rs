@@ -16,6 +16,7 @@ pub(super) struct Shared {
     pub(super) collections_path: Vec<PathBuf>,
     pub(super) library: Vec<PathBuf>,
     pub(super) module_utils: Vec<PathBuf>,
+    pub(super) default_strategy: Option<String>,
     pub(super) plugins: Arc<crate::plugins::Catalog>,
     pub(super) default_no_log: bool,
     /// Files and role directories being loaded, outermost first.
@@ -65,6 +66,7 @@ impl Shared {
             collections_path: options.collections_path.clone(),
             library: options.library.clone(),
             module_utils: options.module_utils.clone(),
+            default_strategy: options.default_strategy.clone(),
             plugins: options.plugins.clone(),
             default_no_log: options.default_no_log,
             importing: RefCell::new(Vec::new()),
@@ -112,6 +114,7 @@ impl Shared {
             collections_path: self.collections_path.clone(),
             library: self.library.clone(),
             module_utils: self.module_utils.clone(),
+            default_strategy: self.default_strategy.clone(),
             plugins: self.plugins.clone(),
             default_no_log: self.default_no_log,
         }
@@ -146,6 +149,25 @@ impl Shared {
     }
 }
 
+/// A module by the name a task would give it, for a run that only learns the name as it
+/// runs (gather_facts' `ansible_facts_modules`): as the loader finds a task's module, a
+/// `library/` module first (the role's, the playbook's, the configured ones), then
+/// Ansible's own, then an installed collection's.
+impl crate::modules::ModuleFinder for LoadOptions {
+    fn find_module(
+        &self,
+        name: &str,
+        playbook_dir: &Path,
+        role_dir: Option<&Path>,
+    ) -> Option<&'static dyn crate::modules::Module> {
+        let shared = Shared::new(self);
+        shared
+            .library_module(name, playbook_dir, role_dir)
+            .or_else(|| crate::modules::find(name))
+            .or_else(|| shared.collection_module(name, playbook_dir, role_dir))
+    }
+}
+
 /// Settings that change how a playbook loads.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -161,6 +183,8 @@ pub struct LoadOptions {
     pub library: Vec<PathBuf>,
     /// ansible.cfg `module_utils` / `ANSIBLE_MODULE_UTILS`.
     pub module_utils: Vec<PathBuf>,
+    /// ansible.cfg `strategy` / `ANSIBLE_STRATEGY`: the strategy of plays that name none.
+    pub default_strategy: Option<String>,
     /// The run's Python plugins: the directories of playbooks and roles join it as they
     /// load (shared by every playbook of the run, as Ansible's plugin loader is).
     pub plugins: Arc<crate::plugins::Catalog>,

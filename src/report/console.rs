@@ -6,12 +6,14 @@ use std::collections::HashSet;
 use std::io::{self, Write};
 
 use console::Style;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::events::{Event, HostResult, HostStats, Status};
 use super::progress::{FleetTally, TaskProgress};
+use super::result_dump::{dump_flat, dump_result};
 use super::task_error;
 use super::warnings::{Kind, Warnings, without_warnings};
+use crate::display_options::DisplayOptions;
 
 pub struct ConsoleReporter<W: Write, E: Write> {
     out: W,
@@ -29,6 +31,29 @@ pub struct ConsoleReporter<W: Write, E: Write> {
     show_custom_stats: bool,
     /// Error blocks already shown: Ansible's display prints an identical one once a run.
     errors_shown: HashSet<String>,
+    /// The default callback's options (what shows, and how results are dumped).
+    display: DisplayOptions,
+    /// `--check`, for the `DRY RUN` banner after the recap.
+    dry_run: bool,
+    /// Banners, printed with the first result they head (see [`Banners`]).
+    banners: Banners,
+}
+
+/// Ansible's default callback prints a task's banner when the task starts only if every
+/// result shows; otherwise, and always under the `free` strategy, it prints a task's
+/// banner before the first of its results that shows, so that a task whose results are
+/// all hidden has none.
+#[derive(Default)]
+struct Banners {
+    /// The play runs under the `free` strategy: each host's results belong to the task
+    /// it last started.
+    free: bool,
+    /// The task (or handler) that started last, with its banner's title.
+    current: Option<(usize, String)>,
+    /// Under `free`, each host's task.
+    by_host: std::collections::HashMap<String, (usize, String)>,
+    /// The task whose banner was printed last.
+    printed: Option<usize>,
 }
 
 impl ConsoleReporter<io::Stdout, io::Stderr> {
@@ -73,7 +98,16 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
             tally: FleetTally::default(),
             show_custom_stats: false,
             errors_shown: HashSet::new(),
+            display: DisplayOptions::default(),
+            dry_run: false,
+            banners: Banners::default(),
         }
+    }
+
+    /// The default callback's options from ansible.cfg and the environment.
+    pub fn with_display(mut self, display: DisplayOptions) -> Self {
+        self.display = display;
+        self
     }
 
     pub fn with_custom_stats(mut self, show: bool) -> Self {
@@ -141,11 +175,35 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
 
     pub fn handle(&mut self, event: &Event) {
         match event {
-            Event::PlayStart { name } => {
+            Event::RunStart { check } => {
+                self.dry_run = *check;
+                if *check && self.display.check_mode_markers {
+                    self.line("");
+                    self.line(&banner("DRY RUN"));
+                }
+            }
+            Event::PlayStart {
+                name,
+                check_mode,
+                free,
+            } => {
                 self.finish_progress();
+                let marker = if *check_mode && self.display.check_mode_markers {
+                    " [CHECK MODE]"
+                } else {
+                    ""
+                };
+                let title = if name.is_empty() {
+                    format!("PLAY{marker}")
+                } else {
+                    format!("PLAY [{name}]{marker}")
+                };
                 self.line("");
-                let header = banner(&format!("PLAY [{name}]"));
-                self.line(&header);
+                self.line(&banner(&title));
+                self.banners = Banners {
+                    free: *free,
+                    ..Banners::default()
+                };
             }
             Event::NoHostsMatched => {
                 let text = self
@@ -154,16 +212,31 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
                     .to_string();
                 self.line(&text);
             }
-            Event::TaskStart { name, hosts } | Event::HandlerStart { name, hosts } => {
-                let title = match event {
-                    Event::HandlerStart { .. } => format!("RUNNING HANDLER [{name}]"),
-                    _ => format!("TASK [{name}]"),
+            Event::TaskStart(task) | Event::HandlerStart(task) => {
+                let prefix = match event {
+                    Event::HandlerStart(_) => "RUNNING HANDLER",
+                    _ => "TASK",
                 };
+                let marker = if task.check_mode && self.display.check_mode_markers {
+                    " [CHECK MODE]"
+                } else {
+                    ""
+                };
+                let title = format!("{prefix} [{}]{marker}", task.name);
                 self.finish_progress();
-                self.line("");
-                self.line(&banner(&title));
+                match &task.host {
+                    Some(host) if self.banners.free => {
+                        self.banners.by_host.insert(host.clone(), (task.key, title));
+                    }
+                    _ => {
+                        self.banners.current = Some((task.key, title));
+                        if self.display.eager_banners() && !self.banners.free {
+                            self.task_banner(None);
+                        }
+                    }
+                }
                 if self.progress_enabled {
-                    self.progress = Some(TaskProgress::start(name, *hosts, &self.tally));
+                    self.progress = Some(TaskProgress::start(&task.name, task.hosts, &self.tally));
                 }
             }
             Event::ItemsPlanned { host, count } => {
@@ -172,23 +245,20 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
                 }
             }
             Event::HostResult(result) => {
-                if let Some(diff) = result.data.get("diff") {
-                    for text in render_diffs(diff) {
-                        self.line(&text);
-                    }
-                }
-                for (kind, text) in self.warnings.from_result(&result.data) {
-                    self.warning_line(kind, &text);
-                }
-                self.error_block(result);
-                let text = self.format_result(result);
-                self.line(&text);
+                let result = &*result.for_playbook();
+                self.host_result(result);
                 self.tally.count(result);
                 if let Some(progress) = &mut self.progress {
                     progress.result(result, &self.tally);
                 }
             }
+            Event::LoopFailed(result) => self.loop_failed(result),
             Event::Included { file, hosts, item } => {
+                // The include task's own result prints its banner, shown or not.
+                self.task_banner(hosts.first().map(String::as_str));
+                if !self.display.included_hosts {
+                    return;
+                }
                 let item = item
                     .as_deref()
                     .map(|i| format!(" => (item={i})"))
@@ -287,6 +357,10 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
                     self.line(&text);
                 }
                 self.line("");
+                if self.dry_run && self.display.check_mode_markers {
+                    self.line("");
+                    self.line(&banner("DRY RUN"));
+                }
                 // Not at -v, whose output stays ansible-playbook's line for line.
                 if self.verbosity >= 2 {
                     for s in stats {
@@ -301,6 +375,129 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
         let _ = self.out.flush();
     }
 
+    /// The banner of the task a result of `host` belongs to, unless it is the last one
+    /// printed (`None`: the task that started last).
+    fn task_banner(&mut self, host: Option<&str>) {
+        let banners = &self.banners;
+        let task = match host {
+            Some(host) if banners.free => {
+                // A delegated result names its host `h -> d`.
+                let own = host.split(" -> ").next().unwrap_or(host);
+                banners.by_host.get(own).or(banners.current.as_ref())
+            }
+            _ => banners.current.as_ref(),
+        };
+        let Some((key, title)) = task.cloned() else {
+            return;
+        };
+        if self.banners.printed == Some(key) {
+            return;
+        }
+        self.banners.printed = Some(key);
+        self.line("");
+        self.line(&banner(&title));
+    }
+
+    /// One result (a task's on a host, or an item's), as the default callback shows it:
+    /// `ok` and `skipping` lines only when the options show them, failures on stderr
+    /// with `display_failed_stderr`.
+    fn host_result(&mut self, result: &HostResult) {
+        let changed = result.status == Status::Changed;
+        let shown = match result.status {
+            Status::Ok => self.display.ok_hosts,
+            Status::Skipped => self.display.skipped_hosts,
+            _ => true,
+        };
+        // Ansible shows a diff only for a changed result (`changed_when: false` hides it).
+        if changed && let Some(diff) = result.data.get("diff") {
+            let texts = render_diffs(diff);
+            if !texts.is_empty() {
+                self.task_banner(Some(&result.host));
+            }
+            for text in texts {
+                self.line(&text);
+            }
+        }
+        if !shown {
+            return;
+        }
+        self.task_banner(Some(&result.host));
+        for (kind, text) in self.warnings.from_result(&result.data) {
+            self.warning_line(kind, &text);
+        }
+        let failure = matches!(result.status, Status::Failed | Status::Unreachable);
+        let to_stderr = failure && self.display.failed_stderr;
+        self.error_block(result, to_stderr);
+        if result.status == Status::Failed && result.item.is_none() {
+            self.task_path(result);
+        }
+        let text = self.format_result(&cleaned(result));
+        self.result_line(&text, to_stderr);
+        // A loop's failure is said once, after its items (`LoopFailed`).
+        if failure && result.ignored && result.item.is_none() {
+            self.ignoring();
+        }
+    }
+
+    /// A loop whose item failed, after its items: Ansible's callback shows the task's
+    /// own result only where it keeps a message of it (debug's), then `...ignoring`.
+    fn loop_failed(&mut self, result: &HostResult) {
+        self.task_banner(Some(&result.host));
+        if !result.data.is_empty() {
+            self.task_path(result);
+            let text = self.format_result(result);
+            self.result_line(&text, self.display.failed_stderr);
+        }
+        if result.ignored {
+            self.ignoring();
+        }
+    }
+
+    /// `task path: FILE:LINE` above a task's failure (`show_task_path_on_failure`; from
+    /// -vv every banner has it already).
+    fn task_path(&mut self, result: &HostResult) {
+        if !self.display.task_path_on_failure || self.verbosity >= 2 {
+            return;
+        }
+        let Some(origin) = &result.origin else {
+            return;
+        };
+        let location = &origin.location;
+        let text = format!(
+            "task path: {}:{}",
+            task_error::absolute(&location.file).display(),
+            location.line
+        );
+        let text = self.style(Style::new().blue()).apply_to(text).to_string();
+        self.line(&text);
+    }
+
+    fn ignoring(&mut self) {
+        let text = self
+            .style(Style::new().cyan())
+            .apply_to("...ignoring")
+            .to_string();
+        self.line(&text);
+    }
+
+    /// A result's line, on stderr when failures go there.
+    fn result_line(&mut self, text: &str, to_stderr: bool) {
+        if !to_stderr {
+            self.line(text);
+            return;
+        }
+        let text = format!("{text}\n");
+        let err = &mut self.err;
+        let mut write = || {
+            let _ = err.write_all(text.as_bytes());
+            let _ = err.flush();
+        };
+        match &self.progress {
+            Some(bar) => bar.suspend(write),
+            None => write(),
+        }
+    }
+
     fn finish_progress(&mut self) {
         if let Some(progress) = self.progress.take() {
             progress.finish();
@@ -310,7 +507,7 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
     /// The `[ERROR]: Task failed` block above a failed or unreachable result, on stdout
     /// (the default callback's `display_failed_stderr` is off), each line red as Ansible's
     /// display colours one.
-    fn error_block(&mut self, result: &HostResult) {
+    fn error_block(&mut self, result: &HostResult, to_stderr: bool) {
         let Some(origin) = &result.origin else {
             return;
         };
@@ -325,7 +522,12 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
             .split('\n')
             .map(|l| style.apply_to(l).to_string())
             .collect();
-        self.line(&painted.join("\n"));
+        self.result_line(&painted.join("\n"), to_stderr);
+    }
+
+    /// A result's data after ` => `, as the options dump it.
+    fn dump(&self, r: &HostResult) -> String {
+        dump_result(&r.data, &self.display, r.verbose_always, self.verbosity)
     }
 
     fn format_result(&self, r: &HostResult) -> String {
@@ -381,39 +583,16 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
                     Some(i) => format!("failed: [{}] (item={i}) => ", r.host),
                     None => format!("fatal: [{}]: FAILED! => ", r.host),
                 };
-                let verbosity = self.verbosity.max(u8::from(r.verbose_always) * 4);
-                let mut text = format!("{head}{}", dump(&r.data, verbosity));
-                if r.ignored {
-                    text.push_str("\n...ignoring");
-                }
-                text
+                format!("{head}{}", self.dump(r))
             }
-            Status::Unreachable => {
-                let mut text = format!(
-                    "fatal: [{}]: UNREACHABLE! => {}",
-                    r.host,
-                    dump(&r.data, self.verbosity)
-                );
-                // `ignore_unreachable: true`
-                if r.ignored {
-                    text.push_str("\n...ignoring");
-                }
-                text
-            }
+            // `ignore_unreachable: true` adds its `...ignoring` below.
+            Status::Unreachable => format!("fatal: [{}]: UNREACHABLE! => {}", r.host, self.dump(r)),
             // Ansible's item skip line ends in a space, before the ` => ` of -v too.
             Status::Skipped if show_data && !r.data.is_empty() && r.item.is_some() => {
-                format!(
-                    "{word}: [{}]{item}  => {}",
-                    r.host,
-                    dump(&r.data, self.verbosity.max(u8::from(r.verbose_always) * 4))
-                )
+                format!("{word}: [{}]{item}  => {}", r.host, self.dump(r))
             }
             _ if show_data && !r.data.is_empty() => {
-                format!(
-                    "{word}: [{}]{item} => {}",
-                    r.host,
-                    dump(&r.data, self.verbosity.max(u8::from(r.verbose_always) * 4))
-                )
+                format!("{word}: [{}]{item} => {}", r.host, self.dump(r))
             }
             // Ansible's item skip line ends in a space.
             Status::Skipped if r.item.is_some() => format!("{word}: [{}]{item} ", r.host),
@@ -485,78 +664,43 @@ pub(super) fn render_diffs(diff: &Value) -> Vec<String> {
         .collect()
 }
 
+/// What Ansible's callback dumps of a debug result (its `_clean_results`): the message
+/// alone (with any exception and warnings), or the variable without the status keys.
+fn cleaned(result: &HostResult) -> std::borrow::Cow<'_, HostResult> {
+    let is_debug = result
+        .origin
+        .as_ref()
+        .is_some_and(|o| task_error::short_name(&o.action) == "debug");
+    if !is_debug {
+        return std::borrow::Cow::Borrowed(result);
+    }
+    const WITH_MSG: &[&str] = &["msg", "exception", "warnings", "deprecations"];
+    const HIDDEN: &[&str] = &[
+        "changed",
+        "failed",
+        "skipped",
+        "invocation",
+        "skip_reason",
+        "ansible_loop_var",
+        "ansible_index_var",
+        "ansible_loop",
+    ];
+    let mut shown = result.clone();
+    let has_msg = shown.data.contains_key("msg");
+    shown.data.retain(|k, _| {
+        if has_msg {
+            WITH_MSG.contains(&k.as_str()) || k.starts_with("_ansible_")
+        } else {
+            !HIDDEN.contains(&k.as_str())
+        }
+    });
+    std::borrow::Cow::Owned(shown)
+}
+
 /// `PLAY [x] ****...` padded with stars to 80 columns, as Ansible does.
 fn banner(title: &str) -> String {
     let stars = 79usize.saturating_sub(title.chars().count()).max(3);
     format!("{title} {}", "*".repeat(stars))
-}
-
-/// Ansible dumps results as JSON with sorted keys: on one line by default, indented by 4
-/// when verbose output was asked for (debug always is).
-fn dump(data: &Map<String, Value>, verbosity: u8) -> String {
-    // Internal keys (`_ansible_item_label`, ...) never show, as Ansible strips them.
-    let public: Map<String, Value> = data
-        .iter()
-        .filter(|(k, _)| !k.starts_with("_ansible_"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let sorted = sort_keys(&Value::Object(public));
-    if verbosity >= 4 {
-        let mut buf = Vec::new();
-        let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-        let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-        serde::Serialize::serialize(&sorted, &mut ser).expect("json");
-        String::from_utf8(buf).expect("utf8")
-    } else {
-        let mut buf = Vec::new();
-        let mut ser = serde_json::Serializer::with_formatter(&mut buf, PythonCompact);
-        serde::Serialize::serialize(&sorted, &mut ser).expect("json");
-        String::from_utf8(buf).expect("utf8")
-    }
-}
-
-/// `json.dumps(data, indent=1, sort_keys=True)` with its line breaks removed.
-fn dump_flat(data: &Map<String, Value>) -> String {
-    let sorted = sort_keys(&Value::Object(data.clone()));
-    let mut buf = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(b" ");
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    serde::Serialize::serialize(&sorted, &mut ser).expect("json");
-    String::from_utf8(buf).expect("utf8").replace('\n', "")
-}
-
-/// Ansible dumps with `sort_keys`, at every depth.
-pub fn sort_keys(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(k, v)| (k.clone(), sort_keys(v)))
-                    .collect(),
-            )
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sort_keys).collect()),
-        other => other.clone(),
-    }
-}
-
-/// Python's `json.dumps` separators (`", "` and `": "`), which Ansible's one-line
-/// results use and users' scripts match on.
-pub(super) struct PythonCompact;
-
-impl serde_json::ser::Formatter for PythonCompact {
-    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        if first { Ok(()) } else { w.write_all(b", ") }
-    }
-    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        if first { Ok(()) } else { w.write_all(b", ") }
-    }
-    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        w.write_all(b": ")
-    }
 }
 
 /// How Python prints a bool, as the default callback's `%s` shows it.
@@ -565,274 +709,5 @@ fn python_bool(value: bool) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn render(events: &[Event], verbosity: u8) -> String {
-        let mut r = ConsoleReporter::new(Vec::new(), Vec::new(), verbosity, false, false);
-        for e in events {
-            r.handle(e);
-        }
-        String::from_utf8(r.into_inner()).unwrap()
-    }
-
-    fn result(status: Status, item: Option<&str>, data: Value) -> Event {
-        Event::HostResult(HostResult {
-            host: "web1".into(),
-            status,
-            item: item.map(str::to_string),
-            data: data.as_object().cloned().unwrap_or_default(),
-            ignored: false,
-            verbose_always: false,
-            origin: None,
-        })
-    }
-
-    /// On a terminal the bar exists (hidden at first, then on stderr): every line must
-    /// still reach the reporter's own output, the same as when piped.
-    #[test]
-    fn a_progress_bar_never_swallows_or_moves_lines() {
-        let mut events = vec![
-            Event::PlayStart { name: "all".into() },
-            Event::TaskStart {
-                name: "Loop".into(),
-                hosts: 1,
-            },
-            Event::ItemsPlanned {
-                host: "web1".into(),
-                count: 60,
-            },
-        ];
-        for i in 0..60 {
-            let item = i.to_string();
-            events.push(result(Status::Ok, Some(&item), serde_json::json!({})));
-        }
-        let mut with_bar = ConsoleReporter::new(Vec::new(), Vec::new(), 0, false, true);
-        for e in &events {
-            with_bar.handle(e);
-        }
-        let with_bar = String::from_utf8(with_bar.into_inner()).unwrap();
-        assert_eq!(with_bar, render(&events, 0));
-        assert!(with_bar.contains("ok: [web1] => (item=59)\n"), "{with_bar}");
-    }
-
-    #[test]
-    fn prints_ansible_shapes() {
-        let out = render(
-            &[
-                Event::PlayStart { name: "all".into() },
-                Event::TaskStart {
-                    name: "Create files".into(),
-                    hosts: 1,
-                },
-                result(
-                    Status::Changed,
-                    Some("1"),
-                    serde_json::json!({"changed": true}),
-                ),
-                result(Status::Ok, None, serde_json::json!({})),
-                result(
-                    Status::Failed,
-                    None,
-                    serde_json::json!({"rc": 1, "msg": "The command exited with a non-zero return code."}),
-                ),
-                Event::Recap(vec![HostStats {
-                    host: "web1".into(),
-                    ok: 2,
-                    changed: 1,
-                    failed: 1,
-                    ..Default::default()
-                }]),
-            ],
-            0,
-        );
-        let expected_play = format!("PLAY [all] {}", "*".repeat(69));
-        assert!(out.contains(&expected_play), "{out}");
-        assert!(out.contains("TASK [Create files] ****"), "{out}");
-        assert!(out.contains("changed: [web1] => (item=1)\n"), "{out}");
-        assert!(out.contains("ok: [web1]\n"), "{out}");
-        assert!(
-            out.contains(r#"fatal: [web1]: FAILED! => {"msg": "The command exited with a non-zero return code.", "rc": 1}"#),
-            "{out}"
-        );
-        assert!(
-            out.contains("web1                       : ok=2    changed=1    unreachable=0    failed=1    skipped=0    rescued=0    ignored=0"),
-            "{out}"
-        );
-    }
-
-    #[test]
-    fn diffs_print_before_the_result_and_leave_the_dump() {
-        let data = serde_json::json!({"changed": true, "diff": {"before": "old\n", "after": "new\n", "before_header": "/x", "after_header": "/x"}});
-        let out = render(&[result(Status::Changed, None, data)], 1);
-        assert!(
-            out.starts_with("--- before: /x\n+++ after: /x\n@@ -1 +1 @@\n-old\n+new\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains("changed: [web1] => {\"changed\": true}"),
-            "{out}"
-        );
-    }
-
-    #[test]
-    fn status_keys_are_left_out_and_verbose_failures_are_indented() {
-        let out = render(
-            &[result(
-                Status::Failed,
-                None,
-                serde_json::json!({"failed": true, "msg": "x", "changed": false}),
-            )],
-            0,
-        );
-        assert_eq!(
-            out,
-            "fatal: [web1]: FAILED! => {\"changed\": false, \"msg\": \"x\"}\n"
-        );
-        let mut e = result(
-            Status::Failed,
-            None,
-            serde_json::json!({"failed": true, "assertion": "a", "msg": "Assertion failed"}),
-        );
-        if let Event::HostResult(r) = &mut e {
-            r.verbose_always = true;
-        }
-        let out = render(&[e], 0);
-        assert_eq!(
-            out,
-            "fatal: [web1]: FAILED! => {\n    \"assertion\": \"a\",\n    \"msg\": \"Assertion failed\"\n}\n"
-        );
-        let out = render(
-            &[result(
-                Status::Skipped,
-                None,
-                serde_json::json!({"skipped": true, "skip_reason": "r"}),
-            )],
-            1,
-        );
-        assert_eq!(out, "skipping: [web1] => {\"skip_reason\": \"r\"}\n");
-        // Ansible's item skip line ends in a space; internal keys never show.
-        let item = |status| {
-            result(
-                status,
-                Some("b"),
-                serde_json::json!({"item": "b", "_ansible_item_label": "b"}),
-            )
-        };
-        assert_eq!(
-            render(&[item(Status::Skipped)], 0),
-            "skipping: [web1] => (item=b) \n"
-        );
-        assert_eq!(
-            render(&[item(Status::Ok)], 1),
-            "ok: [web1] => (item=b) => {\"item\": \"b\"}\n"
-        );
-        assert_eq!(
-            render(&[item(Status::Skipped)], 1),
-            "skipping: [web1] => (item=b)  => {\"item\": \"b\"}\n"
-        );
-    }
-
-    #[test]
-    fn warnings_go_to_stderr_once_and_leave_the_dump() {
-        let data = serde_json::json!({
-            "changed": false,
-            "warnings": ["careful"],
-            "deprecations": [{"msg": "old", "version": "2.99", "collection_name": "ansible.legacy",
-                "deprecator": {"resolved_name": "ansible.legacy.m", "type": "module"}}],
-        });
-        let events = [
-            result(Status::Ok, None, data.clone()),
-            result(Status::Ok, None, data),
-            Event::Warning("careful".into()),
-            Event::Warning("new".into()),
-        ];
-        let mut r = ConsoleReporter::new(Vec::new(), Vec::new(), 1, false, false);
-        for e in &events {
-            r.handle(e);
-        }
-        let (out, err) = r.into_parts();
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "ok: [web1] => {\"changed\": false}\nok: [web1] => {\"changed\": false}\n"
-        );
-        assert_eq!(
-            String::from_utf8(err).unwrap(),
-            "[WARNING]: careful\n\
-             [WARNING]: Deprecation warnings can be disabled by setting `deprecation_warnings=False` in ansible.cfg.\n\
-             [DEPRECATION WARNING]: old. This feature will be removed from module 'm' in collection 'ansible.legacy' version 2.99.\n\
-             [WARNING]: new\n"
-        );
-        let mut quiet = ConsoleReporter::new(Vec::new(), Vec::new(), 0, false, false)
-            .with_deprecation_warnings(false);
-        quiet.handle(&events[0]);
-        let (out, err) = quiet.into_parts();
-        assert_eq!(String::from_utf8(out).unwrap(), "ok: [web1]\n");
-        assert_eq!(String::from_utf8(err).unwrap(), "[WARNING]: careful\n");
-    }
-
-    #[test]
-    fn handlers_have_their_own_banner() {
-        let out = render(
-            &[Event::HandlerStart {
-                name: "restart web".into(),
-                hosts: 1,
-            }],
-            0,
-        );
-        assert_eq!(
-            out,
-            format!("\nRUNNING HANDLER [restart web] {}\n", "*".repeat(50))
-        );
-    }
-
-    #[test]
-    fn included_lines_read_as_ansible() {
-        let out = render(
-            &[
-                Event::Included {
-                    file: "/srv/pb/setup.yml".into(),
-                    hosts: vec!["web1".into(), "web2".into()],
-                    item: None,
-                },
-                Event::Included {
-                    file: "/srv/pb/item.yml".into(),
-                    hosts: vec!["web1".into()],
-                    item: Some("a".into()),
-                },
-            ],
-            0,
-        );
-        assert_eq!(
-            out,
-            "included: /srv/pb/setup.yml for web1, web2\nincluded: /srv/pb/item.yml for web1 => (item=a)\n"
-        );
-    }
-
-    #[test]
-    fn retries_read_as_ansible() {
-        let out = render(
-            &[Event::Retry {
-                host: "web1".into(),
-                task: "wait".into(),
-                item: None,
-                retries_left: 2,
-            }],
-            0,
-        );
-        assert_eq!(out, "FAILED - RETRYING: [web1]: wait (2 retries left).\n");
-    }
-
-    #[test]
-    fn debug_results_are_indented_json() {
-        let mut e = result(Status::Ok, None, serde_json::json!({"msg": "hi"}));
-        if let Event::HostResult(r) = &mut e {
-            r.verbose_always = true;
-        }
-        let out = render(&[e], 0);
-        assert!(
-            out.contains("ok: [web1] => {\n    \"msg\": \"hi\"\n}"),
-            "{out}"
-        );
-    }
-}
+#[path = "console_tests.rs"]
+mod tests;

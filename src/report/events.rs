@@ -13,22 +13,40 @@ pub enum Status {
     Unreachable,
 }
 
+/// A task (or handler) starting, as the banner shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskBanner {
+    /// The task's name, templated with the first host's variables.
+    pub name: String,
+    pub hosts: usize,
+    /// Which task this is (the same for every host that runs it), so that a result is
+    /// shown under its own task's banner.
+    pub key: usize,
+    /// The task runs in check mode (Ansible's `[CHECK MODE]` marker).
+    pub check_mode: bool,
+    /// Under the `free` strategy, the one host that starts the task: its results come
+    /// later, mixed with other hosts' results of other tasks.
+    pub host: Option<String>,
+}
+
 #[derive(Debug, Clone)]
 pub enum Event {
+    /// The run starts; `check` is `--check` (Ansible's `DRY RUN` marker).
+    RunStart {
+        check: bool,
+    },
     PlayStart {
         name: String,
+        /// The play runs in check mode (its `check_mode`, else `--check`).
+        check_mode: bool,
+        /// The `free` strategy: banners show with the results they head.
+        free: bool,
     },
     /// The play's pattern matched nothing.
     NoHostsMatched,
-    TaskStart {
-        name: String,
-        hosts: usize,
-    },
+    TaskStart(TaskBanner),
     /// A handler starts (Ansible's `RUNNING HANDLER [name]`).
-    HandlerStart {
-        name: String,
-        hosts: usize,
-    },
+    HandlerStart(TaskBanner),
     /// A host's loop was expanded: this many more results than a plain task's one to wait
     /// for (progress display); `host` as its results name it.
     ItemsPlanned {
@@ -57,6 +75,9 @@ pub enum Event {
     },
     /// One result: a whole task on a host, or one loop item when `item` is set.
     HostResult(HostResult),
+    /// A loop with a failed item ended: its task's own result after the items' (with
+    /// data for the console to dump only where Ansible's callback dumps one: debug's).
+    LoopFailed(HostResult),
     /// A dynamic include loaded `file` (a path, or a role's name) for these hosts, whose
     /// tasks run next (Ansible's `included: FILE for h1, h2`); `item` for a loop's item.
     Included {
@@ -98,6 +119,26 @@ pub struct HostResult {
     pub verbose_always: bool,
     /// The task's place, for the error block above a failure; `None` outside a playbook.
     pub origin: Option<super::task_error::TaskOrigin>,
+}
+
+/// Ansible's `_ansible_verbose_override`, in a result's data: the result (gathered facts)
+/// is whole for the ad-hoc display, which prints it, while a playbook's display never
+/// dumps it, even with -v, and shows only its warnings.
+pub const VERBOSE_OVERRIDE: &str = "_ansible_verbose_override";
+
+impl HostResult {
+    /// The result as a playbook's display and its JSON stream show it: a result under
+    /// [`VERBOSE_OVERRIDE`] keeps only its warnings and deprecations.
+    pub fn for_playbook(&self) -> std::borrow::Cow<'_, HostResult> {
+        if !self.data.contains_key(VERBOSE_OVERRIDE) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut shown = self.clone();
+        shown
+            .data
+            .retain(|k, _| k == "warnings" || k == "deprecations");
+        std::borrow::Cow::Owned(shown)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

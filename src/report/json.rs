@@ -45,19 +45,19 @@ impl<W: Write> JsonReporter<W> {
 
     pub fn handle(&mut self, event: &Event) {
         let line = match event {
-            Event::PlayStart { name } => {
+            Event::PlayStart { name, .. } => {
                 self.play = Some(name.clone());
                 self.task = None;
                 json!({"event": "play_start", "play": name})
             }
             Event::NoHostsMatched => json!({"event": "no_hosts_matched", "play": self.play}),
-            Event::TaskStart { name, hosts } | Event::HandlerStart { name, hosts } => {
-                self.task = Some(name.clone());
+            Event::TaskStart(banner) | Event::HandlerStart(banner) => {
+                self.task = Some(banner.name.clone());
                 json!({
                     "event": "task_start",
-                    "task": name,
-                    "hosts": hosts,
-                    "handler": matches!(event, Event::HandlerStart { .. }),
+                    "task": banner.name,
+                    "hosts": banner.hosts,
+                    "handler": matches!(event, Event::HandlerStart(_)),
                 })
             }
             Event::HostResult(r) => json!({
@@ -67,7 +67,7 @@ impl<W: Write> JsonReporter<W> {
                 "status": status_name(r.status),
                 "item": r.item,
                 "ignored": r.ignored,
-                "result": r.data,
+                "result": r.for_playbook().data,
             }),
             Event::Retry {
                 host,
@@ -117,7 +117,12 @@ impl<W: Write> JsonReporter<W> {
             }
             Event::CustomStats(stats) => json!({"event": "custom_stats", "stats": stats}),
             // Progress and bootstrap details are for eyes, not for machines.
-            Event::ItemsPlanned { .. } | Event::AgentReady { .. } | Event::Verbose { .. } => {
+            // The items' results carry the loop's failure already.
+            Event::ItemsPlanned { .. }
+            | Event::AgentReady { .. }
+            | Event::Verbose { .. }
+            | Event::RunStart { .. }
+            | Event::LoopFailed(_) => {
                 return;
             }
         };
@@ -153,7 +158,7 @@ fn host_stats(s: &HostStats) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::events::HostResult;
+    use crate::report::events::{HostResult, TaskBanner};
 
     fn lines(events: &[Event]) -> Vec<Value> {
         let mut r = JsonReporter::new(Vec::new());
@@ -170,11 +175,16 @@ mod tests {
     #[test]
     fn one_object_per_event_with_the_task_on_each_result() {
         let out = lines(&[
-            Event::PlayStart { name: "web".into() },
-            Event::TaskStart {
+            Event::PlayStart {
+                name: "web".into(),
+                check_mode: false,
+                free: false,
+            },
+            Event::TaskStart(TaskBanner {
                 name: "Create".into(),
                 hosts: 1,
-            },
+                ..TaskBanner::default()
+            }),
             Event::ItemsPlanned {
                 host: "h1".into(),
                 count: 3,
@@ -220,10 +230,11 @@ mod tests {
 
     #[test]
     fn handlers_are_tasks_flagged_as_handlers() {
-        let out = lines(&[Event::HandlerStart {
+        let out = lines(&[Event::HandlerStart(TaskBanner {
             name: "restart".into(),
             hosts: 2,
-        }]);
+            ..TaskBanner::default()
+        })]);
         assert_eq!(out[0]["handler"], json!(true));
         assert_eq!(out[0]["task"], json!("restart"));
     }

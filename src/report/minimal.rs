@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use console::Style;
 use serde_json::{Map, Value};
 
-use super::console::{PythonCompact, render_diffs, sort_keys, terminal_colors};
+use super::console::{render_diffs, terminal_colors};
 use super::events::{Event, HostResult, Status};
+use super::result_dump::{PythonCompact, sort_keys};
 use super::task_error::{self, short_name};
 use super::warnings::Warnings;
 

@@ -6,5 +6,6 @@ pub mod json;
 pub mod merged_recap;
 pub mod minimal;
 pub mod progress;
+pub mod result_dump;
 pub mod task_error;
 pub mod warnings;

@@ -191,7 +191,7 @@ fn line_context(file: &Path, line: usize) -> String {
 
 /// The path as Python's `os.path.abspath` makes it, which Ansible's origins show: joined
 /// to the working directory and `.`/`..` taken out without following links.
-fn absolute(path: &Path) -> PathBuf {
+pub(super) fn absolute(path: &Path) -> PathBuf {
     let joined = match std::env::current_dir() {
         Ok(cwd) if path.is_relative() => cwd.join(path),
         _ => path.to_path_buf(),
@@ -352,6 +352,46 @@ mod tests {
         assert!(
             block.ends_with(&format!("Syntax error\nOrigin: {}\n", template.display())),
             "{block}"
+        );
+    }
+
+    /// An error about one of the task's values (include_role's missing role) is shown
+    /// alone at the value, as ansible-core 2.21.5 shows it.
+    #[test]
+    fn an_error_about_a_value_is_shown_at_the_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let task_file = dir.path().join("pb.yml");
+        std::fs::write(
+            &task_file,
+            "- hosts: all\n  tasks:\n    - include_role:\n        name: nope\n",
+        )
+        .unwrap();
+        let mut data = Map::new();
+        data.insert("msg".into(), "The role 'nope' was not found in: /r".into());
+        let origin = TaskOrigin {
+            controller_action: false,
+            location: Location {
+                file: Arc::from(task_file.as_path()),
+                line: 3,
+                column: 7,
+            },
+            action: "include_role".into(),
+            cause: Some(ErrorCause {
+                message: "The role 'nope' was not found in: /r".into(),
+                file: task_file.clone(),
+                line: Some(4),
+                column: Some(15),
+                alone: true,
+            }),
+        };
+        assert_eq!(
+            error_block(Status::Failed, &origin, &data).unwrap(),
+            format!(
+                "[ERROR]: The role 'nope' was not found in: /r\nOrigin: {}:4:15\n\n\
+                 2   tasks:\n3     - include_role:\n4         name: nope\n                \
+                 ^ column 15\n",
+                task_file.display()
+            )
         );
     }
 

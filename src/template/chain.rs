@@ -38,7 +38,8 @@ pub fn may_need_rewrite(source: &str) -> bool {
         || source.contains(FQCN_PREFIX)
         || source.contains("defined")
         || source.contains("d(")
-        || source.contains("mandatory"))
+        || source.contains("mandatory")
+        || source.contains("unvault"))
         && !source.contains("{% raw")
         && !source.contains("{%- raw")
 }
@@ -86,7 +87,7 @@ pub fn rewrite_template(source: &str) -> String {
 }
 
 /// Where `close` ends a tag body, skipping string literals that may contain it.
-fn tag_end(body: &str, close: &str) -> Option<usize> {
+pub(super) fn tag_end(body: &str, close: &str) -> Option<usize> {
     let bytes = body.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -149,7 +150,15 @@ pub fn rewrite_expr(expr: &str) -> String {
             continue;
         }
         let (end, keys) = parse_chain(expr, i);
-        if !keys.is_empty() && feeds_undefined_check(&expr[end..]) {
+        let name = &expr[i..i + ident_len(bytes, i)];
+        if keys.is_empty() && feeds_unvault(&expr[end..]) && !NOT_VARIABLES.contains(&name) {
+            out.push_str(&expr[copied..i]);
+            out.push_str(&format!(
+                "{}('{name}')",
+                super::vault_filters::SOURCE_FUNCTION
+            ));
+            copied = end;
+        } else if !keys.is_empty() && feeds_undefined_check(&expr[end..]) {
             out.push_str(&expr[copied..i]);
             out.push_str(CHAIN_FN);
             out.push('(');
@@ -244,6 +253,23 @@ fn matching_bracket(bytes: &[u8], open: usize) -> Option<usize> {
     None
 }
 
+/// Words that read like variable names but are constants or operators.
+const NOT_VARIABLES: &[&str] = &[
+    "true", "false", "none", "True", "False", "None", "not", "and", "or", "in", "is", "if", "else",
+];
+
+/// Is the text after a name `| unvault` (a variable whose inline `!vault` value may be
+/// one the run cannot decrypt, which only `unvault` may still open)?
+fn feeds_unvault(after: &str) -> bool {
+    let Some(f) = after.trim_start().strip_prefix('|') else {
+        return false;
+    };
+    let f = f.trim_start();
+    let f = f.strip_prefix(FQCN_PREFIX).unwrap_or(f);
+    f.strip_prefix("unvault")
+        .is_some_and(|r| r.as_bytes().first().is_none_or(|&b| !is_ident(b)))
+}
+
 /// Is the text after a chain `| default`, `| d`, `| mandatory`,
 /// `is [not] defined/undefined`?
 fn feeds_undefined_check(after: &str) -> bool {
@@ -308,6 +334,23 @@ mod tests {
             rewrite_expr("hostvars[h].v | default(omit)"),
             "__tp_chain(hostvars, (h), 'v') | default(omit)"
         );
+    }
+
+    #[test]
+    fn a_bare_name_feeding_unvault_is_read_through_the_vault_source() {
+        assert_eq!(
+            rewrite_expr("v|unvault(pw) == x | ansible.builtin.unvault('p')"),
+            "__tp_vault_source('v')|unvault(pw) == __tp_vault_source('x') | unvault('p')"
+        );
+        for expr in [
+            "a.b | unvault(pw)",
+            "lookup('file', f) | unvault(pw)",
+            "v | unvaulted",
+            "'v' | unvault(pw)",
+            "none | unvault(pw)",
+        ] {
+            assert_eq!(rewrite_expr(expr), expr);
+        }
     }
 
     #[test]

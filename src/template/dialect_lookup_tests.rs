@@ -51,6 +51,29 @@ fn lookups() {
         r("{{ lookup('env', 'TURBO_PLAY_SURELY_UNSET', default='d') }}"),
         "d"
     );
+    // ansible-core 2.21.5: an undefined default makes the lookup undefined, `undef()`'s
+    // saying which variable is not set; the origin of what it returns is the variable.
+    let cause = |text: &str| t.render_str(text, &vars).unwrap_err().cause();
+    assert_eq!(
+        cause("{{ lookup('env', 'TURBO_PLAY_SURELY_UNSET', default=undef()) }}"),
+        "The environment variable 'TURBO_PLAY_SURELY_UNSET' is not set."
+    );
+    assert_eq!(
+        cause("{{ lookup('env', 'TURBO_PLAY_SURELY_UNSET', default=undef('custom')) }}"),
+        "custom"
+    );
+    assert_eq!(
+        cause("{{ lookup('env', 'TURBO_PLAY_SURELY_UNSET', default=bogus_var) }}"),
+        "'bogus_var' is undefined"
+    );
+    assert_eq!(
+        r("{{ lookup('env', 'HOME') | ansible._protomatter.origin }}"),
+        "<environment variable 'HOME'>"
+    );
+    assert!(
+        t.render_str("{{ 'written' | ansible._protomatter.origin }}", &vars)
+            .is_err()
+    );
     assert_eq!(r("{{ lookup('template', 't.j2') }}"), "name=alice\n");
     assert_eq!(
         v("{{ lookup('fileglob', '*.conf', wantlist=True) | map('basename') | list }}"),

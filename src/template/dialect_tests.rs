@@ -377,7 +377,7 @@ fn data_format_filters() {
     );
     assert_eq!(
         r("{{ {'b': {'c': [1]}} | to_nice_yaml }}"),
-        "b:\n    c:\n    -   1\n"
+        "b:\n    c:\n    - 1\n"
     );
     assert_eq!(
         v("'a: 1\nb: [x, yes]\n' | from_yaml"),

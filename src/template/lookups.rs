@@ -381,13 +381,37 @@ fn unvault(terms: &[MjValue], base: &SearchPath) -> Result<Vec<MjValue>, MjError
         .collect()
 }
 
+/// `lookup('env', NAME..., default='')`: an unset variable is the default; `undef()`
+/// there (no hint of its own) says which variable was not set.
 fn env(terms: &[MjValue], kwargs: &Kwargs) -> Result<Vec<MjValue>, MjError> {
-    let default: Option<MjValue> = kwargs.get("default")?;
+    use super::hinted_undefined;
+    // An undefined default (a variable that is not set) is kept: the lookup's value is
+    // then undefined, and the expression says which variable.
+    let default: Option<MjValue> = if kwargs.has("default") {
+        Some(kwargs.get::<MjValue>("default")?)
+    } else {
+        None
+    };
     Ok(term_texts(terms)
         .iter()
-        .map(|name| match std::env::var(name) {
-            Ok(v) => MjValue::from(v),
-            Err(_) => default.clone().unwrap_or_else(|| MjValue::from("")),
+        .map(|term| {
+            let name = term.split_whitespace().next().unwrap_or_default();
+            let value = match std::env::var(name) {
+                Ok(v) => MjValue::from(v),
+                Err(_) => default.clone().unwrap_or_else(|| MjValue::from("")),
+            };
+            if hinted_undefined::hint(&value).as_deref() == Some(hinted_undefined::NO_HINT) {
+                return hinted_undefined::hinted(&format!(
+                    "The environment variable '{name}' is not set."
+                ));
+            }
+            if let Some(text) = value.as_str() {
+                super::protomatter::remember_origin(
+                    text,
+                    format!("<environment variable '{name}'>"),
+                );
+            }
+            value
         })
         .collect())
 }

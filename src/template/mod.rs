@@ -25,6 +25,7 @@ mod embedded;
 mod file_options;
 pub use file_options::{Delimiters, TextOptions};
 mod filters;
+pub(crate) mod hinted_undefined;
 pub use filters::{python_repr_json, python_repr_of, python_str, python_type};
 mod csvfile_lookup;
 pub(crate) mod ini_lookup;
@@ -33,11 +34,13 @@ mod lookup_tests;
 mod lookups;
 mod math_filters;
 mod missing_attribute;
+mod mutable;
 mod native;
 mod password_lookup;
 mod python_plugins;
 pub use python_plugins::to_plugin_json;
 mod prng;
+mod protomatter;
 pub(crate) mod pyregex;
 mod regex_filters;
 mod sequence;
@@ -229,6 +232,12 @@ impl Templar {
                     out.write_str(s)
                 }
                 None if value.is_none() => Ok(()),
+                None if value.kind() == minijinja::value::ValueKind::Invalid => {
+                    return Err(match hinted_undefined::hint(value) {
+                        Some(hint) => hinted_undefined::error(&hint),
+                        None => MjError::new(ErrorKind::InvalidOperation, value.to_string()),
+                    });
+                }
                 // Text cannot hold an undefined value: `{{ [x] }} and more` fails on `x`
                 // as `{{ x }} and more` does.
                 None if native::holds_undefined(value) => {
@@ -250,10 +259,11 @@ impl Templar {
         tests::register(&mut env);
         lookups::register(&mut env, base_dir.clone(), None, None);
         vault_filters::register(&mut env);
+        protomatter::register(&mut env);
         env.add_function(chain::CHAIN_FN, chain::chain);
+        env.add_function(mutable::MUTABLE_FN, mutable::mutable);
+        hinted_undefined::register(&mut env);
         env.add_function(embedded::EMBEDDED_FN, embedded::embedded);
-        // Ansible's `undef(hint)`: an undefined value, for defaults that must stay unset.
-        env.add_function("undef", |_hint: Option<String>| MjValue::UNDEFINED);
         env.add_function(crate::yaml::UNSAFE_FUNCTION, |hex: String| {
             crate::yaml::unsafe_text(&hex).ok_or_else(|| {
                 minijinja::Error::new(
@@ -352,6 +362,9 @@ impl Templar {
             let value = expr
                 .eval(vars)
                 .map_err(|e| self.expr_error(e, &compiled_source, s, vars))?;
+            if let Some(hint) = hinted_undefined::hint(&value) {
+                return Err(hinted_error(hint, inner, s));
+            }
             if value.is_undefined() || native::holds_undefined(&value) {
                 let name = self.undefined_name_in_expr(&compiled_source, vars);
                 return Err(self.undefined_error(name, &[inner], inner.trim(), s, vars));
@@ -462,6 +475,8 @@ impl Templar {
         } else {
             source
         };
+        let source = mutable::rewrite_sets(source);
+        let source = source.as_ref();
         let recording = native::Recording::start(native);
         let rendered = engine_guarded(shown, || env.render_str(source, vars))?
             .map_err(|e| self.template_error(e, source, vars).shown_as(shown))?;
@@ -573,6 +588,9 @@ impl Templar {
         let value = compiled
             .eval(vars)
             .map_err(|e| self.expr_error(e, &compiled_source, shown, vars))?;
+        if let Some(hint) = hinted_undefined::hint(&value) {
+            return Err(hinted_error(hint, bare, shown));
+        }
         if value.is_undefined() {
             let name = self.undefined_name_in_expr(&compiled_source, vars);
             return Err(self.undefined_error(name, &[bare], bare.trim(), shown, vars));
@@ -646,6 +664,10 @@ impl Templar {
     }
 
     fn template_error(&self, e: MjError, source: &str, vars: &MjValue) -> TemplateError {
+        // A hinted undefined value printed (the formatter's error): its hint is the error.
+        if let Some(hint) = hinted_undefined::hint_of_error(&e) {
+            return hinted_error(hint.to_string(), source.trim(), source);
+        }
         if e.kind() == ErrorKind::UndefinedError || is_undefined_operand(&e) {
             let name = e
                 .range()
@@ -701,6 +723,15 @@ impl Templar {
             }
         }
         None
+    }
+}
+
+/// The error of an expression whose value is a hinted undefined one: its hint.
+fn hinted_error(hint: String, expr: &str, shown: &str) -> TemplateError {
+    TemplateError::Undefined {
+        name: expr.trim().to_string(),
+        expr: shown.to_string(),
+        missing: Some(hint),
     }
 }
 

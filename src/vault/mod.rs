@@ -222,5 +222,14 @@ pub fn inline_expression(envelope: &str, origin: &str) -> String {
     )
 }
 
+/// The envelope (on one line) of a value that is exactly an [`inline_expression`], as
+/// an unresolved variable keeps it.
+pub fn inline_envelope(text: &str) -> Option<&str> {
+    let call = text.strip_prefix("{{ ")?.strip_suffix(" }}")?;
+    let args = call.strip_prefix(INLINE_FUNCTION)?.strip_prefix("('")?;
+    let (envelope, rest) = args.split_once("', '")?;
+    rest.ends_with("')").then_some(envelope)
+}
+
 #[cfg(test)]
 mod tests;

@@ -141,6 +141,8 @@ fn inline_values_travel_as_one_line() {
     let start = expr.find('\'').unwrap() + 1;
     let end = start + expr[start..].find('\'').unwrap();
     let one_line = &expr[start..end];
+    assert_eq!(inline_envelope(&expr), Some(one_line));
+    assert_eq!(inline_envelope(&format!("{expr} and more")), None);
     assert_eq!(
         vault(&[("dev", "dev-secret")])
             .decrypt(one_line.as_bytes())

@@ -273,3 +273,30 @@ fn version_is_ansibles_shape_with_the_config_file() {
         Some(format!("  config file = {}", config.display()).as_str())
     );
 }
+
+/// ansible 2.21 prints setup's facts in full (its minimal callback dumps the result), where
+/// a playbook's display never shows them, not even with -v or in `--json`.
+#[test]
+fn setup_prints_the_facts_ad_hoc_but_never_in_a_playbook() {
+    let hosts = LocalHosts::new(&["h1"]);
+    let out = ansible(&hosts, &["h1", "-m", "setup", "-a", "gather_subset=!all"]);
+    out.assert_code(0);
+    let json = out
+        .stdout
+        .strip_prefix("h1 | SUCCESS => ")
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    let result: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(result["ansible_facts"]["ansible_system"], "Linux");
+    assert_eq!(result["changed"], false);
+    assert!(result.get("_ansible_verbose_override").is_none(), "{json}");
+
+    for flag in ["-v", "--json"] {
+        let out = TestRun::new()
+            .playbook("- hosts: all\n  tasks: []\n")
+            .local_hosts(&hosts)
+            .arg(flag)
+            .run();
+        out.assert_code(0);
+        assert!(!out.stdout.contains("ansible_system"), "{}", out.stdout);
+    }
+}

@@ -440,3 +440,48 @@ fn ansible_verbosity_is_the_count_of_v() {
         assert_eq!(echoed, expected);
     }
 }
+
+/// ansible-playbook 2.21's exit code per kind of error before a run: argparse's 2 for a
+/// usage error (unknown flag, no playbook, `-f 0`), 1 for a file it cannot read (the
+/// playbook, `-e @file`, a password file), 4 for `-e` text that does not parse, 5 for
+/// `-e` data that is no mapping.
+#[test]
+fn errors_before_a_run_exit_with_ansibles_code_for_their_kind() {
+    let code = |args: &[&str]| {
+        TestRun::new()
+            .file(
+                "ok.yml",
+                "- hosts: localhost\n  gather_facts: false\n  tasks: []\n",
+            )
+            .file("list.yml", "[1, 2]\n")
+            .args(&["-i", "localhost,"])
+            .args(args)
+            .run()
+    };
+    for (args, expected) in [
+        (&["--bogus", "ok.yml"][..], 2),
+        (&[][..], 2),
+        (&["-f", "0", "ok.yml"][..], 2),
+        (&["missing.yml"][..], 1),
+        (&["-e", "@missing.yml", "ok.yml"][..], 1),
+        (&["--become-password-file", "/nonexistent", "ok.yml"][..], 1),
+        (&["-e", "{a:", "ok.yml"][..], 4),
+        (&["-e", "@list.yml", "ok.yml"][..], 5),
+        (&["-e", "[1, 2]", "ok.yml"][..], 5),
+    ] {
+        let out = code(args);
+        assert_eq!(out.code, expected, "{args:?}: {}", out.stderr);
+    }
+    let out = code(&["-f", "0", "ok.yml"]);
+    assert_contains(
+        &out.stderr,
+        "The number of processes (--forks) must be >= 1",
+        &out,
+    );
+    let out = code(&["missing.yml"]);
+    assert_contains(
+        &out.stderr,
+        "the playbook: missing.yml could not be found",
+        &out,
+    );
+}

@@ -208,3 +208,45 @@ fn gathering_setting_decides_which_plays_gather() {
     let out = run("implicit");
     assert_eq!(out.stdout.matches("TASK [Gathering Facts]").count(), 3);
 }
+
+/// ansible-playbook 2.21.5 on the same play: `ansible_facts_modules` names the modules
+/// fact gathering runs (a `library/` module and setup), their facts merged; a module that
+/// is not setup is not given the subset, and says so.
+#[test]
+fn ansible_facts_modules_run_their_modules_and_merge_the_facts() {
+    if !std::path::Path::new("/usr/bin/python3").is_file() {
+        eprintln!("skipped: no /usr/bin/python3 to run the facts module with");
+        return;
+    }
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(
+            "- hosts: all
+  gather_facts: true
+  gather_subset: [min]
+  vars:
+    ansible_facts_modules: [custom_facts, setup]
+    ansible_python_interpreter: /usr/bin/python3
+  tasks:
+    - copy:
+        content: \"{{ custom_fact }} {{ ansible_facts.custom_fact }} {{ ansible_system }}\"
+        dest: ~/facts
+",
+        )
+        .file(
+            "library/custom_facts.py",
+            "#!/usr/bin/python\nimport json\nprint(json.dumps({\"ansible_facts\": {\"custom_fact\": \"required\"}}))\n",
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    assert_contains(
+        &out,
+        "[WARNING]: Not passing subset(['min']) to custom_facts",
+    );
+    assert_eq!(out.recap("h"), recap(2, 1));
+    assert_eq!(
+        file_text(&hosts.home().join("facts")),
+        "required required Linux"
+    );
+}

@@ -218,3 +218,35 @@ fn file_recurse_and_the_default_state_as_ansible() {
         [0o751, 0o750, 0o750, 0o750, 0o777]
     );
 }
+
+/// A written file's registered result is the copy module's, as ansible-playbook 2.21.5
+/// registers it: `src` under the login user's `~/.ansible/tmp` with the destination's
+/// extension, and `md5sum`; an unchanged one's is the file module's (`path`, no `src`).
+#[test]
+fn copy_results_name_the_staged_source_then_the_path() {
+    let hosts = SshHosts::start(&["h"]);
+    let home = hosts.user("h").home.clone();
+    let playbook = format!(
+        "{PLAY_HEAD}  tasks:
+    - copy: content=foo dest=~/out.conf
+      register: written
+    - copy: content=foo dest=~/out.conf
+      register: kept
+    - assert:
+        that:
+          - written.src.startswith('{home}/.ansible/tmp/ansible-tmp-')
+          - written.src.endswith('/.source.conf')
+          - written.md5sum == 'acbd18db4cc2f85cedef654fccc4a4d8'
+          - written.checksum == '0beec7b5ea3f0fdbc95d0dd47f3c5bc275da8a33'
+          - kept.path == '{home}/out.conf' and kept.dest == kept.path
+          - kept.src is not defined and kept.md5sum is not defined
+",
+        home = home.display()
+    );
+    let out = TestRun::new()
+        .playbook(&playbook)
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(out.recap("h"), recap(3, 1), "{}", out.stdout);
+}

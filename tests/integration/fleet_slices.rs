@@ -101,7 +101,8 @@ fn slices_reach_every_host_once_and_their_logs_merge_into_one_runs_recap() {
 fn bad_slices_and_unfinished_logs_are_refused_with_the_fix() {
     let hosts = LocalHosts::new(&["h1"]);
     let out = run(&hosts, &["--slice", "4/3"]);
-    out.assert_code(5);
+    // A bad flag value is a usage error, as argparse's.
+    out.assert_code(2);
     assert!(
         out.stderr.contains(
             "--slice 4/3: K is out of range; give K/N with 1 <= K <= N, e.g. --slice 2/4 for the second of four slices"

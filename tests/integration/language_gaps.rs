@@ -607,3 +607,36 @@ fn a_templated_action_name_is_resolved_per_host_when_the_task_runs() {
     assert_eq!(out.recap("h1").ok, 5, "{}", out.stdout);
     assert_eq!(out.recap("h2").ignored, 1, "{}", out.stdout);
 }
+
+/// ansible-playbook 2.21.5 on the same template: a dict and a list a template sets
+/// change in place (`update`, `append`), as Python's do, and `hostvars[host]` holds the
+/// host's variables but not `omit`.
+#[test]
+fn a_template_builds_a_dict_and_a_list_in_place_from_hostvars() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  tasks:
+    - copy:
+        dest: ~/collected
+        content: |
+          {{% set found = {{}} %}}
+          {{% set names = [] %}}
+          {{% for key, value in hostvars[inventory_hostname].items() %}}
+          {{% if key is search('^from_') or key == 'omit' %}}
+          {{% set _ = found.update({{key: value}}) %}}
+          {{% set _ = names.append(key) %}}
+          {{% endif %}}
+          {{% endfor %}}
+          {{{{ found }}}} {{{{ names | sort }}}}
+"
+        ))
+        .local_hosts(&hosts)
+        .args(&["-e", "from_cli=3", "-e", "{\"from_json\": [1]}"])
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(hosts.home().join("collected")).unwrap(),
+        "{'from_cli': '3', 'from_json': [1]} ['from_cli', 'from_json']\n"
+    );
+}

@@ -13,6 +13,7 @@ mod conditionals;
 mod connection;
 mod control_flow;
 mod debian_targets;
+mod display_options;
 mod dynamic_includes;
 mod everyday_modules;
 mod facts;

@@ -208,7 +208,7 @@ fn a_missing_role_stops_before_connecting() {
     assert_ne!(out.code, 0);
     let dir = out_dir_text(&out);
     assert!(
-        dir.contains("site.yml:3:13: the role 'nope' was not found in "),
+        dir.contains("site.yml:3:13: The role 'nope' was not found in: "),
         "{dir}"
     );
     assert!(dir.contains("3 |     - role: nope"), "{dir}");

@@ -82,7 +82,7 @@ b64=aGk=
 name=nginx.conf
 ternary=many
 yaml=k:
--   1
+- 1
 ",
         "{}",
         out.stdout

@@ -472,3 +472,56 @@ fn an_encrypted_file_that_fails_to_load_is_not_quoted() {
     assert_contains(&out, "a variables file must be a mapping, got a string");
     assert_not_contains(&out, "hunter2");
 }
+
+/// ansible-playbook 2.21.5 on the same play: a variable that reads an undecryptable
+/// value fails where it is used, `unvault` opens a vaulted value with the password it is
+/// given (one no secret of the run decrypts too, and a wrong one fails even where the
+/// run's secret decrypted it), and `vault(..., wrap_object=True)` makes a vaulted value.
+#[test]
+fn unvault_opens_vaulted_values_with_its_own_password() {
+    let hosts = LocalHosts::new(&["web1"]);
+    let out = vault_run(&hosts)
+        .file("group_vars/all/vault.yml", "")
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  vars_files: [inline.yml]
+  vars:
+    holder:
+      fine: yes
+      bang: "{{ inline_prod }}"
+  tasks:
+    - debug: var=holder
+      ignore_errors: true
+      register: shown
+    - debug:
+        msg:
+          - "{{ shown is failed }}"
+          - "{{ inline_prod | unvault('prod-secret') }}"
+          - "{{ inline_dev | unvault('dev-secret') }}"
+          - "{{ 'x' | vault('pw', wrap_object=True) is ansible._protomatter.tagged_with('VaultedValue') }}"
+          - "{{ 'x' | vault('pw') is ansible._protomatter.tagged_with('VaultedValue') }}"
+    - debug:
+        msg: "{{ inline_dev | unvault('wrong') }}"
+      ignore_errors: true
+"#,
+        )
+        .args(&["--vault-id", "dev@dev.pass"])
+        .run();
+    out.assert_code(0);
+    assert_contains(
+        &out,
+        "Attempt to use undecryptable variable: Decryption failed (no vault secrets were found that could decrypt)",
+    );
+    assert_not_contains(&out, "__tp_vault_inline");
+    assert_contains(
+        &out,
+        "\"msg\": [\n        true,\n        \"inline-prod-value\",\n        \"inline-dev-value\",\n        true,\n        false\n    ]",
+    );
+    assert_contains(
+        &out,
+        "Unable to decrypt: Decryption failed (no vault secrets were found that could decrypt).",
+    );
+    let recap = out.recap("web1");
+    assert_eq!((recap.ok, recap.failed, recap.ignored), (3, 0, 2));
+}

@@ -176,7 +176,7 @@ pub(crate) async fn run(
                     if let Some(deprecation) = super::vars_dict::take_deprecation(&run.vars) {
                         outcome::add_deprecation(&mut outcome, deprecation);
                     }
-                    if task.module.name() == "setup" {
+                    if matches!(task.module.name(), "setup" | "gather_facts") {
                         crate::modules::with_task_environment(&mut outcome, &run.env);
                     }
                     inject_invocation(

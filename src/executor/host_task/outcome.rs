@@ -11,7 +11,7 @@ use super::super::task_state;
 use super::{HostState, RunContext};
 use crate::modules::{Effect, FactsLayer, Shown, TaskOutcome};
 use crate::playbook::Task;
-use crate::report::events::{Event, HostResult, Status};
+use crate::report::events::{Event, HostResult, Status, VERBOSE_OVERRIDE};
 use crate::report::task_error::TaskOrigin;
 
 /// What the output shows for an item: its `loop_control.label` when set, else the item.
@@ -114,7 +114,9 @@ pub(super) fn finish_loop(
         let (label, shown) = if task.keywords.no_log || outcome.no_log {
             (label_shown(task, label), censored(task, &outcome))
         } else {
-            let own_data = task.module.caps().shown == Shown::OwnData;
+            // A failed debug item goes whole: its error comes from all of it, and the
+            // console cleans what it dumps as Ansible's callback does.
+            let own_data = task.module.caps().shown == Shown::OwnData && !outcome.failed;
             let mut shown = if own_data {
                 debug_shown(&data)
             } else {
@@ -188,6 +190,23 @@ pub(super) fn finish_loop(
             verbose_always: false,
             origin: Some(TaskOrigin::of(task).caused_by(summary.cause.clone())),
         }));
+    } else if any_failed {
+        // Ansible's callback cleans a debug result to its message, so a debug loop's
+        // failure is dumped once more as the task's own; other loops only say
+        // `...ignoring`.
+        let mut shown = Map::new();
+        if task.module.caps().shown == Shown::OwnData && !task.keywords.no_log {
+            shown.insert("msg".into(), "One or more items failed".into());
+        }
+        ctx.emit(Event::LoopFailed(HostResult {
+            host: shown_host(host, delegate),
+            status: Status::Failed,
+            item: None,
+            data: shown,
+            ignored: task.ignore_errors,
+            verbose_always: false,
+            origin: Some(TaskOrigin::of(task)),
+        }));
     }
     let mut data = summary.registered();
     let msg = data.shift_remove("msg");
@@ -227,12 +246,11 @@ pub(in crate::executor) fn finish_task(
     } else if is_debug && !outcome.failed {
         outcome.data.clone()
     } else if shown_as == Shown::Nothing && !outcome.failed {
-        // Ansible never prints gathered facts, even with -v (`_ansible_verbose_override`),
-        // but still says their warnings.
-        data.iter()
-            .filter(|(k, _)| *k == "warnings" || *k == "deprecations")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+        // Ansible's playbook display never prints gathered facts, even with -v, but its
+        // ad-hoc display does: the reporter decides.
+        let mut all = data.clone();
+        all.insert(VERBOSE_OVERRIDE.into(), Value::Bool(true));
+        all
     } else {
         data.clone()
     };

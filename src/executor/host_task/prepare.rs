@@ -478,6 +478,9 @@ pub(super) fn plan_context<'a>(
         timeout: None,
         delegated: task.keywords.delegate_to.is_some(),
         backend_defaults: None,
+        modules: Some(&ctx.opts.load_options),
+        facts_modules: ctx.opts.facts_modules.as_deref(),
+        module_defaults: &task.keywords.module_defaults,
         delegate_to: task.keywords.delegate_to.as_ref().and_then(|raw| {
             ctx.templar
                 .render_str(raw, vars)
@@ -713,27 +716,12 @@ fn module_defaults(
     vars: &minijinja::Value,
     given: &Map<String, Value>,
 ) -> Result<Map<String, Value>, String> {
-    let defaults = match defaults {
-        Value::String(_) => ctx
-            .templar
-            .render_value(defaults, vars)
-            .map_err(|e| template_failure(task, &e))?,
-        other => other.clone(),
-    };
-    let Value::Object(defaults) = defaults else {
-        return Err(format!(
-            "module_defaults for '{}' must resolve to a 'dict' not '{}'.",
-            task.action,
-            crate::template::python_type(&defaults)
-        ));
-    };
-    let missing: Map<String, Value> = defaults
-        .into_iter()
-        .filter(|(k, _)| !given.contains_key(k))
-        .collect();
-    ctx.templar
-        .render_map(&missing, vars)
-        .map_err(|e| template_failure(task, &e))
+    crate::playbook::templated_defaults(&ctx.templar, &task.action, defaults, vars, given).map_err(
+        |e| match e {
+            crate::playbook::DefaultsError::Template(e) => template_failure(task, &e),
+            crate::playbook::DefaultsError::NotADict(message) => message,
+        },
+    )
 }
 
 /// The task's `module_defaults` for each module its action may hand it to, templated, by

@@ -309,10 +309,13 @@ pub(super) async fn send_round(
                     }
                     other => other,
                 };
-                ItemState::Done(
-                    task.module
-                        .finish_sent(args, &op, result, check_mode(ctx, task)),
-                )
+                ItemState::Done(task.module.finish_sent(
+                    args,
+                    &op,
+                    result,
+                    check_mode(ctx, task),
+                    &session.hello().home,
+                ))
             }
             done @ ItemState::Done(_) => done,
         };

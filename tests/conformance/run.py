@@ -572,9 +572,11 @@ class Runner:
             "ANSIBLE_TEST_PYTHON_INTERPRETER": sys.executable,
         })
         env.update(env_set_aliases(read_aliases(self.source / name)))
-        # Not ansible-test's: a target must not pip-install into this machine's Pythons
-        # (a virtual environment of its own is fine); where one does, it fails instead.
-        env["PIP_REQUIRE_VIRTUALENV"] = "true"
+        # Not ansible-test's: a destructive target (its testhost a Debian host) must not
+        # pip-install into this machine's Pythons from the controller side (a virtual
+        # environment of its own is fine); where one does, it fails instead.
+        if self.testhost is not None:
+            env["PIP_REQUIRE_VIRTUALENV"] = "true"
         return env
 
 

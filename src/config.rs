@@ -62,7 +62,8 @@ pub struct Config {
     /// `[DEPRECATION WARNING]`s are shown (unset: they are).
     pub deprecation_warnings: Option<bool>,
     /// `[privilege_escalation]`: become, become_user, become_method, become_flags,
-    /// become_exe, become_ask_pass, become_password_file (and their `ANSIBLE_BECOME*`).
+    /// become_exe, become_ask_pass, become_password_file (and their `ANSIBLE_BECOME*`);
+    /// the sudo plugin's chdir.
     pub become_: BecomeConfig,
     /// `[defaults]` vault_password_file, vault_identity_list, vault_id_match,
     /// vault_identity, ask_vault_pass (and their `ANSIBLE_*`).
@@ -485,6 +486,11 @@ impl Config {
             exe: escalation("ANSIBLE_BECOME_EXE", "become_exe").map(|(v, _)| v),
             password_file: escalation("ANSIBLE_BECOME_PASSWORD_FILE", "become_password_file")
                 .map(|(v, _)| resolve_path(&v, &file_dir, home)),
+            // The sudo plugin's own option, in its own section.
+            sudo_chdir: env("ANSIBLE_SUDO_CHDIR").or_else(|| {
+                ini.entry("sudo_become_plugin", "chdir")
+                    .map(|(v, _)| v.to_string())
+            }),
         };
         config.vault = VaultConfig {
             password_file: setting("ANSIBLE_VAULT_PASSWORD_FILE", "vault_password_file")
@@ -559,6 +565,8 @@ pub struct BecomeConfig {
     pub flags: Option<String>,
     pub exe: Option<String>,
     pub password_file: Option<PathBuf>,
+    /// The sudo plugin's `sudo_chdir` (`ANSIBLE_SUDO_CHDIR`, `[sudo_become_plugin] chdir`).
+    pub sudo_chdir: Option<String>,
 }
 
 /// Ansible's `find_ini_config_file`; also the warning for a skipped world-writable

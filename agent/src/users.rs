@@ -57,6 +57,30 @@ pub fn read_passwd() -> Vec<PasswdEntry> {
     parse_passwd(&std::fs::read_to_string("/etc/passwd").unwrap_or_default())
 }
 
+/// Python's `os.path.expanduser` on this host: `~` and `~/x` against `home` (the agent
+/// user's), `~user` and `~user/x` against that user's passwd entry; an unknown user, or
+/// anything else, stays as written.
+pub fn expand_tilde(path: &str, home: &str) -> String {
+    let Some(rest) = path.strip_prefix('~') else {
+        return path.to_string();
+    };
+    let (user, tail) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+    let home = if user.is_empty() {
+        home.to_string()
+    } else {
+        match read_passwd().into_iter().find(|e| e.name == user) {
+            Some(entry) => entry.home,
+            None => return path.to_string(),
+        }
+    };
+    let joined = format!("{}{tail}", home.trim_end_matches('/'));
+    if joined.is_empty() {
+        "/".to_string()
+    } else {
+        joined
+    }
+}
+
 pub fn user_by_uid(uid: u32) -> Option<PasswdEntry> {
     read_passwd().into_iter().find(|e| e.uid == uid)
 }

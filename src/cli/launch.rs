@@ -345,6 +345,7 @@ pub fn become_defaults(
         method: args.become_method.clone().or_else(|| config.method.clone()),
         flags: config.flags.clone(),
         exe: config.exe.clone(),
+        sudo_chdir: config.sudo_chdir.clone(),
         password,
     })
 }

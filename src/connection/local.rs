@@ -267,7 +267,12 @@ impl Talk<'_> {
         use tokio::io::AsyncWriteExt;
         let failed = ConnectError::Become;
         let mut talk = Negotiation::new(self.become_, self.prompt);
-        let seconds = self.spec.connect_timeout.as_secs() + 2;
+        let seconds = self
+            .become_
+            .timeout
+            .unwrap_or(self.spec.connect_timeout)
+            .as_secs()
+            + 2;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
         let (mut out_buf, mut err_buf) = (vec![0u8; 8192], vec![0u8; 8192]);
         let mut stderr_open = stderr.is_some();

@@ -28,6 +28,11 @@ pub struct BecomeSpec {
     pub flags: Option<String>,
     /// `become_exe`; `None` means the method's own name.
     pub exe: Option<String>,
+    /// sudo's `sudo_chdir`: the directory the login shell changes to before it runs sudo.
+    pub chdir: Option<String>,
+    /// The connection's `timeout` as the task's variables set it, which (plus 2 s) bounds
+    /// the wait for the prompt; `None`: the connection's own. Not part of the session key.
+    pub timeout: Option<std::time::Duration>,
     pub password: Option<String>,
     /// su's prompts (`ansible_su_prompt_l10n`); empty means Ansible's built-in list.
     pub prompts: Vec<String>,
@@ -41,6 +46,7 @@ impl std::fmt::Debug for BecomeSpec {
             .field("user", &self.user)
             .field("flags", &self.flags)
             .field("exe", &self.exe)
+            .field("chdir", &self.chdir)
             .field("password", &self.password.as_ref().map(|_| "********"))
             .field("prompts", &self.prompts)
             .finish()
@@ -48,8 +54,9 @@ impl std::fmt::Debug for BecomeSpec {
 }
 
 impl BecomeSpec {
-    /// What keys the become session among a host's sessions: one method, user, flags, exe
-    /// and password is one session. The password counts (as a digest, never itself): a task
+    /// What keys the become session among a host's sessions: one method, user, flags, exe,
+    /// chdir, su prompts and password is one session (a task that expects other prompts
+    /// escalates anew, and may time out as it would in Ansible). The password counts (as a digest, never itself): a task
     /// with another password is another escalation, which fails when the password is
     /// wrong, as each task's own escalation does in Ansible.
     pub fn session_key(&self) -> String {
@@ -65,11 +72,13 @@ impl BecomeSpec {
             })
             .unwrap_or_default();
         format!(
-            "become|{:?}|{}|{}|{}|{password}",
+            "become|{:?}|{}|{}|{}|{}|{:?}|{password}",
             self.method,
             self.user,
             self.flags.as_deref().unwrap_or(""),
-            self.exe.as_deref().unwrap_or("")
+            self.exe.as_deref().unwrap_or(""),
+            self.chdir.as_deref().unwrap_or(""),
+            self.prompts
         )
     }
 }
@@ -144,7 +153,15 @@ fn sudo_command(spec: &BecomeSpec, script: &str, prompt: &str) -> String {
         prompt_flag = format!("-p \"{prompt}\"");
     }
     let user = shell_quote(&spec.user);
+    // As the sudo plugin's `sudo_chdir`: `cd DIR && sudo ...`, so a missing directory
+    // fails the escalation with the shell's words.
+    let chdir = spec
+        .chdir
+        .as_deref()
+        .map(|dir| format!("cd {} &&", shell_quote(dir)))
+        .unwrap_or_default();
     [
+        &chdir,
         exe,
         flags.trim(),
         &prompt_flag,
@@ -158,20 +175,46 @@ fn sudo_command(spec: &BecomeSpec, script: &str, prompt: &str) -> String {
     .join(" ")
 }
 
-/// `-n` removed from sudo's flags, also from a group like `-nH` (Ansible's
-/// `flags.replace('n', '')` on the short-option groups).
+/// sudo's flags when a password is to be typed, as Ansible's sudo plugin rewrites them:
+/// the words `-n` and `--non-interactive` dropped, and from a short-option word the last
+/// `n` of its leading letters (`-nH` is `-H`), the words split and joined again as
+/// Python's shlex does.
 fn without_non_interactive(flags: &str) -> String {
-    flags
-        .split_whitespace()
-        .filter_map(|word| {
+    let words = crate::shell_words::split(flags).unwrap_or_else(|_| {
+        flags
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    });
+    words
+        .into_iter()
+        .filter(|word| word != "-n" && word != "--non-interactive")
+        .map(|word| {
             if word.starts_with("--") || !word.starts_with('-') {
-                return Some(word.to_string());
+                return word;
             }
-            let rest: String = word[1..].chars().filter(|c| *c != 'n').collect();
-            (!rest.is_empty()).then(|| format!("-{rest}"))
+            // The leading run of word characters after the dash.
+            let run_end = word[1..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(word.len(), |i| i + 1);
+            match word[1..run_end].rfind('n') {
+                Some(i) => format!("{}{}", &word[..i + 1], &word[i + 2..]),
+                None => word,
+            }
         })
+        .map(|word| python_shell_quote(&word))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Python's `shlex.quote`: a word of safe characters as it is, else single-quoted.
+fn python_shell_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        shell_quote(word)
+    }
 }
 
 /// A word for the shell, in single quotes.
@@ -300,9 +343,13 @@ impl Negotiation {
         }
     }
 
-    /// The message for a conversation that took too long.
+    /// The message for a conversation that took too long: with what the channel's stdout
+    /// said in complete lines, less the prompts, as Ansible's ssh plugin shows it (a
+    /// prompt that ends no line, such as su's "Password: ", is not shown).
     pub fn timed_out(&self, seconds: u64) -> String {
-        let mut said = self.said();
+        let stdout = String::from_utf8_lossy(&self.stdout);
+        let complete = stdout.rfind('\n').map_or("", |end| &stdout[..=end]);
+        let mut said = complete.replace(&self.prompt, "");
         if self.method == BecomeMethod::Su {
             said = self.su_prompts.removed(&said);
         }
@@ -450,6 +497,8 @@ mod tests {
             user: "postgres".into(),
             flags: flags.map(str::to_string),
             exe: None,
+            chdir: None,
+            timeout: None,
             password: password.map(str::to_string),
             prompts: Vec::new(),
         }
@@ -472,9 +521,28 @@ mod tests {
             !cmd.contains("pw"),
             "the password is never on the command line"
         );
+        let in_root = BecomeSpec {
+            chdir: Some("/no such".into()),
+            ..spec(None, None)
+        };
+        assert!(
+            become_command(&in_root, agent, "P:")
+                .starts_with("cd '/no such' && sudo -H -S -n -u 'postgres' /bin/sh -c '"),
+            "sudo_chdir: the login shell changes directory first"
+        );
+        assert_ne!(in_root.session_key(), spec(None, None).session_key());
+        let other_prompt = BecomeSpec {
+            prompts: vec!["NOT_A_VALID_PROMPT".into()],
+            ..su(Some("pw"))
+        };
+        assert_ne!(other_prompt.session_key(), su(Some("pw")).session_key());
         assert_eq!(
             without_non_interactive("-nH -S --login -n"),
             "-H -S --login"
+        );
+        assert_eq!(
+            without_non_interactive("--set-home --stdin --non-interactive -Hn -nn --user 'a b'"),
+            "--set-home --stdin -H -n --user 'a b'"
         );
         assert_eq!(shell_quote("a'b"), "'a'\"'\"'b'");
     }
@@ -519,9 +587,10 @@ mod tests {
             n.on_end(),
             Step::Fail("privilege escalation failed: bob is not in the sudoers file.".into())
         );
-        assert!(
-            n.timed_out(12)
-                .starts_with("Timeout (12s) waiting for privilege escalation prompt: ")
+        assert_eq!(
+            n.timed_out(12),
+            "Timeout (12s) waiting for privilege escalation prompt:",
+            "stderr is not shown, as in Ansible's ssh plugin"
         );
     }
 
@@ -576,6 +645,19 @@ mod tests {
         assert_eq!(
             n.timed_out(12),
             "Timeout (12s) waiting for privilege escalation prompt:"
+        );
+        let mut n = Negotiation::new(
+            &BecomeSpec {
+                prompts: vec!["NOT_A_VALID_PROMPT".into()],
+                ..su(Some("pw"))
+            },
+            "unused",
+        );
+        assert_eq!(n.on_stdout(b"still-waiting\r\nPassword: "), Step::Wait);
+        assert_eq!(
+            n.timed_out(5),
+            "Timeout (5s) waiting for privilege escalation prompt: still-waiting",
+            "a prompt no line ends is not shown, even one su is not expected to print"
         );
         let mut n = Negotiation::new(&su(None), "unused");
         n.on_stdout(b"su: user nosuch does not exist\r\n");

@@ -73,6 +73,7 @@ pub struct BecomeDefaults {
     pub method: Option<String>,
     pub flags: Option<String>,
     pub exe: Option<String>,
+    pub sudo_chdir: Option<String>,
     /// Never shown (see the Debug impl).
     pub password: Option<String>,
 }
@@ -85,6 +86,7 @@ impl std::fmt::Debug for BecomeDefaults {
             .field("method", &self.method)
             .field("flags", &self.flags)
             .field("exe", &self.exe)
+            .field("sudo_chdir", &self.sudo_chdir)
             .field("password", &self.password.as_ref().map(|_| "********"))
             .finish()
     }
@@ -344,7 +346,7 @@ pub(crate) fn unreachable_result(message: &str) -> Map<String, Value> {
     let mut data = Map::new();
     data.insert("changed".into(), false.into());
     let msg = match message.starts_with("Task failed: ") {
-        true => format!("Failed to connect to the host via ssh: {message}"),
+        true => message.to_string(),
         false => format!("Task failed: Failed to connect to the host via ssh: {message}"),
     };
     data.insert("msg".into(), msg.into());

@@ -11,7 +11,7 @@ use super::copy_tree::{TreeSpec, tree_plan};
 use super::spec::{Arg, Spec, Unknown};
 use super::{
     Args, FileSource, Module, ModuleError, Plan, PlanContext, TaskOutcome, find_local_source,
-    local_digest, mode_string, ownership, parse_mode, read_local, read_local_decrypted, unexpected,
+    mode_string, ownership, parse_mode, read_local, read_local_decrypted, unexpected,
 };
 use crate::template::python_json;
 
@@ -133,6 +133,23 @@ impl Module for Copy {
         self.finish_at_home(args, result, "~")
     }
 
+    fn finish_sent(
+        &self,
+        args: &Args,
+        sent: &Op,
+        result: OpResult,
+        check: bool,
+        home: &str,
+    ) -> TaskOutcome {
+        let content = inline_content(args);
+        let checksum = sent_checksum(sent).or_else(|| content.as_deref().map(sha1_hex));
+        let mut out = file_result(self.name(), args, result, checksum);
+        if !out.failed {
+            copy_module_keys(&mut out, content.as_deref(), if check { "~" } else { home });
+        }
+        if check { would_change(out) } else { out }
+    }
+
     fn finish_at_home(&self, args: &Args, result: OpResult, home: &str) -> TaskOutcome {
         let content = inline_content(args);
         let checksum = content.as_deref().map(sha1_hex);
@@ -142,6 +159,36 @@ impl Module for Copy {
         }
         out
     }
+}
+
+/// Ansible's `checksum` of what a copy or template sent (the SHA-1 of the source, or of
+/// the rendered text): of the bytes of an inline `EnsureFile`, or, for a file planned by
+/// its digest, as [`remember_checksum`] noted it when it was planned.
+pub(super) fn sent_checksum(sent: &Op) -> Option<String> {
+    let Op::EnsureFile(file) = sent else {
+        return None;
+    };
+    match &file.content {
+        FileContent::Inline(bytes) => Some(sha1_hex(bytes)),
+        FileContent::Digest { sha256, .. } => CHECKSUMS
+            .lock()
+            .expect("checksums")
+            .as_ref()
+            .and_then(|known| known.get(sha256).cloned()),
+        _ => None,
+    }
+}
+
+/// The SHA-1 of a file planned by its SHA-256, for [`sent_checksum`].
+static CHECKSUMS: std::sync::Mutex<Option<std::collections::HashMap<[u8; 32], String>>> =
+    std::sync::Mutex::new(None);
+
+pub(super) fn remember_checksum(sha256: [u8; 32], sha1: String) {
+    CHECKSUMS
+        .lock()
+        .expect("checksums")
+        .get_or_insert_with(Default::default)
+        .insert(sha256, sha1);
 }
 
 /// The keys that tell which of Ansible's modules wrote the result: a changed file is the
@@ -319,7 +366,9 @@ fn large_plain_file(path: &std::path::Path) -> Result<Option<([u8; 32], u64)>, M
     if read.is_ok_and(|n| head[..n].starts_with(b"$ANSIBLE_VAULT")) {
         return Ok(None);
     }
-    local_digest(path).map(Some)
+    let (sha256, size, sha1) = super::local_digest_and_sha1(path)?;
+    remember_checksum(sha256, sha1);
+    Ok(Some((sha256, size)))
 }
 
 /// `content` as Ansible writes it: strings exactly, lists and mappings as Python's
@@ -401,8 +450,10 @@ pub(super) fn ensure_file_op(
     let content = if bytes.len() <= INLINE_LIMIT {
         FileContent::Inline(bytes)
     } else {
+        let sha256: [u8; 32] = Sha256::digest(&bytes).into();
+        remember_checksum(sha256, sha1_hex(&bytes));
         FileContent::Digest {
-            sha256: Sha256::digest(&bytes).into(),
+            sha256,
             size: bytes.len() as u64,
         }
     };
@@ -832,6 +883,43 @@ mod tests {
         assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
         let out = Copy.finish(&a, OpResult::File(outcome(false)));
         assert!(!out.changed);
+    }
+
+    /// A file copied from `src` has Ansible's `checksum` too: the SHA-1 of what was sent,
+    /// inline or (a large file) planned by its digest.
+    #[test]
+    fn a_copied_files_result_has_the_checksum_of_what_was_sent() {
+        let a = args(json!({"src": "file_1", "dest": "~/file_1"}));
+        let small = ensure_file_op(
+            "/home/u/file_1".into(),
+            b"test file 1\n".to_vec(),
+            None,
+            Ownership::default(),
+            true,
+        );
+        let out = Copy.finish_sent(&a, &small, OpResult::File(outcome(true)), false, "/home/u");
+        assert_eq!(out.data["checksum"], json!(sha1_hex(b"test file 1\n")));
+
+        let big = vec![b'x'; INLINE_LIMIT + 1];
+        let large = ensure_file_op(
+            "/home/u/big".into(),
+            big.clone(),
+            None,
+            Ownership::default(),
+            true,
+        );
+        assert!(
+            matches!(&large, Op::EnsureFile(f) if matches!(f.content, FileContent::Digest { .. }))
+        );
+        let out = Copy.finish_sent(&a, &large, OpResult::File(outcome(false)), false, "/home/u");
+        assert_eq!(out.data["checksum"], json!(sha1_hex(&big)));
+
+        let checked = Copy.finish_sent(&a, &small, OpResult::File(outcome(true)), true, "/home/u");
+        assert_eq!(
+            Value::Object(checked.data),
+            json!({"diff": []}),
+            "check mode as before"
+        );
     }
 
     /// As ansible-playbook 2.21.5 registers them: a written file's result is the copy

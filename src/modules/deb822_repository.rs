@@ -1,12 +1,18 @@
 //! `deb822_repository`: an APT source as a deb822 stanza in
 //! `/etc/apt/sources.list.d/<name>.sources`, written as ansible-core 2.21 writes it (its
 //! fields in the order of their option names, `python-debian`'s `Deb822.dump()` layout).
-//! Unlike Ansible, nothing needs `python3-debian` on the target: the stanza is made here.
+//! The stanza is made here, but the host must have python3-debian as Ansible's module
+//! needs it (`deb822_python_debian.rs`: installed when `install_python_debian` says so).
 
 use serde_json::{Value, json};
-use turbo_proto::{EnsureFile, EnsurePath, FileContent, FileKind, Op, OpResult, PathState};
+use turbo_proto::{
+    EnsureFile, EnsurePath, FileContent, FileKind, FileMode, Op, OpResult, PathState,
+};
 
+use super::deb822_python_debian as python_debian;
+use super::download;
 use super::spec::{Arg, Elem, Spec};
+use super::would_write;
 use super::{Args, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome, parse_mode};
 
 pub struct Deb822Repository;
@@ -28,9 +34,7 @@ static SPEC: Spec = Spec::new(&[
     Arg::list("exclude", Elem::Str),
     Arg::list("include", Elem::Str),
     Arg::str("inrelease_path"),
-    Arg::bool("install_python_debian")
-        .default_bool(false)
-        .no_effect("turbo-play writes the stanza itself and needs no python3-debian"),
+    Arg::bool("install_python_debian").default_bool(false),
     Arg::list("languages", Elem::Str),
     Arg::raw("mode").default_str("0644"),
     Arg::str("name").required(),
@@ -131,10 +135,16 @@ fn field_value(value: &Value) -> Option<String> {
 
 /// The stanza as `Deb822.dump()` writes it: `Field: value`, or `Field:` followed directly
 /// by a value on lines of its own.
-pub(crate) fn render(args: &Args) -> String {
+/// `signed_by`, when given, is the value of that field instead of the argument's (the
+/// file a fetched key went to).
+pub(crate) fn render(args: &Args, signed_by: Option<&str>) -> String {
     let mut out = String::new();
     for option in FIELDS {
-        let Some(value) = args.raw(option).and_then(field_value) else {
+        let value = match (*option, signed_by) {
+            ("signed_by", Some(file)) => Some(file.to_string()),
+            _ => args.raw(option).and_then(field_value),
+        };
+        let Some(value) = value else {
             continue;
         };
         let name = field_name(option);
@@ -207,24 +217,38 @@ impl Module for Deb822Repository {
         &SPEC
     }
 
-    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    /// A key URL is fetched in check mode too, as Ansible's module fetches it: the module
+    /// runs its reads for real and only looks where it would write (`would_write`).
+    fn caps(&self) -> super::Caps {
+        super::Caps::TASK.own_check_mode()
+    }
+
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let name = args.str("name").unwrap_or_default().to_string();
         let legacy = legacy_slug(&name);
         let signed_by = args.str("signed_by").map(str::to_string);
-        if let Some(key) = &signed_by
-            && is_url(key)
-        {
-            return Err(ModuleError::Invalid(
-                "deb822_repository: a signed_by URL (a key to download) is not supported yet; download the key with get_url and give its path".into(),
-            ));
-        }
+        let key_url = signed_by.clone().filter(|key| is_url(key));
         let mode = parse_mode(args.raw("mode").unwrap_or(&Value::Null))?;
         let absent = args.str("state") == Some("absent");
-        let repo = render(args);
         let mut ops = vec![stat(&sources_file(&legacy))];
-        if let Some(key) = signed_by.as_ref().filter(|k| !k.contains('\n')) {
+        // A signed_by that may name a file: looked at (index 1) to tell.
+        let key_path = signed_by
+            .as_ref()
+            .filter(|k| !k.contains('\n') && !is_url(k));
+        if let Some(key) = key_path {
             ops.push(stat(key));
         }
+        let key_stat_at = key_path.map(|_| 1);
+        let probe_at = ops.len();
+        ops.push(python_debian::probe());
+        // A key URL is fetched on the target, as Ansible's module fetches it.
+        let fetch_at = ops.len();
+        let check = ctx.check_mode;
+        if let Some(url) = key_url.as_ref().filter(|_| !absent) {
+            ops.push(download::to_bytes(&download::interpreter(ctx), url));
+        }
+        let install = args.bool("install_python_debian");
+        let args = args.clone();
         Ok(Plan::Step(
             Op::Batch(ops),
             Next::new(move |reply| {
@@ -232,52 +256,156 @@ impl Module for Deb822Repository {
                     OpResult::Batch(results) => results,
                     other => return Ok(Plan::Done(super::unexpected("deb822_repository", other))),
                 };
-                let slug = if exists(results.first()).0 {
-                    legacy
+                let has_library = python_debian::found(results.get(probe_at));
+                let go_on = move || {
+                    let slug = if exists(results.first()).0 {
+                        legacy
+                    } else {
+                        name.replace(' ', "-")
+                    };
+                    let dest = sources_file(&slug);
+                    if absent {
+                        return Ok(remove(dest, slug, check));
+                    }
+                    let sources = |repo: &str| {
+                        Op::EnsureFile(EnsureFile {
+                            path: dest.clone(),
+                            content: FileContent::Inline(repo.as_bytes().to_vec()),
+                            mode,
+                            force: true,
+                            owner: Default::default(),
+                            validate: None,
+                            backup: false,
+                        })
+                    };
+                    let Some(url) = key_url else {
+                        // A signed_by naming a file is that file; anything else is the key.
+                        let key_is_file = key_stat_at.is_some_and(|at| exists(results.get(at)).1);
+                        let key_filename = match (&signed_by, key_is_file) {
+                            (Some(path), true) => json!(path),
+                            _ => Value::Null,
+                        };
+                        let repo = render(&args, None);
+                        return Ok(written(
+                            vec![sources(&repo)],
+                            check,
+                            repo,
+                            dest,
+                            key_filename,
+                        ));
+                    };
+                    let key = match results.get(fetch_at) {
+                        Some(reply) => download::body(&url, reply),
+                        None => Err(String::new()),
+                    };
+                    let Ok(key) = key else {
+                        return Ok(Plan::Done(TaskOutcome::failed(
+                            "Could not fetch signed_by key.",
+                        )));
+                    };
+                    if key.is_empty() {
+                        // Nothing fetched: the URL stays the field's value.
+                        let repo = render(&args, None);
+                        return Ok(written(vec![sources(&repo)], check, repo, dest, json!(url)));
+                    }
+                    let armored = key
+                        .windows(KEY_ARMOR.len())
+                        .any(|w| w == KEY_ARMOR.as_bytes());
+                    let ext = if armored { "asc" } else { "gpg" };
+                    let key_file = format!("{KEYRINGS_DIR}/{slug}.{ext}");
+                    let repo = render(&args, Some(&key_file));
+                    let ops = vec![
+                        Op::EnsurePath(EnsurePath {
+                            path: KEYRINGS_DIR.into(),
+                            state: PathState::Directory,
+                            mode: Some(FileMode::Bits(0o755)),
+                            recurse_parents: false,
+                            owner: root_owned(),
+                        }),
+                        Op::EnsureFile(EnsureFile {
+                            path: key_file.clone(),
+                            content: FileContent::Inline(key),
+                            mode: Some(FileMode::Bits(0o644)),
+                            force: true,
+                            owner: Default::default(),
+                            validate: None,
+                            backup: false,
+                        }),
+                        sources(&repo),
+                    ];
+                    Ok(written(ops, check, repo, dest, json!(key_file)))
+                };
+                if has_library {
+                    go_on()
                 } else {
-                    name.replace(' ', "-")
-                };
-                let dest = sources_file(&slug);
-                if absent {
-                    return Ok(remove(dest, slug));
+                    python_debian::missing(install, check, Box::new(go_on))
                 }
-                // A signed_by naming a file is that file; anything else is the key itself.
-                let key_filename = match (&signed_by, exists(results.get(1)).1) {
-                    (Some(path), true) => json!(path),
-                    _ => Value::Null,
-                };
-                let op = Op::EnsureFile(EnsureFile {
-                    path: dest.clone(),
-                    content: FileContent::Inline(repo.clone().into_bytes()),
-                    mode,
-                    force: true,
-                    owner: Default::default(),
-                    validate: None,
-                    backup: false,
-                });
-                Ok(Plan::Step(
-                    op,
-                    Next::new(move |reply| {
-                        let OpResult::File(f) = reply else {
-                            return Ok(Plan::Done(super::unexpected("deb822_repository", reply)));
-                        };
-                        let mut out = TaskOutcome {
-                            changed: f.changed,
-                            ..TaskOutcome::default()
-                        };
-                        out.data.insert("repo".into(), json!(repo));
-                        out.data.insert("dest".into(), json!(dest));
-                        out.data.insert("key_filename".into(), key_filename);
-                        Ok(Plan::Done(out))
-                    }),
-                ))
             }),
         ))
     }
 }
 
+/// What a fetched key is written as when it is ASCII-armored (`.asc`, else `.gpg`).
+const KEY_ARMOR: &str = "-----BEGIN PGP PUBLIC KEY BLOCK-----";
+
+fn root_owned() -> turbo_proto::Ownership {
+    turbo_proto::Ownership {
+        user: Some("root".into()),
+        group: Some("root".into()),
+    }
+}
+
+/// `ops` done (in check mode: looked at), and whether they changed anything.
+fn apply(
+    ops: Vec<Op>,
+    check: bool,
+    then: impl FnOnce(bool) -> TaskOutcome + Send + Sync + 'static,
+) -> Plan {
+    let sent = if check {
+        ops.iter().map(would_write::look).collect()
+    } else {
+        ops.clone()
+    };
+    Plan::Step(
+        Op::Batch(sent),
+        Next::new(move |reply| {
+            let OpResult::Batch(results) = reply else {
+                return Ok(Plan::Done(super::unexpected("deb822_repository", reply)));
+            };
+            let mut changed = false;
+            for (op, result) in ops.iter().zip(&results) {
+                let this = match (check, result) {
+                    (_, OpResult::Error(e)) => Err(e.message.clone()),
+                    (true, looked) => would_write::would_change(op, looked),
+                    (false, OpResult::File(f)) => Ok(f.changed),
+                    (false, _) => Ok(false),
+                };
+                match this {
+                    Ok(c) => changed |= c,
+                    Err(msg) => return Ok(Plan::Done(TaskOutcome::failed(msg))),
+                }
+            }
+            Ok(Plan::Done(then(changed)))
+        }),
+    )
+}
+
+/// The files written (the sources file last), then the module's result.
+fn written(ops: Vec<Op>, check: bool, repo: String, dest: String, key_filename: Value) -> Plan {
+    apply(ops, check, move |changed| {
+        let mut out = TaskOutcome {
+            changed,
+            ..TaskOutcome::default()
+        };
+        out.data.insert("repo".into(), json!(repo));
+        out.data.insert("dest".into(), json!(dest));
+        out.data.insert("key_filename".into(), key_filename);
+        out
+    })
+}
+
 /// `state: absent`: the sources file and the key files Ansible would have written.
-fn remove(dest: String, slug: String) -> Plan {
+fn remove(dest: String, slug: String, check: bool) -> Plan {
     let gone = |path: String| {
         Op::EnsurePath(EnsurePath {
             path,
@@ -293,31 +421,17 @@ fn remove(dest: String, slug: String) -> Plan {
         gone(format!("{KEYRINGS_DIR}/{slug}.asc")),
         gone(key_gpg.clone()),
     ];
-    Plan::Step(
-        Op::Batch(ops),
-        Next::new(move |reply| {
-            let OpResult::Batch(results) = reply else {
-                return Ok(Plan::Done(super::unexpected("deb822_repository", reply)));
-            };
-            if let Some(OpResult::Error(e)) =
-                results.iter().find(|r| matches!(r, OpResult::Error(_)))
-            {
-                return Ok(Plan::Done(TaskOutcome::failed(e.message.clone())));
-            }
-            let changed = results
-                .iter()
-                .any(|r| matches!(r, OpResult::File(f) if f.changed));
-            let mut out = TaskOutcome {
-                changed,
-                ..TaskOutcome::default()
-            };
-            out.data.insert("repo".into(), Value::Null);
-            out.data.insert("dest".into(), json!(dest));
-            // Ansible reports the last key file it looked for.
-            out.data.insert("key_filename".into(), json!(key_gpg));
-            Ok(Plan::Done(out))
-        }),
-    )
+    apply(ops, check, move |changed| {
+        let mut out = TaskOutcome {
+            changed,
+            ..TaskOutcome::default()
+        };
+        out.data.insert("repo".into(), Value::Null);
+        out.data.insert("dest".into(), json!(dest));
+        // Ansible reports the last key file it looked for.
+        out.data.insert("key_filename".into(), json!(key_gpg));
+        out
+    })
 }
 
 #[cfg(test)]
@@ -343,7 +457,7 @@ mod tests {
             "signed_by": "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nabc\n-----END PGP PUBLIC KEY BLOCK-----\n",
         }));
         assert_eq!(
-            render(&a),
+            render(&a, None),
             "Architectures: amd64 all\nDate-Max-Future: 10\nX-Repolib-Name: local repo\nSigned-By:\n    -----BEGIN PGP PUBLIC KEY BLOCK-----\n    .\n    abc\n    -----END PGP PUBLIC KEY BLOCK-----\nSuites: ./\nTrusted: yes\nTypes: deb\nURIs: file:/srv/repo\n"
         );
         assert_eq!(
@@ -383,19 +497,27 @@ mod tests {
             ops,
             [
                 stat("/etc/apt/sources.list.d/local-repo.sources"),
-                stat("/etc/apt/keyrings/local.gpg")
+                stat("/etc/apt/keyrings/local.gpg"),
+                python_debian::probe(),
             ]
         );
         let write = next
-            .resume(OpResult::Batch(vec![stat_reply(false), stat_reply(true)]))
+            .resume(OpResult::Batch(vec![
+                stat_reply(false),
+                stat_reply(true),
+                stat_reply(true),
+            ]))
             .unwrap();
-        let Plan::Step(Op::EnsureFile(e), next) = write else {
+        let Plan::Step(Op::Batch(ops), next) = write else {
             panic!()
+        };
+        let [Op::EnsureFile(e)] = &ops[..] else {
+            panic!("{ops:?}")
         };
         assert_eq!(e.path, "/etc/apt/sources.list.d/Local-Repo.sources");
         assert_eq!(e.mode, Some(turbo_proto::FileMode::Bits(0o644)));
         let Plan::Done(out) = next
-            .resume(OpResult::File(FileOutcome {
+            .resume(OpResult::Batch(vec![OpResult::File(FileOutcome {
                 changed: true,
                 path: e.path.clone(),
                 kind: FileKind::File,
@@ -407,7 +529,7 @@ mod tests {
                 group: "root".into(),
                 diff: None,
                 backup_file: None,
-            }))
+            })]))
             .unwrap()
         else {
             panic!()
@@ -429,6 +551,132 @@ mod tests {
         );
     }
 
+    /// A signed_by URL is fetched on the target; the key goes to the keyrings directory
+    /// (`.gpg` for a binary key) and the stanza names that file.
+    #[test]
+    fn a_key_url_is_fetched_and_written_beside_the_sources() {
+        let ctx = PlanContext::new(Path::new("/"));
+        let url = "http://127.0.0.1:1/apt-key-example-binary.gpg";
+        let Plan::Step(Op::Batch(ops), next) = crate::modules::try_plan(
+            &Deb822Repository,
+            json!({"name": "ansible-test", "uris": "https://deb.debian.org", "suites": "stable", "signed_by": url}),
+            &ctx,
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(ops.len(), 3, "no stat of a URL: {ops:?}");
+        assert!(matches!(&ops[2], Op::Exec(x) if format!("{:?}", x.command).contains(url)));
+        let fetched = OpResult::Exec(turbo_proto::ExecOutcome {
+            ran: true,
+            rc: 0,
+            stdout: b"mQENBF4=\n".to_vec(),
+            stderr: Vec::new(),
+            start_unix_micros: 0,
+            duration_micros: 0,
+            msg: String::new(),
+        });
+        let Plan::Step(Op::Batch(writes), _) = next
+            .resume(OpResult::Batch(vec![
+                stat_reply(false),
+                stat_reply(true),
+                fetched.clone(),
+            ]))
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(matches!(&writes[0], Op::EnsurePath(p) if p.path == "/etc/apt/keyrings"));
+        let Op::EnsureFile(key) = &writes[1] else {
+            panic!()
+        };
+        assert_eq!(key.path, "/etc/apt/keyrings/ansible-test.gpg");
+        let Op::EnsureFile(sources) = &writes[2] else {
+            panic!()
+        };
+        let FileContent::Inline(text) = &sources.content else {
+            panic!()
+        };
+        assert!(
+            String::from_utf8_lossy(text)
+                .contains("Signed-By: /etc/apt/keyrings/ansible-test.gpg\n")
+        );
+
+        // In check mode the key is fetched all the same, and the writes are looks.
+        let check = PlanContext {
+            check_mode: true,
+            ..PlanContext::new(Path::new("/"))
+        };
+        let Plan::Step(Op::Batch(ops), next) = crate::modules::try_plan(
+            &Deb822Repository,
+            json!({"name": "ansible-test", "uris": "https://deb.debian.org", "suites": "stable", "signed_by": url}),
+            &check,
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert!(matches!(&ops[2], Op::Exec(_)));
+        let Plan::Step(Op::Batch(looks), next) = next
+            .resume(OpResult::Batch(vec![
+                stat_reply(false),
+                stat_reply(true),
+                fetched.clone(),
+            ]))
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(
+            looks.iter().all(|op| matches!(op, Op::Stat { .. })),
+            "{looks:?}"
+        );
+        let Plan::Done(out) = next
+            .resume(OpResult::Batch(vec![stat_reply(false); 3]))
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(out.changed && !out.failed);
+    }
+
+    /// An inline key is no file: `key_filename` stays null (the library's look is no key's).
+    #[test]
+    fn an_inline_key_has_no_key_filename() {
+        let ctx = PlanContext::new(Path::new("/"));
+        let Plan::Step(Op::Batch(ops), next) = crate::modules::try_plan(
+            &Deb822Repository,
+            json!({"name": "k", "signed_by": "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nx\n-----END PGP PUBLIC KEY BLOCK-----"}),
+            &ctx,
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(ops.len(), 2);
+        let Plan::Step(_, next) = next
+            .resume(OpResult::Batch(vec![stat_reply(false), stat_reply(true)]))
+            .unwrap()
+        else {
+            panic!()
+        };
+        let file = OpResult::File(FileOutcome {
+            changed: true,
+            path: "/etc/apt/sources.list.d/k.sources".into(),
+            kind: FileKind::File,
+            mode: 0o644,
+            size: 0,
+            uid: 0,
+            gid: 0,
+            owner: "root".into(),
+            group: "root".into(),
+            diff: None,
+            backup_file: None,
+        });
+        let Plan::Done(out) = next.resume(OpResult::Batch(vec![file])).unwrap() else {
+            panic!()
+        };
+        assert_eq!(out.data["key_filename"], Value::Null);
+    }
+
     #[test]
     fn absent_removes_the_file_and_its_keys() {
         let ctx = PlanContext::new(Path::new("/"));
@@ -441,7 +689,7 @@ mod tests {
             panic!()
         };
         let Plan::Step(Op::Batch(ops), _) = next
-            .resume(OpResult::Batch(vec![stat_reply(true)]))
+            .resume(OpResult::Batch(vec![stat_reply(true), stat_reply(true)]))
             .unwrap()
         else {
             panic!()
@@ -450,13 +698,25 @@ mod tests {
         assert!(
             matches!(&ops[0], Op::EnsurePath(p) if p.path == "/etc/apt/sources.list.d/local.sources")
         );
-        let err = crate::modules::try_plan(
+        // Without python3-debian the module stops first, whatever the state, as Ansible's.
+        let Plan::Step(_, next) = crate::modules::try_plan(
             &Deb822Repository,
-            json!({"name": "x", "signed_by": "https://example.invalid/k.asc"}),
+            json!({"name": "local", "state": "absent"}),
             &ctx,
         )
-        .unwrap_err();
-        assert!(err.contains("not supported yet"), "{err}");
+        .unwrap() else {
+            panic!()
+        };
+        let Plan::Done(out) = next
+            .resume(OpResult::Batch(vec![stat_reply(true), stat_reply(false)]))
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            out.msg.as_deref(),
+            Some("python3-debian is not installed, and install_python_debian is False")
+        );
         assert_eq!(
             crate::modules::try_plan(
                 &Deb822Repository,

@@ -77,15 +77,16 @@ fn password_value(stdout: &str, pkg: &str, question: &str, vtype: &str) -> Strin
 #[derive(Clone)]
 enum Wanted {
     Text(String),
-    /// A multiselect given as a list: compared sorted, set joined by ", ".
-    Choices(Vec<String>),
+    /// A multiselect given as a list, as written: compared sorted, set joined by ", ",
+    /// each with Python's rules (a list Python cannot sort or join fails the task).
+    Choices(Vec<Value>),
 }
 
 impl Wanted {
-    fn set_text(&self) -> String {
+    fn set_text(&self) -> Result<String, String> {
         match self {
-            Wanted::Text(t) => t.clone(),
-            Wanted::Choices(c) => c.join(", "),
+            Wanted::Text(t) => Ok(t.clone()),
+            Wanted::Choices(c) => python_join(c),
         }
     }
     fn value(&self) -> Value {
@@ -94,6 +95,88 @@ impl Wanted {
             Wanted::Choices(c) => json!(c),
         }
     }
+}
+
+/// Python's name of a JSON value's type, for its TypeErrors.
+fn python_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
+/// `a < b` as Python orders these values; `None` where Python raises TypeError.
+fn python_less(a: &Value, b: &Value) -> Option<bool> {
+    let number = |v: &Value| match v {
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        Value::Number(n) => n.as_f64(),
+        _ => None,
+    };
+    match (a, b) {
+        (Value::String(x), Value::String(y)) => Some(x < y),
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, j) in x.iter().zip(y) {
+                if i != j {
+                    return python_less(i, j);
+                }
+            }
+            Some(x.len() < y.len())
+        }
+        _ => Some(number(a)? < number(b)?),
+    }
+}
+
+/// Python's `sorted()` of the list, or its TypeError's text. Each element is compared
+/// with those before it, later one first, as Python's sort does, so the first pair it
+/// cannot order is the one its error names.
+fn python_sorted(items: &[Value]) -> Result<Vec<Value>, String> {
+    let mut sorted: Vec<Value> = Vec::with_capacity(items.len());
+    for item in items {
+        let mut at = sorted.len();
+        while at > 0 {
+            match python_less(item, &sorted[at - 1]) {
+                Some(true) => at -= 1,
+                Some(false) => break,
+                None => {
+                    return Err(format!(
+                        "'<' not supported between instances of '{}' and '{}'",
+                        python_type(item),
+                        python_type(&sorted[at - 1])
+                    ));
+                }
+            }
+        }
+        sorted.insert(at, item.clone());
+    }
+    Ok(sorted)
+}
+
+/// Python's `", ".join(items)`, or its TypeError's text.
+fn python_join(items: &[Value]) -> Result<String, String> {
+    let mut words = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            Value::String(word) => words.push(word.as_str()),
+            other => {
+                return Err(format!(
+                    "sequence item {i}: expected str instance, {} found",
+                    python_type(other)
+                ));
+            }
+        }
+    }
+    Ok(words.join(", "))
+}
+
+fn invalid_multiselect(error: String) -> Plan {
+    Plan::Done(TaskOutcome::failed(format!(
+        "Invalid value provided for 'multiselect': {error}"
+    )))
 }
 
 impl Module for Debconf {
@@ -116,9 +199,7 @@ impl Module for Debconf {
         let unseen = args.bool("unseen");
         let wanted = match args.raw("value") {
             Some(Value::Array(items)) if vtype == "multiselect" => {
-                let mut items: Vec<String> = items.iter().map(python_text).collect();
-                items.sort();
-                Some(Wanted::Choices(items))
+                Some(Wanted::Choices(items.clone()))
             }
             Some(v) if vtype == "boolean" => Some(Wanted::Text(python_text(v).to_lowercase())),
             Some(v) => Some(Wanted::Text(python_text(v))),
@@ -144,6 +225,15 @@ impl Module for Debconf {
                 let is_password = vtype == "password";
                 let (pkg_name, q, t) = (pkg.clone(), question.clone(), vtype.clone());
                 let decide = move |existing: Option<String>| -> Result<Plan, ModuleError> {
+                    // Compared with what is there, a multiselect list is sorted first (and
+                    // so set sorted); with nothing there, it is set as written.
+                    let wanted = match (&existing, wanted) {
+                        (Some(_), Wanted::Choices(c)) => match python_sorted(&c) {
+                            Ok(sorted) => Wanted::Choices(sorted),
+                            Err(e) => return Ok(invalid_multiselect(e)),
+                        },
+                        (_, wanted) => wanted,
+                    };
                     let changed = match (&existing, &wanted) {
                         (None, _) => true,
                         (Some(e), Wanted::Text(t)) if vtype == "boolean" => e.to_lowercase() != *t,
@@ -152,7 +242,7 @@ impl Module for Debconf {
                             let mut have: Vec<String> =
                                 e.split(',').map(|i| i.trim().to_string()).collect();
                             have.sort();
-                            have != *c
+                            *c != have.into_iter().map(Value::String).collect::<Vec<_>>()
                         }
                     };
                     if !changed {
@@ -188,7 +278,11 @@ impl Module for Debconf {
                     if check {
                         return Ok(Plan::Done(finish(String::new())));
                     }
-                    let line = [pkg.as_str(), &question, &vtype, &wanted.set_text()].join(" ");
+                    let text = match wanted.set_text() {
+                        Ok(text) => text,
+                        Err(e) => return Ok(invalid_multiselect(e)),
+                    };
+                    let line = [pkg.as_str(), &question, &vtype, &text].join(" ");
                     let mut argv = vec!["debconf-set-selections"];
                     if unseen {
                         argv.push("-u");
@@ -307,6 +401,49 @@ mod tests {
         };
         assert!(!out.changed);
         assert_eq!(out.data["current"]["tzdata/Zones/Etc"], "UTC");
+    }
+
+    /// A multiselect list is sorted and joined as Python does: one Python cannot sort
+    /// (a number among words) fails as the module does, whether or not the answer would
+    /// change; one that only cannot be joined fails when it is set.
+    #[test]
+    fn multiselect_lists_sort_and_join_as_python_does() {
+        let ctx = PlanContext::new(std::path::Path::new("/"));
+        const NSS: &str = "* libnss-ldapd/nsswitch: group, passwd, shadow\n";
+        let ask = |value: serde_json::Value| {
+            let args = serde_json::json!({"name": "libnss-ldapd", "question": "libnss-ldapd/nsswitch", "vtype": "multiselect", "value": value});
+            resume(try_plan(&Debconf, args, &ctx).unwrap(), reply(NSS))
+        };
+        let Plan::Done(same) = ask(serde_json::json!(["shadow", "group", "passwd"])) else {
+            panic!()
+        };
+        assert!(!same.changed && !same.failed);
+        let Plan::Done(mixed) = ask(serde_json::json!(["group", 1, "passwd"])) else {
+            panic!()
+        };
+        assert!(mixed.failed && !mixed.changed);
+        assert_eq!(
+            mixed.msg.as_deref(),
+            Some(
+                "Invalid value provided for 'multiselect': '<' not supported between instances of 'int' and 'str'"
+            )
+        );
+        let Plan::Done(numbers) = ask(serde_json::json!([2, 1])) else {
+            panic!()
+        };
+        assert_eq!(
+            numbers.msg.as_deref(),
+            Some(
+                "Invalid value provided for 'multiselect': sequence item 0: expected str instance, int found"
+            )
+        );
+        let Plan::Step(Op::Exec(x), _) = ask(serde_json::json!(["shadow", "group"])) else {
+            panic!()
+        };
+        assert_eq!(
+            x.stdin.as_deref(),
+            Some(&b"libnss-ldapd libnss-ldapd/nsswitch multiselect group, shadow"[..])
+        );
     }
 
     #[test]

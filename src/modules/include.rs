@@ -18,8 +18,10 @@ impl Module for IncludeTasks {
         &SPEC
     }
 
+    /// Not free-form: Ansible splits its text into `k=v` pairs (`file=x.yml`), the rest
+    /// being the file.
     fn caps(&self) -> Caps {
-        Caps::TASK.free_form().control(Control::IncludeTasks)
+        Caps::TASK.control(Control::IncludeTasks)
     }
 
     fn plan(&self, _args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {

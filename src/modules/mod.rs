@@ -30,10 +30,12 @@ mod copy;
 mod copy_tree;
 mod cron;
 mod cron_tab;
+mod deb822_python_debian;
 mod deb822_repository;
 mod debconf;
 mod debug;
 mod dnf;
+mod download;
 mod dpkg_selections;
 mod fetch;
 mod fetch_dest;
@@ -100,6 +102,7 @@ mod validate_argument_spec;
 mod wait_for;
 pub(crate) mod wait_for_connection;
 mod wait_for_probe;
+mod would_write;
 mod yum_repository;
 
 pub use flow::{Flow, FlowStep};
@@ -147,6 +150,11 @@ pub struct PlanContext<'a> {
     pub timeout: Option<u64>,
     /// The task has `delegate_to`: it runs on another host than the one it is for.
     pub delegated: bool,
+    /// For an action that runs another module (service, package: [`Module::backends`]),
+    /// the task's `module_defaults` for each of those it has some for, templated: the
+    /// action puts them under the arguments it hands on, as Ansible's
+    /// `_apply_action_arg_defaults`.
+    pub backend_defaults: Option<&'a ModuleArgs>,
     /// Finds modules by name as the playbook's loader does: for a module that runs
     /// modules it only learns the names of at run time (gather_facts'
     /// `ansible_facts_modules`).
@@ -188,12 +196,22 @@ impl<'a> PlanContext<'a> {
             no_log: false,
             timeout: None,
             delegated: false,
+            backend_defaults: None,
             modules: None,
             facts_modules: None,
             module_defaults: &[],
             delegate_to: None,
             escalation: None,
             controller: None,
+        }
+    }
+
+    /// The `module_defaults` for `backend`, when the task has some (see
+    /// [`PlanContext::backend_defaults`]).
+    pub fn defaults_of(&self, backend: &str) -> ModuleArgs {
+        match self.backend_defaults.and_then(|all| all.get(backend)) {
+            Some(serde_json::Value::Object(defaults)) => defaults.clone(),
+            _ => ModuleArgs::new(),
         }
     }
 }
@@ -349,6 +367,10 @@ impl Next {
 pub struct Squash {
     pub key: String,
     pub names: Vec<String>,
+    /// The packages `names` concern (`foo` for `foo=1.0`): an item shares a call only with
+    /// items that name the same things or none of its packages, so two versions of one
+    /// package are never asked of the manager in one call.
+    pub packages: Vec<String>,
     pub build: SquashBuild,
 }
 
@@ -362,6 +384,7 @@ impl Squash {
         Squash {
             key: format!("{op:?}"),
             names: Vec::new(),
+            packages: Vec::new(),
             build: Arc::new(move |_| shared.clone()),
         }
     }
@@ -545,6 +568,30 @@ pub trait Module: Send + Sync {
     fn finish_check(&self, args: &Args, result: OpResult) -> TaskOutcome {
         self.finish(args, result)
     }
+    /// [`Module::finish`] (or, `check`, [`Module::finish_check`]) of a `Plan::Remote` op,
+    /// given the op that was sent, for a result that tells what the op carried (copy's
+    /// and template's `checksum` of the content).
+    /// `home` is the agent's user's (see [`Module::finish_at_home`]).
+    fn finish_sent(
+        &self,
+        args: &Args,
+        sent: &Op,
+        result: OpResult,
+        check: bool,
+        home: &str,
+    ) -> TaskOutcome {
+        let _ = sent;
+        match check {
+            true => self.finish_check(args, result),
+            false => self.finish_at_home(args, result, home),
+        }
+    }
+    /// The modules this action may hand its task to, whose `module_defaults` the executor
+    /// gives it in [`PlanContext::backend_defaults`].
+    fn backends(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// [`Module::finish`] given the home of the user the agent runs as: for a result that
     /// names a place on the target under it (copy's `src`, the file under `remote_tmp`
     /// Ansible's copy module reads).
@@ -669,9 +716,28 @@ impl TaskOutcome {
     }
 
     /// The result as `register:` stores it in Ansible: `data` plus `changed` and `failed`
-    /// always, `skipped` when true, and `msg` when there is one.
+    /// always, `skipped` when true, and `msg` when there is one; `stdout_lines` and
+    /// `stderr_lines` beside a `stdout` or `stderr` that has none, as Ansible's task result
+    /// adds them to every result (its `as_result_dict`).
     pub fn registered(&self) -> serde_json::Map<String, Value> {
         let mut out = self.data.clone();
+        for key in ["stdout", "stderr"] {
+            let lines = format!("{key}_lines");
+            if let Some(value) = out.get(key)
+                && !out.contains_key(&lines)
+            {
+                let text = match value {
+                    Value::String(text) => text.as_str(),
+                    // Ansible's `or ''`: a null or false stream has no lines.
+                    _ => "",
+                };
+                let split: Vec<Value> = text_file::split_lines(text)
+                    .into_iter()
+                    .map(|l| Value::String(l.to_string()))
+                    .collect();
+                out.insert(lines, Value::Array(split));
+            }
+        }
         out.insert("changed".into(), Value::Bool(self.changed));
         out.insert("failed".into(), Value::Bool(self.failed));
         if self.skipped {
@@ -863,13 +929,27 @@ impl FileSource {
 /// The SHA-256 and size of a controller file, read in pieces; remembered per path, size,
 /// inode and mtime, because a task is planned more than once (chains look ahead).
 pub(crate) fn local_digest(path: &Path) -> Result<([u8; 32], u64), ModuleError> {
+    local_digests(path, false).map(|(sha256, size, _)| (sha256, size))
+}
+
+/// [`local_digest`] and the file's SHA-1 (hex), Ansible's `checksum` of it, from the
+/// same read.
+pub(crate) fn local_digest_and_sha1(path: &Path) -> Result<([u8; 32], u64, String), ModuleError> {
+    local_digests(path, true).map(|(sha256, size, sha1)| (sha256, size, sha1.unwrap_or_default()))
+}
+
+fn local_digests(
+    path: &Path,
+    with_sha1: bool,
+) -> Result<([u8; 32], u64, Option<String>), ModuleError> {
     use sha2::Digest as _;
     use std::collections::HashMap;
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
     use std::sync::Mutex;
     type Key = (PathBuf, u64, u64, i64, i64);
-    static SEEN: Mutex<Option<HashMap<Key, [u8; 32]>>> = Mutex::new(None);
+    type Sums = ([u8; 32], Option<String>);
+    static SEEN: Mutex<Option<HashMap<Key, Sums>>> = Mutex::new(None);
     let read_error = |e: std::io::Error| ModuleError::Read {
         path: path.display().to_string(),
         message: e.to_string(),
@@ -882,16 +962,18 @@ pub(crate) fn local_digest(path: &Path) -> Result<([u8; 32], u64), ModuleError> 
         meta.mtime(),
         meta.mtime_nsec(),
     );
-    if let Some(sum) = SEEN
+    if let Some((sum, sha1)) = SEEN
         .lock()
         .expect("digest cache")
         .as_ref()
         .and_then(|m| m.get(&key))
+        .filter(|(_, sha1)| sha1.is_some() || !with_sha1)
     {
-        return Ok((*sum, meta.len()));
+        return Ok((*sum, meta.len(), sha1.clone()));
     }
     let mut file = std::fs::File::open(path).map_err(read_error)?;
     let mut hasher = sha2::Sha256::new();
+    let mut sha1 = with_sha1.then(sha1::Sha1::new);
     let mut buf = vec![0u8; 1 << 20];
     let mut size = 0u64;
     loop {
@@ -900,14 +982,23 @@ pub(crate) fn local_digest(path: &Path) -> Result<([u8; 32], u64), ModuleError> 
             break;
         }
         hasher.update(&buf[..n]);
+        if let Some(sha1) = &mut sha1 {
+            sha1.update(&buf[..n]);
+        }
         size += n as u64;
     }
     let sum: [u8; 32] = hasher.finalize().into();
+    let sha1 = sha1.map(|h| {
+        h.finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    });
     SEEN.lock()
         .expect("digest cache")
         .get_or_insert_with(HashMap::new)
-        .insert(key, sum);
-    Ok((sum, size))
+        .insert(key, (sum, sha1.clone()));
+    Ok((sum, size, sha1))
 }
 
 pub(crate) fn read_local(path: &Path) -> Result<Vec<u8>, ModuleError> {
@@ -1079,6 +1170,14 @@ mod tests {
             Value::Object(skipped.registered()),
             json!({"changed": false, "failed": false, "skipped": true})
         );
+        // Every result with a stdout or stderr gets its lines, unless it has them.
+        let mut listed = TaskOutcome::default();
+        listed.data.insert("stdout".into(), json!("a==1\r\nb==2\n"));
+        listed.data.insert("stderr".into(), Value::Null);
+        listed.data.insert("stderr_lines".into(), json!(["kept"]));
+        let got = listed.registered();
+        assert_eq!(got["stdout_lines"], json!(["a==1", "b==2"]));
+        assert_eq!(got["stderr_lines"], json!(["kept"]));
     }
 
     #[test]

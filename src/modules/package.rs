@@ -11,9 +11,12 @@ use super::{Args, Caps, Module, ModuleArgs, ModuleError, Next, Plan, PlanContext
 
 pub struct Package;
 
+// The module's documentation has `name` and `state` required, but the action never checks
+// its own spec: the manager's module does (apt's `state` defaults to present), and an
+// unknown manager fails before any argument is looked at.
 static SPEC: Spec = Spec::new(&[
-    Arg::list("name", Elem::Str).required(),
-    Arg::str("state").required(),
+    Arg::list("name", Elem::Str),
+    Arg::str("state"),
     Arg::str("use").default_str("auto"),
 ])
 // The action hands every other argument to the manager's module, which checks them.
@@ -34,6 +37,11 @@ impl Module for Package {
         Caps::TASK.own_check_mode().squash_loop()
     }
 
+    /// ansible-core's own package managers (others come from collections).
+    fn backends(&self) -> &'static [&'static str] {
+        &["apt", "dnf", "dnf5", "yum"]
+    }
+
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let forwarded = forwarded_args(args);
         let check = ctx.check_mode;
@@ -42,6 +50,7 @@ impl Module for Package {
         }
         // No fact: Ansible gathers `!all` (the `min` subset has pkg_mgr) to find it.
         let (playbook_dir, diff) = (ctx.playbook_dir.to_path_buf(), ctx.diff);
+        let backend_defaults = ctx.backend_defaults.cloned();
         Ok(Plan::Step(
             Op::Facts {
                 subsets: vec!["!all".into()],
@@ -68,6 +77,7 @@ impl Module for Package {
                 let ctx = PlanContext {
                     check_mode: check,
                     diff,
+                    backend_defaults: backend_defaults.as_ref(),
                     ..PlanContext::new(&playbook_dir)
                 };
                 dispatch(&manager, &forwarded, &ctx)
@@ -76,11 +86,12 @@ impl Module for Package {
     }
 }
 
-/// The task's arguments without `use`, as the action passes them on.
+/// The task's arguments without `use`, as the action passes them on (`name` and `state`
+/// only when written: the manager's defaults stand in for the others).
 fn forwarded_args(args: &Args) -> ModuleArgs {
     let mut out = ModuleArgs::new();
     for (k, v) in args.values() {
-        if k != "use" {
+        if k != "use" && !v.is_null() {
             out.insert(k.clone(), v.clone());
         }
     }
@@ -134,7 +145,10 @@ fn dispatch(manager: &str, forwarded: &ModuleArgs, ctx: &PlanContext) -> Result<
     } else {
         format!("ansible.legacy.{manager}")
     };
-    let args = match module.spec().validate(&shown, forwarded) {
+    // The manager's own module_defaults under what the action hands on.
+    let mut handed = ctx.defaults_of(manager.strip_prefix("ansible.builtin.").unwrap_or(manager));
+    handed.extend(forwarded.clone());
+    let args = match module.spec().validate(&shown, &handed) {
         Ok(args) => args,
         Err(msg) => return Ok(Plan::Done(TaskOutcome::failed(msg))),
     };
@@ -194,7 +208,11 @@ mod tests {
         let Plan::Step(Op::Batch(ops), _) = plan else {
             panic!("apt's first look: {plan:?}")
         };
-        assert_eq!(ops.len(), 4);
+        assert_eq!(
+            ops.len(),
+            5,
+            "python3-apt, the cache's stats, marks, dpkg-query"
+        );
     }
 
     #[test]
@@ -216,6 +234,25 @@ mod tests {
         );
     }
 
+    /// The manager's own module_defaults go under the arguments the action hands on.
+    #[test]
+    fn the_managers_module_defaults_are_applied() {
+        let vars = minijinja::Value::from_serialize(json!({"ansible_facts": {"pkg_mgr": "apt"}}));
+        let defaults = serde_json::Map::from_iter([("apt".to_string(), json!({"colour": "red"}))]);
+        let ctx = PlanContext {
+            backend_defaults: Some(&defaults),
+            ..with_vars(&vars)
+        };
+        let Plan::Done(out) = try_plan(&Package, json!({"name": "tree"}), &ctx).unwrap() else {
+            panic!("apt's spec sees the default")
+        };
+        assert!(
+            out.msg
+                .unwrap()
+                .starts_with("Unsupported parameters for (ansible.legacy.apt) module: colour.")
+        );
+    }
+
     #[test]
     fn unknown_managers_and_missing_facts_fail_as_ansible() {
         let vars = minijinja::Value::from_serialize(json!({"ansible_package_use": "zypper9"}));
@@ -230,6 +267,15 @@ mod tests {
         assert_eq!(
             out.msg.as_deref(),
             Some("Could not find a matching action for the \"zypper9\" package manager.")
+        );
+        let Plan::Done(out) = try_plan(&Package, json!({"name": "x"}), &with_vars(&vars)).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            out.msg.as_deref(),
+            Some("Could not find a matching action for the \"zypper9\" package manager."),
+            "the action checks no argument of its own, `state` included"
         );
         let vars = minijinja::Value::from_serialize(json!({}));
         let plan = try_plan(

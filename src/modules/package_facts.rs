@@ -1,7 +1,9 @@
 //! `package_facts`: the installed packages as `ansible_facts.packages`, for the apt
 //! manager (what `auto` finds first on Debian): dpkg's database for names, versions,
 //! architectures and sections, and apt's policy for the origin of each installed version,
-//! all in one command run on the target.
+//! all in one command run on the target. Any other manager list or strategy (one that
+//! looks at rpm, apk... first, or `strategy: all`) runs ansible-core's own module on the
+//! target's Python, which probes each manager as Ansible does.
 
 use std::collections::BTreeMap;
 
@@ -41,12 +43,35 @@ const MANAGERS: &[&str] = &[
 
 const SEPARATOR: &str = "--turbo-play-section--";
 
+/// ansible-core's package_facts module, run on the target's Python (`modules::python`),
+/// its reply finished by it.
+fn ansible_module(args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    let module = super::python::PythonModule::builtin("package_facts");
+    let mut raw = args.values().clone();
+    raw.extend(args.extra().clone());
+    let module_args = module
+        .spec()
+        .validate("package_facts", &raw)
+        .map_err(ModuleError::Invalid)?;
+    match module.plan(&module_args, ctx)? {
+        Plan::Remote(op) => Ok(Plan::Step(
+            op,
+            super::Next::new(move |reply| Ok(Plan::Done(module.finish(&module_args, reply)))),
+        )),
+        other => Ok(other),
+    }
+}
+
 /// dpkg's packages, then apt's package files, then apt's policy of every installed one.
+/// PATH is the system's own: Ansible's apt manager reads python-apt, so the task's
+/// `environment` (a PATH of `${PATH}:/dir`, which Ansible passes on unexpanded) must not
+/// decide whether dpkg and apt are found.
 fn script() -> String {
     let format =
         "${db:Status-Abbrev}\\t${binary:Package}\\t${Version}\\t${Architecture}\\t${Section}\\n";
     format!(
-        "dpkg-query -W -f='{format}'\n\
+        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin; export PATH\n\
+         dpkg-query -W -f='{format}'\n\
          echo {SEPARATOR}\n\
          apt-cache policy\n\
          echo {SEPARATOR}\n\
@@ -67,7 +92,7 @@ impl Module for PackageFacts {
         Caps::TASK.own_check_mode()
     }
 
-    fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
+    fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let managers: Vec<String> = args
             .str_list("manager")
             .iter()
@@ -94,9 +119,7 @@ impl Module for PackageFacts {
                 .next()
                 .is_none();
         if !apt_first || args.str("strategy") == Some("all") {
-            return Err(ModuleError::Invalid(
-                "turbo-play's package_facts reads the apt manager only yet (manager: auto or apt, strategy: first); run this task with ansible-playbook for others".into(),
-            ));
+            return ansible_module(args, ctx);
         }
         Ok(Plan::Remote(Op::Exec(Exec {
             command: Command::Shell {
@@ -195,20 +218,27 @@ mod tests {
     }
 
     #[test]
-    fn other_managers_are_refused_for_now() {
+    fn apt_first_is_read_here_and_unknown_managers_fail() {
         let ctx = PlanContext::new(std::path::Path::new("/"));
-        assert!(
-            try_plan(&PackageFacts, json!({"manager": ["rpm"]}), &ctx)
-                .unwrap_err()
-                .contains("apt manager only")
-        );
         assert_eq!(
             try_plan(&PackageFacts, json!({"manager": ["nope"]}), &ctx).unwrap_err(),
             "Unsupported package managers requested: nope"
         );
-        assert!(matches!(
-            try_plan(&PackageFacts, json!({}), &ctx).unwrap(),
-            Plan::Remote(Op::Exec(_))
+        let Plan::Remote(Op::Exec(exec)) = try_plan(&PackageFacts, json!({}), &ctx).unwrap() else {
+            panic!("apt is read by one command")
+        };
+        let Command::Shell { script, .. } = exec.command else {
+            panic!()
+        };
+        assert!(
+            script.starts_with("PATH=/usr/local/sbin:"),
+            "the system's PATH, whatever the task's environment says: {script}"
+        );
+        // Another manager first goes to ansible-core's module (see the integration test
+        // package_facts_reads_apt_and_probes_other_managers_as_ansible): never the apt read.
+        assert!(!matches!(
+            try_plan(&PackageFacts, json!({"manager": ["rpm", "apt"]}), &ctx),
+            Ok(Plan::Remote(Op::Exec(_)))
         ));
     }
 }

@@ -15,11 +15,26 @@ use super::service_detect::{self, Detected};
 use super::service_run::{self, Cmd, Report};
 use super::service_status;
 use super::spec::{Arg, Spec};
-use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::{Args, Caps, Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct Service;
 
+/// The action's: what it reads (`use`) and hands on. It checks nothing itself; the module
+/// it picks checks the arguments (with its own `module_defaults` under them).
 static SPEC: Spec = Spec::new(&[
+    Arg::str("arguments").aliases(&["args"]),
+    Arg::bool("enabled"),
+    Arg::str("name"),
+    Arg::str("pattern"),
+    Arg::str("runlevel"),
+    Arg::int("sleep"),
+    Arg::str("state"),
+    Arg::str("use").default_str("auto"),
+])
+.unknown(super::spec::Unknown::Accepted);
+
+/// ansible.builtin.service, the module: LinuxService here.
+static MODULE_SPEC: Spec = Spec::new(&[
     Arg::str("arguments").aliases(&["args"]).default_str(""),
     Arg::bool("enabled"),
     Arg::str("name").required(),
@@ -27,9 +42,20 @@ static SPEC: Spec = Spec::new(&[
     Arg::str("runlevel").default_str("default"),
     Arg::int("sleep"),
     Arg::str("state").choices(&["started", "stopped", "reloaded", "restarted"]),
-    Arg::str("use").default_str("auto"),
 ])
 .required_one_of(&[&["state", "enabled"]]);
+
+/// The task's arguments as the action hands them on: those written (or from the
+/// `service` module_defaults), without `use`, over the picked module's own defaults.
+fn handed_on(args: &Args, defaults: ModuleArgs) -> ModuleArgs {
+    let mut raw = defaults;
+    for (key, value) in args.values().iter().chain(args.extra()) {
+        if key != "use" && !value.is_null() {
+            raw.insert(key.clone(), value.clone());
+        }
+    }
+    raw
+}
 
 impl Module for Service {
     fn name(&self) -> &'static str {
@@ -45,16 +71,41 @@ impl Module for Service {
         Caps::TASK.own_check_mode()
     }
 
+    fn backends(&self) -> &'static [&'static str] {
+        &["service", "sysvinit", "systemd"]
+    }
+
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let check = ctx.check_mode;
-        let name = args.str("name").unwrap_or_default().to_string();
+        let defaults: Vec<(&str, ModuleArgs)> = self
+            .backends()
+            .iter()
+            .map(|b| (*b, ctx.defaults_of(b)))
+            .collect();
+        let args_for = move |backend: &str| {
+            let own = defaults
+                .iter()
+                .find(|(b, _)| *b == backend)
+                .map(|(_, d)| d.clone())
+                .unwrap_or_default();
+            handed_on(args, own)
+        };
+        let for_service = args_for("service");
+        let for_sysvinit = args_for("sysvinit");
+        let for_systemd = args_for("systemd");
+        // Detection looks for the service the task names (before any module's defaults).
+        let name = args
+            .str("name")
+            .or_else(|| for_sysvinit.get("name").and_then(|v| v.as_str()))
+            .or_else(|| for_systemd.get("name").and_then(|v| v.as_str()))
+            .unwrap_or_default()
+            .to_string();
         let wanted = args.str("use").unwrap_or("auto").to_lowercase();
         let from_facts = ctx
             .vars
             .and_then(|v| v.get_attr("ansible_facts").ok())
             .and_then(|f| f.get_attr("service_mgr").ok())
             .and_then(|m| m.as_str().map(str::to_string));
-        let args = args.clone();
         Ok(service_run::step(
             "",
             vec![service_detect::probe(&name)],
@@ -67,29 +118,33 @@ impl Module for Service {
                     other => other.to_string(),
                 };
                 if manager == "sysvinit" {
-                    return super::sysvinit::from_service(&args, d, check);
+                    return super::sysvinit::from_service(for_sysvinit, d, check);
                 }
                 if manager == "systemd" {
-                    return as_systemd(&args, check);
+                    return as_systemd(&for_systemd, check);
                 }
-                linux_service(args, d, check)
+                match MODULE_SPEC.validate("ansible.legacy.service", &for_service) {
+                    Ok(args) => linux_service(args, d, check),
+                    Err(msg) => Ok(Plan::Done(TaskOutcome::failed(msg))),
+                }
             },
         ))
     }
 }
 
 /// `service` where the fact says systemd: Ansible's action plugin runs systemd_service with
-/// the arguments it shares (name, state, enabled).
-fn as_systemd(args: &Args, check: bool) -> Result<Plan, ModuleError> {
+/// the arguments it shares (name, state, enabled) and its own module_defaults.
+fn as_systemd(handed: &ModuleArgs, check: bool) -> Result<Plan, ModuleError> {
     let mut raw = serde_json::Map::new();
     for key in ["name", "state", "enabled"] {
-        if let Some(v) = args.raw(key) {
+        if let Some(v) = handed.get(key) {
             raw.insert(key.to_string(), v.clone());
         }
     }
-    let args = super::systemd::spec()
-        .validate("ansible.legacy.systemd", &raw)
-        .map_err(ModuleError::Invalid)?;
+    let args = match super::systemd::spec().validate("ansible.legacy.systemd", &raw) {
+        Ok(args) => args,
+        Err(msg) => return Ok(Plan::Done(TaskOutcome::failed(msg))),
+    };
     super::systemd::plan(&args, check)
 }
 
@@ -455,10 +510,59 @@ mod tests {
             out.msg.as_deref(),
             Some("Could not find the requested service nope: host")
         );
+        // The action checks nothing; the module it picks does, as in Ansible.
+        let p = plan(json!({"name": "x"})).unwrap();
+        let Plan::Done(out) = resume(p, &section("detect", 0, DETECTED)) else {
+            panic!()
+        };
         assert_eq!(
-            plan(json!({"name": "x"})).unwrap_err(),
-            "one of the following is required: state, enabled"
+            out.msg.as_deref(),
+            Some("one of the following is required: state, enabled")
         );
+    }
+
+    /// The picked module's own module_defaults go under the arguments the action hands on
+    /// (Ansible's `_apply_action_arg_defaults`): a task with none but sysvinit's runs.
+    #[test]
+    fn the_picked_modules_defaults_are_applied() {
+        let vars =
+            minijinja::Value::from_serialize(json!({"ansible_facts": {"service_mgr": "sysvinit"}}));
+        let defaults = serde_json::Map::from_iter([(
+            "sysvinit".to_string(),
+            json!({"name": "cron", "enabled": true}),
+        )]);
+        let ctx = PlanContext {
+            vars: Some(&vars),
+            check_mode: true,
+            backend_defaults: Some(&defaults),
+            ..PlanContext::new(Path::new("/"))
+        };
+        let p = crate::modules::try_plan(&Service, json!({}), &ctx).unwrap();
+        assert!(
+            script_of(&p).contains("'cron'"),
+            "detection looks for the default's name"
+        );
+        let p = resume(p, &section("detect", 0, DETECTED));
+        assert!(
+            matches!(
+                &p,
+                Plan::Step(..) | Plan::Done(TaskOutcome { failed: false, .. })
+            ),
+            "sysvinit plans with its defaults: {p:?}"
+        );
+        let none = crate::modules::try_plan(
+            &Service,
+            json!({}),
+            &PlanContext {
+                vars: Some(&vars),
+                ..PlanContext::new(Path::new("/"))
+            },
+        )
+        .unwrap();
+        let Plan::Done(out) = resume(none, &section("detect", 0, DETECTED)) else {
+            panic!()
+        };
+        assert_eq!(out.msg.as_deref(), Some("missing required arguments: name"));
     }
 
     #[test]

@@ -60,22 +60,14 @@ impl Module for SysvInit {
 /// `service` on a host whose `ansible_service_mgr` is sysvinit: its arguments handed on,
 /// as Ansible's action plugin hands them (without `use`).
 pub(crate) fn from_service(
-    service_args: &Args,
+    raw: super::ModuleArgs,
     d: Detected,
     check: bool,
 ) -> Result<Plan, ModuleError> {
-    let mut raw = service_args.values().clone();
-    raw.remove("use");
-    if raw.get("runlevel").and_then(Value::as_str) == Some("default") {
-        raw.remove("runlevel");
+    match SPEC.validate("ansible.legacy.sysvinit", &raw) {
+        Ok(args) => plan_detected(args, d, check),
+        Err(msg) => Ok(Plan::Done(TaskOutcome::failed(msg))),
     }
-    if raw.get("arguments").and_then(Value::as_str) == Some("") {
-        raw.remove("arguments");
-    }
-    let args = SPEC
-        .validate("ansible.legacy.sysvinit", &raw)
-        .map_err(ModuleError::Invalid)?;
-    plan_detected(args, d, check)
 }
 
 fn part(changed: bool, ran: Option<(i32, &str, &str)>) -> Value {

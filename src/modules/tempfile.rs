@@ -33,10 +33,12 @@ fn mktemp(dir: bool, path: Option<&str>, prefix: &str, suffix: &str) -> Vec<Stri
     if dir {
         argv.push("-d".into());
     }
-    argv.push(match path {
-        Some(p) => format!("--tmpdir={p}"),
-        None => "--tmpdir".into(),
-    });
+    // The directory as a word of its own, which the agent expands as a `path` argument is
+    // (`~`, `$HOME`), as Ansible's tempfile does.
+    match path {
+        Some(p) => argv.extend(["-p".to_string(), p.to_string()]),
+        None => argv.push("--tmpdir".into()),
+    }
     if !suffix.is_empty() {
         argv.push(format!("--suffix={suffix}"));
     }
@@ -157,7 +159,12 @@ mod tests {
         assert_eq!(argv(json!({})), "mktemp --tmpdir ansible.XXXXXXXX");
         assert_eq!(
             argv(json!({"state": "directory", "path": "/var/tmp", "prefix": "x", "suffix": ".d"})),
-            "mktemp -d --tmpdir=/var/tmp --suffix=.d xXXXXXXXX"
+            "mktemp -d -p /var/tmp --suffix=.d xXXXXXXXX"
+        );
+        // `~` alone is a word the agent expands to the home (package_facts' `path=~`).
+        assert_eq!(
+            argv(json!({"state": "directory", "path": "~"})),
+            "mktemp -d -p ~ ansible.XXXXXXXX"
         );
         let Plan::Done(out) = plan(json!({"prefix": "a/b"})) else {
             panic!()

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use turbo_proto::OpResult;
+use turbo_proto::{Op, OpResult};
 
 use crate::template::TextOptions;
 
@@ -86,8 +86,24 @@ impl Module for Template {
     }
 
     fn finish(&self, args: &Args, result: OpResult) -> TaskOutcome {
-        // The rendered text is gone by now, so no checksum (Ansible's is of the rendered file).
         file_result(self.name(), args, result, None)
+    }
+
+    /// With Ansible's `checksum`: the rendered text's.
+    fn finish_sent(
+        &self,
+        args: &Args,
+        sent: &Op,
+        result: OpResult,
+        check: bool,
+        _home: &str,
+    ) -> TaskOutcome {
+        let outcome = file_result(self.name(), args, result, super::copy::sent_checksum(sent));
+        if check {
+            would_change(outcome)
+        } else {
+            outcome
+        }
     }
 }
 
@@ -270,10 +286,30 @@ mod tests {
             }))
         );
         let a = args(json!({"src": "app.conf.j2", "dest": "/etc/"}));
-        let Plan::Remote(Op::EnsureFile(f)) = Template.plan(&a, &ctx).unwrap() else {
+        let Plan::Remote(op @ Op::EnsureFile(_)) = Template.plan(&a, &ctx).unwrap() else {
             panic!()
         };
+        let Op::EnsureFile(f) = &op else { panic!() };
         assert_eq!(f.path, "/etc/app.conf.j2");
+        // Ansible's result has the rendered text's checksum.
+        let written = turbo_proto::FileOutcome {
+            changed: true,
+            path: f.path.clone(),
+            kind: turbo_proto::FileKind::File,
+            mode: 0o100644,
+            size: 23,
+            uid: 0,
+            gid: 0,
+            owner: "root".into(),
+            group: "root".into(),
+            diff: None,
+            backup_file: None,
+        };
+        let out = Template.finish_sent(&a, &op, OpResult::File(written), false, "~");
+        assert_eq!(
+            out.data["checksum"],
+            json!(crate::modules::copy::sha1_hex(b"port=80\nhost=a\nhost=b\n"))
+        );
     }
 
     #[test]

@@ -251,7 +251,16 @@ impl Loader<'_> {
                 Some(format!("write `{kind}: path/to/tasks.yml`")),
             )
         })?;
-        let written = self.scalar(node, kind)?;
+        let mut written = self.scalar(node, kind)?;
+        // `import_tasks: file=x.yml` is Ansible's k=v form (parse_kv, raw params allowed).
+        if matches!(node.value, Value::Str(_)) {
+            let parsed = crate::kv_args::parse_kv(&written, None);
+            if parsed.raw.trim().is_empty()
+                && let Some((_, file)) = parsed.pairs.iter().rev().find(|(k, _)| k == "file")
+            {
+                written = file.clone();
+            }
+        }
         if is_template(&written) {
             return match self.render_at_load(&written, inherited) {
                 Ok(rendered) => Ok((rendered, node.span)),
@@ -538,12 +547,27 @@ mod tests {
       rescue:
         - name: r
           ping:
+    - import_tasks: file='tasks/b.yml'
+    - include_tasks: file='tasks/b.yml'
 ",
             ),
         ]);
         let play = load(&dir).unwrap_or_else(|e| panic!("{e}")).plays.remove(0);
-        assert_eq!(names(&play.tasks), ["a1", "b1", "include_tasks", "b1", "r"]);
+        assert_eq!(
+            names(&play.tasks),
+            [
+                "a1",
+                "b1",
+                "include_tasks",
+                "b1",
+                "r",
+                "b1",
+                "include_tasks"
+            ]
+        );
         assert_eq!(play.tasks[2].args["file"], json!("tasks/b.yml"));
+        // Ansible's k=v form, quotes and all (dpkg_selections' `file='x.yaml'`).
+        assert_eq!(play.tasks[6].args["file"], json!("tasks/b.yml"));
         assert_eq!(play.tasks[0].when, ["go"]);
         assert_eq!(
             Json::Object(play.tasks[1].vars.clone()),

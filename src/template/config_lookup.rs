@@ -429,6 +429,152 @@ const PLUGIN_OPTIONS: &[(&str, &str, Setting)] = &[
         },
     ),
     (
+        "become",
+        "sudo",
+        Setting {
+            name: "become_user",
+            kind: Kind::Str,
+            default: "\"root\"",
+            env: &["ANSIBLE_BECOME_USER", "ANSIBLE_SUDO_USER"],
+            ini: &[
+                ("privilege_escalation", "become_user"),
+                ("sudo_become_plugin", "user"),
+            ],
+            vars: &["ansible_become_user", "ansible_sudo_user"],
+        },
+    ),
+    (
+        "become",
+        "sudo",
+        Setting {
+            name: "become_exe",
+            kind: Kind::Str,
+            default: "\"sudo\"",
+            env: &["ANSIBLE_BECOME_EXE", "ANSIBLE_SUDO_EXE"],
+            ini: &[
+                ("privilege_escalation", "become_exe"),
+                ("sudo_become_plugin", "executable"),
+            ],
+            vars: &["ansible_become_exe", "ansible_sudo_exe"],
+        },
+    ),
+    (
+        "become",
+        "sudo",
+        Setting {
+            name: "become_flags",
+            kind: Kind::Str,
+            default: "\"-H -S -n\"",
+            env: &["ANSIBLE_BECOME_FLAGS", "ANSIBLE_SUDO_FLAGS"],
+            ini: &[
+                ("privilege_escalation", "become_flags"),
+                ("sudo_become_plugin", "flags"),
+            ],
+            vars: &["ansible_become_flags", "ansible_sudo_flags"],
+        },
+    ),
+    (
+        "become",
+        "sudo",
+        Setting {
+            name: "become_pass",
+            kind: Kind::Str,
+            default: "null",
+            env: &["ANSIBLE_BECOME_PASS", "ANSIBLE_SUDO_PASS"],
+            ini: &[("sudo_become_plugin", "password")],
+            vars: &[
+                "ansible_become_password",
+                "ansible_become_pass",
+                "ansible_sudo_pass",
+            ],
+        },
+    ),
+    (
+        "become",
+        "su",
+        Setting {
+            name: "become_user",
+            kind: Kind::Str,
+            default: "\"root\"",
+            env: &["ANSIBLE_BECOME_USER", "ANSIBLE_SU_USER"],
+            ini: &[
+                ("privilege_escalation", "become_user"),
+                ("su_become_plugin", "user"),
+            ],
+            vars: &["ansible_become_user", "ansible_su_user"],
+        },
+    ),
+    (
+        "become",
+        "su",
+        Setting {
+            name: "become_exe",
+            kind: Kind::Str,
+            default: "\"su\"",
+            env: &["ANSIBLE_BECOME_EXE", "ANSIBLE_SU_EXE"],
+            ini: &[
+                ("privilege_escalation", "become_exe"),
+                ("su_become_plugin", "executable"),
+            ],
+            vars: &["ansible_become_exe", "ansible_su_exe"],
+        },
+    ),
+    (
+        "become",
+        "su",
+        Setting {
+            name: "become_flags",
+            kind: Kind::Str,
+            default: "\"\"",
+            env: &["ANSIBLE_BECOME_FLAGS", "ANSIBLE_SU_FLAGS"],
+            ini: &[
+                ("privilege_escalation", "become_flags"),
+                ("su_become_plugin", "flags"),
+            ],
+            vars: &["ansible_become_flags", "ansible_su_flags"],
+        },
+    ),
+    (
+        "become",
+        "su",
+        Setting {
+            name: "become_pass",
+            kind: Kind::Str,
+            default: "null",
+            env: &["ANSIBLE_BECOME_PASS", "ANSIBLE_SU_PASS"],
+            ini: &[("su_become_plugin", "password")],
+            vars: &[
+                "ansible_become_password",
+                "ansible_become_pass",
+                "ansible_su_pass",
+            ],
+        },
+    ),
+    (
+        "become",
+        "sudo",
+        Setting {
+            name: "sudo_chdir",
+            kind: Kind::Str,
+            default: "null",
+            env: &["ANSIBLE_SUDO_CHDIR"],
+            ini: &[("sudo_become_plugin", "chdir")],
+            vars: &["ansible_sudo_chdir"],
+        },
+    ),
+    (
+        "become",
+        "su",
+        Setting {
+            name: "prompt_l10n",
+            kind: Kind::List,
+            default: "[]",
+            env: &["ANSIBLE_SU_PROMPT_L10N"],
+            ini: &[("su_become_plugin", "localized_prompts")],
+            vars: &["ansible_su_prompt_l10n"],
+        },
+    ),
+    (
         "lookup",
         "config",
         Setting {

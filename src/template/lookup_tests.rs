@@ -257,6 +257,17 @@ fn config_settings_plugins_and_origins() {
         ),
         json!(["lola", 2022])
     );
+    assert_eq!(
+        p.value_with(
+            "q('config', 'become_flags', 'become_exe', 'sudo_chdir', plugin_type='become', plugin_name='sudo')",
+            json!({"ansible_sudo_exe": "/tmp/shim"})
+        ),
+        json!(["-H -S -n", "/tmp/shim", null])
+    );
+    assert_eq!(
+        p.value("q('config', 'become_user', 'become_flags', 'prompt_l10n', plugin_type='become', plugin_name='ansible.builtin.su')"),
+        json!(["root", "", []])
+    );
     assert_eq!(p.value("q('config', 'NOPE', on_missing='skip')"), json!([]));
     assert!(
         p.error("lookup('config', 'NOPE')")

@@ -11,17 +11,30 @@ connection, setup targets run first, and then either
 
 with ansible-test's environment variables, and `ansible-playbook`, `ansible` and
 `ansible-inventory` resolving to turbo-play through a directory of links put first on PATH.
+A target ansible-test runs only on a throw-away host (`destructive`, see
+debian_testhost.py) gets a fresh Debian 12 host as `testhost`, reached over ssh as root
+(`--debian-login deploy`: as deploy, with sudo), started before its setup targets and
+removed after it.
 Commands turbo-play does not provide yet (`ansible-config`, `ansible-vault`, ...) resolve to
 stubs there: a target that fails after
 calling one is reported as skipped, with the command named.
 
 The targets run are those in targets.txt; changes to their files are only those in
-patches.diff (applied to a copy, never to the fetched tree). Prints one row per target
+patches.diff (applied to a copy, never to the fetched tree); skipped.txt names the targets
+that cannot run here, each with its reason, which the table shows. slow.txt names the
+targets that take minutes each (on a Debian testhost, installing from the archive and
+PyPI): they run only with --with-slow or when named, so CI's run stays short. Prints one row per target
 and `conformance: N passed, N failed, N skipped`. With --check-baseline it exits non-zero
 only when a target listed in passing.txt does not pass.
 
 Usage: tests/conformance/run.sh [--check-baseline] [--write-baseline] [--keep]
-                                [--binary PATH] [--timeout SECONDS] [TARGET ...]
+                                [--binary PATH] [--timeout SECONDS]
+                                [--debian-login root|deploy] [--with-ansible VENV]
+                                [--with-slow] [TARGET ...]
+
+--with-ansible runs the targets with Python Ansible's commands from VENV instead (a
+virtual environment with ansible-core 2.21.5 installed), on the same kind of testhost: what
+turbo-play's result is compared with.
 """
 
 from __future__ import annotations
@@ -39,6 +52,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from ci_files import CiFiles
+from debian_testhost import LOGINS, DebianHostError, DebianTestHost, base_dir, wants_debian_host
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -65,6 +81,9 @@ NOT_PROVIDED = [
     "ansible-test",
 ]
 
+# Seconds a target on a Debian testhost may take at least (see Runner.target_timeout).
+DEBIAN_TIMEOUT = 900.0
+
 # Aliases with which ansible-test would not run a target here.
 SKIP_ALIASES = {
     "hidden/": "hidden: ansible-test runs it only as a dependency of other targets",
@@ -72,19 +91,6 @@ SKIP_ALIASES = {
     "unsupported/": "unsupported in ansible-core's CI",
     "needs/httptester/": "needs ansible-test's HTTP test container",
     "needs/ssh/": "needs an ssh connection to testhost",
-}
-
-# Targets turbo-play cannot run, each with why. A Python connection plugin (a class with
-# one-shot exec_command/put_file/fetch_file calls inside ansible-core's Python) cannot carry
-# turbo-play's agent, which keeps one long-lived stdin/stdout session per host; turbo-play's
-# connections are its own `ssh` and `local`.
-SKIP_TARGETS = {
-    "connection_local": "its second half connects with network_noop, the target's own Python "
-                        "connection plugin (NetworkConnectionBase): turbo-play runs no Python "
-                        "connection plugins, only its own ssh and local",
-    "ignore_unreachable": "connects with bad_put_file and bad_exec, the target's own Python "
-                          "connection plugins (Ansible's local, raising in put_file/exec_command): "
-                          "turbo-play runs no Python connection plugins, only its own ssh and local",
 }
 
 # Targets that wait longer than --timeout by design: seconds they may take at least.
@@ -114,22 +120,34 @@ def main() -> int:
                         help="keep the work directories (printed at the end) for debugging")
     parser.add_argument("--write-baseline", action="store_true",
                         help="rewrite passing.txt with the targets that pass")
+    parser.add_argument("--debian-login", choices=LOGINS, default="root",
+                        help="how testhost is reached when it is a Debian host (default: root, "
+                        "as in ansible-test's containers; deploy escalates with sudo)")
+    parser.add_argument("--with-slow", action="store_true",
+                        help="also run the targets of slow.txt (minutes each on a Debian testhost)")
+    parser.add_argument("--with-ansible", metavar="VENV",
+                        help="run Python Ansible's commands from this virtual environment "
+                        "instead of turbo-play, for comparison")
     args = parser.parse_args()
 
     if not (FETCHED / ".fetched").is_file():
         sys.exit("conformance: no targets fetched; run `bash tests/conformance/fetch.sh` first")
     binary = find_binary(args.binary)
-    names = args.targets or read_list(HERE / "targets.txt")
+    names = args.targets or without_slow(read_list(HERE / "targets.txt"), args.with_slow)
     source = patched_tree()
     controller, missing = controller_python()
     if controller is None:
         print(f"conformance: {missing}; targets with Python plugins are skipped")
 
     run_root = Path(tempfile.mkdtemp(prefix="turbo-conformance-"))
-    logs = FETCHED / "logs"
+    logs = FETCHED / ("logs-ansible" if args.with_ansible else "logs")
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
     runner = Runner(binary, source, run_root, logs, args.timeout, controller, missing)
+    runner.debian_login = args.debian_login
+    if args.with_ansible:
+        use_python_ansible(runner.bin_dir, Path(args.with_ansible))
+        binary = Path(args.with_ansible)
     results: dict[str, Outcome] = {}
     started = time.monotonic()
     try:
@@ -145,6 +163,8 @@ def main() -> int:
             print(f"{name:<{width}}  {outcome.status:<6}  {outcome.seconds:7.1f}  {outcome.detail}",
                   flush=True)
     finally:
+        if runner.ci_files is not None:
+            runner.ci_files.stop()
         if args.keep:
             print(f"conformance: work directories kept in {run_root}")
         else:
@@ -213,6 +233,31 @@ def read_list(path: Path) -> list[str]:
             if line.split("#")[0].strip()]
 
 
+def without_slow(names: list[str], with_slow: bool) -> list[str]:
+    """targets.txt's names less slow.txt's (`target: why` a line), unless asked for: those
+    are not run at all, so --check-baseline does not expect them."""
+    slow = read_skipped(HERE / "slow.txt")
+    left_out = [n for n in names if n in slow]
+    if with_slow or not left_out:
+        return names
+    print(f"conformance: not running {len(left_out)} slow targets ({', '.join(left_out)}; "
+          "tests/conformance/slow.txt): --with-slow runs them")
+    return [n for n in names if n not in slow]
+
+
+def read_skipped(path: Path) -> dict[str, str]:
+    """skipped.txt: `target: reason` a line (# comments), the targets that cannot run here."""
+    if not path.is_file():
+        return {}
+    found = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, reason = line.partition(":")
+            found[name.strip()] = reason.strip()
+    return found
+
+
 def patched_tree() -> Path:
     """The fetched targets with patches.diff applied, rebuilt when either changes."""
     patch_file = HERE / "patches.diff"
@@ -246,6 +291,14 @@ class Runner:
         self.logs = logs
         self.timeout = timeout
         self.setup_once_done: set[str] = set()
+        self.skipped = read_skipped(HERE / "skipped.txt")
+        self.last_timeout = timeout
+        self.debian_login = "root"
+        # The Debian host of the target being run, if it has one.
+        self.testhost: DebianTestHost | None = None
+        self.archives: Path | None = None
+        # ci-files.testing.ansible.com's stand-in, started with the first Debian host.
+        self.ci_files: CiFiles | None = None
         self.stub_log = run_root / "stub-calls"
         self.bin_dir = run_root / "bin"
         self.make_bin_dir(binary)
@@ -294,13 +347,13 @@ class Runner:
         if not target_dir.is_dir():
             return Outcome("fail", 0.0, f"no target {name} in ansible-core {ANSIBLE_VERSION}")
         aliases = read_aliases(target_dir)
+        if name in self.skipped:
+            return Outcome("skip", 0.0, self.skipped[name])
         if is_hidden(target_dir):
             return Outcome("skip", 0.0, SKIP_ALIASES["hidden/"])
         for alias, reason in SKIP_ALIASES.items():
             if alias in aliases:
                 return Outcome("skip", 0.0, reason)
-        if name in SKIP_TARGETS:
-            return Outcome("skip", 0.0, SKIP_TARGETS[name])
         if self.controller is None and any(needs_plugins(self.source / d)
                                            for d in dependencies(self.source, name)):
             return Outcome("skip", 0.0, f"its Python plugins need ansible-core's Python: {self.missing}")
@@ -309,10 +362,15 @@ class Runner:
             self.stub_log.unlink()
         with open(log_path, "w", encoding="utf-8", errors="replace") as log:
             try:
+                self.start_testhost(name, aliases, log)
                 self.run_setup_targets(name, aliases, log)
                 rc, timed_out, work = self.run_one(name, log)
             except SetupFailed as failed:
                 return Outcome("fail", time.monotonic() - started, str(failed))
+            except NoTesthost as missing:
+                return Outcome("skip", time.monotonic() - started, str(missing))
+            finally:
+                self.stop_testhost()
         seconds = time.monotonic() - started
         if rc == 0 and not timed_out:
             return Outcome("pass", seconds)
@@ -332,7 +390,7 @@ class Runner:
         if warned:
             detail += f" (after the warning: {one_line(warned[0])})"
         if timed_out:
-            detail = f"timed out after {max(self.timeout, SLOW_TARGETS.get(name, 0.0)):.0f} s; {detail}"
+            detail = f"timed out after {self.last_timeout:.0f} s; {detail}"
         return Outcome("fail", seconds, detail)
 
     def run_setup_targets(self, name: str, aliases: list[str], log) -> None:
@@ -341,7 +399,8 @@ class Runner:
             if not match:
                 continue
             when, setup = match.groups()
-            if when == "once" and setup in self.setup_once_done:
+            # A Debian testhost is fresh for each target: its setup runs again.
+            if when == "once" and setup in self.setup_once_done and self.testhost is None:
                 continue
             log.write(f"conformance: setup target {setup}\n")
             log.flush()
@@ -357,14 +416,13 @@ class Runner:
         integration_dir = work / "test" / "integration"
         targets_dir = integration_dir / "targets"
         targets_dir.mkdir(parents=True)
-        for dependency in sorted(dependencies(self.source, name)):
+        needed = sorted(dependencies(self.source, name))
+        for dependency in needed:
             shutil.copytree(self.source / dependency, targets_dir / dependency, symlinks=True)
+        copy_ansible_test_data(work)
         inventory = integration_dir / "inventory"
-        inventory.write_text(json.dumps({"testgroup": {"hosts": {"testhost": {
-            "ansible_connection": "local",
-            "ansible_pipelining": "yes",
-            "ansible_python_interpreter": sys.executable,
-        }}}}, indent=4) + "\n")
+        inventory.write_text(json.dumps({"testgroup": {"hosts": {"testhost": self.testhost_vars()}}},
+                                        indent=4) + "\n")
         config = integration_dir / "integration.cfg"
         config.write_text("")
         output_dir = self.run_root / "output_dir"
@@ -372,6 +430,11 @@ class Runner:
         output_dir.mkdir()
 
         env = self.environment(name, output_dir, inventory, config)
+        if self.ci_files is not None:
+            env["CONFORMANCE_CI_FILES"] = self.ci_files.url
+        roots = collection_roots(targets_dir, needed)
+        if roots:
+            env["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join(str(r) for r in roots)
         target_dir = targets_dir / name
         if is_script(target_dir):
             command = ["./runme.sh"]
@@ -397,13 +460,72 @@ class Runner:
         process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            timeout = max(self.timeout, SLOW_TARGETS.get(name, 0.0))
-            return process.wait(timeout=timeout), False, work
+            self.last_timeout = self.target_timeout(name)
+            return process.wait(timeout=self.last_timeout), False, work
         except subprocess.TimeoutExpired:
             # The script's children (turbo-play, sleeps) are in its session: end them all.
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             return -9, True, work
+
+    def target_timeout(self, name: str) -> float:
+        """A target on a Debian host installs packages from the archive (setup targets
+        too): it gets DEBIAN_TIMEOUT at least; SLOW_TARGETS' their own."""
+        floor = DEBIAN_TIMEOUT if self.testhost is not None else 0.0
+        return max(self.timeout, SLOW_TARGETS.get(name, 0.0), floor)
+
+    def testhost_vars(self) -> dict[str, str]:
+        if self.testhost is not None:
+            return self.testhost.inventory_vars(self.debian_login)
+        return {
+            "ansible_connection": "local",
+            "ansible_pipelining": "yes",
+            "ansible_python_interpreter": sys.executable,
+        }
+
+    def start_testhost(self, name: str, aliases: list[str], log) -> None:
+        """A fresh Debian host as testhost for a target that wants one (see
+        debian_testhost.py); NoTesthost when there is no base to start it from."""
+        if not wants_debian_host(aliases):
+            return
+        base = base_dir(REPO)
+        if base is None:
+            raise NoTesthost("destructive: needs a Debian test host; build its base with "
+                             "`bash tests/debian/build-base.sh` (as root)")
+        host = DebianTestHost(base, Path(tempfile.mkdtemp(prefix=f"debian-{name}-", dir=self.run_root)),
+                              self.apt_archives())
+        try:
+            host.start()
+        except DebianHostError as error:
+            host.stop()
+            raise SetupFailed(str(error)) from error
+        self.testhost = host
+        if self.ci_files is None:
+            self.ci_files = CiFiles(self.run_root / "ci-files", base / "rootfs")
+            self.ci_files.start()
+        log.write(f"conformance: testhost is a fresh Debian host on 127.0.0.1:{host.port}, "
+                  f"login {self.debian_login}\n")
+        log.flush()
+
+    def apt_archives(self) -> Path:
+        """The apt archive cache the testhosts share: target/conformance/apt-archives,
+        unless another run holds it (then one of this run's own)."""
+        if self.archives is None:
+            import fcntl
+            shared = FETCHED / "apt-archives"
+            shared.mkdir(exist_ok=True)
+            self.archives_lock = open(FETCHED / "apt-archives.lock", "w")
+            try:
+                fcntl.flock(self.archives_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self.archives = shared
+            except OSError:
+                self.archives = self.run_root / "apt-archives"
+        return self.archives
+
+    def stop_testhost(self) -> None:
+        if self.testhost is not None:
+            self.testhost.stop()
+            self.testhost = None
 
     def environment(self, name: str, output_dir: Path, inventory: Path, config: Path) -> dict[str, str]:
         """ansible-test's environment for a target (ansible_util.ansible_environment and
@@ -450,10 +572,27 @@ class Runner:
             "ANSIBLE_TEST_PYTHON_INTERPRETER": sys.executable,
         })
         env.update(env_set_aliases(read_aliases(self.source / name)))
+        # Not ansible-test's: a destructive target (its testhost a Debian host) must not
+        # pip-install into this machine's Pythons from the controller side (a virtual
+        # environment of its own is fine); where one does, it fails instead.
+        if self.testhost is not None:
+            env["PIP_REQUIRE_VIRTUALENV"] = "true"
         return env
 
 
+def use_python_ansible(bin_dir: Path, venv: Path) -> None:
+    """Points Ansible's commands and `python` in the runner's bin directory at the
+    virtual environment's, for running a target with Python Ansible."""
+    for name in PROVIDED + NOT_PROVIDED + ["python", "python3"]:
+        (bin_dir / name).unlink()
+        (bin_dir / name).symlink_to(venv / "bin" / name)
+
+
 class SetupFailed(Exception):
+    pass
+
+
+class NoTesthost(Exception):
     pass
 
 
@@ -528,6 +667,23 @@ def dependencies(source: Path, name: str) -> set[str]:
                     if line.strip() and not re.match(r"^ *#", line):
                         pending.extend(h for h in hidden_roles if h in line)
     return found
+
+
+def copy_ansible_test_data(work: Path) -> None:
+    """ansible-test's files that targets read from beside them (test/lib/ansible_test, as
+    in ansible-core's source tree): its constraints file."""
+    path = Path("test/lib/ansible_test/_data/requirements/constraints.txt")
+    (work / path).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(FETCHED / path, work / path)
+
+
+def collection_roots(targets_dir: Path, needed: list[str]) -> list[Path]:
+    """The targets that hold a test collection of their own
+    (<target>/ansible_collections/ansible_test/<target, dashes as underscores>), which
+    ansible-test puts on ANSIBLE_COLLECTIONS_PATH."""
+    return [targets_dir / name for name in needed
+            if (targets_dir / name / "ansible_collections" / "ansible_test"
+                / name.replace("-", "_")).is_dir()]
 
 
 def without_ansible(path: str) -> list[str]:

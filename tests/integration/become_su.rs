@@ -161,6 +161,71 @@ fn wrong_and_missing_su_passwords_end_as_ansible_ends_them() {
     assert_not_contains(&silent, TEST_PASSWORD);
 }
 
+/// Each task escalates with its own su prompts, connection timeout and sudo directory, as
+/// each task's escalation is its own in Ansible: after a task that became root through su,
+/// one expecting a prompt su never prints waits its own `ansible_ssh_timeout` (plus 2 s)
+/// and leaves the host unreachable in Ansible's words (checked against ansible-playbook
+/// 2.21.5 in its become_su target); `ansible_sudo_chdir` runs sudo from that directory, and
+/// a missing one fails the escalation with the shell's words.
+#[test]
+fn each_task_escalates_with_its_own_prompts_timeout_and_chdir() {
+    if !debian::available("each_task_escalates_with_its_own_prompts_timeout_and_chdir") {
+        return;
+    }
+    let host = DebianHost::start("su-per-task");
+    let playbook = "- hosts: all
+  gather_facts: false
+  become: true
+  tasks:
+    - command: id -un
+      become_method: su
+      register: first
+    - command: id -un
+      become_method: su
+      vars:
+        ansible_su_prompt_l10n: NOT_A_VALID_PROMPT
+        ansible_ssh_timeout: 3
+      ignore_unreachable: true
+      register: wrong_prompt
+    - raw: echo \"in $(pwd)\"
+      vars: {ansible_sudo_chdir: /tmp}
+      register: in_tmp
+    - raw: pwd
+      vars: {ansible_sudo_chdir: /nonexistent_dir}
+      ignore_errors: true
+      register: missing_dir
+    - assert:
+        that:
+          - first.stdout == 'root'
+          - wrong_prompt is unreachable
+          - wrong_prompt.msg == 'Task failed: Timeout (5s) waiting for privilege escalation prompt:'
+          - in_tmp.stdout == 'in /tmp\\n'
+          - missing_dir is failed
+          - missing_dir.msg is search('cd.*/nonexistent_dir')
+";
+    let started = Instant::now();
+    let out = TestRun::new()
+        .playbook(playbook)
+        .inventory(&inventory(
+            &host,
+            &format!("ansible_become_password={TEST_PASSWORD}"),
+        ))
+        .run();
+    out.assert_code(0);
+    let r = out.recap("su-per-task");
+    // An ignored unreachable host counts as ok and ignored, as in Ansible's stats.
+    assert_eq!(
+        (r.ok, r.ignored, r.failed, r.unreachable),
+        (5, 2, 0, 0),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the prompt's wait is the task's 3 s, not the connection's 10 s"
+    );
+}
+
 /// A become_exe that logs the words before the become script, then runs the real `exe`.
 fn install_logging_exe(host: &DebianHost, name: &str, exe: &str) -> String {
     use std::os::unix::fs::PermissionsExt;

@@ -181,3 +181,58 @@ fn authorized_key_mount_and_archive_register_what_ansible_registers() {
         "as Ansible's archive held"
     );
 }
+
+/// package_facts reads apt natively (with the system's PATH, whatever the task's
+/// `environment` says: Ansible's apt manager reads python-apt), and any other manager
+/// list runs ansible-core's own module, which probes managers as Ansible does: `apk`,
+/// missing here, is "not usable" with Ansible's warning and failure (checked against
+/// ansible-playbook 2.21.5 on the same playbook; its package_facts target greps them).
+#[test]
+fn package_facts_reads_apt_and_probes_other_managers_as_ansible() {
+    let test = "package_facts_reads_apt_and_probes_other_managers_as_ansible";
+    let Some((core, collections)) = controller_side(test) else {
+        return;
+    };
+    if Path::new("/usr/bin/apk").exists() || !Path::new("/usr/bin/dpkg-query").exists() {
+        eprintln!("{test}: skipped: needs a Debian controller without apk");
+        return;
+    }
+    let site = "- hosts: localhost
+  gather_facts: false
+  tasks:
+    - package_facts:
+        manager: apk
+      register: unusable
+      failed_when: false
+    - package_facts:
+      environment:
+        PATH: \"${PATH}:/nonexistent\"
+    - assert:
+        that:
+          - unusable.msg == expected
+          - unusable is not changed
+          - unusable.warnings[0] is search('^Requested package manager apk was not usable by this module: Failed to find required executable \"apk\"')
+          - ansible_facts.packages['dpkg'][0].source == 'apt'
+      vars:
+        expected: >-
+          Could not detect a supported package manager from the following list: ['apk'],
+          or the required Python library is not installed. Check warnings for details.
+";
+    let out = with_controller(TestRun::new(), &core, &collections)
+        .playbook(site)
+        .inventory("localhost ansible_connection=local\n")
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        out.recap("localhost"),
+        crate::support::run::recap(3, 0),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr
+            .contains("[WARNING]: Requested package manager apk was not usable by this module"),
+        "{}",
+        out.stderr
+    );
+}

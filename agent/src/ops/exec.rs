@@ -279,7 +279,8 @@ fn wildcard_match(pattern: &[u8], name: &[u8]) -> bool {
 
 /// Python's `os.path.expanduser(os.path.expandvars(word))`, as Ansible's command module
 /// applies it: `$NAME` and `${NAME}` become the variable's value when it is set (and stay
-/// as written when not), then a leading `~` or `~/` becomes the home directory.
+/// as written when not), then a leading `~`, `~/`, `~user` or `~user/` becomes the home
+/// directory.
 pub fn expand_argument(word: &str, home: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(word.len());
     let mut rest = word;
@@ -304,13 +305,7 @@ pub fn expand_argument(word: &str, home: &str, lookup: &dyn Fn(&str) -> Option<S
         rest = &after[written_len..];
     }
     out.push_str(rest);
-    if out == "~" {
-        home.to_string()
-    } else if let Some(tail) = out.strip_prefix("~/") {
-        format!("{}/{tail}", home.trim_end_matches('/'))
-    } else {
-        out
-    }
+    crate::users::expand_tilde(&out, home)
 }
 
 #[cfg(test)]

@@ -198,15 +198,10 @@ impl Agent {
         self.timeout
     }
 
-    /// `~` and `~/x` mean the agent user's home; everything else is taken as given.
+    /// `~` and `~/x` mean the agent user's home, `~user` and `~user/x` that user's (as a
+    /// module's `os.path.expanduser` on the target); everything else is taken as given.
     pub fn expand(&self, path: &str) -> PathBuf {
-        if path == "~" {
-            PathBuf::from(&self.home)
-        } else if let Some(rest) = path.strip_prefix("~/") {
-            Path::new(&self.home).join(rest)
-        } else {
-            PathBuf::from(path)
-        }
+        PathBuf::from(crate::users::expand_tilde(path, &self.home))
     }
 
     /// Mode of a file or directory created without an explicit mode.
@@ -515,7 +510,12 @@ mod tests {
         let a = agent(Path::new("/home/u"));
         assert_eq!(a.expand("~"), PathBuf::from("/home/u"));
         assert_eq!(a.expand("~/x/y"), PathBuf::from("/home/u/x/y"));
-        assert_eq!(a.expand("~other/x"), PathBuf::from("~other/x"));
+        assert_eq!(a.expand("~root/x"), PathBuf::from("/root/x"));
+        assert_eq!(a.expand("~root"), PathBuf::from("/root"));
+        assert_eq!(
+            a.expand("~no-such-user-here/x"),
+            PathBuf::from("~no-such-user-here/x")
+        );
         assert_eq!(a.expand("/etc/x"), PathBuf::from("/etc/x"));
     }
 

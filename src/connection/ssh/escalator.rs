@@ -58,7 +58,7 @@ impl Escalator {
             .map_err(|e| channel_error(spec, &format!("running {}", become_.method.name()), e))?;
         let (mut read, write) = channel.split();
         let mut talk = Negotiation::new(become_, &prompt);
-        let seconds = spec.connect_timeout.as_secs() + 2;
+        let seconds = become_.timeout.unwrap_or(spec.connect_timeout).as_secs() + 2;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
         let failed = |message: String| ConnectError::Become(message);
         loop {

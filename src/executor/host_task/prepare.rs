@@ -244,6 +244,13 @@ fn decide_become(
         &Layered::default(),
         &defaults.password,
     )?;
+    let chdir = match method {
+        crate::connection::BecomeMethod::Sudo => var("ansible_sudo_chdir")?
+            .map(text)
+            .or_else(|| defaults.sudo_chdir.clone())
+            .filter(|dir| !dir.is_empty()),
+        crate::connection::BecomeMethod::Su => None,
+    };
     // A list, or one word.
     let prompts = match var("ansible_su_prompt_l10n")? {
         Some(Value::Array(words)) => words.into_iter().map(text).collect(),
@@ -255,9 +262,35 @@ fn decide_become(
         user,
         flags,
         exe,
+        chdir,
+        timeout: prompt_timeout(&var)?,
         password,
         prompts,
     }))
+}
+
+/// The connection's timeout as the task's variables set it (the ssh plugin's
+/// `ansible_ssh_timeout`, or `ansible_timeout`), which bounds the wait for a become prompt
+/// in Ansible whatever the login connection was opened with.
+fn prompt_timeout(
+    var: &dyn Fn(&str) -> Result<Option<Value>, String>,
+) -> Result<Option<std::time::Duration>, String> {
+    for name in ["ansible_ssh_timeout", "ansible_timeout"] {
+        if let Some(value) = var(name)? {
+            let text = match &value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let seconds: f64 = text
+                .trim()
+                .parse()
+                .ok()
+                .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                .ok_or_else(|| format!("{name}={text} is not a number of seconds"))?;
+            return Ok(Some(std::time::Duration::from_secs_f64(seconds)));
+        }
+    }
+    Ok(None)
 }
 
 /// Every item planned (or the task itself without a loop), each with its environment.
@@ -444,6 +477,7 @@ pub(super) fn plan_context<'a>(
         no_log: task.keywords.no_log,
         timeout: None,
         delegated: task.keywords.delegate_to.is_some(),
+        backend_defaults: None,
         modules: Some(&ctx.opts.load_options),
         facts_modules: ctx.opts.facts_modules.as_deref(),
         module_defaults: &task.keywords.module_defaults,
@@ -690,6 +724,25 @@ fn module_defaults(
     )
 }
 
+/// The task's `module_defaults` for each module its action may hand it to, templated, by
+/// module name (only those it has defaults for).
+fn backend_defaults(
+    ctx: &RunContext,
+    task: &Task,
+    vars: &minijinja::Value,
+    given: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    let mut found = Map::new();
+    for backend in task.module.backends() {
+        let levels = &task.keywords.module_defaults;
+        if let Some(defaults) = crate::playbook::defaults_for(levels, backend, backend) {
+            let templated = module_defaults(ctx, task, defaults, vars, given)?;
+            found.insert(backend.to_string(), Value::Object(templated));
+        }
+    }
+    Ok(found)
+}
+
 /// Checks the templated arguments against the module's spec (a failure is the task's, in
 /// Ansible's words) and lets the module plan.
 pub(super) fn plan_args(
@@ -704,10 +757,15 @@ pub(super) fn plan_args(
         Ok(args) => args,
         Err(message) => return (None, ItemState::Done(TaskOutcome::failed(message))),
     };
-    let state = match task
-        .module
-        .plan(&args, &plan_context(ctx, playbook, task, vars, become_))
-    {
+    let backend_defaults = match backend_defaults(ctx, task, vars, raw_args) {
+        Ok(defaults) => defaults,
+        Err(message) => return (Some(args), ItemState::Done(TaskOutcome::failed(message))),
+    };
+    let plan_ctx = PlanContext {
+        backend_defaults: Some(&backend_defaults),
+        ..plan_context(ctx, playbook, task, vars, become_)
+    };
+    let state = match task.module.plan(&args, &plan_ctx) {
         Ok(plan) => ItemState::of(plan),
         Err(e) => ItemState::Done(TaskOutcome::from_error(e)),
     };

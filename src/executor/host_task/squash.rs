@@ -39,9 +39,14 @@ pub(super) fn requests(
             });
             continue;
         };
-        let partner = keyed
-            .iter()
-            .find(|(k, s)| s.key == shared.key && runs[requests[*k].members[0]].env == runs[i].env);
+        let partner = keyed.iter().find(|(k, s)| {
+            s.key == shared.key
+                && runs[requests[*k].members[0]].env == runs[i].env
+                && requests[*k]
+                    .members
+                    .iter()
+                    .all(|&m| compatible(&runs[m].state, shared))
+        });
         match partner {
             Some(&(k, _)) => requests[k].members.push(i),
             None => {
@@ -75,6 +80,18 @@ pub(super) fn requests(
     requests
 }
 
+/// Whether an item may share a call with a member: they name the same things, or none of
+/// the same packages ([`Squash::packages`]).
+fn compatible(member: &ItemState, shared: &Squash) -> bool {
+    let ItemState::Step(_, next) = member else {
+        return true;
+    };
+    let Some(theirs) = next.squash() else {
+        return true;
+    };
+    theirs.names == shared.names || !theirs.packages.iter().any(|p| shared.packages.contains(p))
+}
+
 /// Whether a shared call did its work: a command that exited 0, or a batch of steps that
 /// all did. Anything else is run again item by item, so each item meets its own error.
 pub(super) fn succeeded(reply: &OpResult) -> bool {
@@ -87,5 +104,44 @@ pub(super) fn succeeded(reply: &OpResult) -> bool {
         }),
         OpResult::Error(_) => false,
         _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::modules::{ModuleError, Next, Plan};
+
+    fn squash(names: &[&str]) -> Squash {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        Squash {
+            key: "apt-get install".into(),
+            packages: names
+                .iter()
+                .map(|n| n.split('=').next().unwrap_or(n).to_string())
+                .collect(),
+            names,
+            build: Arc::new(|_| Op::Batch(Vec::new())),
+        }
+    }
+
+    fn step(names: &[&str]) -> ItemState {
+        let next = Next::squashable(squash(names), |_| -> Result<Plan, ModuleError> {
+            unreachable!()
+        });
+        ItemState::Step(Op::Batch(Vec::new()), next)
+    }
+
+    #[test]
+    fn two_versions_of_one_package_never_share_a_call() {
+        assert!(compatible(&step(&["foo=1.0.1"]), &squash(&["bar=2"])));
+        assert!(compatible(&step(&["foo=1.0.1"]), &squash(&["foo=1.0.1"])));
+        assert!(!compatible(&step(&["foo=1.0.1"]), &squash(&["foo=2.0.0"])));
+        assert!(!compatible(
+            &step(&["foo=1.0.1", "bar"]),
+            &squash(&["bar", "baz"])
+        ));
     }
 }

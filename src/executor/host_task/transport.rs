@@ -309,12 +309,13 @@ pub(super) async fn send_round(
                     }
                     other => other,
                 };
-                ItemState::Done(if check_mode(ctx, task) {
-                    task.module.finish_check(args, result)
-                } else {
-                    task.module
-                        .finish_at_home(args, result, &session.hello().home)
-                })
+                ItemState::Done(task.module.finish_sent(
+                    args,
+                    &op,
+                    result,
+                    check_mode(ctx, task),
+                    &session.hello().home,
+                ))
             }
             done @ ItemState::Done(_) => done,
         };

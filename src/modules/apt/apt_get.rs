@@ -9,6 +9,14 @@ pub const APT_GET: &str = "/usr/bin/apt-get";
 pub const APT_GET_ZERO: &str = "\n0 upgraded, 0 newly installed, 0 to remove";
 pub const DPKG_OPTIONS: &str = "force-confdef,force-confold";
 
+/// `apt-get update` as python-apt's `Cache.update()` (Ansible's): any index that failed to
+/// download fails it, a transient network error too (apt-get alone only warns of those).
+pub fn update_argv(apt_get: &str) -> Vec<String> {
+    [apt_get, "update", "-q", "-o", "APT::Update::Error-Mode=any"]
+        .map(String::from)
+        .to_vec()
+}
+
 /// apt's environment: no questions, and a locale whose messages are apt's English ones.
 pub fn environment() -> Vec<(String, String)> {
     let locale = "C.UTF-8";

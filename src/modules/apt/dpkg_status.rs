@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const QUERY_FORMAT: &str = "${Package}\\t${Architecture}\\t${db:Status-Abbrev}\\t${Version}\\n";
 
 /// One package as dpkg knows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Known {
     /// `db:Status-Abbrev`'s second letter is `i`: unpacked and configured (Ansible's
     /// `CURSTATE_INSTALLED`), held or not.

@@ -9,10 +9,12 @@
 //! quote it). Check mode is apt-get's `--simulate`: the module does its own check mode
 //! ([`Caps::own_check_mode`]) so that these read-only and simulating commands run.
 
-mod apt_get;
+pub(crate) mod apt_get;
+mod deb_depends;
 pub(crate) mod dpkg_status;
 mod operations;
 pub(crate) mod policy;
+mod python_apt;
 pub(crate) mod version;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,13 +46,11 @@ static SPEC: Spec = Spec::new(&[
     Arg::bool("allow_unauthenticated")
         .default_bool(false)
         .aliases(&["allow-unauthenticated"]),
-    Arg::bool("auto_install_module_deps")
-        .default_bool(true)
-        .no_effect("turbo-play reads dpkg and runs apt-get itself; it needs no python3-apt"),
+    Arg::bool("auto_install_module_deps").default_bool(true),
     Arg::bool("autoclean").default_bool(false),
     Arg::bool("autoremove").default_bool(false),
     Arg::int("cache_valid_time").default_int(0),
-    Arg::bool("clean").default_bool(false).not_yet(),
+    Arg::bool("clean").default_bool(false),
     Arg::path("deb"),
     Arg::str("default_release").aliases(&["default-release"]),
     Arg::str("dpkg_options").default_str(apt_get::DPKG_OPTIONS),
@@ -101,7 +101,7 @@ impl Module for Apt {
 
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let request = Arc::new(Request::from_args(args, ctx)?);
-        Ok(probe(request))
+        Ok(probe(request, false))
     }
 }
 
@@ -139,6 +139,12 @@ impl PackageSpec {
         }
     }
 
+    /// A name with fnmatch's characters (none is allowed in a Debian package name): it
+    /// stands for the packages apt knows whose names match.
+    fn is_pattern(&self) -> bool {
+        self.name.contains(['*', '?', '[', ']', '!'])
+    }
+
     /// Whether an installed version meets the spec (`=` is a shell pattern, as Ansible's
     /// fnmatch).
     fn accepts(&self, installed: &str) -> bool {
@@ -158,12 +164,17 @@ struct Request {
     /// `*` among the names (with `state: latest`, upgrade everything).
     all_installed: bool,
     update_cache: bool,
+    /// `update_cache` as written (an explicit false: python3-apt is installed without one).
+    update_cache_given: Option<bool>,
+    auto_install_module_deps: bool,
     cache_valid_time: i64,
     upgrade: Option<String>,
     deb: Option<String>,
     purge: bool,
     autoremove: bool,
     autoclean: bool,
+    /// `apt-get clean` first (in check mode too, as Ansible's).
+    clean: bool,
     fail_on_autoremove: bool,
     force: bool,
     only_upgrade: bool,
@@ -179,6 +190,8 @@ struct Request {
     policy_rc_d: Option<i64>,
     check: bool,
     diff: bool,
+    /// The target's Python, which fetches a `deb` URL.
+    python: String,
 }
 
 impl Request {
@@ -203,27 +216,11 @@ impl Request {
                 bad.written
             )));
         }
-        if let Some(pattern) = packages
-            .iter()
-            .find(|p| p.name.contains(['*', '?', '[', ']', '!']))
-        {
-            return Err(ModuleError::Invalid(format!(
-                "turbo-play does not expand package name patterns yet ('{}'); name the packages, or run this task with ansible-playbook",
-                pattern.name
-            )));
-        }
         let deb = args.str("deb").map(str::to_string);
-        if let Some(deb) = &deb {
-            if state != "present" {
-                return Err(ModuleError::Invalid(
-                    "deb only supports state=present".into(),
-                ));
-            }
-            if deb.contains("://") {
-                return Err(ModuleError::Invalid(format!(
-                    "turbo-play does not download deb files yet ('{deb}'); fetch it with get_url first"
-                )));
-            }
+        if deb.is_some() && state != "present" {
+            return Err(ModuleError::Invalid(
+                "deb only supports state=present".into(),
+            ));
         }
         let dpkg_option_names = args
             .str("dpkg_options")
@@ -235,6 +232,8 @@ impl Request {
             packages,
             all_installed,
             update_cache: args.bool("update_cache"),
+            update_cache_given: args.opt_bool("update_cache"),
+            auto_install_module_deps: args.bool("auto_install_module_deps"),
             cache_valid_time: args.int("cache_valid_time").unwrap_or(0),
             upgrade: args
                 .str("upgrade")
@@ -244,6 +243,7 @@ impl Request {
             purge: args.bool("purge"),
             autoremove: args.bool("autoremove"),
             autoclean: args.bool("autoclean"),
+            clean: args.bool("clean"),
             fail_on_autoremove: args.bool("fail_on_autoremove"),
             force: args.bool("force"),
             only_upgrade: args.bool("only_upgrade"),
@@ -257,6 +257,7 @@ impl Request {
             policy_rc_d: args.int("policy_rc_d"),
             check: ctx.check_mode,
             diff: ctx.diff,
+            python: super::download::interpreter(ctx),
         })
     }
 
@@ -356,11 +357,18 @@ fn reply_error(result: &OpResult) -> Option<String> {
     }
 }
 
-/// The first step: the cache's age, apt's auto marks and dpkg's status of the names.
-fn probe(request: Arc<Request>) -> Plan {
-    let names: Vec<&str> = request.packages.iter().map(|p| p.name.as_str()).collect();
+/// The first step: whether python3-apt is there, the cache's age, apt's auto marks and
+/// dpkg's status of the names. `reinstalled` once python3-apt was installed for the task.
+fn probe(request: Arc<Request>, reinstalled: bool) -> Plan {
+    let names: Vec<&str> = request
+        .packages
+        .iter()
+        .filter(|p| !p.is_pattern())
+        .map(|p| p.name.as_str())
+        .collect();
     let [stamp, lists] = cache_stats();
     let mut ops = vec![
+        python_apt::probe(),
         stamp,
         lists,
         Op::ReadFile {
@@ -369,7 +377,7 @@ fn probe(request: Arc<Request>) -> Plan {
             limit: None,
         },
     ];
-    if request.queries_dpkg() {
+    if request.queries_dpkg() && !names.is_empty() {
         ops.push(Op::Exec(dpkg_query(&names)));
     }
     Plan::Step(
@@ -381,20 +389,75 @@ fn probe(request: Arc<Request>) -> Plan {
             if let Some(error) = results.iter().find_map(reply_error) {
                 return failed(error);
             }
+            if !python_apt::found(results.first()) {
+                if reinstalled {
+                    return Ok(python_apt::cannot_import(&request.python));
+                }
+                let how = python_apt::AutoInstall {
+                    enabled: request.auto_install_module_deps,
+                    check: request.check,
+                    update_cache: request.update_cache_given,
+                    dpkg_options: &request.dpkg_options,
+                    install_recommends: request.install_recommends,
+                    python: &request.python,
+                };
+                let again = Arc::clone(&request);
+                return python_apt::missing(how, Box::new(move || Ok(probe(again, true))));
+            }
             let mut probe = Probe {
-                cache_time: cache_time(&results[0], &results[1]),
+                cache_time: cache_time(&results[1], &results[2]),
                 ..Probe::default()
             };
-            if let OpResult::Read(read) = &results[2] {
+            if let OpResult::Read(read) = &results[3] {
                 probe.auto = dpkg_status::auto_installed(&String::from_utf8_lossy(&read.data));
             }
-            if let Some(OpResult::Exec(x)) = results.get(3) {
+            if let Some(OpResult::Exec(x)) = results.get(4) {
                 probe.known = dpkg_status::parse_query(&String::from_utf8_lossy(&x.stdout));
                 probe.now = Some(x.start_unix_micros.div_euclid(1_000_000));
+            }
+            if request.clean {
+                return clean(request, probe);
             }
             after_probe(request, probe)
         }),
     )
+}
+
+/// Ansible's `aptclean`, before anything else the task asks (also in check mode): a task
+/// with nothing else to do ends changed, with apt-get's output.
+fn clean(request: Arc<Request>, probe: Probe) -> Result<Plan, ModuleError> {
+    let argv = vec!["apt-get".to_string(), "clean".to_string()];
+    Ok(Plan::Step(
+        Op::Exec(plain_exec(argv)),
+        Next::new(move |reply| {
+            let OpResult::Exec(x) = reply else {
+                return failed(reply_error(&reply).unwrap_or_default());
+            };
+            let (stdout, stderr) = texts(&x);
+            if x.rc != 0 || !stderr.is_empty() {
+                let mut out = TaskOutcome::failed(if x.rc != 0 {
+                    "apt-get clean failed".to_string()
+                } else {
+                    format!("apt-get clean failed: {stderr}")
+                });
+                out.data.insert("stdout".into(), json!(stdout));
+                out.data.insert("rc".into(), json!(x.rc));
+                return Ok(Plan::Done(out));
+            }
+            if request.packages.is_empty() && request.upgrade.is_none() && request.deb.is_none() {
+                let mut out = TaskOutcome {
+                    changed: true,
+                    msg: Some(stdout.clone()),
+                    ..TaskOutcome::default()
+                };
+                out.data.insert("stdout".into(), json!(stdout));
+                out.data.insert("stderr".into(), json!(stderr));
+                out.data.insert("diff".into(), request.diff_of(&stdout));
+                return Ok(Plan::Done(out));
+            }
+            after_probe(request, probe)
+        }),
+    ))
 }
 
 fn after_probe(request: Arc<Request>, probe: Probe) -> Result<Plan, ModuleError> {
@@ -421,7 +484,7 @@ fn after_probe(request: Arc<Request>, probe: Probe) -> Result<Plan, ModuleError>
         return cache_done(request, probe, cache);
     }
     let [stamp, lists] = cache_stats();
-    let update = plain_exec(vec![APT_GET.into(), "update".into(), "-q".into()]);
+    let update = plain_exec(apt_get::update_argv(APT_GET));
     let op = Op::Batch(vec![Op::Exec(update), stamp, lists]);
     Ok(Plan::Step(
         op.clone(),
@@ -478,6 +541,9 @@ fn after_cache(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan
         return upgrade(&request, &mode);
     }
     if let Some(deb) = request.deb.clone() {
+        if deb.contains("://") {
+            return install_deb_from(request, deb);
+        }
         return install_deb(request, deb);
     }
     if request.all_installed && request.state == "latest" {
@@ -491,10 +557,111 @@ fn after_cache(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan
             return cleanup(&request, "autoremove");
         }
     }
+    if request.packages.iter().any(PackageSpec::is_pattern) {
+        return expand_patterns(request, probe, cache);
+    }
+    install_or_remove(request, probe, cache)
+}
+
+fn install_or_remove(
+    request: Arc<Request>,
+    probe: Probe,
+    cache: Cache,
+) -> Result<Plan, ModuleError> {
     match request.state.as_str() {
         "absent" => remove(&request, &probe),
         _ => install(request, probe, cache),
     }
+}
+
+/// Ansible's `expand_pkgspec_from_fnmatches`: each pattern becomes the names of apt's
+/// packages it matches (without its version, as Ansible's), in the cache's order; a
+/// pattern without `:` matches native packages only. dpkg's status of the names found is
+/// read next, as the first look read the others'.
+fn expand_patterns(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan, ModuleError> {
+    let pkgnames = plain_exec(vec!["apt-cache".into(), "pkgnames".into()]);
+    Ok(Plan::Step(
+        Op::Exec(pkgnames),
+        Next::new(move |reply| {
+            let OpResult::Exec(x) = reply else {
+                return failed(reply_error(&reply).unwrap_or_default());
+            };
+            let mut known: Vec<String> = String::from_utf8_lossy(&x.stdout)
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect();
+            known.sort();
+            let packages = match expand(&request.packages, &known) {
+                Ok(packages) => packages,
+                Err(msg) => return failed(msg),
+            };
+            let request = Arc::new(Request {
+                packages,
+                ..(*request).clone()
+            });
+            let names: Vec<&str> = request.packages.iter().map(|p| p.name.as_str()).collect();
+            if !request.queries_dpkg() {
+                return install_or_remove(request, probe, cache);
+            }
+            Ok(Plan::Step(
+                Op::Exec(dpkg_query(&names)),
+                Next::new(move |reply| {
+                    let mut probe = probe;
+                    if let OpResult::Exec(x) = &reply {
+                        probe
+                            .known
+                            .extend(dpkg_status::parse_query(&String::from_utf8_lossy(
+                                &x.stdout,
+                            )));
+                        probe.now = Some(x.start_unix_micros.div_euclid(1_000_000));
+                    }
+                    install_or_remove(request, probe, cache)
+                }),
+            ))
+        }),
+    ))
+}
+
+/// The specs with each pattern replaced by the names in `known` it matches.
+fn expand(specs: &[PackageSpec], known: &[String]) -> Result<Vec<PackageSpec>, String> {
+    let mut expanded = Vec::new();
+    for spec in specs {
+        if !spec.is_pattern() {
+            expanded.push(spec.clone());
+            continue;
+        }
+        let multiarch = spec.name.contains(':');
+        let matches: Vec<&String> = known
+            .iter()
+            .filter(|name| multiarch || !name.contains(':'))
+            .filter(|name| crate::fnmatch::fnmatch(&spec.name, name))
+            .collect();
+        if matches.is_empty() {
+            return Err(format!("No package(s) matching '{}' available", spec.name));
+        }
+        expanded.extend(matches.into_iter().map(|name| PackageSpec::parse(name)));
+    }
+    Ok(expanded)
+}
+
+/// `deb:` a URL: fetched on the target first (Ansible's `fetch_file`, also in check mode),
+/// installed, and the download removed.
+fn install_deb_from(request: Arc<Request>, url: String) -> Result<Plan, ModuleError> {
+    let fetch = super::download::to_file(&request.python, &url);
+    Ok(Plan::Step(
+        fetch,
+        Next::new(
+            move |reply| match super::download::file_path(&url, &reply) {
+                Ok(path) => Ok(super::download::removing_after(
+                    install_deb(request, path.clone())?,
+                    path,
+                )),
+                Err(msg) => failed(msg),
+            },
+        ),
+    ))
 }
 
 /// What the task does with one package, given dpkg's status and apt's policy.
@@ -651,6 +818,7 @@ fn install(request: Arc<Request>, probe: Probe, cache: Cache) -> Result<Plan, Mo
     let squash = Squash {
         key: argv.join(" "),
         names: names.clone(),
+        packages: names.clone(),
         build: Arc::new(move |names| {
             let mut argv = argv.clone();
             argv.extend(names.iter().cloned());
@@ -812,6 +980,10 @@ fn run_install(
         Squash {
             key: install_line(&request, &[]),
             names: specs.clone(),
+            packages: specs
+                .iter()
+                .map(|s| s.split('=').next().unwrap_or(s).to_string())
+                .collect(),
             build: Arc::new(move |specs| {
                 apt_get::squashed_install(specs, &install_line(&request, specs))
                     .map_or_else(|_| Op::Batch(Vec::new()), Op::Exec)

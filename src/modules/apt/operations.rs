@@ -149,7 +149,8 @@ pub(super) fn upgrade(request: &Request, mode: &str) -> Result<Plan, ModuleError
 }
 
 /// `deb:` a package file on the target: installed with dpkg unless that version already
-/// is. Its dependencies must be installed already (Ansible installs missing ones first).
+/// is, after apt-get installed the dependencies it lacks (see `deb_depends.rs`), which are
+/// then marked automatically installed, as Ansible's `install_deb`.
 pub(super) fn install_deb(request: Arc<Request>, deb: String) -> Result<Plan, ModuleError> {
     let fields = plain_exec(vec![
         "dpkg-deb".into(),
@@ -157,6 +158,9 @@ pub(super) fn install_deb(request: Arc<Request>, deb: String) -> Result<Plan, Mo
         deb.clone(),
         "Package".into(),
         "Version".into(),
+        "Pre-Depends".into(),
+        "Depends".into(),
+        "Recommends".into(),
     ]);
     Ok(Plan::Step(
         Op::Exec(fields),
@@ -172,25 +176,29 @@ pub(super) fn install_deb(request: Arc<Request>, deb: String) -> Result<Plan, Mo
                 add_output(&mut out.data, &x);
                 return Ok(Plan::Done(out));
             }
-            let field = |name: &str| {
-                stdout
-                    .lines()
-                    .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-                    .map(str::to_string)
-                    .unwrap_or_default()
-            };
+            let field = |name: &str| deb_depends::field(&stdout, name);
             let (name, deb_version) = (field("Package"), field("Version"));
+            let depends =
+                deb_depends::parse(&format!("{}, {}", field("Pre-Depends"), field("Depends")));
+            let recommends = if request.install_recommends == Some(true) {
+                deb_depends::parse(&field("Recommends"))
+            } else {
+                Vec::new()
+            };
+            let mut names = vec![name.clone()];
+            names.extend(deb_depends::names(&depends));
+            names.extend(deb_depends::names(&recommends));
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
             Ok(Plan::Step(
-                Op::Exec(dpkg_query(&[&name])),
+                Op::Exec(dpkg_query(&names)),
                 Next::new(move |reply| {
-                    let installed = match reply {
+                    let known = match reply {
                         OpResult::Exec(x) => {
                             dpkg_status::parse_query(&String::from_utf8_lossy(&x.stdout))
-                                .remove(&name)
-                                .filter(|k| k.installed)
                         }
                         other => return failed(reply_error(&other).unwrap_or_default()),
                     };
+                    let installed = known.get(&name).filter(|k| k.installed);
                     if installed.is_some_and(|k| version::compare(&k.version, &deb_version).is_eq())
                     {
                         let mut out = TaskOutcome::default();
@@ -201,11 +209,117 @@ pub(super) fn install_deb(request: Arc<Request>, deb: String) -> Result<Plan, Mo
                         out.data.insert("diff".into(), json!(""));
                         return Ok(Plan::Done(out));
                     }
-                    dpkg_install(&request, &deb)
+                    let mut deps = deb_depends::missing(&depends, &known);
+                    for extra in deb_depends::missing(&recommends, &known) {
+                        if !deps.contains(&extra) {
+                            deps.push(extra);
+                        }
+                    }
+                    if deps.is_empty() {
+                        return dpkg_install(&request, &deb);
+                    }
+                    install_dependencies(request, deb, deps, known)
                 }),
             ))
         }),
     ))
+}
+
+/// apt-get installs `deps` as it installs named packages, apt-mark marks them automatic,
+/// then dpkg installs the file; the result shows both outputs, as Ansible's.
+fn install_dependencies(
+    request: Arc<Request>,
+    deb: String,
+    deps: Vec<String>,
+    known: BTreeMap<String, Known>,
+) -> Result<Plan, ModuleError> {
+    let for_deps = Arc::new(Request {
+        packages: deps.iter().map(|d| PackageSpec::parse(d)).collect(),
+        state: "present".into(),
+        deb: None,
+        ..(*request).clone()
+    });
+    let probe = Probe {
+        known,
+        ..Probe::default()
+    };
+    let cache = Cache::default();
+    let installing = install(for_deps, probe, cache)?;
+    Ok(after_done(installing, move |deps_out| {
+        if deps_out.failed {
+            return Ok(Plan::Done(deps_out));
+        }
+        let mut mark = vec!["/usr/bin/apt-mark".to_string(), "auto".to_string()];
+        mark.extend(deps.iter().cloned());
+        let line = mark.join(" ");
+        Ok(Plan::Step(
+            Op::Exec(plain_exec(mark)),
+            Next::new(move |reply| match reply {
+                OpResult::Exec(x) if x.rc == 0 => {
+                    Ok(after_done(dpkg_install(&request, &deb)?, move |out| {
+                        Ok(Plan::Done(merged(deps_out, out)))
+                    }))
+                }
+                OpResult::Exec(x) => {
+                    let mut failed = TaskOutcome::failed(format!("Command '{line}' failed."));
+                    add_output(&mut failed.data, &x);
+                    failed.data.insert("rc".into(), json!(x.rc));
+                    Ok(Plan::Done(failed))
+                }
+                other => failed(reply_error(&other).unwrap_or_default()),
+            }),
+        ))
+    }))
+}
+
+/// dpkg's result after apt-get's for the dependencies: stdout and stderr each apt-get's
+/// then dpkg's, and dpkg's output after the prepared diff.
+fn merged(deps: TaskOutcome, mut out: TaskOutcome) -> TaskOutcome {
+    let text = |o: &TaskOutcome, key: &str| {
+        o.data
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let dpkg_stdout = text(&out, "stdout");
+    for key in ["stdout", "stderr"] {
+        let joined = text(&deps, key) + &text(&out, key);
+        out.data.insert(
+            format!("{key}_lines"),
+            json!(joined.lines().collect::<Vec<_>>()),
+        );
+        out.data.insert(key.into(), json!(joined));
+    }
+    if let Some(Value::Object(diff)) = deps.data.get("diff")
+        && let Some(prepared) = diff.get("prepared").and_then(Value::as_str)
+    {
+        out.data.insert(
+            "diff".into(),
+            json!({"prepared": format!("{prepared}\n\n{dpkg_stdout}")}),
+        );
+    }
+    out
+}
+
+/// The plan, then `then` on the outcome it ends with.
+fn after_done(
+    plan: Plan,
+    then: impl FnOnce(TaskOutcome) -> Result<Plan, ModuleError> + Send + Sync + 'static,
+) -> Plan {
+    match plan {
+        Plan::Done(out) => match then(out) {
+            Ok(plan) => plan,
+            Err(error) => Plan::Done(TaskOutcome::from_error(error)),
+        },
+        Plan::Step(op, next) => {
+            Plan::Step(op, next.and_then(move |plan| Ok(after_done(plan, then))))
+        }
+        Plan::Flow(flow) => Plan::Flow(crate::modules::flow::and_then(flow, move |plan| {
+            Ok(after_done(plan, then))
+        })),
+        Plan::Remote(op) => Plan::Remote(op),
+    }
 }
 
 fn dpkg_install(request: &Request, deb: &str) -> Result<Plan, ModuleError> {

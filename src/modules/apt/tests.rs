@@ -58,11 +58,21 @@ fn read_reply(text: &str) -> OpResult {
 /// and this dpkg-query output.
 fn probe_reply(extended_states: &str, dpkg: &str) -> OpResult {
     OpResult::Batch(vec![
+        python_apt_reply(true),
         stat_reply(false, 0),
         stat_reply(true, 1_700_000_000),
         read_reply(extended_states),
         exec_reply(if dpkg.is_empty() { 1 } else { 0 }, dpkg, ""),
     ])
+}
+
+/// The look for python3-apt's library.
+fn python_apt_reply(exists: bool) -> OpResult {
+    OpResult::Stat(StatInfo {
+        exists,
+        kind: turbo_proto::FileKind::File,
+        ..StatInfo::default()
+    })
 }
 
 fn step(plan: Plan, reply: OpResult) -> Plan {
@@ -118,9 +128,17 @@ fn the_first_look_is_one_batch_of_stats_marks_and_one_dpkg_query() {
     let Op::Batch(ops) = op_of(&p) else {
         panic!("a batch")
     };
-    assert_eq!(ops.len(), 4);
+    assert_eq!(ops.len(), 5);
     assert_eq!(
         ops[0],
+        Op::Stat {
+            path: "/usr/lib/python3/dist-packages/apt/__init__.py".into(),
+            checksum: None,
+            follow: true
+        }
+    );
+    assert_eq!(
+        ops[1],
         Op::Stat {
             path: "/var/lib/apt/periodic/update-success-stamp".into(),
             checksum: None,
@@ -128,14 +146,14 @@ fn the_first_look_is_one_batch_of_stats_marks_and_one_dpkg_query() {
         }
     );
     assert_eq!(
-        ops[2],
+        ops[3],
         Op::ReadFile {
             path: "/var/lib/apt/extended_states".into(),
             offset: 0,
             limit: None
         }
     );
-    let Op::Exec(query) = &ops[3] else {
+    let Op::Exec(query) = &ops[4] else {
         panic!("dpkg-query")
     };
     assert_eq!(
@@ -342,7 +360,7 @@ fn update_cache_respects_cache_valid_time_and_check_mode() {
         panic!("update and stats")
     };
     assert!(
-        matches!(&ops[0], Op::Exec(x) if x.command == Command::Argv(strs(&["/usr/bin/apt-get", "update", "-q"])))
+        matches!(&ops[0], Op::Exec(x) if x.command == Command::Argv(strs(&["/usr/bin/apt-get", "update", "-q", "-o", "APT::Update::Error-Mode=any"])))
     );
     let out = done(step(
         p,
@@ -422,4 +440,191 @@ fn specs_split_as_ansible() {
     assert_eq!(PackageSpec::parse("foo").cmp, None);
     assert!(PackageSpec::parse("foo>=1.2").accepts("1.10"));
     assert!(!PackageSpec::parse("foo>=1.2").accepts("1.1"));
+}
+
+/// The probe's reply on a host without python3-apt.
+fn probe_reply_without_python_apt() -> OpResult {
+    let OpResult::Batch(mut results) = probe_reply("", "") else {
+        unreachable!()
+    };
+    results[0] = python_apt_reply(false);
+    OpResult::Batch(results)
+}
+
+#[test]
+fn without_python3_apt_check_mode_and_no_auto_install_fail_as_ansibles() {
+    let p = plan(json!({"name": "hello", "state": "absent"}), &checking());
+    let out = done(step(p, probe_reply_without_python_apt()));
+    assert!(out.failed);
+    assert_eq!(
+        out.msg.as_deref(),
+        Some(
+            "python3-apt must be installed to use check mode. If run normally this module can auto-install it, see the auto_install_module_deps option."
+        )
+    );
+
+    let p = plan(
+        json!({"name": "hello", "auto_install_module_deps": false}),
+        &ctx(),
+    );
+    let p = step(p, probe_reply_without_python_apt());
+    assert_eq!(argv_of(&p)[0], "python3");
+    let out = done(step(
+        p,
+        exec_reply(0, "/usr/bin/python3\n3.11.2 (main) [GCC 12.2.0]\n", ""),
+    ));
+    assert_eq!(
+        out.msg.as_deref(),
+        Some(
+            "Could not import the python3-apt module using /usr/bin/python3 (3.11.2 (main) [GCC 12.2.0]). Ensure python3-apt package is installed (either manually or via the auto_install_module_deps option) or that you have specified the correct ansible_python_interpreter. (attempted ['/usr/bin/python3', '/usr/bin/python'])."
+        )
+    );
+}
+
+#[test]
+fn without_python3_apt_it_is_installed_then_the_task_runs_with_ansibles_warning() {
+    let p = plan(
+        json!({"name": "hello", "state": "absent", "update_cache": false}),
+        &ctx(),
+    );
+    let p = step(p, probe_reply_without_python_apt());
+    let mut want = strs(&["/usr/bin/apt-get", "install", "python3-apt", "-y", "-q"]);
+    want.extend(strs(&INSTALL[2..]));
+    assert_eq!(argv_of(&p), want);
+    let p = step(p, exec_reply(0, "Setting up python3-apt\n", ""));
+    // Looks again: now it is there, and hello is not installed.
+    let out = done(step(p, probe_reply("", "")));
+    assert!(!out.failed && !out.changed, "{out:?}");
+    assert_eq!(
+        out.data["warnings"],
+        json!(["Auto-installing missing dependency without updating cache: python3-apt"])
+    );
+
+    let p = plan(json!({"name": "hello"}), &ctx());
+    let p = step(p, probe_reply_without_python_apt());
+    assert_eq!(argv_of(&p), strs(&["/usr/bin/apt-get", "update"]));
+    let out = done(step(p, exec_reply(100, "", "E: no network\n")));
+    assert_eq!(out.msg.as_deref(), Some("E: no network"));
+    assert_eq!(out.data["rc"], json!(100));
+    assert_eq!(
+        out.data["warnings"],
+        json!(["Updating cache and auto-installing missing dependency: python3-apt"])
+    );
+}
+
+#[test]
+fn name_patterns_stand_for_the_native_packages_apt_knows_that_match() {
+    let p = plan(
+        json!({"name": ["hel?o", "he?lo"], "state": "absent"}),
+        &ctx(),
+    );
+    let Op::Batch(ops) = op_of(&p) else {
+        panic!("a batch")
+    };
+    assert_eq!(ops.len(), 4, "no dpkg-query of patterns");
+    let p = step(p, probe_reply("", ""));
+    assert_eq!(argv_of(&p), strs(&["apt-cache", "pkgnames"]));
+    let p = step(p, exec_reply(0, "jello\nhello\nhello:i386\nhelo\n", ""));
+    assert_eq!(
+        argv_of(&p)[3..],
+        strs(&["hello", "hello"])[..],
+        "each pattern's native matches, duplicates kept"
+    );
+    let p = step(p, exec_reply(0, "hello\tamd64\tii \t2.10-3\n", ""));
+    let argv = argv_of(&p);
+    assert!(argv.contains(&"remove".to_string()), "{argv:?}");
+    assert!(argv.contains(&"hello".to_string()), "{argv:?}");
+
+    let p = plan(json!({"name": "nothing*"}), &ctx());
+    let p = step(step(p, probe_reply("", "")), exec_reply(0, "hello\n", ""));
+    assert_eq!(
+        done(p).msg.as_deref(),
+        Some("No package(s) matching 'nothing*' available")
+    );
+}
+
+#[test]
+fn clean_runs_apt_get_clean_first_and_alone_ends_changed() {
+    let p = plan(json!({"clean": true}), &checking());
+    let p = step(p, probe_reply("", ""));
+    assert_eq!(argv_of(&p), strs(&["apt-get", "clean"]));
+    let out = done(step(p, exec_reply(0, "", "")));
+    assert!(out.changed && !out.failed);
+    assert_eq!(out.msg.as_deref(), Some(""));
+
+    let p = plan(json!({"clean": true, "name": "tree"}), &ctx());
+    let p = step(p, probe_reply("", ""));
+    let p = step(p, exec_reply(0, "", ""));
+    assert_eq!(argv_of(&p), strs(&["apt-cache", "policy", "tree"]));
+
+    let p = plan(json!({"clean": true}), &ctx());
+    let p = step(p, probe_reply("", ""));
+    let out = done(step(p, exec_reply(0, "", "W: odd\n")));
+    assert_eq!(out.msg.as_deref(), Some("apt-get clean failed: W: odd\n"));
+}
+
+#[test]
+fn a_deb_file_gets_its_missing_dependencies_from_apt_first_marked_automatic() {
+    let p = plan(json!({"deb": "/tmp/one.deb"}), &ctx());
+    let p = step(p, probe_reply("", ""));
+    assert_eq!(
+        argv_of(&p),
+        strs(&[
+            "dpkg-deb",
+            "--field",
+            "/tmp/one.deb",
+            "Package",
+            "Version",
+            "Pre-Depends",
+            "Depends",
+            "Recommends"
+        ])
+    );
+    let p = step(
+        p,
+        exec_reply(
+            0,
+            "Package: packageone\nVersion: 1.0\nDepends: packagetwo, libc6 (>= 2.3)\n",
+            "",
+        ),
+    );
+    assert_eq!(
+        argv_of(&p)[3..],
+        strs(&["packageone", "libc6", "packagetwo"])[..]
+    );
+    let p = step(p, exec_reply(1, "libc6\tamd64\tii \t2.36-9\n", ""));
+    assert_eq!(argv_of(&p), strs(&["apt-cache", "policy", "packagetwo"]));
+    let policy = "packagetwo:\n  Installed: (none)\n  Candidate: 2.0\n  Version table:\n     2.0 500\n        500 file:/opt/repo ./ Packages\n";
+    let p = step(p, exec_reply(0, policy, ""));
+    let mut want = strs(INSTALL);
+    want.extend(strs(&["install", "packagetwo=2.0"]));
+    assert_eq!(argv_of(&p), want);
+    let p = step(p, exec_reply(0, "Setting up packagetwo (2.0) ...\n", ""));
+    assert_eq!(
+        argv_of(&p),
+        strs(&["/usr/bin/apt-mark", "auto", "packagetwo"])
+    );
+    let p = step(
+        p,
+        exec_reply(0, "packagetwo set to automatically installed.\n", ""),
+    );
+    assert_eq!(
+        argv_of(&p),
+        strs(&[
+            "dpkg",
+            "--force-confdef",
+            "--force-confold",
+            "-i",
+            "/tmp/one.deb"
+        ])
+    );
+    let out = done(step(
+        p,
+        exec_reply(0, "Unpacking packageone (1.0) ...\n", ""),
+    ));
+    assert!(out.changed && !out.failed);
+    assert_eq!(
+        out.data["stdout"],
+        json!("Setting up packagetwo (2.0) ...\nUnpacking packageone (1.0) ...\n")
+    );
 }

@@ -362,7 +362,7 @@ fn update_exec() -> Exec {
         env.push((key.to_string(), "C.UTF-8".to_string()));
     }
     Exec {
-        command: Command::Argv(vec!["apt-get".into(), "update".into(), "-q".into()]),
+        command: Command::Argv(crate::modules::apt::apt_get::update_argv("apt-get")),
         chdir: None,
         creates: None,
         removes: None,

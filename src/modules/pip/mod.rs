@@ -21,7 +21,7 @@ use turbo_proto::{Command, Exec, FileKind, Op, OpResult};
 use super::spec::{Arg, Elem, Spec};
 use super::{Args, Module, ModuleError, Next, Plan, PlanContext, TaskOutcome};
 use installed::{Installed, PROBE_SCRIPT, Probe, includes_system_site_packages};
-use requirement::{Package, plain_requirements_file, recover_package_names};
+use requirement::{Package, is_vcs_url, plain_requirements_file, recover_package_names};
 
 pub struct Pip;
 
@@ -79,6 +79,9 @@ struct Job {
     state: State,
     packages: Vec<Package>,
     requirements: Option<String>,
+    /// A name is a VCS URL (`git+...`): with requirements, "changed" is whether pip's list
+    /// of installed distributions changed, as in Ansible.
+    has_vcs: bool,
     extra_args: Vec<String>,
     editable: bool,
     break_system_packages: bool,
@@ -121,6 +124,12 @@ impl Module for Pip {
         &SPEC
     }
 
+    /// Its probes (a process for the system's Python) run in check mode too, as Ansible's
+    /// `pip list` does; every step that would change something stops first in check mode.
+    fn caps(&self) -> super::Caps {
+        super::Caps::TASK.own_check_mode()
+    }
+
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let job = Arc::new(Job::new(args, ctx.check_mode)?);
         match &job.virtualenv {
@@ -132,7 +141,7 @@ impl Module for Pip {
                     Next::new(move |reply| job.after_venv_probe(reply)),
                 ))
             }
-            None if job.executable.is_some() || job.check => job.without_probe(),
+            None if job.executable.is_some() => job.without_probe(),
             None => {
                 let mut ops = vec![Op::Exec(job.exec(vec![
                     "python3".into(),
@@ -334,10 +343,12 @@ impl Job {
             Some(dir) => join(dir, env),
             None => env.to_string(),
         });
+        let has_vcs = names.iter().any(|n| is_vcs_url(n));
         Ok(Job {
             state,
             packages,
             requirements: args.str("requirements").map(str::to_string),
+            has_vcs,
             extra_args,
             editable: args.bool("editable"),
             break_system_packages: args.bool("break_system_packages"),
@@ -552,6 +563,15 @@ impl Job {
 
     /// Whether the installed distributions settle the task, pip unstarted.
     fn decide(&self, env: Environment) -> Result<Plan, ModuleError> {
+        // `name: []` and no requirements, the environment already there: nothing to do.
+        if self.packages.is_empty() && self.requirements.is_none() {
+            let mut out = TaskOutcome::default();
+            out.data.insert(
+                "warnings".into(),
+                json!(["No valid name or requirements file found."]),
+            );
+            return Ok(Plan::Done(out));
+        }
         let Some(installed) = &env.installed else {
             return self.run_pip(env);
         };
@@ -565,11 +585,132 @@ impl Job {
             if let Some(done) = self.check_mode_shortcut() {
                 return Ok(done);
             }
+            if self.packages.iter().any(|p| matches!(p, Package::Other(_))) {
+                return self.resolve_then_check(env);
+            }
             let changed = self.packages.iter().any(|p| match self.state {
                 State::Present => !is_present(p),
                 State::Absent => is_present(p),
                 _ => false,
             });
+            Ok(Plan::Done(self.check_outcome(
+                &env,
+                installed,
+                changed,
+                Vec::new(),
+            )))
+        } else {
+            self.decide_for_real(env)
+        }
+    }
+
+    /// Ansible's `_resolve_package_names` in check mode: packages given as VCS URLs,
+    /// paths or archives are named by pip itself (`install --dry-run --report`, pip 24.1
+    /// and later; an older pip leaves them unnamed, with Ansible's warning), then looked
+    /// for among the installed ones.
+    fn resolve_then_check(&self, env: Environment) -> Result<Plan, ModuleError> {
+        let others: Vec<String> = self
+            .packages
+            .iter()
+            .filter_map(|p| match p {
+                Package::Other(text) => Some(text.clone()),
+                Package::Plain(_) => None,
+            })
+            .collect();
+        let quote = |w: &str| format!("'{}'", w.replace('\'', "'\"'\"'"));
+        let pip: Vec<String> = env.pip.iter().map(|w| quote(w)).collect();
+        let pip = pip.join(" ");
+        let wanted: Vec<String> = others.iter().map(|w| quote(w)).collect();
+        let script = format!(
+            "v=$({pip} --version 2>/dev/null | sed -n 's/^pip \\([^ ]*\\).*/\\1/p')\n\
+             echo \"pip $v\"\n\
+             t=$(mktemp) || exit 1\n\
+             {pip} install --dry-run --ignore-installed --report=\"$t\" {} >&2; rc=$?\n\
+             cat \"$t\"; rm -f \"$t\"; exit $rc\n",
+            wanted.join(" ")
+        );
+        let mut exec = self.exec(Vec::new());
+        exec.command = Command::Shell {
+            script,
+            executable: None,
+        };
+        let mut dry_run = env.pip.clone();
+        dry_run.extend([
+            "install".into(),
+            "--dry-run".into(),
+            "--ignore-installed".into(),
+        ]);
+        let job = Arc::new(self.clone());
+        Ok(Plan::Step(
+            Op::Exec(exec),
+            Next::new(move |reply| {
+                let OpResult::Exec(x) = reply else {
+                    return Ok(Plan::Done(super::unexpected("pip", reply)));
+                };
+                let out = text(&x.stdout);
+                let (first, report) = out.split_once('\n').unwrap_or((&out, ""));
+                let version = first.strip_prefix("pip ").unwrap_or_default().trim();
+                let installed = env.installed.clone().unwrap_or_default();
+                let present = |package: &Package| match package {
+                    Package::Plain(req) => installed
+                        .version(&req.canonical())
+                        .is_some_and(|v| req.satisfied_by(v)),
+                    Package::Other(_) => false,
+                };
+                if crate::pep440::Version::parse(version)
+                    .is_some_and(|v| v < crate::pep440::Version::parse("24.1").expect("a version"))
+                {
+                    let changed = job.packages.iter().any(|p| match job.state {
+                        State::Present => !present(p),
+                        State::Absent => present(p),
+                        _ => false,
+                    });
+                    let warning = "Using check mode with packages from vcs urls, file paths, or archives will not behave as expected when using pip versions <24.1.";
+                    return Ok(Plan::Done(job.check_outcome(
+                        &env,
+                        &installed,
+                        changed,
+                        vec![warning],
+                    )));
+                }
+                if x.rc != 0 {
+                    let err = text(&x.stderr);
+                    let mut failed = TaskOutcome::failed(err.trim_end().to_string());
+                    failed.data.insert("cmd".into(), json!(dry_run));
+                    failed.data.insert("rc".into(), json!(x.rc));
+                    failed.data.insert("stdout".into(), json!(""));
+                    failed.data.insert("stderr".into(), json!(err));
+                    return Ok(Plan::Done(failed));
+                }
+                let resolved = requirement::resolved_from_report(report);
+                let plain = job
+                    .packages
+                    .iter()
+                    .filter(|p| matches!(p, Package::Plain(_)));
+                let changed = plain.chain(resolved.iter()).any(|p| match job.state {
+                    State::Present => !present(p),
+                    State::Absent => present(p),
+                    _ => false,
+                });
+                Ok(Plan::Done(job.check_outcome(
+                    &env,
+                    &installed,
+                    changed,
+                    Vec::new(),
+                )))
+            }),
+        ))
+    }
+
+    /// Ansible's check-mode result: changed or not, with `pip list`'s command and output.
+    fn check_outcome(
+        &self,
+        env: &Environment,
+        installed: &Installed,
+        changed: bool,
+        warnings: Vec<&str>,
+    ) -> TaskOutcome {
+        {
             let mut list_cmd = env.pip.clone();
             list_cmd.extend(["list".into(), "--format=freeze".into()]);
             let freeze: String = installed
@@ -581,12 +722,28 @@ impl Job {
             data.insert("cmd".into(), json!(list_cmd.join(" ")));
             data.insert("stdout".into(), json!(freeze));
             data.insert("stderr".into(), json!(""));
-            return Ok(Plan::Done(TaskOutcome {
+            if !warnings.is_empty() {
+                data.insert("warnings".into(), json!(warnings));
+            }
+            TaskOutcome {
                 changed,
                 data,
                 ..TaskOutcome::default()
-            }));
+            }
         }
+    }
+
+    /// Outside check mode: settled by what is installed, or pip runs.
+    fn decide_for_real(&self, env: Environment) -> Result<Plan, ModuleError> {
+        let Some(installed) = &env.installed else {
+            return self.run_pip(env);
+        };
+        let is_present = |package: &Package| match package {
+            Package::Plain(req) => installed
+                .version(&req.canonical())
+                .is_some_and(|v| req.satisfied_by(v)),
+            Package::Other(_) => false,
+        };
         let pip_refuses = env.externally_managed
             && !self.break_system_packages
             && !self
@@ -688,6 +845,33 @@ impl Job {
         job.pip_step(env.pip, env.virtualenv, false, String::new(), String::new())
     }
 
+    /// Whether "changed" compares pip's lists of installed distributions from before and
+    /// after (requirements or a VCS URL, whose installs pip may report as new each time).
+    fn compares_lists(&self) -> bool {
+        (self.requirements.is_some() || self.has_vcs) && self.state != State::Absent
+    }
+
+    /// `pip list --format=freeze`, or `pip freeze` for a pip too old for it (Ansible's
+    /// `_get_packages`).
+    fn list_exec(&self, pip: &[String]) -> Exec {
+        let pip = pip
+            .iter()
+            .map(|w| format!("'{}'", w.replace('\'', "'\"'\"'")))
+            .collect::<Vec<_>>()
+            .join(" ");
+        Exec {
+            command: Command::Shell {
+                script: format!("{pip} list --format=freeze || {pip} freeze"),
+                executable: None,
+            },
+            env: ["LANG", "LC_ALL", "LC_MESSAGES"]
+                .iter()
+                .map(|k| (k.to_string(), "C.UTF-8".to_string()))
+                .collect(),
+            ..self.exec(Vec::new())
+        }
+    }
+
     /// The one pip call, with what came before it (a virtualenv's creation) in its output.
     fn pip_step(
         self: Arc<Self>,
@@ -698,10 +882,28 @@ impl Job {
         err_before: String,
     ) -> Result<Plan, ModuleError> {
         let cmd = self.pip_command(&pip);
-        let op = Op::Exec(self.exec(cmd.clone()));
+        let install = Op::Exec(self.exec(cmd.clone()));
+        let compares = self.compares_lists();
+        let op = if compares {
+            let list = Op::Exec(self.list_exec(&pip));
+            Op::Batch(vec![list.clone(), install, list])
+        } else {
+            install
+        };
         Ok(Plan::Step(
             op,
             Next::new(move |reply| {
+                let (reply, lists_differ) = match reply {
+                    OpResult::Batch(mut results) if compares && results.len() == 3 => {
+                        let listed = |r: &OpResult| match r {
+                            OpResult::Exec(x) => Some(x.stdout.clone()),
+                            _ => None,
+                        };
+                        let differ = listed(&results[0]) != listed(&results[2]);
+                        (results.swap_remove(1), differ)
+                    }
+                    other => (other, false),
+                };
                 let OpResult::Exec(x) = reply else {
                     return Ok(Plan::Done(super::unexpected("pip", reply)));
                 };
@@ -726,6 +928,7 @@ impl Job {
                 }
                 let changed = match self.state {
                     State::Absent => out_pip.contains("Successfully uninstalled"),
+                    _ if compares => lists_differ,
                     _ => out_pip.contains("Successfully installed"),
                 } || venv_created;
                 Ok(Plan::Done(self.outcome(

@@ -147,6 +147,34 @@ impl std::fmt::Display for Package {
     }
 }
 
+/// The packages pip's `install --dry-run --report` would install, each as
+/// `name==version` (what Ansible's `_resolve_package_names` makes of them).
+pub fn resolved_from_report(report: &str) -> Vec<Package> {
+    let Ok(report) = serde_json::from_str::<serde_json::Value>(report) else {
+        return Vec::new();
+    };
+    report["install"]
+        .as_array()
+        .map(|installs| {
+            installs
+                .iter()
+                .filter_map(|item| {
+                    let meta = &item["metadata"];
+                    let (name, version) = (meta["name"].as_str()?, meta["version"].as_str()?);
+                    Some(Package::parse(&format!("{name}=={version}")))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Ansible's `_is_vcs_url`: the name starts with `svn+`, `git+`, `hg+` or `bzr+`.
+pub fn is_vcs_url(name: &str) -> bool {
+    ["svn+", "git+", "hg+", "bzr+"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+}
+
 const SPECIFIER_STARTS: [&str; 7] = [">=", "<=", ">", "<", "==", "!=", "~="];
 
 /// Ansible's `_recover_package_name`: `name` split on commas (a list argument already

@@ -448,11 +448,37 @@ fn a_plain_requirements_file_is_decided_without_pip() {
     );
     reply[5] = read("-r other.txt\n");
     let first = plan(json!({"requirements": "reqs.txt", "virtualenv": "/v", "chdir": "/app"}));
-    let step = resume(first, OpResult::Batch(reply));
+    let step = resume(first, OpResult::Batch(reply.clone()));
+    // pip runs between two lists of what is installed: "changed" is whether they differ,
+    // as Ansible decides it for requirements (and VCS URLs).
+    let Op::Batch(ops) = op(&step) else {
+        panic!("{:?}", op(&step))
+    };
+    assert_eq!(ops.len(), 3);
     assert_eq!(
-        op(&step),
-        &exec(&["/v/bin/pip3", "install", "-r", "reqs.txt"], "/app")
+        ops[1],
+        exec(&["/v/bin/pip3", "install", "-r", "reqs.txt"], "/app")
     );
+    let Op::Exec(list) = &ops[0] else { panic!() };
+    assert_eq!(
+        list.command,
+        Command::Shell {
+            script: "'/v/bin/pip3' list --format=freeze || '/v/bin/pip3' freeze".into(),
+            executable: None
+        }
+    );
+    let lists = |before: &str, after: &str| {
+        OpResult::Batch(vec![
+            ran(0, before, ""),
+            ran(0, "Successfully installed iso8601-2.1.0\n", ""),
+            ran(0, after, ""),
+        ])
+    };
+    let same = done(resume(step, lists("-e git+x#egg=a\n", "-e git+x#egg=a\n")));
+    assert!(!same.changed, "pip said installed, but nothing changed");
+    let first = plan(json!({"requirements": "reqs.txt", "virtualenv": "/v", "chdir": "/app"}));
+    let step = resume(first, OpResult::Batch(reply));
+    assert!(done(resume(step, lists("", "a==1\n"))).changed);
 }
 
 #[test]
@@ -514,4 +540,66 @@ fn venv_commands_as_ansible_knows_them() {
     )));
     assert!(!neutral_extra_args(&words("--user")));
     assert!(!neutral_extra_args(&words("--find-links")));
+}
+
+/// `name: []` with the virtualenv already there: nothing to install, as Ansible says.
+#[test]
+fn no_names_and_no_requirements_do_nothing_in_an_existing_venv() {
+    let first = plan(json!({"name": [], "virtualenv": "/v"}));
+    let out = done(resume(first, venv_reply(true, &[])));
+    assert!(!out.changed && !out.failed);
+    assert_eq!(
+        out.data["warnings"],
+        json!(["No valid name or requirements file found."])
+    );
+}
+
+/// In check mode the system's Python is asked too (pip does its own check mode), so an
+/// installed package is not "changed", as Ansible's `pip list` tells it.
+#[test]
+fn check_mode_asks_the_system_python_too() {
+    let first = plan_in(json!({"name": "pip"}), true).unwrap();
+    let Op::Batch(ops) = op(&first) else { panic!() };
+    assert_eq!(ops, &[exec(&["python3", "-c", PROBE_SCRIPT], "/tmp")]);
+    let out = done(resume(
+        first,
+        OpResult::Batch(vec![ran(
+            0,
+            "/usr/bin/python3\n1\n0\npip-23.0.1.dist-info\n",
+            "",
+        )]),
+    ));
+    assert!(!out.changed && !out.failed, "{out:?}");
+}
+
+/// In check mode a VCS URL is named by pip's dry run (pip 24.1 and later), then looked
+/// for among the installed distributions; an older pip says it cannot tell, as Ansible.
+#[test]
+fn check_mode_names_vcs_urls_with_a_dry_run() {
+    let args = json!({"name": "git+file:///r/.git", "virtualenv": "/v"});
+    let first = plan_in(args.clone(), true).unwrap();
+    let step = resume(first, venv_reply(true, &["dummy_root-0.0.1.dist-info"]));
+    let Op::Exec(x) = op(&step) else { panic!() };
+    let Command::Shell { script, .. } = &x.command else {
+        panic!()
+    };
+    assert!(
+        script.contains("'/v/bin/pip3' install --dry-run --ignore-installed --report=")
+            && script.contains("'git+file:///r/.git'"),
+        "{script}"
+    );
+    let report = r#"{"install": [{"metadata": {"name": "dummy-root", "version": "0.0.1"}}]}"#;
+    let out = done(resume(step, ran(0, &format!("pip 25.2\n{report}"), "")));
+    assert!(!out.changed && !out.failed, "{out:?}");
+
+    let first = plan_in(args, true).unwrap();
+    let step = resume(first, venv_reply(true, &["dummy_root-0.0.1.dist-info"]));
+    let old = done(resume(step, ran(0, "pip 24.0\n", "")));
+    assert!(old.changed);
+    assert!(
+        old.data["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("pip versions <24.1")
+    );
 }

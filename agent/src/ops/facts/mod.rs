@@ -14,6 +14,7 @@ use crate::sys;
 use crate::users;
 
 mod hardware;
+mod lsb;
 mod network;
 use hardware::hardware;
 use network::network;
@@ -27,6 +28,7 @@ pub type Facts = Vec<(String, FactValue)>;
 pub enum Subset {
     Platform,
     Distribution,
+    Lsb,
     PkgMgr,
     ServiceMgr,
     User,
@@ -39,6 +41,7 @@ pub enum Subset {
 const MIN: &[Subset] = &[
     Subset::Platform,
     Subset::Distribution,
+    Subset::Lsb,
     Subset::PkgMgr,
     Subset::ServiceMgr,
     Subset::User,
@@ -49,6 +52,7 @@ const MIN: &[Subset] = &[
 const ALL: &[Subset] = &[
     Subset::Platform,
     Subset::Distribution,
+    Subset::Lsb,
     Subset::PkgMgr,
     Subset::ServiceMgr,
     Subset::User,
@@ -64,6 +68,7 @@ fn subset_named(name: &str) -> Option<&'static [Subset]> {
         "min" => MIN,
         "platform" => &[Subset::Platform],
         "distribution" => &[Subset::Distribution],
+        "lsb" => &[Subset::Lsb],
         "pkg_mgr" => &[Subset::PkgMgr],
         "service_mgr" => &[Subset::ServiceMgr],
         "user" => &[Subset::User],
@@ -122,6 +127,7 @@ pub fn facts(subsets: &[String]) -> OpResult {
                 };
                 out.extend(d);
             }
+            Subset::Lsb => out.push(lsb::lsb()),
             Subset::PkgMgr => out.push(str_fact(
                 "pkg_mgr",
                 pkg_mgr(&family, |p| Path::new(p).exists()),

@@ -118,6 +118,12 @@ pub fn task_vars(
             let text = vars.shift_remove(name)?;
             Some((name.clone(), unresolved::entry(&text, error)))
         })
+        .chain(
+            unresolved
+                .partial
+                .iter()
+                .map(|(name, text, error)| (name.clone(), unresolved::partial_entry(text, error))),
+        )
         .chain(undefined)
         .collect();
     vars.insert(UNRESOLVED_VARS.into(), Value::Object(listed));
@@ -131,7 +137,7 @@ pub fn task_vars(
     );
     // The last map that has a name wins.
     let all = minijinja::value::merge_maps([
-        minijinja::Value::from_serialize(&vars),
+        unresolved::template_vars(&vars),
         broken,
         minijinja::context! {
             hostvars => hostvars,
@@ -336,6 +342,10 @@ struct Unresolved {
     broken: Vec<(String, String)>,
     /// Name an undefined variable: the error, by variable.
     undefined: Vec<(String, TemplateError)>,
+    /// Dicts and lists some of whose leaves name an undefined variable: they keep their
+    /// other values, those leaves undefined; by variable, its text as written and the
+    /// first leaf's error.
+    partial: Vec<(String, Value, TemplateError)>,
 }
 
 /// Ansible templates variables lazily: `conf: "{{ base }}/conf"` means the value of
@@ -352,6 +362,7 @@ fn resolve_nested_templates(
     // A failure may come from a variable not resolved yet: it counts only when it lasts.
     let mut failed: std::collections::BTreeMap<String, String> = Default::default();
     let mut undefined: std::collections::BTreeMap<String, TemplateError> = Default::default();
+    let mut partial: std::collections::BTreeMap<String, TemplateError> = Default::default();
     // Each pass renders what the variable says, never what an earlier pass made of it:
     // a value is templated once (text an `!unsafe` value gives, or a template a lookup
     // returns, stays as it is), only against the others' values as they settle.
@@ -364,14 +375,14 @@ fn resolve_nested_templates(
             break;
         }
         let visible = if undefined.is_empty() {
-            minijinja::Value::from_serialize(&*vars)
+            unresolved::template_vars(vars)
         } else {
             let defined: Map<String, Value> = vars
                 .iter()
                 .filter(|(k, _)| !undefined.contains_key(*k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
-            minijinja::Value::from_serialize(&defined)
+            unresolved::template_vars(&defined)
         };
         // A variable that reads a broken one fails with its error, not with its text.
         let context = minijinja::value::merge_maps([
@@ -383,7 +394,44 @@ fn resolve_nested_templates(
         let mut changed = false;
         for key in pending {
             let rendered = match templar.render_value(&written[&key], &context) {
-                Ok(rendered) => rendered,
+                Ok(rendered) => {
+                    partial.remove(&key);
+                    rendered
+                }
+                // A dict or list stays one: only its leaves that name an undefined
+                // variable are undefined (tried again while the others change).
+                Err(TemplateError::Undefined { .. })
+                    if written[&key].is_object() || written[&key].is_array() =>
+                {
+                    match render_leaves(templar, &written[&key], &context) {
+                        Ok((rendered, error)) => {
+                            failed.remove(&key);
+                            changed |= undefined.remove(&key).is_some();
+                            changed |= partial.insert(key.clone(), error).is_none();
+                            still.push(key.clone());
+                            if rendered != vars[&key] {
+                                changed = true;
+                                vars.insert(key, rendered);
+                            }
+                        }
+                        Err(
+                            TemplateError::Syntax { message, .. }
+                            | TemplateError::Render { message, .. },
+                        ) => {
+                            changed |= undefined.remove(&key).is_some();
+                            partial.remove(&key);
+                            failed.insert(key.clone(), message);
+                            still.push(key);
+                        }
+                        Err(e @ TemplateError::Undefined { .. }) => {
+                            failed.remove(&key);
+                            partial.remove(&key);
+                            changed |= undefined.insert(key.clone(), e).is_none();
+                            still.push(key);
+                        }
+                    }
+                    continue;
+                }
                 // It may name one not resolved yet (`all: "{{ hostvars[h] }}"` before
                 // `x: "{{ all.y }}"`): tried again while the others change.
                 Err(e @ TemplateError::Undefined { .. }) => {
@@ -396,6 +444,7 @@ fn resolve_nested_templates(
                     TemplateError::Syntax { message, .. } | TemplateError::Render { message, .. },
                 ) => {
                     changed |= undefined.remove(&key).is_some();
+                    partial.remove(&key);
                     failed.insert(key.clone(), message);
                     still.push(key);
                     continue;
@@ -430,22 +479,27 @@ fn resolve_nested_templates(
         }
         _ => None,
     };
-    let settled: Vec<(String, TemplateError)> = undefined
-        .iter()
-        .map(|(key, error)| {
-            let mut error = error.clone();
-            for _ in 0..MAX_TEMPLATE_DEPTH {
-                match first(&error).and_then(|name| undefined.get(&name)) {
-                    Some(deeper) if deeper != &error => error = deeper.clone(),
-                    _ => break,
-                }
+    let settle = |(key, error): (&String, &TemplateError)| {
+        let mut error = error.clone();
+        for _ in 0..MAX_TEMPLATE_DEPTH {
+            match first(&error).and_then(|name| undefined.get(&name).or(partial.get(&name))) {
+                Some(deeper) if deeper != &error => error = deeper.clone(),
+                _ => break,
             }
-            (key.clone(), error)
-        })
-        .collect();
+        }
+        (key.clone(), error)
+    };
     Unresolved {
-        broken: failed.into_iter().collect(),
-        undefined: settled,
+        broken: failed.iter().map(|(k, m)| (k.clone(), m.clone())).collect(),
+        undefined: undefined.iter().map(settle).collect(),
+        partial: partial
+            .iter()
+            .map(settle)
+            .map(|(key, error)| {
+                let text = written[&key].clone();
+                (key, text, error)
+            })
+            .collect(),
     }
 }
 
@@ -510,6 +564,64 @@ pub(super) fn with_item_vars(
         .collect();
     resolved.insert(UNRESOLVED_VARS.into(), minijinja::Value::from(listed));
     minijinja::context! { ..minijinja::Value::from(resolved), ..base.clone() }
+}
+
+/// `value` (a dict or list) rendered leaf by leaf: a leaf whose template names an
+/// undefined variable becomes undefined ([`unresolved::undefined_value`]); the first such
+/// error comes with it. Any other failure is the value's.
+fn render_leaves(
+    templar: &Templar,
+    value: &Value,
+    context: &minijinja::Value,
+) -> Result<(Value, TemplateError), TemplateError> {
+    let mut first = None;
+    let rendered = render_leaf(templar, value, context, &mut first)?;
+    match first {
+        Some(error) => Ok((rendered, error)),
+        // Every leaf rendered alone: what failed needs the whole (a key's template).
+        None => templar.render_value(value, context).map(|v| {
+            let error = TemplateError::Undefined {
+                name: String::new(),
+                expr: String::new(),
+                missing: None,
+            };
+            (v, error)
+        }),
+    }
+}
+
+fn render_leaf(
+    templar: &Templar,
+    value: &Value,
+    context: &minijinja::Value,
+    first: &mut Option<TemplateError>,
+) -> Result<Value, TemplateError> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .map(|v| render_leaf(templar, v, context, first))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array),
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                let key = match templar.render_value(&Value::from(k.clone()), context)? {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                out.insert(key, render_leaf(templar, v, context, first)?);
+            }
+            Ok(Value::Object(out))
+        }
+        leaf => match templar.render_value(leaf, context) {
+            Err(e @ TemplateError::Undefined { .. }) => {
+                let why = e.to_string();
+                first.get_or_insert(e);
+                Ok(unresolved::undefined_value(&why))
+            }
+            other => other,
+        },
+    }
 }
 
 fn holds_template(value: &Value) -> bool {

@@ -607,7 +607,9 @@ impl Templar {
     /// A variable whose own template names an undefined one fails with that one's error.
     fn undefined_path(&self, name: String, shown: &str, vars: &MjValue) -> TemplateError {
         let variable = name.split(['.', '[']).next().unwrap_or(&name);
-        if let Some(error) = unresolved::error_reading(vars, variable, shown) {
+        // A dict or list variable named whole is undefined only for a leaf of it.
+        let leaf = name == variable || unresolved::reads_undefined_leaf(vars, &name);
+        if let Some(error) = unresolved::error_reading(vars, variable, shown, leaf) {
             return error;
         }
         let missing = name.rsplit_once('.').and_then(|(parent, attr)| {
@@ -644,6 +646,12 @@ impl Templar {
         if let Some(name) = name {
             return self.undefined_path(name, shown, vars);
         }
+        if let Some(error) = exprs
+            .iter()
+            .find_map(|expr| unresolved::partial_error_in(vars, expr, shown))
+        {
+            return error;
+        }
         let missing = exprs
             .iter()
             .find_map(|expr| missing_attribute::message(&self.env, expr, vars));
@@ -659,6 +667,11 @@ impl Templar {
             && let Some(name) = self.undefined_name_in_expr(bare, vars)
         {
             return self.undefined_path(name, shown, vars);
+        }
+        if e.kind() == ErrorKind::UndefinedError
+            && let Some(error) = unresolved::partial_error_in(vars, bare, shown)
+        {
+            return error;
         }
         classify(e, shown)
     }

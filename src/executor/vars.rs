@@ -384,11 +384,19 @@ fn resolve_nested_templates(
                 .collect();
             unresolved::template_vars(&defined)
         };
-        // A variable that reads a broken one fails with its error, not with its text.
+        // A variable that reads a broken one fails with its error, not with its text; one
+        // that reads an undefined leaf, with the leaf's.
+        let partial_listed: Map<String, Value> = partial
+            .iter()
+            .map(|(k, e)| (k.clone(), unresolved::partial_entry(&written[k], e)))
+            .collect();
         let context = minijinja::value::merge_maps([
             visible,
             broken_values(&failed),
-            minijinja::context! { hostvars => hostvars.clone() },
+            minijinja::context! {
+                hostvars => hostvars.clone(),
+                __tp_unresolved => minijinja::Value::from_serialize(&partial_listed),
+            },
         ]);
         let mut still = Vec::new();
         let mut changed = false;
@@ -526,6 +534,8 @@ pub(super) fn with_item_vars(
     }
     let mut names: Vec<String> = overlay.keys().cloned().collect();
     let mut resolved = overlay;
+    // Rendered with the item but for leaves still undefined: still listed, for their error.
+    let mut still_partial: Vec<(String, minijinja::Value)> = Vec::new();
     // A chain (`a: "{{ b }}"`, `b: "{{ item }}"`) settles in as many passes as it is long.
     for _ in 0..MAX_TEMPLATE_DEPTH {
         let context = minijinja::context! {
@@ -545,6 +555,17 @@ pub(super) fn with_item_vars(
                     resolved.insert(name.clone(), minijinja::Value::from_serialize(&rendered));
                     names.push(name);
                 }
+                // A dict or list with leaves still undefined: its others take the item.
+                Err(TemplateError::Undefined { .. })
+                    if (text.is_object() || text.is_array())
+                        && let Ok((rendered, error)) = render_leaves(templar, &text, &context) =>
+                {
+                    changed = true;
+                    resolved.insert(name.clone(), unresolved::template_value(&rendered));
+                    names.push(name.clone());
+                    let entry = unresolved::partial_entry(&text, &error);
+                    still_partial.push((name, minijinja::Value::from_serialize(&entry)));
+                }
                 // Still undefined (or failing): the task fails where it uses it.
                 Err(_) => still.push((name, text, shown)),
             }
@@ -561,6 +582,7 @@ pub(super) fn with_item_vars(
             let entry = base.get_attr(UNRESOLVED_VARS).ok()?.get_attr(name).ok()?;
             Some((name.clone(), entry))
         })
+        .chain(still_partial)
         .collect();
     resolved.insert(UNRESOLVED_VARS.into(), minijinja::Value::from(listed));
     minijinja::context! { ..minijinja::Value::from(resolved), ..base.clone() }

@@ -924,6 +924,50 @@ mod tests {
         );
     }
 
+    /// ansible-playbook 2.21: a dict or list variable whose leaf names an undefined
+    /// variable stays a dict or list, that leaf undefined and its other values rendered;
+    /// a variable reading the leaf is undefined with the leaf's error.
+    #[test]
+    fn a_dict_with_an_undefined_leaf_keeps_its_other_values() {
+        let templar = Templar::new();
+        let mut vars: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "a_dict": {"a_key": "{{ not_defined }}", "b_key": "{{ five }}"},
+            "a_list": [1, "{{ not_defined }}"],
+            "reader": "{{ a_dict.a_key }}",
+            "five": 5,
+        }))
+        .unwrap();
+        let pending = vec!["a_dict".into(), "a_list".into(), "reader".into()];
+        let unresolved =
+            resolve_nested_templates(&templar, &mut vars, pending, &minijinja::Value::UNDEFINED);
+        let why = unresolved::undefined_value("'not_defined' is undefined");
+        assert_eq!(
+            vars["a_dict"],
+            serde_json::json!({"a_key": why.clone(), "b_key": 5})
+        );
+        assert_eq!(vars["a_list"], serde_json::json!([1, why]));
+        let partial: Vec<(&str, String)> = unresolved
+            .partial
+            .iter()
+            .map(|(name, _, e)| (name.as_str(), e.to_string()))
+            .collect();
+        let expected = "'not_defined' is undefined".to_string();
+        assert_eq!(
+            partial,
+            [("a_dict", expected.clone()), ("a_list", expected.clone())]
+        );
+        let undefined: Vec<(&str, String)> = unresolved
+            .undefined
+            .iter()
+            .map(|(name, e)| (name.as_str(), e.to_string()))
+            .collect();
+        assert_eq!(undefined, [("reader", expected)]);
+        let seen = unresolved::template_vars(&vars);
+        let a_dict = seen.get_attr("a_dict").unwrap();
+        assert!(a_dict.get_attr("a_key").unwrap().is_undefined());
+        assert_eq!(a_dict.get_attr("b_key").unwrap(), minijinja::Value::from(5));
+    }
+
     #[test]
     fn the_controllers_python_is_a_python3() {
         assert!(controller_python().ends_with("python3"));

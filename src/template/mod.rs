@@ -690,6 +690,10 @@ impl Templar {
             if let Some(name) = name {
                 return self.undefined_path(name, source, vars);
             }
+            // `a_dict['a_key']`: no path names the undefined leaf of a dict variable.
+            if let Some(error) = unresolved::partial_error_in(vars, source, source) {
+                return error;
+            }
         }
         classify(e, source)
     }

@@ -202,3 +202,49 @@ pub fn listed(vars: &MjValue) -> Vec<(String, Value)> {
     })
     .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::Templar;
+
+    /// What a task's templates see of `a_dict: {a_key: "{{ not_defined }}", b_key: 5}` and
+    /// `a_list: [1, "{{ not_defined }}"]`, as ansible-playbook 2.21 words each failure.
+    #[test]
+    fn an_undefined_leaf_fails_with_its_error_and_a_missing_key_as_missing() {
+        let why = "'not_defined' is undefined";
+        let error = TemplateError::Undefined {
+            name: "not_defined".into(),
+            expr: "{{ not_defined }}".into(),
+            missing: None,
+        };
+        let vars: serde_json::Map<String, Value> = serde_json::from_value(json!({
+            "a_dict": {"a_key": undefined_value(why), "b_key": 5},
+            "a_list": [1, undefined_value(why)],
+            UNRESOLVED_VARS: {
+                "a_dict": partial_entry(&json!({"a_key": "{{ not_defined }}"}), &error),
+                "a_list": partial_entry(&json!([1, "{{ not_defined }}"]), &error),
+            },
+        }))
+        .unwrap();
+        let vars = template_vars(&vars);
+        let t = Templar::new();
+        let render = |text: &str| t.render_str(text, &vars).map_err(|e| e.to_string());
+        assert_eq!(render("{{ [a_dict.a_key, 42][1] }}").unwrap(), "42");
+        assert_eq!(render("{{ a_dict.a_key | default(1) }}").unwrap(), "1");
+        assert_eq!(render("{{ a_list[1] is defined }}").unwrap(), "False");
+        for text in [
+            "{{ a_dict.a_key }}",
+            "{{ a_dict['a_key'] }}",
+            "{{ a_list[1] }}",
+            "{{ a_dict }}",
+            "{{ a_dict | to_json }}",
+        ] {
+            assert_eq!(render(text).unwrap_err(), why, "{text}");
+        }
+        assert_eq!(
+            render("{{ a_dict.missing }}").unwrap_err(),
+            "object of type 'dict' has no attribute 'missing'"
+        );
+    }
+}

@@ -6,6 +6,7 @@
 //! here; action plugins run as the `modules::action_plugin` module.
 
 pub mod catalog;
+pub(crate) mod controller_python;
 pub mod host;
 pub mod python;
 

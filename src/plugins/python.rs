@@ -36,15 +36,16 @@ pub fn controller() -> Option<&'static ControllerPython> {
     static FOUND: OnceLock<Option<ControllerPython>> = OnceLock::new();
     FOUND
         .get_or_init(|| {
-            let asked: Vec<ControllerPython> = candidates()
-                .iter()
-                .filter_map(|python| ask(python))
-                .collect();
-            asked
-                .iter()
-                .find(|p| p.ansible_dir.is_some())
-                .or_else(|| asked.first())
-                .cloned()
+            // Asked in order until one has ansible-core: the later ones are not started.
+            let mut first_that_ran = None;
+            for python in candidates() {
+                let Some(found) = ask(&python) else { continue };
+                if found.ansible_dir.is_some() {
+                    return Some(found);
+                }
+                first_that_ran.get_or_insert(found);
+            }
+            first_that_ran
         })
         .as_ref()
 }
@@ -83,33 +84,10 @@ pub(crate) fn shebang_python(script: &Path) -> Option<PathBuf> {
     Some(PathBuf::from(program))
 }
 
+/// What `python` answers, kept across runs while nothing it came from changed
+/// (`controller_python.rs`).
 fn ask(python: &Path) -> Option<ControllerPython> {
-    const PROBE: &str = "import os, sys\nprint('V%d.%d' % sys.version_info[:2])\ntry:\n import ansible\n print('A' + os.path.dirname(ansible.__file__))\nexcept Exception:\n pass\ntry:\n import ansible_collections\n for p in ansible_collections.__path__:\n  print('C' + os.path.dirname(p))\nexcept Exception:\n pass\n";
-    let out = std::process::Command::new(python)
-        .arg("-c")
-        .arg(PROBE)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut found = ControllerPython {
-        python: python.to_path_buf(),
-        ..ControllerPython::default()
-    };
-    let mut ran = false;
-    for line in text.lines() {
-        if let Some(version) = line.strip_prefix('V') {
-            let (major, minor) = version.split_once('.')?;
-            found.version = (major.parse().ok()?, minor.parse().ok()?);
-            ran = true;
-        } else if let Some(dir) = line.strip_prefix('A') {
-            found.ansible_dir = Some(PathBuf::from(dir));
-        } else if let Some(dir) = line.strip_prefix('C') {
-            found.collection_roots.push(PathBuf::from(dir));
-        }
-    }
-    ran.then_some(found)
+    super::controller_python::ask(python)
 }
 
 #[cfg(test)]

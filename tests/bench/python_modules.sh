@@ -19,6 +19,8 @@
 #   BENCH_HOSTS      host counts (default "1 3")
 #   BENCH_SHAPES     tasks loop (100 separate tasks; one task looping over 100 items)
 #   BENCH_CALLS      calls per playbook (default 100)
+#   BENCH_REPEAT     runs of each row (default 1); the summary takes each row's median, so
+#                    that one burst of load on a shared machine does not make the figure
 #   BENCH_KEEP=1     keep the scratch directory (outputs of every run)
 #
 # The collections come from the `ansible` package as tests/python_modules/fetch.sh unpacks
@@ -50,6 +52,7 @@ TOOLS=${BENCH_TOOLS:-turbo ansible mitogen}
 HOST_COUNTS=${BENCH_HOSTS:-1 3}
 SHAPES=${BENCH_SHAPES:-tasks loop}
 CALLS=${BENCH_CALLS:-100}
+REPEAT=${BENCH_REPEAT:-1}
 COLLECTIONS="$ROOT/target/python-modules/collections"
 [[ $EUID -eq 0 ]] || bench_die "run as root: it creates throw-away users and starts an sshd"
 [[ -x "$BIN" ]] || bench_die "$BIN not built (cargo build --release)"
@@ -145,7 +148,7 @@ run() {
     cp "$WORK/last.out" "$WORK/$shape-$tool-$hosts-$which.out"
     local secs
     secs=$(printf '%.2f' "$(echo "$end - $start" | bc)")
-    TIME[$shape-$tool-$hosts-$which]=$secs
+    TIME[$shape-$tool-$hosts-$which]+="$secs "
     printf '| %s | %s | %s | %s | %s s | %s | %s | %s | %s |\n' "$shape" "$hosts" "$which" "$tool" \
         "$secs" \
         "$(python3 -c "import json; d=json.load(open('$WORK/count.json')); print('%.1f / %.1f KB' % (d['up'] / 1e3, d['down'] / 1e3))")" \
@@ -168,11 +171,20 @@ for shape in $SHAPES; do
             [[ $tool = turbo ]] && env ANSIBLE_HOST_KEY_CHECKING=False \
                 ${BENCH_TURBO_AGENT:+TURBO_PLAY_AGENT="$BENCH_TURBO_AGENT"} "$BIN" \
                 -i "$WORK/warm-hosts" "$WORK/warm.yml" >/dev/null 2>&1
-            run "$shape" "$tool" "$hosts" first
-            run "$shape" "$tool" "$hosts" rerun
+            for _ in $(seq "$REPEAT"); do
+                run "$shape" "$tool" "$hosts" first
+                run "$shape" "$tool" "$hosts" rerun
+            done
         done
     done
 done
+# median TIMES...: the middle one (the mean of the middle two), nothing for no time.
+median() {
+    [[ $# -gt 0 ]] || return 0
+    printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {
+        if (NR % 2) printf "%.2f", v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 echo
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
@@ -181,8 +193,9 @@ echo "|---|---|---|---|---|---|---|---|"
 for shape in $SHAPES; do
     for hosts in $HOST_COUNTS; do
         for which in first rerun; do
-            t=${TIME[$shape-turbo-$hosts-$which]:-} a=${TIME[$shape-ansible-$hosts-$which]:-}
-            m=${TIME[$shape-mitogen-$hosts-$which]:-}
+            t=$(median ${TIME[$shape-turbo-$hosts-$which]:-})
+            a=$(median ${TIME[$shape-ansible-$hosts-$which]:-})
+            m=$(median ${TIME[$shape-mitogen-$hosts-$which]:-})
             echo "| $shape | $hosts | $which | ${t:-—} | ${a:-—} | ${m:-—} | $(bench_ratio "$t" "$a") | $(bench_ratio "$t" "$m") |"
         done
     done

@@ -254,3 +254,87 @@ fn a_library_module_and_a_collection_module_run_over_ssh() {
         cache.display()
     );
 }
+
+/// Reports what it finds (working directory, an environment variable, the umask, a global
+/// of ansible's module_utils), then changes all of it, or ends its process, or raises.
+const MEDDLER: &str = r#"#!/usr/bin/python
+import os
+import ansible.module_utils.basic as basic
+from ansible.module_utils.basic import AnsibleModule
+
+def main():
+    m = AnsibleModule(argument_spec=dict(step=dict(type='str', required=True)))
+    step = m.params['step']
+    umask = os.umask(0o077)
+    seen = dict(cwd=os.getcwd(), leak=os.environ.get('TURBO_LEAK'), umask=umask,
+                mark=getattr(basic, 'TURBO_MARK', None))
+    if step == 'crash':
+        os._exit(3)
+    if step == 'raise':
+        raise RuntimeError('boom')
+    os.environ['TURBO_LEAK'] = step
+    os.chdir('/')
+    basic.TURBO_MARK = step
+    m.exit_json(changed=False, seen=seen)
+
+main()
+"#;
+
+#[test]
+fn a_loops_items_and_later_tasks_find_the_target_as_the_first_item_did() {
+    let test = "a_loops_items_and_later_tasks_find_the_target_as_the_first_item_did";
+    let Some((core, collections)) = controller_side(test) else {
+        return;
+    };
+    let hosts = SshHosts::start(&["h"]);
+    let playbook = "- hosts: all
+  gather_facts: false
+  tasks:
+    - {meddler: {step: '{{ item }}'}, loop: [a, crash, b, raise, c], register: r, ignore_errors: true}
+    - {meddler: {step: d}, register: d}
+    - copy:
+        dest: ~/results.json
+        content: \"{{ {'loop': r.results, 'd': d} | to_json }}\"
+";
+    let run = TestRun::new().file("library/meddler.py", MEDDLER);
+    let out = with_controller(run, &core, &collections)
+        .playbook(playbook)
+        .inventory(&hosts.inventory())
+        .run();
+    out.assert_code(0);
+    assert_eq!(
+        out.recap("h"),
+        crate::support::run::Recap {
+            ok: 3,
+            changed: 1,
+            ignored: 1,
+            ..Default::default()
+        },
+        "{}",
+        out.stdout
+    );
+    let home = &hosts.user("h").home;
+    let got: Value =
+        serde_json::from_slice(&std::fs::read(home.join("results.json")).unwrap()).unwrap();
+    let items = got["loop"].as_array().unwrap();
+    let first = &items[0]["seen"];
+    assert_eq!(first["cwd"], home.to_str().unwrap());
+    assert_eq!(first["leak"], Value::Null);
+    assert_eq!(first["mark"], Value::Null);
+    for (i, step) in ["a", "crash", "b", "raise", "c"].iter().enumerate() {
+        let item = &items[i];
+        assert_eq!(item["item"], *step);
+        match *step {
+            "crash" => {
+                assert_eq!(item["failed"], true, "{item}");
+                assert_eq!(item["rc"], 3, "{item}");
+            }
+            "raise" => {
+                assert_eq!(item["failed"], true, "{item}");
+                assert!(item.to_string().contains("boom"), "{item}");
+            }
+            _ => assert_eq!(&item["seen"], first, "item {step}: {item}"),
+        }
+    }
+    assert_eq!(&got["d"]["seen"], first, "the next task: {}", got["d"]);
+}

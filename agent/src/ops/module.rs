@@ -1,8 +1,8 @@
 //! `Op::RunModule`: modules without a native planner, run on the target as Ansible runs
 //! them. Their files live in the cache by digest (sent once, kept across runs); new-style
 //! Python modules go to a warm runner (`warm.rs`, `module_runner.py`) started once per
-//! interpreter, which forks a child per module; old-style, `WANT_JSON` and binary modules
-//! are started here with an arguments file.
+//! interpreter, whose workers run each module's calls in-process; old-style, `WANT_JSON`
+//! and binary modules are started here with an arguments file.
 
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -358,16 +358,21 @@ fn capture(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::testutil::{TempDir, agent};
     use super::*;
     use turbo_proto::Op;
 
-    const PYTHON: &str = "/usr/bin/python3";
+    pub(crate) const PYTHON: &str = "/usr/bin/python3";
 
     /// A payload with a stand-in for ansible-core's loader: it runs the module as
     /// `__main__` with the arguments in `ARGS`, as the real one does.
-    fn payload(module: &str, sha: u8) -> ModulePayload {
+    pub(crate) fn payload(module: &str, sha: u8) -> ModulePayload {
+        payload_named("m", module, sha)
+    }
+
+    /// A payload whose module is `ansible.legacy.<name>`.
+    pub(crate) fn payload_named(name: &str, module: &str, sha: u8) -> ModulePayload {
         let file = |path: &str, data: &str| PayloadFile {
             path: path.into(),
             data: data.as_bytes().to_vec(),
@@ -388,12 +393,12 @@ mod tests {
                      runpy.run_module(module_fqn, run_name='__main__', alter_sys=True)\n",
                 ),
                 file("ansible/legacy/__init__.py", ""),
-                file("ansible/legacy/m.py", module),
+                file(&format!("ansible/legacy/{name}.py"), module),
             ]),
         }
     }
 
-    fn request(payload: ModulePayload, timeout_secs: Option<u64>) -> RunModule {
+    pub(crate) fn request(payload: ModulePayload, timeout_secs: Option<u64>) -> RunModule {
         RunModule {
             interpreters: vec!["/nonexistent/python".into(), PYTHON.into()],
             payload,
@@ -508,7 +513,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batchs_modules_go_to_one_runner_together_each_in_its_own_child() {
+    fn a_batchs_modules_go_to_one_runner_together() {
         if !Path::new(PYTHON).is_file() {
             eprintln!("skipped: no {PYTHON}");
             return;
@@ -516,7 +521,8 @@ mod tests {
         let home = TempDir::new();
         let mut a = agent(home.path());
         // What a module leaves in its interpreter never reaches the next one; what it
-        // imported from the standard library is there, imported by the warm parent.
+        // imported from the standard library is there, imported by the warm runner for
+        // the next worker (warm_tests.rs tests the workers themselves).
         let module = "import json, os, sys\n\
                       from ansible.module_utils._internal._ansiballz import _loader\n\
                       n = json.loads(_loader.ARGS)['x']\n\
@@ -563,7 +569,7 @@ mod tests {
             ["0", "False", "False"]
         );
         assert_eq!([&out(1)[2], &out(1)[3]], ["True", "False"]);
-        assert_ne!(out(0)[1], out(1)[1], "each module has its own process");
+        assert_ne!(out(0)[1], out(1)[1], "the importer's worker retired");
         assert_eq!(runs[2].rc, 7);
         assert_eq!(out(3)[0], "4");
         assert_eq!(a.runners.len(), 1);

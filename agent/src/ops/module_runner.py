@@ -7,21 +7,44 @@
 #   answer:   per module, as each ends: rc, the milliseconds it ran when killed at the
 #             timeout (empty when it was not), stdout, stderr
 # A loop's items come as one request, so they cost the agent one exchange, not one each.
-# Each module runs in a child forked from this process, so what one module imports or
-# changes never reaches the next, while what this process imported and compiled once is
-# already there for every child: ansible-core's module_utils, the module's code, and what
-# an earlier call of it imported (the standard library and its payload's module_utils).
+#
+# This process never runs a module itself: it keeps what every module needs imported and
+# compiled (ansible-core's module_utils, the payloads' code, what earlier calls imported
+# from the standard library and their payload) and forks a worker per module, which runs
+# that module's calls (a loop's items, and later tasks' calls) one after another inside
+# itself, each as Ansible's AnsiballZ wrapper runs it, and puts the process back as it
+# found it between two calls (see `Baseline`): a fork costs ~10 ms of CPU, a call in a
+# warm worker a tenth of that. A worker waits for its module's next call (the last few
+# used are kept) and retires, the next call getting a new one, when a call leaves what
+# cannot be put back (a thread, a new import, another user or process group...); a call
+# that ends its worker (os._exit, a crash) or runs past its timeout (its process group is
+# stopped) fails alone. What a call imported the runner imports too, for its next
+# workers, when it is the standard library's or the payload's; a third-party package the
+# module's next workers import themselves before their first call. Modules known to hold
+# process-wide state (`ALONE`) get a worker per call. The calls' files and the sockets to the workers are the workers' only link
+# to this process: a worker whose socket ends (this process ended) ends too.
+import array
 import gc
 import importlib
 import importlib.machinery
 import importlib.util
+import marshal
 import os
 import select
 import signal
+import _signal
+import socket
 import struct
 import sys
 import sysconfig
 import time
+import traceback
+import types
+
+try:
+    import resource
+except ImportError:
+    resource = None
 
 PROTO_IN = 3
 PROTO_OUT = 4
@@ -43,30 +66,79 @@ def read_field():
     return read_exact(n)
 
 
-def write_fields(fields):
-    data = b''.join(struct.pack('>Q', len(f)) + f for f in fields)
+def write_all(fd, data):
     while data:
-        data = data[os.write(PROTO_OUT, data):]
+        data = data[os.write(fd, data):]
 
 
-# Compiled code of the payloads' files, by path, mtime and size: a child's import or
-# runpy finds the code this process compiled instead of compiling the source again
-# (payload files are never rewritten in place, and bytecode files may not be written).
+def write_fields(fields):
+    write_all(PROTO_OUT, b''.join(struct.pack('>Q', len(f)) + f for f in fields))
+
+
+# Compiled code of the payloads' files, by path: an import or runpy in a worker finds the
+# code this process compiled instead of compiling the source again. A payload's files never
+# change (its directory is named by their digest), so their code is also kept beside them,
+# all of it in one file per interpreter (`BUNDLE`), read at once when the runner first
+# meets the payload: one file to read, and the first time to write, where bytecode files
+# would be one per source file (sixty for ansible-core's basic module_utils).
 CODE = {}
+BUNDLE = '__turbo_code__.%s' % (sys.implementation.cache_tag,)
+BUNDLE_HEAD = importlib.util.MAGIC_NUMBER + b'turbo-play code 1\n'
+# Per payload directory: how many of its files its bundle on disk holds.
+BUNDLED = {}
+# Whether this process compiled code its bundles lack.
+COMPILED = [False]
+# The bundle being written, removed if the runner is stopped meanwhile.
+SAVING = [None]
 
 
 class CachingLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname):
         path = self.get_filename(fullname)
-        try:
-            st = os.stat(path)
-        except OSError:
-            return super().get_code(fullname)
-        key = (path, st.st_mtime_ns, st.st_size)
-        code = CODE.get(key)
+        code = CODE.get(path)
         if code is None:
-            code = CODE[key] = super().get_code(fullname)
+            code = CODE[path] = self.source_to_code(self.get_data(path), path)
+            COMPILED[0] = True
         return code
+
+
+def load_bundle(payload_dir):
+    try:
+        with open(os.path.join(payload_dir, BUNDLE), 'rb') as f:
+            data = f.read()
+        if not data.startswith(BUNDLE_HEAD):
+            return
+        codes = marshal.loads(data[len(BUNDLE_HEAD):])
+    except Exception:
+        return
+    for relative, code in codes.items():
+        CODE.setdefault(os.path.join(payload_dir, relative), code)
+    BUNDLED[payload_dir] = len(codes)
+
+
+def save_bundles():
+    """Writes the bundle of each payload whose code this process compiled more of."""
+    if not COMPILED[0]:
+        return
+    COMPILED[0] = False
+    for payload_dir in PAYLOAD_DIRS:
+        prefix = payload_dir + os.sep
+        codes = {p[len(prefix):]: c for p, c in CODE.items() if p.startswith(prefix)}
+        if len(codes) <= BUNDLED.get(payload_dir, 0):
+            continue
+        path = os.path.join(payload_dir, BUNDLE)
+        SAVING[0] = staging = '%s.%d' % (path, os.getpid())
+        try:
+            with open(staging, 'wb') as f:
+                f.write(BUNDLE_HEAD + marshal.dumps(codes))
+            os.replace(staging, path)
+            BUNDLED[payload_dir] = len(codes)
+        except Exception:
+            try:
+                os.unlink(staging)
+            except OSError:
+                pass
+        SAVING[0] = None
 
 
 PAYLOAD_DIRS = []
@@ -92,6 +164,7 @@ def add_payload(payload_dir, known):
         return
     known.add(payload_dir)
     PAYLOAD_DIRS.append(payload_dir)
+    load_bundle(payload_dir)
     sys.path.insert(0, payload_dir)
     for name, module in list(sys.modules.items()):
         if not (name == 'ansible' or name.startswith(('ansible.', 'ansible_collections'))):
@@ -103,14 +176,13 @@ def add_payload(payload_dir, known):
         if candidate not in path and os.path.isdir(candidate):
             path.insert(0, candidate)
     # Each payload warms this process with the ansible-core module_utils it carries, so
-    # every later child finds them imported; one that fails to import is left to the
+    # every later worker finds them imported; one that fails to import is left to the
     # module, which reports it as it would.
     try:
         import ansible.module_utils.basic  # noqa: F401
         from ansible.module_utils._internal._ansiballz import _loader  # noqa: F401
     except Exception:
         return
-    import importlib
     utils = os.path.join(payload_dir, 'ansible', 'module_utils')
     for root, dirs, files in os.walk(utils):
         dirs.sort()
@@ -128,24 +200,29 @@ def add_payload(payload_dir, known):
 
 
 def prefer(payload_dir):
-    """In the child: this payload's files before those of payloads added after it (two
+    """In the worker: this payload's files before those of payloads added after it (two
     roles' library modules may share a name)."""
-    if sys.path[0] == payload_dir:
-        return
-    sys.path.remove(payload_dir)
-    sys.path.insert(0, payload_dir)
-    for name, module in list(sys.modules.items()):
-        if not (name == 'ansible' or name.startswith(('ansible.', 'ansible_collections'))):
-            continue
-        path = getattr(module, '__path__', None)
-        candidate = os.path.join(payload_dir, *name.split('.'))
-        if isinstance(path, list) and candidate in path:
-            path.remove(candidate)
-            path.insert(0, candidate)
+    if sys.path[0] != payload_dir:
+        sys.path.remove(payload_dir)
+        sys.path.insert(0, payload_dir)
+        for name, module in list(sys.modules.items()):
+            if not (name == 'ansible' or name.startswith(('ansible.', 'ansible_collections'))):
+                continue
+            path = getattr(module, '__path__', None)
+            candidate = os.path.join(payload_dir, *name.split('.'))
+            if isinstance(path, list) and candidate in path:
+                path.remove(candidate)
+                path.insert(0, candidate)
+    # Imported here from an earlier payload: its idea of where the `ansible` package lives
+    # must be this payload's, or a deprecation would not be attributed to this module.
+    deprecator = sys.modules.get('ansible.module_utils._internal._deprecator')
+    if deprecator is not None:
+        import pathlib
+        deprecator._ANSIBLE_MODULE_BASE_PATH = pathlib.Path(payload_dir, 'ansible')
 
 
 def warm_module(fqn):
-    """Compiles the module here, once, and imports its packages, so that its children
+    """Compiles the module here, once, and imports its packages, so that its workers
     only run it."""
     try:
         package = fqn.rpartition('.')[0]
@@ -161,13 +238,19 @@ def warm_module(fqn):
 STDLIB = tuple(sorted({sysconfig.get_paths()[k] + os.sep for k in ('stdlib', 'platstdlib')}))
 
 
+def module_code(name, fqn):
+    """Whether an imported name is a module's own code (never imported ahead of a call)."""
+    return (name == fqn or not all(part.isidentifier() for part in name.split('.'))
+            or name.startswith(('ansible.modules.', 'ansible.legacy.'))
+            or '.plugins.modules.' in name)
+
+
 def shareable(name, payload_dir, fqn):
-    """Whether a module a child imported may be imported here for the later children:
-    the standard library, and the payload's module_utils; never a module's own code,
-    nor third-party packages (which may start threads or hold state at import)."""
-    if name == fqn or not all(part.isidentifier() for part in name.split('.')):
-        return False
-    if name.startswith(('ansible.modules.', 'ansible.legacy.')) or '.plugins.modules.' in name:
+    """Whether a module a call imported may be imported here for the later workers: the
+    standard library, and the payload's module_utils; never a module's own code, nor
+    third-party packages (which may start threads or hold state at import: a worker
+    imports those itself, before its first call, see `AHEAD`)."""
+    if module_code(name, fqn):
         return False
     path = getattr(sys.modules.get(name), '__file__', None)
     if path is None:
@@ -178,8 +261,8 @@ def shareable(name, payload_dir, fqn):
 
 
 def learn(names):
-    """Imports here what a child imported (see `shareable`); one that fails is left to the
-    children."""
+    """Imports here what a call imported (see `shareable`); one that fails is left to the
+    workers."""
     for name in names:
         if name and name not in sys.modules:
             try:
@@ -188,31 +271,341 @@ def learn(names):
                 pass
 
 
-def run_child(payload_dir, fqn, profile, args, env, out_w, err_w, learn_w):
-    """In the forked child: becomes the module, as Ansible's AnsiballZ wrapper runs it."""
-    code = 1
-    before = set(sys.modules)
+# Modules that keep process-wide state no reset reaches (a D-Bus connection cached in
+# module_utils, libdnf's global logger, FreeIPA's API object): a worker per call.
+ALONE = frozenset([
+    'ansible.builtin.dnf', 'ansible.legacy.dnf', 'ansible.builtin.dnf5', 'ansible.legacy.dnf5',
+    'ansible_collections.ansible.posix.plugins.modules.firewalld',
+    'ansible_collections.ansible.posix.plugins.modules.firewalld_info',
+])
+
+
+def runs_alone(fqn):
+    return (fqn in ALONE or fqn.startswith('ansible_collections.freeipa.')
+            or fqn.endswith(('.dnf', '.dnf5')))
+
+
+# Modules whose every global name is checked after a call, and whose containers (lists,
+# dicts, sets bound to a global name) are put back: ansible-core's and the collections'
+# module_utils, which keep a call's arguments, warnings and deprecations there. Other
+# modules are watched (`WatchedModule`) instead: what a call sets on them from outside is
+# undone, while what they rebind inside themselves (the standard library's own caches,
+# as tempfile's name sequence) stays, as in any process that used them before; but for
+# the standard library's modules whose functions set process-wide defaults in their own
+# globals (`urllib.request.install_opener`, `mimetypes.init`...), whose global names are
+# checked too.
+OWN_STATE = ('ansible.', 'ansible_collections.')
+STDLIB_STATE = frozenset([
+    'urllib.request', 'mimetypes', 'http.client', 'http.cookiejar', 'ssl', 'socket',
+    'tempfile', 'subprocess', 'shutil', 'os', 'sys', 'warnings', 'logging', 'json',
+    'locale', 'codecs', 'email.charset', 'xml.sax', 'ftplib', 'smtplib',
+])
+# Never put back: this runner's own state.
+NOT_RESET = frozenset(['__main__', '__mp_main__'])
+UNSET = object()
+# While a worker's call runs: what it set or deleted on a watched module, as
+# (namespace, name, the value before or UNSET), undone in reverse after the call.
+JOURNAL = []
+WATCHING = [False]
+
+
+class WatchedModule(types.ModuleType):
+    """A module whose attributes set or deleted from outside (`json.x = 1`, a mock's
+    setattr, `sys.stdout = ...`) are journaled while a call runs."""
+
+    def __setattr__(self, name, value):
+        if WATCHING[0]:
+            JOURNAL.append((self.__dict__, name, self.__dict__.get(name, UNSET)))
+        types.ModuleType.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if WATCHING[0]:
+            JOURNAL.append((self.__dict__, name, self.__dict__.get(name, UNSET)))
+        types.ModuleType.__delattr__(self, name)
+
+
+def watch():
+    """Makes every plain module imported here a `WatchedModule` (once: workers inherit)."""
+    for name, module in list(sys.modules.items()):
+        if type(module) is types.ModuleType and name not in NOT_RESET:
+            try:
+                module.__class__ = WatchedModule
+            except TypeError:
+                pass
+
+
+class Baseline:
+    """What a worker is before its first call, and puts back after each: the working
+    directory, umask, environment, signal handlers and mask, what was set on modules from
+    outside them, ansible's module globals and containers, sys's hooks and streams, the
+    locale. What it cannot put back (threads, file descriptors left open, imports,
+    identity, process group, closed standard streams) makes the worker retire after the
+    call."""
+
+    def __init__(self):
+        self.cwd = os.getcwd()
+        self.umask = os.umask(0o022)
+        os.umask(self.umask)
+        self.environ = dict(os.environ)
+        # What os.environ keeps (encoded), to compare at C speed after each call.
+        self.environ_data = dict(getattr(os.environ, '_data', self.environ))
+        # The raw handlers (`signal.getsignal` makes an enum of each, ten times slower).
+        self.signals = {}
+        for number in signal.valid_signals():
+            try:
+                self.signals[number] = _signal.getsignal(number)
+            except (OSError, ValueError):
+                pass
+        self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        self.recursion = sys.getrecursionlimit()
+        self.collector = (gc.isenabled(), gc.get_threshold())
+        self.timeout = socket.getdefaulttimeout()
+        self.limits = {}
+        if resource is not None:
+            for name in dir(resource):
+                if name.startswith('RLIMIT_'):
+                    number = getattr(resource, name)
+                    self.limits[number] = resource.getrlimit(number)
+        self.locale = None
+        if 'locale' in sys.modules:
+            import locale
+            self.locale = locale.setlocale(locale.LC_ALL)
+        self.names = set(sys.modules)
+        self.modules = []
+        self.containers = []
+        for name, module in list(sys.modules.items()):
+            if name in NOT_RESET or not isinstance(module, types.ModuleType):
+                continue
+            own = name.startswith(OWN_STATE)
+            if not own and type(module) is WatchedModule and name not in STDLIB_STATE:
+                continue
+            space = module.__dict__
+            self.modules.append((space, tuple(space), tuple(space.values())))
+            if own:
+                for key, value in space.items():
+                    if type(value) in (list, dict, set) and not key.startswith('__'):
+                        self.containers.append((value, value.copy()))
+        for value in (sys.path, sys.meta_path, sys.path_hooks, sys.path_importer_cache):
+            self.containers.append((value, value.copy()))
+        warnings = sys.modules.get('warnings')
+        if warnings is not None:
+            self.containers.append((warnings.filters, warnings.filters.copy()))
+        logging = sys.modules.get('logging')
+        if logging is not None:
+            self.containers.append((logging.root.handlers, logging.root.handlers.copy()))
+            self.containers.append((logging.root.__dict__, logging.root.__dict__.copy()))
+            manager = logging.Logger.manager
+            self.containers.append((manager.loggerDict, manager.loggerDict.copy()))
+            self.containers.append((manager.__dict__, manager.__dict__.copy()))
+        fds = open_fds()
+        self.fds = None if fds is None else {fd for fd in fds if is_open(fd)}
+        self.identity = self.who()
+        self.streams = self.stream_settings()
+
+    @staticmethod
+    def who():
+        return (os.getresuid(), os.getresgid(), os.getgroups(), os.getpgrp(), os.getsid(0),
+                os.getpriority(os.PRIO_PROCESS, 0))
+
+    @staticmethod
+    def stream_settings():
+        return [(getattr(f, 'encoding', None), getattr(f, 'errors', None),
+                 getattr(f, 'line_buffering', None))
+                for f in (sys.__stdin__, sys.__stdout__, sys.__stderr__)]
+
+    def imported(self):
+        return [name for name in sys.modules if name not in self.names]
+
+    def restore(self):
+        """Puts the process back; False when what the call left cannot be put back."""
+        whole = True
+        try:
+            os.chdir(self.cwd)
+        except OSError:
+            whole = False
+        os.umask(self.umask)
+        if getattr(os.environ, '_data', os.environ) != self.environ_data:
+            zone = os.environ.get('TZ')
+            os.environ.clear()
+            os.environ.update(self.environ)
+            if zone != os.environ.get('TZ'):
+                time.tzset()
+        if socket.getdefaulttimeout() != self.timeout:
+            socket.setdefaulttimeout(self.timeout)
+        for number, limits in self.limits.items():
+            if resource.getrlimit(number) != limits:
+                try:
+                    resource.setrlimit(number, limits)
+                except (OSError, ValueError):
+                    whole = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for number, handler in self.signals.items():
+            try:
+                now = _signal.getsignal(number)
+                if now is not handler and now != handler:
+                    if handler is None:
+                        whole = False
+                    else:
+                        signal.signal(number, handler)
+            except (OSError, ValueError):
+                whole = False
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
+        for space, name, before in reversed(JOURNAL):
+            if before is UNSET:
+                space.pop(name, None)
+            else:
+                space[name] = before
+        del JOURNAL[:]
+        for space, keys, values in self.modules:
+            if len(space) != len(keys) or tuple(space.values()) != values:
+                self.put_back(space, keys, values)
+        for value, saved in self.containers:
+            if value != saved:
+                if type(value) is list:
+                    value[:] = saved
+                else:
+                    value.clear()
+                    value.update(saved)
+        warnings = sys.modules.get('warnings')
+        if warnings is not None and hasattr(warnings, '_filters_mutated'):
+            warnings._filters_mutated()
+        if sys.getrecursionlimit() != self.recursion:
+            sys.setrecursionlimit(self.recursion)
+        if (gc.isenabled(), gc.get_threshold()) != self.collector:
+            gc.enable() if self.collector[0] else gc.disable()
+            gc.set_threshold(*self.collector[1])
+        sys.settrace(None)
+        sys.setprofile(None)
+        if self.locale is not None:
+            import locale
+            try:
+                if locale.setlocale(locale.LC_ALL) != self.locale:
+                    locale.setlocale(locale.LC_ALL, self.locale)
+            except locale.Error:
+                whole = False
+        for stream in (sys.stdin, sys.stdout, sys.stderr):
+            if getattr(stream, 'closed', True):
+                whole = False
+        if self.stream_settings() != self.streams:
+            # A stream reconfigured in place (its encoding, errors, buffering).
+            whole = False
+        if self.who() != self.identity:
+            whole = False
+        try:
+            if len(os.listdir('/proc/self/task')) > 1:
+                whole = False
+        except OSError:
+            pass
+        if self.stray_fds():
+            # Objects the call dropped may still hold theirs until collected.
+            gc.collect()
+            if self.stray_fds():
+                whole = False
+        return whole
+
+    def stray_fds(self):
+        """Whether file descriptors were left open, or ours closed."""
+        now = open_fds()
+        if self.fds is None or now is None:
+            return False
+        return not self.fds <= now or any(is_open(fd) for fd in now - self.fds)
+
+    @staticmethod
+    def put_back(space, keys, values):
+        wanted = dict(zip(keys, values))
+        for key in [k for k in space if k not in wanted]:
+            del space[key]
+        for key, value in wanted.items():
+            if space.get(key, UNSET) is not value:
+                space[key] = value
+
+
+def open_fds():
+    """The numbers of the open file descriptors (and of the one listing them)."""
     try:
-        os.close(PROTO_IN)
-        os.close(PROTO_OUT)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        os.close(out_w)
-        os.close(err_w)
-        os.setpgid(0, 0)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        for entry in env:
-            key, _, value = entry.partition('=')
-            os.environ[key] = value
-        sys.argv = [fqn]
-        prefer(payload_dir)
-        # Imported by the warm parent from an earlier payload: its idea of where the
-        # `ansible` package lives must be this payload's, or a deprecation would not be
-        # attributed to this module.
-        deprecator = sys.modules.get('ansible.module_utils._internal._deprecator')
-        if deprecator is not None:
-            import pathlib
-            deprecator._ANSIBLE_MODULE_BASE_PATH = pathlib.Path(payload_dir, 'ansible')
+        return set(os.listdir('/proc/self/fd'))
+    except OSError:
+        return None
+
+
+def is_open(fd):
+    try:
+        os.fstat(int(fd))
+        return True
+    except OSError:
+        return False
+
+
+class Call:
+    """One module call of a request."""
+
+    def __init__(self, payload_dir, fqn, profile, args, timeout, env):
+        self.payload_dir = payload_dir
+        self.fqn = fqn
+        self.profile = profile
+        self.args = args
+        self.timeout = float(timeout) if timeout else None
+        self.env = env
+
+
+def fields(values):
+    return b''.join(struct.pack('>Q', len(v)) + v for v in values)
+
+
+def split_fields(data):
+    values = []
+    while data:
+        (n,) = struct.unpack('>Q', data[:8])
+        values.append(data[8:8 + n])
+        data = data[8 + n:]
+    return values
+
+
+def recv_exact(sock, n):
+    chunks = []
+    while n:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b''.join(chunks)
+
+
+def send_call(sock, call, out, err):
+    """To a worker: one call, with the files for its stdout and stderr."""
+    body = fields([call.profile.encode(), call.args, '\0'.join(call.env).encode()])
+    sock.sendmsg([struct.pack('>Q', len(body))],
+                 [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [out, err]))])
+    sock.sendall(body)
+
+
+def receive_call(sock):
+    """In a worker: the next call's (profile, args, env) and its two files; None when
+    the runner is gone."""
+    head = b''
+    fds = []
+    while len(head) < 8:
+        data, ancillary, _, _ = sock.recvmsg(8 - len(head), socket.CMSG_SPACE(2 * 4))
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.extend(array.array('i', payload[:len(payload) - len(payload) % 4]))
+        if not data:
+            return None
+        head += data
+    (n,) = struct.unpack('>Q', head)
+    profile, args, env = split_fields(recv_exact(sock, n))
+    env = [e for e in env.decode().split('\0') if e]
+    return profile.decode(), args, env, fds
+
+
+def run_call(payload_dir, fqn, profile, args, env):
+    """Runs one module here as Ansible's AnsiballZ wrapper runs it: its exit code."""
+    for entry in env:
+        key, _, value = entry.partition('=')
+        os.environ[key] = value
+    sys.argv = [fqn]
+    try:
         from ansible.module_utils._internal._ansiballz import _loader
         _loader.run_module(
             json_params=args,
@@ -221,47 +614,150 @@ def run_child(payload_dir, fqn, profile, args, env, out_w, err_w, learn_w):
             modlib_path=payload_dir,
             extensions={},
         )
-        code = 0
+        return 0
     except SystemExit as e:
         if e.code is None:
-            code = 0
-        elif isinstance(e.code, int):
-            code = e.code
-        else:
-            sys.stderr.write('%s\n' % (e.code,))
-            code = 1
+            return 0
+        if isinstance(e.code, int):
+            return e.code
+        sys.stderr.write('%s\n' % (e.code,))
+        return 1
     except BaseException:
-        import traceback
         traceback.print_exc()
-        code = 1
-    try:
+        return 1
+
+
+class CallExits:
+    """What a call registers with atexit, run when the call ends, as it would have run when
+    its process ended (AnsibleModule's temp directory goes so). The runner's own callbacks
+    are dropped: they are not a call's. Callbacks of the standard library's machinery
+    (weakref's finalizers, logging, threads, executors), which mark the whole process as
+    shutting down once run, are not run: a worker's os._exit never runs them either. A
+    call that registered past the wrapper (with an `atexit.register` bound before it) has
+    all of those run, and its worker retires (`whole` is False)."""
+
+    MACHINERY = frozenset(['weakref', 'logging', 'threading', 'concurrent', 'multiprocessing'])
+
+    def __init__(self):
         import atexit
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
+        self.atexit = atexit
+        self.real = (atexit.register, atexit.unregister)
+        atexit._clear()
+        self.registered = []
+        self.whole = True
+        atexit.register = self.register
+        atexit.unregister = self.unregister
+
+    def register(self, func, *args, **kwargs):
+        self.registered.append((func, args, kwargs))
+        return func
+
+    def unregister(self, func):
+        self.registered[:] = [r for r in self.registered if r[0] != func]
+        self.real[1](func)
+
+    def run(self):
+        while self.registered:
+            func, args, kwargs = self.registered.pop()
+            module = getattr(func, '__module__', None) or ''
+            if module.partition('.')[0] in self.MACHINERY:
+                continue
+            try:
+                func(*args, **kwargs)
+            except BaseException:
+                traceback.print_exc()
+        if self.atexit._ncallbacks():
+            self.whole = False
+            try:
+                self.atexit._run_exitfuncs()
+            except BaseException:
+                pass
+
+
+# Calls a worker runs before it retires, so that what no reset reaches (memory a module
+# leaked, caches it filled) stays bounded.
+WORKER_CALLS = 1000
+
+
+def worker(sock, payload_dir, fqn, ahead):
+    """In the forked worker: imports `ahead` (what earlier calls of the module imported
+    from elsewhere than the standard library and the payload), then runs the calls of the
+    module the runner sends on `sock`, one after another, each writing to the two files
+    that came with it; after each, one answer on `sock`: its exit code, whether this worker
+    retires, what the call imported that the runner may import for later workers, and what
+    else it imported. Never returns."""
+    me = os.getpid()
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        os.setpgid(0, 0)
+        gc.enable()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        prefer(payload_dir)
+        exits = CallExits()
+        for name in ahead:
+            try:
+                importlib.import_module(name)
+            except BaseException:
+                pass
+        baseline = None
+        calls = 0
+        while True:
+            received = receive_call(sock)
+            if received is None:
+                break
+            profile, args, env, files = received
+            os.dup2(files[0], 1)
+            os.dup2(files[1], 2)
+            for fd in files:
+                os.close(fd)
+            if baseline is None:
+                baseline = Baseline()
+            del JOURNAL[:]
+            WATCHING[0] = True
+            code = run_call(payload_dir, fqn, profile, args, env)
+            if os.getpid() != me:
+                # A process the module forked came back here: it ends as the module would.
+                os._exit(code & 0xff)
+            exits.run()
+            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            WATCHING[0] = False
+            new = baseline.imported()
+            learned = [n for n in new if shareable(n, payload_dir, fqn)]
+            others = [n for n in new if n not in learned and not module_code(n, fqn)]
+            calls += 1
+            retire = (bool(new) or runs_alone(fqn) or calls >= WORKER_CALLS
+                      or not exits.whole or not baseline.restore())
+            # The call's files go: a process it left behind writes nowhere anyone reads.
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            os.close(null)
+            message = b'%d\n%d\n%s\n%s' % (code & 0xff, retire, ' '.join(learned).encode(),
+                                         ' '.join(others).encode())
+            sock.sendall(struct.pack('>Q', len(message)) + message)
+            if retire:
+                break
     except BaseException:
-        pass
-    try:
-        names = [n for n in list(sys.modules) if n not in before and shareable(n, payload_dir, fqn)]
-        data = '\n'.join(names).encode()
-        while data:
-            data = data[os.write(learn_w, data):]
-    except BaseException:
-        pass
-    os._exit(code & 0xff)
+        # The worker's own failure: the call it was at fails with it.
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        os._exit(1)
+    os._exit(0)
 
 
 GRACE = 1.0
-# The module child running now, stopped when the runner is told to stop.
-current = None
 
 
 def stop_group(pid):
-    """TERM to the module's process group, KILL once the grace is over. Returns the
-    module's wait status when it was reaped meanwhile."""
+    """TERM to the worker's process group, KILL once the grace is over. Returns the
+    worker's wait status when it was reaped meanwhile."""
     status = None
     try:
         os.killpg(pid, signal.SIGTERM)
@@ -286,88 +782,274 @@ def stop_group(pid):
     return status
 
 
+def anonymous_file():
+    """A file with no name for one call's stdout or stderr: what the call wrote is there
+    even when it ended its worker."""
+    if hasattr(os, 'memfd_create'):
+        try:
+            return os.memfd_create('turbo-play-module')
+        except OSError:
+            pass
+    import tempfile
+    with tempfile.TemporaryFile() as f:
+        return os.dup(f.fileno())
+
+
+def contents(fd):
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, size, 0) if size else b''
+    os.close(fd)
+    return data
+
+
+def exit_code(status):
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+class Worker:
+    """A forked worker, as the runner sees it: its pid and its end of the socket."""
+
+    def __init__(self, key, pid, sock):
+        self.key = key
+        self.pid = pid
+        self.sock = sock
+        self.buffer = bytearray()
+
+    def wait_answer(self, deadline):
+        """The worker's answer to its call: ('answer', code, retire, learned, others),
+        ('timeout',) at the deadline, or ('ended', status) when it ended without one.
+        The agent's end of the requests closing (the agent is gone) stops the worker and
+        this process."""
+        fd = self.sock.fileno()
+        while True:
+            if len(self.buffer) >= 8:
+                (n,) = struct.unpack('>Q', bytes(self.buffer[:8]))
+                if len(self.buffer) >= 8 + n:
+                    message = bytes(self.buffer[8:8 + n])
+                    del self.buffer[:8 + n]
+                    code, retire, learned, others = message.split(b'\n', 3)
+                    return ('answer', int(code), retire == b'1',
+                            learned.decode(errors='replace').split(),
+                            others.decode(errors='replace').split())
+            # The tick notices a worker that ended while something it started still
+            # holds its end of the socket.
+            wait = 0.5
+            if deadline is not None:
+                wait = min(wait, deadline - time.monotonic())
+                if wait <= 0:
+                    return ('timeout',)
+            ready, _, _ = select.select([fd, PROTO_IN], [], [], wait)
+            if PROTO_IN in ready:
+                # No request comes while a module runs: readable means the end.
+                stop_group(self.pid)
+                os._exit(0)
+            if fd in ready:
+                try:
+                    chunk = self.sock.recv(65536)
+                except OSError:
+                    chunk = b''
+                if chunk:
+                    self.buffer.extend(chunk)
+                    continue
+            if fd in ready or not ready:
+                reaped, status = os.waitpid(self.pid, os.WNOHANG)
+                if reaped:
+                    return ('ended', status)
+                if fd in ready:
+                    # The socket ended but the worker lives on: wait for it.
+                    _, status = os.waitpid(self.pid, 0)
+                    return ('ended', status)
+
+    def close(self):
+        """Lets an idle worker go: it ends when its socket does (or is stopped, should
+        it not within the grace)."""
+        self.sock.close()
+        end = time.monotonic() + GRACE
+        while time.monotonic() < end:
+            if os.waitpid(self.pid, os.WNOHANG)[0]:
+                return
+            time.sleep(0.001)
+        if stop_group(self.pid) is None:
+            os.waitpid(self.pid, 0)
+
+
+# Per module (payload dir, fqn): what its calls imported from neither the standard library
+# nor the payload (third-party packages), which its next workers import before their first
+# call, so that a call finds them imported and their state is what the call leaves and
+# the worker puts back.
+AHEAD = {}
+# Idle workers kept for the next calls of their module, the most recently used last.
+IDLE_WORKERS = 4
+workers = []
+# The worker running a call now, stopped when the runner is told to stop.
+current = None
+
+
+def end_workers():
+    """Lets every idle worker go and reaps it: none outlives the runner."""
+    while workers:
+        try:
+            workers.pop().close()
+        except OSError:
+            pass
+
+
 def on_stop(signum, frame):
     # The agent stops (cancelled, or its session ended): the module goes with it.
     if current is not None:
-        stop_group(current)
+        stop_group(current.pid)
+    if SAVING[0] is not None:
+        try:
+            os.unlink(SAVING[0])
+        except OSError:
+            pass
+    end_workers()
     os._exit(0)
 
 
-def collect(pid, out_r, err_r, learn_r, deadline):
-    """The child's output, exit code and what it imported; stops it (and what it
-    started) at the deadline, or when the agent's end of the requests closes (the agent
-    is gone)."""
-    buffers = {out_r: [], err_r: [], learn_r: []}
-    open_fds = [out_r, err_r, learn_r]
-    timed_out = False
-    while open_fds:
-        wait = None
-        if deadline is not None:
-            wait = deadline - time.monotonic()
-            if wait <= 0:
-                timed_out = True
-                break
-        ready, _, _ = select.select(open_fds + [PROTO_IN], [], [], wait)
-        for fd in ready:
-            if fd == PROTO_IN:
-                # No request comes while a module runs: readable means the end.
-                stop_group(pid)
-                os._exit(0)
-            chunk = os.read(fd, 65536)
-            if chunk:
-                buffers[fd].append(chunk)
-            else:
-                open_fds.remove(fd)
-    status = stop_group(pid) if timed_out else None
-    for fd in (out_r, err_r, learn_r):
-        os.close(fd)
-    if status is None:
-        _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        rc = -os.WTERMSIG(status)
-    else:
-        rc = os.WEXITSTATUS(status)
-    learned = b''.join(buffers[learn_r]).decode(errors='replace').split('\n')
-    return rc, timed_out, b''.join(buffers[out_r]), b''.join(buffers[err_r]), learned
-
-
-def run_one(known, warmed, payload_dir, fqn, profile, args, timeout, env):
-    """Runs one module in a forked child: its answer's fields, and what it imported."""
-    global current
-    add_payload(payload_dir, known)
-    if (payload_dir, fqn) not in warmed:
-        warmed.add((payload_dir, fqn))
-        warm_module(fqn)
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    learn_r, learn_w = os.pipe()
-    # What this process holds stays out of the collector's sight, so a child's
+def start_worker(key, inherited=()):
+    """Forks a worker for the calls of `key` (payload dir, fqn); `inherited`: file
+    descriptors of this process the worker must not keep."""
+    watch()
+    # What this process holds stays out of the collector's sight, so a worker's
     # collections never touch (and copy) the pages it shares with it.
     if hasattr(gc, 'freeze'):
         gc.freeze()
-    started = time.monotonic()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        for fd in (out_r, err_r, learn_r):
-            os.close(fd)
-        run_child(payload_dir, fqn, profile, args, env, out_w, err_w, learn_w)
+        try:
+            os.close(PROTO_IN)
+            os.close(PROTO_OUT)
+            ours.close()
+            for fd in inherited:
+                os.close(fd)
+            # Other workers end when their sockets do: no copy of ours may keep one.
+            for other in workers:
+                other.sock.close()
+        except BaseException:
+            os._exit(1)
+        worker(theirs, key[0], key[1], AHEAD.get(key, ()))
+    theirs.close()
     # Set here too, so the group exists before the runner may have to stop it.
     try:
         os.setpgid(pid, pid)
     except OSError:
         pass
-    current = pid
-    for fd in (out_w, err_w, learn_w):
-        os.close(fd)
-    deadline = started + float(timeout) if timeout else None
-    rc, timed_out, out, err, learned = collect(pid, out_r, err_r, learn_r, deadline)
-    current = None
-    ran = str(int((time.monotonic() - started) * 1000)).encode() if timed_out else b''
-    return [str(rc).encode(), ran, out, err], learned
+    return Worker(key, pid, ours)
+
+
+# Calls sent to a worker ahead of its answers, which it runs back to back while this
+# process relays the answers. Bounded so that the files and bytes in flight always fit
+# (the socket's buffer: a worker's answers must never wait on a full one).
+SENT_AHEAD = 16
+SENT_AHEAD_BYTES = 1 << 16
+
+
+def take_worker(key, inherited):
+    """The idle worker of `key`, or a new one."""
+    found = [w for w in workers if w.key == key]
+    if found:
+        workers.remove(found[0])
+        return found[0], False
+    return start_worker(key, inherited), True
+
+
+def run_calls(known, warmed, calls):
+    """Runs consecutive calls of one module in its worker (forked when there is none),
+    sent ahead of the answers, and answers each as it ends; the worker waits for the
+    module's next calls unless it retired."""
+    global current
+    key = (calls[0].payload_dir, calls[0].fqn)
+    add_payload(key[0], known)
+    if key not in warmed:
+        warmed.add(key)
+        warm_module(key[1])
+    save_bundles()
+    limit = 1 if runs_alone(key[1]) else SENT_AHEAD
+    queue = []  # (call, out, err) not sent to `current`: none of them ever started
+    sent = []  # (call, out, err) sent to `current`, unanswered, in order
+    following = 0  # the next call to queue
+    fresh = False
+    refused = False  # `current`'s socket refused a call: it takes no more
+    started = 0.0
+    while sent or queue or following < len(calls):
+        if current is None:
+            # What the last worker was sent but never started goes to the next one.
+            queue[:0] = sent
+            sent = []
+            current, fresh = take_worker(key, [fd for _, o, e in queue for fd in (o, e)])
+            refused = False
+            started = time.monotonic()
+        while not refused and (queue or following < len(calls)) and len(sent) < limit:
+            if not queue:
+                queue.append((calls[following], anonymous_file(), anonymous_file()))
+                following += 1
+            item = queue[0]
+            if sent and (sum(len(c.args) for c, _, _ in sent) + len(item[0].args)
+                         > SENT_AHEAD_BYTES):
+                break
+            try:
+                send_call(current.sock, *item)
+            except OSError:
+                # The worker ended, or retired after answering what it was sent: those
+                # answers are read first, and the call goes to the next worker. An idle
+                # worker that ended meanwhile, with nothing sent, is replaced at once; a
+                # new one that ended at once is told by its first call.
+                refused = True
+                if fresh and not sent:
+                    sent.append(queue.pop(0))
+                break
+            sent.append(queue.pop(0))
+        if not sent:
+            current.sock.close()
+            os.waitpid(current.pid, 0)
+            current = None
+            continue
+        call, out, err = sent[0]
+        event = current.wait_answer(started + call.timeout if call.timeout else None)
+        fresh = False
+        ran = b''
+        learned = []
+        if event[0] == 'answer':
+            _, code, retire, learned, others = event
+            ahead = AHEAD.setdefault(key, [])
+            ahead.extend(n for n in others if n not in ahead)
+            if retire:
+                current.close()
+                current = None
+        else:
+            if event[0] == 'timeout':
+                ran = str(int((time.monotonic() - started) * 1000)).encode()
+                status = stop_group(current.pid)
+                if status is None:
+                    _, status = os.waitpid(current.pid, 0)
+            else:
+                status = event[1]
+            current.sock.close()
+            current = None
+            code = exit_code(status)
+        sent.pop(0)
+        write_fields([str(code).encode(), ran, contents(out), contents(err)])
+        learn(learned)
+        started = time.monotonic()
+    if current is not None and refused:
+        # It ended after its last answer: nothing to keep.
+        current.close()
+        current = None
+    if current is not None:
+        workers.append(current)
+        current = None
+        if len(workers) > IDLE_WORKERS:
+            workers.pop(0).close()
 
 
 def main():
+    # This process only imports and forks: its collector would only slow the imports
+    # down (a seventh of the runner's start). Workers collect as usual.
+    gc.disable()
     signal.signal(signal.SIGTERM, on_stop)
     known = set()
     warmed = set()
@@ -376,8 +1058,9 @@ def main():
         try:
             count = int(read_field())
         except EOFError:
+            end_workers()
             return
-        requests = []
+        calls = []
         for _ in range(count):
             payload_dir = read_field().decode()
             fqn = read_field().decode()
@@ -385,12 +1068,15 @@ def main():
             args = read_field()
             timeout = read_field().decode()
             env = [e for e in read_field().decode().split('\0') if e]
-            requests.append((payload_dir, fqn, profile, args, timeout, env))
-        for request in requests:
-            answer, learned = run_one(known, warmed, *request)
-            # Answered first: the agent need not wait for what only later modules use.
-            write_fields(answer)
-            learn(learned)
+            calls.append(Call(payload_dir, fqn, profile, args, timeout, env))
+        start = 0
+        for end in range(1, len(calls) + 1):
+            if end == len(calls) or (calls[end].payload_dir, calls[end].fqn) != (
+                    calls[start].payload_dir, calls[start].fqn):
+                run_calls(known, warmed, calls[start:end])
+                start = end
+        # What the calls taught this process, compiled, for the next runs.
+        save_bundles()
 
 
 main()

@@ -1,5 +1,6 @@
 //! The warm Python runners of `Op::RunModule` (`module_runner.py`): one per interpreter
-//! for the session, each forking a child per module. A batch's new-style modules for one
+//! for the session, each with a forked worker per module that runs the module's calls one
+//! after another in-process. A batch's new-style modules for one
 //! interpreter (a loop's items) go to it as one request and come back one answer per
 //! module, so a loop costs one exchange with the runner, not one per item.
 
@@ -240,3 +241,7 @@ fn exchange(
     }
     Ok(true)
 }
+
+#[cfg(test)]
+#[path = "warm_tests.rs"]
+mod tests;

@@ -86,7 +86,7 @@ impl Object for HostVars {
         self.resolving.lock().expect("hostvars lock").remove(name);
         // `omit` is there for the host's templates to read, not a variable of the host's.
         vars.remove("omit");
-        let value = MjValue::from_serialize(&vars);
+        let value = crate::template::unresolved::template_vars(&vars);
         self.built
             .lock()
             .expect("hostvars lock")

@@ -118,6 +118,12 @@ pub fn task_vars(
             let text = vars.shift_remove(name)?;
             Some((name.clone(), unresolved::entry(&text, error)))
         })
+        .chain(
+            unresolved
+                .partial
+                .iter()
+                .map(|(name, text, error)| (name.clone(), unresolved::partial_entry(text, error))),
+        )
         .chain(undefined)
         .collect();
     vars.insert(UNRESOLVED_VARS.into(), Value::Object(listed));
@@ -131,7 +137,7 @@ pub fn task_vars(
     );
     // The last map that has a name wins.
     let all = minijinja::value::merge_maps([
-        minijinja::Value::from_serialize(&vars),
+        unresolved::template_vars(&vars),
         broken,
         minijinja::context! {
             hostvars => hostvars,
@@ -336,6 +342,10 @@ struct Unresolved {
     broken: Vec<(String, String)>,
     /// Name an undefined variable: the error, by variable.
     undefined: Vec<(String, TemplateError)>,
+    /// Dicts and lists some of whose leaves name an undefined variable: they keep their
+    /// other values, those leaves undefined; by variable, its text as written and the
+    /// first leaf's error.
+    partial: Vec<(String, Value, TemplateError)>,
 }
 
 /// Ansible templates variables lazily: `conf: "{{ base }}/conf"` means the value of
@@ -352,6 +362,7 @@ fn resolve_nested_templates(
     // A failure may come from a variable not resolved yet: it counts only when it lasts.
     let mut failed: std::collections::BTreeMap<String, String> = Default::default();
     let mut undefined: std::collections::BTreeMap<String, TemplateError> = Default::default();
+    let mut partial: std::collections::BTreeMap<String, TemplateError> = Default::default();
     // Each pass renders what the variable says, never what an earlier pass made of it:
     // a value is templated once (text an `!unsafe` value gives, or a template a lookup
     // returns, stays as it is), only against the others' values as they settle.
@@ -364,26 +375,71 @@ fn resolve_nested_templates(
             break;
         }
         let visible = if undefined.is_empty() {
-            minijinja::Value::from_serialize(&*vars)
+            unresolved::template_vars(vars)
         } else {
             let defined: Map<String, Value> = vars
                 .iter()
                 .filter(|(k, _)| !undefined.contains_key(*k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
-            minijinja::Value::from_serialize(&defined)
+            unresolved::template_vars(&defined)
         };
-        // A variable that reads a broken one fails with its error, not with its text.
+        // A variable that reads a broken one fails with its error, not with its text; one
+        // that reads an undefined leaf, with the leaf's.
+        let partial_listed: Map<String, Value> = partial
+            .iter()
+            .map(|(k, e)| (k.clone(), unresolved::partial_entry(&written[k], e)))
+            .collect();
         let context = minijinja::value::merge_maps([
             visible,
             broken_values(&failed),
-            minijinja::context! { hostvars => hostvars.clone() },
+            minijinja::context! {
+                hostvars => hostvars.clone(),
+                __tp_unresolved => minijinja::Value::from_serialize(&partial_listed),
+            },
         ]);
         let mut still = Vec::new();
         let mut changed = false;
         for key in pending {
             let rendered = match templar.render_value(&written[&key], &context) {
-                Ok(rendered) => rendered,
+                Ok(rendered) => {
+                    partial.remove(&key);
+                    rendered
+                }
+                // A dict or list stays one: only its leaves that name an undefined
+                // variable are undefined (tried again while the others change).
+                Err(TemplateError::Undefined { .. })
+                    if written[&key].is_object() || written[&key].is_array() =>
+                {
+                    match render_leaves(templar, &written[&key], &context) {
+                        Ok((rendered, error)) => {
+                            failed.remove(&key);
+                            changed |= undefined.remove(&key).is_some();
+                            changed |= partial.insert(key.clone(), error).is_none();
+                            still.push(key.clone());
+                            if rendered != vars[&key] {
+                                changed = true;
+                                vars.insert(key, rendered);
+                            }
+                        }
+                        Err(
+                            TemplateError::Syntax { message, .. }
+                            | TemplateError::Render { message, .. },
+                        ) => {
+                            changed |= undefined.remove(&key).is_some();
+                            partial.remove(&key);
+                            failed.insert(key.clone(), message);
+                            still.push(key);
+                        }
+                        Err(e @ TemplateError::Undefined { .. }) => {
+                            failed.remove(&key);
+                            partial.remove(&key);
+                            changed |= undefined.insert(key.clone(), e).is_none();
+                            still.push(key);
+                        }
+                    }
+                    continue;
+                }
                 // It may name one not resolved yet (`all: "{{ hostvars[h] }}"` before
                 // `x: "{{ all.y }}"`): tried again while the others change.
                 Err(e @ TemplateError::Undefined { .. }) => {
@@ -396,6 +452,7 @@ fn resolve_nested_templates(
                     TemplateError::Syntax { message, .. } | TemplateError::Render { message, .. },
                 ) => {
                     changed |= undefined.remove(&key).is_some();
+                    partial.remove(&key);
                     failed.insert(key.clone(), message);
                     still.push(key);
                     continue;
@@ -430,22 +487,27 @@ fn resolve_nested_templates(
         }
         _ => None,
     };
-    let settled: Vec<(String, TemplateError)> = undefined
-        .iter()
-        .map(|(key, error)| {
-            let mut error = error.clone();
-            for _ in 0..MAX_TEMPLATE_DEPTH {
-                match first(&error).and_then(|name| undefined.get(&name)) {
-                    Some(deeper) if deeper != &error => error = deeper.clone(),
-                    _ => break,
-                }
+    let settle = |(key, error): (&String, &TemplateError)| {
+        let mut error = error.clone();
+        for _ in 0..MAX_TEMPLATE_DEPTH {
+            match first(&error).and_then(|name| undefined.get(&name).or(partial.get(&name))) {
+                Some(deeper) if deeper != &error => error = deeper.clone(),
+                _ => break,
             }
-            (key.clone(), error)
-        })
-        .collect();
+        }
+        (key.clone(), error)
+    };
     Unresolved {
-        broken: failed.into_iter().collect(),
-        undefined: settled,
+        broken: failed.iter().map(|(k, m)| (k.clone(), m.clone())).collect(),
+        undefined: undefined.iter().map(settle).collect(),
+        partial: partial
+            .iter()
+            .map(settle)
+            .map(|(key, error)| {
+                let text = written[&key].clone();
+                (key, text, error)
+            })
+            .collect(),
     }
 }
 
@@ -472,6 +534,8 @@ pub(super) fn with_item_vars(
     }
     let mut names: Vec<String> = overlay.keys().cloned().collect();
     let mut resolved = overlay;
+    // Rendered with the item but for leaves still undefined: still listed, for their error.
+    let mut still_partial: Vec<(String, minijinja::Value)> = Vec::new();
     // A chain (`a: "{{ b }}"`, `b: "{{ item }}"`) settles in as many passes as it is long.
     for _ in 0..MAX_TEMPLATE_DEPTH {
         let context = minijinja::context! {
@@ -491,6 +555,17 @@ pub(super) fn with_item_vars(
                     resolved.insert(name.clone(), minijinja::Value::from_serialize(&rendered));
                     names.push(name);
                 }
+                // A dict or list with leaves still undefined: its others take the item.
+                Err(TemplateError::Undefined { .. })
+                    if (text.is_object() || text.is_array())
+                        && let Ok((rendered, error)) = render_leaves(templar, &text, &context) =>
+                {
+                    changed = true;
+                    resolved.insert(name.clone(), unresolved::template_value(&rendered));
+                    names.push(name.clone());
+                    let entry = unresolved::partial_entry(&text, &error);
+                    still_partial.push((name, minijinja::Value::from_serialize(&entry)));
+                }
                 // Still undefined (or failing): the task fails where it uses it.
                 Err(_) => still.push((name, text, shown)),
             }
@@ -507,9 +582,68 @@ pub(super) fn with_item_vars(
             let entry = base.get_attr(UNRESOLVED_VARS).ok()?.get_attr(name).ok()?;
             Some((name.clone(), entry))
         })
+        .chain(still_partial)
         .collect();
     resolved.insert(UNRESOLVED_VARS.into(), minijinja::Value::from(listed));
     minijinja::context! { ..minijinja::Value::from(resolved), ..base.clone() }
+}
+
+/// `value` (a dict or list) rendered leaf by leaf: a leaf whose template names an
+/// undefined variable becomes undefined ([`unresolved::undefined_value`]); the first such
+/// error comes with it. Any other failure is the value's.
+fn render_leaves(
+    templar: &Templar,
+    value: &Value,
+    context: &minijinja::Value,
+) -> Result<(Value, TemplateError), TemplateError> {
+    let mut first = None;
+    let rendered = render_leaf(templar, value, context, &mut first)?;
+    match first {
+        Some(error) => Ok((rendered, error)),
+        // Every leaf rendered alone: what failed needs the whole (a key's template).
+        None => templar.render_value(value, context).map(|v| {
+            let error = TemplateError::Undefined {
+                name: String::new(),
+                expr: String::new(),
+                missing: None,
+            };
+            (v, error)
+        }),
+    }
+}
+
+fn render_leaf(
+    templar: &Templar,
+    value: &Value,
+    context: &minijinja::Value,
+    first: &mut Option<TemplateError>,
+) -> Result<Value, TemplateError> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .map(|v| render_leaf(templar, v, context, first))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array),
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                let key = match templar.render_value(&Value::from(k.clone()), context)? {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                out.insert(key, render_leaf(templar, v, context, first)?);
+            }
+            Ok(Value::Object(out))
+        }
+        leaf => match templar.render_value(leaf, context) {
+            Err(e @ TemplateError::Undefined { .. }) => {
+                let why = e.to_string();
+                first.get_or_insert(e);
+                Ok(unresolved::undefined_value(&why))
+            }
+            other => other,
+        },
+    }
 }
 
 fn holds_template(value: &Value) -> bool {
@@ -788,6 +922,50 @@ mod tests {
                 .1
                 .contains("the 'dict' lookup plugin expects a dictionary")
         );
+    }
+
+    /// ansible-playbook 2.21: a dict or list variable whose leaf names an undefined
+    /// variable stays a dict or list, that leaf undefined and its other values rendered;
+    /// a variable reading the leaf is undefined with the leaf's error.
+    #[test]
+    fn a_dict_with_an_undefined_leaf_keeps_its_other_values() {
+        let templar = Templar::new();
+        let mut vars: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "a_dict": {"a_key": "{{ not_defined }}", "b_key": "{{ five }}"},
+            "a_list": [1, "{{ not_defined }}"],
+            "reader": "{{ a_dict.a_key }}",
+            "five": 5,
+        }))
+        .unwrap();
+        let pending = vec!["a_dict".into(), "a_list".into(), "reader".into()];
+        let unresolved =
+            resolve_nested_templates(&templar, &mut vars, pending, &minijinja::Value::UNDEFINED);
+        let why = unresolved::undefined_value("'not_defined' is undefined");
+        assert_eq!(
+            vars["a_dict"],
+            serde_json::json!({"a_key": why.clone(), "b_key": 5})
+        );
+        assert_eq!(vars["a_list"], serde_json::json!([1, why]));
+        let partial: Vec<(&str, String)> = unresolved
+            .partial
+            .iter()
+            .map(|(name, _, e)| (name.as_str(), e.to_string()))
+            .collect();
+        let expected = "'not_defined' is undefined".to_string();
+        assert_eq!(
+            partial,
+            [("a_dict", expected.clone()), ("a_list", expected.clone())]
+        );
+        let undefined: Vec<(&str, String)> = unresolved
+            .undefined
+            .iter()
+            .map(|(name, e)| (name.as_str(), e.to_string()))
+            .collect();
+        assert_eq!(undefined, [("reader", expected)]);
+        let seen = unresolved::template_vars(&vars);
+        let a_dict = seen.get_attr("a_dict").unwrap();
+        assert!(a_dict.get_attr("a_key").unwrap().is_undefined());
+        assert_eq!(a_dict.get_attr("b_key").unwrap(), minijinja::Value::from(5));
     }
 
     #[test]

@@ -171,6 +171,16 @@ pub(super) fn invalid(message: impl Into<String>) -> MjError {
     MjError::new(ErrorKind::InvalidOperation, message.into())
 }
 
+/// [`json_of`] for a filter that dumps the whole value (`to_json`, `to_yaml`): a value
+/// holding an undefined one (a dict variable with an undefined leaf) fails to dump, as
+/// Ansible's does.
+fn dumped(value: &MjValue) -> Result<Value, MjError> {
+    if super::native::holds_undefined(value) {
+        return Err(MjError::from(ErrorKind::UndefinedError));
+    }
+    json_of(value)
+}
+
 pub(super) fn json_of(value: &MjValue) -> Result<Value, MjError> {
     to_json(value).map_err(invalid)
 }
@@ -244,7 +254,7 @@ fn to_json_filter(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
     let _: Option<bool> = kwargs.get("ensure_ascii")?;
     kwargs.assert_all_used()?;
     Ok(python_json(
-        &json_of(&value)?,
+        &dumped(&value)?,
         indent,
         sort_keys.unwrap_or(false),
     ))
@@ -255,7 +265,7 @@ fn to_nice_json(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
     let _: Option<bool> = kwargs.get("sort_keys")?;
     kwargs.assert_all_used()?;
     Ok(python_json(
-        &json_of(&value)?,
+        &dumped(&value)?,
         Some(indent.unwrap_or(4)),
         true,
     ))
@@ -276,7 +286,7 @@ fn to_yaml(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
         _ => super::yaml_dump::Style::FlowLeaves,
     };
     Ok(super::yaml_dump::dump(
-        &json_of(&value)?,
+        &dumped(&value)?,
         indent.unwrap_or(2),
         style,
     ))
@@ -286,7 +296,7 @@ fn to_nice_yaml(value: MjValue, kwargs: Kwargs) -> Result<String, MjError> {
     let indent: Option<usize> = kwargs.get("indent")?;
     kwargs.assert_all_used()?;
     Ok(super::yaml_dump::dump(
-        &json_of(&value)?,
+        &dumped(&value)?,
         indent.unwrap_or(4),
         super::yaml_dump::Style::Block,
     ))

@@ -646,7 +646,9 @@ impl Templar {
     /// A variable whose own template names an undefined one fails with that one's error.
     fn undefined_path(&self, name: String, shown: &str, vars: &MjValue) -> TemplateError {
         let variable = name.split(['.', '[']).next().unwrap_or(&name);
-        if let Some(error) = unresolved::error_reading(vars, variable, shown) {
+        // A dict or list variable named whole is undefined only for a leaf of it.
+        let leaf = name == variable || unresolved::reads_undefined_leaf(vars, &name);
+        if let Some(error) = unresolved::error_reading(vars, variable, shown, leaf) {
             return error;
         }
         let missing = name.rsplit_once('.').and_then(|(parent, attr)| {
@@ -683,6 +685,12 @@ impl Templar {
         if let Some(name) = name {
             return self.undefined_path(name, shown, vars);
         }
+        if let Some(error) = exprs
+            .iter()
+            .find_map(|expr| unresolved::partial_error_in(vars, expr, shown))
+        {
+            return error;
+        }
         let missing = exprs
             .iter()
             .find_map(|expr| missing_attribute::message(&self.env, expr, vars));
@@ -698,6 +706,11 @@ impl Templar {
             && let Some(name) = self.undefined_name_in_expr(bare, vars)
         {
             return self.undefined_path(name, shown, vars);
+        }
+        if e.kind() == ErrorKind::UndefinedError
+            && let Some(error) = unresolved::partial_error_in(vars, bare, shown)
+        {
+            return error;
         }
         classify(e, shown)
     }
@@ -715,6 +728,10 @@ impl Templar {
                 .or_else(|| self.undefined_name_anywhere(source, vars));
             if let Some(name) = name {
                 return self.undefined_path(name, source, vars);
+            }
+            // `a_dict['a_key']`: no path names the undefined leaf of a dict variable.
+            if let Some(error) = unresolved::partial_error_in(vars, source, source) {
+                return error;
             }
         }
         classify(e, source)

@@ -640,3 +640,62 @@ fn a_template_builds_a_dict_and_a_list_in_place_from_hostvars() {
         "{'from_cli': '3', 'from_json': [1]} ['from_cli', 'from_json']\n"
     );
 }
+
+/// ansible-playbook 2.21 templates a dict or list variable lazily: one whose leaf names an
+/// undefined variable stays a dict or list, that leaf alone undefined (`default` takes it,
+/// `is defined` is false), its other values usable, in a loop item too; a template that
+/// needs the leaf (or dumps the whole) fails with the leaf's error.
+#[test]
+fn a_dict_variable_with_an_undefined_leaf_stays_a_dict() {
+    let hosts = LocalHosts::new(&["h"]);
+    let playbook = format!(
+        "{PLAY_HEAD}  vars:
+    a_dict:
+      a_key: \"{{{{ not_defined }}}}\"
+      b_key: 5
+    a_list: [1, \"{{{{ not_defined }}}}\", 3]
+    per_item: {{k: \"{{{{ item }}}}\", other: \"{{{{ nope }}}}\"}}
+    reads_leaf: \"{{{{ a_dict.a_key }}}}\"
+  tasks:
+    - copy:
+        dest: ~/seen
+        content: |
+          {{{{ [a_dict.a_key, 42][1] }}}} {{{{ a_dict.keys() | list }}}} {{{{ a_dict.b_key }}}}
+          {{{{ a_dict.a_key is defined }}}} {{{{ a_dict.a_key | default(1) }}}} {{{{ a_dict is defined }}}}
+          {{{{ a_list | length }}}} {{{{ a_list[2] }}}} {{{{ a_list[1] is undefined }}}}
+          {{{{ reads_leaf | default('rd') }}}}
+    - copy: {{content: \"{{{{ per_item.k }}}}\\n\", dest: \"~/item_{{{{ item }}}}\"}}
+      loop: [x, y]
+    - debug: msg=\"{{{{ a_dict | to_json }}}}\"
+      ignore_errors: true
+    - debug: msg=\"{{{{ a_dict.missing }}}}\"
+      ignore_errors: true
+    - debug: msg=\"{{{{ a_list }}}}\"
+"
+    );
+    let out = TestRun::new().playbook(&playbook).local_hosts(&hosts).run();
+    out.assert_code(2);
+    let seen = std::fs::read_to_string(hosts.home().join("seen")).expect("seen");
+    assert_eq!(
+        seen,
+        "42 ['a_key', 'b_key'] 5\nFalse 1 True\n3 3 True\nrd\n"
+    );
+    for item in ["x", "y"] {
+        let file = hosts.home().join(format!("item_{item}"));
+        assert_eq!(
+            std::fs::read_to_string(file).expect("item file"),
+            format!("{item}\n")
+        );
+    }
+    assert_eq!(out.recap("h").ignored, 2, "{}", out.stdout);
+    // `to_json` and the last task fail with the leaf's error (`fatal:` and its message).
+    let failures = out
+        .stdout
+        .lines()
+        .filter(|l| {
+            l.starts_with("    \"msg\"") && l.ends_with("'msg': 'not_defined' is undefined\"")
+        })
+        .count();
+    assert_eq!(failures, 2, "{}", out.stdout);
+    assert_contains(&out, "object of type 'dict' has no attribute 'missing'");
+}

@@ -175,15 +175,7 @@ pub(super) fn judge_with(
             Err(e) => {
                 let text = e.conditional_message();
                 suppress_exception(outcome, "changed_when_suppressed_exception");
-                outcome
-                    .data
-                    .insert("changed_when_result".into(), text.clone().into());
-                let kind = failure_kind(module_failed);
-                expression_failed(
-                    task,
-                    outcome,
-                    &format!("{kind} A 'changed_when' expression failed: {text}"),
-                );
+                keyword_failed(task, outcome, "changed_when", module_failed, text);
                 return Verdict::Final;
             }
         }
@@ -203,15 +195,7 @@ pub(super) fn judge_with(
             }
             Err(e) => {
                 let text = e.conditional_message();
-                outcome
-                    .data
-                    .insert("failed_when_result".into(), text.clone().into());
-                let kind = failure_kind(module_failed);
-                expression_failed(
-                    task,
-                    outcome,
-                    &format!("{kind} A 'failed_when' expression failed: {text}"),
-                );
+                keyword_failed(task, outcome, "failed_when", module_failed, text);
                 return Verdict::Final;
             }
         }
@@ -258,6 +242,23 @@ fn failure_kind(module_failed: bool) -> &'static str {
     } else {
         "Task failed: Action failed:"
     }
+}
+
+/// Fails the result for a `changed_when` or `failed_when` (`keyword`) that could not be
+/// evaluated: the error's `text` is the `<keyword>_result`, as Ansible records it.
+fn keyword_failed(
+    task: &Task,
+    outcome: &mut TaskOutcome,
+    keyword: &str,
+    module_failed: bool,
+    text: String,
+) {
+    let kind = failure_kind(module_failed);
+    let error = format!("{kind} A '{keyword}' expression failed: {text}");
+    outcome
+        .data
+        .insert(format!("{keyword}_result"), text.into());
+    expression_failed(task, outcome, &error);
 }
 
 /// Moves the result's exception to `key`, as Ansible keeps the one a condition replaces.

@@ -6,9 +6,9 @@
 //! The library is looked for where Debian's python3-debian puts it (a `Stat`, which also
 //! runs in check mode, where Ansible fails without it).
 
-use turbo_proto::{Command, Exec, FileKind, Op, OpResult};
+use turbo_proto::{Command, Exec, Op, OpResult};
 
-use super::{ModuleError, Next, Plan, TaskOutcome};
+use super::{ModuleError, Next, Plan, TaskOutcome, system_library};
 
 const PACKAGE: &str = "python3-debian";
 
@@ -17,16 +17,10 @@ const LIBRARY: &str = "/usr/lib/python3/dist-packages/debian/__init__.py";
 
 /// The look for the library, to go with the module's first ops.
 pub(super) fn probe() -> Op {
-    Op::Stat {
-        path: LIBRARY.to_string(),
-        checksum: None,
-        follow: true,
-    }
+    system_library::probe(LIBRARY)
 }
 
-pub(super) fn found(reply: Option<&OpResult>) -> bool {
-    matches!(reply, Some(OpResult::Stat(s)) if s.exists && s.kind == FileKind::File)
-}
+pub(super) use super::system_library::found;
 
 type Then = Box<dyn FnOnce() -> Result<Plan, ModuleError> + Send + Sync>;
 
@@ -148,7 +142,7 @@ fn exec_result(reply: OpResult) -> Result<(i32, String), Box<Plan>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use turbo_proto::ExecOutcome;
+    use turbo_proto::{ExecOutcome, FileKind};
 
     fn ran(rc: i32, stdout: &str, stderr: &str) -> OpResult {
         OpResult::Exec(ExecOutcome {

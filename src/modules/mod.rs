@@ -88,6 +88,7 @@ mod synchronize_route;
 mod synchronize_source;
 mod synchronize_transfer;
 mod synchronize_upload;
+mod system_library;
 mod systemd;
 mod sysvinit;
 mod tempfile;

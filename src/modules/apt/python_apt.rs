@@ -9,10 +9,11 @@
 //! first batch, which also runs in check mode).
 
 use serde_json::{Value, json};
-use turbo_proto::{Command, Exec, FileKind, Op, OpResult};
+use turbo_proto::{Command, Exec, Op, OpResult};
 
 use super::apt_get::{self, APT_GET};
 use super::{ModuleError, Next, Plan, TaskOutcome};
+use crate::modules::system_library;
 
 const PACKAGE: &str = "python3-apt";
 
@@ -24,16 +25,10 @@ const INTERPRETERS: &str = "['/usr/bin/python3', '/usr/bin/python']";
 
 /// The look for the library, first in the module's first batch.
 pub(super) fn probe() -> Op {
-    Op::Stat {
-        path: LIBRARY.to_string(),
-        checksum: None,
-        follow: true,
-    }
+    system_library::probe(LIBRARY)
 }
 
-pub(super) fn found(reply: Option<&OpResult>) -> bool {
-    matches!(reply, Some(OpResult::Stat(s)) if s.exists && s.kind == FileKind::File)
-}
+pub(super) use crate::modules::system_library::found;
 
 /// How the library gets installed: the task's settings that Ansible's auto-install reads.
 pub(super) struct AutoInstall<'a> {

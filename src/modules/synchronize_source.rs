@@ -217,18 +217,9 @@ pub(super) fn walk_dir(
     let mut out = Vec::new();
     for name in names {
         let path = dir.join(&name);
-        let child_rel = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
+        let child_rel = child_rel(rel, &name);
         if name == ".rsync-filter" {
-            return Err(ModuleError::Invalid(format!(
-                "{}: rsync's per-directory filter files (-F, which synchronize passes with \
-                 delay_updates) are not read by turbo-play's synchronize; remove the file or \
-                 run this task with ansible-playbook",
-                path.display()
-            )));
+            return Err(filter_file_refused(&path.display()));
         }
         let link_meta = std::fs::symlink_metadata(&path).map_err(|e| read_error(&path, &e))?;
         let meta = if link_meta.file_type().is_symlink() && opts.copy_links {
@@ -317,6 +308,24 @@ pub(super) fn read_error(path: &Path, e: &std::io::Error) -> ModuleError {
     }
 }
 
+/// The path of `name` in the directory at `rel` ("" for the root), relative to the root.
+fn child_rel(rel: &str, name: &str) -> String {
+    if rel.is_empty() {
+        name.to_string()
+    } else {
+        format!("{rel}/{name}")
+    }
+}
+
+/// The refusal of an `.rsync-filter` found at `path` in the source tree.
+fn filter_file_refused(path: &dyn std::fmt::Display) -> ModuleError {
+    ModuleError::Invalid(format!(
+        "{path}: rsync's per-directory filter files (-F, which synchronize passes with \
+         delay_updates) are not read by turbo-play's synchronize; remove the file or \
+         run this task with ansible-playbook"
+    ))
+}
+
 /// A path as rsync's `%n` names it: under the root's name unless `src` ended in `/`,
 /// directories with a trailing `/` (added by the caller).
 pub(super) fn shown_name(prefix: Option<&str>, rel: &str) -> String {
@@ -403,18 +412,9 @@ fn remote_dir(
     let mut out = Vec::new();
     for stat in listed {
         let name = stat.path.rsplit('/').next().unwrap_or_default().to_string();
-        let child_rel = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
+        let child_rel = child_rel(rel, &name);
         if name == ".rsync-filter" {
-            return Err(ModuleError::Invalid(format!(
-                "{}: rsync's per-directory filter files (-F, which synchronize passes with \
-                 delay_updates) are not read by turbo-play's synchronize; remove the file or \
-                 run this task with ansible-playbook",
-                stat.path
-            )));
+            return Err(filter_file_refused(&stat.path));
         }
         let is_dir = stat.kind == FileKind::Directory;
         let shown = shown_name(prefix, &child_rel);

@@ -270,6 +270,27 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    /// The origin of a task at `line`:`column` of `file`, running `action`, that failed
+    /// for `cause`.
+    fn origin_at(
+        file: &Path,
+        line: usize,
+        column: usize,
+        action: &str,
+        cause: ErrorCause,
+    ) -> TaskOrigin {
+        TaskOrigin {
+            controller_action: false,
+            location: Location {
+                file: Arc::from(file),
+                line,
+                column,
+            },
+            action: action.into(),
+            cause: Some(cause),
+        }
+    }
+
     #[test]
     fn source_is_numbered_and_marked_as_ansible_does() {
         let dir = tempfile::tempdir().unwrap();
@@ -324,16 +345,7 @@ mod tests {
             column: None,
             alone: false,
         };
-        let origin = TaskOrigin {
-            controller_action: false,
-            location: Location {
-                file: Arc::from(task_file.as_path()),
-                line: 3,
-                column: 7,
-            },
-            action: "template".into(),
-            cause: Some(cause.clone()),
-        };
+        let origin = origin_at(&task_file, 3, 7, "template", cause.clone());
         let block = error_block(Status::Failed, &origin, &data).unwrap();
         let want = format!(
             "[ERROR]: Task failed: Syntax error\n\nTask failed.\nOrigin: {}:3:7\n\n\
@@ -368,22 +380,19 @@ mod tests {
         .unwrap();
         let mut data = Map::new();
         data.insert("msg".into(), "The role 'nope' was not found in: /r".into());
-        let origin = TaskOrigin {
-            controller_action: false,
-            location: Location {
-                file: Arc::from(task_file.as_path()),
-                line: 3,
-                column: 7,
-            },
-            action: "include_role".into(),
-            cause: Some(ErrorCause {
+        let origin = origin_at(
+            &task_file,
+            3,
+            7,
+            "include_role",
+            ErrorCause {
                 message: "The role 'nope' was not found in: /r".into(),
                 file: task_file.clone(),
                 line: Some(4),
                 column: Some(15),
                 alone: true,
-            }),
-        };
+            },
+        );
         assert_eq!(
             error_block(Status::Failed, &origin, &data).unwrap(),
             format!(
@@ -406,22 +415,19 @@ mod tests {
         .unwrap();
         let mut data = Map::new();
         data.insert("msg".into(), "hi".into());
-        let origin = TaskOrigin {
-            controller_action: false,
-            location: Location {
-                file: Arc::from(file.as_path()),
-                line: 1,
-                column: 3,
-            },
-            action: "debug".into(),
-            cause: Some(ErrorCause::alone(
+        let origin = origin_at(
+            &file,
+            1,
+            3,
+            "debug",
+            ErrorCause::alone(
                 "A 'break_when' expression failed: Error rendering expression: division by zero"
                     .into(),
                 file.clone(),
                 4,
                 17,
-            )),
-        };
+            ),
+        );
         let block = error_block(Status::Failed, &origin, &data).unwrap();
         let want = format!(
             "[ERROR]: A 'break_when' expression failed: Error rendering expression: division by zero\n\

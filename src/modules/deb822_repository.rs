@@ -559,7 +559,7 @@ mod tests {
         let url = "http://127.0.0.1:1/apt-key-example-binary.gpg";
         let Plan::Step(Op::Batch(ops), next) = crate::modules::try_plan(
             &Deb822Repository,
-            json!({"name": "ansible-test", "uris": "https://deb.debian.org", "suites": "stable", "signed_by": url}),
+            json!({"name": "ansible-test", "uris": "https://mirror.example.org", "suites": "stable", "signed_by": url}),
             &ctx,
         )
         .unwrap() else {
@@ -609,7 +609,7 @@ mod tests {
         };
         let Plan::Step(Op::Batch(ops), next) = crate::modules::try_plan(
             &Deb822Repository,
-            json!({"name": "ansible-test", "uris": "https://deb.debian.org", "suites": "stable", "signed_by": url}),
+            json!({"name": "ansible-test", "uris": "https://mirror.example.org", "suites": "stable", "signed_by": url}),
             &check,
         )
         .unwrap() else {

@@ -204,8 +204,8 @@ mod tests {
     fn reads_packages_with_their_origins() {
         let out = format!(
             "ii \tacl\t2.3.1-3\tamd64\tutils\nrc \tgone\t1.0\tall\tmisc\nii \tturbo-lib\t1.0\tall\tmisc\n{SEPARATOR}\n\
-             Package files:\n 100 /var/lib/dpkg/status\n     release a=now\n 500 http://deb.debian.org/debian bookworm/main amd64 Packages\n     release o=Debian,a=oldstable\n     origin deb.debian.org\nPinned packages:\n{SEPARATOR}\n\
-             acl:\n  Installed: 2.3.1-3\n  Candidate: 2.3.1-3\n  Version table:\n *** 2.3.1-3 500\n        500 http://deb.debian.org/debian bookworm/main amd64 Packages\n        100 /var/lib/dpkg/status\n\
+             Package files:\n 100 /var/lib/dpkg/status\n     release a=now\n 500 http://mirror.example.org/debian bookworm/main amd64 Packages\n     release o=Debian,a=oldstable\n     origin mirror.example.org\nPinned packages:\n{SEPARATOR}\n\
+             acl:\n  Installed: 2.3.1-3\n  Candidate: 2.3.1-3\n  Version table:\n *** 2.3.1-3 500\n        500 http://mirror.example.org/debian bookworm/main amd64 Packages\n        100 /var/lib/dpkg/status\n\
              turbo-lib:\n  Installed: 1.0\n  Candidate: 1.0\n  Version table:\n *** 1.0 100\n        100 /var/lib/dpkg/status\n"
         );
         let p = packages(&out);

@@ -11,7 +11,7 @@ pub struct Policy {
     /// The version table's versions, highest first as apt prints them.
     pub versions: Vec<String>,
     /// The first package file of the installed (`***`) version, as apt lists it
-    /// (`http://deb.debian.org/debian bookworm/main amd64 Packages`, `/var/lib/dpkg/status`).
+    /// (`http://mirror.example.org/debian bookworm/main amd64 Packages`, `/var/lib/dpkg/status`).
     pub installed_from: Option<String>,
 }
 
@@ -110,11 +110,11 @@ mod tests {
 
     #[test]
     fn reads_the_origin_of_each_package_file() {
-        let out = "Package files:\n 100 /var/lib/dpkg/status\n     release a=now\n 500 http://deb.debian.org/debian bookworm/main amd64 Packages\n     release v=12.12,o=Debian,a=oldstable,n=bookworm,l=Debian,c=main,b=amd64\n     origin deb.debian.org\n 500 file:/opt/turbo-repo ./ Packages\n     release o=turbo-play,a=turbo-tests,l=turbo-play,c=\nPinned packages:\n";
+        let out = "Package files:\n 100 /var/lib/dpkg/status\n     release a=now\n 500 http://mirror.example.org/debian bookworm/main amd64 Packages\n     release v=12.12,o=Debian,a=oldstable,n=bookworm,l=Debian,c=main,b=amd64\n     origin mirror.example.org\n 500 file:/opt/turbo-repo ./ Packages\n     release o=turbo-play,a=turbo-tests,l=turbo-play,c=\nPinned packages:\n";
         let origins = package_file_origins(out);
         assert_eq!(origins["/var/lib/dpkg/status"], "");
         assert_eq!(
-            origins["http://deb.debian.org/debian bookworm/main amd64 Packages"],
+            origins["http://mirror.example.org/debian bookworm/main amd64 Packages"],
             "Debian"
         );
         assert_eq!(origins["file:/opt/turbo-repo ./ Packages"], "turbo-play");

@@ -205,8 +205,8 @@ mod tests {
     fn suggests_ansibles_file_names() {
         let name = |s| suggest_filename(s, None).unwrap();
         assert_eq!(
-            name("deb http://deb.debian.org/debian bookworm main"),
-            "deb_debian_org_debian.list"
+            name("deb http://mirror.example.org/debian bookworm main"),
+            "mirror_example_org_debian.list"
         );
         assert_eq!(
             name("deb [trusted=yes arch=amd64] file:/srv/repo ./"),

@@ -108,7 +108,7 @@ fn adds_a_new_file_named_after_the_repository_then_updates_the_cache() {
     .unwrap();
     let Plan::Step(Op::Batch(writes), next) = after_reads(
         p,
-        Some("deb http://deb.debian.org/debian bookworm main\n"),
+        Some("deb http://mirror.example.org/debian bookworm main\n"),
         &[],
     ) else {
         panic!()

@@ -47,6 +47,8 @@ mod sequence;
 #[cfg(test)]
 mod unit_tests;
 pub use sequence::sequence_items;
+mod expression_scan;
+mod python_json;
 mod sha_crypt;
 mod tests;
 pub mod unresolved;
@@ -61,6 +63,9 @@ use std::sync::Arc;
 use minijinja::value::Value as MjValue;
 use minijinja::{Environment, Error as MjError, ErrorKind, UndefinedBehavior};
 use serde_json::Value;
+
+use expression_scan::{single_expression, strip_statement_keyword, tag_containing, tags};
+pub use python_json::python_json;
 
 /// Runs the template engine on `shown`, turning a panic inside it (minijinja 2.24's lexer
 /// panics on some malformed input, found by fuzzing) into this template's error, so that
@@ -905,207 +910,14 @@ fn verbatim_backslashes(source: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(String::from_utf8(out).expect("still UTF-8"))
 }
 
-/// Ansible's test for "does this string need templating".
 /// What `omit` renders to: an argument (or keyword) holding it is left out.
 pub const OMIT: &str = "__omit_place_holder__turbo_play__";
 
+/// Ansible's test for "does this string need templating".
 pub fn is_template(s: &str) -> bool {
     s.contains("{{") || s.contains("{%") || s.contains("{#")
 }
 
-/// The inner expression when `s` is exactly one `{{ expr }}` and nothing else.
-fn single_expression(s: &str) -> Option<&str> {
-    let inner = s.strip_prefix("{{")?.strip_suffix("}}")?;
-    let inner = inner.strip_prefix('-').unwrap_or(inner);
-    let inner = inner.strip_suffix('-').unwrap_or(inner);
-    // A `}}` inside (`{{ {'a': {'b': 1}} }}`) is left to the expression parser to judge,
-    // as is a tag inside a string constant (`{{ lookup('pipe', 'echo {{ x }}') }}`).
-    if opens_tag_outside_strings(inner) {
-        return None;
-    }
-    Some(inner)
-}
-
-/// Whether `{{` or `{%` occurs in `expr` other than inside a quoted string constant.
-fn opens_tag_outside_strings(expr: &str) -> bool {
-    let bytes = expr.as_bytes();
-    let mut quote: Option<u8> = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match quote {
-            Some(_) if b == b'\\' => i += 1,
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None if b == b'\'' || b == b'"' => quote = Some(b),
-            None if b == b'{' && matches!(bytes.get(i + 1), Some(b'{' | b'%')) => return true,
-            None => {}
-        }
-        i += 1;
-    }
-    false
-}
-
-/// The inner text of every `{{ }}` and `{% %}` tag, in order.
-fn tags(source: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = source;
-    let mut offset = 0;
-    while let Some(start) = rest.find(['{']) {
-        let after = &rest[start..];
-        let close = if after.starts_with("{{") {
-            "}}"
-        } else if after.starts_with("{%") {
-            "%}"
-        } else {
-            offset += start + 1;
-            rest = &source[offset..];
-            continue;
-        };
-        match after[2..].find(close) {
-            Some(end) => {
-                let inner = &after[2..2 + end];
-                let inner = inner.strip_prefix(['-', '+']).unwrap_or(inner);
-                let inner = inner.strip_suffix('-').unwrap_or(inner);
-                out.push(inner);
-                offset += start + 2 + end + 2;
-                rest = &source[offset..];
-            }
-            None => break,
-        }
-    }
-    out
-}
-
-/// The inner text of the tag around byte `pos` of `source`.
-fn tag_containing(source: &str, pos: usize) -> Option<&str> {
-    let before = source.get(..=pos.min(source.len().saturating_sub(1)))?;
-    let open = before
-        .rfind("{{")
-        .into_iter()
-        .chain(before.rfind("{%"))
-        .max()?;
-    let close = if source[open..].starts_with("{{") {
-        "}}"
-    } else {
-        "%}"
-    };
-    let end = open + 2 + source[open + 2..].find(close)?;
-    let inner = &source[open + 2..end];
-    let inner = inner.strip_prefix(['-', '+']).unwrap_or(inner);
-    Some(inner.strip_suffix('-').unwrap_or(inner))
-}
-
-/// `if x == 1` -> `x == 1`; `for i in items` -> `items`; `set a = b` -> `b`.
-fn strip_statement_keyword(inner: &str) -> &str {
-    let t = inner.trim();
-    for kw in ["if ", "elif "] {
-        if let Some(rest) = t.strip_prefix(kw) {
-            return rest;
-        }
-    }
-    if let Some(rest) = t.strip_prefix("for ")
-        && let Some((_, iterable)) = rest.split_once(" in ")
-    {
-        // `for x in items if cond` / `recursive` trail the iterable.
-        return iterable
-            .split(" if ")
-            .next()
-            .unwrap_or(iterable)
-            .trim_end_matches(" recursive");
-    }
-    if let Some(rest) = t.strip_prefix("set ")
-        && let Some((_, value)) = rest.split_once('=')
-    {
-        return value;
-    }
-    t
-}
-
 fn to_json(value: &MjValue) -> Result<Value, String> {
     serde_json::to_value(value).map_err(|e| e.to_string())
-}
-
-/// JSON as Python's `json.dumps` writes it (", " and ": " separators; with an indent,
-/// "," at line ends), since Ansible's to_json output ends up in users' files.
-pub fn python_json(value: &Value, indent: Option<usize>, sort_keys: bool) -> String {
-    let mut out = String::new();
-    write_python_json(&mut out, value, indent, sort_keys, 0);
-    out
-}
-
-fn write_python_json(
-    out: &mut String,
-    value: &Value,
-    indent: Option<usize>,
-    sort_keys: bool,
-    depth: usize,
-) {
-    let newline = |out: &mut String, depth: usize| {
-        if let Some(n) = indent {
-            out.push('\n');
-            out.extend(std::iter::repeat_n(' ', n * depth));
-        }
-    };
-    let item_sep = if indent.is_some() { "," } else { ", " };
-    match value {
-        Value::Array(items) if !items.is_empty() => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(item_sep);
-                }
-                newline(out, depth + 1);
-                write_python_json(out, item, indent, sort_keys, depth + 1);
-            }
-            newline(out, depth);
-            out.push(']');
-        }
-        Value::Object(map) if !map.is_empty() => {
-            let mut entries: Vec<_> = map.iter().collect();
-            if sort_keys {
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-            }
-            out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(item_sep);
-                }
-                newline(out, depth + 1);
-                out.push_str(&python_json_string(k));
-                out.push_str(": ");
-                write_python_json(out, v, indent, sort_keys, depth + 1);
-            }
-            newline(out, depth);
-            out.push('}');
-        }
-        Value::String(s) => out.push_str(&python_json_string(s)),
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-/// Python escapes every non-ASCII character (`ensure_ascii=True`).
-fn python_json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7f => {
-                let mut buf = [0u16; 2];
-                for unit in c.encode_utf16(&mut buf) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }

@@ -1,5 +1,6 @@
 //! Unit tests of the templar: rendering values and text, errors, names read.
 
+use super::expression_scan::opens_tag_outside_strings;
 use super::*;
 use serde_json::json;
 

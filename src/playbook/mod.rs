@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::template::{Templar, TemplateError, sequence_items};
 
 mod action;
+mod resolve;
 mod block;
 mod collections;
 mod dynamic_include;
@@ -44,7 +45,8 @@ pub use loops::{
     BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, WrittenCondition, ansible_loop,
     is_debug_action, lookup_subdir,
 };
-pub use module_defaults::{ModuleDefaultsLevel, names_a_group};
+pub use module_defaults::{DefaultsEntry, ModuleDefaultsLevel, set_validate_group_metadata};
+pub use resolve::fallback_fqcn;
 pub use play_templates::{PlayKeywordError, render_templated_play_keywords};
 pub use roles::INCLUDE_ROLE_ARGS;
 pub use shared::{LoadOptions, RanRole};
@@ -153,6 +155,9 @@ pub struct Task {
     pub name: Option<String>,
     /// The action as the user wrote it (e.g. "ansible.builtin.copy").
     pub action: String,
+    /// The FQCN Ansible resolves the action to (an action plugin's, else the module's):
+    /// what `module_defaults` are matched by.
+    pub resolved_action: String,
     pub module: &'static dyn crate::modules::Module,
     /// Raw, not yet templated; a free-form string is already split into arguments.
     pub args: serde_json::Map<String, Value>,
@@ -471,6 +476,7 @@ impl Task {
         Task {
             name: None,
             action: action.to_string(),
+            resolved_action: resolve::fallback_fqcn(action, module.name()),
             module,
             args,
             loop_spec: None,

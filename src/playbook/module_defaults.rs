@@ -2,23 +2,31 @@
 //! task does not give them. Read once at load into levels; matched to the task's module and
 //! templated when the task runs, below everything the task writes, as Ansible layers them.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde_json::{Map, Value as Json};
 
 use super::loader::Loader;
+use super::resolve::is_fqcr;
+use crate::plugins::routing::RouteKind;
 use crate::yaml::{LoadError, Node, Value};
 
-pub use crate::modules::module_defaults::ModuleDefaultsLevel;
+pub use crate::modules::module_defaults::{DefaultsEntry, ModuleDefaultsLevel};
 
-/// Whether any level names an action group, which turbo-play does not resolve yet.
-pub fn names_a_group(levels: &[ModuleDefaultsLevel]) -> bool {
-    levels
-        .iter()
-        .flatten()
-        .any(|(name, _)| name.starts_with("group/"))
+/// ansible.cfg's `validate_action_group_metadata` (on unless turned off): a group's
+/// malformed `metadata` is warned about.
+static VALIDATE_GROUP_METADATA: AtomicBool = AtomicBool::new(true);
+
+/// Sets `VALIDATE_ACTION_GROUP_METADATA` for the run (the CLI installs it).
+pub fn set_validate_group_metadata(on: bool) {
+    VALIDATE_GROUP_METADATA.store(on, Ordering::Relaxed);
 }
 
 impl Loader<'_> {
-    /// A `module_defaults` value: a mapping of action names, or a list of them.
+    /// A `module_defaults` value: a mapping of action names, or a list of them, each name
+    /// resolved as Ansible resolves it at load (an action or group it cannot resolve is
+    /// refused there, as in Ansible).
     pub(super) fn module_defaults(&self, node: &Node) -> Result<ModuleDefaultsLevel, LoadError> {
         let refuse = |at: &Node| {
             self.err(
@@ -29,6 +37,8 @@ impl Loader<'_> {
                 Some("write e.g. `module_defaults: {file: {mode: '0644'}}`".into()),
             )
         };
+        // Not the task's role: module_defaults ignore where they are written, as in Ansible.
+        let role_dir: Option<std::path::PathBuf> = None;
         let mut level = ModuleDefaultsLevel::new();
         let mut take = |map: &Node| -> Result<(), LoadError> {
             let Value::Map(entries) = &map.value else {
@@ -42,7 +52,46 @@ impl Loader<'_> {
                     Json::Null => Json::Object(Map::new()),
                     other => other,
                 };
-                level.push((name, defaults));
+                let mut put = |entry: DefaultsEntry| match level
+                    .iter_mut()
+                    .find(|e| e.key == entry.key)
+                {
+                    Some(slot) => *slot = entry,
+                    None => level.push(entry),
+                };
+                if let Some(group) = name.strip_prefix("group/") {
+                    let (fq, members) = self
+                        .resolve_group(group, true, role_dir.as_deref())
+                        .map_err(|message| self.err(key.span, message, None))?;
+                    put(DefaultsEntry {
+                        key: format!("group/{fq}"),
+                        members,
+                        defaults,
+                    });
+                    continue;
+                }
+                // Not fully qualified: ansible.legacy's, whose defaults ansible.builtin's
+                // action of the name takes too.
+                let qualified = if name.split('.').count() < 3 {
+                    format!("ansible.legacy.{name}")
+                } else {
+                    name.clone()
+                };
+                let resolved = self
+                    .resolve_defaults_action(&qualified, true, role_dir.as_deref())
+                    .map_err(|message| self.err(key.span, message, None))?;
+                if let Some(fqcn) = resolved {
+                    put(DefaultsEntry::action(fqcn, defaults.clone()));
+                }
+                if let Some(short) = qualified.strip_prefix("ansible.legacy.")
+                    && let Ok(Some(fqcn)) = self.resolve_defaults_action(
+                        &format!("ansible.builtin.{short}"),
+                        false,
+                        role_dir.as_deref(),
+                    )
+                {
+                    put(DefaultsEntry::action(fqcn, defaults));
+                }
             }
             Ok(())
         };
@@ -57,6 +106,203 @@ impl Loader<'_> {
             _ => return Err(refuse(node)),
         }
         Ok(level)
+    }
+
+    /// A `module_defaults` name's FQCN (Ansible's `_resolve_action`): the module's, unless
+    /// an action plugin of the name resolves and the module's routing names none.
+    fn resolve_defaults_action(
+        &self,
+        name: &str,
+        mandatory: bool,
+        role_dir: Option<&std::path::Path>,
+    ) -> Result<Option<String>, String> {
+        let resolve = |kind| {
+            self.resolve_plugin(kind, name, &[], role_dir, mandatory)
+                .or_else(|e| if mandatory { Err(e) } else { Ok(None) })
+        };
+        let found = match resolve(RouteKind::Module)? {
+            Some(module) if module.action_plugin.is_none() => {
+                Some(resolve(RouteKind::Action)?.unwrap_or(module))
+            }
+            Some(module) => Some(module),
+            None => resolve(RouteKind::Action)?,
+        };
+        match found {
+            Some(found) => Ok(Some(found.fqcn)),
+            // A role loaded so far may have it in its `library/`, which Ansible's module
+            // loader searches from the role's load on.
+            None if name.strip_prefix("ansible.legacy.").is_some_and(|short| {
+                let libraries: Vec<std::path::PathBuf> = self
+                    .shared
+                    .plugins
+                    .roots()
+                    .iter()
+                    .map(|root| root.join("library"))
+                    .collect();
+                crate::modules::python::finding::library_module(short, &libraries).is_some()
+            }) =>
+            {
+                Ok(Some(name.to_string()))
+            }
+            None if mandatory => Err(format!(
+                "Could not resolve action {name} in module_defaults"
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// Action group `name` (short names are ansible.builtin's) and the FQCNs of its
+    /// actions and of its extended groups', as Ansible's `_resolve_group` (cached per
+    /// play). A group not found is refused when `mandatory`, else empty.
+    pub(super) fn resolve_group(
+        &self,
+        name: &str,
+        mandatory: bool,
+        role_dir: Option<&std::path::Path>,
+    ) -> Result<(String, Arc<Vec<String>>), String> {
+        let (collection, fq) = if is_fqcr(name) {
+            let mut parts = name.splitn(3, '.');
+            let collection = format!(
+                "{}.{}",
+                parts.next().unwrap_or_default(),
+                parts.next().unwrap_or_default()
+            );
+            (collection, name.to_string())
+        } else {
+            ("ansible.builtin".to_string(), format!("ansible.builtin.{name}"))
+        };
+        if let Some(members) = self.shared.play.borrow().groups.get(&fq) {
+            return Ok((fq, members.clone()));
+        }
+        let missing = || {
+            if mandatory {
+                Err(format!(
+                    "Error loading module_defaults: could not resolve the module_defaults group {fq}"
+                ))
+            } else {
+                Ok((fq.clone(), Arc::new(Vec::new())))
+            }
+        };
+        let Some(meta) = self.runtime_meta(&collection) else {
+            return missing();
+        };
+        let resource = fq.strip_prefix(&format!("{collection}.")).unwrap_or(&fq);
+        let Some(entries) = meta
+            .action_groups
+            .get(&fq)
+            .or_else(|| meta.action_groups.get(resource))
+        else {
+            return missing();
+        };
+        let mut members = Vec::new();
+        let mut extends: Vec<String> = Vec::new();
+        let mut found_metadata = false;
+        for entry in entries {
+            let Json::String(action) = entry else {
+                warn_on_metadata(entry, found_metadata, &fq);
+                if let Some(Json::Object(metadata)) = entry.get("metadata") {
+                    found_metadata = true;
+                    extends = match metadata.get("extend_group") {
+                        Some(Json::String(one)) => vec![one.clone()],
+                        Some(Json::Array(many)) => many
+                            .iter()
+                            .filter_map(|g| g.as_str().map(str::to_string))
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                }
+                continue;
+            };
+            let action = if is_fqcr(action) {
+                action.clone()
+            } else {
+                format!("{collection}.{action}")
+            };
+            if let Ok(Some(fqcn)) = self.resolve_defaults_action(&action, false, role_dir) {
+                members.push(fqcn);
+            }
+        }
+        // Cached before the groups it extends resolve, so groups extending each other end.
+        self.shared
+            .play
+            .borrow_mut()
+            .groups
+            .insert(fq.clone(), Arc::new(members.clone()));
+        for extended in extends {
+            let extended = if is_fqcr(&extended) {
+                extended
+            } else {
+                format!("{collection}.{extended}")
+            };
+            let (_, more) = self.resolve_group(&extended, false, role_dir)?;
+            members.extend(more.iter().cloned());
+        }
+        let members = Arc::new(members);
+        self.shared
+            .play
+            .borrow_mut()
+            .groups
+            .insert(fq.clone(), members.clone());
+        Ok((fq, members))
+    }
+}
+
+/// Ansible's warning for a group entry that is not a name and not a well-formed
+/// `metadata` mapping (`_validate_action_group_metadata`).
+fn warn_on_metadata(entry: &Json, found_metadata: bool, group: &str) {
+    if !VALIDATE_GROUP_METADATA.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut problems: Vec<String> = Vec::new();
+    let metadata_only = matches!(entry, Json::Object(m) if m.len() == 1 && m.contains_key("metadata"));
+    if !metadata_only {
+        let mut keys: Vec<String> = match entry {
+            Json::Object(m) => m.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        keys.sort();
+        problems.push(format!(
+            "The only expected key is metadata, but got keys: {}",
+            keys.join(", ")
+        ));
+    } else {
+        if found_metadata {
+            problems.push("The group contains multiple metadata entries.".into());
+        }
+        match entry.get("metadata") {
+            Some(Json::Object(metadata)) => {
+                let unexpected: Vec<&str> = metadata
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|k| *k != "extend_group")
+                    .collect();
+                if !unexpected.is_empty() {
+                    problems.push(format!(
+                        "The metadata contains unexpected keys: {}",
+                        unexpected.join(", ")
+                    ));
+                }
+                if let Some(value) = metadata.get("extend_group")
+                    && !matches!(value, Json::String(_) | Json::Array(_))
+                {
+                    problems.push(format!(
+                        "The metadata contains unexpected key types: extend_group is {} \
+                         (expected type list)",
+                        crate::template::python_repr_json(value)
+                    ));
+                }
+            }
+            other => problems.push(format!(
+                "The metadata is not a dictionary. Got {}",
+                crate::template::python_repr_json(other.unwrap_or(&Json::Null))
+            )),
+        }
+    }
+    if !problems.is_empty() {
+        crate::yaml::push_load_warning(format!(
+            "Invalid metadata was found for action_group {group} while loading module_defaults. {}",
+            problems.join(" ")
+        ));
     }
 }
 

@@ -47,6 +47,9 @@ pub(super) struct PlayRoles {
     /// The exported vars of the role [`super::Loader::expand_role`] reached last (also
     /// when it was not expanded again).
     pub(super) last_exported: serde_json::Map<String, Json>,
+    /// Action groups `module_defaults` named, resolved once per play (Ansible caches them
+    /// on the play): each group's FQCN with its actions'.
+    pub(super) groups: std::collections::HashMap<String, Arc<Vec<String>>>,
 }
 
 /// A role use that runs once per play, with the tag sets (sorted) its copies inherited.

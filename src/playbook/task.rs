@@ -216,7 +216,10 @@ impl Loader<'_> {
                 }
                 _ => match self.table_keyword(&AT_TASK, k, v, &mut keywords, &mut unsupported)? {
                     Taken::Yes => {}
-                    Taken::No => match self.find_module(key, inherited) {
+                    Taken::No => match self
+                        .find_module(key, inherited)
+                        .map_err(|message| self.err(k.span, message, None))?
+                    {
                         Some(module) => {
                             let args = ActionArgs::Node(v);
                             self.set_action(&mut action, key.to_string(), module, args, k.span)?
@@ -280,9 +283,13 @@ impl Loader<'_> {
                 ));
             }
         }
+        let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
+        let resolved_action =
+            self.resolved_action(&written, module, &inherited.collections, role_dir);
         Ok(Task {
             name,
             action: written,
+            resolved_action,
             module,
             args,
             loop_spec: loop_spec.map(|(spec, _)| spec),

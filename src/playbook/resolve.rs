@@ -1,0 +1,373 @@
+//! Names resolved as Ansible's plugin loaders resolve them: a short name through the
+//! `collections` keyword, then `ansible.legacy` (library and `*_plugins` directories, then
+//! ansible-core's own), then `ansible.builtin`'s routing; a fully qualified name through
+//! its collection's `meta/runtime.yml` routing (redirects, deprecations, removals, a
+//! module's `action_plugin`). The result's FQCN is what `module_defaults` are keyed by.
+
+use std::path::Path;
+
+use crate::plugins::routing::{self, RouteKind};
+
+use super::loader::Loader;
+
+/// ansible-core's own action plugins (`ansible/plugins/action/`).
+const BUILTIN_ACTIONS: &[&str] = &[
+    "add_host",
+    "assemble",
+    "assert",
+    "async_status",
+    "command",
+    "copy",
+    "debug",
+    "dnf",
+    "fail",
+    "fetch",
+    "gather_facts",
+    "group_by",
+    "include_vars",
+    "normal",
+    "package",
+    "pause",
+    "raw",
+    "reboot",
+    "script",
+    "service",
+    "set_fact",
+    "set_stats",
+    "shell",
+    "template",
+    "unarchive",
+    "uri",
+    "validate_argument_spec",
+    "wait_for_connection",
+];
+
+/// Where a name led.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Resolved {
+    /// The plugin's fully qualified name (`ansible.legacy.x` for one found in a library
+    /// or `*_plugins` directory, `ansible.builtin.x` for ansible-core's own).
+    pub(super) fqcn: String,
+    /// A redirect was followed on the way.
+    pub(super) redirected: bool,
+    /// A module's routing names the action plugin that runs it.
+    pub(super) action_plugin: Option<String>,
+}
+
+enum Step {
+    Found(Resolved),
+    Redirect(String),
+    NotFound,
+}
+
+/// Ansible's `AnsibleCollectionRef.is_valid_fqcr`: `ns.coll.name` (the name may have
+/// dots of its own).
+pub(super) fn is_fqcr(name: &str) -> bool {
+    let mut parts = name.splitn(3, '.');
+    matches!((parts.next(), parts.next(), parts.next()),
+        (Some(ns), Some(coll), Some(rest)) if is_identifier(ns) && is_identifier(coll)
+            && rest.split('.').all(is_identifier))
+}
+
+fn is_identifier(part: &str) -> bool {
+    let mut chars = part.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn split(fqcn: &str) -> Option<(&str, &str)> {
+    let dot = fqcn.match_indices('.').nth(1)?.0;
+    Some((&fqcn[..dot], &fqcn[dot + 1..]))
+}
+
+impl Loader<'_> {
+    /// Plugin `name` of `kind` as Ansible's loader finds it, redirects followed (their
+    /// deprecations shown when `warn`). `Err` is Ansible's message for a removed plugin,
+    /// a redirect loop or a redirect that is no FQCN.
+    pub(super) fn resolve_plugin(
+        &self,
+        kind: RouteKind,
+        name: &str,
+        collections: &[String],
+        role_dir: Option<&Path>,
+        warn: bool,
+    ) -> Result<Option<Resolved>, String> {
+        let mut chain = vec![name.to_string()];
+        let mut current = name.to_string();
+        loop {
+            match self.resolve_step(kind, &current, collections, role_dir, warn)? {
+                Step::Found(mut found) => {
+                    found.redirected = chain.len() > 1;
+                    return Ok(Some(found));
+                }
+                Step::NotFound => return Ok(None),
+                Step::Redirect(to) => {
+                    if chain.contains(&to) {
+                        return Err(format!(
+                            "plugin redirect loop resolving {name} (path: [{}])",
+                            chain
+                                .iter()
+                                .map(|n| format!("'{n}'"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                    chain.push(to.clone());
+                    current = to;
+                }
+            }
+        }
+    }
+
+    fn resolve_step(
+        &self,
+        kind: RouteKind,
+        name: &str,
+        collections: &[String],
+        role_dir: Option<&Path>,
+        warn: bool,
+    ) -> Result<Step, String> {
+        if is_fqcr(name) || !collections.is_empty() {
+            let mut candidates: Vec<String> = if name.contains('.') || collections.is_empty() {
+                vec![name.to_string()]
+            } else {
+                collections.iter().map(|c| format!("{c}.{name}")).collect()
+            };
+            // The `collections` keyword always ends in ansible.legacy, as Ansible's does.
+            if !name.contains('.')
+                && !collections
+                    .iter()
+                    .any(|c| c == "ansible.legacy" || c == "ansible.builtin")
+            {
+                candidates.push(format!("ansible.legacy.{name}"));
+            }
+            for candidate in candidates {
+                let step = match candidate.strip_prefix("ansible.legacy.") {
+                    Some(short) => self.legacy_step(kind, short, role_dir, warn)?,
+                    None => self.fq_step(kind, &candidate, role_dir, warn)?,
+                };
+                if !matches!(step, Step::NotFound) {
+                    return Ok(step);
+                }
+            }
+            return Ok(Step::NotFound);
+        }
+        self.legacy_step(kind, name, role_dir, warn)
+    }
+
+    /// The library and `*_plugins` directories, then ansible-core's own, then
+    /// `ansible.builtin`'s routing.
+    fn legacy_step(
+        &self,
+        kind: RouteKind,
+        name: &str,
+        role_dir: Option<&Path>,
+        warn: bool,
+    ) -> Result<Step, String> {
+        let configured = match kind {
+            RouteKind::Module => self
+                .shared
+                .library_module(name, &self.playbook_dir, role_dir)
+                .is_some(),
+            RouteKind::Action => self
+                .shared
+                .plugins
+                .find(
+                    crate::plugins::Kind::Action,
+                    &format!("ansible.legacy.{name}"),
+                    &[],
+                )
+                .is_some(),
+        };
+        if configured {
+            return Ok(Step::Found(Resolved {
+                fqcn: format!("ansible.legacy.{name}"),
+                redirected: false,
+                action_plugin: None,
+            }));
+        }
+        if builtin_exists(kind, name) {
+            return Ok(Step::Found(Resolved {
+                fqcn: format!("ansible.builtin.{name}"),
+                redirected: false,
+                action_plugin: None,
+            }));
+        }
+        if name.contains('.') || !is_identifier(name) {
+            return Ok(Step::NotFound);
+        }
+        if kind == RouteKind::Module
+            && let Some(fqcn) = crate::modules::registry::native_collection_fqcn(name)
+        {
+            // ansible-core routes it to its collection, which turbo-play runs itself.
+            return Ok(Step::Found(Resolved {
+                fqcn: fqcn.to_string(),
+                redirected: false,
+                action_plugin: None,
+            }));
+        }
+        // ansible-core routes no action of a name one of its modules has: the routing
+        // (and the controller Python that knows where it is) need not be asked.
+        if kind == RouteKind::Action
+            && (crate::modules::registry::is_builtin(name)
+                || self
+                    .shared
+                    .library_module(name, &self.playbook_dir, role_dir)
+                    .is_some())
+        {
+            return Ok(Step::NotFound);
+        }
+        self.fq_step(kind, &format!("ansible.builtin.{name}"), role_dir, warn)
+    }
+
+    /// A fully qualified name: its collection's routing, then its file.
+    fn fq_step(
+        &self,
+        kind: RouteKind,
+        fqcn: &str,
+        _role_dir: Option<&Path>,
+        warn: bool,
+    ) -> Result<Step, String> {
+        let Some((collection, resource)) = split(fqcn) else {
+            return Ok(Step::NotFound);
+        };
+        let mut action_plugin = None;
+        if let Some(meta) = self.runtime_meta(collection)
+            && let Some(route) = meta.route(kind, resource)
+        {
+            if warn && let Some(notice) = &route.deprecation {
+                crate::yaml::push_load_deprecation(routing::deprecation_text(
+                    fqcn, notice, collection,
+                ));
+            }
+            if let Some(notice) = &route.tombstone {
+                return Err(routing::removal_text(kind, fqcn, notice, collection));
+            }
+            if let Some(to) = &route.redirect {
+                if !is_fqcr(to) {
+                    return Err(format!(
+                        "Collection {collection} contains invalid redirect for {fqcn}: {to}. \
+                         Redirects must use fully qualified collection names."
+                    ));
+                }
+                return Ok(Step::Redirect(to.clone()));
+            }
+            if kind == RouteKind::Module {
+                action_plugin = route.action_plugin.clone();
+            }
+        }
+        let exists = if collection == "ansible.builtin" {
+            builtin_exists(kind, resource)
+        } else {
+            match kind {
+                RouteKind::Module => {
+                    crate::modules::find(fqcn).is_some()
+                        || self
+                            .shared
+                            .collection_module(fqcn, &self.playbook_dir, None)
+                            .is_some()
+                }
+                RouteKind::Action => self
+                    .shared
+                    .plugins
+                    .find(crate::plugins::Kind::Action, fqcn, &[])
+                    .is_some(),
+            }
+        };
+        Ok(if exists {
+            Step::Found(Resolved {
+                fqcn: fqcn.to_string(),
+                redirected: false,
+                action_plugin,
+            })
+        } else {
+            Step::NotFound
+        })
+    }
+
+    /// The runtime metadata of collection `ns.coll`, when it is installed.
+    pub(super) fn runtime_meta(
+        &self,
+        collection: &str,
+    ) -> Option<std::sync::Arc<routing::RuntimeMeta>> {
+        if collection == "ansible.builtin" {
+            return routing::runtime_meta(collection, None);
+        }
+        let dir = self.shared.plugins.collection_dir(collection)?;
+        routing::runtime_meta(collection, Some(&dir))
+    }
+
+    /// The FQCN Ansible resolves a task's action to (the action plugin's, else the
+    /// module's): what its `module_defaults` are matched by.
+    pub(super) fn resolved_action(
+        &self,
+        written: &str,
+        module: &dyn crate::modules::Module,
+        collections: &[String],
+        role_dir: Option<&Path>,
+    ) -> String {
+        let found = |kind| {
+            self.resolve_plugin(kind, written, collections, role_dir, false)
+                .ok()
+                .flatten()
+        };
+        if let Some(found) = found(RouteKind::Action).or_else(|| found(RouteKind::Module)) {
+            return found.fqcn;
+        }
+        fallback_fqcn(written, module.name())
+    }
+}
+
+/// A task's FQCN when the loaders' walk found nothing (a name turbo-play runs itself that
+/// no installed ansible-core routes): written fully qualified, or one of ansible-core's.
+pub fn fallback_fqcn(written: &str, module_name: &str) -> String {
+    let written = match written.strip_prefix("ansible.legacy.") {
+        Some(short) if crate::modules::registry::is_builtin(short) => short,
+        _ => written,
+    };
+    if is_fqcr(written) {
+        return written.to_string();
+    }
+    if is_fqcr(module_name) {
+        return module_name.to_string();
+    }
+    format!("ansible.builtin.{written}")
+}
+
+fn builtin_exists(kind: RouteKind, name: &str) -> bool {
+    match kind {
+        RouteKind::Module => crate::modules::registry::is_builtin(name),
+        RouteKind::Action => BUILTIN_ACTIONS.contains(&name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fully_qualified_names_as_ansible_tells_them() {
+        assert!(is_fqcr("ns.coll.name"));
+        assert!(is_fqcr("ns.coll.sub.name"));
+        assert!(!is_fqcr("ns.name"));
+        assert!(!is_fqcr("name"));
+        assert!(!is_fqcr("ns.coll.{{ x }}"));
+        assert_eq!(split("ns.coll.sub.name"), Some(("ns.coll", "sub.name")));
+    }
+
+    #[test]
+    fn a_task_no_loader_resolves_is_named_as_written_or_as_ansible_cores() {
+        assert_eq!(fallback_fqcn("copy", "copy"), "ansible.builtin.copy");
+        assert_eq!(
+            fallback_fqcn("ansible.legacy.setup", "setup"),
+            "ansible.builtin.setup"
+        );
+        assert_eq!(fallback_fqcn("ns.c.m", "ns.c.m"), "ns.c.m");
+        assert_eq!(
+            fallback_fqcn("synchronize", "ansible.posix.synchronize"),
+            "ansible.posix.synchronize"
+        );
+    }
+}

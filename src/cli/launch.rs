@@ -48,6 +48,9 @@ pub fn load_config(vault: &VaultArgs) -> Result<Config, Failure> {
         policy.install();
     }
     crate::hash_merge::set_merge(config.hash_merge);
+    crate::playbook::set_validate_group_metadata(
+        config.validate_action_group_metadata.unwrap_or(true),
+    );
     crate::modules::set_inject_invocation(config.inject_invocation);
     Ok(config)
 }

@@ -48,6 +48,20 @@ impl Loader<'_> {
                 Some("a task looks like `- name: ...` followed by a module, e.g. `copy:`".into()),
             ));
         };
+        // The task's own `collections:` are searched first for its action, wherever the
+        // keyword is written among its keys.
+        let with_own;
+        let inherited = match node.get("collections") {
+            Some(v) => {
+                let mut own = self.string_list(v, "collections")?;
+                let mut copy = inherited.clone();
+                own.append(&mut copy.collections);
+                copy.collections = own;
+                with_own = copy;
+                &with_own
+            }
+            None => inherited,
+        };
         let mut name = None;
         // (action as written, module, its argument node, the key's span)
         let mut action: Option<(String, &'static dyn Module, ActionArgs, Span)> = None;

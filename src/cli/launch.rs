@@ -234,6 +234,9 @@ pub fn execute(
         for warning in warnings {
             let _ = tx.send(Event::Warning(warning));
         }
+        for deprecation in crate::yaml::take_load_deprecations() {
+            let _ = tx.send(Event::Deprecation(deprecation));
+        }
         let summary =
             run_playbooks_until(playbooks, inventory, opts, tx, interrupt(&stopped_by)).await;
         let _ = reporter.await;

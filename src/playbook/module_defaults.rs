@@ -308,65 +308,62 @@ fn warn_on_metadata(entry: &Json, found_metadata: bool, group: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::modules::module_defaults::defaults_for;
     use serde_json::json;
 
-    fn level(pairs: &[(&str, Json)]) -> ModuleDefaultsLevel {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect()
+    fn load(text: &str) -> Result<crate::playbook::Playbook, String> {
+        crate::playbook::load_playbook_text(std::path::Path::new("site.yml"), text)
+            .map_err(|e| e.to_string())
     }
 
     #[test]
-    fn the_innermost_entry_naming_the_module_wins_whole() {
-        let levels = vec![
-            level(&[
-                ("file", json!({"mode": "0644"})),
-                ("debug", json!({"msg": "outer"})),
-            ]),
-            level(&[("ansible.builtin.debug", json!({}))]),
-        ];
-        assert_eq!(defaults_for(&levels, "debug", "debug"), Some(&json!({})));
-        assert_eq!(
-            defaults_for(&levels, "file", "ansible.legacy.file"),
-            Some(&json!({"mode": "0644"}))
+    fn names_are_keyed_by_what_they_resolve_to() {
+        let book = load(
+            "- hosts: all\n  module_defaults:\n    file: {mode: '0644'}\n    debug: {msg: outer}\n  tasks:\n  - debug:\n    module_defaults:\n      ansible.builtin.debug: {}\n  - ansible.legacy.file: {path: /x}\n  - copy: {dest: /x}\n",
+        )
+        .unwrap();
+        let tasks = &book.plays[0].tasks;
+        assert_eq!(tasks[0].resolved_action, "ansible.builtin.debug");
+        let debug = defaults_for(&tasks[0].keywords.module_defaults, &tasks[0].resolved_action);
+        assert_eq!(debug, vec![&json!({})]);
+        assert_eq!(tasks[1].resolved_action, "ansible.builtin.file");
+        let file = defaults_for(&tasks[1].keywords.module_defaults, &tasks[1].resolved_action);
+        assert_eq!(file, vec![&json!({"mode": "0644"})]);
+        assert!(defaults_for(&tasks[2].keywords.module_defaults, &tasks[2].resolved_action).is_empty());
+    }
+
+    #[test]
+    fn an_action_no_loader_resolves_is_refused_at_load_as_in_ansible() {
+        let err = load("- hosts: all\n  module_defaults:\n    fiel: {}\n  tasks: []\n").unwrap_err();
+        assert!(
+            err.contains("site.yml:3:5")
+                && err.contains("Could not resolve action ansible.legacy.fiel in module_defaults"),
+            "{err}"
         );
-        assert_eq!(defaults_for(&levels, "copy", "copy"), None);
-        // A collection module matches by its full name only.
-        let coll = vec![level(&[("ns.coll.echo", json!({"a": 1}))])];
-        assert_eq!(
-            defaults_for(&coll, "ns.coll.echo", "ns.coll.echo"),
-            Some(&json!({"a": 1}))
-        );
-        assert!(!names_a_group(&levels));
-        assert!(names_a_group(&[level(&[("group/ns.coll.g", json!({}))])]));
     }
 
     #[test]
     fn a_template_for_the_whole_is_refused_at_load_as_in_ansible() {
-        let err = crate::playbook::load_playbook_text(
-            std::path::Path::new("site.yml"),
-            "- hosts: all\n  module_defaults: '{{ x }}'\n  tasks: []\n",
-        )
-        .unwrap_err()
-        .to_string();
+        let err = load("- hosts: all\n  module_defaults: '{{ x }}'\n  tasks: []\n").unwrap_err();
         assert!(
             err.contains("site.yml:2:20") && err.contains("supposed to be a dictionary"),
             "{err}"
         );
-        let ok = crate::playbook::load_playbook_text(
-            std::path::Path::new("site.yml"),
+        let ok = load(
             "- hosts: all\n  module_defaults: [{file: {mode: '0600'}}, {ping: '{{ p }}'}]\n  tasks: [debug:]\n",
         )
         .unwrap();
+        let keys: Vec<(String, serde_json::Value)> = ok.plays[0].tasks[0].keywords.module_defaults
+            [0]
+        .iter()
+        .map(|e| (e.key.clone(), e.defaults.clone()))
+        .collect();
         assert_eq!(
-            ok.plays[0].tasks[0].keywords.module_defaults,
-            vec![level(&[
-                ("file", json!({"mode": "0600"})),
-                ("ping", json!("{{ p }}"))
-            ])]
+            keys,
+            vec![
+                ("ansible.builtin.file".to_string(), json!({"mode": "0600"})),
+                ("ansible.builtin.ping".to_string(), json!("{{ p }}"))
+            ]
         );
     }
 }

@@ -94,7 +94,7 @@ impl Module for GatherFacts {
                     )));
                 }
             }
-            let fqcn = crate::playbook::fallback_fqcn(name, module.name());
+            let fqcn = super::module_defaults::fallback_fqcn(name, module.name());
             with_defaults(&mut given, &fqcn, name, ctx)?;
             runs.push(Run::new(
                 name,

@@ -71,6 +71,39 @@ pub fn builtin_fqcn(name: &str) -> String {
     }
 }
 
+/// Ansible's `AnsibleCollectionRef.is_valid_fqcr`: `ns.coll.name` (the name may have
+/// dots of its own).
+pub fn is_fqcr(name: &str) -> bool {
+    let identifier = |part: &str| {
+        let mut chars = part.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let mut parts = name.splitn(3, '.');
+    matches!((parts.next(), parts.next(), parts.next()),
+        (Some(ns), Some(coll), Some(rest)) if identifier(ns) && identifier(coll)
+            && rest.split('.').all(identifier))
+}
+
+/// A task's FQCN when the loaders' walk found nothing (a name turbo-play runs itself that
+/// no installed ansible-core routes, a templated action): written fully qualified, or
+/// one of ansible-core's.
+pub fn fallback_fqcn(written: &str, module_name: &str) -> String {
+    let written = match written.strip_prefix("ansible.legacy.") {
+        Some(short) if super::registry::is_builtin(short) => short,
+        _ => written,
+    };
+    if is_fqcr(written) {
+        return written.to_string();
+    }
+    if is_fqcr(module_name) {
+        return module_name.to_string();
+    }
+    format!("ansible.builtin.{written}")
+}
+
 /// Why a module's defaults could not be templated.
 #[derive(Debug)]
 pub enum DefaultsError {

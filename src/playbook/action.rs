@@ -76,7 +76,7 @@ impl Loader<'_> {
         name: &str,
         inherited: &Inherited,
     ) -> Result<Option<&'static dyn Module>, String> {
-        use crate::plugins::routing::RouteKind;
+        use super::routing::RouteKind;
         let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
         let collections = &inherited.collections;
         let module = self.resolve_plugin(RouteKind::Module, name, collections, role_dir, true)?;

@@ -12,6 +12,7 @@ use crate::template::{Templar, TemplateError, sequence_items};
 
 mod action;
 mod resolve;
+mod routing;
 mod block;
 mod collections;
 mod dynamic_include;
@@ -46,7 +47,7 @@ pub use loops::{
     is_debug_action, lookup_subdir,
 };
 pub use module_defaults::{DefaultsEntry, ModuleDefaultsLevel, set_validate_group_metadata};
-pub use resolve::fallback_fqcn;
+pub use crate::modules::module_defaults::fallback_fqcn;
 pub use play_templates::{PlayKeywordError, render_templated_play_keywords};
 pub use roles::INCLUDE_ROLE_ARGS;
 pub use shared::{LoadOptions, RanRole};
@@ -476,7 +477,7 @@ impl Task {
         Task {
             name: None,
             action: action.to_string(),
-            resolved_action: resolve::fallback_fqcn(action, module.name()),
+            resolved_action: fallback_fqcn(action, module.name()),
             module,
             args,
             loop_spec: None,

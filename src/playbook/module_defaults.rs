@@ -9,7 +9,7 @@ use serde_json::{Map, Value as Json};
 
 use super::loader::Loader;
 use super::resolve::is_fqcr;
-use crate::plugins::routing::RouteKind;
+use super::routing::RouteKind;
 use crate::yaml::{LoadError, Node, Value};
 
 pub use crate::modules::module_defaults::{DefaultsEntry, ModuleDefaultsLevel};

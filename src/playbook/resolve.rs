@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::plugins::routing::{self, RouteKind};
+use super::routing::{self, RouteKind};
 
 use super::loader::Loader;
 
@@ -60,14 +60,7 @@ enum Step {
     NotFound,
 }
 
-/// Ansible's `AnsibleCollectionRef.is_valid_fqcr`: `ns.coll.name` (the name may have
-/// dots of its own).
-pub(super) fn is_fqcr(name: &str) -> bool {
-    let mut parts = name.splitn(3, '.');
-    matches!((parts.next(), parts.next(), parts.next()),
-        (Some(ns), Some(coll), Some(rest)) if is_identifier(ns) && is_identifier(coll)
-            && rest.split('.').all(is_identifier))
-}
+pub(super) use crate::modules::module_defaults::is_fqcr;
 
 fn is_identifier(part: &str) -> bool {
     let mut chars = part.chars();
@@ -316,24 +309,8 @@ impl Loader<'_> {
         if let Some(found) = found(RouteKind::Action).or_else(|| found(RouteKind::Module)) {
             return found.fqcn;
         }
-        fallback_fqcn(written, module.name())
+        crate::modules::module_defaults::fallback_fqcn(written, module.name())
     }
-}
-
-/// A task's FQCN when the loaders' walk found nothing (a name turbo-play runs itself that
-/// no installed ansible-core routes): written fully qualified, or one of ansible-core's.
-pub fn fallback_fqcn(written: &str, module_name: &str) -> String {
-    let written = match written.strip_prefix("ansible.legacy.") {
-        Some(short) if crate::modules::registry::is_builtin(short) => short,
-        _ => written,
-    };
-    if is_fqcr(written) {
-        return written.to_string();
-    }
-    if is_fqcr(module_name) {
-        return module_name.to_string();
-    }
-    format!("ansible.builtin.{written}")
 }
 
 fn builtin_exists(kind: RouteKind, name: &str) -> bool {
@@ -356,6 +333,8 @@ mod tests {
         assert!(!is_fqcr("ns.coll.{{ x }}"));
         assert_eq!(split("ns.coll.sub.name"), Some(("ns.coll", "sub.name")));
     }
+
+    use crate::modules::module_defaults::fallback_fqcn;
 
     #[test]
     fn a_task_no_loader_resolves_is_named_as_written_or_as_ansible_cores() {

@@ -9,7 +9,6 @@ pub mod catalog;
 pub(crate) mod controller_python;
 pub mod host;
 pub mod python;
-pub mod routing;
 
 pub use catalog::{Catalog, ConfiguredPaths, Kind, PluginFile};
 pub use host::{Call, Conversation, ErrorKind, Host, PluginError, Step, host};

@@ -167,7 +167,11 @@ mod tests {
                 DefaultsEntry::action("ns.c.echo", json!({"a": 1})),
                 group("ns.c.g", &["ns.c.echo", "ns.c.other"], json!({"g": 1})),
             ],
-            vec![group("ansible.builtin.h", &["ansible.builtin.ping"], json!({}))],
+            vec![group(
+                "ansible.builtin.h",
+                &["ansible.builtin.ping"],
+                json!({}),
+            )],
         ];
         assert_eq!(
             defaults_for(&levels, "ns.c.echo"),
@@ -180,7 +184,10 @@ mod tests {
     #[test]
     fn an_inner_level_replaces_an_entry_whole() {
         let levels = vec![
-            vec![DefaultsEntry::action("ansible.builtin.debug", json!({"msg": "a"}))],
+            vec![DefaultsEntry::action(
+                "ansible.builtin.debug",
+                json!({"msg": "a"}),
+            )],
             vec![DefaultsEntry::action("ansible.builtin.debug", json!({}))],
         ];
         assert_eq!(
@@ -192,7 +199,10 @@ mod tests {
     #[test]
     fn names_in_code_are_ansible_cores() {
         assert_eq!(builtin_fqcn("setup"), "ansible.builtin.setup");
-        assert_eq!(builtin_fqcn("ansible.legacy.setup"), "ansible.builtin.setup");
+        assert_eq!(
+            builtin_fqcn("ansible.legacy.setup"),
+            "ansible.builtin.setup"
+        );
         assert_eq!(builtin_fqcn("ns.c.facts"), "ns.c.facts");
     }
 }

@@ -184,7 +184,11 @@ impl Loader<'_> {
             Some(builtin) if modules::is_implemented(builtin) => return modules::find(builtin),
             _ => {}
         }
-        Some(ActionPlugin::shared(name, file, self.module_search(inherited)))
+        Some(ActionPlugin::shared(
+            name,
+            file,
+            self.module_search(inherited),
+        ))
     }
 
     /// Where an action plugin's `_execute_module` looks for the modules it runs.

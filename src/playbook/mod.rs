@@ -11,8 +11,6 @@ use serde_json::Value;
 use crate::template::{Templar, TemplateError, sequence_items};
 
 mod action;
-mod resolve;
-mod routing;
 mod block;
 mod collections;
 mod dynamic_include;
@@ -25,8 +23,10 @@ mod module_defaults;
 mod play;
 mod play_argspec;
 mod play_templates;
+mod resolve;
 mod role_files;
 mod roles;
+mod routing;
 mod shared;
 mod tags;
 mod task;
@@ -34,6 +34,7 @@ mod task;
 mod test_support;
 mod values;
 
+pub use crate::modules::module_defaults::fallback_fqcn;
 pub use crate::modules::module_defaults::{DefaultsError, defaults_for, templated_defaults};
 pub use action::{RAW_PARAMS, is_possibly_all_template};
 pub use collections::{default_collections_path, split_role_fqcn};
@@ -47,7 +48,6 @@ pub use loops::{
     is_debug_action, lookup_subdir,
 };
 pub use module_defaults::{DefaultsEntry, ModuleDefaultsLevel, set_validate_group_metadata};
-pub use crate::modules::module_defaults::fallback_fqcn;
 pub use play_templates::{PlayKeywordError, render_templated_play_keywords};
 pub use roles::INCLUDE_ROLE_ARGS;
 pub use shared::{LoadOptions, RanRole};

@@ -52,13 +52,11 @@ impl Loader<'_> {
                     Json::Null => Json::Object(Map::new()),
                     other => other,
                 };
-                let mut put = |entry: DefaultsEntry| match level
-                    .iter_mut()
-                    .find(|e| e.key == entry.key)
-                {
-                    Some(slot) => *slot = entry,
-                    None => level.push(entry),
-                };
+                let mut put =
+                    |entry: DefaultsEntry| match level.iter_mut().find(|e| e.key == entry.key) {
+                        Some(slot) => *slot = entry,
+                        None => level.push(entry),
+                    };
                 if let Some(group) = name.strip_prefix("group/") {
                     let (fq, members) = self
                         .resolve_group(group, true, role_dir.as_deref())
@@ -169,7 +167,10 @@ impl Loader<'_> {
             );
             (collection, name.to_string())
         } else {
-            ("ansible.builtin".to_string(), format!("ansible.builtin.{name}"))
+            (
+                "ansible.builtin".to_string(),
+                format!("ansible.builtin.{name}"),
+            )
         };
         if let Some(members) = self.shared.play.borrow().groups.get(&fq) {
             return Ok((fq, members.clone()));
@@ -254,7 +255,8 @@ fn warn_on_metadata(entry: &Json, found_metadata: bool, group: &str) {
         return;
     }
     let mut problems: Vec<String> = Vec::new();
-    let metadata_only = matches!(entry, Json::Object(m) if m.len() == 1 && m.contains_key("metadata"));
+    let metadata_only =
+        matches!(entry, Json::Object(m) if m.len() == 1 && m.contains_key("metadata"));
     if !metadata_only {
         let mut keys: Vec<String> = match entry {
             Json::Object(m) => m.keys().cloned().collect(),
@@ -324,17 +326,30 @@ mod tests {
         .unwrap();
         let tasks = &book.plays[0].tasks;
         assert_eq!(tasks[0].resolved_action, "ansible.builtin.debug");
-        let debug = defaults_for(&tasks[0].keywords.module_defaults, &tasks[0].resolved_action);
+        let debug = defaults_for(
+            &tasks[0].keywords.module_defaults,
+            &tasks[0].resolved_action,
+        );
         assert_eq!(debug, vec![&json!({})]);
         assert_eq!(tasks[1].resolved_action, "ansible.builtin.file");
-        let file = defaults_for(&tasks[1].keywords.module_defaults, &tasks[1].resolved_action);
+        let file = defaults_for(
+            &tasks[1].keywords.module_defaults,
+            &tasks[1].resolved_action,
+        );
         assert_eq!(file, vec![&json!({"mode": "0644"})]);
-        assert!(defaults_for(&tasks[2].keywords.module_defaults, &tasks[2].resolved_action).is_empty());
+        assert!(
+            defaults_for(
+                &tasks[2].keywords.module_defaults,
+                &tasks[2].resolved_action
+            )
+            .is_empty()
+        );
     }
 
     #[test]
     fn an_action_no_loader_resolves_is_refused_at_load_as_in_ansible() {
-        let err = load("- hosts: all\n  module_defaults:\n    fiel: {}\n  tasks: []\n").unwrap_err();
+        let err =
+            load("- hosts: all\n  module_defaults:\n    fiel: {}\n  tasks: []\n").unwrap_err();
         assert!(
             err.contains("site.yml:3:5")
                 && err.contains("Could not resolve action ansible.legacy.fiel in module_defaults"),

@@ -251,7 +251,11 @@ action_groups:
         let meta = RuntimeMeta::parse(RUNTIME, Path::new("runtime.yml"));
         let old = meta.route(RouteKind::Module, "old_ping").unwrap();
         assert_eq!(
-            deprecation_text("ns.coll.old_ping", old.deprecation.as_ref().unwrap(), "ns.coll"),
+            deprecation_text(
+                "ns.coll.old_ping",
+                old.deprecation.as_ref().unwrap(),
+                "ns.coll"
+            ),
             "ns.coll.old_ping has been deprecated. Use ping instead. This feature will be \
              removed from collection 'ns.coll' in a release after 2020-12-31."
         );

@@ -34,7 +34,10 @@ action_groups:
 ";
 
 fn collection_run() -> TestRun {
-    TestRun::new().file("collections/ansible_collections/ns/c/meta/runtime.yml", RUNTIME)
+    TestRun::new().file(
+        "collections/ansible_collections/ns/c/meta/runtime.yml",
+        RUNTIME,
+    )
 }
 
 #[test]

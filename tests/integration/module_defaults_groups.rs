@@ -16,6 +16,10 @@ plugin_routing:
         removal_version: '3.0.0'
         warning_text: Use ansible.builtin.ping instead.
       redirect: ansible.builtin.ping
+    older_ping:
+      deprecation:
+        removal_date: '2030-01-01'
+      redirect: ns.c.old_ping
     gone:
       tombstone:
         removal_version: '2.0.0'
@@ -65,6 +69,7 @@ fn group_defaults_reach_the_groups_actions_under_their_own() {
       register: d
     - ns.c.old_ping:
       register: p4
+    - include_tasks: inc.yml
     - assert:
         that:
           - p1.ping == 'from group'
@@ -72,6 +77,7 @@ fn group_defaults_reach_the_groups_actions_under_their_own() {
           - p3.ping == 'own'
           - d.msg == 'hi'
           - p4.ping == 'from group'
+          - p5.ping == 'from group'
 - hosts: all
   gather_facts: false
   module_defaults:
@@ -80,9 +86,16 @@ fn group_defaults_reach_the_groups_actions_under_their_own() {
     - debug:
 "#,
         )
+        .file("inc.yml", "- ns.c.older_ping:\n  register: p5\n")
         .local_hosts(&hosts)
         .run();
     out.assert_code(0);
+    // A redirect through a deprecated name, loaded when the include runs.
+    assert_contains(
+        &out,
+        "[DEPRECATION WARNING]: ns.c.older_ping has been deprecated. This feature will be \
+         removed from collection 'ns.c' in a release after 2030-01-01.",
+    );
     assert_contains(
         &out,
         "[DEPRECATION WARNING]: ns.c.old_ping has been deprecated. Use ansible.builtin.ping \
@@ -94,7 +107,7 @@ fn group_defaults_reach_the_groups_actions_under_their_own() {
          module_defaults. The metadata is not a dictionary. Got ['words']",
     );
     let recap = out.recap("h");
-    assert_eq!((recap.ok, recap.failed), (7, 0), "{}", out.stdout);
+    assert_eq!((recap.ok, recap.failed), (9, 0), "{}", out.stdout);
 
     // ANSIBLE_VALIDATE_ACTION_GROUP_METADATA=false keeps the warning back.
     let quiet = collection_run()

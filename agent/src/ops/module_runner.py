@@ -29,6 +29,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import marshal
+import opcode
 import os
 import select
 import signal
@@ -96,10 +97,100 @@ class CachingLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname):
         path = self.get_filename(fullname)
         code = CODE.get(path)
+        if code is None and COMPILING:
+            COMPILING[0].take()
+            code = CODE.get(path)
         if code is None:
             code = CODE[path] = self.source_to_code(self.get_data(path), path)
             COMPILED[0] = True
         return code
+
+
+class CompileAhead:
+    """A payload met without its bundle (its first run on this host) has all its sources
+    to compile, about as long as importing them: a forked helper compiles them from the
+    last (in import order, roughly the names' order) while this process imports from the
+    first, and sends each compiled module back (`take` reads what has come), so that on a
+    second core both halves go at once. What this process reaches first it compiles
+    itself; the helper is stopped once the imports are done."""
+
+    def __init__(self, payload_dir):
+        self.pid = None
+        self.fd = None
+        self.buffer = bytearray()
+        sources = []
+        for root, dirs, files in os.walk(payload_dir):
+            dirs.sort()
+            sources.extend(os.path.join(root, name) for name in sorted(files)
+                           if name.endswith('.py'))
+        sources = [path for path in sources if path not in CODE]
+        if len(sources) < 8:
+            return
+        readable, writable = os.pipe()
+        try:
+            import fcntl
+            fcntl.fcntl(writable, fcntl.F_SETPIPE_SZ, 1 << 20)
+        except (ImportError, AttributeError, OSError):
+            pass
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(readable)
+            os.close(writable)
+            return
+        if pid == 0:
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                for fd in (readable, PROTO_IN, PROTO_OUT):
+                    os.close(fd)
+                for other in workers:
+                    other.sock.close()
+                for path in reversed(sources):
+                    with open(path, 'rb') as f:
+                        code = compile(f.read(), path, 'exec', dont_inherit=True)
+                    data = marshal.dumps((path, code))
+                    write_all(writable, struct.pack('>Q', len(data)) + data)
+            except BaseException:
+                pass
+            os._exit(0)
+        os.close(writable)
+        self.pid = pid
+        self.fd = readable
+
+    def take(self):
+        """Adds to `CODE` what the helper compiled so far."""
+        if self.fd is None:
+            return
+        while select.select([self.fd], [], [], 0)[0]:
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                break
+            self.buffer.extend(chunk)
+        while len(self.buffer) >= 8:
+            (n,) = struct.unpack('>Q', bytes(self.buffer[:8]))
+            if len(self.buffer) < 8 + n:
+                break
+            path, code = marshal.loads(bytes(self.buffer[8:8 + n]))
+            del self.buffer[:8 + n]
+            if path not in CODE:
+                CODE[path] = code
+                COMPILED[0] = True
+
+    def end(self):
+        """Takes what the helper finished (the module itself, say) and stops it."""
+        self.take()
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(self.pid, 0)
+            os.close(self.fd)
+            self.pid = self.fd = None
+
+
+# The helper compiling the payload being imported now, if any.
+COMPILING = []
 
 
 def load_bundle(payload_dir):
@@ -165,6 +256,16 @@ def add_payload(payload_dir, known):
     known.add(payload_dir)
     PAYLOAD_DIRS.append(payload_dir)
     load_bundle(payload_dir)
+    if payload_dir not in BUNDLED:
+        COMPILING.append(CompileAhead(payload_dir))
+    try:
+        import_payload(payload_dir)
+    finally:
+        while COMPILING:
+            COMPILING.pop().end()
+
+
+def import_payload(payload_dir):
     sys.path.insert(0, payload_dir)
     for name, module in list(sys.modules.items()):
         if not (name == 'ansible' or name.startswith(('ansible.', 'ansible_collections'))):
@@ -325,13 +426,40 @@ class WatchedModule(types.ModuleType):
 
 
 def watch():
-    """Makes every plain module imported here a `WatchedModule` (once: workers inherit)."""
+    """Makes every plain module imported here a `WatchedModule` (once: workers inherit),
+    and tells which of ansible's must still be compared after each call (`REBINDING`)."""
     for name, module in list(sys.modules.items()):
         if type(module) is types.ModuleType and name not in NOT_RESET:
             try:
                 module.__class__ = WatchedModule
             except TypeError:
                 pass
+        if name not in REBINDING and name.startswith(OWN_STATE):
+            code = CODE.get(getattr(module, '__file__', None) or '')
+            REBINDING[name] = code is None or rebinds_globals(code)
+
+
+# Per ansible module imported here: whether its code may rebind its own global names,
+# which no journal sees (`global x; x = ...`, or its namespace reached as a dict). Those
+# are compared after each call (`Baseline`); what the others' globals are bound to changes
+# only through their attributes, which `WatchedModule` journals. Unknown code (a module
+# not compiled here) counts as rebinding. Comparing every module after every call took a
+# fifth of a warm call.
+REBINDING = {}
+REBINDING_OPS = bytes(opcode.opmap[name] for name in ('STORE_GLOBAL', 'DELETE_GLOBAL'))
+NAMESPACE_NAMES = frozenset(['globals', 'vars', 'exec', 'eval', '__dict__'])
+
+
+def rebinds_globals(code):
+    """Whether `code` (a module's, with every function and class body in it) rebinds a
+    global name or may reach its globals as a dict. Instructions are two bytes, the
+    opcode first."""
+    operations = code.co_code[::2]
+    if any(op in operations for op in REBINDING_OPS):
+        return True
+    if not NAMESPACE_NAMES.isdisjoint(code.co_names):
+        return True
+    return any(rebinds_globals(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 class Baseline:
@@ -377,10 +505,12 @@ class Baseline:
             if name in NOT_RESET or not isinstance(module, types.ModuleType):
                 continue
             own = name.startswith(OWN_STATE)
-            if not own and type(module) is WatchedModule and name not in STDLIB_STATE:
+            watched = type(module) is WatchedModule
+            if not own and watched and name not in STDLIB_STATE:
                 continue
             space = module.__dict__
-            self.modules.append((space, tuple(space), tuple(space.values())))
+            if not (own and watched and not REBINDING.get(name, True)):
+                self.modules.append((space, tuple(space), tuple(space.values())))
             if own:
                 for key, value in space.items():
                     if type(value) in (list, dict, set) and not key.startswith('__'):
@@ -1046,6 +1176,20 @@ def run_calls(known, warmed, calls):
             workers.pop(0).close()
 
 
+# The standard library that ansible-core's module_utils import (basic and what it
+# imports: most of basic's import time), imported before the first request is read, so
+# that a runner started while its first payload is on the way (see `start_early` in
+# warm.rs) has them by the time the payload comes. A module that never needs them only
+# finds them imported, as it would after any AnsibleModule-based module.
+STDLIB_AHEAD = (
+    'argparse', 'ast', 'bisect', 'copy', 'ctypes', 'dataclasses', 'datetime', 'decimal',
+    'dis', 'encodings.idna', 'fcntl', 'fnmatch', 'gettext', 'grp', 'hashlib', 'inspect',
+    'ipaddress', 'json', 'locale', 'logging', 'numbers', 'pathlib', 'pkgutil', 'platform',
+    'pwd', 'random', 'runpy', 'shlex', 'shutil', 'string', 'subprocess', 'syslog',
+    'tempfile', 'threading', 'typing', 'unicodedata', 'urllib.parse', 'weakref', 'zlib',
+)
+
+
 def main():
     # This process only imports and forks: its collector would only slow the imports
     # down (a seventh of the runner's start). Workers collect as usual.
@@ -1054,6 +1198,11 @@ def main():
     known = set()
     warmed = set()
     sys.path = [p for p in sys.path if p not in ('', '.')]
+    for name in STDLIB_AHEAD:
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            pass
     while True:
         try:
             count = int(read_field())

@@ -15,7 +15,14 @@ use super::{Agent, child, op_error};
 use crate::input::Input;
 use crate::sys;
 
-const RUNNER: &str = include_str!("module_runner.py");
+/// The runner's script: its protocol, payloads and workers, then the reset between a
+/// worker's calls, then the call that starts it.
+const RUNNER: &str = concat!(
+    include_str!("module_runner.py"),
+    "\n\n",
+    include_str!("module_runner_reset.py"),
+    "\n\nmain()\n"
+);
 
 /// One warm interpreter: its pipes, and the child to reap when the session ends.
 pub struct Runner {

@@ -152,7 +152,6 @@ fn compress(state: &mut [u32; 8], block: &[u8; 64]) {
     }
 }
 
-#[cfg(test)]
 pub fn digest(data: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(data);

@@ -38,11 +38,20 @@ pub fn run_modules(agent: &mut Agent, specs: Vec<RunModule>) -> Vec<Result<OpRes
     let mut results: Vec<Option<Result<OpResult, OpError>>> = Vec::new();
     // The new-style modules waiting for the runner: (index, ready, spec).
     let mut pending: Vec<(usize, Ready)> = Vec::new();
+    let mut started_early = false;
     for (index, spec) in specs.iter().enumerate() {
         results.push(None);
         let ready = match prepare(agent, spec) {
             Ok(Some(ready)) => ready,
             Ok(None) => {
+                // The payload comes back with the files: the runner starts meanwhile.
+                if !started_early
+                    && let ModuleStyle::NewStyle { .. } = spec.style
+                    && let Some(interpreter) = find_interpreter(&spec.interpreters)
+                {
+                    warm::start_early(agent, &interpreter);
+                    started_early = true;
+                }
                 results[index] = Some(Ok(OpResult::NeedContent));
                 continue;
             }

@@ -29,6 +29,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import marshal
+import opcode
 import os
 import select
 import signal
@@ -96,10 +97,100 @@ class CachingLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname):
         path = self.get_filename(fullname)
         code = CODE.get(path)
+        if code is None and COMPILING:
+            COMPILING[0].take()
+            code = CODE.get(path)
         if code is None:
             code = CODE[path] = self.source_to_code(self.get_data(path), path)
             COMPILED[0] = True
         return code
+
+
+class CompileAhead:
+    """A payload met without its bundle (its first run on this host) has all its sources
+    to compile, about as long as importing them: a forked helper compiles them from the
+    last (in import order, roughly the names' order) while this process imports from the
+    first, and sends each compiled module back (`take` reads what has come), so that on a
+    second core both halves go at once. What this process reaches first it compiles
+    itself; the helper is stopped once the imports are done."""
+
+    def __init__(self, payload_dir):
+        self.pid = None
+        self.fd = None
+        self.buffer = bytearray()
+        sources = []
+        for root, dirs, files in os.walk(payload_dir):
+            dirs.sort()
+            sources.extend(os.path.join(root, name) for name in sorted(files)
+                           if name.endswith('.py'))
+        sources = [path for path in sources if path not in CODE]
+        if len(sources) < 8:
+            return
+        readable, writable = os.pipe()
+        try:
+            import fcntl
+            fcntl.fcntl(writable, fcntl.F_SETPIPE_SZ, 1 << 20)
+        except (ImportError, AttributeError, OSError):
+            pass
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(readable)
+            os.close(writable)
+            return
+        if pid == 0:
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                for fd in (readable, PROTO_IN, PROTO_OUT):
+                    os.close(fd)
+                for other in workers:
+                    other.sock.close()
+                for path in reversed(sources):
+                    with open(path, 'rb') as f:
+                        code = compile(f.read(), path, 'exec', dont_inherit=True)
+                    data = marshal.dumps((path, code))
+                    write_all(writable, struct.pack('>Q', len(data)) + data)
+            except BaseException:
+                pass
+            os._exit(0)
+        os.close(writable)
+        self.pid = pid
+        self.fd = readable
+
+    def take(self):
+        """Adds to `CODE` what the helper compiled so far."""
+        if self.fd is None:
+            return
+        while select.select([self.fd], [], [], 0)[0]:
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                break
+            self.buffer.extend(chunk)
+        while len(self.buffer) >= 8:
+            (n,) = struct.unpack('>Q', bytes(self.buffer[:8]))
+            if len(self.buffer) < 8 + n:
+                break
+            path, code = marshal.loads(bytes(self.buffer[8:8 + n]))
+            del self.buffer[:8 + n]
+            if path not in CODE:
+                CODE[path] = code
+                COMPILED[0] = True
+
+    def end(self):
+        """Takes what the helper finished (the module itself, say) and stops it."""
+        self.take()
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(self.pid, 0)
+            os.close(self.fd)
+            self.pid = self.fd = None
+
+
+# The helper compiling the payload being imported now, if any.
+COMPILING = []
 
 
 def load_bundle(payload_dir):
@@ -165,6 +256,16 @@ def add_payload(payload_dir, known):
     known.add(payload_dir)
     PAYLOAD_DIRS.append(payload_dir)
     load_bundle(payload_dir)
+    if payload_dir not in BUNDLED:
+        COMPILING.append(CompileAhead(payload_dir))
+    try:
+        import_payload(payload_dir)
+    finally:
+        while COMPILING:
+            COMPILING.pop().end()
+
+
+def import_payload(payload_dir):
     sys.path.insert(0, payload_dir)
     for name, module in list(sys.modules.items()):
         if not (name == 'ansible' or name.startswith(('ansible.', 'ansible_collections'))):
@@ -271,271 +372,6 @@ def learn(names):
                 pass
 
 
-# Modules that keep process-wide state no reset reaches (a D-Bus connection cached in
-# module_utils, libdnf's global logger, FreeIPA's API object): a worker per call.
-ALONE = frozenset([
-    'ansible.builtin.dnf', 'ansible.legacy.dnf', 'ansible.builtin.dnf5', 'ansible.legacy.dnf5',
-    'ansible_collections.ansible.posix.plugins.modules.firewalld',
-    'ansible_collections.ansible.posix.plugins.modules.firewalld_info',
-])
-
-
-def runs_alone(fqn):
-    return (fqn in ALONE or fqn.startswith('ansible_collections.freeipa.')
-            or fqn.endswith(('.dnf', '.dnf5')))
-
-
-# Modules whose every global name is checked after a call, and whose containers (lists,
-# dicts, sets bound to a global name) are put back: ansible-core's and the collections'
-# module_utils, which keep a call's arguments, warnings and deprecations there. Other
-# modules are watched (`WatchedModule`) instead: what a call sets on them from outside is
-# undone, while what they rebind inside themselves (the standard library's own caches,
-# as tempfile's name sequence) stays, as in any process that used them before; but for
-# the standard library's modules whose functions set process-wide defaults in their own
-# globals (`urllib.request.install_opener`, `mimetypes.init`...), whose global names are
-# checked too.
-OWN_STATE = ('ansible.', 'ansible_collections.')
-STDLIB_STATE = frozenset([
-    'urllib.request', 'mimetypes', 'http.client', 'http.cookiejar', 'ssl', 'socket',
-    'tempfile', 'subprocess', 'shutil', 'os', 'sys', 'warnings', 'logging', 'json',
-    'locale', 'codecs', 'email.charset', 'xml.sax', 'ftplib', 'smtplib',
-])
-# Never put back: this runner's own state.
-NOT_RESET = frozenset(['__main__', '__mp_main__'])
-UNSET = object()
-# While a worker's call runs: what it set or deleted on a watched module, as
-# (namespace, name, the value before or UNSET), undone in reverse after the call.
-JOURNAL = []
-WATCHING = [False]
-
-
-class WatchedModule(types.ModuleType):
-    """A module whose attributes set or deleted from outside (`json.x = 1`, a mock's
-    setattr, `sys.stdout = ...`) are journaled while a call runs."""
-
-    def __setattr__(self, name, value):
-        if WATCHING[0]:
-            JOURNAL.append((self.__dict__, name, self.__dict__.get(name, UNSET)))
-        types.ModuleType.__setattr__(self, name, value)
-
-    def __delattr__(self, name):
-        if WATCHING[0]:
-            JOURNAL.append((self.__dict__, name, self.__dict__.get(name, UNSET)))
-        types.ModuleType.__delattr__(self, name)
-
-
-def watch():
-    """Makes every plain module imported here a `WatchedModule` (once: workers inherit)."""
-    for name, module in list(sys.modules.items()):
-        if type(module) is types.ModuleType and name not in NOT_RESET:
-            try:
-                module.__class__ = WatchedModule
-            except TypeError:
-                pass
-
-
-class Baseline:
-    """What a worker is before its first call, and puts back after each: the working
-    directory, umask, environment, signal handlers and mask, what was set on modules from
-    outside them, ansible's module globals and containers, sys's hooks and streams, the
-    locale. What it cannot put back (threads, file descriptors left open, imports,
-    identity, process group, closed standard streams) makes the worker retire after the
-    call."""
-
-    def __init__(self):
-        self.cwd = os.getcwd()
-        self.umask = os.umask(0o022)
-        os.umask(self.umask)
-        self.environ = dict(os.environ)
-        # What os.environ keeps (encoded), to compare at C speed after each call.
-        self.environ_data = dict(getattr(os.environ, '_data', self.environ))
-        # The raw handlers (`signal.getsignal` makes an enum of each, ten times slower).
-        self.signals = {}
-        for number in signal.valid_signals():
-            try:
-                self.signals[number] = _signal.getsignal(number)
-            except (OSError, ValueError):
-                pass
-        self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
-        self.recursion = sys.getrecursionlimit()
-        self.collector = (gc.isenabled(), gc.get_threshold())
-        self.timeout = socket.getdefaulttimeout()
-        self.limits = {}
-        if resource is not None:
-            for name in dir(resource):
-                if name.startswith('RLIMIT_'):
-                    number = getattr(resource, name)
-                    self.limits[number] = resource.getrlimit(number)
-        self.locale = None
-        if 'locale' in sys.modules:
-            import locale
-            self.locale = locale.setlocale(locale.LC_ALL)
-        self.names = set(sys.modules)
-        self.modules = []
-        self.containers = []
-        for name, module in list(sys.modules.items()):
-            if name in NOT_RESET or not isinstance(module, types.ModuleType):
-                continue
-            own = name.startswith(OWN_STATE)
-            if not own and type(module) is WatchedModule and name not in STDLIB_STATE:
-                continue
-            space = module.__dict__
-            self.modules.append((space, tuple(space), tuple(space.values())))
-            if own:
-                for key, value in space.items():
-                    if type(value) in (list, dict, set) and not key.startswith('__'):
-                        self.containers.append((value, value.copy()))
-        for value in (sys.path, sys.meta_path, sys.path_hooks, sys.path_importer_cache):
-            self.containers.append((value, value.copy()))
-        warnings = sys.modules.get('warnings')
-        if warnings is not None:
-            self.containers.append((warnings.filters, warnings.filters.copy()))
-        logging = sys.modules.get('logging')
-        if logging is not None:
-            self.containers.append((logging.root.handlers, logging.root.handlers.copy()))
-            self.containers.append((logging.root.__dict__, logging.root.__dict__.copy()))
-            manager = logging.Logger.manager
-            self.containers.append((manager.loggerDict, manager.loggerDict.copy()))
-            self.containers.append((manager.__dict__, manager.__dict__.copy()))
-        fds = open_fds()
-        self.fds = None if fds is None else {fd for fd in fds if is_open(fd)}
-        self.identity = self.who()
-        self.streams = self.stream_settings()
-
-    @staticmethod
-    def who():
-        return (os.getresuid(), os.getresgid(), os.getgroups(), os.getpgrp(), os.getsid(0),
-                os.getpriority(os.PRIO_PROCESS, 0))
-
-    @staticmethod
-    def stream_settings():
-        return [(getattr(f, 'encoding', None), getattr(f, 'errors', None),
-                 getattr(f, 'line_buffering', None))
-                for f in (sys.__stdin__, sys.__stdout__, sys.__stderr__)]
-
-    def imported(self):
-        return [name for name in sys.modules if name not in self.names]
-
-    def restore(self):
-        """Puts the process back; False when what the call left cannot be put back."""
-        whole = True
-        try:
-            os.chdir(self.cwd)
-        except OSError:
-            whole = False
-        os.umask(self.umask)
-        if getattr(os.environ, '_data', os.environ) != self.environ_data:
-            zone = os.environ.get('TZ')
-            os.environ.clear()
-            os.environ.update(self.environ)
-            if zone != os.environ.get('TZ'):
-                time.tzset()
-        if socket.getdefaulttimeout() != self.timeout:
-            socket.setdefaulttimeout(self.timeout)
-        for number, limits in self.limits.items():
-            if resource.getrlimit(number) != limits:
-                try:
-                    resource.setrlimit(number, limits)
-                except (OSError, ValueError):
-                    whole = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        for number, handler in self.signals.items():
-            try:
-                now = _signal.getsignal(number)
-                if now is not handler and now != handler:
-                    if handler is None:
-                        whole = False
-                    else:
-                        signal.signal(number, handler)
-            except (OSError, ValueError):
-                whole = False
-        signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
-        for space, name, before in reversed(JOURNAL):
-            if before is UNSET:
-                space.pop(name, None)
-            else:
-                space[name] = before
-        del JOURNAL[:]
-        for space, keys, values in self.modules:
-            if len(space) != len(keys) or tuple(space.values()) != values:
-                self.put_back(space, keys, values)
-        for value, saved in self.containers:
-            if value != saved:
-                if type(value) is list:
-                    value[:] = saved
-                else:
-                    value.clear()
-                    value.update(saved)
-        warnings = sys.modules.get('warnings')
-        if warnings is not None and hasattr(warnings, '_filters_mutated'):
-            warnings._filters_mutated()
-        if sys.getrecursionlimit() != self.recursion:
-            sys.setrecursionlimit(self.recursion)
-        if (gc.isenabled(), gc.get_threshold()) != self.collector:
-            gc.enable() if self.collector[0] else gc.disable()
-            gc.set_threshold(*self.collector[1])
-        sys.settrace(None)
-        sys.setprofile(None)
-        if self.locale is not None:
-            import locale
-            try:
-                if locale.setlocale(locale.LC_ALL) != self.locale:
-                    locale.setlocale(locale.LC_ALL, self.locale)
-            except locale.Error:
-                whole = False
-        for stream in (sys.stdin, sys.stdout, sys.stderr):
-            if getattr(stream, 'closed', True):
-                whole = False
-        if self.stream_settings() != self.streams:
-            # A stream reconfigured in place (its encoding, errors, buffering).
-            whole = False
-        if self.who() != self.identity:
-            whole = False
-        try:
-            if len(os.listdir('/proc/self/task')) > 1:
-                whole = False
-        except OSError:
-            pass
-        if self.stray_fds():
-            # Objects the call dropped may still hold theirs until collected.
-            gc.collect()
-            if self.stray_fds():
-                whole = False
-        return whole
-
-    def stray_fds(self):
-        """Whether file descriptors were left open, or ours closed."""
-        now = open_fds()
-        if self.fds is None or now is None:
-            return False
-        return not self.fds <= now or any(is_open(fd) for fd in now - self.fds)
-
-    @staticmethod
-    def put_back(space, keys, values):
-        wanted = dict(zip(keys, values))
-        for key in [k for k in space if k not in wanted]:
-            del space[key]
-        for key, value in wanted.items():
-            if space.get(key, UNSET) is not value:
-                space[key] = value
-
-
-def open_fds():
-    """The numbers of the open file descriptors (and of the one listing them)."""
-    try:
-        return set(os.listdir('/proc/self/fd'))
-    except OSError:
-        return None
-
-
-def is_open(fd):
-    try:
-        os.fstat(int(fd))
-        return True
-    except OSError:
-        return False
-
-
 class Call:
     """One module call of a request."""
 
@@ -625,53 +461,6 @@ def run_call(payload_dir, fqn, profile, args, env):
     except BaseException:
         traceback.print_exc()
         return 1
-
-
-class CallExits:
-    """What a call registers with atexit, run when the call ends, as it would have run when
-    its process ended (AnsibleModule's temp directory goes so). The runner's own callbacks
-    are dropped: they are not a call's. Callbacks of the standard library's machinery
-    (weakref's finalizers, logging, threads, executors), which mark the whole process as
-    shutting down once run, are not run: a worker's os._exit never runs them either. A
-    call that registered past the wrapper (with an `atexit.register` bound before it) has
-    all of those run, and its worker retires (`whole` is False)."""
-
-    MACHINERY = frozenset(['weakref', 'logging', 'threading', 'concurrent', 'multiprocessing'])
-
-    def __init__(self):
-        import atexit
-        self.atexit = atexit
-        self.real = (atexit.register, atexit.unregister)
-        atexit._clear()
-        self.registered = []
-        self.whole = True
-        atexit.register = self.register
-        atexit.unregister = self.unregister
-
-    def register(self, func, *args, **kwargs):
-        self.registered.append((func, args, kwargs))
-        return func
-
-    def unregister(self, func):
-        self.registered[:] = [r for r in self.registered if r[0] != func]
-        self.real[1](func)
-
-    def run(self):
-        while self.registered:
-            func, args, kwargs = self.registered.pop()
-            module = getattr(func, '__module__', None) or ''
-            if module.partition('.')[0] in self.MACHINERY:
-                continue
-            try:
-                func(*args, **kwargs)
-            except BaseException:
-                traceback.print_exc()
-        if self.atexit._ncallbacks():
-            self.whole = False
-            try:
-                self.atexit._run_exitfuncs()
-            except BaseException:
-                pass
 
 
 # Calls a worker runs before it retires, so that what no reset reaches (memory a module
@@ -1046,6 +835,20 @@ def run_calls(known, warmed, calls):
             workers.pop(0).close()
 
 
+# The standard library that ansible-core's module_utils import (basic and what it
+# imports: most of basic's import time), imported before the first request is read, so
+# that a runner started while its first payload is on the way (see `start_early` in
+# warm.rs) has them by the time the payload comes. A module that never needs them only
+# finds them imported, as it would after any AnsibleModule-based module.
+STDLIB_AHEAD = (
+    'argparse', 'ast', 'bisect', 'copy', 'ctypes', 'dataclasses', 'datetime', 'decimal',
+    'dis', 'encodings.idna', 'fcntl', 'fnmatch', 'gettext', 'grp', 'hashlib', 'inspect',
+    'ipaddress', 'json', 'locale', 'logging', 'numbers', 'pathlib', 'pkgutil', 'platform',
+    'pwd', 'random', 'runpy', 'shlex', 'shutil', 'string', 'subprocess', 'syslog',
+    'tempfile', 'threading', 'typing', 'unicodedata', 'urllib.parse', 'weakref', 'zlib',
+)
+
+
 def main():
     # This process only imports and forks: its collector would only slow the imports
     # down (a seventh of the runner's start). Workers collect as usual.
@@ -1054,6 +857,11 @@ def main():
     known = set()
     warmed = set()
     sys.path = [p for p in sys.path if p not in ('', '.')]
+    for name in STDLIB_AHEAD:
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            pass
     while True:
         try:
             count = int(read_field())
@@ -1077,6 +885,3 @@ def main():
                 start = end
         # What the calls taught this process, compiled, for the next runs.
         save_bundles()
-
-
-main()

@@ -15,7 +15,14 @@ use super::{Agent, child, op_error};
 use crate::input::Input;
 use crate::sys;
 
-const RUNNER: &str = include_str!("module_runner.py");
+/// The runner's script: its protocol, payloads and workers, then the reset between a
+/// worker's calls, then the call that starts it.
+const RUNNER: &str = concat!(
+    include_str!("module_runner.py"),
+    "\n\n",
+    include_str!("module_runner_reset.py"),
+    "\n\nmain()\n"
+);
 
 /// One warm interpreter: its pipes, and the child to reap when the session ends.
 pub struct Runner {
@@ -150,15 +157,11 @@ fn warm_runner(agent: &mut Agent, interpreter: &str) -> Result<usize, OpError> {
     {
         return Ok(i);
     }
-    // The runner moves its pipes to fds 3 and 4 and points 0 and 1 at /dev/null, so a
-    // module's stray read or print never touches the requests.
-    let bootstrap = format!(
-        "import os\nos.dup2(0, 3)\nos.dup2(1, 4)\nn = os.open(os.devnull, os.O_RDWR)\n\
-         os.dup2(n, 0)\nos.dup2(n, 1)\nos.close(n)\n{RUNNER}"
-    );
     let mut child = Command::new(interpreter)
         .arg("-c")
-        .arg(bootstrap)
+        .arg(BOOTSTRAP)
+        .arg(runner_code_path(agent))
+        .arg(RUNNER)
         .current_dir(&agent.home)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -179,6 +182,69 @@ fn warm_runner(agent: &mut Agent, interpreter: &str) -> Result<usize, OpError> {
         output,
     });
     Ok(agent.runners.len() - 1)
+}
+
+/// Starts the warm runner of `interpreter` ahead of its first request (while the
+/// controller sends a payload the agent lacked), so that the interpreter's start and its
+/// standard-library imports overlap that round trip. A runner that cannot start fails
+/// the request that needs it, not this.
+pub fn start_early(agent: &mut Agent, interpreter: &str) {
+    let _ = warm_runner(agent, interpreter);
+}
+
+/// Runs the runner (`sys.argv[2]`) from its code compiled once per interpreter version
+/// and kept at `sys.argv[1]` + its cache tag: compiling it took a third of the runner's
+/// start (its imports the rest). It moves its pipes to fds 3 and 4 and points 0 and 1 at /dev/null, so a module's
+/// stray read or print never touches the requests.
+const BOOTSTRAP: &str = "import os, sys
+# `-c` puts the working directory (the home) first: nothing is imported from there.
+sys.path[:] = [p for p in sys.path if p not in ('', '.')]
+os.dup2(0, 3)
+os.dup2(1, 4)
+_null = os.open(os.devnull, os.O_RDWR)
+os.dup2(_null, 0)
+os.dup2(_null, 1)
+os.close(_null)
+
+
+def _runner_code(prefix, source):
+    import marshal, importlib.util
+    path = '%s.%s' % (prefix, sys.implementation.cache_tag)
+    head = importlib.util.MAGIC_NUMBER + b'turbo-play runner\\n'
+    try:
+        with open(path, 'rb') as f:
+            data = f.read()
+        if data.startswith(head):
+            return marshal.loads(data[len(head):])
+    except Exception:
+        pass
+    code = compile(source, '<turbo-play runner>', 'exec')
+    staging = '%s.%d' % (path, os.getpid())
+    try:
+        with open(staging, 'wb') as f:
+            f.write(head + marshal.dumps(code))
+        os.replace(staging, path)
+    except OSError:
+        try:
+            os.unlink(staging)
+        except OSError:
+            pass
+    return code
+
+
+_code = _runner_code(sys.argv[1], sys.argv[2])
+del _null, _runner_code, sys.argv[1:]
+exec(_code)
+";
+
+/// Where the runner's compiled code is kept: beside the agent, named by the runner's
+/// digest (the agent's own code, the same for every module).
+fn runner_code_path(agent: &Agent) -> std::path::PathBuf {
+    let digest = crate::sha256::digest(RUNNER.as_bytes());
+    agent.expand(&format!(
+        "~/.cache/turbo-play/runner-{}",
+        crate::md::hex(&digest[..8])
+    ))
 }
 
 /// Sends one request to the runner and reads its answers into `answers` until it holds

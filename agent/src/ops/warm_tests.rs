@@ -471,3 +471,90 @@ fn what_a_call_registers_with_atexit_runs_when_the_call_ends_and_only_then() {
     };
     assert_eq!(pid(2), pid(3));
 }
+
+#[test]
+fn module_utils_globals_a_call_rebinds_or_sets_are_put_back_for_the_next_call() {
+    if !python() {
+        return;
+    }
+    let home = TempDir::new();
+    let mut a = agent(home.path());
+    // Imported by the runner up front (a payload with `basic`): `counter` rebinds its
+    // global from inside (`global`), `namespace` through `globals()`, and `plain`'s is
+    // set from outside; every call must find all three as the first did, in one worker.
+    let module = "import os\n\
+                  from ansible.module_utils import counter, namespace, plain\n\
+                  print(counter.bump(), namespace.mark(), plain.STATE, os.getpid())\n\
+                  plain.STATE = 'dirty'\n";
+    let mut payload = payload(module, 29);
+    let extra = [
+        ("ansible/module_utils/basic.py", ""),
+        (
+            "ansible/module_utils/counter.py",
+            "COUNT = 0\ndef bump():\n    global COUNT\n    COUNT += 1\n    return COUNT\n",
+        ),
+        (
+            "ansible/module_utils/namespace.py",
+            "X = 'clean'\ndef mark():\n    before = X\n    globals()['X'] = 'dirty'\n    return before\n",
+        ),
+        ("ansible/module_utils/plain.py", "STATE = 'clean'\n"),
+    ];
+    let files = payload.files.as_mut().unwrap();
+    for (path, data) in extra {
+        files.push(turbo_proto::PayloadFile {
+            path: path.into(),
+            data: data.as_bytes().to_vec(),
+            executable: false,
+        });
+    }
+    let spec = request(payload, None);
+    let runs = batch(&mut a, (0..4).map(|n| with_x(&spec, n)).collect());
+    let mut pids = Vec::new();
+    for run in &runs {
+        assert_eq!(run.rc, 0, "{}", text(&run.stderr));
+        let out = text(&run.stdout);
+        let words: Vec<&str> = out.split_whitespace().collect();
+        assert_eq!(words[..3], ["1", "clean", "clean"], "{out}");
+        pids.push(words[3].to_string());
+    }
+    assert_eq!(
+        pids[1..],
+        [pids[1].clone(), pids[1].clone(), pids[1].clone()]
+    );
+}
+
+#[test]
+fn the_runner_compiles_itself_once_and_imports_nothing_from_the_home() {
+    if !python() {
+        return;
+    }
+    let home = TempDir::new();
+    // The runner starts in the home: a `json.py` there must not stand in for the
+    // standard library's (the runner and ansible's module_utils import json).
+    std::fs::write(
+        home.join("json.py"),
+        "raise SystemExit('the home json.py')\n",
+    )
+    .unwrap();
+    let spec = request(payload("import json\nprint(json.dumps({}))\n", 30), None);
+    let mut a = agent(home.path());
+    assert_eq!(batch(&mut a, vec![spec.clone()])[0].stdout, b"{}\n");
+    a.runners.clear();
+    let cache = home.join(".cache/turbo-play");
+    let compiled: Vec<std::path::PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("runner-"))
+        })
+        .collect();
+    assert_eq!(compiled.len(), 1, "{compiled:?}");
+    // A damaged copy is compiled again and replaced.
+    std::fs::write(&compiled[0], b"not code").unwrap();
+    let mut b = agent(home.path());
+    assert_eq!(batch(&mut b, vec![spec])[0].stdout, b"{}\n");
+    b.runners.clear();
+    assert_ne!(std::fs::read(&compiled[0]).unwrap(), b"not code");
+}

@@ -75,11 +75,21 @@ impl Loader<'_> {
                 } else {
                     name.clone()
                 };
-                let resolved = self
-                    .resolve_defaults_action(&qualified, true, role_dir.as_deref())
-                    .map_err(|message| self.err(key.span, message, None))?;
-                if let Some(fqcn) = resolved {
-                    put(DefaultsEntry::action(fqcn, defaults.clone()));
+                match self.resolve_defaults_action(&qualified, true, role_dir.as_deref()) {
+                    Ok(Some(fqcn)) => put(DefaultsEntry::action(fqcn, defaults.clone())),
+                    Ok(None) => {}
+                    // Checked again once the play's roles are loaded (see
+                    // `check_unresolved_defaults`); a library module would be this.
+                    Err(message) if qualified.starts_with("ansible.legacy.") => {
+                        let error = self.err(key.span, message, None);
+                        let short = qualified["ansible.legacy.".len()..].to_string();
+                        self.shared
+                            .unresolved_defaults
+                            .borrow_mut()
+                            .push((short, error));
+                        put(DefaultsEntry::action(qualified.clone(), defaults.clone()));
+                    }
+                    Err(message) => return Err(self.err(key.span, message, None)),
                 }
                 if let Some(short) = qualified.strip_prefix("ansible.legacy.")
                     && let Ok(Some(fqcn)) = self.resolve_defaults_action(
@@ -127,18 +137,9 @@ impl Loader<'_> {
         };
         match found {
             Some(found) => Ok(Some(found.fqcn)),
-            // A role loaded so far may have it in its `library/`, which Ansible's module
-            // loader searches from the role's load on.
-            None if name.strip_prefix("ansible.legacy.").is_some_and(|short| {
-                let libraries: Vec<std::path::PathBuf> = self
-                    .shared
-                    .plugins
-                    .roots()
-                    .iter()
-                    .map(|root| root.join("library"))
-                    .collect();
-                crate::modules::python::finding::library_module(short, &libraries).is_some()
-            }) =>
+            None if name
+                .strip_prefix("ansible.legacy.")
+                .is_some_and(|short| self.in_a_role_library(short)) =>
             {
                 Ok(Some(name.to_string()))
             }
@@ -147,6 +148,31 @@ impl Loader<'_> {
             )),
             None => Ok(None),
         }
+    }
+
+    /// Whether a role loaded so far has module `short` in its `library/`, which Ansible's
+    /// module loader searches from the role's load on.
+    fn in_a_role_library(&self, short: &str) -> bool {
+        let libraries: Vec<std::path::PathBuf> = self
+            .shared
+            .plugins
+            .roots()
+            .iter()
+            .map(|root| root.join("library"))
+            .collect();
+        crate::modules::python::finding::library_module(short, &libraries).is_some()
+    }
+
+    /// The `module_defaults` names no library had when read, checked once the play's
+    /// roles are loaded: one still found nowhere fails the load, as in Ansible.
+    pub(super) fn check_unresolved_defaults(&self) -> Result<(), LoadError> {
+        let pending = std::mem::take(&mut *self.shared.unresolved_defaults.borrow_mut());
+        for (short, error) in pending {
+            if !self.in_a_role_library(&short) {
+                return Err(error);
+            }
+        }
+        Ok(())
     }
 
     /// Action group `name` (short names are ansible.builtin's) and the FQCNs of its

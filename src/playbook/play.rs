@@ -199,10 +199,17 @@ impl Loader<'_> {
         self.shared.start_play();
         let [pre, main, post, own_handlers, roles] = sections;
         let pre = self.section(pre, "pre_tasks", &top)?;
-        let roles = match roles {
+        let mut roles = match roles {
             Some(v) => self.play_roles(v)?,
             None => Vec::new(),
         };
+        // The play's module_defaults are its roles' too (what an include in them loads
+        // included).
+        if !top.keywords.module_defaults.is_empty() {
+            for task in &mut roles {
+                task.under_module_defaults(&top.keywords.module_defaults);
+            }
+        }
         let main = self.section(main, "tasks", &top)?;
         let post = self.section(post, "post_tasks", &top)?;
         let as_handlers = Inherited {
@@ -211,6 +218,7 @@ impl Loader<'_> {
             ..Inherited::default()
         };
         let handlers = self.section(own_handlers, "handlers", &as_handlers)?;
+        self.check_unresolved_defaults()?;
         // Ansible runs roles after pre_tasks and before tasks, and flushes handlers after
         // pre_tasks and after tasks (post_tasks' notifications run at the play's end).
         // A flush with nothing before it (or nothing after) changes nothing: left out.

@@ -22,6 +22,10 @@ pub(super) struct Shared {
     /// Files and role directories being loaded, outermost first.
     pub(super) importing: RefCell<Vec<PathBuf>>,
     pub(super) play: RefCell<PlayRoles>,
+    /// `module_defaults` names (short) no library had yet when read, each with its
+    /// error: a role the play loads later may bring the module in its `library/`, as
+    /// Ansible's loader has the play's roles before it resolves them.
+    pub(super) unresolved_defaults: RefCell<Vec<(String, crate::yaml::LoadError)>>,
     /// Parse the files of dynamic includes whose names are literal, for their load errors;
     /// off when the executor loads an included file (it parses each file once, on use).
     pub(super) check_includes: bool,
@@ -74,6 +78,7 @@ impl Shared {
             default_no_log: options.default_no_log,
             importing: RefCell::new(Vec::new()),
             play: RefCell::new(PlayRoles::default()),
+            unresolved_defaults: RefCell::new(Vec::new()),
             check_includes: true,
         }
     }

@@ -152,3 +152,40 @@ fn groups_and_plugins_ansible_cannot_resolve_fail_the_load() {
         assert_eq!(out.recaps().len(), 0, "nothing ran: {}", out.stdout);
     }
 }
+
+/// ansible-playbook 2.21.5: the play's module_defaults reach the tasks of its `roles:`
+/// (and what they include), and may name a module only a role's `library/` has, which
+/// the play loads after reading them.
+#[test]
+fn play_defaults_reach_its_roles_and_may_name_their_library_modules() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .file("roles/r/library/rmod.py", "# a module of the role's own\n")
+        .file(
+            "roles/r/tasks/main.yml",
+            "- ping:\n  register: x\n- include_tasks: inc.yml\n- rmod:\n  when: false\n",
+        )
+        .file("roles/r/tasks/inc.yml", "- ping:\n  register: y\n")
+        .playbook(
+            r#"- hosts: all
+  gather_facts: false
+  module_defaults:
+    ping: {data: dflt}
+    rmod: {a: 1}
+  roles: [r]
+  tasks:
+    - assert:
+        that: [x.ping == 'dflt', y.ping == 'dflt']
+"#,
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(0);
+    let recap = out.recap("h");
+    assert_eq!(
+        (recap.ok, recap.failed, recap.skipped),
+        (4, 0, 1),
+        "{}",
+        out.stdout
+    );
+}

@@ -32,7 +32,7 @@ static NEXT_RUNTIME_BLOCK: std::sync::atomic::AtomicUsize =
 /// What an `include_tasks`/`include_role` task needs to load its tasks when the executor
 /// reaches it. The task itself carries the loop, `when`, `vars` (as include params) and
 /// the raw file or role arguments, which the executor templates per host.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct DynamicInclude {
     /// What the included tasks inherit: the blocks, conditions, tags, vars and role
     /// around the include (not the include's own keywords, as in Ansible), plus `apply:`.
@@ -124,12 +124,6 @@ pub(super) fn tasks_file_candidates(
 }
 
 impl DynamicInclude {
-    /// `levels` of module_defaults outside those the included tasks take on.
-    pub(super) fn under_module_defaults(&mut self, levels: &[super::ModuleDefaultsLevel]) {
-        let own = &mut self.children.keywords.module_defaults;
-        own.splice(0..0, levels.iter().cloned());
-    }
-
     /// The file an `include_tasks` names (already templated), as found from the file
     /// that includes it; the error names every place it looked.
     pub fn find_tasks_file(&self, written: &str, including: &Path) -> Result<PathBuf, String> {

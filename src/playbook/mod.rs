@@ -466,17 +466,6 @@ impl Task {
 }
 
 impl Task {
-    /// `levels` of module_defaults outside the task's own (the play's, for a task of its
-    /// `roles:`), for the task and for what it includes.
-    pub(super) fn under_module_defaults(&mut self, levels: &[ModuleDefaultsLevel]) {
-        self.keywords
-            .module_defaults
-            .splice(0..0, levels.iter().cloned());
-        if let Some(include) = &mut self.include {
-            Arc::make_mut(include).under_module_defaults(levels);
-        }
-    }
-
     /// A task with every keyword at its default, for tasks the executor makes itself
     /// (Gathering Facts); the loader sets every field from the YAML instead.
     pub fn new(

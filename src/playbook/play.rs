@@ -199,17 +199,16 @@ impl Loader<'_> {
         self.shared.start_play();
         let [pre, main, post, own_handlers, roles] = sections;
         let pre = self.section(pre, "pre_tasks", &top)?;
-        let mut roles = match roles {
-            Some(v) => self.play_roles(v)?,
+        // The play's run keywords (become, no_log, timeout, module_defaults...) are its
+        // roles' too, as the tasks'; its `collections` are not.
+        let around_roles = Inherited {
+            keywords: top.keywords.clone(),
+            ..Inherited::default()
+        };
+        let roles = match roles {
+            Some(v) => self.play_roles(v, &around_roles)?,
             None => Vec::new(),
         };
-        // The play's module_defaults are its roles' too (what an include in them loads
-        // included).
-        if !top.keywords.module_defaults.is_empty() {
-            for task in &mut roles {
-                task.under_module_defaults(&top.keywords.module_defaults);
-            }
-        }
         let main = self.section(main, "tasks", &top)?;
         let post = self.section(post, "post_tasks", &top)?;
         let as_handlers = Inherited {

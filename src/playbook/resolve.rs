@@ -139,7 +139,7 @@ impl Loader<'_> {
             for candidate in candidates {
                 let step = match candidate.strip_prefix("ansible.legacy.") {
                     Some(short) => self.legacy_step(kind, short, role_dir, warn)?,
-                    None => self.fq_step(kind, &candidate, role_dir, warn)?,
+                    None => self.fq_step(kind, &candidate, warn)?,
                 };
                 if !matches!(step, Step::NotFound) {
                     return Ok(step);
@@ -212,17 +212,11 @@ impl Loader<'_> {
         {
             return Ok(Step::NotFound);
         }
-        self.fq_step(kind, &format!("ansible.builtin.{name}"), role_dir, warn)
+        self.fq_step(kind, &format!("ansible.builtin.{name}"), warn)
     }
 
     /// A fully qualified name: its collection's routing, then its file.
-    fn fq_step(
-        &self,
-        kind: RouteKind,
-        fqcn: &str,
-        _role_dir: Option<&Path>,
-        warn: bool,
-    ) -> Result<Step, String> {
+    fn fq_step(&self, kind: RouteKind, fqcn: &str, warn: bool) -> Result<Step, String> {
         let Some((collection, resource)) = split(fqcn) else {
             return Ok(Step::NotFound);
         };

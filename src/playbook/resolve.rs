@@ -54,6 +54,17 @@ pub(super) struct Resolved {
     pub(super) action_plugin: Option<String>,
 }
 
+/// What a walk depends on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct ResolveKey {
+    kind: RouteKind,
+    name: String,
+    collections: Vec<String>,
+    role_dir: Option<std::path::PathBuf>,
+    playbook_dir: std::path::PathBuf,
+    generation: u64,
+}
+
 enum Step {
     Found(Resolved),
     Redirect(String),
@@ -80,6 +91,36 @@ impl Loader<'_> {
     /// deprecations shown when `warn`). `Err` is Ansible's message for a removed plugin,
     /// a redirect loop or a redirect that is no FQCN.
     pub(super) fn resolve_plugin(
+        &self,
+        kind: RouteKind,
+        name: &str,
+        collections: &[String],
+        role_dir: Option<&Path>,
+        warn: bool,
+    ) -> Result<Option<Resolved>, String> {
+        // Every task asks, most for the same few names: one walk per name and search path
+        // (the playbook's directory, the role's; a role or plugin directory joining the
+        // catalog changes its generation).
+        let key = ResolveKey {
+            kind,
+            name: name.to_string(),
+            collections: collections.to_vec(),
+            role_dir: role_dir.map(Path::to_path_buf),
+            playbook_dir: self.playbook_dir.clone(),
+            generation: self.shared.plugins.generation(),
+        };
+        if let Some(known) = self.shared.resolved.borrow().get(&key) {
+            return known.clone();
+        }
+        let found = self.walk(kind, name, collections, role_dir, warn);
+        // A walk that did not show its deprecations is not kept for one that must.
+        if warn {
+            self.shared.resolved.borrow_mut().insert(key, found.clone());
+        }
+        found
+    }
+
+    fn walk(
         &self,
         kind: RouteKind,
         name: &str,
@@ -220,6 +261,22 @@ impl Loader<'_> {
         let Some((collection, resource)) = split(fqcn) else {
             return Ok(Step::NotFound);
         };
+        // A name of ansible-core's own modules or actions: its routing (in the controller
+        // Python's ansible-core, which would have to be found first) routes none of them
+        // elsewhere, so it is not read for them.
+        if collection == "ansible.builtin"
+            && (builtin_exists(RouteKind::Module, resource)
+                || builtin_exists(RouteKind::Action, resource))
+        {
+            if !builtin_exists(kind, resource) {
+                return Ok(Step::NotFound);
+            }
+            return Ok(Step::Found(Resolved {
+                fqcn: fqcn.to_string(),
+                redirected: false,
+                action_plugin: None,
+            }));
+        }
         let mut action_plugin = None;
         if let Some(meta) = self.runtime_meta(collection)
             && let Some(route) = meta.route(kind, resource)

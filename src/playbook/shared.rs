@@ -26,6 +26,13 @@ pub(super) struct Shared {
     /// error: a role the play loads later may bring the module in its `library/`, as
     /// Ansible's loader has the play's roles before it resolves them.
     pub(super) unresolved_defaults: RefCell<Vec<(String, crate::yaml::LoadError)>>,
+    /// Names resolved so far (see `Loader::resolve_plugin`).
+    pub(super) resolved: RefCell<
+        std::collections::HashMap<
+            super::resolve::ResolveKey,
+            Result<Option<super::resolve::Resolved>, String>,
+        >,
+    >,
     /// Parse the files of dynamic includes whose names are literal, for their load errors;
     /// off when the executor loads an included file (it parses each file once, on use).
     pub(super) check_includes: bool,
@@ -79,6 +86,7 @@ impl Shared {
             importing: RefCell::new(Vec::new()),
             play: RefCell::new(PlayRoles::default()),
             unresolved_defaults: RefCell::new(Vec::new()),
+            resolved: RefCell::default(),
             check_includes: true,
         }
     }

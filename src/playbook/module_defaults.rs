@@ -372,6 +372,23 @@ mod tests {
         );
     }
 
+    /// ansible-core 2.21 has no yum module: its action routing makes `yum` the dnf
+    /// action, so yum's defaults are dnf's and a yum task takes dnf's.
+    #[test]
+    fn yum_is_the_dnf_action() {
+        let book = load(
+            "- hosts: all\n  module_defaults:\n    yum: {name: a}\n  tasks:\n  - yum: {state: latest}\n  - dnf: {state: latest}\n",
+        )
+        .unwrap();
+        let tasks = &book.plays[0].tasks;
+        assert_eq!(tasks[0].resolved_action, "ansible.builtin.dnf");
+        assert_eq!(tasks[1].resolved_action, "ansible.builtin.dnf");
+        for task in tasks {
+            let found = defaults_for(&task.keywords.module_defaults, &task.resolved_action);
+            assert_eq!(found, vec![&json!({"name": "a"})]);
+        }
+    }
+
     #[test]
     fn an_action_no_loader_resolves_is_refused_at_load_as_in_ansible() {
         let err =

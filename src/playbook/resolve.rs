@@ -42,6 +42,10 @@ const BUILTIN_ACTIONS: &[&str] = &[
     "wait_for_connection",
 ];
 
+/// ansible-core's own action routing that turbo-play knows without reading it (so
+/// without the controller Python): `yum` is the dnf action.
+const BUILTIN_ACTION_REDIRECTS: &[(&str, &str)] = &[("yum", "ansible.builtin.dnf")];
+
 /// Where a name led.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Resolved {
@@ -245,7 +249,7 @@ impl Loader<'_> {
         // ansible-core routes no action of a name one of its modules has: the routing
         // (and the controller Python that knows where it is) need not be asked.
         if kind == RouteKind::Action
-            && (crate::modules::registry::is_builtin(name)
+            && (builtin_exists(RouteKind::Module, name)
                 || self
                     .shared
                     .library_module(name, &self.playbook_dir, role_dir)
@@ -264,6 +268,16 @@ impl Loader<'_> {
         // A name of ansible-core's own modules or actions: its routing (in the controller
         // Python's ansible-core, which would have to be found first) routes none of them
         // elsewhere, so it is not read for them.
+        if collection == "ansible.builtin"
+            && let Some((_, to)) = BUILTIN_ACTION_REDIRECTS
+                .iter()
+                .find(|(from, _)| *from == resource)
+        {
+            return Ok(match kind {
+                RouteKind::Action => Step::Redirect(to.to_string()),
+                RouteKind::Module => Step::NotFound,
+            });
+        }
         if collection == "ansible.builtin"
             && (builtin_exists(RouteKind::Module, resource)
                 || builtin_exists(RouteKind::Action, resource))
@@ -366,7 +380,13 @@ impl Loader<'_> {
 
 fn builtin_exists(kind: RouteKind, name: &str) -> bool {
     match kind {
-        RouteKind::Module => crate::modules::registry::is_builtin(name),
+        // ansible-core 2.21 has no yum module: its action routing sends `yum` to dnf.
+        RouteKind::Module => {
+            crate::modules::registry::is_builtin(name)
+                && !BUILTIN_ACTION_REDIRECTS
+                    .iter()
+                    .any(|(from, _)| *from == name)
+        }
         RouteKind::Action => BUILTIN_ACTIONS.contains(&name),
     }
 }

@@ -146,8 +146,12 @@ class CompileAhead:
                 for other in workers:
                     other.sock.close()
                 for path in reversed(sources):
-                    with open(path, 'rb') as f:
-                        code = compile(f.read(), path, 'exec', dont_inherit=True)
+                    try:
+                        with open(path, 'rb') as f:
+                            code = compile(f.read(), path, 'exec', dont_inherit=True)
+                    except Exception:
+                        # Left to the import, which reports it as it would.
+                        continue
                     data = marshal.dumps((path, code))
                     write_all(writable, struct.pack('>Q', len(data)) + data)
             except BaseException:

@@ -558,3 +558,40 @@ fn the_runner_compiles_itself_once_and_imports_nothing_from_the_home() {
     b.runners.clear();
     assert_ne!(std::fs::read(&compiled[0]).unwrap(), b"not code");
 }
+
+#[test]
+fn a_new_payload_compiled_on_two_cores_runs_as_one_compiled_alone() {
+    if !python() {
+        return;
+    }
+    let home = TempDir::new();
+    // Enough files for the compiling helper, one of them never imported and broken: the
+    // module runs, the broken file is left to whoever imports it.
+    let module = "from ansible.module_utils import u0, u1, u2, u3, u4, u5\n\
+                  print(u0.N + u1.N + u2.N + u3.N + u4.N + u5.N)\n";
+    let mut payload = payload(module, 31);
+    let files = payload.files.as_mut().unwrap();
+    files.push(turbo_proto::PayloadFile {
+        path: "ansible/module_utils/broken.py".into(),
+        data: b"def broken(:\n".to_vec(),
+        executable: false,
+    });
+    for n in 0..6 {
+        files.push(turbo_proto::PayloadFile {
+            path: format!("ansible/module_utils/u{n}.py"),
+            data: format!("N = {n}\n").into_bytes(),
+            executable: false,
+        });
+    }
+    let spec = request(payload, None);
+    let mut a = agent(home.path());
+    let runs = batch(&mut a, (0..3).map(|n| with_x(&spec, n)).collect());
+    for run in &runs {
+        assert_eq!(run.rc, 0, "{}", text(&run.stderr));
+        assert_eq!(run.stdout, b"15\n");
+    }
+    a.runners.clear();
+    // The next run reads what was compiled and runs as before.
+    let mut b = agent(home.path());
+    assert_eq!(batch(&mut b, vec![spec])[0].stdout, b"15\n");
+}

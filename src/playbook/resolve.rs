@@ -395,6 +395,35 @@ fn builtin_exists(kind: RouteKind, name: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// ansible-playbook 2.21.5: a block's or a task's `collections:` replaces the play's
+    /// for a short name.
+    #[test]
+    fn the_innermost_collections_keyword_replaces_those_around_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let modules = dir
+            .path()
+            .join("collections/ansible_collections/ns/a/plugins/modules");
+        std::fs::create_dir_all(&modules).unwrap();
+        std::fs::write(modules.join("onlya.py"), "").unwrap();
+        let load = |text: &str| {
+            crate::playbook::load_playbook_text(&dir.path().join("site.yml"), text)
+                .map_err(|e| e.to_string())
+        };
+        let head = "- hosts: all\n  collections: [ns.a]\n  tasks:\n";
+        let found = load(&format!("{head}  - onlya:\n")).unwrap();
+        assert_eq!(found.plays[0].tasks[0].resolved_action, "ns.a.onlya");
+        for tasks in [
+            "  - onlya:\n    collections: [ns.b]\n",
+            "  - block:\n    - onlya:\n    collections: [ns.b]\n",
+        ] {
+            let err = load(&format!("{head}{tasks}")).unwrap_err();
+            assert!(
+                err.contains("couldn't resolve module/action 'onlya'"),
+                "{err}"
+            );
+        }
+    }
+
     #[test]
     fn fully_qualified_names_as_ansible_tells_them() {
         assert!(is_fqcr("ns.coll.name"));

@@ -48,15 +48,13 @@ impl Loader<'_> {
                 Some("a task looks like `- name: ...` followed by a module, e.g. `copy:`".into()),
             ));
         };
-        // The task's own `collections:` are searched first for its action, wherever the
-        // keyword is written among its keys.
+        // The task's own `collections:` replace those around it for its action, wherever
+        // the keyword is written among its keys, as in Ansible.
         let with_own;
         let inherited = match node.get("collections") {
             Some(v) => {
-                let mut own = self.string_list(v, "collections")?;
                 let mut copy = inherited.clone();
-                own.append(&mut copy.collections);
-                copy.collections = own;
+                copy.collections = self.string_list(v, "collections")?;
                 with_own = copy;
                 &with_own
             }

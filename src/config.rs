@@ -22,6 +22,10 @@ pub struct Config {
     /// `[defaults] duplicate_dict_key` / `ANSIBLE_DUPLICATE_YAML_DICT_KEY`: warn, error
     /// or ignore (what YAML files with a repeated mapping key get).
     pub duplicate_dict_key: Option<String>,
+    /// `[defaults] validate_action_group_metadata` /
+    /// `ANSIBLE_VALIDATE_ACTION_GROUP_METADATA`: an action group's malformed `metadata`
+    /// is warned about (unset: on).
+    pub validate_action_group_metadata: Option<bool>,
     pub forks: Option<usize>,
     /// `[defaults] roles_path` / `ANSIBLE_ROLES_PATH`: colon-separated directories where
     /// roles are searched after `roles/` beside the playbook.
@@ -344,6 +348,12 @@ impl Config {
         }
         if let Some((value, _)) = setting("ANSIBLE_DUPLICATE_YAML_DICT_KEY", "duplicate_dict_key") {
             config.duplicate_dict_key = Some(value);
+        }
+        if let Some((value, _)) = setting(
+            "ANSIBLE_VALIDATE_ACTION_GROUP_METADATA",
+            "validate_action_group_metadata",
+        ) {
+            config.validate_action_group_metadata = Some(crate::booleans::lenient_text(&value));
         }
         if let Some((value, _)) = setting("ANSIBLE_REMOTE_USER", "remote_user")
             && !value.is_empty()

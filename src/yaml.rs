@@ -606,6 +606,22 @@ pub fn push_load_warning(text: String) {
     }
 }
 
+/// Deprecations found while loading (a routed plugin's), in Ansible's words.
+static LOAD_DEPRECATIONS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// A deprecation found while loading, for the run to show (once).
+pub fn push_load_deprecation(text: String) {
+    let mut deprecations = LOAD_DEPRECATIONS.lock().expect("load deprecations lock");
+    if !deprecations.contains(&text) {
+        deprecations.push(text);
+    }
+}
+
+/// The deprecations loading gave since the last call.
+pub fn take_load_deprecations() -> Vec<String> {
+    std::mem::take(&mut *LOAD_DEPRECATIONS.lock().expect("load deprecations lock"))
+}
+
 /// The warnings loading YAML gave since the last call.
 pub fn take_load_warnings() -> Vec<String> {
     std::mem::take(&mut *LOAD_WARNINGS.lock().expect("load warnings lock"))

@@ -48,6 +48,9 @@ pub fn load_config(vault: &VaultArgs) -> Result<Config, Failure> {
         policy.install();
     }
     crate::hash_merge::set_merge(config.hash_merge);
+    crate::playbook::set_validate_group_metadata(
+        config.validate_action_group_metadata.unwrap_or(true),
+    );
     crate::modules::set_inject_invocation(config.inject_invocation);
     Ok(config)
 }
@@ -230,6 +233,9 @@ pub fn execute(
         let reporter = tokio::task::spawn_blocking(move || report(rx));
         for warning in warnings {
             let _ = tx.send(Event::Warning(warning));
+        }
+        for deprecation in crate::yaml::take_load_deprecations() {
+            let _ = tx.send(Event::Deprecation(deprecation));
         }
         let summary =
             run_playbooks_until(playbooks, inventory, opts, tx, interrupt(&stopped_by)).await;

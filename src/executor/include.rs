@@ -299,6 +299,11 @@ fn load_group(
                 role.tasks
             }),
     };
+    // What loading the included file or role found to deprecate (a routed module), as
+    // the run's own load shows it.
+    for deprecation in crate::yaml::take_load_deprecations() {
+        ctx.emit(Event::Deprecation(deprecation));
+    }
     let tasks = match loaded {
         Ok(tasks) => tasks,
         Err(crate::playbook::RoleLoadError { message, at_name }) => {

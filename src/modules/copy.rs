@@ -145,7 +145,8 @@ impl Module for Copy {
         let checksum = sent_checksum(sent).or_else(|| content.as_deref().map(sha1_hex));
         let mut out = file_result(self.name(), args, result, checksum);
         if !out.failed {
-            copy_module_keys(&mut out, content.as_deref(), if check { "~" } else { home });
+            let bytes = content.as_deref().or_else(|| sent_bytes(sent));
+            copy_module_keys(&mut out, bytes, if check { "~" } else { home });
         }
         if check { would_change(out) } else { out }
     }
@@ -179,6 +180,17 @@ pub(super) fn sent_checksum(sent: &Op) -> Option<String> {
     }
 }
 
+/// The bytes an `EnsureFile` sent inline (what a copy or template wrote).
+pub(super) fn sent_bytes(sent: &Op) -> Option<&[u8]> {
+    match sent {
+        Op::EnsureFile(file) => match &file.content {
+            FileContent::Inline(bytes) => Some(bytes),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The SHA-1 of a file planned by its SHA-256, for [`sent_checksum`].
 static CHECKSUMS: std::sync::Mutex<Option<std::collections::HashMap<[u8; 32], String>>> =
     std::sync::Mutex::new(None);
@@ -193,8 +205,9 @@ pub(super) fn remember_checksum(sha256: [u8; 32], sha1: String) {
 
 /// The keys that tell which of Ansible's modules wrote the result: a changed file is the
 /// copy module's (`src` where the action staged the bytes, their `md5sum`), an unchanged
-/// one the file module's (`path`, no `src`).
-fn copy_module_keys(out: &mut TaskOutcome, content: Option<&[u8]>, home: &str) {
+/// one the file module's (`path`, no `src`); the copy action's `diff` list is there in
+/// both (empty unless diffs are asked for).
+pub(super) fn copy_module_keys(out: &mut TaskOutcome, content: Option<&[u8]>, home: &str) {
     let Some(dest) = out
         .data
         .get("dest")
@@ -204,6 +217,7 @@ fn copy_module_keys(out: &mut TaskOutcome, content: Option<&[u8]>, home: &str) {
         return;
     };
     out.data.remove("src");
+    out.data.entry("diff").or_insert_with(|| json!([]));
     if out.changed {
         out.data
             .insert("src".into(), json!(staged_source(home, &dest)));
@@ -877,7 +891,9 @@ mod tests {
                 "checksum": sha1_hex(b"test file 1\n"),
                 "mode": "0644", "owner": "u", "group": "u", "size": 12,
                 "state": "file", "uid": 1000, "gid": 1000,
-                "md5sum": "68b22040025784da775f55cfcb6dee2e"
+                "md5sum": "68b22040025784da775f55cfcb6dee2e",
+                // The copy action's list of diffs, empty without --diff.
+                "diff": []
             })
         );
         assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");

@@ -52,7 +52,26 @@ impl Module for Debug {
                 };
                 let value = match (ctx.templar, ctx.vars) {
                     (Some(templar), Some(vars)) => match templar.eval_expr(&name, vars) {
-                        Ok(v) => v,
+                        Ok(mut v) => {
+                            // A dict or list with undefined leaves shows each as Ansible's
+                            // error marker, with a warning for each.
+                            if let Some(text) =
+                                crate::template::unresolved::partial_text(vars, &name)
+                            {
+                                let mut errors = Vec::new();
+                                mark_undefined_leaves(templar, vars, &mut v, &text, &mut errors);
+                                if !errors.is_empty() {
+                                    let warnings: Vec<Value> = errors
+                                        .iter()
+                                        .map(|e| {
+                                            json!(format!("Encountered 1 template error.\n{e}"))
+                                        })
+                                        .collect();
+                                    data.insert("warnings".into(), Value::Array(warnings));
+                                }
+                            }
+                            v
+                        }
                         // Ansible 2.19+ shows the error in the value's place and warns.
                         Err(e @ TemplateError::Undefined { .. }) => {
                             let error = format!("error 1 - {e}");
@@ -93,6 +112,40 @@ impl Module for Debug {
             data,
             ..TaskOutcome::default()
         }))
+    }
+}
+
+/// Each null of `shown` whose template in `text` (the variable as written, at the same
+/// place) fails on an undefined name becomes `<< error N - why >>`, as Ansible's debug
+/// shows such a leaf; `errors` gets each `error N - why`.
+fn mark_undefined_leaves(
+    templar: &crate::template::Templar,
+    vars: &minijinja::Value,
+    shown: &mut Value,
+    text: &Value,
+    errors: &mut Vec<String>,
+) {
+    match (shown, text) {
+        (Value::Object(map), Value::Object(written)) => {
+            for (key, value) in map.iter_mut() {
+                if let Some(written) = written.get(key) {
+                    mark_undefined_leaves(templar, vars, value, written, errors);
+                }
+            }
+        }
+        (Value::Array(items), Value::Array(written)) => {
+            for (value, written) in items.iter_mut().zip(written) {
+                mark_undefined_leaves(templar, vars, value, written, errors);
+            }
+        }
+        (slot @ Value::Null, Value::String(_)) => {
+            if let Err(e @ TemplateError::Undefined { .. }) = templar.render_value(text, vars) {
+                let error = format!("error {} - {e}", errors.len() + 1);
+                *slot = json!(format!("<< {error} >>"));
+                errors.push(error);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -144,6 +197,58 @@ mod tests {
             json!({
                 "nope": "<< error 1 - 'nope' is undefined >>",
                 "warnings": ["Encountered 1 template error.\nerror 1 - 'nope' is undefined"],
+            })
+        );
+    }
+
+    /// ansible-playbook 2.21.5 on `x: {a: 1, b: "{{ nope }}", c: [1, "{{ nope2.y }}"]}`
+    /// with `debug: var=x`, then `var=x.c`.
+    #[test]
+    fn undefined_leaves_show_as_error_markers_each_with_a_warning() {
+        use crate::template::unresolved::{UNRESOLVED_VARS, partial_entry, template_vars};
+        let templar = Templar::new();
+        let text = json!({"a": 1, "b": "{{ nope }}", "c": [1, "{{ nope2.y }}"]});
+        let error = templar.render_value(&json!("{{ nope }}"), &minijinja::Value::UNDEFINED);
+        let mut vars = serde_json::Map::new();
+        let undefined = crate::template::unresolved::undefined_value("'nope' is undefined");
+        vars.insert(
+            "x".into(),
+            json!({"a": 1, "b": undefined, "c": [1, undefined]}),
+        );
+        let vars = minijinja::value::merge_maps([
+            template_vars(&vars),
+            minijinja::Value::from_serialize(json!({
+                UNRESOLVED_VARS: {"x": partial_entry(&text, &error.unwrap_err())}
+            })),
+        ]);
+        let ctx = PlanContext {
+            vars: Some(&vars),
+            templar: Some(&templar),
+            ..PlanContext::new(Path::new("/"))
+        };
+        let run = |var: &str| match crate::modules::try_plan(&Debug, json!({"var": var}), &ctx) {
+            Ok(Plan::Done(out)) => Value::Object(out.data),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            run("x"),
+            json!({
+                "x": {
+                    "a": 1,
+                    "b": "<< error 1 - 'nope' is undefined >>",
+                    "c": [1, "<< error 2 - 'nope2' is undefined >>"],
+                },
+                "warnings": [
+                    "Encountered 1 template error.\nerror 1 - 'nope' is undefined",
+                    "Encountered 1 template error.\nerror 2 - 'nope2' is undefined",
+                ],
+            })
+        );
+        assert_eq!(
+            run("x.c"),
+            json!({
+                "x.c": [1, "<< error 1 - 'nope2' is undefined >>"],
+                "warnings": ["Encountered 1 template error.\nerror 1 - 'nope2' is undefined"],
             })
         );
     }

@@ -48,11 +48,13 @@ impl Module for GatherFacts {
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {
         let handed_on = handed_on(args);
         let modules = facts_modules(ctx)?;
-        let setup_defaults =
-            super::module_defaults::defaults_for(ctx.module_defaults, "setup", SETUP);
+        let setup_defaults = super::module_defaults::defaults_for(
+            ctx.module_defaults,
+            &super::module_defaults::builtin_fqcn(SETUP),
+        );
         if let [only] = modules.as_slice()
             && SETUP_NAMES.contains(&only.as_str())
-            && setup_defaults.is_none()
+            && setup_defaults.is_empty()
         {
             // setup's plan as it is: its reply comes to `finish`, which knows setup's
             // arguments from the task's.
@@ -92,7 +94,8 @@ impl Module for GatherFacts {
                     )));
                 }
             }
-            with_defaults(&mut given, module.name(), name, ctx)?;
+            let fqcn = super::module_defaults::fallback_fqcn(name, module.name());
+            with_defaults(&mut given, &fqcn, name, ctx)?;
             runs.push(Run::new(
                 name,
                 module,
@@ -128,7 +131,8 @@ fn handed_on(args: &Args) -> ModuleArgs {
 /// setup's arguments: those handed on over the task's `module_defaults` for setup.
 fn setup_args(handed_on: &ModuleArgs, ctx: &PlanContext) -> Result<Args, String> {
     let mut given = handed_on.clone();
-    with_defaults(&mut given, "setup", SETUP, ctx).map_err(|e| e.to_string())?;
+    let fqcn = super::module_defaults::builtin_fqcn(SETUP);
+    with_defaults(&mut given, &fqcn, SETUP, ctx).map_err(|e| e.to_string())?;
     Setup.spec().validate(SETUP, &given)
 }
 
@@ -136,18 +140,18 @@ fn setup_args(handed_on: &ModuleArgs, ctx: &PlanContext) -> Result<Args, String>
 /// them to each module it runs.
 fn with_defaults(
     given: &mut ModuleArgs,
-    module: &str,
+    fqcn: &str,
     action: &str,
     ctx: &PlanContext,
 ) -> Result<(), ModuleError> {
-    let Some(defaults) = super::module_defaults::defaults_for(ctx.module_defaults, module, action)
-    else {
+    let defaults = super::module_defaults::defaults_for(ctx.module_defaults, fqcn);
+    if defaults.is_empty() {
         return Ok(());
-    };
+    }
     let (Some(templar), Some(vars)) = (ctx.templar, ctx.vars) else {
         return Ok(());
     };
-    let under = super::module_defaults::templated_defaults(templar, action, defaults, vars, given)
+    let under = super::module_defaults::templated_defaults(templar, action, &defaults, vars, given)
         .map_err(|e| {
             ModuleError::Invalid(match e {
                 super::module_defaults::DefaultsError::Template(e) => e.cause(),

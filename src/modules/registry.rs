@@ -197,6 +197,21 @@ pub fn find(name: &str) -> Option<&'static dyn Module> {
     }
 }
 
+/// Whether ansible-core ships a module of this short name.
+pub fn is_builtin(short: &str) -> bool {
+    !short.contains('.') && row(short).is_some()
+}
+
+/// The full name of a collection module turbo-play runs itself, by its short name
+/// (`synchronize`), or by its full name.
+pub fn native_collection_fqcn(name: &str) -> Option<&'static str> {
+    let short = short_name(name);
+    NATIVE_COLLECTION_MODULES
+        .iter()
+        .find(|(fqcn, routed, _)| name == *fqcn || short == *routed)
+        .map(|(fqcn, _, _)| *fqcn)
+}
+
 /// Whether turbo-play runs this module itself (not only knows Ansible has it).
 pub fn is_implemented(name: &str) -> bool {
     native_collection_module(name).is_some() || matches!(row(name), Some((_, Native(_))))

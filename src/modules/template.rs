@@ -96,9 +96,14 @@ impl Module for Template {
         sent: &Op,
         result: OpResult,
         check: bool,
-        _home: &str,
+        home: &str,
     ) -> TaskOutcome {
-        let outcome = file_result(self.name(), args, result, super::copy::sent_checksum(sent));
+        let mut outcome = file_result(self.name(), args, result, super::copy::sent_checksum(sent));
+        // The template action hands the rendered text to the copy action: its keys.
+        if !outcome.failed {
+            let home = if check { "~" } else { home };
+            super::copy::copy_module_keys(&mut outcome, super::copy::sent_bytes(sent), home);
+        }
         if check {
             would_change(outcome)
         } else {
@@ -305,11 +310,33 @@ mod tests {
             diff: None,
             backup_file: None,
         };
-        let out = Template.finish_sent(&a, &op, OpResult::File(written), false, "~");
+        let out = Template.finish_sent(&a, &op, OpResult::File(written.clone()), false, "/root");
+        let text = b"port=80\nhost=a\nhost=b\n";
         assert_eq!(
             out.data["checksum"],
-            json!(crate::modules::copy::sha1_hex(b"port=80\nhost=a\nhost=b\n"))
+            json!(crate::modules::copy::sha1_hex(text))
         );
+        // ansible-playbook 2.21.5: a changed file is the copy module's (the rendered
+        // text's md5sum, `src` where the action staged it), an unchanged one the file
+        // module's (`path`, no `src`); both carry the copy action's empty `diff` list.
+        assert_eq!(
+            out.data["md5sum"],
+            json!(format!("{:x}", md5::compute(text)))
+        );
+        let src = out.data["src"].as_str().unwrap();
+        assert!(
+            src.starts_with("/root/.ansible/tmp/ansible-tmp-") && src.ends_with("/.source.j2"),
+            "{src}"
+        );
+        assert_eq!(out.data["diff"], json!([]));
+        let kept = turbo_proto::FileOutcome {
+            changed: false,
+            ..written
+        };
+        let out = Template.finish_sent(&a, &op, OpResult::File(kept), false, "/root");
+        assert_eq!(out.data["path"], json!("/etc/app.conf.j2"));
+        assert!(!out.data.contains_key("src") && !out.data.contains_key("md5sum"));
+        assert_eq!(out.data["diff"], json!([]));
     }
 
     #[test]

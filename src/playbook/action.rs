@@ -52,15 +52,81 @@ impl Loader<'_> {
     /// A module by the name a task uses: Ansible's own, or one an installed collection
     /// ships (which only fails when a host runs it). Inside a collection's role a short
     /// name may be one of that collection's modules, as Ansible resolves it there.
+    ///
+    /// `Err` is Ansible's message for a name its routing refuses (removed, a loop).
     pub(super) fn find_module(
         &self,
         name: &str,
         inherited: &Inherited,
-    ) -> Option<&'static dyn Module> {
-        let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
+    ) -> Result<Option<&'static dyn Module>, String> {
         if let Some(plugin) = self.action_plugin(name, inherited) {
-            return Some(plugin);
+            return Ok(Some(plugin));
         }
+        if let Some(routed) = self.routed_module(name, inherited)? {
+            return Ok(Some(routed));
+        }
+        Ok(self.module_by_name(name, inherited))
+    }
+
+    /// A name collection routing sends elsewhere: an action redirected to another action
+    /// plugin, a module whose routing names the action plugin that runs it, or a module
+    /// redirected to another (`None` when routing changes nothing).
+    fn routed_module(
+        &self,
+        name: &str,
+        inherited: &Inherited,
+    ) -> Result<Option<&'static dyn Module>, String> {
+        use super::routing::RouteKind;
+        let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
+        let collections = &inherited.collections;
+        let module = self.resolve_plugin(RouteKind::Module, name, collections, role_dir, true)?;
+        let module_name = module.as_ref().map_or(name, |m| m.fqcn.as_str());
+        if let Some(action) =
+            self.resolve_plugin(RouteKind::Action, name, collections, role_dir, true)?
+            && action.redirected
+            && let Some(plugin) = self.plugin_at(&action.fqcn, module_name, inherited)
+        {
+            return Ok(Some(plugin));
+        }
+        let Some(module) = module else {
+            return Ok(None);
+        };
+        if let Some(via) = &module.action_plugin
+            && let Some(action) =
+                self.resolve_plugin(RouteKind::Action, via, collections, role_dir, true)?
+            && let Some(plugin) = self.plugin_at(&action.fqcn, &module.fqcn, inherited)
+        {
+            return Ok(Some(plugin));
+        }
+        Ok(if module.redirected {
+            self.module_by_name(&module.fqcn, inherited)
+        } else {
+            None
+        })
+    }
+
+    /// The action plugin `fqcn` (a collection's or a legacy one) running module `module`.
+    fn plugin_at(
+        &self,
+        fqcn: &str,
+        module: &str,
+        inherited: &Inherited,
+    ) -> Option<&'static dyn Module> {
+        let file = self
+            .shared
+            .plugins
+            .find(crate::plugins::Kind::Action, fqcn, &[])?;
+        Some(crate::modules::action_plugin::ActionPlugin::shared(
+            module,
+            file,
+            self.module_search(inherited),
+        ))
+    }
+
+    /// A module by name, no routing followed: a library module, Ansible's own, a
+    /// collection's.
+    fn module_by_name(&self, name: &str, inherited: &Inherited) -> Option<&'static dyn Module> {
+        let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
         self.shared
             .library_module(name, &self.playbook_dir, role_dir)
             .or_else(|| modules::find(name))
@@ -93,8 +159,7 @@ impl Loader<'_> {
     /// `action_plugins`): it comes before a module of that name, whose run it decides. A
     /// plugin that only re-exports one of Ansible's actions is that action.
     fn action_plugin(&self, name: &str, inherited: &Inherited) -> Option<&'static dyn Module> {
-        use crate::modules::action_plugin::{ActionPlugin, ModuleSearch, reexported_builtin};
-        use crate::modules::python::finding;
+        use crate::modules::action_plugin::{ActionPlugin, reexported_builtin};
         let file =
             self.shared
                 .plugins
@@ -119,6 +184,17 @@ impl Loader<'_> {
             Some(builtin) if modules::is_implemented(builtin) => return modules::find(builtin),
             _ => {}
         }
+        Some(ActionPlugin::shared(
+            name,
+            file,
+            self.module_search(inherited),
+        ))
+    }
+
+    /// Where an action plugin's `_execute_module` looks for the modules it runs.
+    fn module_search(&self, inherited: &Inherited) -> crate::modules::action_plugin::ModuleSearch {
+        use crate::modules::python::finding;
+        let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
         let mut collection_roots = vec![self.playbook_dir.join("collections")];
         collection_roots.extend(self.shared.collections_path.iter().cloned());
         let mut module_utils: Vec<std::path::PathBuf> = role_dir
@@ -129,13 +205,12 @@ impl Loader<'_> {
             .filter(|d| d.is_dir())
             .collect();
         module_utils.dedup();
-        let search = ModuleSearch {
+        crate::modules::action_plugin::ModuleSearch {
             library: finding::library_dirs(role_dir, &self.playbook_dir, &self.shared.library),
             collection_roots,
             module_utils,
             collections: inherited.collections.clone(),
-        };
-        Some(ActionPlugin::shared(name, file, search))
+        }
     }
 
     pub(super) fn unknown_action(&self, key: &str, span: Span) -> LoadError {
@@ -216,6 +291,7 @@ impl Loader<'_> {
         }
         let module = self
             .find_module(&written, inherited)
+            .map_err(|message| self.err(node.span, message, None))?
             .ok_or_else(|| self.unknown_action(&written, node.span))?;
         Ok((written, module, args))
     }

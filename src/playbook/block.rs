@@ -96,11 +96,8 @@ impl Loader<'_> {
                 "notify" => inner.notify.extend(self.names(v, key)?),
                 "check_mode" => inner.check_mode = Some(self.boolean(v, key)?),
                 "diff" => inner.diff = Some(self.boolean(v, key)?),
-                "collections" => {
-                    let mut own = self.string_list(v, key)?;
-                    own.append(&mut inner.collections);
-                    inner.collections = own;
-                }
+                // The innermost `collections:` replaces those around it, as in Ansible.
+                "collections" => inner.collections = self.string_list(v, key)?,
                 _ => {
                     let (keywords, unsupported) = (&mut inner.keywords, &mut inner.unsupported);
                     if self.table_keyword(&AT_BLOCK, k, v, keywords, unsupported)? == Taken::No {

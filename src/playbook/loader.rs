@@ -33,8 +33,9 @@ pub(super) struct Inherited {
     pub(super) keywords: RunKeywords,
     /// Keywords written around the tasks that turbo-play does not act on yet.
     pub(super) unsupported: Vec<UnsupportedKeyword>,
-    /// `collections:` of the play and blocks, innermost first: where a short module name
-    /// is also looked for (`ns.coll.<name>`).
+    /// The innermost `collections:` (the play's, a block's, the task's own), which
+    /// replaces those around it: where a short module name is also looked for
+    /// (`ns.coll.<name>`).
     pub(super) collections: Vec<String>,
 }
 

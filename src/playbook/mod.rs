@@ -23,8 +23,10 @@ mod module_defaults;
 mod play;
 mod play_argspec;
 mod play_templates;
+mod resolve;
 mod role_files;
 mod roles;
+mod routing;
 mod shared;
 mod tags;
 mod task;
@@ -32,6 +34,7 @@ mod task;
 mod test_support;
 mod values;
 
+pub use crate::modules::module_defaults::fallback_fqcn;
 pub use crate::modules::module_defaults::{DefaultsError, defaults_for, templated_defaults};
 pub use action::{RAW_PARAMS, is_possibly_all_template};
 pub use collections::{default_collections_path, split_role_fqcn};
@@ -44,7 +47,7 @@ pub use loops::{
     BreakWhen, Combinator, LOOP_LOOKUPS, LoopControl, WrittenCondition, ansible_loop,
     is_debug_action, lookup_subdir,
 };
-pub use module_defaults::{ModuleDefaultsLevel, names_a_group};
+pub use module_defaults::{DefaultsEntry, ModuleDefaultsLevel, set_validate_group_metadata};
 pub use play_templates::{PlayKeywordError, render_templated_play_keywords};
 pub use roles::INCLUDE_ROLE_ARGS;
 pub use shared::{LoadOptions, RanRole};
@@ -153,6 +156,9 @@ pub struct Task {
     pub name: Option<String>,
     /// The action as the user wrote it (e.g. "ansible.builtin.copy").
     pub action: String,
+    /// The FQCN Ansible resolves the action to (an action plugin's, else the module's):
+    /// what `module_defaults` are matched by.
+    pub resolved_action: String,
     pub module: &'static dyn crate::modules::Module,
     /// Raw, not yet templated; a free-form string is already split into arguments.
     pub args: serde_json::Map<String, Value>,
@@ -471,6 +477,7 @@ impl Task {
         Task {
             name: None,
             action: action.to_string(),
+            resolved_action: fallback_fqcn(action, module.name()),
             module,
             args,
             loop_spec: None,

@@ -199,8 +199,14 @@ impl Loader<'_> {
         self.shared.start_play();
         let [pre, main, post, own_handlers, roles] = sections;
         let pre = self.section(pre, "pre_tasks", &top)?;
+        // The play's run keywords (become, no_log, timeout, module_defaults...) are its
+        // roles' too, as the tasks'; its `collections` are not.
+        let around_roles = Inherited {
+            keywords: top.keywords.clone(),
+            ..Inherited::default()
+        };
         let roles = match roles {
-            Some(v) => self.play_roles(v)?,
+            Some(v) => self.play_roles(v, &around_roles)?,
             None => Vec::new(),
         };
         let main = self.section(main, "tasks", &top)?;
@@ -211,6 +217,7 @@ impl Loader<'_> {
             ..Inherited::default()
         };
         let handlers = self.section(own_handlers, "handlers", &as_handlers)?;
+        self.check_unresolved_defaults()?;
         // Ansible runs roles after pre_tasks and before tasks, and flushes handlers after
         // pre_tasks and after tasks (post_tasks' notifications run at the play's end).
         // A flush with nothing before it (or nothing after) changes nothing: left out.

@@ -133,8 +133,12 @@ const AT_ROLE: At = At {
 };
 
 impl Loader<'_> {
-    /// The play's `roles:` list, as tasks.
-    pub(super) fn play_roles(&self, node: &Node) -> Result<Vec<Task>, LoadError> {
+    /// The play's `roles:` list, as tasks, with what the play hands them (`around`).
+    pub(super) fn play_roles(
+        &self,
+        node: &Node,
+        around: &Inherited,
+    ) -> Result<Vec<Task>, LoadError> {
         let items = match &node.value {
             Value::Null => return Ok(Vec::new()),
             Value::Seq(items) => items,
@@ -153,7 +157,7 @@ impl Loader<'_> {
         let mut out = Vec::new();
         for item in items {
             let entry = self.role_entry(item)?;
-            self.expand_role(&entry, &Inherited::default(), RoleUse::PLAY, None, &mut out)?;
+            self.expand_role(&entry, around, RoleUse::PLAY, None, &mut out)?;
         }
         Ok(out)
     }

@@ -22,6 +22,17 @@ pub(super) struct Shared {
     /// Files and role directories being loaded, outermost first.
     pub(super) importing: RefCell<Vec<PathBuf>>,
     pub(super) play: RefCell<PlayRoles>,
+    /// `module_defaults` names (short) no library had yet when read, each with its
+    /// error: a role the play loads later may bring the module in its `library/`, as
+    /// Ansible's loader has the play's roles before it resolves them.
+    pub(super) unresolved_defaults: RefCell<Vec<(String, crate::yaml::LoadError)>>,
+    /// Names resolved so far (see `Loader::resolve_plugin`).
+    pub(super) resolved: RefCell<
+        std::collections::HashMap<
+            super::resolve::ResolveKey,
+            Result<Option<super::resolve::Resolved>, String>,
+        >,
+    >,
     /// Parse the files of dynamic includes whose names are literal, for their load errors;
     /// off when the executor loads an included file (it parses each file once, on use).
     pub(super) check_includes: bool,
@@ -47,6 +58,9 @@ pub(super) struct PlayRoles {
     /// The exported vars of the role [`super::Loader::expand_role`] reached last (also
     /// when it was not expanded again).
     pub(super) last_exported: serde_json::Map<String, Json>,
+    /// Action groups `module_defaults` named, resolved once per play (Ansible caches them
+    /// on the play): each group's FQCN with its actions'.
+    pub(super) groups: std::collections::HashMap<String, Arc<Vec<String>>>,
 }
 
 /// A role use that runs once per play, with the tag sets (sorted) its copies inherited.
@@ -71,6 +85,8 @@ impl Shared {
             default_no_log: options.default_no_log,
             importing: RefCell::new(Vec::new()),
             play: RefCell::new(PlayRoles::default()),
+            unresolved_defaults: RefCell::new(Vec::new()),
+            resolved: RefCell::default(),
             check_includes: true,
         }
     }

@@ -48,6 +48,18 @@ impl Loader<'_> {
                 Some("a task looks like `- name: ...` followed by a module, e.g. `copy:`".into()),
             ));
         };
+        // The task's own `collections:` replace those around it for its action, wherever
+        // the keyword is written among its keys, as in Ansible.
+        let with_own;
+        let inherited = match node.get("collections") {
+            Some(v) => {
+                let mut copy = inherited.clone();
+                copy.collections = self.string_list(v, "collections")?;
+                with_own = copy;
+                &with_own
+            }
+            None => inherited,
+        };
         let mut name = None;
         // (action as written, module, its argument node, the key's span)
         let mut action: Option<(String, &'static dyn Module, ActionArgs, Span)> = None;
@@ -216,7 +228,10 @@ impl Loader<'_> {
                 }
                 _ => match self.table_keyword(&AT_TASK, k, v, &mut keywords, &mut unsupported)? {
                     Taken::Yes => {}
-                    Taken::No => match self.find_module(key, inherited) {
+                    Taken::No => match self
+                        .find_module(key, inherited)
+                        .map_err(|message| self.err(k.span, message, None))?
+                    {
                         Some(module) => {
                             let args = ActionArgs::Node(v);
                             self.set_action(&mut action, key.to_string(), module, args, k.span)?
@@ -280,9 +295,13 @@ impl Loader<'_> {
                 ));
             }
         }
+        let role_dir = inherited.role.as_ref().map(|r| r.path.as_path());
+        let resolved_action =
+            self.resolved_action(&written, module, &inherited.collections, role_dir);
         Ok(Task {
             name,
             action: written,
+            resolved_action,
             module,
             args,
             loop_spec: loop_spec.map(|(spec, _)| spec),

@@ -170,6 +170,11 @@ impl Catalog {
         }
     }
 
+    /// The playbook and legacy role directories joined so far, in load order.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        self.read().roots.clone()
+    }
+
     /// Directories holding an `ansible_collections` package, searched in order.
     pub fn add_collection_roots(&self, roots: &[PathBuf]) {
         let mut state = self.write();

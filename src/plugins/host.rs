@@ -170,7 +170,14 @@ impl Host {
             Value::from(
                 collection_roots
                     .iter()
-                    .map(|p| p.display().to_string())
+                    // Ansible's collection finder refuses a relative root (a playbook
+                    // named by a relative path has one beside it).
+                    .map(|p| {
+                        std::path::absolute(p)
+                            .unwrap_or_else(|_| p.clone())
+                            .display()
+                            .to_string()
+                    })
                     .collect::<Vec<_>>(),
             ),
         );

@@ -326,6 +326,11 @@ impl<W: Write, E: Write> ConsoleReporter<W, E> {
                     self.warning_line(Kind::Warning, &text);
                 }
             }
+            Event::Deprecation(text) => {
+                for (kind, line) in self.warnings.deprecation_text(text) {
+                    self.warning_line(kind, &line);
+                }
+            }
             Event::NoMoreHosts => {
                 self.finish_progress();
                 self.line("");

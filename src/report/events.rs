@@ -93,6 +93,8 @@ pub enum Event {
         replaced_stale: bool,
     },
     Warning(String),
+    /// A deprecation already in Ansible's words (a routed plugin's, found at load).
+    Deprecation(String),
     /// A line ansible-playbook shows from this verbosity on (its `display.vv(...)`).
     Verbose {
         level: u8,

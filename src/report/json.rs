@@ -107,6 +107,7 @@ impl<W: Write> JsonReporter<W> {
                 "item": item,
             }),
             Event::Warning(message) => json!({"event": "warning", "message": message}),
+            Event::Deprecation(message) => json!({"event": "deprecation", "message": message}),
             Event::NoMoreHosts => json!({"event": "no_more_hosts"}),
             Event::Recap(stats) => {
                 let hosts: Map<String, Value> = stats

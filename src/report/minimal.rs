@@ -95,6 +95,7 @@ impl<W: Write, E: Write> AdhocReporter<W, E> {
                     self.warn(&text);
                 }
             }
+            Event::Deprecation(text) => self.deprecated(text),
             _ => {}
         }
         let _ = self.out.flush();

@@ -76,20 +76,7 @@ pub(super) fn partial_error_in(vars: &MjValue, expr: &str, shown: &str) -> Optio
 /// Whether the path `name` (`a.b`, `a['b']`, `a[0]`) reaches a key or item that its owner
 /// holds undefined: an undefined leaf of a dict or list variable, not a key it lacks.
 pub(super) fn reads_undefined_leaf(vars: &MjValue, name: &str) -> bool {
-    let mut steps = Vec::new();
-    for segment in name.split('.') {
-        let mut parts = segment.split('[');
-        if let Some(head) = parts.next().filter(|h| !h.is_empty()) {
-            steps.push(MjValue::from(head));
-        }
-        for part in parts {
-            let inner = part.trim_end_matches(']').trim_matches(['\'', '"']);
-            steps.push(match inner.parse::<i64>() {
-                Ok(index) => MjValue::from(index),
-                Err(_) => MjValue::from(inner),
-            });
-        }
-    }
+    let steps = path_steps(name);
     let mut current = vars.clone();
     for step in steps {
         let held = current
@@ -111,6 +98,48 @@ pub(super) fn reads_undefined_leaf(vars: &MjValue, name: &str) -> bool {
         current = next;
     }
     false
+}
+
+/// The keys and indexes of a path (`a.b`, `a['b']`, `a[0]`), in order.
+fn path_steps(name: &str) -> Vec<MjValue> {
+    let mut steps = Vec::new();
+    for segment in name.split('.') {
+        let mut parts = segment.split('[');
+        if let Some(head) = parts.next().filter(|h| !h.is_empty()) {
+            steps.push(MjValue::from(head.trim()));
+        }
+        for part in parts {
+            let inner = part.trim_end_matches(']').trim_matches(['\'', '"']);
+            steps.push(match inner.parse::<i64>() {
+                Ok(index) => MjValue::from(index),
+                Err(_) => MjValue::from(inner),
+            });
+        }
+    }
+    steps
+}
+
+/// What the path `name` (`x`, `x.c`, `x['c'][0]`) reaches in the text as written of a
+/// dict or list variable some of whose leaves are undefined: where those leaves' own
+/// templates are, to say why each is undefined.
+pub fn partial_text(vars: &MjValue, name: &str) -> Option<Value> {
+    let mut steps = path_steps(name).into_iter();
+    let root = steps.next()?;
+    let entry = vars.get_attr(UNRESOLVED_VARS).ok()?.get_item(&root).ok()?;
+    if !entry.get_attr("partial").is_ok_and(|p| p.is_true()) {
+        return None;
+    }
+    let mut text = serde_json::to_value(entry.get_attr("text").ok()?).ok()?;
+    for step in steps {
+        text = match (&text, step.as_str(), step.as_i64()) {
+            (Value::Object(map), Some(key), _) => map.get(key)?.clone(),
+            (Value::Array(items), _, Some(index)) => {
+                items.get(usize::try_from(index).ok()?)?.clone()
+            }
+            _ => return None,
+        };
+    }
+    Some(text)
 }
 
 /// The key of a value that stands for an undefined variable with a reason (a register

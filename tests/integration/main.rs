@@ -27,6 +27,7 @@ mod language_gaps;
 mod local_facts;
 mod loops_keywords;
 mod module_args;
+mod module_defaults_groups;
 mod module_warnings;
 mod network_wait;
 mod packages_apt;

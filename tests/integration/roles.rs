@@ -360,3 +360,32 @@ fn a_dependency_sees_its_dependents_vars_below_its_own_dependencies_vars() {
     assert_contains(&out, "\"msg\": \"A dependency\"");
     assert_contains(&out, "\"msg\": \"B dependency\"");
 }
+
+/// ansible-playbook 2.21.5: the play's run keywords are its `roles:` tasks' too (as its
+/// tasks'): `no_log` censors the role's result, `timeout` stops its command.
+#[test]
+fn the_plays_run_keywords_reach_the_tasks_of_its_roles() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .file(
+            "roles/r/tasks/main.yml",
+            "- debug: msg=role-secret\n- command: sleep 5\n",
+        )
+        .playbook(
+            "- hosts: all\n  gather_facts: false\n  no_log: true\n  timeout: 1\n  roles: [r]\n",
+        )
+        .local_hosts(&hosts)
+        .run();
+    out.assert_code(2);
+    assert!(
+        !out.stdout.contains("\"msg\": \"role-secret\""),
+        "{}",
+        out.stdout
+    );
+    assert_contains(
+        &out,
+        "the output has been hidden due to the fact that 'no_log: true'",
+    );
+    let recap = out.recap("h");
+    assert_eq!((recap.ok, recap.failed), (1, 1), "{}", out.stdout);
+}

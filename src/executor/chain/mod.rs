@@ -454,8 +454,8 @@ fn depends_on_chain(
     for value in &task.keywords.environment {
         collect_strings(value, &mut sources);
     }
-    for (_, defaults) in task.keywords.module_defaults.iter().flatten() {
-        collect_strings(defaults, &mut sources);
+    for entry in task.keywords.module_defaults.iter().flatten() {
+        collect_strings(&entry.defaults, &mut sources);
     }
     let become_ = &task.keywords.become_;
     for keyword in [

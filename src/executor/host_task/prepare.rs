@@ -144,6 +144,7 @@ fn resolve_templated_action(
     let module = templated_action::resolve(&name)?;
     let mut resolved = task.clone();
     resolved.action = name.trim().to_string();
+    resolved.resolved_action = crate::playbook::fallback_fqcn(&resolved.action, module.name());
     resolved.module = module;
     Ok(Some(resolved))
 }
@@ -668,14 +669,9 @@ fn args_from_templates(
     }
     merged.extend(args);
     let levels = &task.keywords.module_defaults;
-    if crate::playbook::names_a_group(levels) {
-        ctx.warn_once(
-            "module_defaults for action groups (group/NAME) are not applied by turbo-play yet; name the modules instead",
-        );
-    }
-    if let Some(defaults) = crate::playbook::defaults_for(levels, task.module.name(), &task.action)
-    {
-        let mut under = module_defaults(ctx, task, defaults, vars, &merged)?;
+    let defaults = crate::playbook::defaults_for(levels, &task.resolved_action);
+    if !defaults.is_empty() {
+        let mut under = module_defaults(ctx, task, &defaults, vars, &merged)?;
         under.extend(merged);
         merged = under;
     }
@@ -712,7 +708,7 @@ fn written_in_task(task: &Task, value: &Value) -> bool {
 fn module_defaults(
     ctx: &RunContext,
     task: &Task,
-    defaults: &Value,
+    defaults: &[&Value],
     vars: &minijinja::Value,
     given: &Map<String, Value>,
 ) -> Result<Map<String, Value>, String> {
@@ -735,8 +731,10 @@ fn backend_defaults(
     let mut found = Map::new();
     for backend in task.module.backends() {
         let levels = &task.keywords.module_defaults;
-        if let Some(defaults) = crate::playbook::defaults_for(levels, backend, backend) {
-            let templated = module_defaults(ctx, task, defaults, vars, given)?;
+        let fqcn = crate::modules::module_defaults::builtin_fqcn(backend);
+        let defaults = crate::playbook::defaults_for(levels, &fqcn);
+        if !defaults.is_empty() {
+            let templated = module_defaults(ctx, task, &defaults, vars, given)?;
             found.insert(backend.to_string(), Value::Object(templated));
         }
     }

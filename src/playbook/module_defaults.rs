@@ -215,9 +215,8 @@ impl Loader<'_> {
         };
         let resource = fq.strip_prefix(&format!("{collection}.")).unwrap_or(&fq);
         let Some(entries) = meta
-            .action_groups
-            .get(&fq)
-            .or_else(|| meta.action_groups.get(resource))
+            .action_group(&fq)
+            .or_else(|| meta.action_group(resource))
         else {
             return missing();
         };

@@ -52,22 +52,60 @@ pub struct Route {
     pub action_plugin: Option<String>,
 }
 
-/// What one collection's runtime.yml says.
+/// What one collection's runtime.yml says, parsed the first time something in it is
+/// needed: community.general's is 47 KB of YAML, a few milliseconds to read, which a
+/// playbook calling one of its modules that it does not route never needs.
 #[derive(Debug, Default)]
 pub struct RuntimeMeta {
+    text: String,
+    path: PathBuf,
+    parsed: std::sync::OnceLock<Parsed>,
+}
+
+#[derive(Debug, Default)]
+struct Parsed {
     routes: HashMap<(RouteKind, String), Route>,
     /// Each action group's entries as written (names, and the `metadata` mapping).
-    pub action_groups: HashMap<String, Vec<Json>>,
+    action_groups: HashMap<String, Vec<Json>>,
 }
 
 impl RuntimeMeta {
     pub fn parse(text: &str, path: &Path) -> RuntimeMeta {
+        RuntimeMeta {
+            text: text.to_string(),
+            path: path.to_path_buf(),
+            parsed: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn parsed(&self) -> &Parsed {
+        self.parsed
+            .get_or_init(|| Parsed::parse(&self.text, &self.path))
+    }
+
+    /// The routing of plugin `name` (its name inside the collection) of `kind`. A name
+    /// the file never mentions has none, and needs no parse.
+    pub fn route(&self, kind: RouteKind, name: &str) -> Option<&Route> {
+        if !self.text.contains(name) {
+            return None;
+        }
+        self.parsed().routes.get(&(kind, name.to_string()))
+    }
+
+    /// The entries of action group `name`, as written.
+    pub fn action_group(&self, name: &str) -> Option<&Vec<Json>> {
+        self.parsed().action_groups.get(name)
+    }
+}
+
+impl Parsed {
+    fn parse(text: &str, path: &Path) -> Parsed {
         let source = crate::yaml::Source::from_text(path, text);
         let Ok(node) = source.parse() else {
-            return RuntimeMeta::default();
+            return Parsed::default();
         };
         let json = node.to_json();
-        let mut meta = RuntimeMeta::default();
+        let mut meta = Parsed::default();
         let routing = json.get("plugin_routing");
         for kind in [RouteKind::Module, RouteKind::Action] {
             let Some(Json::Object(entries)) = routing.and_then(|r| r.get(kind.key())) else {
@@ -87,11 +125,6 @@ impl RuntimeMeta {
             }
         }
         meta
-    }
-
-    /// The routing of plugin `name` (its name inside the collection) of `kind`.
-    pub fn route(&self, kind: RouteKind, name: &str) -> Option<&Route> {
-        self.routes.get(&(kind, name.to_string()))
     }
 }
 
@@ -243,7 +276,16 @@ action_groups:
                 .as_deref(),
             Some("ns.coll.nope")
         );
-        assert_eq!(meta.action_groups["g"].len(), 2);
+        assert_eq!(meta.action_group("g").unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_name_the_file_never_mentions_is_answered_without_parsing_it() {
+        let meta = RuntimeMeta::parse(RUNTIME, Path::new("runtime.yml"));
+        assert!(meta.route(RouteKind::Module, "ini_file").is_none());
+        assert!(meta.parsed.get().is_none());
+        assert!(meta.route(RouteKind::Module, "old_ping").is_some());
+        assert!(meta.parsed.get().is_some());
     }
 
     #[test]

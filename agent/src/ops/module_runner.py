@@ -195,6 +195,21 @@ class CompileAhead:
 
 # The helper compiling the payload being imported now, if any.
 COMPILING = []
+# Helpers started before their payload's import (`compile_early`), by payload directory.
+EARLY = {}
+# Payload directories whose bundle was read (or found missing).
+LOOKED_AT = set()
+
+
+def compile_early(payload_dir):
+    """Reads the payload's bundle, the first time; a payload without one gets its helper
+    (`CompileAhead`) now, which its import takes over."""
+    if payload_dir in LOOKED_AT:
+        return
+    LOOKED_AT.add(payload_dir)
+    load_bundle(payload_dir)
+    if payload_dir not in BUNDLED:
+        EARLY[payload_dir] = CompileAhead(payload_dir)
 
 
 def load_bundle(payload_dir):
@@ -259,9 +274,10 @@ def add_payload(payload_dir, known):
         return
     known.add(payload_dir)
     PAYLOAD_DIRS.append(payload_dir)
-    load_bundle(payload_dir)
-    if payload_dir not in BUNDLED:
-        COMPILING.append(CompileAhead(payload_dir))
+    compile_early(payload_dir)
+    helper = EARLY.pop(payload_dir, None)
+    if helper is not None:
+        COMPILING.append(helper)
     try:
         import_payload(payload_dir)
     finally:
@@ -853,6 +869,43 @@ STDLIB_AHEAD = (
 )
 
 
+def read_request():
+    """The next request's calls; EOFError when the agent is gone."""
+    count = int(read_field())
+    calls = []
+    for _ in range(count):
+        payload_dir = read_field().decode()
+        fqn = read_field().decode()
+        profile = read_field().decode()
+        args = read_field()
+        timeout = read_field().decode()
+        env = [e for e in read_field().decode().split('\0') if e]
+        calls.append(Call(payload_dir, fqn, profile, args, timeout, env))
+    return calls
+
+
+def import_stdlib_ahead():
+    """Imports `STDLIB_AHEAD`. A request that comes meanwhile (its payload was on the way
+    when this runner started) is read at once, and each payload of it never compiled on
+    this host starts compiling on another core (`compile_early`) while these imports go
+    on: its first run then waits for the longer of the two, not for both. Returns that
+    request (None when none came)."""
+    request = None
+    for name in STDLIB_AHEAD:
+        if request is None and select.select([PROTO_IN], [], [], 0)[0]:
+            try:
+                request = read_request()
+            except EOFError:
+                return None
+            for call in request:
+                compile_early(call.payload_dir)
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            pass
+    return request
+
+
 def main():
     # This process only imports and forks: its collector would only slow the imports
     # down (a seventh of the runner's start). Workers collect as usual.
@@ -861,26 +914,14 @@ def main():
     known = set()
     warmed = set()
     sys.path = [p for p in sys.path if p not in ('', '.')]
-    for name in STDLIB_AHEAD:
-        try:
-            importlib.import_module(name)
-        except BaseException:
-            pass
+    first = import_stdlib_ahead()
     while True:
         try:
-            count = int(read_field())
+            calls = first if first is not None else read_request()
         except EOFError:
             end_workers()
             return
-        calls = []
-        for _ in range(count):
-            payload_dir = read_field().decode()
-            fqn = read_field().decode()
-            profile = read_field().decode()
-            args = read_field()
-            timeout = read_field().decode()
-            env = [e for e in read_field().decode().split('\0') if e]
-            calls.append(Call(payload_dir, fqn, profile, args, timeout, env))
+        first = None
         start = 0
         for end in range(1, len(calls) + 1):
             if end == len(calls) or (calls[end].payload_dir, calls[end].fqn) != (

@@ -19,14 +19,7 @@ pub fn split_role_fqcn(name: &str) -> Option<(&str, &str, &str)> {
         .then_some((namespace, collection, role))
 }
 
-/// Collection and role names are Python identifiers (ASCII here, as Galaxy requires).
-fn is_identifier(part: &str) -> bool {
-    let mut chars = part.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
+use crate::modules::python::finding::is_identifier;
 
 /// Ansible's `collections_path` when none is configured.
 pub fn default_collections_path(home: Option<&Path>) -> Vec<PathBuf> {

@@ -77,13 +77,7 @@ enum Step {
 
 pub(super) use crate::modules::module_defaults::is_fqcr;
 
-fn is_identifier(part: &str) -> bool {
-    let mut chars = part.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
+use crate::modules::python::finding::is_identifier;
 
 fn split(fqcn: &str) -> Option<(&str, &str)> {
     let dot = fqcn.match_indices('.').nth(1)?.0;

@@ -147,7 +147,8 @@ pub fn builtin_module(name: &str) -> Result<ModuleSource, String> {
     })
 }
 
-fn is_identifier(part: &str) -> bool {
+/// A Python identifier in ASCII (collection, role and module names, as Galaxy requires).
+pub(crate) fn is_identifier(part: &str) -> bool {
     let mut chars = part.chars();
     chars
         .next()

@@ -17,21 +17,30 @@ pub(super) fn single_expression(s: &str) -> Option<&str> {
 /// Whether `{{` or `{%` occurs in `expr` other than inside a quoted string constant.
 pub(super) fn opens_tag_outside_strings(expr: &str) -> bool {
     let bytes = expr.as_bytes();
+    outside_strings(expr).any(|i| bytes[i] == b'{' && matches!(bytes.get(i + 1), Some(b'{' | b'%')))
+}
+
+/// The positions of `expr`'s bytes that are not inside a quoted string constant (a
+/// quote, and a backslash's escaped byte, count as inside).
+pub(super) fn outside_strings(expr: &str) -> impl Iterator<Item = usize> + '_ {
+    let bytes = expr.as_bytes();
     let mut quote: Option<u8> = None;
     let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match quote {
-            Some(_) if b == b'\\' => i += 1,
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None if b == b'\'' || b == b'"' => quote = Some(b),
-            None if b == b'{' && matches!(bytes.get(i + 1), Some(b'{' | b'%')) => return true,
-            None => {}
+    std::iter::from_fn(move || {
+        while i < bytes.len() {
+            let at = i;
+            let b = bytes[at];
+            i += 1;
+            match quote {
+                Some(_) if b == b'\\' => i += 1,
+                Some(q) if b == q => quote = None,
+                Some(_) => {}
+                None if b == b'\'' || b == b'"' => quote = Some(b),
+                None => return Some(at),
+            }
         }
-        i += 1;
-    }
-    false
+        None
+    })
 }
 
 /// The inner text of every `{{ }}` and `{% %}` tag, in order.

@@ -11,25 +11,15 @@ pub(super) const MESSAGE: &str = "division by zero";
 /// Whether `expr` (the inside of `{{ }}`) divides with `/` outside its string constants.
 fn divides(expr: &str) -> bool {
     let bytes = expr.as_bytes();
-    let mut quote = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match quote {
-            Some(_) if b == b'\\' => i += 1,
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None if b == b'\'' || b == b'"' => quote = Some(b),
-            None if b == b'/' => {
-                if bytes.get(i + 1) == Some(&b'/') {
-                    i += 1;
-                } else {
-                    return true;
-                }
+    let mut outside = super::expression_scan::outside_strings(expr);
+    while let Some(i) = outside.next() {
+        if bytes[i] == b'/' {
+            if bytes.get(i + 1) != Some(&b'/') {
+                return true;
             }
-            None => {}
+            // `//`, floor division, is not this check's.
+            outside.next();
         }
-        i += 1;
     }
     false
 }

@@ -194,8 +194,8 @@ pub fn start_early(agent: &mut Agent, interpreter: &str) {
 
 /// Runs the runner (`sys.argv[2]`) from its code compiled once per interpreter version
 /// and kept at `sys.argv[1]` + its cache tag: compiling it took a third of the runner's
-/// start (its imports the rest). It moves its pipes to fds 3 and 4 and points 0 and 1 at /dev/null, so a module's
-/// stray read or print never touches the requests.
+/// start (its imports the rest). It moves its pipes to fds 3 and 4 and points 0 and 1
+/// at /dev/null, so a module's stray read or print never touches the requests.
 const BOOTSTRAP: &str = "import os, sys
 # `-c` puts the working directory (the home) first: nothing is imported from there.
 sys.path[:] = [p for p in sys.path if p not in ('', '.')]

@@ -11,6 +11,8 @@ use std::path::Path;
 // mode_t, uid_t and gid_t are unsigned 32-bit on every Linux target the agent is built for.
 unsafe extern "C" {
     fn dup2(oldfd: i32, newfd: i32) -> i32;
+    fn fcntl(fd: i32, cmd: i32, arg: i32) -> i32;
+    fn close(fd: i32) -> i32;
     fn umask(mask: u32) -> u32;
     fn geteuid() -> u32;
     fn getegid() -> u32;
@@ -99,6 +101,28 @@ pub fn redirect_fd(source: RawFd, target: RawFd) -> io::Result<()> {
     // SAFETY: dup2 only manipulates the descriptor table; bad fds give EBADF.
     if unsafe { dup2(source, target) } < 0 {
         return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// For a child between fork and exec: makes `sources[i]` its fd `3 + i`, open across
+/// exec, whatever numbers the sources have (one of them may already be 3 or 4). Uses
+/// only async-signal-safe calls.
+pub fn place_child_fds(sources: &[RawFd]) -> io::Result<()> {
+    const F_DUPFD: i32 = 0;
+    let mut high = [-1; 8];
+    let high = &mut high[..sources.len()];
+    for (copy, &source) in high.iter_mut().zip(sources) {
+        // SAFETY: fcntl(F_DUPFD) only manipulates the descriptor table.
+        *copy = unsafe { fcntl(source, F_DUPFD, 10) };
+        if *copy < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    for (target, &copy) in (3..).zip(high.iter()) {
+        redirect_fd(copy, target)?;
+        // SAFETY: `copy` is this function's own duplicate, closed once.
+        unsafe { close(copy) };
     }
     Ok(())
 }

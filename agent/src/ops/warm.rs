@@ -4,9 +4,10 @@
 //! interpreter (a loop's items) go to it as one request and come back one answer per
 //! module, so a loop costs one exchange with the runner, not one per item.
 
-use std::io::{Read, Write};
+use std::io::{PipeReader, PipeWriter, Read, Write};
 use std::os::fd::AsRawFd;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use turbo_proto::{ErrorKind, ModuleRun, OpError};
@@ -28,8 +29,8 @@ const RUNNER: &str = concat!(
 pub struct Runner {
     interpreter: String,
     pub(super) child: Child,
-    input: ChildStdin,
-    output: ChildStdout,
+    input: PipeWriter,
+    output: PipeReader,
 }
 
 impl Drop for Runner {
@@ -157,24 +158,35 @@ fn warm_runner(agent: &mut Agent, interpreter: &str) -> Result<usize, OpError> {
     {
         return Ok(i);
     }
-    let mut child = Command::new(interpreter)
+    let spawn_error = |e: std::io::Error| {
+        op_error(
+            ErrorKind::NotFound,
+            format!("cannot start {interpreter}: {e}"),
+        )
+    };
+    // The requests and answers go on pipes of their own at fds 3 and 4, never on stdin
+    // and stdout: whatever the interpreter prints there (a wrapper script's banner,
+    // `py-spy record`'s progress) cannot be taken for an answer.
+    let (request_read, input) = std::io::pipe().map_err(spawn_error)?;
+    let (output, answer_write) = std::io::pipe().map_err(spawn_error)?;
+    let child_fds = [request_read.as_raw_fd(), answer_write.as_raw_fd()];
+    let mut command = Command::new(interpreter);
+    command
         .arg("-c")
         .arg(BOOTSTRAP)
         .arg(runner_code_path(agent))
         .arg(RUNNER)
         .current_dir(&agent.home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| {
-            op_error(
-                ErrorKind::NotFound,
-                format!("cannot start {interpreter}: {e}"),
-            )
-        })?;
-    let input = child.stdin.take().expect("piped stdin");
-    let output = child.stdout.take().expect("piped stdout");
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    // SAFETY: place_child_fds makes only async-signal-safe calls on descriptors.
+    unsafe {
+        command.pre_exec(move || sys::place_child_fds(&child_fds));
+    }
+    let child = command.spawn().map_err(spawn_error)?;
+    // The child's ends close here, so that either side sees the other's exit as EOF.
+    drop((request_read, answer_write));
     agent.runners.push(Runner {
         interpreter: interpreter.to_string(),
         child,
@@ -194,17 +206,11 @@ pub fn start_early(agent: &mut Agent, interpreter: &str) {
 
 /// Runs the runner (`sys.argv[2]`) from its code compiled once per interpreter version
 /// and kept at `sys.argv[1]` + its cache tag: compiling it took a third of the runner's
-/// start (its imports the rest). It moves its pipes to fds 3 and 4 and points 0 and 1
-/// at /dev/null, so a module's stray read or print never touches the requests.
+/// start (its imports the rest). Its pipes are fds 3 and 4; 0 and 1 are /dev/null, so a
+/// module's stray read or print never touches the requests.
 const BOOTSTRAP: &str = "import os, sys
 # `-c` puts the working directory (the home) first: nothing is imported from there.
 sys.path[:] = [p for p in sys.path if p not in ('', '.')]
-os.dup2(0, 3)
-os.dup2(1, 4)
-_null = os.open(os.devnull, os.O_RDWR)
-os.dup2(_null, 0)
-os.dup2(_null, 1)
-os.close(_null)
 
 
 def _runner_code(prefix, source):
@@ -233,7 +239,7 @@ def _runner_code(prefix, source):
 
 
 _code = _runner_code(sys.argv[1], sys.argv[2])
-del _null, _runner_code, sys.argv[1:]
+del _runner_code, sys.argv[1:]
 exec(_code)
 ";
 
@@ -285,8 +291,15 @@ fn exchange(
         let mut field = || -> std::io::Result<Vec<u8>> {
             let mut len = [0u8; 8];
             runner.output.read_exact(&mut len)?;
-            let mut data = vec![0u8; u64::from_be_bytes(len) as usize];
-            runner.output.read_exact(&mut data)?;
+            let len = u64::from_be_bytes(len);
+            // Read as it comes, not allocated from the length: a length that is not the
+            // runner's (its pipe written by something else) ends in an error, not an
+            // allocation the agent aborts on.
+            let mut data = Vec::new();
+            (&mut runner.output).take(len).read_to_end(&mut data)?;
+            if data.len() as u64 != len {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
             Ok(data)
         };
         let rc = String::from_utf8_lossy(&field()?).parse().unwrap_or(1);

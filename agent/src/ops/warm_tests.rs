@@ -595,3 +595,37 @@ fn a_new_payload_compiled_on_two_cores_runs_as_one_compiled_alone() {
     let mut b = agent(home.path());
     assert_eq!(batch(&mut b, vec![spec])[0].stdout, b"15\n");
 }
+
+#[test]
+fn what_the_interpreter_prints_on_its_own_stdout_is_not_taken_for_an_answer() {
+    if !python() {
+        return;
+    }
+    let home = TempDir::new();
+    // A wrapper as `ansible_python_interpreter` (a profiler, a banner) writes on the
+    // stdout it was given, before the runner starts and while it runs.
+    let wrapper = home.join("python-wrapper");
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\necho 'wrapper> starting'\n{PYTHON} \"$@\"\necho 'wrapper> done'\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let spec = RunModule {
+        interpreters: vec![wrapper.to_string_lossy().into_owned()],
+        ..request(
+            payload("import json\nprint(json.dumps({'ok': 1}))\n", 31),
+            None,
+        )
+    };
+    let mut a = agent(home.path());
+    let runs = batch(&mut a, vec![spec.clone(), spec]);
+    for run in &runs {
+        assert_eq!(text(&run.stdout), "{\"ok\": 1}\n", "{}", text(&run.stderr));
+        assert_eq!(run.rc, 0);
+    }
+}

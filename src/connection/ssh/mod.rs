@@ -18,6 +18,7 @@ mod escalator;
 mod host_key;
 mod jump;
 mod proxy_command;
+mod quick_ack;
 mod retry;
 mod transport;
 

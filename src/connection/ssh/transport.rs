@@ -2,6 +2,7 @@
 //! a proxy command's stdio; then the SSH handshake with the host key check and the login
 //! on that stream, each attempt tried again as `retry` says.
 
+use super::quick_ack::QuickAck;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -229,7 +230,7 @@ fn write_stall_limit(interval: Option<Duration>, max: usize) -> Option<Duration>
     Some(interval.saturating_mul(unanswered))
 }
 
-pub(super) async fn tcp_connect(hop: &Hop) -> Result<TcpStream, Failure> {
+pub(super) async fn tcp_connect(hop: &Hop) -> Result<QuickAck, Failure> {
     let tcp_error = |reason: String| ConnectError::Tcp {
         address: hop.address.clone(),
         port: hop.port,
@@ -265,7 +266,7 @@ pub(super) async fn tcp_connect(hop: &Hop) -> Result<TcpStream, Failure> {
         match tokio::time::timeout(hop.connect_timeout, attempt).await {
             Ok(Ok(socket)) => {
                 let _ = socket.set_nodelay(true);
-                return Ok(socket);
+                return Ok(QuickAck(socket));
             }
             Ok(Err(e)) => {
                 reset = e.kind() == std::io::ErrorKind::ConnectionReset;

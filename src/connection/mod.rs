@@ -12,6 +12,7 @@ mod ssh_config;
 
 pub use privilege::{BecomeMethod, BecomeSpec};
 pub use spec::{JumpHost, Proxy, Secret, parse_proxy_command, parse_proxy_jump};
+pub use ssh::EarlyConnections;
 pub use ssh_config::{AddressFamily, Algorithms, ConfigFiles, SshSettings};
 
 use std::path::PathBuf;
@@ -177,19 +178,21 @@ fn tried_list(tried: &[String]) -> String {
 /// session and what opens become agents beside it. For `ConnectionKind::Local` the agent
 /// runs as a child of this process.
 pub async fn open_host(spec: &ConnectionSpec) -> Result<(AgentSession, Escalator), ConnectError> {
-    open_host_with(spec, &mut Prelude::default()).await
+    open_host_with(spec, &mut Prelude::default(), None).await
 }
 
 /// [`open_host`], with `prelude`'s requests written to the agent as it starts, ahead of
 /// its hello (over SSH, a round trip saved): once the session is open, their replies come
 /// to the prelude's callers. After a failed open they never come (drop the prelude).
+/// A login by the same spec in `early` is taken rather than another started.
 pub async fn open_host_with(
     spec: &ConnectionSpec,
     prelude: &mut Prelude,
+    early: Option<&EarlyConnections>,
 ) -> Result<(AgentSession, Escalator), ConnectError> {
     match spec.kind {
         ConnectionKind::Ssh => {
-            let (session, escalator) = ssh::open_agent(spec, prelude).await?;
+            let (session, escalator) = ssh::open_agent(spec, prelude, early).await?;
             Ok((session, Escalator::Ssh(Arc::new(escalator))))
         }
         ConnectionKind::Local => {

@@ -240,6 +240,8 @@ pub(crate) struct RunContext {
     /// that works on the controller's files through an agent (synchronize's pull).
     pub(super) controller:
         tokio::sync::OnceCell<Result<crate::agent_session::AgentSession, super::SessionFailure>>,
+    /// Logins started while their host's first task was planned (`connect_ahead`).
+    pub(super) early_connections: crate::connection::EarlyConnections,
 }
 
 impl RunContext {

@@ -89,6 +89,7 @@ pub async fn run_playbooks_until(
         custom_stats: Default::default(),
         interrupted: Default::default(),
         controller: Default::default(),
+        early_connections: Default::default(),
     });
     for warning in ctx.inventory().warnings() {
         ctx.emit(Event::Warning(warning.clone()));

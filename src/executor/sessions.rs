@@ -88,7 +88,7 @@ impl RunContext {
                     &self.opts.connection_defaults,
                 )
                 .map_err(|e| SessionFailure::Failed(e.to_string()))?;
-                let (session, _) = open_host_with(&spec, &mut Prelude::default())
+                let (session, _) = open_host_with(&spec, &mut Prelude::default(), None)
                     .await
                     .map_err(|e| SessionFailure::Failed(e.to_string()))?;
                 Ok(session)
@@ -169,9 +169,10 @@ impl RunContext {
             .clone();
         let opened = cell
             .get_or_init(|| async {
-                let (session, escalator) = open_host_with(&spec, prelude)
-                    .await
-                    .map_err(|e| SessionFailure::Unreachable(e.to_string()))?;
+                let (session, escalator) =
+                    open_host_with(&spec, prelude, Some(&self.early_connections))
+                        .await
+                        .map_err(|e| SessionFailure::Unreachable(e.to_string()))?;
                 let b = session.bootstrap();
                 self.emit(Event::AgentReady {
                     host: host.name.clone(),
@@ -184,6 +185,38 @@ impl RunContext {
             .await
             .clone()?;
         Ok((opened, key))
+    }
+
+    /// Starts the login of the task's session while the task is still planned, when the
+    /// host has no such session yet and the task needs its host: the first open of that
+    /// session then takes the login as it ends. A login nothing takes is never reported
+    /// (Ansible does not connect for a play whose tasks all skip its host).
+    pub(crate) fn connect_ahead(
+        &self,
+        host: &HostState,
+        play: &Play,
+        task: &crate::playbook::Task,
+    ) {
+        let caps = task.module.caps();
+        if !caps.requires_connection
+            || caps.bypass_host_loop
+            || caps.control != crate::modules::Control::None
+            || task.keywords.delegate_to.is_some()
+        {
+            return;
+        }
+        let Ok((key, spec)) = self.login_target(host, play, task) else {
+            return;
+        };
+        if host
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .contains_key(&key)
+        {
+            return;
+        }
+        self.early_connections.start(&spec);
     }
 
     /// Whether the task reaches its host through `connection: local` (where `reboot`

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::spec::{Arg, Spec, Unknown};
-use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 
 pub struct Assert;
 
@@ -24,6 +24,10 @@ impl Module for Assert {
 
     fn spec(&self) -> &'static Spec {
         &ASSERT_SPEC
+    }
+
+    fn caps(&self) -> Caps {
+        Caps::TASK.no_connection()
     }
 
     fn untemplated_args(&self) -> &'static [&'static str] {
@@ -168,6 +172,10 @@ impl Module for Fail {
             Spec::new(&[Arg::raw("msg").default_str("Failed as requested from task")])
                 .unknown(Unknown::InvalidOptions);
         &SPEC
+    }
+
+    fn caps(&self) -> Caps {
+        Caps::TASK.no_connection()
     }
 
     fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {

@@ -25,7 +25,7 @@ impl Module for Debug {
     }
 
     fn caps(&self) -> Caps {
-        Caps::TASK.shown(Shown::OwnData)
+        Caps::TASK.shown(Shown::OwnData).no_connection()
     }
 
     /// The outcome's `data` holds `msg` (the message, any type) or `<var>: value`.

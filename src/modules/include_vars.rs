@@ -46,7 +46,10 @@ impl Module for IncludeVars {
 
     /// `include_vars: common.yml` names the file.
     fn caps(&self) -> Caps {
-        Caps::TASK.free_form().facts(FactsLayer::IncludeVars)
+        Caps::TASK
+            .free_form()
+            .facts(FactsLayer::IncludeVars)
+            .no_connection()
     }
 
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {

@@ -40,7 +40,7 @@ impl Module for AddHost {
     }
 
     fn caps(&self) -> Caps {
-        Caps::TASK.bypass_host_loop()
+        Caps::TASK.bypass_host_loop().no_connection()
     }
 
     fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
@@ -92,6 +92,10 @@ impl Module for GroupBy {
 
     fn spec(&self) -> &'static Spec {
         &GROUP_BY_SPEC
+    }
+
+    fn caps(&self) -> Caps {
+        Caps::TASK.no_connection()
     }
 
     fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {

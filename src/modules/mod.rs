@@ -470,6 +470,10 @@ pub struct Caps {
     /// Runs controller-side code (a Python action plugin): planning it runs that code,
     /// so it is never planned ahead of its turn, and its failures are an action's.
     pub controller_action: bool,
+    /// The module's work needs the host (Ansible's `_requires_connection`, false for
+    /// debug, set_fact, assert...): only then is its host's connection started while the
+    /// task is still planned.
+    pub requires_connection: bool,
 }
 
 impl Caps {
@@ -484,6 +488,7 @@ impl Caps {
         own_check_mode: false,
         squash_loop: false,
         controller_action: false,
+        requires_connection: true,
     };
 
     pub const fn free_form(mut self) -> Caps {
@@ -512,6 +517,11 @@ impl Caps {
     }
     pub const fn controller_action(mut self) -> Caps {
         self.controller_action = true;
+        self
+    }
+    /// Works on the controller alone (Ansible's `_requires_connection = False`).
+    pub const fn no_connection(mut self) -> Caps {
+        self.requires_connection = false;
         self
     }
     pub const fn control(mut self, control: Control) -> Caps {

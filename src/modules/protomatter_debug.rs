@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::spec::{Arg, Kind, Spec};
-use super::{Args, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+use super::{Args, Caps, Module, ModuleError, Plan, PlanContext, TaskOutcome};
 use crate::template::TemplateError;
 
 pub struct ProtomatterDebug;
@@ -24,6 +24,10 @@ impl Module for ProtomatterDebug {
 
     fn spec(&self) -> &'static Spec {
         &SPEC
+    }
+
+    fn caps(&self) -> Caps {
+        Caps::TASK.no_connection()
     }
 
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {

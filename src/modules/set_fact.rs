@@ -22,7 +22,7 @@ impl Module for SetFact {
     }
 
     fn caps(&self) -> Caps {
-        Caps::TASK.facts(FactsLayer::SetFact)
+        Caps::TASK.facts(FactsLayer::SetFact).no_connection()
     }
 
     fn templates_arg_names(&self) -> bool {

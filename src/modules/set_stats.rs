@@ -26,7 +26,7 @@ impl Module for SetStats {
     }
 
     fn caps(&self) -> Caps {
-        Caps::TASK
+        Caps::TASK.no_connection()
     }
 
     fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {

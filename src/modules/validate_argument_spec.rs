@@ -28,7 +28,7 @@ impl Module for ValidateArgumentSpec {
     }
 
     fn caps(&self) -> Caps {
-        Caps::TASK
+        Caps::TASK.no_connection()
     }
 
     fn plan(&self, args: &Args, ctx: &PlanContext) -> Result<Plan, ModuleError> {

@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 
 use crate::support::hosts::SshHosts;
 use crate::support::run::{PLAY_HEAD, TestRun, assert_contains, recap};
-use crate::support::sshd::Sshd;
+use crate::support::sshd::{Sshd, SshdOptions};
 
 /// An INI line for `name` on `sshd` that leaves the login and the port to the play.
 fn line_without_user_and_port(hosts: &SshHosts, name: &str) -> String {
@@ -172,4 +172,59 @@ fn a_host_behind_a_jump_host_is_unreachable_with_the_reason_not_contacted_direct
     assert_eq!(out.recap("direct"), recap(1, 1));
     assert!(!jumped.home.join("touched").exists());
     assert!(hosts.user("direct").home.join("touched").exists());
+}
+
+#[test]
+fn a_host_is_logged_into_once_and_only_when_a_task_needs_it() {
+    let sshd = Sshd::start_with(&SshdOptions {
+        head: "LogLevel VERBOSE\n",
+        ..Default::default()
+    });
+    let user = sshd.add_user();
+    let known_hosts =
+        sshd.known_hosts_file("known_hosts", &format!("{}\n", sshd.known_hosts_line()));
+    let inventory = format!(
+        "h ansible_host=127.0.0.1 ansible_port={port} ansible_user={user} \
+         ansible_ssh_private_key_file={key} ansible_ssh_common_args='-o UserKnownHostsFile={kh}'\n",
+        port = sshd.port,
+        user = user.name,
+        key = sshd.user_key.display(),
+        kh = known_hosts.display(),
+    );
+    let logins = || sshd.log().matches("Accepted publickey").count();
+    // Tasks that work on the controller alone: Ansible never connects for them, and the
+    // login started while a task is planned is not started for them either (the pause
+    // gives one time to complete).
+    let controller_only = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  tasks:
+    - set_fact: x=1
+    - debug: var=x
+    - assert: {{that: x == '1'}}
+    - pause: seconds=1
+"
+        ))
+        .inventory(&inventory)
+        .run();
+    controller_only.assert_code(0);
+    assert_eq!(controller_only.recap("h").ok, 4);
+    assert_eq!(logins(), 0, "{}", sshd.log());
+    // A task that needs the host after them: one login, the one started ahead.
+    let then_copy = TestRun::new()
+        .playbook(&format!(
+            "{PLAY_HEAD}  tasks:
+    - debug: msg=first
+    - copy: content=x dest=~/copied
+    - copy: content=y dest=~/copied2
+"
+        ))
+        .inventory(&inventory)
+        .run();
+    then_copy.assert_code(0);
+    assert_eq!(then_copy.recap("h").changed, 2);
+    assert_eq!(
+        std::fs::read_to_string(user.home.join("copied")).unwrap(),
+        "x"
+    );
+    assert_eq!(logins(), 1, "{}", sshd.log());
 }

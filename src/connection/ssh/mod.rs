@@ -14,6 +14,7 @@ use crate::agent_session::{AgentSession, EndWitness, Prelude, StreamEnd};
 
 mod auth;
 mod bootstrap;
+mod early;
 mod escalator;
 mod host_key;
 mod jump;
@@ -23,6 +24,7 @@ mod retry;
 mod transport;
 
 pub(super) use bootstrap::{cache_checks, compressed_agent};
+pub use early::EarlyConnections;
 pub use escalator::Escalator;
 
 use bootstrap::{Diagnostics, PumpGuard, RunningAgent, channel_error, start_pump};
@@ -31,9 +33,17 @@ use host_key::HostKeyGuard;
 pub(super) async fn open_agent(
     spec: &ConnectionSpec,
     prelude: &mut Prelude,
+    early: Option<&EarlyConnections>,
 ) -> Result<(AgentSession, Escalator), ConnectError> {
     let agent = agent_for(&spec.host)?;
-    let connection = Arc::new(transport::connect(spec).await?);
+    let ahead = match early {
+        Some(early) => early.take(spec).await,
+        None => None,
+    };
+    let connection = Arc::new(match ahead {
+        Some(connected) => connected?,
+        None => transport::connect(spec).await?,
+    });
     let session = bootstrap::bootstrap(spec, agent, connection.handle(), prelude)
         .await
         .map_err(|e| with_lost_cause(e, &connection))?;

@@ -201,6 +201,8 @@ async fn send_host_chain(
 ) {
     let ctx = run.ctx;
     let lead = &play.tasks[ahead[0]];
+    // The handshake goes on while the chain is planned.
+    ctx.connect_ahead(host, play, lead);
     let mut written: HashSet<String> = HashSet::new();
     // Facts set by earlier members decided on the controller, with their values.
     let mut known: Map<String, Value> = Map::new();

@@ -776,7 +776,6 @@ def run_calls(known, warmed, calls):
     if key not in warmed:
         warmed.add(key)
         warm_module(key[1])
-    save_bundles()
     limit = 1 if runs_alone(key[1]) else SENT_AHEAD
     queue = []  # (call, out, err) not sent to `current`: none of them ever started
     sent = []  # (call, out, err) sent to `current`, unanswered, in order
@@ -818,6 +817,9 @@ def run_calls(known, warmed, calls):
             current = None
             continue
         call, out, err = sent[0]
+        # What this process compiled for the module is saved while the worker runs its
+        # first calls on the other core, not before they start.
+        save_bundles()
         event = current.wait_answer(started + call.timeout if call.timeout else None)
         fresh = False
         ran = b''

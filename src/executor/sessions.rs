@@ -197,12 +197,7 @@ impl RunContext {
         play: &Play,
         task: &crate::playbook::Task,
     ) {
-        let caps = task.module.caps();
-        if !caps.requires_connection
-            || caps.bypass_host_loop
-            || caps.control != crate::modules::Control::None
-            || task.keywords.delegate_to.is_some()
-        {
+        if !task.module.caps().requires_connection || task.keywords.delegate_to.is_some() {
             return;
         }
         let Ok((key, spec)) = self.login_target(host, play, task) else {

@@ -21,7 +21,7 @@ impl Module for IncludeTasks {
     /// Not free-form: Ansible splits its text into `k=v` pairs (`file=x.yml`), the rest
     /// being the file.
     fn caps(&self) -> Caps {
-        Caps::TASK.control(Control::IncludeTasks)
+        Caps::TASK.control(Control::IncludeTasks).no_connection()
     }
 
     fn plan(&self, _args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {
@@ -55,7 +55,7 @@ impl Module for IncludeRole {
     }
 
     fn caps(&self) -> Caps {
-        Caps::TASK.control(Control::IncludeRole)
+        Caps::TASK.control(Control::IncludeRole).no_connection()
     }
 
     fn plan(&self, _args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {

@@ -31,7 +31,10 @@ impl Module for Meta {
     }
 
     fn caps(&self) -> Caps {
-        Caps::TASK.free_form().control(Control::Meta)
+        Caps::TASK
+            .free_form()
+            .control(Control::Meta)
+            .no_connection()
     }
 
     fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {

@@ -470,9 +470,10 @@ pub struct Caps {
     /// Runs controller-side code (a Python action plugin): planning it runs that code,
     /// so it is never planned ahead of its turn, and its failures are an action's.
     pub controller_action: bool,
-    /// The module's work needs the host (Ansible's `_requires_connection`, false for
-    /// debug, set_fact, assert...): only then is its host's connection started while the
-    /// task is still planned.
+    /// The module's work needs the host: false for the modules that work on the
+    /// controller alone (Ansible's `_requires_connection = False`: debug, set_fact,
+    /// assert...; and pause, meta and the includes, which never reach the host either).
+    /// Only for the others is the host's login started while the task is still planned.
     pub requires_connection: bool,
 }
 

@@ -49,7 +49,7 @@ impl Module for Pause {
     }
 
     fn caps(&self) -> Caps {
-        Caps::TASK.bypass_host_loop()
+        Caps::TASK.bypass_host_loop().no_connection()
     }
 
     fn plan(&self, args: &Args, _ctx: &PlanContext) -> Result<Plan, ModuleError> {

@@ -2,7 +2,6 @@
 //! a proxy command's stdio; then the SSH handshake with the host key check and the login
 //! on that stream, each attempt tried again as `retry` says.
 
-use super::quick_ack::QuickAck;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use super::host_key::{HostKeyGuard, host_key_preference};
+use super::quick_ack::QuickAck;
 use super::retry::{self, Failure};
 use super::{Connection, auth, jump, proxy_command};
 use crate::connection::known_hosts;

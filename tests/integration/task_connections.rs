@@ -176,21 +176,14 @@ fn a_host_behind_a_jump_host_is_unreachable_with_the_reason_not_contacted_direct
 
 #[test]
 fn a_host_is_logged_into_once_and_only_when_a_task_needs_it() {
-    let sshd = Sshd::start_with(&SshdOptions {
-        head: "LogLevel VERBOSE\n",
-        ..Default::default()
-    });
-    let user = sshd.add_user();
-    let known_hosts =
-        sshd.known_hosts_file("known_hosts", &format!("{}\n", sshd.known_hosts_line()));
-    let inventory = format!(
-        "h ansible_host=127.0.0.1 ansible_port={port} ansible_user={user} \
-         ansible_ssh_private_key_file={key} ansible_ssh_common_args='-o UserKnownHostsFile={kh}'\n",
-        port = sshd.port,
-        user = user.name,
-        key = sshd.user_key.display(),
-        kh = known_hosts.display(),
+    let hosts = SshHosts::start_with(
+        &SshdOptions {
+            head: "LogLevel VERBOSE\n",
+            ..Default::default()
+        },
+        &["h"],
     );
+    let (sshd, inventory) = (&hosts.sshd, hosts.inventory());
     let logins = || sshd.log().matches("Accepted publickey").count();
     // Tasks that work on the controller alone: Ansible never connects for them, and the
     // login started while a task is planned is not started for them either (the pause
@@ -223,7 +216,7 @@ fn a_host_is_logged_into_once_and_only_when_a_task_needs_it() {
     then_copy.assert_code(0);
     assert_eq!(then_copy.recap("h").changed, 2);
     assert_eq!(
-        std::fs::read_to_string(user.home.join("copied")).unwrap(),
+        std::fs::read_to_string(hosts.user("h").home.join("copied")).unwrap(),
         "x"
     );
     assert_eq!(logins(), 1, "{}", sshd.log());

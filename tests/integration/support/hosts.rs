@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::sshd::{Sshd, TestUser};
+use super::sshd::{Sshd, SshdOptions, TestUser};
 
 /// Hosts on `ansible_connection=local`: the agent runs as a child of turbo-play, as the
 /// user running the tests (no sshd, no root). They share one home, `~` on every one of
@@ -82,7 +82,12 @@ pub struct SshHosts {
 impl SshHosts {
     /// An sshd with one fresh user per name.
     pub fn start(names: &[&str]) -> SshHosts {
-        let sshd = Sshd::start();
+        SshHosts::start_with(&SshdOptions::default(), names)
+    }
+
+    /// [`SshHosts::start`] with an sshd started with `options`.
+    pub fn start_with(options: &SshdOptions, names: &[&str]) -> SshHosts {
+        let sshd = Sshd::start_with(options);
         let hosts = names
             .iter()
             .map(|name| (name.to_string(), sshd.add_user()))

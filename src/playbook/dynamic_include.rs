@@ -174,9 +174,14 @@ impl DynamicInclude {
         let (source, root) = &*parsed;
         let shared = self.shared();
         let loader = Loader::of(source, &shared, self.playbook_dir.clone());
-        loader
+        let tasks = loader
             .tasks(root, "a tasks file", &self.children_with(params))
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        // Its `module_defaults` names are checked as a play's are once its roles load.
+        loader
+            .check_unresolved_defaults()
+            .map_err(|e| e.to_string())?;
+        Ok(tasks)
     }
 
     /// The tasks of an included role. `args` are the include_role arguments, templated;
@@ -241,6 +246,9 @@ impl DynamicInclude {
                 },
                 _ => RoleLoadError::from(e.to_string()),
             })?;
+        loader
+            .check_unresolved_defaults()
+            .map_err(|e| RoleLoadError::from(e.to_string()))?;
         *ran.lock().expect("ran roles lock") = shared.ran_roles();
         let public = shared.public_roles();
         let handlers = shared.play_handlers(Vec::new());

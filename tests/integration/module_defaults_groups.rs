@@ -153,6 +153,29 @@ fn groups_and_plugins_ansible_cannot_resolve_fail_the_load() {
     }
 }
 
+/// ansible-playbook 2.21.5 stops at such an include with "Could not resolve action
+/// ansible.legacy.fiel in module_defaults" (exit 4); turbo-play fails the include with
+/// the same message, as it fails an include it cannot load, and runs nothing of it.
+#[test]
+fn an_included_tasks_files_unresolvable_defaults_fail_the_include() {
+    let hosts = LocalHosts::new(&["h"]);
+    let out = TestRun::new()
+        .file(
+            "inc.yml",
+            "- block:\n    - debug: msg=inside\n  module_defaults:\n    fiel: {mode: '0600'}\n",
+        )
+        .playbook("- hosts: all\n  gather_facts: false\n  tasks:\n    - include_tasks: inc.yml\n")
+        .local_hosts(&hosts)
+        .run();
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert_contains(
+        &out,
+        "inc.yml:4:5: Could not resolve action ansible.legacy.fiel in module_defaults",
+    );
+    assert!(!out.stdout.contains("inside"), "{}", out.stdout);
+    assert_eq!(out.recap("h").failed, 1);
+}
+
 /// ansible-playbook 2.21.5: the play's module_defaults reach the tasks of its `roles:`
 /// (and what they include), and may name a module only a role's `library/` has, which
 /// the play loads after reading them.

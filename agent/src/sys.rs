@@ -108,11 +108,10 @@ pub fn redirect_fd(source: RawFd, target: RawFd) -> io::Result<()> {
 /// For a child between fork and exec: makes `sources[i]` its fd `3 + i`, open across
 /// exec, whatever numbers the sources have (one of them may already be 3 or 4). Uses
 /// only async-signal-safe calls.
-pub fn place_child_fds(sources: &[RawFd]) -> io::Result<()> {
+pub fn place_child_fds<const N: usize>(sources: [RawFd; N]) -> io::Result<()> {
     const F_DUPFD: i32 = 0;
-    let mut high = [-1; 8];
-    let high = &mut high[..sources.len()];
-    for (copy, &source) in high.iter_mut().zip(sources) {
+    let mut high = [-1; N];
+    for (copy, &source) in high.iter_mut().zip(&sources) {
         // SAFETY: fcntl(F_DUPFD) only manipulates the descriptor table.
         *copy = unsafe { fcntl(source, F_DUPFD, 10) };
         if *copy < 0 {

@@ -182,7 +182,7 @@ fn warm_runner(agent: &mut Agent, interpreter: &str) -> Result<usize, OpError> {
         .stderr(Stdio::inherit());
     // SAFETY: place_child_fds makes only async-signal-safe calls on descriptors.
     unsafe {
-        command.pre_exec(move || sys::place_child_fds(&child_fds));
+        command.pre_exec(move || sys::place_child_fds(child_fds));
     }
     let child = command.spawn().map_err(spawn_error)?;
     // The child's ends close here, so that either side sees the other's exit as EOF.

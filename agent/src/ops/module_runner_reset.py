@@ -78,7 +78,7 @@ def watch():
 # fifth of a warm call.
 REBINDING = {}
 REBINDING_OPS = bytes(opcode.opmap[name] for name in ('STORE_GLOBAL', 'DELETE_GLOBAL'))
-NAMESPACE_NAMES = frozenset(['globals', 'vars', 'exec', 'eval', '__dict__'])
+NAMESPACE_NAMES = frozenset(['globals', 'vars', 'exec', 'eval', '__dict__', 'f_globals'])
 
 
 def rebinds_globals(code):

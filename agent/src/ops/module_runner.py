@@ -97,7 +97,7 @@ class CachingLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname):
         path = self.get_filename(fullname)
         code = CODE.get(path)
-        if code is None and COMPILING:
+        if code is None and COMPILING[0] is not None:
             COMPILING[0].take()
             code = CODE.get(path)
         if code is None:
@@ -153,7 +153,7 @@ class CompileAhead:
                         # Left to the import, which reports it as it would.
                         continue
                     data = marshal.dumps((path, code))
-                    write_all(writable, struct.pack('>Q', len(data)) + data)
+                    write_all(writable, fields([data]))
             except BaseException:
                 pass
             os._exit(0)
@@ -194,7 +194,7 @@ class CompileAhead:
 
 
 # The helper compiling the payload being imported now, if any.
-COMPILING = []
+COMPILING = [None]
 # Helpers started before their payload's import (`compile_early`), by payload directory.
 EARLY = {}
 # Payload directories whose bundle was read (or found missing).
@@ -275,14 +275,13 @@ def add_payload(payload_dir, known):
     known.add(payload_dir)
     PAYLOAD_DIRS.append(payload_dir)
     compile_early(payload_dir)
-    helper = EARLY.pop(payload_dir, None)
-    if helper is not None:
-        COMPILING.append(helper)
+    COMPILING[0] = EARLY.pop(payload_dir, None)
     try:
         import_payload(payload_dir)
     finally:
-        while COMPILING:
-            COMPILING.pop().end()
+        helper, COMPILING[0] = COMPILING[0], None
+        if helper is not None:
+            helper.end()
 
 
 def import_payload(payload_dir):
@@ -783,6 +782,7 @@ def run_calls(known, warmed, calls):
     fresh = False
     refused = False  # `current`'s socket refused a call: it takes no more
     started = 0.0
+    saved = False
     while sent or queue or following < len(calls):
         if current is None:
             # What the last worker was sent but never started goes to the next one.
@@ -818,8 +818,11 @@ def run_calls(known, warmed, calls):
             continue
         call, out, err = sent[0]
         # What this process compiled for the module is saved while the worker runs its
-        # first calls on the other core, not before they start.
-        save_bundles()
+        # first calls on the other core, not before they start (what later calls teach
+        # it is saved once the request is answered, by `main`).
+        if not saved:
+            save_bundles()
+            saved = True
         event = current.wait_answer(started + call.timeout if call.timeout else None)
         fresh = False
         ran = b''
@@ -915,7 +918,6 @@ def main():
     signal.signal(signal.SIGTERM, on_stop)
     known = set()
     warmed = set()
-    sys.path = [p for p in sys.path if p not in ('', '.')]
     first = import_stdlib_ahead()
     while True:
         try:

@@ -380,13 +380,18 @@ pub(crate) mod tests {
         payload_named("m", module, sha)
     }
 
-    /// A payload whose module is `ansible.legacy.<name>`.
-    pub(crate) fn payload_named(name: &str, module: &str, sha: u8) -> ModulePayload {
-        let file = |path: &str, data: &str| PayloadFile {
+    /// A payload's file, not executable.
+    pub(crate) fn payload_file(path: &str, data: &str) -> PayloadFile {
+        PayloadFile {
             path: path.into(),
             data: data.as_bytes().to_vec(),
             executable: false,
-        };
+        }
+    }
+
+    /// A payload whose module is `ansible.legacy.<name>`.
+    pub(crate) fn payload_named(name: &str, module: &str, sha: u8) -> ModulePayload {
+        let file = payload_file;
         ModulePayload {
             sha256: [sha; 32],
             files: Some(vec![

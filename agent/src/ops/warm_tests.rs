@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use turbo_proto::{ModuleRun, Op, OpResult, Request, RunModule};
 
-use super::super::module::tests::{PYTHON, payload, payload_named, request};
+use super::super::module::tests::{PYTHON, payload, payload_file, payload_named, request};
 use super::super::testutil::{TempDir, agent};
 use super::Agent;
 
@@ -501,11 +501,7 @@ fn module_utils_globals_a_call_rebinds_or_sets_are_put_back_for_the_next_call() 
     ];
     let files = payload.files.as_mut().unwrap();
     for (path, data) in extra {
-        files.push(turbo_proto::PayloadFile {
-            path: path.into(),
-            data: data.as_bytes().to_vec(),
-            executable: false,
-        });
+        files.push(payload_file(path, data));
     }
     let spec = request(payload, None);
     let runs = batch(&mut a, (0..4).map(|n| with_x(&spec, n)).collect());
@@ -571,17 +567,15 @@ fn a_new_payload_compiled_on_two_cores_runs_as_one_compiled_alone() {
                   print(u0.N + u1.N + u2.N + u3.N + u4.N + u5.N)\n";
     let mut payload = payload(module, 31);
     let files = payload.files.as_mut().unwrap();
-    files.push(turbo_proto::PayloadFile {
-        path: "ansible/module_utils/broken.py".into(),
-        data: b"def broken(:\n".to_vec(),
-        executable: false,
-    });
+    files.push(payload_file(
+        "ansible/module_utils/broken.py",
+        "def broken(:\n",
+    ));
     for n in 0..6 {
-        files.push(turbo_proto::PayloadFile {
-            path: format!("ansible/module_utils/u{n}.py"),
-            data: format!("N = {n}\n").into_bytes(),
-            executable: false,
-        });
+        files.push(payload_file(
+            &format!("ansible/module_utils/u{n}.py"),
+            &format!("N = {n}\n"),
+        ));
     }
     let spec = request(payload, None);
     let mut a = agent(home.path());

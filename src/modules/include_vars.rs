@@ -5,12 +5,12 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::set_fact::is_identifier;
 use super::spec::{Arg, Elem, Spec, Unknown};
 use super::{
     Args, Caps, FactsLayer, Module, ModuleArgs, ModuleError, Plan, PlanContext, TaskOutcome,
 };
 use crate::kv_args::parse_kv;
+use crate::plugins::catalog::is_identifier;
 use crate::vars_file::{read_vars_file, vars_file_candidates};
 
 pub struct IncludeVars;

@@ -74,13 +74,7 @@ pub fn builtin_fqcn(name: &str) -> String {
 /// Ansible's `AnsibleCollectionRef.is_valid_fqcr`: `ns.coll.name` (the name may have
 /// dots of its own).
 pub fn is_fqcr(name: &str) -> bool {
-    let identifier = |part: &str| {
-        let mut chars = part.chars();
-        chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-    };
+    let identifier = crate::plugins::catalog::is_identifier;
     let mut parts = name.splitn(3, '.');
     matches!((parts.next(), parts.next(), parts.next()),
         (Some(ns), Some(coll), Some(rest)) if identifier(ns) && identifier(coll)

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use super::spec::{Arg, Spec, Unknown};
 use super::{Args, Caps, FactsLayer, Module, ModuleError, Plan, PlanContext, TaskOutcome};
+use crate::plugins::catalog::is_identifier;
 
 /// Any other argument is a variable to set.
 static SPEC: Spec =
@@ -56,15 +57,6 @@ impl Module for SetFact {
             ..TaskOutcome::default()
         }))
     }
-}
-
-/// Python's `str.isidentifier` for ASCII names (Python keywords are not rejected here).
-pub(crate) fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

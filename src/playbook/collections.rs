@@ -19,7 +19,7 @@ pub fn split_role_fqcn(name: &str) -> Option<(&str, &str, &str)> {
         .then_some((namespace, collection, role))
 }
 
-use crate::modules::python::finding::is_identifier;
+use crate::plugins::catalog::is_identifier;
 
 /// Ansible's `collections_path` when none is configured.
 pub fn default_collections_path(home: Option<&Path>) -> Vec<PathBuf> {

@@ -77,7 +77,7 @@ enum Step {
 
 pub(super) use crate::modules::module_defaults::is_fqcr;
 
-use crate::modules::python::finding::is_identifier;
+use crate::plugins::catalog::is_identifier;
 
 fn split(fqcn: &str) -> Option<(&str, &str)> {
     let dot = fqcn.match_indices('.').nth(1)?.0;

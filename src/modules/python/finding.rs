@@ -3,6 +3,7 @@
 //! configured library path, collections (beside the playbook, `collections_path`, the
 //! installed `ansible_collections` package), and ansible-core's own `ansible/modules/`.
 
+use crate::plugins::catalog::is_identifier;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -145,15 +146,6 @@ pub fn builtin_module(name: &str) -> Result<ModuleSource, String> {
         fqn: format!("ansible.modules.{name}"),
         collection: None,
     })
-}
-
-/// A Python identifier in ASCII (collection, role and module names, as Galaxy requires).
-pub(crate) fn is_identifier(part: &str) -> bool {
-    let mut chars = part.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

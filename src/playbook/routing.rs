@@ -70,10 +70,10 @@ struct Parsed {
 }
 
 impl RuntimeMeta {
-    pub fn parse(text: &str, path: &Path) -> RuntimeMeta {
+    pub fn new(text: String, path: PathBuf) -> RuntimeMeta {
         RuntimeMeta {
-            text: text.to_string(),
-            path: path.to_path_buf(),
+            text,
+            path,
             parsed: std::sync::OnceLock::new(),
         }
     }
@@ -171,7 +171,7 @@ pub fn runtime_meta(collection: &str, collection_dir: Option<&Path>) -> Option<A
     }
     // A collection without the file has no routing and no groups, but exists.
     let meta = match std::fs::read_to_string(&path) {
-        Ok(text) => RuntimeMeta::parse(&text, &path),
+        Ok(text) => RuntimeMeta::new(text, path.clone()),
         Err(_) => RuntimeMeta::default(),
     };
     let meta = Arc::new(meta);
@@ -254,7 +254,7 @@ action_groups:
 
     #[test]
     fn routes_and_groups_are_read_per_kind() {
-        let meta = RuntimeMeta::parse(RUNTIME, Path::new("runtime.yml"));
+        let meta = RuntimeMeta::new(RUNTIME.into(), "runtime.yml".into());
         let old = meta.route(RouteKind::Module, "old_ping").unwrap();
         assert_eq!(old.redirect.as_deref(), Some("ping"));
         assert_eq!(
@@ -281,7 +281,7 @@ action_groups:
 
     #[test]
     fn a_name_the_file_never_mentions_is_answered_without_parsing_it() {
-        let meta = RuntimeMeta::parse(RUNTIME, Path::new("runtime.yml"));
+        let meta = RuntimeMeta::new(RUNTIME.into(), "runtime.yml".into());
         assert!(meta.route(RouteKind::Module, "ini_file").is_none());
         assert!(meta.parsed.get().is_none());
         assert!(meta.route(RouteKind::Module, "old_ping").is_some());
@@ -290,7 +290,7 @@ action_groups:
 
     #[test]
     fn notices_in_ansibles_words() {
-        let meta = RuntimeMeta::parse(RUNTIME, Path::new("runtime.yml"));
+        let meta = RuntimeMeta::new(RUNTIME.into(), "runtime.yml".into());
         let old = meta.route(RouteKind::Module, "old_ping").unwrap();
         assert_eq!(
             deprecation_text(

@@ -310,10 +310,10 @@ impl Loader<'_> {
                 action_plugin = route.action_plugin.clone();
             }
         }
-        let exists = if collection == "ansible.builtin" {
-            builtin_exists(kind, resource)
-        } else {
-            match kind {
+        // ansible.builtin's modules and actions were found above: what is left of it is
+        // only what its routing says.
+        let exists = collection != "ansible.builtin"
+            && match kind {
                 RouteKind::Module => {
                     crate::modules::find(fqcn).is_some()
                         || self
@@ -326,8 +326,7 @@ impl Loader<'_> {
                     .plugins
                     .find(crate::plugins::Kind::Action, fqcn, &[])
                     .is_some(),
-            }
-        };
+            };
         Ok(if exists {
             Step::Found(Resolved {
                 fqcn: fqcn.to_string(),

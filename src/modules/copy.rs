@@ -142,13 +142,15 @@ impl Module for Copy {
         home: &str,
     ) -> TaskOutcome {
         let content = inline_content(args);
-        let checksum = sent_checksum(sent).or_else(|| content.as_deref().map(sha1_hex));
-        let mut out = file_result(self.name(), args, result, checksum);
-        if !out.failed {
-            let bytes = content.as_deref().or_else(|| sent_bytes(sent));
-            copy_module_keys(&mut out, bytes, if check { "~" } else { home });
-        }
-        if check { would_change(out) } else { out }
+        finish_sent_file(
+            self.name(),
+            args,
+            sent,
+            result,
+            check,
+            home,
+            content.as_deref(),
+        )
     }
 
     fn finish_at_home(&self, args: &Args, result: OpResult, home: &str) -> TaskOutcome {
@@ -160,6 +162,27 @@ impl Module for Copy {
         }
         out
     }
+}
+
+/// The result of a copy or template that sent `sent` (its `content`, when the task's
+/// arguments give it): the file's result with the copy action's keys, Ansible's `checksum`
+/// of what was sent, and in check mode as a change that would be made.
+pub(super) fn finish_sent_file(
+    name: &str,
+    args: &Args,
+    sent: &Op,
+    result: OpResult,
+    check: bool,
+    home: &str,
+    content: Option<&[u8]>,
+) -> TaskOutcome {
+    let checksum = sent_checksum(sent).or_else(|| content.map(sha1_hex));
+    let mut out = file_result(name, args, result, checksum);
+    if !out.failed {
+        let bytes = content.or_else(|| sent_bytes(sent));
+        copy_module_keys(&mut out, bytes, if check { "~" } else { home });
+    }
+    if check { would_change(out) } else { out }
 }
 
 /// Ansible's `checksum` of what a copy or template sent (the SHA-1 of the source, or of

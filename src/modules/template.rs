@@ -98,17 +98,8 @@ impl Module for Template {
         check: bool,
         home: &str,
     ) -> TaskOutcome {
-        let mut outcome = file_result(self.name(), args, result, super::copy::sent_checksum(sent));
         // The template action hands the rendered text to the copy action: its keys.
-        if !outcome.failed {
-            let home = if check { "~" } else { home };
-            super::copy::copy_module_keys(&mut outcome, super::copy::sent_bytes(sent), home);
-        }
-        if check {
-            would_change(outcome)
-        } else {
-            outcome
-        }
+        super::copy::finish_sent_file(self.name(), args, sent, result, check, home, None)
     }
 }
 

@@ -50,36 +50,24 @@ impl Module for Debug {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
+                // Ansible 2.19+ shows an undefined value (or each undefined leaf of a dict
+                // or list) as its error marker, and warns of each.
+                let mut errors = Vec::new();
                 let value = match (ctx.templar, ctx.vars) {
                     (Some(templar), Some(vars)) => match templar.eval_expr(&name, vars) {
                         Ok(mut v) => {
-                            // A dict or list with undefined leaves shows each as Ansible's
-                            // error marker, with a warning for each.
                             if let Some(text) =
                                 crate::template::unresolved::partial_text(vars, &name)
                             {
-                                let mut errors = Vec::new();
                                 mark_undefined_leaves(templar, vars, &mut v, &text, &mut errors);
-                                if !errors.is_empty() {
-                                    let warnings: Vec<Value> = errors
-                                        .iter()
-                                        .map(|e| {
-                                            json!(format!("Encountered 1 template error.\n{e}"))
-                                        })
-                                        .collect();
-                                    data.insert("warnings".into(), Value::Array(warnings));
-                                }
                             }
                             v
                         }
-                        // Ansible 2.19+ shows the error in the value's place and warns.
                         Err(e @ TemplateError::Undefined { .. }) => {
                             let error = format!("error 1 - {e}");
-                            data.insert(
-                                "warnings".into(),
-                                json!([format!("Encountered 1 template error.\n{error}")]),
-                            );
-                            json!(format!("<< {error} >>"))
+                            let marker = json!(format!("<< {error} >>"));
+                            errors.push(error);
+                            marker
                         }
                         // An expression that fails as it runs fails the task, as Ansible's.
                         Err(TemplateError::Render { message, .. }) => {
@@ -97,6 +85,13 @@ impl Module for Debug {
                         ));
                     }
                 };
+                if !errors.is_empty() {
+                    let warnings = errors
+                        .iter()
+                        .map(|e| json!(format!("Encountered 1 template error.\n{e}")))
+                        .collect();
+                    data.insert("warnings".into(), Value::Array(warnings));
+                }
                 data.insert(name, value);
             }
             None => {

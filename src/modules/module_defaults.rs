@@ -199,4 +199,27 @@ mod tests {
         );
         assert_eq!(builtin_fqcn("ns.c.facts"), "ns.c.facts");
     }
+
+    #[test]
+    fn fully_qualified_names_as_ansible_tells_them() {
+        assert!(is_fqcr("ns.coll.name"));
+        assert!(is_fqcr("ns.coll.sub.name"));
+        assert!(!is_fqcr("ns.name"));
+        assert!(!is_fqcr("name"));
+        assert!(!is_fqcr("ns.coll.{{ x }}"));
+    }
+
+    #[test]
+    fn a_task_no_loader_resolves_is_named_as_written_or_as_ansible_cores() {
+        assert_eq!(fallback_fqcn("copy", "copy"), "ansible.builtin.copy");
+        assert_eq!(
+            fallback_fqcn("ansible.legacy.setup", "setup"),
+            "ansible.builtin.setup"
+        );
+        assert_eq!(fallback_fqcn("ns.c.m", "ns.c.m"), "ns.c.m");
+        assert_eq!(
+            fallback_fqcn("synchronize", "ansible.posix.synchronize"),
+            "ansible.posix.synchronize"
+        );
+    }
 }

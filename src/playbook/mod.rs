@@ -34,8 +34,9 @@ mod task;
 mod test_support;
 mod values;
 
-pub use crate::modules::module_defaults::fallback_fqcn;
-pub use crate::modules::module_defaults::{DefaultsError, defaults_for, templated_defaults};
+pub use crate::modules::module_defaults::{
+    DefaultsError, defaults_for, fallback_fqcn, templated_defaults,
+};
 pub use action::{RAW_PARAMS, is_possibly_all_template};
 pub use collections::{default_collections_path, split_role_fqcn};
 pub use dynamic_include::{

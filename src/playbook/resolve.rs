@@ -367,7 +367,7 @@ impl Loader<'_> {
         if let Some(found) = found(RouteKind::Action).or_else(|| found(RouteKind::Module)) {
             return found.fqcn;
         }
-        crate::modules::module_defaults::fallback_fqcn(written, module.name())
+        super::fallback_fqcn(written, module.name())
     }
 }
 
@@ -418,28 +418,7 @@ mod tests {
     }
 
     #[test]
-    fn fully_qualified_names_as_ansible_tells_them() {
-        assert!(is_fqcr("ns.coll.name"));
-        assert!(is_fqcr("ns.coll.sub.name"));
-        assert!(!is_fqcr("ns.name"));
-        assert!(!is_fqcr("name"));
-        assert!(!is_fqcr("ns.coll.{{ x }}"));
+    fn a_fully_qualified_name_splits_after_its_collection() {
         assert_eq!(split("ns.coll.sub.name"), Some(("ns.coll", "sub.name")));
-    }
-
-    use crate::modules::module_defaults::fallback_fqcn;
-
-    #[test]
-    fn a_task_no_loader_resolves_is_named_as_written_or_as_ansible_cores() {
-        assert_eq!(fallback_fqcn("copy", "copy"), "ansible.builtin.copy");
-        assert_eq!(
-            fallback_fqcn("ansible.legacy.setup", "setup"),
-            "ansible.builtin.setup"
-        );
-        assert_eq!(fallback_fqcn("ns.c.m", "ns.c.m"), "ns.c.m");
-        assert_eq!(
-            fallback_fqcn("synchronize", "ansible.posix.synchronize"),
-            "ansible.posix.synchronize"
-        );
     }
 }
